@@ -1,0 +1,50 @@
+import ipaddr from 'ipaddr.js'
+
+/**
+ * Finds the address a request came from. The socket's peer is the truth unless that peer is a
+ * configured trusted proxy; then X-Forwarded-For is read right to left, skipping trusted hops,
+ * and the first untrusted address is the client (RFC 7239 section 5.2's reasoning, applied to the
+ * de-facto header). An address anyone could forge is never believed.
+ */
+export class ClientAddress {
+  private ranges: [ipaddr.IPv4 | ipaddr.IPv6, number][]
+  /** Peer address of each request as the listener saw it; set by the server for every request. */
+  readonly peers = new WeakMap<Request, string>()
+
+  constructor(trustedProxies: string[], private fallbackPeer = '127.0.0.1') {
+    this.ranges = trustedProxies.map((entry) => {
+      if (entry.includes('/')) return ipaddr.parseCIDR(entry)
+      const addr = ipaddr.parse(entry)
+      return [addr, addr.kind() === 'ipv4' ? 32 : 128]
+    })
+  }
+
+  /** The client's address, normalised (IPv4-mapped IPv6 becomes IPv4). */
+  of(request: Request): string {
+    // Requests handled in-process (tests, internal calls) have no socket; they count as loopback.
+    const peer = normalise(this.peers.get(request) ?? this.fallbackPeer)
+    if (this.ranges.length === 0 || !this.trusted(peer)) return peer
+    const forwarded = request.headers.get('x-forwarded-for')
+    if (!forwarded) return peer
+    const hops = forwarded.split(',').map((s) => s.trim()).filter(Boolean)
+    for (let i = hops.length - 1; i >= 0; i--) {
+      if (!ipaddr.isValid(hops[i])) return peer
+      const hop = normalise(hops[i])
+      if (!this.trusted(hop)) return hop
+    }
+    return peer
+  }
+
+  private trusted(address: string): boolean {
+    if (!ipaddr.isValid(address)) return false
+    const addr = ipaddr.parse(address)
+    return this.ranges.some(([range, bits]) => range.kind() === addr.kind() && addr.match(range, bits))
+  }
+}
+
+function normalise(address: string): string {
+  if (!ipaddr.isValid(address)) return address
+  const addr = ipaddr.parse(address)
+  if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress()) return (addr as ipaddr.IPv6).toIPv4Address().toString()
+  return addr.toString()
+}

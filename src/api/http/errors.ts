@@ -1,0 +1,91 @@
+/**
+ * Typed errors. Services throw these; one onError hook (envelope.ts) turns them into the
+ * envelope. The table is design.md's "Envelope, errors, status codes".
+ */
+export class AppError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly param: string | null = null,
+    /** Extra response headers, such as Retry-After. */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message)
+  }
+}
+
+export class BadRequestError extends AppError {
+  constructor(message: string, param: string | null = null) {
+    super(400, 'VALIDATION_ERROR', message, param)
+  }
+}
+
+export class UnauthorizedError extends AppError {
+  constructor(message = 'Send a valid API key as "Authorization: Bearer <key>".') {
+    super(401, 'UNAUTHORIZED', message, null, { 'www-authenticate': 'Bearer' })
+  }
+}
+
+export class PaymentDeclinedError extends AppError {
+  constructor(message: string, param: string | null = 'payment_method_id') {
+    super(402, 'PAYMENT_DECLINED', message, param)
+  }
+}
+
+export class ForbiddenError extends AppError {
+  constructor(message: string, param: string | null = null) {
+    super(403, 'FORBIDDEN', message, param)
+  }
+}
+
+export class NotFoundError extends AppError {
+  constructor(message: string, param: string | null = null) {
+    super(404, 'NOT_FOUND', message, param)
+  }
+}
+
+export class MethodNotAllowedError extends AppError {
+  constructor(method: string, allowed: string[]) {
+    super(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use ${allowed.join(' or ')}.`, null, { allow: allowed.join(', ') })
+  }
+}
+
+export class ConflictError extends AppError {
+  constructor(message: string, param: string | null = null) {
+    super(409, 'CONFLICT', message, param)
+  }
+}
+
+export class PayloadTooLargeError extends AppError {
+  constructor(message: string, param: string | null = null) {
+    super(413, 'PAYLOAD_TOO_LARGE', message, param)
+  }
+}
+
+export class UnsupportedMediaError extends AppError {
+  constructor(message: string, param: string | null = null) {
+    super(415, 'UNSUPPORTED_MEDIA_TYPE', message, param)
+  }
+}
+
+export class ValidationError extends AppError {
+  constructor(param: string | null, message: string) {
+    super(422, 'VALIDATION_ERROR', message, param)
+  }
+}
+
+export class RateLimitedError extends AppError {
+  constructor(retryAfterSeconds: number, headers: Record<string, string>) {
+    super(429, 'RATE_LIMITED', `Too many requests from this address; retry in ${retryAfterSeconds} seconds.`, null, {
+      ...headers,
+      'retry-after': String(retryAfterSeconds),
+    })
+  }
+}
+
+export class UnavailableError extends AppError {
+  constructor(message: string) {
+    super(503, 'UNAVAILABLE', message)
+  }
+}

@@ -1,0 +1,35 @@
+import { t, type TProperties, type TSchema } from 'elysia'
+
+/** `meta` of every response. */
+export const Meta = t.Object({
+  request_id: t.String({ format: 'uuid', description: 'Also sent as the X-Request-Id header; quote it when reporting a problem.' }),
+  timestamp: t.String({ format: 'date-time' }),
+})
+
+/** The success envelope around `data`; used as the response schema of every JSON route. */
+export const Envelope = <T extends TSchema>(data: T) => t.Object({ ok: t.Literal(true), data, meta: Meta })
+
+/** The error envelope; documented as every operation's `default` response. */
+export const ErrorEnvelope = t.Object({
+  ok: t.Literal(false),
+  error: t.Object({
+    code: t.String({ description: 'VALIDATION_ERROR, UNAUTHORIZED, PAYMENT_DECLINED, FORBIDDEN, NOT_FOUND, METHOD_NOT_ALLOWED, CONFLICT, PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, RATE_LIMITED, INTERNAL_ERROR or UNAVAILABLE' }),
+    message: t.String({ description: 'What went wrong and what to do next, in one sentence.' }),
+    param: t.Union([t.String(), t.Null()], { description: 'The offending parameter, dotted for nested fields (contact.phone); null when no single parameter is at fault.' }),
+  }),
+  meta: Meta,
+})
+
+/** `{ 200: Envelope(data) }`, or another success status. */
+export const ok = <T extends TSchema>(data: T, status: 200 | 201 = 200) => ({ [status]: Envelope(data) }) as { [K in typeof status]: ReturnType<typeof Envelope<T>> }
+
+export const Uuid = (description?: string) => t.String({ format: 'uuid', description })
+export const DateTime = (description?: string) => t.String({ format: 'date-time', description })
+export const Nullable = <T extends TSchema>(s: T) => t.Union([s, t.Null()])
+
+/**
+ * A request body: unknown fields are refused with 422 naming the field, so a typo such as
+ * `scope` for `scopes` fails loudly instead of being ignored.
+ */
+export const Body = <T extends TProperties>(properties: T, options: { description?: string } = {}) =>
+  t.Object(properties, { ...options, additionalProperties: false })

@@ -1,0 +1,92 @@
+import type { ValidationError as ElysiaValidationError } from 'elysia'
+import { ValidationError } from './errors'
+
+interface SchemaLike {
+  type?: string
+  format?: string
+  pattern?: string
+  minLength?: number
+  maxLength?: number
+  minimum?: number
+  maximum?: number
+  anyOf?: SchemaLike[]
+  enum?: unknown[]
+  const?: unknown
+  items?: SchemaLike
+  error?: string
+  description?: string
+}
+
+interface ValueErrorLike {
+  path: string
+  value: unknown
+  schema: SchemaLike
+  message: string
+}
+
+/**
+ * Turns Elysia's validation failure into our 422 with `param` naming the field: dotted for nested
+ * objects (`contact.phone`), the array's own name for a bad element (`scopes`). The message says
+ * what a valid value looks like, so the caller can fix it without reading the docs.
+ */
+export function toValidationError(err: ElysiaValidationError): ValidationError {
+  const first = (err.all?.[0] ?? err.valueError) as ValueErrorLike | undefined
+  if (!first) return new ValidationError(null, 'The request is not valid; check it against /api/v1/openapi.json.')
+  const segments = first.path.split('/').filter(Boolean)
+  const isIndex = (s: string) => /^\d+$/.test(s)
+  const paramSegments = segments.filter((s) => !isIndex(s))
+  const param = paramSegments.length > 0 ? paramSegments.join('.') : null
+  const label = segments.length > 0 ? segments.reduce((acc, s) => (isIndex(s) ? `${acc}[${s}]` : acc ? `${acc}.${s}` : s), '') : null
+  if (label === null) {
+    const where = err.type === 'query' ? 'query string' : 'body'
+    return new ValidationError(null, `The ${where} must be a JSON object${where === 'body' ? ' such as {"name": "..."}' : ''}.`)
+  }
+  // An unexpected property shows up as an error on the parent with the property in the value.
+  if (first.message.toLowerCase().includes('unexpected property') || first.message.toLowerCase().includes('additional')) {
+    return new ValidationError(param, `Unknown field '${label}'; remove it (see /api/v1/openapi.json for the accepted fields).`)
+  }
+  return new ValidationError(param, describe(label, first.value, first.schema, err.type))
+}
+
+function describe(label: string, value: unknown, schema: SchemaLike, where: string): string {
+  const field = `${where === 'query' ? 'Query parameter' : where === 'params' ? 'Path parameter' : 'Field'} '${label}'`
+  const got = value === undefined ? '' : ` (got ${preview(value)})`
+  if (schema.error) return `${field} ${schema.error}${got}.`
+  if (value === undefined) return `${field} is required.`
+  const choices = literalChoices(schema)
+  if (choices) return `${field} must be one of ${choices.join(', ')}${got}.`
+  switch (schema.type) {
+    case 'string':
+      if (typeof value !== 'string') return `${field} must be a string${got}.`
+      if (schema.format === 'uuid') return `${field} must be a UUID such as 123e4567-e89b-42d3-a456-426614174000${got}.`
+      if (schema.format === 'email') return `${field} must be an email address${got}.`
+      if (schema.minLength !== undefined && value.length < schema.minLength) return `${field} must be at least ${schema.minLength} characters${got}.`
+      if (schema.maxLength !== undefined && value.length > schema.maxLength) return `${field} must be at most ${schema.maxLength} characters (got ${value.length}).`
+      return `${field} has the wrong format${schema.pattern ? `; it must match ${schema.pattern}` : ''}${got}.`
+    case 'integer':
+    case 'number': {
+      const range = schema.minimum !== undefined && schema.maximum !== undefined ? ` from ${schema.minimum} to ${schema.maximum}` : ''
+      return `${field} must be ${schema.type === 'integer' ? 'an integer' : 'a number'}${range}${got}.`
+    }
+    case 'boolean':
+      return `${field} must be true or false${got}.`
+    case 'array': {
+      const inner = schema.items ? literalChoices(schema.items) : undefined
+      return `${field} must be an array${inner ? ` of ${inner.join(', ')}` : ''}${got}.`
+    }
+    case 'object':
+      return `${field} must be an object${got}.`
+  }
+  return `${field} is not valid${got}.`
+}
+
+function literalChoices(schema: SchemaLike): string[] | undefined {
+  if (schema.enum) return schema.enum.map(String)
+  if (schema.anyOf?.length && schema.anyOf.every((s) => s.const !== undefined)) return schema.anyOf.map((s) => String(s.const))
+  return undefined
+}
+
+function preview(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value)
+  return text.length > 40 ? `${text.slice(0, 37)}...` : text
+}

@@ -1,0 +1,77 @@
+import type { AiModule, PlanSeed, Track } from '../../config/schema'
+import type { PlanRow } from '../../store/schema'
+import type { Store } from '../../store/store'
+import { NotFoundError, ValidationError } from '../http/errors'
+import type { Plan } from './model'
+import type { PlansRepository } from './repository'
+
+/**
+ * The public catalog. Plans are read on every GET /plans/ and on every checkout, and change only
+ * through `berth plans ...`, so the service keeps them in memory and reloads them when the store's
+ * version moves (which also catches an admin command run by another process).
+ */
+export class PlansService {
+  private cache: { version: number; plans: Plan[] } | undefined
+
+  constructor(private repo: PlansRepository, private store: Store, private prefix: string) {}
+
+  /** The catalog in order; deprecated plans only when asked. */
+  list(filter: { track?: Track; includeDeprecated?: boolean } = {}): Plan[] {
+    return this.all().filter((p) => (filter.includeDeprecated || !p.deprecated) && (!filter.track || p.track === filter.track))
+  }
+
+  /** One plan, deprecated or not; NotFoundError when unknown. */
+  get(slug: string): Plan {
+    const plan = this.all().find((p) => p.slug === slug)
+    if (!plan) throw new NotFoundError(`No plan '${slug}'; GET /plans/ lists the plans on sale.`, 'plan_slug')
+    return plan
+  }
+
+  /** A plan that can be bought or moved to: known and not deprecated, else 422 on `param`. */
+  requireActive(slug: string, param: string): Plan {
+    const plan = this.all().find((p) => p.slug === slug)
+    if (!plan) throw new ValidationError(param, `No plan '${slug}'; GET /plans/ lists the plans on sale.`)
+    if (plan.deprecated) throw new ValidationError(param, `Plan '${slug}' is deprecated and no longer sold; pick one from GET /plans/.`)
+    return plan
+  }
+
+  add(seed: PlanSeed): Plan {
+    if (this.repo.find(seed.slug)) throw new ValidationError('slug', `Plan '${seed.slug}' already exists.`)
+    return this.toPlan(this.repo.insert(seed))
+  }
+
+  setDeprecated(slug: string, deprecated: boolean): Plan {
+    const row = this.repo.setDeprecated(slug, deprecated)
+    if (!row) throw new NotFoundError(`No plan '${slug}'.`, 'plan_slug')
+    return this.toPlan(row)
+  }
+
+  private all(): Plan[] {
+    const version = this.store.version()
+    if (this.cache?.version !== version) this.cache = { version, plans: this.repo.all().map((r) => this.toPlan(r)) }
+    return this.cache.plans
+  }
+
+  private toPlan(row: PlanRow): Plan {
+    const premium = row.hostingType === 'vps' || row.hostingType === 'dedicated'
+    return {
+      slug: row.slug,
+      name: row.name,
+      track: row.track as Plan['track'],
+      hosting_type: row.hostingType as Plan['hosting_type'],
+      price: { monthly: row.priceMonthlyCents / 100, annual: row.priceAnnualCents / 100, currency: 'CAD' },
+      features: {
+        max_sites: row.maxSites,
+        ai_modules: JSON.parse(row.aiModules) as AiModule[],
+        free_domain_annual: row.freeDomainAnnual,
+        memory_mb: row.memoryMb,
+        cpu_cores: row.cpuCores,
+        disk_gb: row.diskGb,
+        snapshots: premium,
+        ssh: premium,
+      },
+      skus: { monthly: `${this.prefix}_${row.slug}_monthly`, annual: `${this.prefix}_${row.slug}_annual` },
+      deprecated: row.deprecated,
+    }
+  }
+}

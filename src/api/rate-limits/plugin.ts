@@ -1,0 +1,38 @@
+import { Elysia } from 'elysia'
+import type { ClientAddress } from '../http/client-address'
+import { RateLimitedError } from '../http/errors'
+import type { RateDecision, RateLimiter } from './service'
+
+/**
+ * `{ rateLimit: 'register' }` on a route counts each request of the client address against that
+ * rule (after validation, so a malformed request costs nothing) and answers 429 past it. Headers
+ * follow draft-ietf-httpapi-ratelimit-headers: RateLimit-Limit/-Remaining/-Reset and
+ * RateLimit-Policy, on every response of a limited route; Retry-After on a 429 (RFC 9110 10.2.3).
+ */
+export function rateLimit(limiter: RateLimiter, clients: ClientAddress) {
+  return new Elysia({ name: 'rate-limit' }).macro({
+    rateLimit: (rule: string) => ({
+      detail: { 'x-berth-rate-limit': describe(limiter, rule) },
+      beforeHandle({ request, set }) {
+        const decision = limiter.hit(rule, clients.of(request))
+        const headers = rateHeaders(decision)
+        if (!decision.allowed) throw new RateLimitedError(decision.resetSeconds, headers)
+        Object.assign(set.headers, headers)
+      },
+    }),
+  })
+}
+
+function rateHeaders(d: RateDecision): Record<string, string> {
+  return {
+    'ratelimit-limit': String(d.limit),
+    'ratelimit-remaining': String(d.remaining),
+    'ratelimit-reset': String(d.resetSeconds),
+    'ratelimit-policy': `${d.limit};w=${d.windowSeconds}`,
+  }
+}
+
+function describe(limiter: RateLimiter, rule: string) {
+  const { limit, windowSeconds } = limiter.rule(rule)
+  return { limit, window_seconds: windowSeconds, per: 'client address' }
+}

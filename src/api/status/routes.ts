@@ -1,0 +1,38 @@
+import { Elysia, t } from 'elysia'
+import { ok } from '../http/schemas'
+import type { ApiPlugins } from '../plugins'
+
+export const PlatformStatus = t.Object({
+  status: t.UnionEnum(['ok', 'degraded']),
+  region: t.String(),
+  provider: t.String(),
+  api_version: t.Literal('v1'),
+  version: t.String({ description: 'Version of the berth binary.' }),
+  test_mode: t.Boolean({ description: 'True while the built-in test processor takes payments: no real money moves.' }),
+  payment_processor: t.String(),
+})
+
+export interface StatusInfo {
+  region: string
+  provider: string
+  version: string
+  processor: string
+  testMode: boolean
+}
+
+export const statusRoutes = (plugins: ApiPlugins, info: StatusInfo) =>
+  new Elysia({ name: 'status-routes' })
+    .use(plugins)
+    .get('/status/', () => ({
+      status: 'ok' as const,
+      region: info.region,
+      provider: info.provider,
+      api_version: 'v1' as const,
+      version: info.version,
+      test_mode: info.testMode,
+      payment_processor: info.processor,
+    }), {
+      public: true,
+      response: ok(PlatformStatus),
+      detail: { tags: ['Discovery'], summary: 'Platform status', operationId: 'getStatus' },
+    })

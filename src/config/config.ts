@@ -1,0 +1,204 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import ipaddr from 'ipaddr.js'
+import { DEFAULT_PLANS, SYSTEM_CONFIG_PATH } from './defaults'
+import {
+  AI_MODULES, HOSTING_TYPES, KEYS, TRACKS, parseListen, parseRate,
+  type KeySpec, type PlanSeed,
+} from './schema'
+
+/** The validated configuration every part of Berth receives from the composition root. */
+export interface Config {
+  configFile: string | null
+  server: {
+    listen: { hostname: string; port: number }
+    siteUrl: string
+    baseUrl: string
+    dataDir: string
+    trustedProxies: string[]
+    maxBodyBytes: number
+    region: string
+    provider: string
+    logLevel: 'error' | 'warn' | 'info' | 'debug'
+  }
+  brand: { prefix: string }
+  sites: { domain: string }
+  payments: { processor: 'local' }
+  rateLimits: Record<string, { limit: number; windowSeconds: number }>
+  plans: PlanSeed[]
+}
+
+/** A config problem the hoster must fix; the CLI prints `message` and exits with status 2. */
+export class ConfigError extends Error {}
+
+/** Values given on the command line, keyed `section.key`; they win over everything else. */
+export type FlagValues = Partial<Record<string, string>>
+
+export interface LoadOptions {
+  /** Path from `--config`; else `BERTH_CONFIG`; else /etc/berth/berth.toml when it exists. */
+  file?: string
+  env?: Record<string, string | undefined>
+  flags?: FlagValues
+  /** Resolves a relative data_dir; defaults to the working directory. */
+  cwd?: string
+}
+
+type Raw = Record<string, Record<string, unknown>>
+
+/**
+ * Loads the configuration: embedded defaults, then the TOML file, then `BERTH_<SECTION>_<KEY>`
+ * variables, then flags. Throws ConfigError naming the offending key and its source.
+ */
+export function loadConfig(options: LoadOptions = {}): Config {
+  const env = options.env ?? {}
+  const file = options.file ?? env.BERTH_CONFIG ?? (existsSync(SYSTEM_CONFIG_PATH) ? SYSTEM_CONFIG_PATH : undefined)
+  const fromFile = file ? readToml(file) : {}
+  const values = new Map<string, unknown>()
+  for (const spec of KEYS) {
+    const id = `${spec.section}.${spec.key}`
+    let value: unknown = spec.default
+    let source = 'default'
+    const inFile = fromFile[spec.section]?.[spec.key]
+    if (inFile !== undefined) [value, source] = [inFile, `${file}`]
+    const envName = `BERTH_${spec.section}_${spec.key}`.toUpperCase()
+    if (env[envName] !== undefined) [value, source] = [fromString(spec, env[envName] as string, envName), envName]
+    const flag = options.flags?.[id]
+    if (flag !== undefined) [value, source] = [fromString(spec, flag, `--${spec.key.replace(/_/g, '-')}`), 'command line']
+    values.set(id, checkValue(spec, value, `${id} (from ${source})`))
+  }
+  checkUnknownKeys(fromFile, file)
+  return build(values, file ?? null, fromFile, options.cwd ?? process.cwd())
+}
+
+function readToml(file: string): Raw {
+  if (!existsSync(file)) throw new ConfigError(`Config file ${file} does not exist; create it or drop --config/BERTH_CONFIG.`)
+  try {
+    return Bun.TOML.parse(readFileSync(file, 'utf8')) as Raw
+  } catch (err) {
+    throw new ConfigError(`Config file ${file} is not valid TOML: ${(err as Error).message}`)
+  }
+}
+
+function fromString(spec: KeySpec, text: string, source: string): unknown {
+  switch (spec.type) {
+    case 'string': return text
+    case 'string[]': return text.split(',').map((s) => s.trim()).filter(Boolean)
+    case 'integer': {
+      if (!/^-?\d+$/.test(text.trim())) throw new ConfigError(`${source} must be an integer (got '${text}')`)
+      return Number(text)
+    }
+    case 'boolean': {
+      if (!/^(true|false|1|0)$/i.test(text)) throw new ConfigError(`${source} must be true or false (got '${text}')`)
+      return /^(true|1)$/i.test(text)
+    }
+  }
+}
+
+function checkValue(spec: KeySpec, value: unknown, where: string): unknown {
+  const ok =
+    (spec.type === 'string' && typeof value === 'string') ||
+    (spec.type === 'integer' && Number.isInteger(value)) ||
+    (spec.type === 'boolean' && typeof value === 'boolean') ||
+    (spec.type === 'string[]' && Array.isArray(value) && value.every((v) => typeof v === 'string'))
+  if (!ok) throw new ConfigError(`${where} must be ${describeType(spec.type)}`)
+  const problem = spec.check?.(value as never)
+  if (problem) throw new ConfigError(`${where} ${problem}`)
+  return value
+}
+
+const describeType = (t: KeySpec['type']) =>
+  ({ string: 'a string', integer: 'an integer', boolean: 'true or false', 'string[]': 'a list of strings' })[t]
+
+function checkUnknownKeys(raw: Raw, file: string | undefined) {
+  for (const [section, body] of Object.entries(raw)) {
+    if (section === 'plans') continue
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      throw new ConfigError(`${file}: '${section}' must be a [section]; see docs/configuration.md`)
+    }
+    for (const key of Object.keys(body)) {
+      if (!KEYS.some((k) => k.section === section && k.key === key)) {
+        throw new ConfigError(`${file}: unknown key ${section}.${key}; see docs/configuration.md for the keys Berth reads`)
+      }
+    }
+  }
+}
+
+function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd: string): Config {
+  const get = <T>(id: string) => values.get(id) as T
+  const siteUrl = get<string>('server.site_url').replace(/\/+$/, '')
+  const trusted = get<string[]>('server.trusted_proxies')
+  for (const entry of trusted) {
+    const ok = entry.includes('/') ? safe(() => ipaddr.parseCIDR(entry)) : ipaddr.isValid(entry)
+    if (!ok) throw new ConfigError(`server.trusted_proxies: '${entry}' is not an IP address or CIDR range`)
+  }
+  const rateLimits: Config['rateLimits'] = {}
+  for (const spec of KEYS.filter((k) => k.section === 'rate_limits')) {
+    rateLimits[spec.key] = parseRate(get<string>(`rate_limits.${spec.key}`))!
+  }
+  return {
+    configFile: file,
+    server: {
+      listen: parseListen(get<string>('server.listen'))!,
+      siteUrl,
+      baseUrl: `${siteUrl}/api/v1`,
+      dataDir: resolve(cwd, get<string>('server.data_dir')),
+      trustedProxies: trusted,
+      maxBodyBytes: get<number>('server.max_body_bytes'),
+      region: get<string>('server.region'),
+      provider: get<string>('server.provider'),
+      logLevel: get<Config['server']['logLevel']>('server.log_level'),
+    },
+    brand: { prefix: get<string>('brand.prefix') },
+    sites: { domain: get<string>('sites.domain').toLowerCase() },
+    payments: { processor: get<'local'>('payments.processor') },
+    rateLimits,
+    plans: raw.plans === undefined ? DEFAULT_PLANS : checkPlans(raw.plans, file),
+  }
+}
+
+const safe = (fn: () => unknown) => {
+  try {
+    fn()
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Validates `[[plans]]` tables from the config file; errors name the plan by index and field. */
+export function checkPlans(input: unknown, file: string | null): PlanSeed[] {
+  if (!Array.isArray(input)) throw new ConfigError(`${file}: plans must be written as [[plans]] tables`)
+  const seen = new Set<string>()
+  return input.map((p: Record<string, unknown>, i) => {
+    const where = `${file}: plans[${i}]`
+    const fail = (field: string, what: string): never => {
+      throw new ConfigError(`${where}.${field} ${what}`)
+    }
+    const str = (f: string) => (typeof p[f] === 'string' && p[f] !== '' ? (p[f] as string) : fail(f, 'must be a non-empty string'))
+    const int = (f: string, min: number) => (Number.isInteger(p[f]) && (p[f] as number) >= min ? (p[f] as number) : fail(f, `must be an integer of at least ${min}`))
+    const slug = str('slug')
+    if (!PLAN_SLUG.test(slug)) fail('slug', 'must be lowercase letters, digits and hyphens')
+    if (seen.has(slug)) fail('slug', `repeats '${slug}'`)
+    seen.add(slug)
+    const track = str('track') as PlanSeed['track']
+    if (!TRACKS.includes(track)) fail('track', `must be one of ${TRACKS.join(', ')}`)
+    const hostingType = str('hosting_type') as PlanSeed['hosting_type']
+    if (!HOSTING_TYPES.includes(hostingType)) fail('hosting_type', `must be one of ${HOSTING_TYPES.join(', ')}`)
+    const price = p.price_monthly
+    if (typeof price !== 'number' || price < 0) fail('price_monthly', 'must be a non-negative number (CAD)')
+    const modules = p.ai_modules ?? []
+    if (!Array.isArray(modules) || modules.some((m) => !AI_MODULES.includes(m))) fail('ai_modules', `must list only ${AI_MODULES.join(', ')}`)
+    return {
+      slug, name: str('name'), track, hosting_type: hostingType,
+      price_monthly: price as number,
+      price_annual: typeof p.price_annual === 'number' ? p.price_annual : undefined,
+      max_sites: int('max_sites', 1),
+      ai_modules: modules as PlanSeed['ai_modules'],
+      free_domain_annual: p.free_domain_annual === true,
+      memory_mb: int('memory_mb', 64), cpu_cores: int('cpu_cores', 1), disk_gb: int('disk_gb', 1),
+      deprecated: p.deprecated === true,
+    }
+  })
+}
+
+export const PLAN_SLUG = /^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$/

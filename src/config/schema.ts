@@ -1,0 +1,87 @@
+/**
+ * Every configuration key Berth reads, in one table. The table drives parsing of the TOML file, of
+ * `BERTH_<SECTION>_<KEY>` variables, the default `berth.toml` written by `berth install`, and the
+ * reference in docs/configuration.md (a test checks that each key is documented there).
+ */
+export type KeyType = 'string' | 'integer' | 'boolean' | 'string[]'
+
+export interface KeySpec {
+  section: string
+  key: string
+  type: KeyType
+  default: string | number | boolean | string[]
+  /** One sentence for the generated config file and `berth serve --help`. */
+  help: string
+  /** Returns an error sentence when the value is unacceptable. */
+  check?: (value: never) => string | undefined
+}
+
+export const HOSTING_TYPES = ['shared', 'vps', 'dedicated'] as const
+export const TRACKS = ['single_site', 'agency'] as const
+export const AI_MODULES = ['chatbot', 'seo', 'translation', 'content'] as const
+export type HostingType = (typeof HOSTING_TYPES)[number]
+export type Track = (typeof TRACKS)[number]
+export type AiModule = (typeof AI_MODULES)[number]
+
+export interface PlanSeed {
+  slug: string
+  name: string
+  track: Track
+  hosting_type: HostingType
+  /** CAD per month; annual defaults to ten times this. */
+  price_monthly: number
+  price_annual?: number
+  max_sites: number
+  ai_modules: AiModule[]
+  free_domain_annual: boolean
+  memory_mb: number
+  cpu_cores: number
+  disk_gb: number
+  deprecated?: boolean
+}
+
+const checkListen = (v: string) => (parseListen(v) ? undefined : `must be HOST:PORT, e.g. 0.0.0.0:8080 (got '${v}')`)
+const checkUrl = (v: string) => {
+  try {
+    const u = new URL(v)
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') return `must be an http(s) URL (got '${v}')`
+    if (u.pathname !== '/' || u.search || u.hash) return `must be an origin without a path, e.g. https://hosting.example.com (got '${v}')`
+    return undefined
+  } catch {
+    return `must be an absolute URL such as https://hosting.example.com (got '${v}')`
+  }
+}
+const checkRate = (v: string) => (parseRate(v) ? undefined : `must look like 5/hour, 60/minute or 100/day (got '${v}')`)
+
+export const KEYS: KeySpec[] = [
+  { section: 'server', key: 'listen', type: 'string', default: '0.0.0.0:8080', help: 'Address and port of the single listener that serves the API, the discovery documents and the edge proxy for sites.', check: checkListen as KeySpec['check'] },
+  { section: 'server', key: 'site_url', type: 'string', default: 'http://localhost:8080', help: 'Public origin agents use to reach Berth; base_url is this plus /api/v1.', check: checkUrl as KeySpec['check'] },
+  { section: 'server', key: 'data_dir', type: 'string', default: './.berth-data', help: 'Folder holding the SQLite database, snapshots, backups and certificates (/var/lib/berth when installed).' },
+  { section: 'server', key: 'trusted_proxies', type: 'string[]', default: [], help: 'IP addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is believed; from anyone else the header is ignored.' },
+  { section: 'server', key: 'max_body_bytes', type: 'integer', default: 1_048_576, help: 'Largest JSON request body accepted by API routes, in bytes; larger bodies get 413 PAYLOAD_TOO_LARGE.', check: ((v: number) => (v >= 1024 ? undefined : 'must be at least 1024')) as KeySpec['check'] },
+  { section: 'server', key: 'region', type: 'string', default: 'local', help: 'Region name reported by GET /status/.' },
+  { section: 'server', key: 'provider', type: 'string', default: 'berth', help: 'Provider name reported by GET /status/.' },
+  { section: 'server', key: 'log_level', type: 'string', default: 'info', help: 'One of error, warn, info, debug; logs are JSON lines on standard output.', check: ((v: string) => (['error', 'warn', 'info', 'debug'].includes(v) ? undefined : 'must be error, warn, info or debug')) as KeySpec['check'] },
+  { section: 'brand', key: 'prefix', type: 'string', default: 'svc', help: 'Short prefix of API keys (svc_...), SKUs (svc_{plan}_{period}) and the claim folder (~/.svc).', check: ((v: string) => (/^[a-z][a-z0-9]{1,11}$/.test(v) ? undefined : 'must be 2 to 12 lowercase letters or digits, starting with a letter')) as KeySpec['check'] },
+  { section: 'sites', key: 'domain', type: 'string', default: 'localhost', help: 'Sites are served at {slug}.{domain}; localhost works with no DNS set-up.' },
+  { section: 'payments', key: 'processor', type: 'string', default: 'local', help: 'Payment processor driver; local is the built-in test-mode processor.', check: ((v: string) => (['local'].includes(v) ? undefined : "must be 'local' (the only processor built in so far)")) as KeySpec['check'] },
+  { section: 'rate_limits', key: 'register', type: 'string', default: '5/hour', help: 'POST /auth/register/ per client address.', check: checkRate as KeySpec['check'] },
+]
+
+/** Parses `HOST:PORT` (IPv6 hosts in brackets); returns undefined when malformed. */
+export function parseListen(value: string): { hostname: string; port: number } | undefined {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s]+):(\d{1,5})$/.exec(value)
+  if (!m) return undefined
+  const port = Number(m[2])
+  if (port < 0 || port > 65535) return undefined
+  return { hostname: m[1].replace(/^\[|\]$/g, ''), port }
+}
+
+const UNITS: Record<string, number> = { second: 1, minute: 60, hour: 3600, day: 86400 }
+
+/** Parses `N/unit` (second, minute, hour, day); returns undefined when malformed. */
+export function parseRate(value: string): { limit: number; windowSeconds: number } | undefined {
+  const m = /^(\d+)\s*\/\s*(second|minute|hour|day)$/.exec(value.trim())
+  if (!m || Number(m[1]) < 1) return undefined
+  return { limit: Number(m[1]), windowSeconds: UNITS[m[2]] }
+}

@@ -1,0 +1,26 @@
+/**
+ * Time as Berth sees it. Every service takes a Clock instead of calling Date.now(), so tests can
+ * cross a 7-day grace period or an hour-long rate-limit window without waiting.
+ */
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number
+}
+
+export const systemClock: Clock = { now: () => Date.now() }
+
+/** A clock that moves only when told to; for tests. */
+export class ManualClock implements Clock {
+  constructor(private ms = Date.UTC(2026, 0, 1)) {}
+  now() {
+    return this.ms
+  }
+  advance(ms: number) {
+    this.ms += ms
+  }
+  set(ms: number) {
+    this.ms = ms
+  }
+}
+
+export const iso = (ms: number) => new Date(ms).toISOString()

@@ -1,0 +1,111 @@
+import { sql } from 'drizzle-orm'
+import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+
+/**
+ * The store's tables. Times are integer milliseconds since the epoch (shown as ISO 8601 by the
+ * API); ids are UUIDs as text; lists are JSON text. Changing a table means `bun run db:generate`
+ * and adding the new file to migrations/index.ts.
+ */
+
+export const accounts = sqliteTable('accounts', {
+  id: text('id').primaryKey(),
+  email: text('email'),
+  name: text('name').notNull(),
+  firstName: text('first_name'),
+  lastName: text('last_name'),
+  language: text('language').notNull().default('en'),
+  /** `active` or `anonymized` (after DELETE /account/delete/). */
+  status: text('status').notNull().default('active'),
+  createdAt: integer('created_at').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+}, (t) => [index('accounts_email').on(t.email)])
+
+export const apiKeys = sqliteTable('api_keys', {
+  id: text('id').primaryKey(),
+  accountId: text('account_id').notNull().references(() => accounts.id),
+  name: text('name').notNull(),
+  /** First 12 characters of the key, safe to show in listings. */
+  prefix: text('prefix').notNull(),
+  /** SHA-256 of the whole key, hex. The key itself is never stored. */
+  keyHash: text('key_hash').notNull(),
+  /** JSON array of `read`, `write`, `admin`. */
+  scopes: text('scopes').notNull(),
+  /** Set for site-scoped keys (claim flow): the key works only on this site. */
+  siteId: text('site_id'),
+  createdAt: integer('created_at').notNull(),
+  lastUsedAt: integer('last_used_at'),
+  revokedAt: integer('revoked_at'),
+  /** `revoked` or `rotated`. */
+  revokedReason: text('revoked_reason'),
+  /** For a rotated key: the id of the key that replaced it. */
+  replacedBy: text('replaced_by'),
+}, (t) => [uniqueIndex('api_keys_hash').on(t.keyHash), index('api_keys_account').on(t.accountId)])
+
+export const plans = sqliteTable('plans', {
+  slug: text('slug').primaryKey(),
+  name: text('name').notNull(),
+  track: text('track').notNull(),
+  hostingType: text('hosting_type').notNull(),
+  /** CAD cents, so that sums never drift. */
+  priceMonthlyCents: integer('price_monthly_cents').notNull(),
+  priceAnnualCents: integer('price_annual_cents').notNull(),
+  maxSites: integer('max_sites').notNull(),
+  aiModules: text('ai_modules').notNull(),
+  freeDomainAnnual: integer('free_domain_annual', { mode: 'boolean' }).notNull(),
+  memoryMb: integer('memory_mb').notNull(),
+  cpuCores: integer('cpu_cores').notNull(),
+  diskGb: integer('disk_gb').notNull(),
+  deprecated: integer('deprecated', { mode: 'boolean' }).notNull().default(false),
+  /** Catalog order: the order plans were seeded or added. */
+  position: integer('position').notNull(),
+  createdAt: integer('created_at').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+})
+
+export const subscriptions = sqliteTable('subscriptions', {
+  id: text('id').primaryKey(),
+  accountId: text('account_id').notNull().references(() => accounts.id),
+  planSlug: text('plan_slug').notNull().references(() => plans.slug),
+  billingPeriod: text('billing_period').notNull(),
+  /** `active`, `past_due`, `canceled`, `ended`. */
+  status: text('status').notNull(),
+  currentPeriodEnd: integer('current_period_end').notNull(),
+  createdAt: integer('created_at').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+}, (t) => [index('subscriptions_account').on(t.accountId, t.status)])
+
+export const sites = sqliteTable('sites', {
+  id: text('id').primaryKey(),
+  accountId: text('account_id').notNull().references(() => accounts.id),
+  subscriptionId: text('subscription_id').references(() => subscriptions.id),
+  slug: text('slug').notNull(),
+  planSlug: text('plan_slug').notNull().references(() => plans.slug),
+  /** `provisioning`, `active`, `suspended`, `pending_deletion`, `deleted`, `failed`. */
+  status: text('status').notNull(),
+  createdAt: integer('created_at').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+}, (t) => [
+  // A slug is free again once its site is deleted (design.md, Checkout).
+  uniqueIndex('sites_live_slug').on(t.slug).where(sql`status <> 'deleted'`),
+  index('sites_account').on(t.accountId, t.status),
+])
+
+/** One row per counted request of a rate-limited operation (sliding window log). */
+export const rateLimitHits = sqliteTable('rate_limit_hits', {
+  bucket: text('bucket').notNull(),
+  client: text('client').notNull(),
+  at: integer('at').notNull(),
+  expiresAt: integer('expires_at').notNull(),
+}, (t) => [index('rate_limit_hits_lookup').on(t.bucket, t.client, t.at), index('rate_limit_hits_expiry').on(t.expiresAt)])
+
+/** Small facts about the store itself, such as when the plan catalog was seeded. */
+export const settings = sqliteTable('settings', {
+  key: text('key').primaryKey(),
+  value: text('value').notNull(),
+})
+
+export type AccountRow = typeof accounts.$inferSelect
+export type ApiKeyRow = typeof apiKeys.$inferSelect
+export type PlanRow = typeof plans.$inferSelect
+export type SiteRow = typeof sites.$inferSelect
+export type SubscriptionRow = typeof subscriptions.$inferSelect

@@ -1,0 +1,74 @@
+import { Database } from 'bun:sqlite'
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
+import * as schema from './schema'
+
+export type Db = BunSQLiteDatabase<typeof schema>
+
+/**
+ * The SQLite store: one connection per process, WAL, synchronous=FULL so an acknowledged write
+ * survives `kill -9` and power loss, and every write in BEGIN IMMEDIATE (design.md, Durability).
+ */
+export interface Store {
+  readonly sqlite: Database
+  readonly db: Db
+  readonly path: string
+  /**
+   * Runs `fn` in one BEGIN IMMEDIATE transaction: all of its effects or none. Synchronous on
+   * purpose: nothing else can interleave on this connection while it runs.
+   */
+  write<T>(fn: () => T): T
+  /**
+   * A number that changes whenever the store changed: by this process through `write`, or by
+   * another process (a `berth` admin command) as SQLite's `PRAGMA data_version` reports. In-memory
+   * caches compare it to know when to drop what they hold.
+   */
+  version(): number
+  close(): void
+}
+
+export function openStore(path: string): Store {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true, mode: 0o750 })
+  const sqlite = new Database(path, { create: true, strict: true })
+  sqlite.exec('PRAGMA journal_mode = WAL')
+  sqlite.exec('PRAGMA synchronous = FULL')
+  sqlite.exec('PRAGMA busy_timeout = 5000')
+  sqlite.exec('PRAGMA foreign_keys = ON')
+  const db = drizzle(sqlite, { schema })
+  const dataVersion = sqlite.prepare<{ data_version: number }, []>('PRAGMA data_version')
+  let localWrites = 0
+  const begin = sqlite.prepare('BEGIN IMMEDIATE')
+  const commit = sqlite.prepare('COMMIT')
+  const rollback = sqlite.prepare('ROLLBACK')
+  let depth = 0
+  return {
+    sqlite,
+    db,
+    path,
+    write<T>(fn: () => T): T {
+      // Nested calls join the outer transaction, so services can compose repository writes.
+      if (depth > 0) return fn()
+      begin.run()
+      depth++
+      try {
+        const result = fn()
+        commit.run()
+        return result
+      } catch (err) {
+        rollback.run()
+        throw err
+      } finally {
+        depth--
+        localWrites++
+      }
+    },
+    version() {
+      // data_version fits in 32 bits in practice; shifting keeps both counters in one number.
+      return dataVersion.get()!.data_version * 2 ** 21 + localWrites
+    },
+    close() {
+      sqlite.close()
+    },
+  }
+}

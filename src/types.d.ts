@@ -1,0 +1,4 @@
+declare module '*.toml' {
+  const value: Record<string, unknown>
+  export default value
+}
