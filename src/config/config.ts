@@ -35,8 +35,11 @@ export class ConfigError extends Error {}
 export type FlagValues = Partial<Record<string, string>>
 
 export interface LoadOptions {
-  /** Path from `--config`; else `BERTH_CONFIG`; else /etc/berth/berth.toml when it exists. */
-  file?: string
+  /**
+   * Path from `--config`; else `BERTH_CONFIG`; else /etc/berth/berth.toml when it exists.
+   * `null` means no file at all, whatever exists on the machine (tests).
+   */
+  file?: string | null
   env?: Record<string, string | undefined>
   flags?: FlagValues
   /** Resolves a relative data_dir; defaults to the working directory. */
@@ -51,7 +54,7 @@ type Raw = Record<string, Record<string, unknown>>
  */
 export function loadConfig(options: LoadOptions = {}): Config {
   const env = options.env ?? {}
-  const file = options.file ?? env.BERTH_CONFIG ?? (existsSync(SYSTEM_CONFIG_PATH) ? SYSTEM_CONFIG_PATH : undefined)
+  const file = options.file === null ? undefined : options.file ?? env.BERTH_CONFIG ?? (existsSync(SYSTEM_CONFIG_PATH) ? SYSTEM_CONFIG_PATH : undefined)
   const fromFile = file ? readToml(file) : {}
   const values = new Map<string, unknown>()
   for (const spec of KEYS) {

@@ -92,7 +92,7 @@ export class KeysService {
       siteId,
       createdAt: this.clock.now(),
     })
-    return { ...this.toCreated(row), api_key: apiKey }
+    return { api_key: apiKey, ...this.toCreated(row) }
   }
 
   /** POST /keys/create/: the new key's scopes must be a subset of the caller's. */

@@ -1,0 +1,25 @@
+/**
+ * `bun run build`: regenerates the committed copies of embedded text (migrations module, systemd
+ * unit) and compiles src/main.ts into the single executable dist/berth.
+ */
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { renderUnit } from '../src/install/unit'
+import { MIGRATIONS_DIR, renderMigrationsModule } from './embed-migrations'
+
+const root = join(import.meta.dir, '..')
+writeFileSync(join(MIGRATIONS_DIR, 'index.ts'), renderMigrationsModule())
+writeFileSync(join(root, 'systemd', 'berth.service'), renderUnit())
+
+const result = await Bun.build({
+  entrypoints: [join(root, 'src', 'main.ts')],
+  compile: { outfile: join(root, 'dist', 'berth') },
+  minify: { syntax: true, whitespace: true },
+  sourcemap: 'none',
+  target: 'bun',
+})
+if (!result.success) {
+  for (const log of result.logs) console.error(log)
+  process.exit(1)
+}
+console.log('built dist/berth')

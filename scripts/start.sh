@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The README's first command: install what is needed, build dist/berth and serve the embedded
+# default on http://localhost:8080 (data in ./.berth-data). Stop with Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+bun run build
+exec dist/berth serve "$@"

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The README's second command: install what the tests need (Docker, dig, ssh, Chromium, ...),
+# build dist/berth, and run the whole suite (unit, in-process routes, end-to-end on the binary).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh systemd bind9-dnsutils openssh-client
+bun run build
+exec bun --bun vitest run --pool=threads "$@"

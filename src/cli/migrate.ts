@@ -1,0 +1,33 @@
+import { databasePath } from '../compose'
+import { migrate, pendingMigrations } from '../store/migrate'
+import { openStore } from '../store/store'
+import { COMMON_OPTIONS, STORE_OPTIONS, type Command } from './command'
+import { configFrom } from './config-flags'
+
+export const migrateCommand: Command = {
+  path: ['migrate'],
+  summary: 'Apply the database migrations embedded in this binary.',
+  usage: 'berth migrate [--dry-run] [--data-dir DIR] [--config FILE] [--json]',
+  description: '`berth serve` migrates on start; run this to migrate ahead of an upgrade, or --dry-run to see what would run.',
+  options: {
+    'dry-run': { type: 'boolean', help: 'List the pending migrations without applying them.' },
+    ...STORE_OPTIONS,
+    ...COMMON_OPTIONS,
+  },
+  examples: ['berth migrate', 'berth migrate --dry-run --json'],
+  run(ctx) {
+    const config = configFrom(ctx)
+    const path = databasePath(config)
+    const store = openStore(path)
+    try {
+      const dryRun = ctx.values['dry-run'] === true
+      const ids = dryRun ? pendingMigrations(store) : migrate(store)
+      ctx.out.result({ database: path, dry_run: dryRun, migrations: ids }, () =>
+        ids.length === 0 ? `${path}: up to date` : `${path}: ${dryRun ? 'would apply' : 'applied'} ${ids.join(', ')}`,
+      )
+      return 0
+    } finally {
+      store.close()
+    }
+  },
+}

@@ -1,0 +1,110 @@
+import { checkPlans, ConfigError } from '../config/config'
+import { AI_MODULES, HOSTING_TYPES, TRACKS } from '../config/schema'
+import { buildServices } from '../compose'
+import type { Plan } from '../api/plans/model'
+import { AppError } from '../api/http/errors'
+import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command, type CommandContext } from './command'
+import { configFrom } from './config-flags'
+
+function withPlans<T>(ctx: CommandContext, fn: (s: ReturnType<typeof buildServices>) => T): T {
+  const services = buildServices(configFrom(ctx), { log: silentLog })
+  try {
+    return fn(services)
+  } catch (err) {
+    if (err instanceof AppError) throw new UsageError(err.message)
+    throw err
+  } finally {
+    services.store.close()
+  }
+}
+
+const silentLog = { error() {}, warn() {}, info() {}, debug() {} }
+
+function table(plans: Plan[]): string {
+  const rows = [['SLUG', 'NAME', 'TRACK', 'TYPE', 'CAD/MONTH', 'CAD/YEAR', 'SITES', 'MODULES', 'STATE']]
+  for (const p of plans) {
+    rows.push([p.slug, p.name, p.track, p.hosting_type, p.price.monthly.toFixed(2), p.price.annual.toFixed(2), String(p.features.max_sites), p.features.ai_modules.join(',') || '-', p.deprecated ? 'deprecated' : 'on sale'])
+  }
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)))
+  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd()).join('\n')
+}
+
+export const plansListCommand: Command = {
+  path: ['plans', 'list'],
+  summary: 'List the plan catalog, deprecated plans included.',
+  usage: 'berth plans list [--on-sale] [--data-dir DIR] [--config FILE] [--json]',
+  options: { 'on-sale': { type: 'boolean', help: 'Only plans that can be bought (hide deprecated).' }, ...STORE_OPTIONS, ...COMMON_OPTIONS },
+  examples: ['berth plans list', 'berth plans list --json'],
+  run(ctx) {
+    const plans = withPlans(ctx, (s) => s.plans.list({ includeDeprecated: ctx.values['on-sale'] !== true }))
+    ctx.out.result(plans, () => table(plans))
+    return 0
+  },
+}
+
+export const plansAddCommand: Command = {
+  path: ['plans', 'add'],
+  summary: 'Add a plan to the catalog; it is on sale at once (GET /plans/ shows it).',
+  usage: 'berth plans add --slug SLUG --name NAME --track TRACK --hosting-type TYPE --monthly CAD [options]',
+  options: {
+    slug: { type: 'string', value: 'SLUG', help: 'Identifier used in SKUs: lowercase letters, digits, hyphens (required).' },
+    name: { type: 'string', value: 'NAME', help: 'Display name (required).' },
+    track: { type: 'string', value: 'TRACK', help: `${TRACKS.join(' or ')} (required).` },
+    'hosting-type': { type: 'string', value: 'TYPE', help: `${HOSTING_TYPES.join(', ')} (required).` },
+    monthly: { type: 'string', value: 'CAD', help: 'Monthly price in CAD (required).' },
+    annual: { type: 'string', value: 'CAD', help: 'Annual price in CAD (default: ten times monthly).' },
+    'max-sites': { type: 'string', value: 'N', help: 'Sites allowed per subscription (default 1).' },
+    'ai-modules': { type: 'string', value: 'LIST', help: `Comma-separated: ${AI_MODULES.join(',')} (default none).` },
+    'free-domain-annual': { type: 'boolean', help: 'A first domain is free with annual billing.' },
+    'memory-mb': { type: 'string', value: 'MB', help: 'Memory limit per site (default 256).' },
+    'cpu-cores': { type: 'string', value: 'N', help: 'CPU limit per site (default 1).' },
+    'disk-gb': { type: 'string', value: 'GB', help: 'Disk quota per site (default 5).' },
+    ...STORE_OPTIONS,
+    ...COMMON_OPTIONS,
+  },
+  examples: ['berth plans add --slug growth --name Growth --track single_site --hosting-type vps --monthly 19 --ai-modules seo,chatbot --memory-mb 1024'],
+  run(ctx) {
+    const v = ctx.values as Record<string, string | boolean | undefined>
+    const num = (name: string, fallback?: number) => {
+      if (v[name] === undefined) return fallback
+      const n = Number(v[name])
+      if (!Number.isFinite(n)) throw new UsageError(`--${name} must be a number (got '${v[name]}')`)
+      return n
+    }
+    for (const req of ['slug', 'name', 'track', 'hosting-type', 'monthly']) {
+      if (v[req] === undefined) throw new UsageError(`--${req} is required; see berth plans add --help`)
+    }
+    let seed
+    try {
+      ;[seed] = checkPlans([{
+        slug: v.slug, name: v.name, track: v.track, hosting_type: v['hosting-type'],
+        price_monthly: num('monthly'), price_annual: num('annual'),
+        max_sites: num('max-sites', 1),
+        ai_modules: typeof v['ai-modules'] === 'string' ? v['ai-modules'].split(',').map((s) => s.trim()).filter(Boolean) : [],
+        free_domain_annual: v['free-domain-annual'] === true,
+        memory_mb: num('memory-mb', 256), cpu_cores: num('cpu-cores', 1), disk_gb: num('disk-gb', 5),
+      }], 'berth plans add')
+    } catch (err) {
+      if (err instanceof ConfigError) throw new UsageError(err.message.replace('berth plans add: plans[0].', '--').replace(/_/g, '-'))
+      throw err
+    }
+    const plan = withPlans(ctx, (s) => s.plans.add(seed))
+    ctx.out.result(plan, () => `added plan ${plan.slug} (${plan.price.monthly.toFixed(2)} CAD/month, SKUs ${plan.skus.monthly}, ${plan.skus.annual})`)
+    return 0
+  },
+}
+
+export const plansDeprecateCommand: Command = {
+  path: ['plans', 'deprecate'],
+  summary: 'Stop selling a plan. Existing sites keep it; GET /plans/ hides it unless include_deprecated=true.',
+  usage: 'berth plans deprecate SLUG [--undo] [--data-dir DIR] [--config FILE] [--json]',
+  options: { undo: { type: 'boolean', help: 'Put the plan back on sale.' }, ...STORE_OPTIONS, ...COMMON_OPTIONS },
+  examples: ['berth plans deprecate legacy-basic', 'berth plans deprecate legacy-basic --undo'],
+  run(ctx) {
+    const slug = ctx.positionals[0]
+    if (!slug || ctx.positionals.length > 1) throw new UsageError('give exactly one plan slug; berth plans list shows them')
+    const plan = withPlans(ctx, (s) => s.plans.setDeprecated(slug, ctx.values.undo !== true))
+    ctx.out.result(plan, () => `${plan.slug} is ${plan.deprecated ? 'deprecated (no longer sold)' : 'on sale again'}`)
+    return 0
+  },
+}

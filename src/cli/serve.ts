@@ -1,0 +1,53 @@
+import { buildServices } from '../compose'
+import { startServer } from '../server'
+import { VERSION } from '../version'
+import { COMMON_OPTIONS, STORE_OPTIONS, type Command } from './command'
+import { configFrom } from './config-flags'
+
+export const serveCommand: Command = {
+  path: ['serve'],
+  summary: 'Run Berth: the API, the discovery documents and the edge proxy on one listener.',
+  usage: 'berth serve [--listen HOST:PORT] [--data-dir DIR] [--site-url URL] [--config FILE]',
+  description: [
+    'With no config at all it runs the embedded default: SQLite in ./.berth-data, the built-in',
+    'test-mode payment processor, sites at http://{slug}.localhost:8080/. Each flag can also be set',
+    'in the config file or by a BERTH_SERVER_* variable; flags win. SIGTERM or SIGINT stops it',
+    'gracefully: in-flight requests finish and pending writes are flushed.',
+  ].join('\n'),
+  options: {
+    listen: { type: 'string', value: 'HOST:PORT', help: 'Listen address (server.listen; $BERTH_SERVER_LISTEN; default 0.0.0.0:8080).' },
+    'site-url': { type: 'string', value: 'URL', help: 'Public origin (server.site_url; $BERTH_SERVER_SITE_URL; default http://localhost:8080).' },
+    ...STORE_OPTIONS,
+    ...COMMON_OPTIONS,
+    json: { type: 'boolean', help: 'Print the start-up line as JSON (logs are always JSON lines).' },
+  },
+  examples: [
+    'berth serve',
+    'berth serve --listen 127.0.0.1:9000 --data-dir /tmp/berth --site-url https://hosting.example.com',
+    'BERTH_SERVER_LISTEN=0.0.0.0:80 berth serve --config /etc/berth/berth.toml',
+  ],
+  async run(ctx) {
+    const config = configFrom(ctx)
+    const services = buildServices(config)
+    const running = startServer(services)
+    services.log.info('berth listening', {
+      version: VERSION,
+      url: running.url,
+      site_url: config.server.siteUrl,
+      data_dir: config.server.dataDir,
+      config_file: config.configFile,
+      test_mode: services.status.testMode,
+    })
+    await new Promise<void>((resolve) => {
+      const stop = async (signal: string) => {
+        services.log.info('stopping', { signal })
+        await running.stop()
+        services.store.close()
+        resolve()
+      }
+      process.once('SIGTERM', () => void stop('SIGTERM'))
+      process.once('SIGINT', () => void stop('SIGINT'))
+    })
+    return 0
+  },
+}

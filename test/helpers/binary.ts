@@ -1,0 +1,117 @@
+import { spawn, type Subprocess } from 'bun'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+
+export const BINARY = resolve(import.meta.dirname, '..', '..', 'dist', 'berth')
+
+/** A free TCP port on 127.0.0.1, found by binding port 0. */
+export function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const srv = createServer()
+    srv.once('error', fail)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number }
+      srv.close(() => done(port))
+    })
+  })
+}
+
+export interface Berth {
+  url: string
+  port: number
+  dataDir: string
+  proc: Subprocess
+  output(): string
+  /** SIGTERM and wait. */
+  stop(): Promise<void>
+  /** SIGKILL and wait: nothing gets a chance to flush. */
+  kill9(): Promise<void>
+  /** Starts the binary again on the same port and data folder. */
+  restart(): Promise<void>
+  /** Stops and removes the data folder. */
+  dispose(): Promise<void>
+}
+
+/**
+ * Starts dist/berth serve on a free loopback port with a fresh data folder (or the one given)
+ * and waits for GET /api/v1/status/ to answer 200.
+ */
+export async function startBerth(opts: { dataDir?: string; env?: Record<string, string>; args?: string[] } = {}): Promise<Berth> {
+  if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing; run bun run build`)
+  const port = await freePort()
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'berth-e2e-'))
+  const url = `http://127.0.0.1:${port}`
+  let log = ''
+  let proc!: Subprocess
+  const launch = async () => {
+    proc = spawn([BINARY, 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir, '--site-url', url, ...(opts.args ?? [])], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', ...opts.env },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    for (const stream of [proc.stdout, proc.stderr] as ReadableStream<Uint8Array>[]) {
+      void (async () => {
+        for await (const chunk of stream) log += new TextDecoder().decode(chunk)
+      })()
+    }
+    await waitReady(url, () => proc.exitCode, () => log)
+  }
+  await launch()
+  const berth: Berth = {
+    url, port, dataDir,
+    get proc() { return proc },
+    output: () => log,
+    async stop() {
+      if (proc.exitCode === null) {
+        proc.kill('SIGTERM')
+        await proc.exited
+      }
+    },
+    async kill9() {
+      proc.kill('SIGKILL')
+      await proc.exited
+    },
+    async restart() {
+      await berth.stop()
+      await launch()
+    },
+    async dispose() {
+      await berth.stop()
+      if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+  return berth
+}
+
+async function waitReady(url: string, exitCode: () => number | null, log: () => string) {
+  const deadline = Date.now() + 15_000
+  while (Date.now() < deadline) {
+    if (exitCode() !== null) throw new Error(`berth exited with ${exitCode()}:\n${log()}`)
+    try {
+      const res = await fetch(`${url}/api/v1/status/`)
+      if (res.status === 200) return
+    } catch {
+      // not listening yet
+    }
+    await Bun.sleep(20)
+  }
+  throw new Error(`berth did not answer within 15 s:\n${log()}`)
+}
+
+/** fetch + JSON for end-to-end tests. */
+export async function api(url: string, method: string, path: string, opts: { body?: unknown; key?: string; headers?: Record<string, string> } = {}) {
+  const headers: Record<string, string> = { ...opts.headers }
+  if (opts.key) headers.authorization = `Bearer ${opts.key}`
+  if (opts.body !== undefined) headers['content-type'] = 'application/json'
+  const res = await fetch(`${url}/api/v1${path}`, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) })
+  const text = await res.text()
+  let json: any
+  try {
+    json = JSON.parse(text)
+  } catch {
+    json = undefined
+  }
+  return { status: res.status, headers: res.headers, json, text }
+}
