@@ -4,5 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh systemd bind9-dnsutils openssh-client
+bun run typecheck
 bun run build
 exec bun --bun vitest run --pool=threads "$@"

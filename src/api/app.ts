@@ -1,5 +1,5 @@
 import { ScalarRender } from '@elysiajs/swagger/scalar'
-import { Elysia } from 'elysia'
+import { Elysia, type AnyElysia } from 'elysia'
 import type { Services } from '../compose'
 import { authRoutes } from './auth/routes'
 import { jsonBody } from './http/body'
@@ -26,7 +26,7 @@ export function createApp(s: Services) {
     .use(keyRoutes(plugins, s.keys))
 
   let openapi: ReturnType<typeof buildOpenApi> | undefined
-  const app = new Elysia({ name: 'berth', normalize: false })
+  const app: AnyElysia = new Elysia({ name: 'berth', normalize: false })
     .use(envelope({ log: s.log, methodsFor: (path) => lookup(path) }))
     .use(jsonBody(s.config.server.maxBodyBytes))
     .use(plugins)

@@ -42,7 +42,7 @@ export function buildOpenApi(app: AnyElysia, info: { baseUrl: string; version: s
     }
   }
   return {
-    openapi: '3.0.3',
+    openapi: '3.1.0',
     info: {
       title: 'Berth hosting API',
       version: '1.0',

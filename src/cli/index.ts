@@ -62,7 +62,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   }
   try {
     const { values, positionals } = parseCommandArgs(cmd, argv.slice(cmd.path.length))
-    if (values.help) {
+    if ((values as Record<string, unknown>).help) {
       process.stdout.write(renderHelp(cmd) + '\n')
       return 0
     }

@@ -16,12 +16,9 @@ export interface KeySpec {
   check?: (value: never) => string | undefined
 }
 
-export const HOSTING_TYPES = ['shared', 'vps', 'dedicated'] as const
-export const TRACKS = ['single_site', 'agency'] as const
-export const AI_MODULES = ['chatbot', 'seo', 'translation', 'content'] as const
-export type HostingType = (typeof HOSTING_TYPES)[number]
-export type Track = (typeof TRACKS)[number]
-export type AiModule = (typeof AI_MODULES)[number]
+import type { AiModule, HostingType, Track } from '../domain/enums'
+
+export { AI_MODULES, HOSTING_TYPES, TRACKS, type AiModule, type HostingType, type Track } from '../domain/enums'
 
 export interface PlanSeed {
   slug: string

@@ -53,7 +53,8 @@ export async function startBerth(opts: { dataDir?: string; env?: Record<string, 
     })
     for (const stream of [proc.stdout, proc.stderr] as ReadableStream<Uint8Array>[]) {
       void (async () => {
-        for await (const chunk of stream) log += new TextDecoder().decode(chunk)
+        const reader = stream.getReader()
+        for (let r = await reader.read(); !r.done; r = await reader.read()) log += new TextDecoder().decode(r.value)
       })()
     }
     await waitReady(url, () => proc.exitCode, () => log)

@@ -11,6 +11,9 @@ export function jsonBody(limitBytes: number) {
     if (request.method === 'GET' || request.method === 'HEAD' || request.method === 'OPTIONS') return
     const text = await readLimited(request, limitBytes)
     if (text.trim() === '') return {}
+    if (nestingDepth(text) > MAX_DEPTH) {
+      throw new BadRequestError(`The body nests arrays or objects more than ${MAX_DEPTH} levels deep; no route takes anything near that.`)
+    }
     try {
       return JSON.parse(text)
     } catch (err) {
@@ -40,6 +43,30 @@ async function readLimited(request: Request, limit: number): Promise<string> {
     chunks.push(value)
   }
   return new TextDecoder().decode(Buffer.concat(chunks))
+}
+
+/**
+ * Deeper nesting than any route accepts. Checked on the text before parsing: validators and
+ * error reporters recurse per level, and thousands of levels overflow their stack (seen with a
+ * 5,000-deep array: a 500 from the validator's error mapper).
+ */
+const MAX_DEPTH = 64
+
+/** Deepest bracket nesting in JSON text, ignoring brackets inside strings; linear time. */
+export function nestingDepth(text: string): number {
+  let depth = 0
+  let max = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 92) i++ // backslash: skip the escaped character
+      else if (c === 34) inString = false
+    } else if (c === 34) inString = true
+    else if (c === 91 || c === 123) max = Math.max(max, ++depth)
+    else if (c === 93 || c === 125) depth--
+  }
+  return max
 }
 
 const tooLarge = (size: string, limit: number) =>

@@ -1,4 +1,5 @@
-import { t, type TProperties, type TSchema } from 'elysia'
+import type { TProperties } from '@sinclair/typebox'
+import { t, type TSchema } from 'elysia'
 
 /** `meta` of every response. */
 export const Meta = t.Object({
@@ -20,8 +21,17 @@ export const ErrorEnvelope = t.Object({
   meta: Meta,
 })
 
-/** `{ 200: Envelope(data) }`, or another success status. */
-export const ok = <T extends TSchema>(data: T, status: 200 | 201 = 200) => ({ [status]: Envelope(data) }) as { [K in typeof status]: ReturnType<typeof Envelope<T>> }
+/**
+ * The response schema of a JSON route: `{ 200: Envelope(data) }` (or 201) at run time, which is
+ * what Elysia validates and the OpenAPI document shows. Handlers return the bare data and the
+ * envelope plugin wraps it before validation, so the type handlers are checked against is the
+ * data's: the one place where the static type and the schema object differ on purpose.
+ */
+export function ok<T extends TSchema>(data: T): { 200: T }
+export function ok<T extends TSchema>(data: T, status: 201): { 201: T }
+export function ok<T extends TSchema>(data: T, status: 200 | 201 = 200) {
+  return { [status]: Envelope(data) }
+}
 
 export const Uuid = (description?: string) => t.String({ format: 'uuid', description })
 export const DateTime = (description?: string) => t.String({ format: 'date-time', description })

@@ -1,9 +1,8 @@
 import { t, type Static } from 'elysia'
+import { ScopeSchema } from '../../domain/enums'
 import { Body, DateTime, Nullable, Uuid } from '../http/schemas'
 
-export const SCOPES = ['read', 'write', 'admin'] as const
-export type Scope = (typeof SCOPES)[number]
-export const ScopeSchema = t.UnionEnum([...SCOPES])
+export { SCOPES, ScopeSchema, type Scope } from '../../domain/enums'
 
 const KeyName = t.String({ minLength: 1, maxLength: 100, description: 'A label for the key, shown in listings.' })
 
@@ -25,7 +24,7 @@ export const KeyListItem = t.Object({
   name: t.String(),
   scopes: t.Array(ScopeSchema),
   site_scoped: t.Boolean(),
-  status: t.UnionEnum(['active', 'revoked', 'rotated']),
+  status: t.Union([t.Literal('active'), t.Literal('revoked'), t.Literal('rotated')]),
   created_at: DateTime(),
   last_used_at: Nullable(DateTime('Updated at most once a minute.')),
   revoked_at: Nullable(DateTime()),

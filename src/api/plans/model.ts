@@ -1,9 +1,5 @@
 import { t, type Static } from 'elysia'
-import { AI_MODULES, HOSTING_TYPES, TRACKS } from '../../config/schema'
-
-export const Track = t.UnionEnum([...TRACKS])
-export const HostingTypeSchema = t.UnionEnum([...HOSTING_TYPES])
-export const AiModuleSchema = t.UnionEnum([...AI_MODULES])
+import { AiModuleSchema, HostingTypeSchema, TrackSchema as Track } from '../../domain/enums'
 
 export const Plan = t.Object({
   slug: t.String({ description: 'Plan identifier, used in SKUs and in /plans/{plan_slug}/.' }),

@@ -1,4 +1,4 @@
-import { Elysia } from 'elysia'
+import { Elysia, type DocumentDecoration } from 'elysia'
 import type { ClientAddress } from '../http/client-address'
 import { RateLimitedError } from '../http/errors'
 import type { RateDecision, RateLimiter } from './service'
@@ -12,7 +12,8 @@ import type { RateDecision, RateLimiter } from './service'
 export function rateLimit(limiter: RateLimiter, clients: ClientAddress) {
   return new Elysia({ name: 'rate-limit' }).macro({
     rateLimit: (rule: string) => ({
-      detail: { 'x-berth-rate-limit': describe(limiter, rule) },
+      // An OpenAPI extension (x-...), which Elysia's detail type does not list.
+      detail: { 'x-berth-rate-limit': describe(limiter, rule) } as DocumentDecoration,
       beforeHandle({ request, set }) {
         const decision = limiter.hit(rule, clients.of(request))
         const headers = rateHeaders(decision)

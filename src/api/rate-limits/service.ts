@@ -1,6 +1,4 @@
-import { lt } from 'drizzle-orm'
 import type { Clock } from '../../lib/clock'
-import { rateLimitHits } from '../../store/schema'
 import type { Store } from '../../store/store'
 
 export interface RateRule {
@@ -25,12 +23,14 @@ export interface RateDecision {
 export class RateLimiter {
   private count
   private insert
+  private deleteExpired
 
   constructor(private store: Store, private clock: Clock, private rules: Record<string, RateRule>) {
     this.count = store.sqlite.prepare<{ n: number; oldest: number | null }, [string, string, number]>(
       'SELECT count(*) AS n, min(at) AS oldest FROM rate_limit_hits WHERE bucket = ? AND client = ? AND at > ?',
     )
     this.insert = store.sqlite.prepare('INSERT INTO rate_limit_hits (bucket, client, at, expires_at) VALUES (?, ?, ?, ?)')
+    this.deleteExpired = store.sqlite.prepare('DELETE FROM rate_limit_hits WHERE expires_at < ?')
   }
 
   rule(name: string): RateRule {
@@ -55,6 +55,6 @@ export class RateLimiter {
 
   /** Deletes hits older than their window; run by the maintenance loop. */
   prune(): number {
-    return this.store.write(() => this.store.db.delete(rateLimitHits).where(lt(rateLimitHits.expiresAt, this.clock.now())).run().changes)
+    return this.store.write(() => this.deleteExpired.run(this.clock.now()).changes)
   }
 }

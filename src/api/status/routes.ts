@@ -3,7 +3,7 @@ import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 
 export const PlatformStatus = t.Object({
-  status: t.UnionEnum(['ok', 'degraded']),
+  status: t.Union([t.Literal('ok'), t.Literal('degraded')]),
   region: t.String(),
   provider: t.String(),
   api_version: t.Literal('v1'),
