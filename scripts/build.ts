@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { renderUnit } from '../src/install/unit'
 import { MIGRATIONS_DIR, renderMigrationsModule } from './embed-migrations'
 
-const root = join(import.meta.dir, '..')
+const root = join(import.meta.dirname, '..')
 writeFileSync(join(MIGRATIONS_DIR, 'index.ts'), renderMigrationsModule())
 writeFileSync(join(root, 'systemd', 'berth.service'), renderUnit())
 

@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
-export const MIGRATIONS_DIR = join(import.meta.dir, '..', 'src', 'store', 'migrations')
+export const MIGRATIONS_DIR = join(import.meta.dirname, '..', 'src', 'store', 'migrations')
 
 export function renderMigrationsModule(dir = MIGRATIONS_DIR): string {
   const files = readdirSync(dir).filter((f) => f.endsWith('.sql')).sort()

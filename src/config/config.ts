@@ -180,7 +180,7 @@ export function checkPlans(input: unknown, file: string | null): PlanSeed[] {
     const str = (f: string) => (typeof p[f] === 'string' && p[f] !== '' ? (p[f] as string) : fail(f, 'must be a non-empty string'))
     const int = (f: string, min: number) => (Number.isInteger(p[f]) && (p[f] as number) >= min ? (p[f] as number) : fail(f, `must be an integer of at least ${min}`))
     const slug = str('slug')
-    if (!PLAN_SLUG.test(slug)) fail('slug', 'must be lowercase letters, digits and hyphens')
+    if (!PLAN_SLUG.test(slug)) fail('slug', 'must be 2 to 40 lowercase letters, digits and hyphens, starting and ending with a letter or digit')
     if (seen.has(slug)) fail('slug', `repeats '${slug}'`)
     seen.add(slug)
     const track = str('track') as PlanSeed['track']

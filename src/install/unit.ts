@@ -12,7 +12,7 @@ export function renderUnit(binary = '/usr/local/bin/berth'): string {
   return `# Installed by \`berth install\`. Edit /etc/berth/berth.toml, not this file; see docs/operations.md.
 [Unit]
 Description=Berth: web hosting for AI agents
-Documentation=man:berth(1) file:/etc/berth/berth.toml
+Documentation=file:/etc/berth/berth.toml
 After=network-online.target docker.service
 Wants=network-online.target docker.service
 

@@ -1,0 +1,81 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { ConfigError, loadConfig } from './config'
+import { DEFAULT_PLANS } from './defaults'
+import { KEYS } from './schema'
+
+const dir = mkdtempSync(join(tmpdir(), 'berth-config-'))
+const file = (name: string, text: string) => {
+  const path = join(dir, name)
+  writeFileSync(path, text)
+  return path
+}
+
+describe('loadConfig', () => {
+  it('runs with no file at all on the embedded defaults', () => {
+    const c = loadConfig({ file: null, env: {}, cwd: '/srv' })
+    expect(c.server.listen).toEqual({ hostname: '0.0.0.0', port: 8080 })
+    expect(c.server.siteUrl).toBe('http://localhost:8080')
+    expect(c.server.baseUrl).toBe('http://localhost:8080/api/v1')
+    expect(c.server.dataDir).toBe('/srv/.berth-data')
+    expect(c.brand.prefix).toBe('svc')
+    expect(c.rateLimits.register).toEqual({ limit: 5, windowSeconds: 3600 })
+    expect(c.plans).toEqual(DEFAULT_PLANS)
+  })
+
+  it('layers file < BERTH_* variables < flags', () => {
+    const path = file('layers.toml', '[server]\nlisten = "127.0.0.1:9000"\nsite_url = "https://file.example"\ndata_dir = "/var/lib/berth"\n')
+    const fromFile = loadConfig({ file: path, env: {} })
+    expect(fromFile.server.listen.port).toBe(9000)
+    expect(fromFile.server.dataDir).toBe('/var/lib/berth')
+    const fromEnv = loadConfig({ file: path, env: { BERTH_SERVER_LISTEN: '127.0.0.1:9100', BERTH_SERVER_TRUSTED_PROXIES: '10.0.0.0/8, 192.0.2.1' } })
+    expect(fromEnv.server.listen.port).toBe(9100)
+    expect(fromEnv.server.siteUrl).toBe('https://file.example')
+    expect(fromEnv.server.trustedProxies).toEqual(['10.0.0.0/8', '192.0.2.1'])
+    const fromFlags = loadConfig({ file: path, env: { BERTH_SERVER_LISTEN: '127.0.0.1:9100' }, flags: { 'server.listen': '127.0.0.1:9200', 'server.site_url': 'https://flag.example/' } })
+    expect(fromFlags.server.listen.port).toBe(9200)
+    expect(fromFlags.server.siteUrl).toBe('https://flag.example')
+  })
+
+  it('finds the file through BERTH_CONFIG', () => {
+    const path = file('env.toml', '[brand]\nprefix = "acme"\n')
+    expect(loadConfig({ env: { BERTH_CONFIG: path } }).brand.prefix).toBe('acme')
+  })
+
+  it('reads [[plans]] from the file instead of the default catalog', () => {
+    const path = file('plans.toml', '[[plans]]\nslug = "solo"\nname = "Solo"\ntrack = "single_site"\nhosting_type = "vps"\nprice_monthly = 12.5\nmax_sites = 1\nai_modules = ["seo"]\nmemory_mb = 512\ncpu_cores = 1\ndisk_gb = 10\n')
+    const c = loadConfig({ file: path, env: {} })
+    expect(c.plans).toHaveLength(1)
+    expect(c.plans[0]).toMatchObject({ slug: 'solo', price_monthly: 12.5, hosting_type: 'vps' })
+  })
+
+  it.each([
+    ['a listen address without a port', { env: { BERTH_SERVER_LISTEN: 'localhost' } }, /server\.listen \(from BERTH_SERVER_LISTEN\) must be HOST:PORT/],
+    ['a site URL with a path', { flags: { 'server.site_url': 'https://x.example/api' } }, /server\.site_url .* without a path/],
+    ['a non-integer body limit', { env: { BERTH_SERVER_MAX_BODY_BYTES: 'lots' } }, /BERTH_SERVER_MAX_BODY_BYTES must be an integer/],
+    ['a bad rate', { env: { BERTH_RATE_LIMITS_REGISTER: '5 per hour' } }, /rate_limits\.register .* must look like 5\/hour/],
+    ['a bad trusted proxy', { env: { BERTH_SERVER_TRUSTED_PROXIES: '10.0.0.0/99' } }, /trusted_proxies: '10\.0\.0\.0\/99'/],
+    ['an uppercase prefix', { env: { BERTH_BRAND_PREFIX: 'SVC' } }, /brand\.prefix .* lowercase/],
+    ['an unknown processor', { env: { BERTH_PAYMENTS_PROCESSOR: 'paypal' } }, /payments\.processor/],
+  ])('refuses %s with a message naming the key and its source', (_, opts, message) => {
+    expect(() => loadConfig({ file: null, env: {}, ...opts })).toThrowError(message)
+  })
+
+  it('refuses unknown keys, a wrong type in the file, invalid TOML and a missing file', () => {
+    expect(() => loadConfig({ file: file('u.toml', '[server]\nlisten_on = "x"\n'), env: {} })).toThrowError(/unknown key server\.listen_on/)
+    expect(() => loadConfig({ file: file('t.toml', '[server]\nmax_body_bytes = "big"\n'), env: {} })).toThrowError(/server\.max_body_bytes .* must be an integer/)
+    expect(() => loadConfig({ file: file('bad.toml', '[server\n'), env: {} })).toThrowError(/not valid TOML/)
+    expect(() => loadConfig({ file: join(dir, 'missing.toml'), env: {} })).toThrowError(ConfigError)
+    expect(() => loadConfig({ file: file('p.toml', '[[plans]]\nslug = "xx"\nname = "X"\ntrack = "solo"\nhosting_type = "vps"\nprice_monthly = 1\nmax_sites = 1\nmemory_mb = 512\ncpu_cores = 1\ndisk_gb = 1\n'), env: {} })).toThrowError(/plans\[0\]\.track must be one of single_site, agency/)
+  })
+
+  it('every key is documented in docs/configuration.md', () => {
+    const doc = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'configuration.md'), 'utf8')
+    const missing = KEYS.map((k) => `${k.section}.${k.key}`).filter((id) => !doc.includes(id))
+    expect(missing).toEqual([])
+    const envMissing = KEYS.map((k) => `BERTH_${k.section}_${k.key}`.toUpperCase()).filter((v) => !doc.includes(v))
+    expect(envMissing).toEqual([])
+  })
+})

@@ -1,0 +1,72 @@
+import { spawnSync } from 'bun'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { COMMANDS } from '../src/cli'
+import { BINARY } from './helpers/binary'
+
+const run = (args: string[], env: Record<string, string> = {}) => {
+  const p = spawnSync([BINARY, ...args], { stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH ?? '', ...env } })
+  return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() }
+}
+
+describe('berth command line', () => {
+  it('lists every command in --help', () => {
+    const res = run(['--help'])
+    expect(res.code).toBe(0)
+    for (const c of COMMANDS) expect(res.out).toContain(c.path.join(' '))
+  })
+
+  it.each(COMMANDS.map((c) => [c.path.join(' '), c] as const))('%s --help shows usage and every option', (_, cmd) => {
+    const res = run([...cmd.path, '--help'])
+    expect(res.code).toBe(0)
+    expect(res.out).toContain(`Usage: ${cmd.usage}`)
+    for (const option of Object.keys(cmd.options)) expect(res.out).toContain(`--${option}`)
+  })
+
+  it('answers unknown commands and options with status 2 and a pointer to help', () => {
+    expect(run(['deploy-everything']).code).toBe(2)
+    const bad = run(['plans', 'list', '--colour'])
+    expect(bad.code).toBe(2)
+    expect(bad.err).toContain("Unknown option '--colour'")
+    expect(run(['plans']).err).toContain('needs a subcommand')
+  })
+
+  it('prints --json on every admin command', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'berth-cli-'))
+    const store = ['--data-dir', dataDir]
+    const version = JSON.parse(run(['version', '--json']).out)
+    expect(version).toMatchObject({ api_version: 'v1', bun: '1.4.5' })
+    expect(JSON.parse(run(['migrate', '--json', ...store]).out).migrations.length).toBeGreaterThan(0)
+    const list = JSON.parse(run(['plans', 'list', '--json', ...store]).out)
+    expect(list.map((p: { slug: string }) => p.slug)).toContain('legacy-basic')
+    const added = run(['plans', 'add', '--json', ...store, '--slug', 'growth', '--name', 'Growth', '--track', 'single_site', '--hosting-type', 'vps', '--monthly', '19.5', '--ai-modules', 'seo,chatbot'])
+    expect(added.code).toBe(0)
+    expect(JSON.parse(added.out)).toMatchObject({ slug: 'growth', price: { monthly: 19.5, annual: 195 }, features: { ai_modules: ['seo', 'chatbot'], ssh: true } })
+    const dep = JSON.parse(run(['plans', 'deprecate', 'growth', '--json', ...store]).out)
+    expect(dep.deprecated).toBe(true)
+    const onSale = JSON.parse(run(['plans', 'list', '--on-sale', '--json', ...store]).out)
+    expect(onSale.map((p: { slug: string }) => p.slug)).not.toContain('growth')
+  })
+
+  it('refuses bad plan input with status 2 and changes nothing', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'berth-cli-'))
+    const base = ['plans', 'add', '--data-dir', dataDir, '--slug', 'ok-plan', '--name', 'Ok', '--hosting-type', 'vps', '--monthly', '5']
+    const badTrack = run([...base, '--track', 'solo'])
+    expect(badTrack.code).toBe(2)
+    expect(badTrack.err).toContain('track')
+    expect(run([...base, '--track', 'agency', '--ai-modules', 'mindreading']).code).toBe(2)
+    expect(run(['plans', 'add', '--data-dir', dataDir, '--slug', 'starter', '--name', 'Dup', '--track', 'agency', '--hosting-type', 'vps', '--monthly', '5']).code).toBe(2)
+    expect(run(['plans', 'deprecate', 'no-such-plan', '--data-dir', dataDir]).code).toBe(2)
+    const list = JSON.parse(run(['plans', 'list', '--json', '--data-dir', dataDir]).out)
+    expect(list.map((p: { slug: string }) => p.slug)).not.toContain('ok-plan')
+    expect(list.find((p: { slug: string }) => p.slug === 'starter').name).toBe('Starter')
+  })
+
+  it('reports a bad configuration with status 2 naming the key', () => {
+    const res = run(['migrate'], { BERTH_SERVER_LISTEN: 'nowhere' })
+    expect(res.code).toBe(2)
+    expect(res.err).toContain('server.listen')
+  })
+})
