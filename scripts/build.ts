@@ -17,6 +17,10 @@ const result = await Bun.build({
   minify: { syntax: true, whitespace: true },
   sourcemap: 'none',
   target: 'bun',
+  // Elysia's production mode skips building long diagnostic strings on validation failures
+  // (a 900 KB hostile body: 460 ms without, 90 ms with); our messages are built from the
+  // structured error either way.
+  define: { 'process.env.NODE_ENV': '"production"' },
 })
 if (!result.success) {
   for (const log of result.logs) console.error(log)

@@ -25,6 +25,7 @@ export function jsonBody(limitBytes: number) {
 async function readLimited(request: Request, limit: number): Promise<string> {
   const declared = request.headers.get('content-length')
   if (declared !== null) {
+    if (!/^\d+$/.test(declared)) throw new BadRequestError('Content-Length must be a whole number of bytes.')
     if (Number(declared) > limit) throw tooLarge(`${declared} bytes`, limit)
     return request.text()
   }

@@ -38,6 +38,13 @@ export const DateTime = (description?: string) => t.String({ format: 'date-time'
 export const Nullable = <T extends TSchema>(s: T) => t.Union([s, t.Null()])
 
 /**
+ * A query string of a route that takes parameters. An unknown one is refused with 422 naming it,
+ * so a typo (`include_revoke`) fails loudly instead of quietly changing the answer. Routes that
+ * take no parameters declare no query schema and ignore the query string.
+ */
+export const Query = <T extends TProperties>(properties: T) => t.Object(properties, { additionalProperties: false })
+
+/**
  * A request body: unknown fields are refused with 422 naming the field, so a typo such as
  * `scope` for `scopes` fails loudly instead of being ignored.
  */

@@ -43,7 +43,8 @@ export function toValidationError(err: ElysiaValidationError): ValidationError {
   }
   // An unexpected property shows up as an error on the parent with the property in the value.
   if (first.message.toLowerCase().includes('unexpected property') || first.message.toLowerCase().includes('additional')) {
-    return new ValidationError(param, `Unknown field '${label}'; remove it (see /api/v1/openapi.json for the accepted fields).`)
+    const what = err.type === 'query' ? 'query parameter' : 'field'
+    return new ValidationError(param, `Unknown ${what} '${label}'; remove it (see /api/v1/openapi.json for the accepted ${what}s).`)
   }
   return new ValidationError(param, describe(label, first.value, first.schema, err.type))
 }
@@ -52,6 +53,8 @@ function describe(label: string, value: unknown, schema: SchemaLike, where: stri
   const field = `${where === 'query' ? 'Query parameter' : where === 'params' ? 'Path parameter' : 'Field'} '${label}'`
   const got = value === undefined ? '' : ` (got ${preview(value)})`
   if (schema.error) return `${field} ${schema.error}${got}.`
+  // A path segment with broken percent-encoding (%ZZ) reaches validation as null.
+  if (where === 'params' && value === null) return `${field} is not valid percent-encoding; encode it with encodeURIComponent.`
   if (value === undefined) return `${field} is required.`
   const choices = literalChoices(schema)
   if (choices) return `${field} must be one of ${choices.join(', ')}${got}.`
@@ -60,7 +63,7 @@ function describe(label: string, value: unknown, schema: SchemaLike, where: stri
       if (typeof value !== 'string') return `${field} must be a string${got}.`
       if (schema.format === 'uuid') return `${field} must be a UUID such as 123e4567-e89b-42d3-a456-426614174000${got}.`
       if (schema.format === 'email') return `${field} must be an email address${got}.`
-      if (schema.minLength !== undefined && value.length < schema.minLength) return `${field} must be at least ${schema.minLength} characters${got}.`
+      if (schema.minLength !== undefined && value.length < schema.minLength) return schema.minLength === 1 ? `${field} must not be empty.` : `${field} must be at least ${schema.minLength} characters${got}.`
       if (schema.maxLength !== undefined && value.length > schema.maxLength) return `${field} must be at most ${schema.maxLength} characters (got ${value.length}).`
       return `${field} has the wrong format${schema.pattern ? `; it must match ${schema.pattern}` : ''}${got}.`
     case 'integer':

@@ -1,6 +1,6 @@
 import { t, type Static } from 'elysia'
 import { ScopeSchema } from '../../domain/enums'
-import { Body, DateTime, Nullable, Uuid } from '../http/schemas'
+import { Body, DateTime, Nullable, Query, Uuid } from '../http/schemas'
 
 export { SCOPES, ScopeSchema, type Scope } from '../../domain/enums'
 
@@ -36,7 +36,7 @@ export const CreateKeyBody = Body({
   scopes: t.Optional(t.Array(ScopeSchema, { description: "Defaults to the calling key's scopes; must be a subset of them." })),
 })
 
-export const KeyListQuery = t.Object({
+export const KeyListQuery = Query({
   include_revoked: t.Optional(t.Boolean({ default: false, description: 'Also list revoked and rotated keys.' })),
 })
 

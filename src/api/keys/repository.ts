@@ -1,4 +1,4 @@
-import { and, asc, eq, isNull } from 'drizzle-orm'
+import { and, asc, eq, isNull, sql } from 'drizzle-orm'
 import { apiKeys, type ApiKeyRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 
@@ -51,7 +51,7 @@ export class KeysRepository {
 
   list(accountId: string, includeRevoked: boolean): ApiKeyRow[] {
     const where = includeRevoked ? eq(apiKeys.accountId, accountId) : and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt))
-    return this.store.db.select().from(apiKeys).where(where).orderBy(asc(apiKeys.createdAt), asc(apiKeys.id)).all()
+    return this.store.db.select().from(apiKeys).where(where).orderBy(asc(apiKeys.createdAt), asc(sql`rowid`)).all()
   }
 
   /** Marks a key revoked (or rotated, with its successor); a no-op on a key already revoked. */

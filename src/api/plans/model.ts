@@ -1,4 +1,5 @@
 import { t, type Static } from 'elysia'
+import { Query } from '../http/schemas'
 import { AiModuleSchema, HostingTypeSchema, TrackSchema as Track } from '../../domain/enums'
 
 export const Plan = t.Object({
@@ -29,7 +30,7 @@ export const Plan = t.Object({
 })
 export type Plan = Static<typeof Plan>
 
-export const PlanListQuery = t.Object({
+export const PlanListQuery = Query({
   track: t.Optional(Track),
   include_deprecated: t.Optional(t.Boolean({ default: false, description: 'Also list deprecated plans.' })),
 })
