@@ -8,6 +8,23 @@ import { PlansRepository } from './api/plans/repository'
 import { PlansService } from './api/plans/service'
 import { RateLimiter } from './api/rate-limits/service'
 import type { StatusInfo } from './api/status/routes'
+import { BillingRepository } from './api/billing/repository'
+import { BillingService } from './api/billing/service'
+import { CheckoutRepository } from './api/checkout/repository'
+import { CheckoutService } from './api/checkout/service'
+import { SiteDirectory } from './api/sites/directory'
+import { SiteEndpoints } from './api/sites/endpoints'
+import { Provisioner } from './api/sites/provisioning'
+import { SitesRepository } from './api/sites/repository'
+import { PROVISION_JOB, SitesService } from './api/sites/service'
+import { LocalProcessor } from './drivers/payments/local'
+import { DockerRuntime } from './drivers/runtime/docker'
+import type { ContainerRuntime } from './drivers/runtime/types'
+import { JobRunner } from './jobs/runner'
+import { Reconciler } from './reconcile/reconciler'
+import { EdgeMetrics } from './edge/metrics'
+import { eq } from 'drizzle-orm'
+import { settings } from './store/schema'
 import type { Config } from './config/config'
 import { systemClock, type Clock } from './lib/clock'
 import { createLogger, type Logger } from './lib/logger'
@@ -27,6 +44,17 @@ export interface Services {
   limiter: RateLimiter
   clients: ClientAddress
   status: StatusInfo
+  /** Random id of this installation, in the names and labels of its containers. */
+  instanceId: string
+  processor: LocalProcessor
+  runtime: ContainerRuntime
+  jobs: JobRunner
+  sites: SitesService
+  checkout: CheckoutService
+  directory: SiteDirectory
+  reconciler: Reconciler
+  /** Requests, bytes and latency per site, counted by the edge proxy. */
+  metrics: EdgeMetrics
 }
 
 export const databasePath = (config: Config) => join(config.server.dataDir, 'berth.db')
@@ -35,7 +63,7 @@ export const databasePath = (config: Config) => join(config.server.dataDir, 'ber
  * The composition root: opens (and migrates) the store, seeds the catalog on first start, and
  * wires repositories, drivers and services. Tests call it with their own config, clock and logger.
  */
-export function buildServices(config: Config, opts: { clock?: Clock; log?: Logger; store?: Store } = {}): Services {
+export function buildServices(config: Config, opts: { clock?: Clock; log?: Logger; store?: Store; runtime?: ContainerRuntime } = {}): Services {
   const clock = opts.clock ?? systemClock
   const log = opts.log ?? createLogger(config.server.logLevel)
   const store = opts.store ?? openStore(databasePath(config))
@@ -43,28 +71,64 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   const plansRepo = new PlansRepository(store, clock)
   if (plansRepo.seedOnce(config.plans)) log.info('seeded the plan catalog', { plans: config.plans.map((p) => p.slug) })
   const keys = new KeysService(new KeysRepository(store), store, clock, config.brand.prefix)
+  const instanceId = instanceIdOf(store)
+  const runtime = opts.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, log })
+  const plans = new PlansService(plansRepo, store, config.brand.prefix)
+  const accounts = new AccountsRepository(store)
+  const sitesRepo = new SitesRepository(store)
+  const checkoutRepo = new CheckoutRepository(store)
+  const billingRepo = new BillingRepository(store)
+  const endpoints = new SiteEndpoints()
+  let checkout: CheckoutService | undefined
+  const processor = new LocalProcessor(config.server.siteUrl, (ref) => checkout!.hostedSession(ref), () => clock.now())
+  const billing = new BillingService(billingRepo, checkoutRepo, processor, clock, log)
+  const provisioner = new Provisioner(sitesRepo, plans, runtime, endpoints, config, clock, log, (site, error) => billing.refundPurchaseOf(site, error))
+  const jobs = new JobRunner(store, clock, log, { [PROVISION_JOB]: provisioner })
+  const sites = new SitesService(store, clock, sitesRepo, checkoutRepo, billingRepo, plans, jobs, config)
+  checkout = new CheckoutService(store, clock, log, config, checkoutRepo, plans, processor, accounts, keys, billingRepo, sites, jobs)
   return {
     config,
     clock,
     log,
     store,
-    plans: new PlansService(plansRepo, store, config.brand.prefix),
+    plans,
     keys,
-    auth: new AuthService(store, clock, new AccountsRepository(store), keys),
+    auth: new AuthService(store, clock, accounts, keys),
     limiter: new RateLimiter(store, clock, config.rateLimits),
     clients: new ClientAddress(config.server.trustedProxies),
     status: {
       region: config.server.region,
       provider: config.server.provider,
       version: VERSION,
-      processor: config.payments.processor,
-      testMode: config.payments.processor === 'local',
+      processor: processor.name,
+      testMode: processor.testMode,
     },
+    instanceId,
+    processor,
+    runtime,
+    jobs,
+    sites,
+    checkout,
+    directory: new SiteDirectory(store, sitesRepo, endpoints, runtime),
+    reconciler: new Reconciler(sitesRepo, plans, runtime, endpoints, jobs, config, clock, log),
+    metrics: new EdgeMetrics(),
   }
 }
 
-/** Periodic upkeep: flush key last-used times and prune expired rate-limit hits. */
+/** The installation's random id, created on first start and kept in the store. */
+function instanceIdOf(store: Store): string {
+  return store.write(() => {
+    const row = store.db.select().from(settings).where(eq(settings.key, 'instance_id')).get()
+    if (row) return row.value
+    const id = Buffer.from(crypto.getRandomValues(new Uint8Array(4))).toString('hex')
+    store.db.insert(settings).values({ key: 'instance_id', value: id }).run()
+    return id
+  })
+}
+
+/** Periodic upkeep: flush key last-used times, prune rate-limit hits, expire unpaid checkouts. */
 export function runMaintenance(s: Services): void {
   s.keys.flushLastUsed()
   s.limiter.prune()
+  s.checkout.expireOld()
 }

@@ -1,6 +1,7 @@
 import type { Server } from 'bun'
 import { createApp } from './api/app'
 import { runMaintenance, type Services } from './compose'
+import { createEdgeProxy, parseSiteHost } from './edge/proxy'
 
 export interface RunningServer {
   server: Server<undefined>
@@ -11,12 +12,24 @@ export interface RunningServer {
 const MAINTENANCE_MS = 30_000
 
 /**
- * Starts the single listener. Every request goes through here: its socket peer is recorded for
- * rate limiting, then the API answers. (The edge proxy for site host names joins this dispatch.)
+ * Starts the single listener and the background work. Each request is dispatched on its Host:
+ * `{slug}.{sites_domain}` goes to the edge proxy (that site's container), anything else to the
+ * API. The socket peer is recorded for rate limiting and X-Forwarded-For.
  */
 export function startServer(s: Services): RunningServer {
   const app = createApp(s)
   app.compile()
+  const siteHost = new URL(s.config.server.siteUrl).hostname
+  const domain = s.config.sites.domain
+  const edge = createEdgeProxy({
+    resolve: (host) => {
+      const slug = parseSiteHost(host, domain)
+      return slug === null ? null : s.directory.resolve(slug)
+    },
+    metrics: s.metrics,
+    log: s.log,
+    siteUrl: s.config.server.siteUrl,
+  })
   const { hostname, port } = s.config.server.listen
   const server = Bun.serve({
     hostname,
@@ -25,26 +38,41 @@ export function startServer(s: Services): RunningServer {
     // absurd uploads before they are buffered.
     maxRequestBodySize: 1024 * 1024 * 1024,
     fetch(request, srv) {
-      const peer = srv.requestIP(request)
-      if (peer) s.clients.peers.set(request, peer.address)
+      const peer = srv.requestIP(request)?.address
+      const host = request.headers.get('host') ?? ''
+      if (host && !isHost(host, siteHost) && parseSiteHost(host, domain) !== null) return edge.handle(request, s.clients.ofPeer(request, peer))
+      if (peer) s.clients.peers.set(request, peer)
       return app.fetch(request)
     },
   })
-  const timer = setInterval(() => {
-    try {
-      runMaintenance(s)
-    } catch (err) {
-      s.log.error('maintenance failed', { error: (err as Error).message })
-    }
-  }, MAINTENANCE_MS)
+  s.jobs.start()
+  const reconcile = () => s.reconciler.reconcile().catch((err) => s.log.error('reconcile failed', { error: (err as Error).message }))
+  void reconcile()
+  const timers = [
+    setInterval(() => {
+      try {
+        runMaintenance(s)
+      } catch (err) {
+        s.log.error('maintenance failed', { error: (err as Error).message })
+      }
+    }, MAINTENANCE_MS),
+    setInterval(reconcile, s.config.containers.reconcileSeconds * 1000),
+  ]
   const url = `http://${hostname.includes(':') ? `[${hostname}]` : hostname}:${server.port}`
   return {
     server,
     url,
     async stop() {
-      clearInterval(timer)
+      timers.forEach(clearInterval)
       await server.stop()
+      await s.jobs.stop()
       runMaintenance(s)
     },
   }
+}
+
+/** True when a Host header names `hostname`, with or without a port. */
+function isHost(header: string, hostname: string): boolean {
+  const h = header.toLowerCase()
+  return h === hostname || h.startsWith(`${hostname}:`)
 }

@@ -10,6 +10,9 @@ import { buildOpenApi } from './openapi'
 import { planRoutes } from './plans/routes'
 import { apiPlugins } from './plugins'
 import { statusRoutes } from './status/routes'
+import { checkoutRoutes } from './checkout/routes'
+import { payRoutes } from './pay/routes'
+import { siteRoutes } from './sites/routes'
 
 /**
  * The HTTP application: the envelope and body parser around every route, and each feature's
@@ -24,6 +27,8 @@ export function createApp(s: Services) {
     .use(planRoutes(plugins, s.plans))
     .use(authRoutes(plugins, s.auth))
     .use(keyRoutes(plugins, s.keys))
+    .use(checkoutRoutes(plugins, s.checkout, s.keys))
+    .use(siteRoutes(plugins, s.sites))
 
   let openapi: ReturnType<typeof buildOpenApi> | undefined
   const app: AnyElysia = new Elysia({ name: 'berth', normalize: false })
@@ -31,6 +36,7 @@ export function createApp(s: Services) {
     .use(jsonBody(s.config.server.maxBodyBytes))
     .use(plugins)
     .use(api)
+    .use(payRoutes(plugins, s.processor))
     .get('/api/v1/openapi.json', () => Response.json((openapi ??= buildOpenApi(app, { baseUrl: s.config.server.baseUrl, version: s.status.version, testMode: s.status.testMode }))), {
       public: true,
       detail: { hide: true },

@@ -51,7 +51,7 @@ export function buildOpenApi(app: AnyElysia, info: { baseUrl: string; version: s
     },
     servers: [{ url: info.baseUrl }],
     tags: [
-      { name: 'Discovery' }, { name: 'Plans' }, { name: 'Identity' }, { name: 'Keys' },
+      { name: 'Discovery' }, { name: 'Plans' }, { name: 'Identity' }, { name: 'Keys' }, { name: 'Checkout' }, { name: 'Sites' },
     ],
     paths: filtered,
     components: {

@@ -2,6 +2,7 @@ import { ConfigError } from '../config/config'
 import { MigrationError } from '../store/migrate'
 import { VERSION } from '../version'
 import { createOutput, parseCommandArgs, renderHelp, UsageError, type Command } from './command'
+import { imagesBuildCommand } from './images'
 import { installCommand } from './install'
 import { migrateCommand } from './migrate'
 import { plansAddCommand, plansDeprecateCommand, plansListCommand } from './plans'
@@ -14,6 +15,7 @@ export const COMMANDS: Command[] = [
   plansListCommand,
   plansAddCommand,
   plansDeprecateCommand,
+  imagesBuildCommand,
   installCommand,
   versionCommand,
 ]

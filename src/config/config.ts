@@ -24,6 +24,13 @@ export interface Config {
   brand: { prefix: string }
   sites: { domain: string }
   payments: { processor: 'local' }
+  containers: {
+    dockerSocket: string
+    subnetPool: string
+    images: Record<'shared' | 'vps' | 'dedicated', string>
+    pidsLimit: number
+    reconcileSeconds: number
+  }
   rateLimits: Record<string, { limit: number; windowSeconds: number }>
   plans: PlanSeed[]
 }
@@ -154,6 +161,17 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
     brand: { prefix: get<string>('brand.prefix') },
     sites: { domain: get<string>('sites.domain').toLowerCase() },
     payments: { processor: get<'local'>('payments.processor') },
+    containers: {
+      dockerSocket: get<string>('containers.docker_socket'),
+      subnetPool: get<string>('containers.subnet_pool'),
+      images: {
+        shared: get<string>('containers.image_shared'),
+        vps: get<string>('containers.image_vps'),
+        dedicated: get<string>('containers.image_dedicated'),
+      },
+      pidsLimit: get<number>('containers.pids_limit'),
+      reconcileSeconds: get<number>('containers.reconcile_seconds'),
+    },
     rateLimits,
     plans: raw.plans === undefined ? DEFAULT_PLANS : checkPlans(raw.plans, file),
   }
@@ -176,6 +194,9 @@ export function checkPlans(input: unknown, file: string | null): PlanSeed[] {
     const where = `${file}: plans[${i}]`
     const fail = (field: string, what: string): never => {
       throw new ConfigError(`${where}.${field} ${what}`)
+    }
+    for (const key of Object.keys(p)) {
+      if (!PLAN_FIELDS.includes(key)) fail(key, `is not a plan field; plans take ${PLAN_FIELDS.join(', ')}`)
     }
     const str = (f: string) => (typeof p[f] === 'string' && p[f] !== '' ? (p[f] as string) : fail(f, 'must be a non-empty string'))
     const int = (f: string, min: number) => (Number.isInteger(p[f]) && (p[f] as number) >= min ? (p[f] as number) : fail(f, `must be an integer of at least ${min}`))
@@ -203,5 +224,7 @@ export function checkPlans(input: unknown, file: string | null): PlanSeed[] {
     }
   })
 }
+
+const PLAN_FIELDS = ['slug', 'name', 'track', 'hosting_type', 'price_monthly', 'price_annual', 'max_sites', 'ai_modules', 'free_domain_annual', 'memory_mb', 'cpu_cores', 'disk_gb', 'deprecated']
 
 export const PLAN_SLUG = /^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$/

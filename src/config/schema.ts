@@ -63,6 +63,15 @@ export const KEYS: KeySpec[] = [
   { section: 'sites', key: 'domain', type: 'string', default: 'localhost', help: 'Sites are served at {slug}.{domain}; localhost works with no DNS set-up.' },
   { section: 'payments', key: 'processor', type: 'string', default: 'local', help: 'Payment processor driver; local is the built-in test-mode processor.', check: ((v: string) => (['local'].includes(v) ? undefined : "must be 'local' (the only processor built in so far)")) as KeySpec['check'] },
   { section: 'rate_limits', key: 'register', type: 'string', default: '5/hour', help: 'POST /auth/register/ per client address.', check: checkRate as KeySpec['check'] },
+  { section: 'rate_limits', key: 'checkout_create', type: 'string', default: '10/hour', help: 'POST /acp/checkouts/ per client address.', check: checkRate as KeySpec['check'] },
+  { section: 'rate_limits', key: 'checkout_poll', type: 'string', default: '60/minute', help: 'GET /acp/checkouts/{id}/ per client address.', check: checkRate as KeySpec['check'] },
+  { section: 'containers', key: 'docker_socket', type: 'string', default: '/var/run/docker.sock', help: "Unix socket of the Docker engine Berth runs sites on." },
+  { section: 'containers', key: 'subnet_pool', type: 'string', default: '10.231.0.0/16', help: 'Address range carved into one /28 network per site; must not overlap networks the host already uses.', check: ((v: string) => (/^\d{1,3}(\.\d{1,3}){3}\/(1[0-9]|2[0-4])$/.test(v) ? undefined : 'must be an IPv4 CIDR range from /10 to /24, e.g. 10.231.0.0/16')) as KeySpec['check'] },
+  { section: 'containers', key: 'image_shared', type: 'string', default: 'berth/static:1', help: 'Image of shared-plan sites (berth images build makes berth/static:1 and berth/php:1).' },
+  { section: 'containers', key: 'image_vps', type: 'string', default: 'berth/php:1', help: 'Image of vps-plan sites.' },
+  { section: 'containers', key: 'image_dedicated', type: 'string', default: 'berth/php:1', help: 'Image of dedicated-plan sites.' },
+  { section: 'containers', key: 'reconcile_seconds', type: 'integer', default: 30, help: 'How often Berth makes Docker match the store (restarts missing containers, stops unknown ones).', check: ((v: number) => (v >= 1 ? undefined : 'must be at least 1')) as KeySpec['check'] },
+  { section: 'containers', key: 'pids_limit', type: 'integer', default: 256, help: 'Most processes one site container may run.', check: ((v: number) => (v >= 16 ? undefined : 'must be at least 16')) as KeySpec['check'] },
 ]
 
 /** Parses `HOST:PORT` (IPv6 hosts in brackets); returns undefined when malformed. */

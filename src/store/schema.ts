@@ -70,6 +70,11 @@ export const subscriptions = sqliteTable('subscriptions', {
   /** `active`, `past_due`, `canceled`, `ended`. */
   status: text('status').notNull(),
   currentPeriodEnd: integer('current_period_end').notNull(),
+  /** CAD cents charged per period. */
+  amountCents: integer('amount_cents').notNull().default(0),
+  processor: text('processor').notNull().default('local'),
+  processorRef: text('processor_ref'),
+  endedAt: integer('ended_at'),
   createdAt: integer('created_at').notNull(),
   updatedAt: integer('updated_at').notNull(),
 }, (t) => [index('subscriptions_account').on(t.accountId, t.status)])
@@ -82,6 +87,11 @@ export const sites = sqliteTable('sites', {
   planSlug: text('plan_slug').notNull().references(() => plans.slug),
   /** `provisioning`, `active`, `suspended`, `pending_deletion`, `deleted`, `failed`. */
   status: text('status').notNull(),
+  /** Why provisioning failed, for `failed` sites. */
+  error: text('error'),
+  deletionScheduledFor: integer('deletion_scheduled_for'),
+  /** JSON object: module name to enabled. */
+  modules: text('modules').notNull().default('{}'),
   createdAt: integer('created_at').notNull(),
   updatedAt: integer('updated_at').notNull(),
 }, (t) => [
@@ -89,6 +99,79 @@ export const sites = sqliteTable('sites', {
   uniqueIndex('sites_live_slug').on(t.slug).where(sql`status <> 'deleted'`),
   index('sites_account').on(t.accountId, t.status),
 ])
+
+/** ACP checkout sessions (design.md, Checkout). */
+export const checkoutSessions = sqliteTable('checkout_sessions', {
+  id: text('id').primaryKey(),
+  /** SHA-256 of the checkout secret; the secret is shown once, at creation. */
+  secretHash: text('secret_hash').notNull(),
+  sku: text('sku').notNull(),
+  planSlug: text('plan_slug').notNull().references(() => plans.slug),
+  billingPeriod: text('billing_period').notNull(),
+  /** not_ready, ready, awaiting_payment, in_progress, completed, canceled, failed. */
+  status: text('status').notNull(),
+  buyerEmail: text('buyer_email'),
+  requestedSlug: text('requested_slug'),
+  amountCents: integer('amount_cents').notNull(),
+  currency: text('currency').notNull(),
+  /** The account the site joins: the bearer's at creation, or the one created on completion. */
+  accountId: text('account_id').references(() => accounts.id),
+  /** True when the session was created without a key, so completion issues the account's first key. */
+  anonymous: integer('anonymous', { mode: 'boolean' }).notNull(),
+  /** none, pending (to be shown on the next poll), delivered. */
+  apiKeyState: text('api_key_state').notNull().default('none'),
+  paymentMethod: text('payment_method'),
+  processorSessionRef: text('processor_session_ref'),
+  processorCheckoutUrl: text('processor_checkout_url'),
+  siteId: text('site_id'),
+  subscriptionId: text('subscription_id'),
+  error: text('error'),
+  createdAt: integer('created_at').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+  expiresAt: integer('expires_at').notNull(),
+  completedAt: integer('completed_at'),
+}, (t) => [
+  index('checkout_sessions_slug').on(t.requestedSlug, t.status),
+  uniqueIndex('checkout_sessions_processor_ref').on(t.processorSessionRef),
+])
+
+/** Money received, and refunded. */
+export const payments = sqliteTable('payments', {
+  id: text('id').primaryKey(),
+  accountId: text('account_id').notNull().references(() => accounts.id),
+  checkoutId: text('checkout_id'),
+  subscriptionId: text('subscription_id'),
+  amountCents: integer('amount_cents').notNull(),
+  currency: text('currency').notNull(),
+  /** succeeded or refunded. */
+  status: text('status').notNull(),
+  processor: text('processor').notNull(),
+  processorRef: text('processor_ref').notNull(),
+  /** What paid, as the processor describes it (e.g. "visa ending 4242"); never a card number. */
+  methodLabel: text('method_label').notNull(),
+  testMode: integer('test_mode', { mode: 'boolean' }).notNull(),
+  createdAt: integer('created_at').notNull(),
+  refundedAt: integer('refunded_at'),
+  refundRef: text('refund_ref'),
+  refundReason: text('refund_reason'),
+}, (t) => [index('payments_account').on(t.accountId)])
+
+/**
+ * Slow work with a state the API can show: provisioning a site, and later deploys, snapshots,
+ * certificates. A job left `running` by a crash is run again on start; every job is idempotent.
+ */
+export const jobs = sqliteTable('jobs', {
+  id: text('id').primaryKey(),
+  kind: text('kind').notNull(),
+  subjectId: text('subject_id').notNull(),
+  /** queued, running, succeeded, failed. */
+  status: text('status').notNull(),
+  attempts: integer('attempts').notNull().default(0),
+  error: text('error'),
+  runAfter: integer('run_after').notNull(),
+  createdAt: integer('created_at').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+}, (t) => [index('jobs_pending').on(t.status, t.runAfter)])
 
 /** One row per counted request of a rate-limited operation (sliding window log). */
 export const rateLimitHits = sqliteTable('rate_limit_hits', {
@@ -109,3 +192,6 @@ export type ApiKeyRow = typeof apiKeys.$inferSelect
 export type PlanRow = typeof plans.$inferSelect
 export type SiteRow = typeof sites.$inferSelect
 export type SubscriptionRow = typeof subscriptions.$inferSelect
+export type CheckoutRow = typeof checkoutSessions.$inferSelect
+export type PaymentRow = typeof payments.$inferSelect
+export type JobRow = typeof jobs.$inferSelect

@@ -66,7 +66,11 @@ export function inProcess(options: { env?: Record<string, string>; file?: string
   }
   return {
     app, services, clock, log, dir, call, register,
-    close() {
+    /** Stops background work, removes every container this instance made, deletes the data. */
+    async close() {
+      await services.jobs.stop()
+      const managed = await services.runtime.listManaged().catch(() => [])
+      await Promise.all(managed.map((c) => services.runtime.removeSite(c.slug, { volume: true }).catch(() => {})))
       services.store.close()
       rmSync(dir, { recursive: true, force: true })
     },

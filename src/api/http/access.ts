@@ -10,7 +10,7 @@ export const ACCESS_EXTENSION = 'x-berth-access'
  * Declares who may call a route. Every route states exactly one of:
  *   `{ public: true }`   no credentials (plans, status, register, checkout, claim, documents);
  *   `{ scope: 'read' }`  a bearer key holding that scope (design.md's scope matrix).
- * A site-scoped key (claim flow) passes only on routes with a `:slug` parameter naming its own
+ * A site-scoped key (claim flow) passes only on routes with a `:tenant_slug` parameter naming its own
  * site; any other site answers 404 as if it did not exist, and every other route answers 403.
  *
  * The check runs in the transform stage, before the body and query are validated: a caller
@@ -30,9 +30,9 @@ export function access(keys: KeysService) {
           throw new ForbiddenError(`This key lacks the '${scope}' scope; use a key that has it (GET /keys/ lists yours).`)
         }
         if (principal.siteSlug !== null) {
-          const slug = (params as Record<string, string | undefined>).slug
+          const slug = (params as Record<string, string | undefined>).tenant_slug
           if (slug === undefined) throw new ForbiddenError(`This key works only on /sites/${principal.siteSlug}/...; use an account key here.`)
-          if (slug !== principal.siteSlug) throw new NotFoundError(`No site '${slug}' in your account.`, 'slug')
+          if (slug !== principal.siteSlug) throw new NotFoundError(`No site '${slug}' in your account.`, 'tenant_slug')
         }
         principals.set(request, principal)
       },

@@ -21,8 +21,13 @@ export class ClientAddress {
 
   /** The client's address, normalised (IPv4-mapped IPv6 becomes IPv4). */
   of(request: Request): string {
+    return this.ofPeer(request, this.peers.get(request))
+  }
+
+  /** As `of`, with the socket peer given directly (the edge proxy's hot path). */
+  ofPeer(request: Request, socketPeer: string | undefined): string {
     // Requests handled in-process (tests, internal calls) have no socket; they count as loopback.
-    const peer = normalise(this.peers.get(request) ?? this.fallbackPeer)
+    const peer = normalise(socketPeer ?? this.fallbackPeer)
     if (this.ranges.length === 0 || !this.trusted(peer)) return peer
     const forwarded = request.headers.get('x-forwarded-for')
     if (!forwarded) return peer

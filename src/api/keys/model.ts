@@ -26,7 +26,7 @@ export const KeyListItem = t.Object({
   site_scoped: t.Boolean(),
   status: t.Union([t.Literal('active'), t.Literal('revoked'), t.Literal('rotated')]),
   created_at: DateTime(),
-  last_used_at: Nullable(DateTime('Updated at most once a minute.')),
+  last_used_at: Nullable(DateTime('Recorded in memory and written every 30 s, so it can lag by that much.')),
   revoked_at: Nullable(DateTime()),
 })
 export type KeyListItem = Static<typeof KeyListItem>

@@ -35,7 +35,7 @@ describe('rate limits', () => {
       h.clock.advance(30 * 60_000 + 1)
       expect((await register(h, '198.51.100.7')).status).toBe(201)
     } finally {
-      h.close()
+      await h.close()
     }
   })
 
@@ -47,7 +47,7 @@ describe('rate limits', () => {
       }
       expect((await register(h, '203.0.113.9')).status).toBe(201)
     } finally {
-      h.close()
+      await h.close()
     }
   })
 
@@ -58,7 +58,7 @@ describe('rate limits', () => {
       // All five counted against the real peer (127.0.0.1), whatever the header claimed.
       expect((await register(h, '192.0.2.99')).status).toBe(429)
     } finally {
-      h.close()
+      await h.close()
     }
   })
 
@@ -72,7 +72,7 @@ describe('rate limits', () => {
       const res = await again.handle(new Request('http://localhost/api/v1/auth/register/', { method: 'POST', body: '{}', headers: { 'x-forwarded-for': '198.51.100.50' } }))
       expect(res.status).toBe(429)
     } finally {
-      h.close()
+      await h.close()
     }
   })
 })

@@ -1,0 +1,64 @@
+import { Elysia } from 'elysia'
+import { ok } from '../http/schemas'
+import type { KeysService } from '../keys/service'
+import type { ApiPlugins } from '../plugins'
+import { CheckoutParams, CheckoutSecretQuery, CheckoutSession, CompleteCheckoutBody, CreateCheckoutBody, UpdateCheckoutBody } from './model'
+import type { CheckoutService } from './service'
+
+/** The checkout secret, from the query or the X-Checkout-Secret header (spec part 5.6). */
+const secretOf = (query: { checkout_secret?: string }, request: Request) =>
+  query.checkout_secret ?? request.headers.get('x-checkout-secret') ?? undefined
+
+const tags = ['Checkout']
+
+export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService, keys: KeysService) =>
+  new Elysia({ name: 'checkout-routes' })
+    .use(plugins)
+    .post('/acp/checkouts/', ({ body, request, set }) => {
+      // No key is needed; one that is sent must be valid, and then the site joins its account.
+      const header = request.headers.get('authorization')
+      const principal = header ? keys.authenticate(header) : null
+      set.status = 201
+      return checkout.create(body, principal)
+    }, {
+      public: true,
+      rateLimit: 'checkout_create',
+      body: CreateCheckoutBody,
+      response: ok(CheckoutSession, 201),
+      detail: { tags, summary: 'Create a checkout session for a SKU (a bearer key is optional)', operationId: 'createCheckout' },
+    })
+    .get('/acp/checkouts/:checkout_id/', ({ params, query, request }) => checkout.get(params.checkout_id, secretOf(query, request)), {
+      public: true,
+      rateLimit: 'checkout_poll',
+      params: CheckoutParams,
+      query: CheckoutSecretQuery,
+      response: ok(CheckoutSession),
+      detail: { tags, summary: 'Poll a checkout session; the first poll after payment carries api_key once', operationId: 'getCheckout' },
+    })
+    .post('/acp/checkouts/:checkout_id/update/', ({ params, query, request, body }) => checkout.update(params.checkout_id, secretOf(query, request), body), {
+      public: true,
+      params: CheckoutParams,
+      query: CheckoutSecretQuery,
+      body: UpdateCheckoutBody,
+      response: ok(CheckoutSession),
+      detail: { tags, summary: 'Set buyer_email and requested_slug (ready once the slug is set)', operationId: 'updateCheckout' },
+    })
+    .post('/acp/checkouts/:checkout_id/complete/', async ({ params, query, request, body, set }) => {
+      const { status, view } = await checkout.complete(params.checkout_id, secretOf(query, request), body)
+      set.status = status
+      return view
+    }, {
+      public: true,
+      params: CheckoutParams,
+      query: CheckoutSecretQuery,
+      body: CompleteCheckoutBody,
+      response: { ...ok(CheckoutSession), ...ok(CheckoutSession, 201) },
+      detail: { tags, summary: 'Pay: 200 with a hosted payment URL, or 201 completed for a direct payment', operationId: 'completeCheckout' },
+    })
+    .post('/acp/checkouts/:checkout_id/cancel/', ({ params, query, request }) => checkout.cancel(params.checkout_id, secretOf(query, request)), {
+      public: true,
+      params: CheckoutParams,
+      query: CheckoutSecretQuery,
+      response: ok(CheckoutSession),
+      detail: { tags, summary: 'Cancel an unpaid session', operationId: 'cancelCheckout' },
+    })

@@ -1,0 +1,125 @@
+import type { Config } from '../../config/config'
+import type { AiModule } from '../../domain/enums'
+import { slugProblem } from '../../domain/slugs'
+import { iso, type Clock } from '../../lib/clock'
+import type { JobRunner } from '../../jobs/runner'
+import type { SiteRow } from '../../store/schema'
+import type { Store } from '../../store/store'
+import type { BillingRepository } from '../billing/repository'
+import type { CheckoutRepository } from '../checkout/repository'
+import { ForbiddenError, NotFoundError, ValidationError } from '../http/errors'
+import type { Principal } from '../keys/service'
+import type { PlansService } from '../plans/service'
+import type { Plan } from '../plans/model'
+import type { SitesRepository } from './repository'
+
+export const PROVISION_JOB = 'provision_site'
+
+export interface SiteView {
+  slug: string
+  plan: string
+  hosting_type: Plan['hosting_type']
+  status: 'provisioning' | 'active' | 'suspended' | 'pending_deletion' | 'failed'
+  url: string
+  domains: string[]
+  modules: Record<string, boolean>
+  resources: { memory_mb: number; cpu_cores: number; disk_gb: number }
+  subscription_id: string | null
+  created_at: string
+  error: string | null
+  deletion_scheduled_for: string | null
+}
+
+/** Sites as their owners see them, and the creation of new ones. */
+export class SitesService {
+  constructor(
+    private store: Store,
+    private clock: Clock,
+    private repo: SitesRepository,
+    private checkouts: CheckoutRepository,
+    private billing: BillingRepository,
+    private plans: PlansService,
+    private jobs: JobRunner,
+    private config: Config,
+  ) {}
+
+  list(p: Principal): SiteView[] {
+    return this.repo.listOwned(p.accountId).map((s) => this.view(s))
+  }
+
+  /** The caller's site; another account's site answers exactly like a missing one (404). */
+  get(p: Principal, slug: string): SiteView {
+    return this.view(this.requireOwned(p, slug))
+  }
+
+  requireOwned(p: Principal, slug: string): SiteRow {
+    const site = this.repo.findOwned(p.accountId, slug)
+    if (!site) throw new NotFoundError(`No site '${slug}' in your account; GET /sites/ lists yours.`, 'tenant_slug')
+    return site
+  }
+
+  /**
+   * Why `slug` cannot be used for a new site (invalid, reserved, taken by a live site or held by
+   * another checkout), or undefined. `exceptCheckout` lets a session keep its own hold.
+   */
+  slugUnavailable(slug: string, exceptCheckout: string | null = null): string | undefined {
+    const problem = slugProblem(slug)
+    if (problem) return problem
+    if (this.repo.findLiveBySlug(slug) || this.checkouts.holderOf(slug, exceptCheckout)) return `Slug '${slug}' is taken; choose another.`
+    return undefined
+  }
+
+  /** Adds a site record in `provisioning` and queues its provisioning; call inside a transaction. */
+  createRecord(input: { accountId: string; subscriptionId: string | null; slug: string; planSlug: string }): SiteRow {
+    const site = this.repo.insert({ id: crypto.randomUUID(), createdAt: this.clock.now(), ...input })
+    this.jobs.enqueue(PROVISION_JOB, site.id)
+    return site
+  }
+
+  /** POST /sites/create/: a new site under an agency subscription with room left, else 403. */
+  create(p: Principal, input: { slug: string; subscription_id?: string }): SiteView {
+    const site = this.store.write(() => {
+      const unavailable = this.slugUnavailable(input.slug)
+      if (unavailable) throw new ValidationError('slug', unavailable)
+      const candidates = input.subscription_id
+        ? [this.billing.findSubscription(p.accountId, input.subscription_id)].filter((s) => s !== undefined)
+        : this.billing.activeSubscriptions(p.accountId)
+      if (input.subscription_id && candidates.length === 0) throw new NotFoundError(`No subscription ${input.subscription_id} in your account; GET /account/subscriptions/ lists them.`, 'subscription_id')
+      const withRoom = candidates.find((sub) => {
+        if (sub.status !== 'active') return false
+        const plan = this.plans.get(sub.planSlug)
+        return this.repo.countForSubscription(sub.id) < plan.features.max_sites
+      })
+      if (!withRoom) {
+        throw new ForbiddenError('No active subscription with room for another site: buy an agency plan (POST /acp/checkouts/) or free a slot.', input.subscription_id ? 'subscription_id' : null)
+      }
+      return this.createRecord({ accountId: p.accountId, subscriptionId: withRoom.id, slug: input.slug, planSlug: withRoom.planSlug })
+    })
+    this.jobs.kick()
+    return this.view(site)
+  }
+
+  siteUrl(slug: string): string {
+    const base = new URL(this.config.server.siteUrl)
+    return `${base.protocol}//${slug}.${this.config.sites.domain}${base.port ? `:${base.port}` : ''}/`
+  }
+
+  view(site: SiteRow): SiteView {
+    const plan = this.plans.get(site.planSlug)
+    const enabled = JSON.parse(site.modules) as Partial<Record<AiModule, boolean>>
+    return {
+      slug: site.slug,
+      plan: site.planSlug,
+      hosting_type: plan.hosting_type,
+      status: site.status as SiteView['status'],
+      url: this.siteUrl(site.slug),
+      domains: [],
+      modules: Object.fromEntries(plan.features.ai_modules.map((m) => [m, enabled[m] ?? false])),
+      resources: { memory_mb: plan.features.memory_mb, cpu_cores: plan.features.cpu_cores, disk_gb: plan.features.disk_gb },
+      subscription_id: site.subscriptionId,
+      created_at: iso(site.createdAt),
+      error: site.error,
+      deletion_scheduled_for: site.deletionScheduledFor === null ? null : iso(site.deletionScheduledFor),
+    }
+  }
+}

@@ -1,0 +1,242 @@
+import { randomBytes } from 'node:crypto'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Docker from 'dockerode'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { HostingType } from '../../domain/enums'
+import { memoryLogger } from '../../lib/logger'
+import { DEFAULT_PAGE_TITLE } from './default-page'
+import { DockerRuntime } from './docker'
+import { buildImages, IMAGES } from './images'
+import { LABEL } from './site-container'
+import { RuntimeUnavailableError, type SiteEndpoint, type SiteSpec } from './types'
+
+// Runs against the real engine. Each run has its own instance id, so parallel runs (and other
+// suites sharing the engine) never see each other's sites; afterAll removes everything labelled
+// with it.
+const SOCKET = '/var/run/docker.sock'
+const docker = new Docker({ socketPath: SOCKET })
+const instanceId = `t${randomBytes(4).toString('hex')}`
+const log = memoryLogger()
+const runtime = new DockerRuntime({ socketPath: SOCKET, instanceId, subnetPool: '10.231.0.0/16', pidsLimit: 128, log })
+const others: DockerRuntime[] = []
+const otherIds: string[] = []
+
+function spec(slug: string, over: Partial<SiteSpec> = {}): SiteSpec {
+  const hostingType: HostingType = over.image === IMAGES.php ? 'vps' : 'shared'
+  return { siteId: `id-${slug}`, slug, hostingType, image: IMAGES.static, memoryMb: 128, cpuCores: 0.5, pidsLimit: 64, diskGb: 1, ...over }
+}
+
+/** Polls (every 5 ms) until the site's web server answers; returns the answer and the wait. */
+async function firstAnswer(ep: SiteEndpoint, path = '/', timeoutMs = 10_000): Promise<{ status: number; body: string; ms: number }> {
+  const started = performance.now()
+  for (;;) {
+    try {
+      const res = await fetch(`http://${ep.address}:${ep.port}${path}`, { signal: AbortSignal.timeout(1000) })
+      return { status: res.status, body: await res.text(), ms: performance.now() - started }
+    } catch (err) {
+      if (performance.now() - started > timeoutMs) throw err
+      await Bun.sleep(5)
+    }
+  }
+}
+
+/** Runs a command in a container (as its user, 1000); a TTY keeps the output unmultiplexed. */
+async function exec(containerId: string, cmd: string[]): Promise<{ code: number; output: string }> {
+  const run = await docker.getContainer(containerId).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, Tty: true })
+  const stream = await run.start({ Tty: true })
+  let output = ''
+  stream.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
+  await new Promise((done) => stream.on('end', done))
+  return { code: (await run.inspect()).ExitCode ?? -1, output }
+}
+
+async function removeInstance(id: string) {
+  const filters = { label: [`${LABEL.instance}=${id}`] }
+  for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true })
+  for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove()
+  for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove()
+}
+
+beforeAll(async () => {
+  // Quick when the images exist with the same definition; the PHP base takes about 2 minutes
+  // the first time on a machine.
+  await buildImages({
+    socketPath: SOCKET,
+    cacheDir: join(tmpdir(), 'berth-test-debian-cache'),
+    env: { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' },
+  })
+}, 300_000)
+
+afterAll(async () => {
+  for (const id of [instanceId, ...otherIds]) await removeInstance(id)
+}, 60_000)
+
+describe('DockerRuntime', () => {
+  let site: SiteEndpoint
+
+  it('starts a new site that answers 200 with the default page', async () => {
+    site = await runtime.ensureSite(spec('alpha'))
+    const res = await firstAnswer(site)
+    expect(res.status).toBe(200)
+    expect(res.body).toContain(DEFAULT_PAGE_TITLE)
+    expect(site.port).toBe(8080)
+  })
+
+  it('is idempotent: ensuring a running site returns the same container', async () => {
+    const again = await runtime.ensureSite(spec('alpha'))
+    expect(again).toEqual(site)
+    expect((await runtime.inspectSite('alpha'))?.running).toBe(true)
+  })
+
+  it('runs the container with the isolation defaults', async () => {
+    const info = await docker.getContainer(site.containerId).inspect()
+    const host = info.HostConfig
+    expect(info.Config.User).toBe('1000:1000')
+    expect(host.Privileged).toBe(false)
+    expect(host.CapDrop).toEqual(['ALL'])
+    expect(host.CapAdd ?? []).toEqual([])
+    expect(host.SecurityOpt).toContain('no-new-privileges')
+    expect(host.Init).toBe(true)
+    expect(host.Memory).toBe(128 * 1024 * 1024)
+    expect(host.MemorySwap).toBe(128 * 1024 * 1024)
+    expect(host.NanoCpus).toBe(500_000_000)
+    expect(host.PidsLimit).toBe(64)
+    expect(host.ReadonlyRootfs).toBe(true)
+    expect(host.NetworkMode).toBe(`berth-${instanceId}-alpha`)
+    expect(host.PidMode ?? '').toBe('')
+    expect(host.IpcMode).toBe('private')
+    expect(host.LogConfig).toEqual({ Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } })
+    expect(host.RestartPolicy?.Name).toBe('unless-stopped')
+    expect(info.Mounts.map((m) => m.Source ?? '').some((s) => s.includes('docker.sock'))).toBe(false)
+    expect(info.Mounts.map((m) => [m.Type, m.Name, m.Destination])).toEqual([['volume', `berth-${instanceId}-alpha-home`, '/home/site']])
+    expect(info.Config.Labels).toMatchObject({ [LABEL.managed]: 'true', [LABEL.instance]: instanceId, [LABEL.siteId]: 'id-alpha', [LABEL.slug]: 'alpha' })
+    // And from inside: uid 1000, no effective capabilities, a read-only root.
+    const inside = await exec(site.containerId, ['sh', '-c', 'id -u; grep CapEff /proc/self/status; touch /x 2>&1; touch /tmp/x && echo tmp-ok'])
+    expect(inside.output).toMatch(/^1000\r?\nCapEff:\s+0+\r?\n.*Read-only file system\r?\ntmp-ok/s)
+  })
+
+  it('keeps sites from reaching each other, while the host reaches both', async () => {
+    const other = await runtime.ensureSite(spec('bravo'))
+    expect((await firstAnswer(other)).status).toBe(200)
+    expect((await firstAnswer(site)).status).toBe(200)
+    expect(other.address).not.toBe(site.address)
+    // `timeout 2 wget`, not `wget -T 2`: Debian's static busybox 1.35 wget segfaults with -T.
+    const fetchFrom = (url: string) => exec(site.containerId, ['timeout', '2', 'wget', '-q', '-O-', url])
+    const self = await fetchFrom(`http://${site.address}:8080/`)
+    expect(self).toMatchObject({ code: 0, output: expect.stringContaining(DEFAULT_PAGE_TITLE) })
+    const across = await fetchFrom(`http://${other.address}:8080/`)
+    expect(across.code).not.toBe(0)
+    expect(across.output).not.toContain(DEFAULT_PAGE_TITLE)
+  })
+
+  it('keeps the files when the container is removed without its volume', async () => {
+    expect((await exec(site.containerId, ['sh', '-c', 'echo kept > /home/site/public/kept.txt'])).code).toBe(0)
+    await runtime.removeSite('alpha', { volume: false })
+    expect(await runtime.inspectSite('alpha')).toBeNull()
+    await runtime.removeSite('alpha', { volume: false })
+    const back = await runtime.ensureSite(spec('alpha'))
+    expect(back.containerId).not.toBe(site.containerId)
+    expect((await firstAnswer(back, '/kept.txt')).body).toBe('kept\n')
+    site = back
+  })
+
+  it('recreates the container when the limits change, files kept', async () => {
+    const bigger = await runtime.ensureSite(spec('alpha', { memoryMb: 192, pidsLimit: 96 }))
+    expect(bigger.containerId).not.toBe(site.containerId)
+    const host = (await docker.getContainer(bigger.containerId).inspect()).HostConfig
+    expect([host.Memory, host.PidsLimit]).toEqual([192 * 1024 * 1024, 96])
+    expect((await firstAnswer(bigger, '/kept.txt')).body).toBe('kept\n')
+    site = bigger
+  })
+
+  it('stops a site, and starts the same container again', async () => {
+    const started = performance.now()
+    await runtime.stopSite('alpha')
+    expect(performance.now() - started).toBeLessThan(3000)
+    expect((await runtime.inspectSite('alpha'))?.running).toBe(false)
+    await runtime.stopSite('alpha')
+    const again = await runtime.ensureSite(spec('alpha', { memoryMb: 192, pidsLimit: 96 }))
+    expect(again.containerId).toBe(site.containerId)
+    expect((await firstAnswer(again)).status).toBe(200)
+  })
+
+  it('removes everything labelled with the site when the volume goes too', async () => {
+    await runtime.removeSite('alpha', { volume: true })
+    const filters = { label: [`${LABEL.instance}=${instanceId}`, `${LABEL.slug}=alpha`] }
+    expect(await docker.listContainers({ all: true, filters })).toEqual([])
+    expect(await docker.listNetworks({ filters })).toEqual([])
+    expect((await docker.listVolumes({ filters })).Volumes ?? []).toEqual([])
+    expect(await runtime.inspectSite('alpha')).toBeNull()
+    await runtime.removeSite('alpha', { volume: true })
+    await runtime.stopSite('alpha')
+  })
+
+  it("lists only this instance's containers and will not quarantine another's", async () => {
+    const otherId = `t${randomBytes(4).toString('hex')}`
+    otherIds.push(otherId)
+    const neighbour = new DockerRuntime({ socketPath: SOCKET, instanceId: otherId, subnetPool: '10.231.0.0/16', pidsLimit: 128, log })
+    others.push(neighbour)
+    const theirs = await neighbour.ensureSite(spec('bravo'))
+    const mine = await runtime.listManaged()
+    expect(mine.map((c) => [c.name, c.slug, c.siteId, c.running])).toEqual([[`berth-${instanceId}-bravo`, 'bravo', 'id-bravo', true]])
+    expect((await neighbour.listManaged()).map((c) => c.containerId)).toEqual([theirs.containerId])
+    await expect(runtime.quarantine(theirs.containerId)).rejects.toThrow(/not managed by this Berth instance/)
+    expect((await docker.getContainer(theirs.containerId).inspect()).State.Running).toBe(true)
+    await runtime.quarantine(mine[0].containerId)
+    expect((await runtime.listManaged())[0].running).toBe(false)
+  })
+
+  it('serves index.php through PHP-FPM on the PHP image', async () => {
+    const php = await runtime.ensureSite(spec('charlie', { image: IMAGES.php, memoryMb: 256 }))
+    const home = await firstAnswer(php)
+    expect(home.status).toBe(200)
+    expect(home.body).toContain(DEFAULT_PAGE_TITLE)
+    expect(home.body).toMatch(/PHP 8\.\d+\.\d+ is running/)
+    expect(home.body).not.toContain('<?')
+    const write = await exec(php.containerId, ['sh', '-c', 'echo "<?php echo 6 * 7, \' \', get_current_user(), \' \', posix_geteuid();" > /home/site/public/calc.php'])
+    expect(write.code).toBe(0)
+    expect((await firstAnswer(php, '/calc.php')).body).toBe('42 site 1000')
+    const logs = await exec(php.containerId, ['sh', '-c', 'ls /home/site/logs; grep -c "GET /calc.php" /home/site/logs/access.log'])
+    expect(logs.output).toMatch(/access\.log\s+error\.log\s+php\.log\s+1/)
+    const host = (await docker.getContainer(php.containerId).inspect()).HostConfig
+    expect([host.CapDrop, host.ReadonlyRootfs, host.Init]).toEqual([['ALL'], true, true])
+  })
+
+  it('starts new sites fast (create to first 200)', async () => {
+    const times: number[] = []
+    for (let i = 0; i < 10; i++) {
+      const started = performance.now()
+      const ep = await runtime.ensureSite(spec(`fast${i}`))
+      const res = await firstAnswer(ep)
+      times.push(performance.now() - started)
+      expect(res.status).toBe(200)
+    }
+    const median = [...times].sort((a, b) => a - b)[5]
+    console.log(`ensureSite, create to first 200 (ms): median ${median.toFixed(0)}, all ${times.map((t) => t.toFixed(0)).join(' ')}`)
+    // The product target is 500 ms at p50 for the whole purchase; generous here, as the suite
+    // shares the machine with other engine users.
+    expect(median).toBeLessThan(2000)
+    await Promise.all(Array.from({ length: 10 }, (_, i) => runtime.removeSite(`fast${i}`, { volume: true })))
+  }, 60_000)
+
+  it('ensures many sites at once, each on its own subnet, while another instance does too', async () => {
+    // Two instances race for the same free blocks; the engine refuses the loser's overlapping
+    // subnet and it moves on to the next one.
+    const neighbour = others[0]
+    const eps = await Promise.all([
+      ...Array.from({ length: 4 }, (_, i) => runtime.ensureSite(spec(`many${i}`))),
+      ...Array.from({ length: 4 }, (_, i) => neighbour.ensureSite(spec(`many${i}`))),
+    ])
+    expect(new Set(eps.map((e) => e.address)).size).toBe(8)
+    for (const ep of eps) expect((await firstAnswer(ep)).status).toBe(200)
+  }, 60_000)
+
+  it('reports an engine that is not there as RuntimeUnavailableError', async () => {
+    const down = new DockerRuntime({ socketPath: join(tmpdir(), 'no-docker-here.sock'), instanceId, subnetPool: '10.231.0.0/16', pidsLimit: 128, log })
+    expect(await down.ping()).toBe(false)
+    await expect(down.ensureSite(spec('delta'))).rejects.toBeInstanceOf(RuntimeUnavailableError)
+    await expect(down.listManaged()).rejects.toBeInstanceOf(RuntimeUnavailableError)
+    expect(await runtime.ping()).toBe(true)
+  })
+})

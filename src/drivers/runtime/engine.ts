@@ -1,0 +1,82 @@
+import Docker from 'dockerode'
+import { RuntimeUnavailableError } from './types'
+
+/**
+ * Socket errors that mean the engine is not there: connecting failed (not started, socket
+ * missing, no permission), or the connection broke mid-request (the engine restarted). Only
+ * connect errors count for ENOENT and EACCES, which file operations raise too.
+ */
+const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES'])
+const BROKEN_CONNECTION = new Set(['ECONNRESET', 'EPIPE'])
+
+/** A Docker API client on a Unix socket; `timeoutMs` bounds every request (builds excepted: pass 0). */
+export function openEngine(socketPath: string, timeoutMs = 60_000): Docker {
+  return new Docker({ socketPath, ...(timeoutMs > 0 ? { timeout: timeoutMs } : {}) })
+}
+
+/** The HTTP status the engine answered with, when the error is an engine answer. */
+export function statusOf(err: unknown): number | undefined {
+  const status = (err as { statusCode?: unknown } | null)?.statusCode
+  return typeof status === 'number' ? status : undefined
+}
+
+export const isNotFound = (err: unknown) => statusOf(err) === 404
+
+/** Runs `fn`, turning "the engine is down" socket errors into RuntimeUnavailableError. */
+export async function engineCall<T>(socketPath: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (err) {
+    throw asUnavailable(socketPath, err) ?? err
+  }
+}
+
+/** The RuntimeUnavailableError for `err`, or undefined when the engine did answer. */
+export function asUnavailable(socketPath: string, err: unknown): RuntimeUnavailableError | undefined {
+  const { code, syscall } = (err ?? {}) as { code?: unknown; syscall?: unknown }
+  if (statusOf(err) !== undefined || typeof code !== 'string') return undefined
+  if (!BROKEN_CONNECTION.has(code) && !(CONNECT_ERRORS.has(code) && syscall === 'connect')) return undefined
+  return new RuntimeUnavailableError(`The Docker engine at ${socketPath} is not answering (${code}); start it (systemctl start docker) and retry.`, { cause: err })
+}
+
+/** Resolves null when the engine answers 404, else passes the result or error through. */
+export async function orNull<T>(promise: Promise<T>): Promise<T | null> {
+  try {
+    return await promise
+  } catch (err) {
+    if (isNotFound(err)) return null
+    throw err
+  }
+}
+
+/** Runs `promise`, ignoring the statuses listed (404 on a removal, 304 on a stop). */
+export async function ignoring(statuses: number[], promise: Promise<unknown>): Promise<void> {
+  try {
+    await promise
+  } catch (err) {
+    const status = statusOf(err)
+    if (status === undefined || !statuses.includes(status)) throw err
+  }
+}
+
+/**
+ * Waits for a streamed engine operation (build, import) and throws the first error it reports;
+ * the engine answers 200 and then reports build failures inside the stream. `onEvent` sees each
+ * progress object.
+ */
+export function followStream(docker: Docker, stream: NodeJS.ReadableStream, onEvent?: (event: Record<string, unknown>) => void): Promise<Record<string, unknown>[]> {
+  return new Promise((done, fail) => {
+    // modem.followProgress, not docker.followProgress: the latter loads BuildKit's protobuf
+    // schema from a file path, which a compiled binary does not have.
+    docker.modem.followProgress(
+      stream,
+      (err: Error | null, events: Record<string, unknown>[]) => {
+        if (err) return fail(err)
+        const failed = events.find((e) => e.error || e.errorDetail)
+        if (failed) return fail(new Error(String(failed.error ?? (failed.errorDetail as { message?: string }).message)))
+        done(events)
+      },
+      onEvent,
+    )
+  })
+}

@@ -1,0 +1,151 @@
+import { defaultPhpPage } from './default-page'
+import { makeTar, type TarEntry } from './tar'
+
+const SITE = { uid: 1000, gid: 1000 }
+
+/**
+ * nginx as the site user: no `user` directive (it only applies to a root master), port 8080,
+ * pid and temporary files under /tmp (a tmpfs; the root filesystem is read-only), logs in the
+ * site's home where the Logs API reads them.
+ */
+export const NGINX_CONF = `# nginx of berth/php; runs as uid 1000 with a read-only root filesystem.
+worker_processes 1;
+pid /tmp/nginx.pid;
+error_log /home/site/logs/error.log warn;
+
+events {
+  worker_connections 512;
+}
+
+http {
+  include /etc/nginx/mime.types;
+  default_type application/octet-stream;
+  access_log /home/site/logs/access.log combined;
+  client_body_temp_path /tmp/nginx-client-body;
+  proxy_temp_path /tmp/nginx-proxy;
+  fastcgi_temp_path /tmp/nginx-fastcgi;
+  uwsgi_temp_path /tmp/nginx-uwsgi;
+  scgi_temp_path /tmp/nginx-scgi;
+  sendfile on;
+  tcp_nopush on;
+  server_tokens off;
+  keepalive_timeout 65;
+  client_max_body_size 64m;
+
+  # Only Berth's edge proxy reaches this port (site networks are closed to each other), and it
+  # appends the visitor's address to X-Forwarded-For; without real_ip_recursive nginx takes that
+  # last address, not one a visitor wrote into the header.
+  set_real_ip_from 0.0.0.0/0;
+  real_ip_header X-Forwarded-For;
+
+  server {
+    listen 8080 default_server;
+    root /home/site/public;
+    # index.html first: a site that uploads one replaces the default index.php.
+    index index.html index.htm index.php;
+
+    location / {
+      try_files $uri $uri/ /index.php$is_args$args;
+    }
+
+    location ~ \\.php$ {
+      try_files $uri =404;
+      include /etc/nginx/fastcgi_params;
+      fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
+      fastcgi_pass unix:/tmp/php-fpm.sock;
+    }
+
+    # Dot files (.env, .git, .htpasswd) are never served; .well-known is (RFC 8615).
+    location ~ /\\.(?!well-known/) {
+      deny all;
+    }
+  }
+}
+`
+
+/** PHP-FPM as the site user; `PHP_FPM_MAX_CHILDREN` comes from berth-start. */
+export const PHP_FPM_CONF = `; PHP-FPM of berth/php; runs as uid 1000 (no user/group: they only apply to a root master).
+[global]
+pid = /tmp/php-fpm.pid
+error_log = /home/site/logs/php.log
+daemonize = no
+; No systemd in a site container.
+systemd_interval = 0
+
+[site]
+listen = /tmp/php-fpm.sock
+; ondemand: an idle site keeps no worker in memory.
+pm = ondemand
+pm.max_children = \${PHP_FPM_MAX_CHILDREN}
+pm.process_idle_timeout = 60s
+pm.max_requests = 1000
+catch_workers_output = yes
+decorate_workers_output = no
+security.limit_extensions = .php
+php_admin_flag[log_errors] = on
+php_admin_value[error_log] = /home/site/logs/php.log
+php_value[session.save_path] = /tmp
+php_admin_value[upload_tmp_dir] = /tmp
+php_admin_value[sys_temp_dir] = /tmp
+`
+
+/**
+ * Starts PHP-FPM and nginx as the site user under docker-init. The container ends when either
+ * exits, so Docker's restart policy brings the pair back together; SIGTERM from docker stop is
+ * passed to both. nginx waits (at most 3 s) for PHP-FPM's socket. Workers are sized from the memory limit at about 40 MB each.
+ */
+export const START = `#!/bin/bash
+set -u
+mkdir -p /home/site/public /home/site/logs
+limit=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || echo max)
+children=8
+if [[ $limit =~ ^[0-9]+$ ]]; then
+  children=$(( limit / 1048576 / 40 ))
+  (( children < 2 )) && children=2
+  (( children > 32 )) && children=32
+fi
+export PHP_FPM_MAX_CHILDREN=$children
+php-fpm --nodaemonize --fpm-config /etc/berth/php-fpm.conf &
+# nginx starts once PHP-FPM listens, so the first request does not meet a 502.
+for _ in $(seq 300); do [[ -S /tmp/php-fpm.sock ]] && break; sleep 0.01; done
+nginx -c /etc/berth/nginx.conf -g 'daemon off;' &
+trap 'kill -TERM $(jobs -p) 2>/dev/null' TERM INT
+wait -n
+status=$?
+kill -TERM $(jobs -p) 2>/dev/null
+wait
+exit $status
+`
+
+/** The final image on top of the debootstrapped base: the site user, configs, default pages. */
+export function phpDockerfile(baseTag: string): string {
+  return `FROM ${baseTag}
+RUN groupadd --gid 1000 site \\
+ && useradd --uid 1000 --gid 1000 --home-dir /home/site --no-create-home --shell /bin/bash site \\
+ && ln -s "$(ls /usr/sbin/php-fpm* | head -n 1)" /usr/local/sbin/php-fpm
+ADD rootfs.tar /
+ENV HOME=/home/site
+USER 1000:1000
+WORKDIR /home/site
+EXPOSE 8080
+CMD ["/usr/local/bin/berth-start"]
+`
+}
+
+/** The build context of berth/php on top of `baseTag`. */
+export function phpContext(baseTag: string): Uint8Array {
+  const overlay: TarEntry[] = [
+    { type: 'dir', path: 'etc/berth', mode: 0o755 },
+    { type: 'file', path: 'etc/berth/nginx.conf', data: NGINX_CONF },
+    { type: 'file', path: 'etc/berth/php-fpm.conf', data: PHP_FPM_CONF },
+    { type: 'file', path: 'usr/local/bin/berth-start', data: START, mode: 0o755 },
+    { type: 'dir', path: 'home/site', mode: 0o755, ...SITE },
+    { type: 'dir', path: 'home/site/public', mode: 0o755, ...SITE },
+    { type: 'dir', path: 'home/site/logs', mode: 0o755, ...SITE },
+    { type: 'file', path: 'home/site/public/index.php', data: defaultPhpPage(), mode: 0o644, ...SITE },
+  ]
+  return makeTar([
+    { type: 'file', path: 'Dockerfile', data: phpDockerfile(baseTag) },
+    { type: 'file', path: 'rootfs.tar', data: makeTar(overlay) },
+  ])
+}

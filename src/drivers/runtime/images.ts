@@ -1,0 +1,127 @@
+import { createHash } from 'node:crypto'
+import type Docker from 'dockerode'
+import { buildDebianBase, debianBaseTag, DEFAULT_MIRROR } from './debian-base'
+import { engineCall, followStream, ignoring, openEngine, orNull } from './engine'
+import { phpContext } from './image-php'
+import { readHostBusybox, staticContext } from './image-static'
+
+/** The site images Berth builds; config's containers.image_* name them by default. */
+export const IMAGES = { static: 'berth/static:1', php: 'berth/php:1' } as const
+export type ImageKind = keyof typeof IMAGES
+export const IMAGE_KINDS = Object.keys(IMAGES) as ImageKind[]
+
+/** On each image: a hash of everything it is built from, so an unchanged image is not rebuilt. */
+const DEFINITION_LABEL = 'dev.berth.definition'
+
+export interface BuildImagesOptions {
+  socketPath: string
+  /** Build only this image (default: all). */
+  only?: ImageKind
+  /** Build again even when up to date, the Debian base included, without the build cache. */
+  rebuild?: boolean
+  mirror?: string
+  /** Kept between builds: downloaded Debian packages. */
+  cacheDir: string
+  /** Scratch space for debootstrap (default /var/tmp: on disk, unlike a nodev tmpfs /tmp). */
+  workDir?: string
+  /** Environment of the programs run (PATH, proxy variables). */
+  env?: Record<string, string | undefined>
+  progress?: (line: string) => void
+}
+
+export interface ImageBuildResult {
+  image: string
+  kind: ImageKind
+  id: string
+  /** `up-to-date`: an image of the same definition existed and was kept. */
+  status: 'built' | 'up-to-date'
+  seconds: number
+  /** The PHP image's Debian base, when it was considered. */
+  base?: { image: string; status: 'built' | 'up-to-date'; seconds: number }
+}
+
+/**
+ * Builds the site images through the engine's API, with no registry: berth/static:1 FROM scratch
+ * around the host's static busybox (seconds), and berth/php:1 on a Debian base made by
+ * debootstrap (about two minutes the first time; the base is kept and reused). An image whose
+ * definition has not changed is left as it is unless `rebuild`.
+ *
+ * @example
+ * await buildImages({ socketPath: '/var/run/docker.sock', cacheDir: '/var/lib/berth/cache/debian', only: 'static' })
+ */
+export async function buildImages(opts: BuildImagesOptions): Promise<ImageBuildResult[]> {
+  const docker = openEngine(opts.socketPath, 0)
+  const kinds = opts.only ? [opts.only] : IMAGE_KINDS
+  return engineCall(opts.socketPath, async () => {
+    const results: ImageBuildResult[] = []
+    for (const kind of kinds) results.push(kind === 'static' ? await buildStatic(docker, opts) : await buildPhp(docker, opts))
+    return results
+  })
+}
+
+async function buildStatic(docker: Docker, opts: BuildImagesOptions): Promise<ImageBuildResult> {
+  const started = Date.now()
+  const busybox = await readHostBusybox()
+  const context = staticContext(busybox.binary, busybox.applets)
+  const { id, status } = await buildContext(docker, IMAGES.static, context, definitionOf(context), opts)
+  return { image: IMAGES.static, kind: 'static', id, status, seconds: secondsSince(started) }
+}
+
+async function buildPhp(docker: Docker, opts: BuildImagesOptions): Promise<ImageBuildResult> {
+  const started = Date.now()
+  const baseTag = debianBaseTag()
+  let baseId = opts.rebuild ? null : (await orNull(docker.getImage(baseTag).inspect()))?.Id ?? null
+  const base = { image: baseTag, status: 'up-to-date' as 'built' | 'up-to-date', seconds: 0 }
+  if (!baseId) {
+    baseId = await buildDebianBase(docker, baseTag, {
+      mirror: opts.mirror ?? DEFAULT_MIRROR,
+      cacheDir: opts.cacheDir,
+      workDir: opts.workDir ?? '/var/tmp',
+      env: opts.env ?? {},
+      progress: (line) => opts.progress?.(`${baseTag}: ${line}`),
+    })
+    Object.assign(base, { status: 'built', seconds: secondsSince(started) })
+  }
+  const context = phpContext(baseTag)
+  // The base's id is part of the definition: a new base makes a new site image.
+  const { id, status } = await buildContext(docker, IMAGES.php, context, definitionOf(context, baseId), opts)
+  // Earlier bases (another definition, or replaced by --rebuild) go once nothing builds on them.
+  const bases = await docker.listImages({ filters: { reference: [baseTag.split(':')[0]] } })
+  for (const old of bases) if (old.Id !== baseId) await removeUnused(docker, old.Id)
+  return { image: IMAGES.php, kind: 'php', id, status, seconds: secondsSince(started), base }
+}
+
+/** Builds `context` as `tag` unless an image of that definition is already tagged so. */
+async function buildContext(docker: Docker, tag: string, context: Uint8Array, definition: string, opts: BuildImagesOptions): Promise<{ id: string; status: 'built' | 'up-to-date' }> {
+  const existing = await orNull(docker.getImage(tag).inspect())
+  if (existing && !opts.rebuild && existing.Config?.Labels?.[DEFINITION_LABEL] === definition) {
+    opts.progress?.(`${tag}: up to date`)
+    return { id: existing.Id, status: 'up-to-date' }
+  }
+  opts.progress?.(`${tag}: building`)
+  const stream = await docker.buildImage(Buffer.from(context) as never, {
+    t: tag,
+    labels: { [DEFINITION_LABEL]: definition, 'dev.berth.image': tag },
+    nocache: opts.rebuild === true,
+    rm: true,
+    forcerm: true,
+  })
+  await followStream(docker, stream)
+  const id = (await docker.getImage(tag).inspect()).Id
+  if (existing && existing.Id !== id) await removeUnused(docker, existing.Id)
+  return { id, status: 'built' }
+}
+
+/**
+ * Removes an image a build replaced, unless a container (even a stopped one) or another image
+ * still uses it: the engine refuses those with 409, and they stay until their sites move on.
+ * Without this, every rebuild of the PHP image would leave 190 MB behind.
+ */
+export async function removeUnused(docker: Docker, id: string): Promise<void> {
+  await ignoring([404, 409], docker.getImage(id).remove())
+}
+
+const definitionOf = (context: Uint8Array, ...parts: string[]) =>
+  createHash('sha256').update(context).update(parts.join('\n')).digest('hex').slice(0, 16)
+
+const secondsSince = (started: number) => Math.round((Date.now() - started) / 100) / 10

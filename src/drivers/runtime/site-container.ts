@@ -1,0 +1,113 @@
+import { createHash } from 'node:crypto'
+import type Docker from 'dockerode'
+import type { SiteSpec } from './types'
+
+/** Labels Berth puts on every container, network and volume it creates. */
+export const LABEL = {
+  managed: 'dev.berth.managed',
+  instance: 'dev.berth.instance',
+  siteId: 'dev.berth.site-id',
+  slug: 'dev.berth.site-slug',
+  /** Hash of what the container was created from; a different hash means "recreate". */
+  spec: 'dev.berth.spec',
+  /** On an image: `writable` when its programs need to write outside /tmp and the home. */
+  rootfs: 'dev.berth.rootfs',
+} as const
+
+/** The web server of every site image listens here, unprivileged. */
+export const SITE_PORT = 8080
+/** The site user's home, on the site's volume; the web root is `public/` inside it. */
+export const SITE_HOME = '/home/site'
+/** The unprivileged `site` user (and group) every site image defines. */
+export const SITE_USER = '1000:1000'
+
+/**
+ * Bump when containerOptions changes in a way existing containers should pick up: the number is
+ * part of the spec hash, so the next ensureSite (reconcile included) recreates them, files kept.
+ */
+const DEFINITION_VERSION = 1
+
+export interface SiteNames {
+  container: string
+  network: string
+  volume: string
+}
+
+/** Names carry the instance id so that Berth instances sharing one engine never collide. */
+export function siteNames(instanceId: string, slug: string): SiteNames {
+  const base = `berth-${instanceId}-${slug}`
+  return { container: base, network: base, volume: `${base}-home` }
+}
+
+/** The labels of the site's network and volume (the container adds the spec hash). */
+export function siteLabels(instanceId: string, spec: Pick<SiteSpec, 'siteId' | 'slug'>): Record<string, string> {
+  return { [LABEL.managed]: 'true', [LABEL.instance]: instanceId, [LABEL.siteId]: spec.siteId, [LABEL.slug]: spec.slug }
+}
+
+/** Label filter matching everything of one site of this instance. */
+export function siteFilter(instanceId: string, slug: string): { label: string[] } {
+  return { label: [`${LABEL.instance}=${instanceId}`, `${LABEL.slug}=${slug}`] }
+}
+
+/**
+ * What the container is made from, hashed. Disk size is left out: no driver setting enforces it
+ * yet (overlay2 on ext4 has no per-container quota), so a change must not recreate anything.
+ */
+export function specHash(spec: SiteSpec): string {
+  const { image, hostingType, memoryMb, cpuCores, pidsLimit } = spec
+  const text = JSON.stringify({ v: DEFINITION_VERSION, image, hostingType, memoryMb, cpuCores, pidsLimit })
+  return createHash('sha256').update(text).digest('hex').slice(0, 16)
+}
+
+export interface ContainerPlan {
+  instanceId: string
+  spec: SiteSpec
+  names: SiteNames
+  /** The container's fixed address on its site network. */
+  address: string
+  /** False for images labelled `dev.berth.rootfs=writable`. */
+  readonlyRootfs: boolean
+}
+
+/**
+ * The engine's create options for a site container: the isolation defaults of design.md
+ * ("Containers"). Both Berth images run with every capability dropped: their servers listen on
+ * 8080 as uid 1000 and never switch user, so they need none.
+ */
+export function containerOptions(plan: ContainerPlan): Docker.ContainerCreateOptions {
+  const { spec, names } = plan
+  const memory = spec.memoryMb * 1024 * 1024
+  return {
+    name: names.container,
+    Image: spec.image,
+    Hostname: spec.slug.slice(0, 63),
+    User: SITE_USER,
+    WorkingDir: SITE_HOME,
+    Env: [`HOME=${SITE_HOME}`],
+    Labels: { ...siteLabels(plan.instanceId, spec), [LABEL.spec]: specHash(spec) },
+    ExposedPorts: { [`${SITE_PORT}/tcp`]: {} },
+    HostConfig: {
+      NetworkMode: names.network,
+      Mounts: [{ Type: 'volume', Source: names.volume, Target: SITE_HOME }],
+      // docker-init as PID 1 forwards SIGTERM and reaps, so a stop takes milliseconds.
+      Init: true,
+      Privileged: false,
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      IpcMode: 'private',
+      ReadonlyRootfs: plan.readonlyRootfs,
+      // noexec: nothing a site runs needs to execute from /tmp; its own programs live in its home.
+      Tmpfs: { '/tmp': 'rw,nosuid,nodev,noexec,size=64m,mode=1777' },
+      Memory: memory,
+      // Equal to Memory: no swap, so the plan's figure is the real ceiling.
+      MemorySwap: memory,
+      NanoCpus: Math.round(spec.cpuCores * 1e9),
+      PidsLimit: spec.pidsLimit,
+      LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
+      RestartPolicy: { Name: 'unless-stopped', MaximumRetryCount: 0 },
+    },
+    NetworkingConfig: {
+      EndpointsConfig: { [names.network]: { IPAMConfig: { IPv4Address: plan.address } } },
+    },
+  }
+}

@@ -1,0 +1,78 @@
+import type { HostingType } from '../../domain/enums'
+
+/** Everything the runtime needs to run one site; derived from the site and its plan. */
+export interface SiteSpec {
+  siteId: string
+  slug: string
+  hostingType: HostingType
+  /** Image to run, e.g. `berth/static:1` or `berth/php:1`. */
+  image: string
+  memoryMb: number
+  cpuCores: number
+  /** Maximum number of processes in the container. */
+  pidsLimit: number
+  diskGb: number
+}
+
+/** Where the edge proxy reaches a running site. */
+export interface SiteEndpoint {
+  containerId: string
+  /** Address of the container on its own network, reachable from the host. */
+  address: string
+  /** Port the site's web server listens on inside the container. */
+  port: number
+}
+
+export interface SiteRuntimeState {
+  containerId: string
+  running: boolean
+  endpoint: SiteEndpoint | null
+  image: string
+}
+
+/** A container labelled as this Berth instance's, as found in the engine. */
+export interface ManagedContainer {
+  containerId: string
+  name: string
+  siteId: string
+  slug: string
+  running: boolean
+}
+
+/**
+ * The container runtime: one container, one volume and one network per site.
+ *
+ * Contracts, for every implementation:
+ * - Every method is idempotent: ensuring a running site returns its endpoint and changes
+ *   nothing; stopping a stopped site and removing a removed one are no-ops.
+ * - Containers, volumes and networks carry labels naming the Berth instance and the site, so
+ *   that two Berth instances sharing one engine never touch each other's sites.
+ * - A site's files live on its volume: recreating the container keeps them.
+ * - Errors from the engine being down are thrown as RuntimeUnavailableError.
+ */
+export interface ContainerRuntime {
+  /** True when the engine answers. */
+  ping(): Promise<boolean>
+  /**
+   * Creates whatever is missing of the site's network, volume and container, starts the
+   * container and returns where it answers. A container whose image or limits differ from
+   * `spec` is recreated (files kept). Throws when the image is missing (`berth images build`),
+   * leaving a container that already runs as it is.
+   */
+  ensureSite(spec: SiteSpec): Promise<SiteEndpoint>
+  /** The site's container as the engine sees it, or null when there is none. */
+  inspectSite(slug: string): Promise<SiteRuntimeState | null>
+  /** Stops the site's container; its files and network stay. */
+  stopSite(slug: string): Promise<void>
+  /** Removes the site's container and network, and its volume (files) when `volume` is true. */
+  removeSite(slug: string, opts: { volume: boolean }): Promise<void>
+  /** Every container labelled as this instance's, running or not. */
+  listManaged(): Promise<ManagedContainer[]>
+  /**
+   * Stops a container found in the engine that the store does not know (by id); a missing one
+   * is a no-op. Throws for a container not labelled as this instance's: it is another's to stop.
+   */
+  quarantine(containerId: string): Promise<void>
+}
+
+export class RuntimeUnavailableError extends Error {}

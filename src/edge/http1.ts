@@ -1,0 +1,183 @@
+/**
+ * The parts of HTTP/1.1 (RFC 9112) the edge needs to read a container's responses: the
+ * response head and the chunked transfer coding. Anything malformed is a ProtocolError, which
+ * the edge answers with 502 (RFC 9112 sections 5.1 and 5.2 ask a proxy to reject, not guess).
+ */
+
+/** The container broke HTTP/1.1; the message and the connection are discarded. */
+export class ProtocolError extends Error {}
+
+/** How the body of a response is delimited (RFC 9112 section 6.3). */
+export type BodyFraming = 'none' | 'chunked' | 'close' | { length: number }
+
+export interface ResponseHead {
+  status: number
+  /** End-to-end and hop-by-hop fields in order, names lowercased. */
+  fields: [string, string][]
+  /** The Connection field's value (several lines joined), for the hop-by-hop rule. */
+  connection: string | null
+  framing: BodyFraming
+  /** Whether the connection may carry another request after this response. */
+  keepAlive: boolean
+}
+
+/** Longest response head the edge accepts (nginx's default proxy_buffer_size is 4-8 KiB). */
+export const MAX_HEAD_BYTES = 64 * 1024
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: .*)?$/
+
+/**
+ * Parses a response head (the text before the blank line, read as latin1) sent in answer to a
+ * request with `method`. Interim (1xx) heads parse with framing 'none'; the caller skips them.
+ */
+export function parseResponseHead(text: string, method: string): ResponseHead {
+  let lineEnd = text.indexOf('\r\n')
+  if (lineEnd === -1) lineEnd = text.length
+  const statusLine = STATUS_LINE.exec(text.slice(0, lineEnd))
+  if (!statusLine) throw new ProtocolError(`bad status line '${text.slice(0, Math.min(lineEnd, 80))}'`)
+  const http10 = statusLine[1] === '0'
+  const status = Number(statusLine[2])
+  if (status > 599 || (status < 200 && status !== 100 && status !== 102 && status !== 103)) {
+    // 101 included: the edge never asks a container to switch protocols.
+    throw new ProtocolError(`unexpected status ${status}`)
+  }
+  const fields: [string, string][] = []
+  let connection: string | null = null
+  let transferEncoding: string | null = null
+  let contentLength = -1
+  let pos = lineEnd + 2
+  while (pos < text.length) {
+    let end = text.indexOf('\r\n', pos)
+    if (end === -1) end = text.length
+    const first = text.charCodeAt(pos)
+    if (first === 32 || first === 9) throw new ProtocolError('obsolete line folding in a response field')
+    const colon = text.indexOf(':', pos)
+    if (colon === -1 || colon > end) throw new ProtocolError('response field without a colon')
+    const name = text.slice(pos, colon).toLowerCase()
+    if (!TOKEN.test(name)) throw new ProtocolError(`bad response field name '${name.slice(0, 40)}'`)
+    const value = text.slice(colon + 1, end).trim()
+    pos = end + 2
+    if (name === 'content-length') {
+      contentLength = parseContentLength(value, contentLength)
+      fields.push([name, String(contentLength)])
+      continue
+    }
+    if (name === 'transfer-encoding') transferEncoding = transferEncoding === null ? value : `${transferEncoding}, ${value}`
+    else if (name === 'connection') connection = connection === null ? value : `${connection}, ${value}`
+    fields.push([name, value])
+  }
+  const closes = connection !== null && hasToken(connection, 'close')
+  let keepAlive = http10 ? connection !== null && hasToken(connection, 'keep-alive') && !closes : !closes
+  let framing: BodyFraming
+  if (status < 200 || status === 204 || status === 304 || method === 'HEAD') framing = 'none'
+  else if (transferEncoding !== null) {
+    // A message with both Transfer-Encoding and Content-Length may be smuggling: use the
+    // coding and close the connection afterwards (RFC 9112 section 6.3, rule 3).
+    if (contentLength !== -1) keepAlive = false
+    framing = lastCoding(transferEncoding) === 'chunked' ? 'chunked' : 'close'
+  } else if (contentLength !== -1) framing = { length: contentLength }
+  else framing = 'close'
+  if (framing === 'close') keepAlive = false
+  return { status, fields, connection, framing, keepAlive }
+}
+
+function parseContentLength(value: string, previous: number): number {
+  // Several equal values (in one line or several) are allowed (RFC 9110 section 8.6).
+  let length = previous
+  for (const part of value.split(',')) {
+    const v = part.trim()
+    if (!/^\d{1,15}$/.test(v)) throw new ProtocolError(`bad Content-Length '${value.slice(0, 40)}'`)
+    const n = Number(v)
+    if (length !== -1 && n !== length) throw new ProtocolError('conflicting Content-Length values')
+    length = n
+  }
+  return length
+}
+
+function hasToken(list: string, token: string): boolean {
+  return list.split(',').some((t) => t.trim().toLowerCase() === token)
+}
+
+function lastCoding(list: string): string {
+  const codings = list.split(',')
+  return codings[codings.length - 1]!.trim().toLowerCase()
+}
+
+/** States of the chunked decoder. */
+const Chunk = { Size: 0, Data: 1, DataCr: 2, DataLf: 3, Trailer: 4, Done: 5 } as const
+
+/** Longest chunk-size or trailer line accepted. */
+const MAX_LINE = 8 * 1024
+
+/**
+ * Decodes the chunked transfer coding (RFC 9112 section 7.1) as bytes arrive. Chunk extensions
+ * and trailer fields are read and dropped; data is handed out as views of the input, uncopied.
+ */
+export class ChunkedDecoder {
+  private state: number = Chunk.Size
+  private line = ''
+  private remaining = 0
+
+  get done(): boolean {
+    return this.state === Chunk.Done
+  }
+
+  /**
+   * Feeds `input` and calls `emit` for each piece of data. Returns where the message ended in
+   * `input` (bytes after it belong to the next message), or -1 when more input is needed.
+   */
+  push(input: Buffer, emit: (data: Buffer) => void): number {
+    let i = 0
+    while (i < input.length) {
+      switch (this.state) {
+        case Chunk.Size:
+        case Chunk.Trailer: {
+          const lf = input.indexOf(10, i)
+          this.line += input.toString('latin1', i, lf === -1 ? input.length : lf)
+          if (this.line.length > MAX_LINE) throw new ProtocolError('chunk line too long')
+          if (lf === -1) return -1
+          i = lf + 1
+          const line = this.line.endsWith('\r') ? this.line.slice(0, -1) : this.line
+          this.line = ''
+          if (this.state === Chunk.Trailer) {
+            if (line === '') {
+              this.state = Chunk.Done
+              return i
+            }
+            continue
+          }
+          const semi = line.indexOf(';')
+          const hex = (semi === -1 ? line : line.slice(0, semi)).trim()
+          if (!/^[0-9a-fA-F]{1,12}$/.test(hex)) throw new ProtocolError(`bad chunk size '${hex.slice(0, 20)}'`)
+          this.remaining = parseInt(hex, 16)
+          this.state = this.remaining === 0 ? Chunk.Trailer : Chunk.Data
+          break
+        }
+        case Chunk.Data: {
+          const n = Math.min(this.remaining, input.length - i)
+          emit(input.subarray(i, i + n))
+          i += n
+          this.remaining -= n
+          if (this.remaining === 0) this.state = Chunk.DataCr
+          break
+        }
+        case Chunk.DataCr: {
+          const b = input[i++]
+          if (b === 13) this.state = Chunk.DataLf
+          else if (b === 10) this.state = Chunk.Size
+          else throw new ProtocolError('chunk data not followed by CRLF')
+          break
+        }
+        case Chunk.DataLf: {
+          if (input[i++] !== 10) throw new ProtocolError('chunk data not followed by CRLF')
+          this.state = Chunk.Size
+          break
+        }
+        case Chunk.Done:
+          return i
+      }
+    }
+    return this.state === Chunk.Done ? i : -1
+  }
+}

@@ -1,0 +1,158 @@
+import { Exchange, UpstreamError } from './exchange'
+import { requestHead, type ForwardInfo } from './headers'
+import { pageResponse, renderPage, type PageKind, type StatusPage } from './pages'
+import type { EdgeProxy, EdgeProxyDeps, SiteState, SiteTarget } from './types'
+import { UpstreamPool } from './upstream'
+
+export { parseSiteHost } from './host'
+export type { EdgeMetricsSink, EdgeProxy, EdgeProxyDeps, EdgeRequestRecord, SiteState, SiteTarget } from './types'
+
+const DEFAULT_TIMEOUT_MS = 60_000
+/** A failing site is logged at most this often, so a dead container under load cannot flood the log. */
+const LOG_EVERY_MS = 10_000
+/** nginx logs a request whose client went away before the answer as 499; the metrics do the same. */
+const CLIENT_CLOSED = 499
+
+/**
+ * The edge proxy: answers requests for `{slug}.{sites_domain}` from the site's container over
+ * kept-alive HTTP/1.1 connections, or with a short page of its own when the site is not serving.
+ *
+ * Containers are reached by a small HTTP/1.1 client on Bun.connect rather than fetch(): per
+ * request it costs the same CPU, and it lets the edge count the bytes each client receives,
+ * hand a whole small body to the listener in one piece, and own the connection pool
+ * (docs/benchmarks.md, "Edge proxy", has the measurements).
+ *
+ * @example
+ * const edge = createEdgeProxy({ resolve, metrics, log, siteUrl: 'http://localhost:8080' })
+ * Bun.serve({ fetch: (req, srv) => edge.handle(req, srv.requestIP(req)!.address) })
+ */
+export function createEdgeProxy(deps: EdgeProxyDeps): EdgeProxy {
+  const timeoutMs = deps.upstreamTimeoutMs ?? DEFAULT_TIMEOUT_MS
+  const idleTimeoutMs = deps.idleTimeoutMs ?? 30_000
+  const pool = new UpstreamPool(deps.maxIdlePerUpstream ?? 64, idleTimeoutMs)
+  const waiting = new Set<Exchange>()
+  const lastLogged = new Map<string, number>()
+  const sitePages = new Map<PageKind, StatusPage>()
+
+  const tick = Math.max(10, Math.min(1000, Math.floor(timeoutMs / 4), Math.floor(idleTimeoutMs / 4)))
+  const timer = setInterval(() => {
+    const now = performance.now()
+    for (const exchange of waiting) if (now > exchange.deadline) exchange.timeout()
+    pool.sweep(now)
+    if (lastLogged.size > 1000) lastLogged.clear()
+  }, tick)
+  timer.unref?.()
+
+  /** Pages of known sites do not name the host, so each is rendered once. */
+  const sitePage = (kind: PageKind): StatusPage => {
+    let page = sitePages.get(kind)
+    if (!page) sitePages.set(kind, (page = renderPage(kind, '', deps.siteUrl)))
+    return page
+  }
+
+  const answerWithPage = (site: SiteTarget, kind: PageKind, start: number, at: number): Response => {
+    const page = sitePage(kind)
+    deps.metrics.record(site.siteId, { status: page.status, bytesOut: page.body.length, durationMs: performance.now() - start, at })
+    return pageResponse(page)
+  }
+
+  const logFailure = (site: SiteTarget, error: unknown) => {
+    const now = performance.now()
+    if (now - (lastLogged.get(site.siteId) ?? -Infinity) < LOG_EVERY_MS) return
+    lastLogged.set(site.siteId, now)
+    const kind = error instanceof UpstreamError ? error.kind : 'internal'
+    const fields = { site: site.slug, upstream: site.upstream ? `${site.upstream.address}:${site.upstream.port}` : null, failure: kind, error: (error as Error).message }
+    if (kind === 'internal') deps.log.error('edge proxy failed', { ...fields, stack: (error as Error).stack })
+    else deps.log.warn('site container failed to answer', fields)
+  }
+
+  const forward = async (request: Request, site: SiteTarget, host: string, clientAddress: string, start: number, at: number): Promise<Response> => {
+    const { address, port } = site.upstream!
+    const key = `${address}:${port}`
+    const body = request.body
+    const length = request.headers.get('content-length')
+    const info: ForwardInfo = {
+      method: request.method,
+      target: originForm(request.url),
+      host,
+      clientAddress,
+      proto: request.url.startsWith('https:') ? 'https' : 'http',
+      framing: body === null ? (length === null ? 'none' : 0) : length === null ? 'chunked' : Number(length),
+    }
+    const head = Buffer.from(requestHead(request.headers, info), 'latin1')
+    const hooks = {
+      done: (status: number, bytesOut: number) => deps.metrics.record(site.siteId, { status, bytesOut, durationMs: performance.now() - start, at }),
+      settled: (exchange: Exchange) => waiting.delete(exchange),
+    }
+    let conn = pool.take(key)
+    for (;;) {
+      try {
+        conn ??= await pool.connect(key, address, port)
+      } catch (err) {
+        logFailure(site, new UpstreamError('unreachable', (err as Error).message))
+        return answerWithPage(site, 'bad_gateway', start, at)
+      }
+      const exchange = new Exchange(conn, pool, info.method, timeoutMs, hooks)
+      waiting.add(exchange)
+      try {
+        return await exchange.send(head, body, info.framing === 'chunked')
+      } catch (err) {
+        // A kept-alive connection the container closed while it sat idle: one retry on a
+        // fresh connection, as nginx does for requests without a body.
+        if (err instanceof UpstreamError && err.kind === 'stale') {
+          conn = null
+          continue
+        }
+        if (err instanceof UpstreamError && err.kind === 'client_aborted') {
+          deps.metrics.record(site.siteId, { status: CLIENT_CLOSED, bytesOut: 0, durationMs: performance.now() - start, at })
+          return new Response(null, { status: 400 })
+        }
+        logFailure(site, err)
+        return answerWithPage(site, err instanceof UpstreamError && err.kind === 'timeout' ? 'gateway_timeout' : 'bad_gateway', start, at)
+      }
+    }
+  }
+
+  return {
+    async handle(request, clientAddress) {
+      const start = performance.now()
+      const at = Date.now()
+      const host = request.headers.get('host') ?? ''
+      let site: SiteTarget | null = null
+      try {
+        site = await deps.resolve(host)
+        if (site === null) return pageResponse(renderPage('unknown', host, deps.siteUrl))
+        if (site.state !== 'serving' || !site.upstream) return answerWithPage(site, pageFor(site.state), start, at)
+        return await forward(request, site, host, clientAddress, start, at)
+      } catch (err) {
+        if (site) {
+          logFailure(site, err)
+          return answerWithPage(site, 'bad_gateway', start, at)
+        }
+        deps.log.error('edge proxy failed', { host, error: (err as Error).message, stack: (err as Error).stack })
+        return pageResponse(renderPage('bad_gateway', '', deps.siteUrl))
+      }
+    },
+    stats: () => ({ connectionsOpened: pool.opened, idleConnections: pool.idleCount() }),
+    close() {
+      clearInterval(timer)
+      pool.close()
+    },
+  }
+}
+
+/** A serving site without a known upstream has no container running: it shows as stopped. */
+function pageFor(state: SiteState): PageKind {
+  return state === 'serving' ? 'stopped' : state
+}
+
+/**
+ * Path and query of the request URL for the request line (RFC 9112 section 3.2.1). Bun's
+ * listener has already removed dot segments; a fragment, which no request line may carry, is cut.
+ */
+function originForm(url: string): string {
+  const slash = url.indexOf('/', url.indexOf('//') + 2)
+  if (slash === -1) return '/'
+  const hash = url.indexOf('#', slash)
+  return hash === -1 ? url.slice(slash) : url.slice(slash, hash)
+}

@@ -1,0 +1,54 @@
+import type { Logger } from '../lib/logger'
+
+/** What the edge does with a site's traffic; `serving` is the only state that reaches a container. */
+export type SiteState = 'serving' | 'stopped' | 'provisioning' | 'pending_deletion' | 'failed'
+
+/** The answer to "who serves this host?", given by the site directory on every request. */
+export interface SiteTarget {
+  siteId: string
+  slug: string
+  state: SiteState
+  /** Where the container answers plain HTTP/1.1; required for `serving`. */
+  upstream?: { address: string; port: number }
+}
+
+/** One request as the edge saw it, for the per-site, per-day metrics. */
+export interface EdgeRequestRecord {
+  /** Status sent to the client (the edge's own 502/503/504 pages included). */
+  status: number
+  /** Response body bytes handed to the client connection, counted while streaming. */
+  bytesOut: number
+  /** From the request's arrival to the end of the response body (or the client's abort). */
+  durationMs: number
+  /** Arrival time, epoch milliseconds; decides the UTC day the request counts in. */
+  at: number
+}
+
+/** Where the edge reports each request; `record` runs on the hot path and must not block. */
+export interface EdgeMetricsSink {
+  record(siteId: string, request: EdgeRequestRecord): void
+}
+
+export interface EdgeProxyDeps {
+  /** Maps a Host header to its site; `null` for a host no site answers to. */
+  resolve(host: string): SiteTarget | null | Promise<SiteTarget | null>
+  metrics: EdgeMetricsSink
+  log: Logger
+  /** Berth's public origin, linked from the edge's own pages. */
+  siteUrl: string
+  /** Longest wait for the first byte of the container's response; 504 after it. Default 60 s. */
+  upstreamTimeoutMs?: number
+  /** Idle keep-alive connections kept per container (nginx's `keepalive`). Default 64. */
+  maxIdlePerUpstream?: number
+  /** An idle keep-alive connection is closed after this long. Default 30 s. */
+  idleTimeoutMs?: number
+}
+
+export interface EdgeProxy {
+  /** Answers one request for a site host name; never throws. */
+  handle(request: Request, clientAddress: string): Promise<Response>
+  /** Connections opened to containers so far, and how many are idle now (for tests and metrics). */
+  stats(): { connectionsOpened: number; idleConnections: number }
+  /** Closes every idle upstream connection and stops the edge's timers. */
+  close(): void
+}

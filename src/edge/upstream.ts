@@ -1,0 +1,187 @@
+import type { Socket, SocketHandler } from 'bun'
+
+/** What a connection reports to the exchange currently using it. */
+export interface ConnectionUser {
+  onData(chunk: Buffer): void
+  onClose(error: Error | undefined): void
+}
+
+/**
+ * One keep-alive HTTP/1.1 connection to a container, used by one exchange at a time. Writes
+ * are never dropped: what the socket does not take at once waits for its `drain`.
+ */
+export class UpstreamConnection {
+  socket: Socket<UpstreamConnection> | null = null
+  user: ConnectionUser | null = null
+  closed = false
+  /** Exchanges completed on this connection; above 0 it may have been closed by the peer while idle. */
+  served = 0
+  idleSince = 0
+  private pending: Uint8Array[] = []
+  private drained: (() => void)[] = []
+
+  constructor(readonly key: string, private pool: UpstreamPool) {}
+
+  /** True when everything written so far has reached the kernel. */
+  get flushed(): boolean {
+    return this.pending.length === 0
+  }
+
+  write(data: Uint8Array): void {
+    if (this.closed) return
+    if (this.pending.length > 0) {
+      this.pending.push(data)
+      return
+    }
+    const n = this.socket!.write(data)
+    if (n < data.length) this.pending.push(n > 0 ? data.subarray(n) : data)
+  }
+
+  /** Resolves once every pending byte is written (or the connection closed). */
+  whenFlushed(): Promise<void> {
+    if (this.pending.length === 0 || this.closed) return Promise.resolve()
+    return new Promise((resolve) => this.drained.push(resolve))
+  }
+
+  /** @internal socket handler */
+  onDrain(): void {
+    while (this.pending.length > 0 && !this.closed) {
+      const data = this.pending[0]!
+      const n = this.socket!.write(data)
+      if (n < data.length) {
+        this.pending[0] = n > 0 ? data.subarray(n) : data
+        return
+      }
+      this.pending.shift()
+    }
+    this.wake()
+  }
+
+  /** @internal socket handler */
+  onClose(error: Error | undefined): void {
+    if (this.closed) return
+    this.closed = true
+    this.pending.length = 0
+    this.wake()
+    this.pool.forget(this)
+    const user = this.user
+    this.user = null
+    user?.onClose(error)
+  }
+
+  pause(): void {
+    this.socket?.pause()
+  }
+
+  resume(): void {
+    this.socket?.resume()
+  }
+
+  /** Closes at once; used when the connection's state is unknown (errors, aborted exchanges). */
+  destroy(): void {
+    if (this.closed) return
+    this.user = null
+    this.socket?.terminate()
+    this.onClose(undefined)
+  }
+
+  private wake(): void {
+    const waiters = this.drained
+    if (waiters.length === 0) return
+    this.drained = []
+    for (const resolve of waiters) resolve()
+  }
+}
+
+const handlers: SocketHandler<UpstreamConnection> = {
+  data(socket, chunk) {
+    const conn = socket.data
+    // Bytes on an idle connection answer no request: the connection can no longer be trusted.
+    if (conn.user) conn.user.onData(chunk)
+    else conn.destroy()
+  },
+  drain(socket) {
+    socket.data.onDrain()
+  },
+  close(socket, error) {
+    socket.data.onClose(error)
+  },
+  error(socket, error) {
+    socket.data.onClose(error)
+  },
+  connectError() {
+    // The promise of Bun.connect rejects with the error; handled by the caller.
+  },
+}
+
+/**
+ * Keep-alive connections to the containers, like nginx's `upstream { keepalive N; }`: at most
+ * `maxIdle` idle connections per container, reused most recent first (the least likely to have
+ * been closed by the container), closed after `idleTimeoutMs` without use.
+ */
+export class UpstreamPool {
+  private idle = new Map<string, UpstreamConnection[]>()
+  opened = 0
+
+  constructor(private maxIdle: number, private idleTimeoutMs: number) {}
+
+  /** An idle connection to `key`, or null. */
+  take(key: string): UpstreamConnection | null {
+    const list = this.idle.get(key)
+    if (!list) return null
+    for (let conn = list.pop(); conn; conn = list.pop()) {
+      if (!conn.closed) return conn
+    }
+    return null
+  }
+
+  /** Opens a new connection; rejects when the container cannot be reached. */
+  async connect(key: string, hostname: string, port: number): Promise<UpstreamConnection> {
+    const conn = new UpstreamConnection(key, this)
+    conn.socket = await Bun.connect<UpstreamConnection>({ hostname, port, data: conn, socket: handlers })
+    conn.socket.setNoDelay(true)
+    this.opened++
+    return conn
+  }
+
+  /** Takes back a connection whose exchange ended cleanly. */
+  release(conn: UpstreamConnection, now: number): void {
+    conn.user = null
+    if (conn.closed) return
+    let list = this.idle.get(conn.key)
+    if (!list) this.idle.set(conn.key, (list = []))
+    if (list.length >= this.maxIdle) {
+      conn.destroy()
+      return
+    }
+    conn.idleSince = now
+    list.push(conn)
+  }
+
+  /** @internal called when a connection closes */
+  forget(conn: UpstreamConnection): void {
+    const list = this.idle.get(conn.key)
+    if (!list) return
+    const i = list.indexOf(conn)
+    if (i !== -1) list.splice(i, 1)
+    if (list.length === 0) this.idle.delete(conn.key)
+  }
+
+  /** Closes connections idle for longer than the idle timeout. */
+  sweep(now: number): void {
+    for (const list of [...this.idle.values()]) {
+      for (const conn of list.filter((c) => now - c.idleSince > this.idleTimeoutMs)) conn.destroy()
+    }
+  }
+
+  idleCount(): number {
+    let n = 0
+    for (const list of this.idle.values()) n += list.length
+    return n
+  }
+
+  close(): void {
+    for (const list of [...this.idle.values()]) for (const conn of [...list]) conn.destroy()
+    this.idle.clear()
+  }
+}

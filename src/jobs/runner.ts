@@ -1,0 +1,125 @@
+import { and, asc, eq, inArray, lte } from 'drizzle-orm'
+import type { Clock } from '../lib/clock'
+import type { Logger } from '../lib/logger'
+import { jobs, type JobRow } from '../store/schema'
+import type { Store } from '../store/store'
+
+export interface JobHandler {
+  /** Does the work. Must be idempotent: a crash can make it run again from the start. */
+  run(subjectId: string): Promise<void>
+  /** Called once when the last attempt failed. */
+  failed(subjectId: string, error: string): Promise<void>
+  /** Attempts before giving up (default 3). */
+  attempts?: number
+}
+
+const RETRY_DELAYS_MS = [1_000, 5_000, 15_000]
+
+/**
+ * Runs slow work in the background with its state in the store, so the request that started it
+ * returns at once and a `kill -9` loses nothing: on start, jobs left `running` are queued again.
+ */
+export class JobRunner {
+  private active = new Set<string>()
+  private timer: ReturnType<typeof setTimeout> | undefined
+  private stopped = false
+  private idle: (() => void)[] = []
+
+  constructor(
+    private store: Store,
+    private clock: Clock,
+    private log: Logger,
+    private handlers: Record<string, JobHandler>,
+    private concurrency = 8,
+  ) {}
+
+  /** Records a job; call inside the transaction that creates its subject, then `kick()`. */
+  enqueue(kind: string, subjectId: string): JobRow {
+    if (!this.handlers[kind]) throw new Error(`No job handler for '${kind}'`)
+    const now = this.clock.now()
+    return this.store.write(() =>
+      this.store.db.insert(jobs).values({ id: crypto.randomUUID(), kind, subjectId, status: 'queued', runAfter: now, createdAt: now, updatedAt: now }).returning().get(),
+    )
+  }
+
+  /** Re-queues jobs a previous process left running, then starts working. */
+  start(): void {
+    this.stopped = false
+    const requeued = this.store.write(() =>
+      this.store.db.update(jobs).set({ status: 'queued', updatedAt: this.clock.now() }).where(eq(jobs.status, 'running')).returning().all(),
+    )
+    if (requeued.length > 0) this.log.warn('resuming jobs interrupted by a stop', { jobs: requeued.map((j) => `${j.kind}:${j.subjectId}`) })
+    this.kick()
+  }
+
+  /** Looks for due jobs now. */
+  kick(): void {
+    if (this.stopped) return
+    clearTimeout(this.timer)
+    this.timer = setTimeout(() => this.pump(), 0)
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    clearTimeout(this.timer)
+    if (this.active.size > 0) await new Promise<void>((resolve) => this.idle.push(resolve))
+  }
+
+  /** Resolves when no job is running or due; for tests and benchmarks. */
+  async drain(): Promise<void> {
+    while (this.active.size > 0 || this.due(1).length > 0) await Bun.sleep(10)
+  }
+
+  private due(limit: number): JobRow[] {
+    return this.store.db.select().from(jobs)
+      .where(and(eq(jobs.status, 'queued'), lte(jobs.runAfter, this.clock.now())))
+      .orderBy(asc(jobs.runAfter)).limit(limit).all()
+  }
+
+  private pump(): void {
+    if (this.stopped) return
+    const free = this.concurrency - this.active.size
+    if (free <= 0) return
+    for (const job of this.due(free + this.active.size).filter((j) => !this.active.has(j.id)).slice(0, free)) {
+      this.active.add(job.id)
+      void this.execute(job).finally(() => {
+        this.active.delete(job.id)
+        if (this.active.size === 0) this.idle.splice(0).forEach((r) => r())
+        this.kick()
+      })
+    }
+    const next = this.store.db.select({ at: jobs.runAfter }).from(jobs).where(inArray(jobs.status, ['queued'])).orderBy(asc(jobs.runAfter)).limit(1).get()
+    if (next && this.active.size < this.concurrency) {
+      clearTimeout(this.timer)
+      this.timer = setTimeout(() => this.pump(), Math.max(10, next.at - this.clock.now()))
+    }
+  }
+
+  private async execute(job: JobRow): Promise<void> {
+    const handler = this.handlers[job.kind]
+    const attempt = job.attempts + 1
+    this.setState(job.id, { status: 'running', attempts: attempt })
+    try {
+      await handler.run(job.subjectId)
+      this.setState(job.id, { status: 'succeeded', error: null })
+    } catch (err) {
+      const message = (err as Error).message
+      const max = handler.attempts ?? 3
+      if (attempt < max) {
+        const delay = RETRY_DELAYS_MS[Math.min(attempt - 1, RETRY_DELAYS_MS.length - 1)]
+        this.log.warn('job failed; will retry', { job: job.id, kind: job.kind, subject: job.subjectId, attempt, error: message })
+        this.setState(job.id, { status: 'queued', error: message, runAfter: this.clock.now() + delay })
+      } else {
+        this.log.error('job failed for good', { job: job.id, kind: job.kind, subject: job.subjectId, attempt, error: message })
+        this.setState(job.id, { status: 'failed', error: message })
+        await handler.failed(job.subjectId, message).catch((e) => this.log.error('job failure handler failed', { job: job.id, error: (e as Error).message }))
+      }
+    }
+  }
+
+  private setState(id: string, changes: Partial<JobRow>) {
+    this.store.write(() => {
+      this.store.db.update(jobs).set({ ...changes, updatedAt: this.clock.now() }).where(eq(jobs.id, id)).run()
+    })
+  }
+}

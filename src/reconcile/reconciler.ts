@@ -1,0 +1,80 @@
+import type { Config } from '../config/config'
+import type { ContainerRuntime } from '../drivers/runtime/types'
+import type { JobRunner } from '../jobs/runner'
+import type { Clock } from '../lib/clock'
+import type { Logger } from '../lib/logger'
+import type { PlansService } from '../api/plans/service'
+import type { SiteEndpoints } from '../api/sites/endpoints'
+import { siteSpec } from '../api/sites/provisioning'
+import type { SitesRepository } from '../api/sites/repository'
+
+export interface ReconcileReport {
+  ensured: number
+  stopped: number
+  quarantined: string[]
+  errors: string[]
+}
+
+/**
+ * Makes Docker match the store (design.md, Durability and recovery), on start and every 30 s:
+ * active sites run (a container removed behind Berth's back comes back on its volume, files
+ * intact); suspended and pending-deletion sites are stopped; containers labelled as this
+ * instance's that the store does not know are reported and stopped, never deleted.
+ */
+export class Reconciler {
+  private running: Promise<ReconcileReport> | null = null
+
+  constructor(
+    private sites: SitesRepository,
+    private plans: PlansService,
+    private runtime: ContainerRuntime,
+    private endpoints: SiteEndpoints,
+    private jobs: JobRunner,
+    private config: Config,
+    private clock: Clock,
+    private log: Logger,
+  ) {}
+
+  /** One pass; concurrent calls share the pass in flight. */
+  reconcile(): Promise<ReconcileReport> {
+    this.running ??= this.pass().finally(() => {
+      this.running = null
+    })
+    return this.running
+  }
+
+  private async pass(): Promise<ReconcileReport> {
+    const report: ReconcileReport = { ensured: 0, stopped: 0, quarantined: [], errors: [] }
+    const active = this.sites.listWithStatus(['active'])
+    await Promise.all(active.map(async (site) => {
+      try {
+        this.endpoints.set(site.slug, await this.runtime.ensureSite(siteSpec(site, this.plans, this.config)))
+        report.ensured++
+      } catch (err) {
+        report.errors.push(`${site.slug}: ${(err as Error).message}`)
+      }
+    }))
+    for (const site of this.sites.listWithStatus(['suspended', 'pending_deletion'])) {
+      try {
+        await this.runtime.stopSite(site.slug)
+        this.endpoints.delete(site.slug)
+        report.stopped++
+      } catch (err) {
+        report.errors.push(`${site.slug}: ${(err as Error).message}`)
+      }
+    }
+    const known = new Map(this.sites.listWithStatus(['provisioning', 'active', 'suspended', 'pending_deletion']).map((s) => [s.id, s]))
+    for (const container of await this.runtime.listManaged()) {
+      const site = known.get(container.siteId)
+      if (site && site.slug === container.slug) continue
+      if (container.running) {
+        await this.runtime.quarantine(container.containerId)
+        this.log.warn('stopped a container labelled as ours that the store does not know', { container: container.name, site_id: container.siteId })
+      }
+      report.quarantined.push(container.name)
+    }
+    if (report.errors.length > 0) this.log.error('reconcile could not repair every site', { errors: report.errors })
+    this.jobs.kick()
+    return report
+  }
+}
