@@ -165,6 +165,45 @@ describe('buying a site', () => {
     expect(served).toBe(marker)
   })
 
+  it('runs a purchased site isolated: limits of its plan, no privileges, no Docker socket, no way to its neighbour', async () => {
+    const [a, b] = [uniqueSlug('iso-a'), uniqueSlug('iso-b')]
+    const sa = await buyDirect(berth.url, { slug: a })
+    const sb = await buyDirect(berth.url, { slug: b, sku: 'svc_business_monthly' })
+    expect(await waitForSite(berth.url, sa.data.api_key, a)).toBe('active')
+    expect(await waitForSite(berth.url, sb.data.api_key, b)).toBe('active')
+    const [ca] = await docker.listContainers({ filters: { label: [`dev.berth.site-slug=${a}`] } })
+    const [cb] = await docker.listContainers({ filters: { label: [`dev.berth.site-slug=${b}`] } })
+    const info = await docker.getContainer(ca.Id).inspect()
+    const hc = info.HostConfig
+    expect(hc.Privileged).toBe(false)
+    expect(hc.CapDrop).toEqual(['ALL'])
+    expect(hc.CapAdd ?? []).toEqual([])
+    expect(hc.SecurityOpt).toContain('no-new-privileges')
+    expect(hc.Memory).toBe(256 * 1024 * 1024) // the starter plan's memory_mb
+    expect(hc.NanoCpus).toBe(1e9)
+    expect(hc.PidsLimit).toBeGreaterThan(0)
+    expect(hc.NetworkMode).not.toBe('host')
+    expect(hc.PidMode ?? '').not.toBe('host')
+    expect(hc.IpcMode).not.toBe('host')
+    expect(info.Config.User).toBe('1000:1000')
+    expect(JSON.stringify(info.Mounts)).not.toContain('docker.sock')
+    // The business plan's limits on the other site.
+    expect((await docker.getContainer(cb.Id).inspect()).HostConfig.Memory).toBe(1024 * 1024 * 1024)
+    // From inside: no capabilities, no new privileges, no Docker socket, not root.
+    const status = await execIn(ca.Id, ['cat', '/proc/self/status'])
+    expect(status).toMatch(/CapEff:\s+0000000000000000/)
+    expect(status).toMatch(/NoNewPrivs:\s+1/)
+    expect(await execIn(ca.Id, ['sh', '-c', 'test -e /var/run/docker.sock && echo present || echo absent'])).toContain('absent')
+    expect(await execIn(ca.Id, ['id', '-u'])).toContain('1000')
+    // A process in site A cannot open a connection to site B's container; the host can.
+    const bAddress = Object.values((await docker.getContainer(cb.Id).inspect()).NetworkSettings.Networks)[0].IPAddress
+    expect((await fetch(`http://${bAddress}:8080/`)).status).toBe(200)
+    const probe = (url: string) => ['sh', '-c', `wget -T 2 -q -O- ${url} >/dev/null 2>&1 && echo reached || echo blocked`]
+    expect(await execIn(ca.Id, probe('http://127.0.0.1:8080/'))).toContain('reached')
+    const attempt = await execIn(ca.Id, probe(`http://${bAddress}:8080/`))
+    expect(attempt).toContain('blocked')
+  })
+
   it('answers an unknown site host with a clear 404 page', async () => {
     const res = await viaEdge(berth.url, 'no-such-site-here')
     expect(res.status).toBe(404)
@@ -205,8 +244,20 @@ describe('resilience of provisioning', () => {
   })
 })
 
-async function execIn(containerId: string, cmd: string[]): Promise<void> {
+/** Runs a command in a container as the site user and returns what it printed. */
+async function execIn(containerId: string, cmd: string[]): Promise<string> {
   const exec = await docker.getContainer(containerId).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, User: '1000' })
   const stream = await exec.start({})
-  await new Promise((resolve) => stream.on('end', resolve).resume())
+  const chunks: Buffer[] = []
+  stream.on('data', (c: Buffer) => chunks.push(c))
+  await new Promise((resolve) => stream.on('end', resolve))
+  // The attach stream is multiplexed: 8-byte frame headers before each chunk of output.
+  const raw = Buffer.concat(chunks)
+  let out = ''
+  for (let i = 0; i + 8 <= raw.length; ) {
+    const size = raw.readUInt32BE(i + 4)
+    out += raw.subarray(i + 8, i + 8 + size).toString()
+    i += 8 + size
+  }
+  return out
 }

@@ -351,7 +351,8 @@ describe('when there is no answer', () => {
 })
 
 describe('logging', () => {
-  it('logs failing containers as warnings, at most once per site per interval, and no errors', () => {
+  it('logs failing containers as warnings, at most once per site per interval, and no errors', async () => {
+    for (let i = 0; i < 3; i++) await (await visit('down', '/')).text()
     expect(log.lines.filter((l) => l.level === 'error')).toEqual([])
     const warnings = log.lines.filter((l) => l.level === 'warn')
     expect(warnings.some((l) => l.site === 'down' && l.failure === 'unreachable')).toBe(true)

@@ -19,8 +19,9 @@ const docker = new Docker({ socketPath: SOCKET })
 const instanceId = `t${randomBytes(4).toString('hex')}`
 const log = memoryLogger()
 const runtime = new DockerRuntime({ socketPath: SOCKET, instanceId, subnetPool: '10.231.0.0/16', pidsLimit: 128, log })
-const others: DockerRuntime[] = []
-const otherIds: string[] = []
+/** A second Berth instance on the same engine. */
+const neighbourId = `t${randomBytes(4).toString('hex')}`
+const neighbour = new DockerRuntime({ socketPath: SOCKET, instanceId: neighbourId, subnetPool: '10.231.0.0/16', pidsLimit: 128, log })
 
 function spec(slug: string, over: Partial<SiteSpec> = {}): SiteSpec {
   const hostingType: HostingType = over.image === IMAGES.php ? 'vps' : 'shared'
@@ -69,7 +70,7 @@ beforeAll(async () => {
 }, 300_000)
 
 afterAll(async () => {
-  for (const id of [instanceId, ...otherIds]) await removeInstance(id)
+  for (const id of [instanceId, neighbourId]) await removeInstance(id)
 }, 60_000)
 
 describe('DockerRuntime', () => {
@@ -173,14 +174,10 @@ describe('DockerRuntime', () => {
   })
 
   it("lists only this instance's containers and will not quarantine another's", async () => {
-    const otherId = `t${randomBytes(4).toString('hex')}`
-    otherIds.push(otherId)
-    const neighbour = new DockerRuntime({ socketPath: SOCKET, instanceId: otherId, subnetPool: '10.231.0.0/16', pidsLimit: 128, log })
-    others.push(neighbour)
     const theirs = await neighbour.ensureSite(spec('bravo'))
     const mine = await runtime.listManaged()
     expect(mine.map((c) => [c.name, c.slug, c.siteId, c.running])).toEqual([[`berth-${instanceId}-bravo`, 'bravo', 'id-bravo', true]])
-    expect((await neighbour.listManaged()).map((c) => c.containerId)).toEqual([theirs.containerId])
+    expect((await neighbour.listManaged()).map((c) => [c.containerId, c.name])).toEqual([[theirs.containerId, `berth-${neighbourId}-bravo`]])
     await expect(runtime.quarantine(theirs.containerId)).rejects.toThrow(/not managed by this Berth instance/)
     expect((await docker.getContainer(theirs.containerId).inspect()).State.Running).toBe(true)
     await runtime.quarantine(mine[0].containerId)
@@ -216,14 +213,13 @@ describe('DockerRuntime', () => {
     console.log(`ensureSite, create to first 200 (ms): median ${median.toFixed(0)}, all ${times.map((t) => t.toFixed(0)).join(' ')}`)
     // The product target is 500 ms at p50 for the whole purchase; generous here, as the suite
     // shares the machine with other engine users.
-    expect(median).toBeLessThan(2000)
+    expect(median).toBeLessThan(3000)
     await Promise.all(Array.from({ length: 10 }, (_, i) => runtime.removeSite(`fast${i}`, { volume: true })))
   }, 60_000)
 
   it('ensures many sites at once, each on its own subnet, while another instance does too', async () => {
     // Two instances race for the same free blocks; the engine refuses the loser's overlapping
     // subnet and it moves on to the next one.
-    const neighbour = others[0]
     const eps = await Promise.all([
       ...Array.from({ length: 4 }, (_, i) => runtime.ensureSite(spec(`many${i}`))),
       ...Array.from({ length: 4 }, (_, i) => neighbour.ensureSite(spec(`many${i}`))),
