@@ -61,23 +61,19 @@ export function requestHead(headers: Headers, info: ForwardInfo): string {
 }
 
 /**
- * The container's response fields the client receives: hop-by-hop ones and those the response's
- * Connection nominates are dropped, Content-Length is dropped when Transfer-Encoding framed the
- * body (RFC 9112 section 6.3), and this hop is added to Via. Modifies `fields` in place.
+ * Adds the container's response fields to `target` (the headers of the Response the client
+ * gets): hop-by-hop ones and those the response's Connection nominates are dropped,
+ * Content-Length is dropped when Transfer-Encoding framed the body (RFC 9112 section 6.3), and
+ * this hop is added to Via. Throws TypeError on a field Headers refuses.
  */
-export function responseFields(fields: [string, string][], connection: string | null, chunked: boolean): [string, string][] {
+export function copyResponseFields(target: Headers, fields: [string, string][], connection: string | null, chunked: boolean): void {
   const nominated = connectionTokens(connection)
-  let out = 0
-  let lastVia = -1
+  let via: string | null = null
   for (let i = 0; i < fields.length; i++) {
-    const field = fields[i]!
-    const name = field[0]
+    const [name, value] = fields[i]!
     if (HOP_BY_HOP.has(name) || nominated?.has(name) || (chunked && name === 'content-length')) continue
-    if (name === 'via') lastVia = out
-    fields[out++] = field
+    if (name === 'via') via = via === null ? value : `${via}, ${value}`
+    else target.append(name, value)
   }
-  fields.length = out
-  if (lastVia === -1) fields.push(['via', VIA])
-  else fields[lastVia]![1] += `, ${VIA}`
-  return fields
+  target.append('via', via === null ? VIA : `${via}, ${VIA}`)
 }

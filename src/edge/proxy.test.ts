@@ -26,7 +26,7 @@ function startUpstream() {
           return Response.json({
             method: req.method,
             target: req.url.slice(req.url.indexOf('/', 8)),
-            headers: Object.fromEntries(req.headers),
+            headers: req.headers.toJSON(),
             bodyLength: body?.length ?? null,
             bodySha256: body ? sha256(body) : null,
           })

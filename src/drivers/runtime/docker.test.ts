@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Docker from 'dockerode'
@@ -234,5 +235,19 @@ describe('DockerRuntime', () => {
     await expect(down.ensureSite(spec('delta'))).rejects.toBeInstanceOf(RuntimeUnavailableError)
     await expect(down.listManaged()).rejects.toBeInstanceOf(RuntimeUnavailableError)
     expect(await runtime.ping()).toBe(true)
+  })
+
+  it('answers ping with false within seconds when the engine accepts but never answers', async () => {
+    const path = join(tmpdir(), `hung-${instanceId}.sock`)
+    const hung = Bun.listen({ unix: path, socket: { data() {} } })
+    try {
+      const started = performance.now()
+      const stuck = new DockerRuntime({ socketPath: path, instanceId, subnetPool: '10.231.0.0/16', pidsLimit: 128, log })
+      expect(await stuck.ping()).toBe(false)
+      expect(performance.now() - started).toBeLessThan(5000)
+    } finally {
+      hung.stop(true)
+      rmSync(path, { force: true })
+    }
   })
 })

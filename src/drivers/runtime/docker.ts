@@ -23,6 +23,7 @@ export interface DockerRuntimeOptions {
 
 /** Seconds a stopping container gets before SIGKILL; docker-init makes a stop take milliseconds. */
 const STOP_TIMEOUT_S = 10
+const PING_TIMEOUT_MS = 2000
 
 /**
  * The Docker engine as the container runtime (contracts in ./types.ts). Names are
@@ -30,9 +31,10 @@ const STOP_TIMEOUT_S = 10
  * every object carries the labels of site-container.ts, and only objects labelled with this
  * instance's id are ever changed.
  *
- * Speed: a running site costs one container and one image inspect. A new site costs a volume
- * create, a network inspect (and create when missing), then create + start; the container's
- * address is fixed in advance, so no inspect follows the start.
+ * Speed: a running site costs one container and one image inspect (a few ms). A new site costs
+ * volume and network inspects and creates, then container create + start; the container's
+ * address is fixed in advance, so no inspect follows the start. Measured here (2 cores, busy):
+ * network create 70-120 ms, container create 12-30 ms, start 350-450 ms, the rest under 20 ms.
  */
 export class DockerRuntime implements ContainerRuntime {
   private docker: Docker
@@ -46,7 +48,10 @@ export class DockerRuntime implements ContainerRuntime {
 
   async ping(): Promise<boolean> {
     try {
-      await this.docker.ping()
+      // Bounded: a hung engine must not hang a status check. (@types/dockerode omits the
+      // options argument dockerode's ping takes.)
+      const ping = this.docker.ping as unknown as (opts: { abortSignal: AbortSignal }) => Promise<unknown>
+      await ping.call(this.docker, { abortSignal: AbortSignal.timeout(PING_TIMEOUT_MS) })
       return true
     } catch {
       return false

@@ -1,12 +1,15 @@
 import { mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { makeTar } from './tar'
 
 // Checked against GNU tar, the reader that matters after Docker itself.
 describe('makeTar', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'berth-tar-'))
+  let dir = ''
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'berth-tar-'))
+  })
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
   it('writes files, directories and symlinks that GNU tar extracts with their modes and owners', async () => {
