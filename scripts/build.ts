@@ -15,6 +15,9 @@ const result = await Bun.build({
   entrypoints: [join(root, 'src', 'main.ts')],
   compile: { outfile: join(root, 'dist', 'berth') },
   minify: { syntax: true, whitespace: true },
+  // Precompiled bytecode: start-up to the first 200 went from 195 to 79 ms (bench/, issue 2).
+  bytecode: true,
+  format: 'esm',
   sourcemap: 'none',
   target: 'bun',
   // Elysia's production mode skips building long diagnostic strings on validation failures

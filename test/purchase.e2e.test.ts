@@ -15,7 +15,8 @@ const ARTIFACTS = join(import.meta.dirname, '..', 'test-results')
 
 let berth: Berth
 beforeAll(async () => {
-  berth = await startBerth({ env: { BERTH_CONTAINERS_RECONCILE_SECONDS: '2' } })
+  // Many purchases from one address: the 10/hour checkout limit has its own test below, on its own instance.
+  berth = await startBerth({ env: { BERTH_CONTAINERS_RECONCILE_SECONDS: '2', BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour' } })
 }, 60_000)
 afterAll(async () => {
   await berth?.dispose()

@@ -1,4 +1,3 @@
-import { ScalarRender } from '@elysiajs/swagger/scalar'
 import { Elysia, type AnyElysia } from 'elysia'
 import type { Services } from '../compose'
 import { authRoutes } from './auth/routes'
@@ -22,7 +21,7 @@ import { siteRoutes } from './sites/routes'
 export function createApp(s: Services) {
   let lookup: MethodLookup = () => []
   const plugins = apiPlugins({ keys: s.keys, limiter: s.limiter, clients: s.clients })
-  const api = new Elysia({ prefix: '/api/v1', normalize: false })
+  const api = new Elysia({ prefix: '/api/v1', normalize: false, encodeSchema: false })
     .use(statusRoutes(plugins, s.status))
     .use(planRoutes(plugins, s.plans))
     .use(authRoutes(plugins, s.auth))
@@ -31,7 +30,10 @@ export function createApp(s: Services) {
     .use(siteRoutes(plugins, s.sites))
 
   let openapi: ReturnType<typeof buildOpenApi> | undefined
-  const app: AnyElysia = new Elysia({ name: 'berth', normalize: false })
+  // encodeSchema off: with it, any response schema holding a t.Integer (a transform type in
+  // Elysia) runs TypeBox's interpreted encode on every response, 60-76% of the CPU of
+  // GET /plans/ and /auth/whoami/ (bench/, issue 2). Responses are still validated.
+  const app: AnyElysia = new Elysia({ name: 'berth', normalize: false, encodeSchema: false })
     .use(envelope({ log: s.log, methodsFor: (path) => lookup(path) }))
     .use(jsonBody(s.config.server.maxBodyBytes))
     .use(plugins)
@@ -41,10 +43,12 @@ export function createApp(s: Services) {
       public: true,
       detail: { hide: true },
     })
-    .get('/api/v1/docs/', () => new Response(
-      ScalarRender({ title: 'Berth hosting API', version: '1.0', description: 'API reference' }, '1.0', { spec: { url: '/api/v1/openapi.json' } } as never, 'https://cdn.jsdelivr.net/npm/@scalar/api-reference'),
-      { headers: { 'content-type': 'text/html; charset=utf-8' } },
-    ), { public: true, detail: { hide: true } })
+    // The reference page's renderer (and its themes) load on first use, not at start-up.
+    .get('/api/v1/docs/', async () => {
+      const { ScalarRender } = await import('@elysiajs/swagger/scalar')
+      const html = ScalarRender({ title: 'Berth hosting API', version: '1.0', description: 'API reference' }, '1.0', { spec: { url: '/api/v1/openapi.json' } } as never, 'https://cdn.jsdelivr.net/npm/@scalar/api-reference')
+      return new Response(html, { headers: { 'content-type': 'text/html; charset=utf-8' } })
+    }, { public: true, detail: { hide: true } })
   lookup = methodLookup(app.routes)
   return app
 }

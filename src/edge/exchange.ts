@@ -65,8 +65,7 @@ export class Exchange implements ConnectionUser {
   private requestSent = false
   private keepAlive = false
   private status = 0
-  private fields: [string, string][] = []
-  private connection: string | null = null
+  private fields: string[] = []
   private framing: BodyFraming = 'none'
   private remaining = 0
   private decoder: ChunkedDecoder | null = null
@@ -88,8 +87,11 @@ export class Exchange implements ConnectionUser {
     })
   }
 
-  /** Writes the request head, then streams `body` framed as `chunked` or as-is (Content-Length). */
-  send(head: Uint8Array, body: ReadableStream<Uint8Array> | null, chunked: boolean): Promise<Response> {
+  /**
+   * Writes the request head (bytes, or an ASCII string), then streams `body` framed as `chunked`
+   * or as-is (Content-Length).
+   */
+  send(head: Uint8Array | string, body: ReadableStream<Uint8Array> | null, chunked: boolean): Promise<Response> {
     this.conn.user = this
     this.conn.write(head)
     if (body === null) this.requestSent = true
@@ -151,7 +153,6 @@ export class Exchange implements ConnectionUser {
       this.keepAlive = head.keepAlive
       this.framing = head.framing
       this.fields = head.fields
-      this.connection = head.connection
       return this.startBody(buf)
     }
   }
@@ -260,7 +261,7 @@ export class Exchange implements ConnectionUser {
   private build(body: BodyInit | null): Response | null {
     const response = new Response(body, { status: this.status })
     try {
-      copyResponseFields(response.headers, this.fields, this.connection, this.framing === 'chunked')
+      copyResponseFields(response.headers, this.fields)
     } catch (err) {
       this.abandon(new UpstreamError('protocol', `unusable response field: ${(err as Error).message}`))
       return null

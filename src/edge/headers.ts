@@ -61,19 +61,11 @@ export function requestHead(headers: Headers, info: ForwardInfo): string {
 }
 
 /**
- * Adds the container's response fields to `target` (the headers of the Response the client
- * gets): hop-by-hop ones and those the response's Connection nominates are dropped,
- * Content-Length is dropped when Transfer-Encoding framed the body (RFC 9112 section 6.3), and
- * this hop is added to Via. Throws TypeError on a field Headers refuses.
+ * Adds the container's end-to-end response fields (see ResponseHead.fields) to `target`, the
+ * headers of the Response the client gets, and this hop to Via (RFC 9110 section 7.6.3; Headers
+ * joins it to the container's Via). Throws TypeError on a field Headers refuses.
  */
-export function copyResponseFields(target: Headers, fields: [string, string][], connection: string | null, chunked: boolean): void {
-  const nominated = connectionTokens(connection)
-  let via: string | null = null
-  for (let i = 0; i < fields.length; i++) {
-    const [name, value] = fields[i]!
-    if (HOP_BY_HOP.has(name) || nominated?.has(name) || (chunked && name === 'content-length')) continue
-    if (name === 'via') via = via === null ? value : `${via}, ${value}`
-    else target.append(name, value)
-  }
-  target.append('via', via === null ? VIA : `${via}, ${VIA}`)
+export function copyResponseFields(target: Headers, fields: string[]): void {
+  for (let i = 0; i < fields.length; i += 2) target.append(fields[i]!, fields[i + 1]!)
+  target.append('via', VIA)
 }

@@ -2,15 +2,23 @@ import { describe, expect, it } from 'vitest'
 import { ChunkedDecoder, ProtocolError, parseResponseHead } from './http1'
 
 describe('parseResponseHead', () => {
-  it('reads status, fields and a Content-Length body on a kept-alive connection', () => {
+  it('reads status, end-to-end fields as received and a Content-Length body on a kept-alive connection', () => {
     const head = parseResponseHead('HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length:  12 \r\nSet-Cookie: a=1\r\nSet-Cookie: b=2', 'GET')
     expect(head).toEqual({
       status: 200,
-      fields: [['content-type', 'text/html'], ['content-length', '12'], ['set-cookie', 'a=1'], ['set-cookie', 'b=2']],
-      connection: null,
+      fields: ['Content-Type', ' text/html', 'Set-Cookie', ' a=1', 'Set-Cookie', ' b=2', 'content-length', '12'],
       framing: { length: 12 },
       keepAlive: true,
     })
+  })
+
+  it('leaves out hop-by-hop fields, those Connection names, and a Content-Length beside Transfer-Encoding', () => {
+    const head = parseResponseHead(
+      'HTTP/1.1 200 OK\r\nConnection: keep-alive, X-Secret\r\nX-Secret: 1\r\nKeep-Alive: timeout=5\r\nProxy-Connection: x\r\nTE: trailers\r\nTrailer: X-Sum\r\nUpgrade: h2c\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\nVia: 1.0 inner\r\nX-Kept: yes',
+      'GET',
+    )
+    expect(head.fields).toEqual(['Via', ' 1.0 inner', 'X-Kept', ' yes'])
+    expect(head.framing).toBe('chunked')
   })
 
   it.each([

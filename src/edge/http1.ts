@@ -13,12 +13,12 @@ export type BodyFraming = 'none' | 'chunked' | 'close' | { length: number }
 export interface ResponseHead {
   status: number
   /**
-   * End-to-end and hop-by-hop fields in order, names lowercased. Names are not checked against
-   * the token grammar here: Headers rejects a bad one when the response is built (a 502).
+   * The end-to-end fields as a flat list, name then value, both as received (Headers lowercases
+   * names, trims values and rejects invalid ones when the client's response is built). Hop-by-hop
+   * fields (RFC 9110 section 7.6.1) and those the Connection field nominates are already left
+   * out; Content-Length is kept, normalised, only when it framed the body.
    */
-  fields: [string, string][]
-  /** The Connection field's value (several lines joined), for the hop-by-hop rule. */
-  connection: string | null
+  fields: string[]
   framing: BodyFraming
   /** Whether the connection may carry another request after this response. */
   keepAlive: boolean
@@ -32,6 +32,8 @@ const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: .*)?$/
 /**
  * Parses a response head (the text before the blank line, read as latin1) sent in answer to a
  * request with `method`. Interim (1xx) heads parse with framing 'none'; the caller skips them.
+ * Runs once per proxied request: names are lowercased only when their length is that of a
+ * field the edge acts on.
  */
 export function parseResponseHead(text: string, method: string): ResponseHead {
   const lines = text.split('\r\n')
@@ -43,7 +45,7 @@ export function parseResponseHead(text: string, method: string): ResponseHead {
     // 101 included: the edge never asks a container to switch protocols.
     throw new ProtocolError(`unexpected status ${status}`)
   }
-  const fields: [string, string][] = []
+  let fields: string[] = []
   let connection: string | null = null
   let transferEncoding: string | null = null
   let contentLength = -1
@@ -55,35 +57,73 @@ export function parseResponseHead(text: string, method: string): ResponseHead {
     if (colon < 1) throw new ProtocolError('response field without a name')
     const last = line.charCodeAt(colon - 1)
     if (last === 32 || last === 9) throw new ProtocolError('whitespace before the colon of a response field')
-    const name = line.slice(0, colon).toLowerCase()
-    const value = line.slice(colon + 1).trim()
-    switch (name) {
-      case 'content-length':
-        contentLength = parseContentLength(value, contentLength)
-        fields.push([name, String(contentLength)])
-        continue
-      case 'transfer-encoding':
-        transferEncoding = transferEncoding === null ? value : `${transferEncoding}, ${value}`
-        break
-      case 'connection':
-        connection = connection === null ? value : `${connection}, ${value}`
-        break
+    const name = line.slice(0, colon)
+    if (ACTED_ON_LENGTHS[name.length] === 1) {
+      switch (name.toLowerCase()) {
+        case 'content-length':
+          contentLength = parseContentLength(line.slice(colon + 1), contentLength)
+          continue
+        case 'transfer-encoding':
+          transferEncoding = joinList(transferEncoding, line.slice(colon + 1))
+          continue
+        case 'connection':
+          connection = joinList(connection, line.slice(colon + 1))
+          continue
+        case 'keep-alive':
+        case 'proxy-connection':
+        case 'te':
+        case 'trailer':
+        case 'upgrade':
+          continue
+      }
     }
-    fields.push([name, value])
+    fields.push(name, line.slice(colon + 1))
   }
-  const closes = connection !== null && hasToken(connection, 'close')
-  let keepAlive = http10 ? connection !== null && hasToken(connection, 'keep-alive') && !closes : !closes
+  let keepAlive = !http10
+  if (connection !== null) {
+    const tokens = listTokens(connection)
+    keepAlive = tokens.includes('close') ? false : http10 ? tokens.includes('keep-alive') : true
+    const nominated = tokens.filter((t) => t !== 'close' && t !== 'keep-alive')
+    if (nominated.length > 0) fields = withoutFields(fields, nominated)
+  }
   let framing: BodyFraming
   if (status < 200 || status === 204 || status === 304 || method === 'HEAD') framing = 'none'
   else if (transferEncoding !== null) {
     // A message with both Transfer-Encoding and Content-Length may be smuggling: use the
     // coding and close the connection afterwards (RFC 9112 section 6.3, rule 3).
     if (contentLength !== -1) keepAlive = false
-    framing = lastCoding(transferEncoding) === 'chunked' ? 'chunked' : 'close'
+    const codings = listTokens(transferEncoding)
+    framing = codings[codings.length - 1] === 'chunked' ? 'chunked' : 'close'
   } else if (contentLength !== -1) framing = { length: contentLength }
   else framing = 'close'
   if (framing === 'close') keepAlive = false
-  return { status, fields, connection, framing, keepAlive }
+  // Content-Length stays for HEAD and 304 answers (the length of the body not sent) and for
+  // length-framed bodies; it never travels beside Transfer-Encoding.
+  if (contentLength !== -1 && transferEncoding === null) fields.push('content-length', String(contentLength))
+  return { status, fields, framing, keepAlive }
+}
+
+/** Lengths of the field names the parser acts on: te, trailer, upgrade, connection, ... */
+const ACTED_ON_LENGTHS = (() => {
+  const lengths = new Uint8Array(32)
+  for (const name of ['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade']) lengths[name.length] = 1
+  return lengths
+})()
+
+function joinList(previous: string | null, value: string): string {
+  return previous === null ? value : `${previous}, ${value}`
+}
+
+function listTokens(list: string): string[] {
+  return list.split(',').map((t) => t.trim().toLowerCase()).filter(Boolean)
+}
+
+function withoutFields(fields: string[], names: string[]): string[] {
+  const out: string[] = []
+  for (let i = 0; i < fields.length; i += 2) {
+    if (!names.includes(fields[i]!.toLowerCase())) out.push(fields[i]!, fields[i + 1]!)
+  }
+  return out
 }
 
 function parseContentLength(value: string, previous: number): number {
@@ -97,15 +137,6 @@ function parseContentLength(value: string, previous: number): number {
     length = n
   }
   return length
-}
-
-function hasToken(list: string, token: string): boolean {
-  return list.split(',').some((t) => t.trim().toLowerCase() === token)
-}
-
-function lastCoding(list: string): string {
-  const codings = list.split(',')
-  return codings[codings.length - 1]!.trim().toLowerCase()
 }
 
 /** States of the chunked decoder. */

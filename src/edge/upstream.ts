@@ -27,14 +27,18 @@ export class UpstreamConnection {
     return this.pending.length === 0
   }
 
-  write(data: Uint8Array): void {
+  /** Writes bytes, or a string that is pure ASCII (a request head; Bun writes strings as UTF-8). */
+  write(data: Uint8Array | string): void {
     if (this.closed) return
     if (this.pending.length > 0) {
-      this.pending.push(data)
+      this.pending.push(typeof data === 'string' ? Buffer.from(data, 'latin1') : data)
       return
     }
     const n = this.socket!.write(data)
-    if (n < data.length) this.pending.push(n > 0 ? data.subarray(n) : data)
+    if (n < data.length) {
+      const bytes = typeof data === 'string' ? Buffer.from(data, 'latin1') : data
+      this.pending.push(n > 0 ? bytes.subarray(n) : bytes)
+    }
   }
 
   /** Resolves once every pending byte is written (or the connection closed). */

@@ -8,8 +8,9 @@ import ipaddr from 'ipaddr.js'
  */
 export class ClientAddress {
   private ranges: [ipaddr.IPv4 | ipaddr.IPv6, number][]
-  /** Peer address of each request as the listener saw it; set by the server for every request. */
+  /** Peer addresses set by hand, for requests that did not come through the listener (tests). */
   readonly peers = new WeakMap<Request, string>()
+  private listener: { requestIP(request: Request): { address: string } | null } | undefined
 
   constructor(trustedProxies: string[], private fallbackPeer = '127.0.0.1') {
     this.ranges = trustedProxies.map((entry) => {
@@ -19,9 +20,17 @@ export class ClientAddress {
     })
   }
 
+  /**
+   * Lets `of` ask the listener for a request's peer, only when a route needs it (rate-limited
+   * ones): asking on every request cost the hot routes measurably (bench/, issue 2).
+   */
+  attach(listener: { requestIP(request: Request): { address: string } | null }): void {
+    this.listener = listener
+  }
+
   /** The client's address, normalised (IPv4-mapped IPv6 becomes IPv4). */
   of(request: Request): string {
-    return this.ofPeer(request, this.peers.get(request))
+    return this.ofPeer(request, this.peers.get(request) ?? this.listener?.requestIP(request)?.address)
   }
 
   /** As `of`, with the socket peer given directly (the edge proxy's hot path). */

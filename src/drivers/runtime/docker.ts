@@ -37,17 +37,25 @@ const PING_TIMEOUT_MS = 2000
  * network create 70-120 ms, container create 12-30 ms, start 350-450 ms, the rest under 20 ms.
  */
 export class DockerRuntime implements ContainerRuntime {
-  private docker: Docker
-  private networks: SiteNetworks
+  private docker!: Docker
+  private networks!: SiteNetworks
+  private loading: Promise<void> | undefined
   private locks = new KeyedLock()
 
-  constructor(private opts: DockerRuntimeOptions) {
-    this.docker = openEngine(opts.socketPath)
-    this.networks = new SiteNetworks(this.docker, opts.subnetPool, opts.log)
+  constructor(private opts: DockerRuntimeOptions) {}
+
+  /** Connects the client on first use (see openEngine for why not at construction). */
+  private ready(): Promise<void> {
+    this.loading ??= openEngine(this.opts.socketPath).then((docker) => {
+      this.docker = docker
+      this.networks = new SiteNetworks(docker, this.opts.subnetPool, this.opts.log)
+    })
+    return this.loading
   }
 
   async ping(): Promise<boolean> {
     try {
+      await this.ready()
       // Bounded: a hung engine must not hang a status check. (@types/dockerode omits the
       // options argument dockerode's ping takes.)
       const ping = this.docker.ping as unknown as (opts: { abortSignal: AbortSignal }) => Promise<unknown>
@@ -189,7 +197,8 @@ export class DockerRuntime implements ContainerRuntime {
     return siteNames(this.opts.instanceId, slug)
   }
 
-  private call<T>(fn: () => Promise<T>): Promise<T> {
+  private async call<T>(fn: () => Promise<T>): Promise<T> {
+    await this.ready()
     return engineCall(this.opts.socketPath, fn)
   }
 }

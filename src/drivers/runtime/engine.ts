@@ -1,4 +1,4 @@
-import Docker from 'dockerode'
+import type Docker from 'dockerode'
 import { RuntimeUnavailableError } from './types'
 
 /**
@@ -9,9 +9,14 @@ import { RuntimeUnavailableError } from './types'
 const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES'])
 const BROKEN_CONNECTION = new Set(['ECONNRESET', 'EPIPE'])
 
-/** A Docker API client on a Unix socket; `timeoutMs` bounds every request (builds excepted: pass 0). */
-export function openEngine(socketPath: string, timeoutMs = 60_000): Docker {
-  return new Docker({ socketPath, ...(timeoutMs > 0 ? { timeout: timeoutMs } : {}) })
+/**
+ * A Docker API client on a Unix socket; `timeoutMs` bounds every request (builds excepted: pass 0).
+ * dockerode is imported here, on first use, not at start-up: with the gRPC and SSH stacks it
+ * brings, loading it doubled Berth's start-up time (bench/, issue 2's start-up figure).
+ */
+export async function openEngine(socketPath: string, timeoutMs = 60_000): Promise<Docker> {
+  const { default: DockerClient } = await import('dockerode')
+  return new DockerClient({ socketPath, ...(timeoutMs > 0 ? { timeout: timeoutMs } : {}) })
 }
 
 /** The HTTP status the engine answered with, when the error is an engine answer. */

@@ -50,7 +50,7 @@ export interface ImageBuildResult {
  * await buildImages({ socketPath: '/var/run/docker.sock', cacheDir: '/var/lib/berth/cache/debian', only: 'static' })
  */
 export async function buildImages(opts: BuildImagesOptions): Promise<ImageBuildResult[]> {
-  const docker = openEngine(opts.socketPath, 0)
+  const docker = await openEngine(opts.socketPath, 0)
   const kinds = opts.only ? [opts.only] : IMAGE_KINDS
   return engineCall(opts.socketPath, async () => {
     const results: ImageBuildResult[] = []
