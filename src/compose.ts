@@ -84,7 +84,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   const billing = new BillingService(billingRepo, checkoutRepo, processor, clock, log)
   const provisioner = new Provisioner(sitesRepo, plans, runtime, endpoints, config, clock, log, (site, error) => billing.refundPurchaseOf(site, error))
   const jobs = new JobRunner(store, clock, log, { [PROVISION_JOB]: provisioner })
-  const sites = new SitesService(store, clock, sitesRepo, checkoutRepo, billingRepo, plans, jobs, config)
+  const sites = new SitesService(store, clock, sitesRepo, checkoutRepo, billingRepo, plans, jobs, config, runtime, log)
   checkout = new CheckoutService(store, clock, log, config, checkoutRepo, plans, processor, accounts, keys, billingRepo, sites, jobs)
   return {
     config,

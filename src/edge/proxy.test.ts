@@ -212,6 +212,12 @@ describe('forwarding a request', () => {
     expect(echo.bodyLength).toBe(5)
   })
 
+  it('forwards header bytes above 0x7f unchanged', async () => {
+    const res = await visit('app', '/echo', { headers: { 'x-latin': 'caf\u00e9' } })
+    const { headers } = await res.json()
+    expect(headers['x-latin']).toBe('caf\u00e9')
+  })
+
   it('drops hop-by-hop request headers, including those Connection names', async () => {
     const res = await visit('app', '/echo', {
       headers: { connection: 'keep-alive, x-hop', 'x-hop': 'secret', 'keep-alive': 'timeout=5', 'proxy-connection': 'keep-alive', te: 'trailers', trailer: 'x-sum', upgrade: 'h2c', 'x-kept': 'kept' },

@@ -1,8 +1,9 @@
-import { Exchange, UpstreamError, type ExchangeHooks } from './exchange'
-import { requestHead, type ForwardInfo } from './headers'
+import { UpstreamError, type Exchange } from './exchange'
+import { Forwarding, type EdgeContext } from './forwarding'
+import { requestHead } from './headers'
 import { pageResponse, renderPage, type PageKind, type StatusPage } from './pages'
 import type { EdgeProxy, EdgeProxyDeps, SiteState, SiteTarget } from './types'
-import { UpstreamPool, type UpstreamConnection } from './upstream'
+import { UpstreamPool } from './upstream'
 
 export { parseSiteHost } from './host'
 export type { EdgeMetricsSink, EdgeProxy, EdgeProxyDeps, EdgeRequestRecord, SiteState, SiteTarget } from './types'
@@ -29,7 +30,7 @@ const CLIENT_CLOSED = 499
 export function createEdgeProxy(deps: EdgeProxyDeps): EdgeProxy {
   const timeoutMs = deps.upstreamTimeoutMs ?? DEFAULT_TIMEOUT_MS
   const idleTimeoutMs = deps.idleTimeoutMs ?? 30_000
-  const pool = new UpstreamPool(deps.maxIdlePerUpstream ?? 64, idleTimeoutMs)
+  const pool = new UpstreamPool(deps.maxIdlePerUpstream ?? 64, idleTimeoutMs, timeoutMs)
   const waiting = new Set<Exchange>()
   const lastLogged = new Map<string, number>()
   const sitePages = new Map<PageKind, StatusPage>()
@@ -75,47 +76,27 @@ export function createEdgeProxy(deps: EdgeProxyDeps): EdgeProxy {
     return answerWithPage(site, error.kind === 'timeout' ? 'gateway_timeout' : 'bad_gateway', start, at)
   }
 
+  const ctx: EdgeContext = { pool, waiting, timeoutMs, metrics: deps.metrics, failurePage }
+
   /** Sends the request to the site's container; resolves with its response or an error page. */
   const forward = (request: Request, site: SiteTarget, host: string, clientAddress: string, start: number, at: number): Promise<Response> => {
     const { address, port } = site.upstream!
-    const key = `${address}:${port}`
     const body = request.body
     const length = request.headers.get('content-length')
-    const info: ForwardInfo = {
+    const url = request.url
+    const framing = body === null ? (length === null ? 'none' : 0) : length === null ? 'chunked' : Number(length)
+    const text = requestHead(request.headers, {
       method: request.method,
-      target: originForm(request.url),
+      target: originForm(url),
       host,
       clientAddress,
-      proto: request.url.startsWith('https:') ? 'https' : 'http',
-      framing: body === null ? (length === null ? 'none' : 0) : length === null ? 'chunked' : Number(length),
-    }
-    const text = requestHead(request.headers, info)
+      proto: url.startsWith('https:') ? 'https' : 'http',
+      framing,
+    })
     // Header values are bytes (latin1); a head with any byte above 0x7f goes out as bytes, the
     // usual all-ASCII head as a string, which spares an allocation per request.
     const head = Buffer.byteLength(text, 'utf8') === text.length ? text : Buffer.from(text, 'latin1')
-    let retried = false
-    const hooks: ExchangeHooks = {
-      done: (status, bytesOut) => deps.metrics.record(site.siteId, { status, bytesOut, durationMs: performance.now() - start, at }),
-      settled: (exchange) => waiting.delete(exchange),
-      failed: (error) => {
-        // A kept-alive connection the container closed while it sat idle: one retry on a
-        // fresh connection, as nginx does for requests without a body.
-        if (error.kind === 'stale' && !retried) {
-          retried = true
-          return connectAndSend()
-        }
-        return failurePage(site, error, start, at)
-      },
-    }
-    const send = (conn: UpstreamConnection): Promise<Response> => {
-      const exchange = new Exchange(conn, pool, info.method, timeoutMs, hooks)
-      waiting.add(exchange)
-      return exchange.send(head, body, info.framing === 'chunked')
-    }
-    const connectAndSend = (): Promise<Response> =>
-      pool.connect(key, address, port).then(send, (err: Error) => failurePage(site, new UpstreamError('unreachable', err.message), start, at))
-    const idle = pool.take(key)
-    return idle === null ? connectAndSend() : send(idle)
+    return new Forwarding(ctx, site, `${address}:${port}`, request.method, head, body, framing === 'chunked', start, at).begin()
   }
 
   const route = (request: Request, site: SiteTarget | null, host: string, clientAddress: string, start: number, at: number): Response | Promise<Response> => {

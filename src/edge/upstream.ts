@@ -1,5 +1,8 @@
 import type { Socket, SocketHandler } from 'bun'
 
+/** Connecting to a container took longer than the upstream timeout. */
+export class ConnectTimeout extends Error {}
+
 /** What a connection reports to the exchange currently using it. */
 export interface ConnectionUser {
   onData(chunk: Buffer): void
@@ -81,7 +84,19 @@ export class UpstreamConnection {
     this.socket?.resume()
   }
 
-  /** Closes at once; used when the connection's state is unknown (errors, aborted exchanges). */
+  /**
+   * Closes a connection in a clean state (between messages) with a FIN. Cheaper for Bun than
+   * `destroy` (measured: 39 against 49 µs of CPU per connect-request-close cycle), and the
+   * container has usually closed its side first, so no TIME_WAIT is left on the host.
+   */
+  close(): void {
+    if (this.closed) return
+    this.user = null
+    this.socket?.end()
+    this.onClose(undefined)
+  }
+
+  /** Closes at once with a reset; for a connection in an unknown state (errors, aborted exchanges). */
   destroy(): void {
     if (this.closed) return
     this.user = null
@@ -127,7 +142,7 @@ export class UpstreamPool {
   private idle = new Map<string, UpstreamConnection[]>()
   opened = 0
 
-  constructor(private maxIdle: number, private idleTimeoutMs: number) {}
+  constructor(private maxIdle: number, private idleTimeoutMs: number, private connectTimeoutMs: number) {}
 
   /** An idle connection to `key`, or null. */
   take(key: string): UpstreamConnection | null {
@@ -139,13 +154,33 @@ export class UpstreamPool {
     return null
   }
 
-  /** Opens a new connection; rejects when the container cannot be reached. */
-  async connect(key: string, hostname: string, port: number): Promise<UpstreamConnection> {
+  /**
+   * Opens a new connection; rejects when the container cannot be reached, with ConnectTimeout
+   * when it does not answer in time (a stopped container's address can swallow the SYN).
+   */
+  connect(key: string, hostname: string, port: number): Promise<UpstreamConnection> {
     const conn = new UpstreamConnection(key, this)
-    conn.socket = await Bun.connect<UpstreamConnection>({ hostname, port, data: conn, socket: handlers })
-    conn.socket.setNoDelay(true)
-    this.opened++
-    return conn
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        conn.closed = true
+        reject(new ConnectTimeout(`no connection to ${hostname}:${port} within ${this.connectTimeoutMs} ms`))
+      }, this.connectTimeoutMs)
+      Bun.connect<UpstreamConnection>({ hostname, port, data: conn, socket: handlers }).then(
+        (socket) => {
+          clearTimeout(timer)
+          conn.socket = socket
+          // Given up on already: the late connection is not used.
+          if (conn.closed) return socket.terminate()
+          socket.setNoDelay(true)
+          this.opened++
+          resolve(conn)
+        },
+        (err: Error) => {
+          clearTimeout(timer)
+          reject(err)
+        },
+      )
+    })
   }
 
   /** Takes back a connection whose exchange ended cleanly. */
@@ -155,7 +190,7 @@ export class UpstreamPool {
     let list = this.idle.get(conn.key)
     if (!list) this.idle.set(conn.key, (list = []))
     if (list.length >= this.maxIdle) {
-      conn.destroy()
+      conn.close()
       return
     }
     conn.idleSince = now
@@ -174,7 +209,7 @@ export class UpstreamPool {
   /** Closes connections idle for longer than the idle timeout. */
   sweep(now: number): void {
     for (const list of [...this.idle.values()]) {
-      for (const conn of list.filter((c) => now - c.idleSince > this.idleTimeoutMs)) conn.destroy()
+      for (const conn of list.filter((c) => now - c.idleSince > this.idleTimeoutMs)) conn.close()
     }
   }
 
@@ -185,7 +220,7 @@ export class UpstreamPool {
   }
 
   close(): void {
-    for (const list of [...this.idle.values()]) for (const conn of [...list]) conn.destroy()
+    for (const list of [...this.idle.values()]) for (const conn of [...list]) conn.close()
     this.idle.clear()
   }
 }

@@ -112,8 +112,12 @@ export class CheckoutService {
         if (problem) throw new ValidationError('requested_slug', problem)
         changes.requestedSlug = input.requested_slug
         changes.status = 'ready'
+        // The site's id is fixed now, so its network and volume can be made while the buyer pays.
+        changes.siteId = crypto.randomUUID()
       }
-      return this.view(this.repo.update(id, changes))
+      const updated = this.repo.update(id, changes)
+      if (changes.siteId) this.sites.prepare(changes.siteId, updated.requestedSlug!)
+      return this.view(updated)
     })
   }
 
@@ -143,14 +147,19 @@ export class CheckoutService {
     return this.store.write(() => {
       const row = this.authorize(id, secret)
       if (!['not_ready', 'ready', 'awaiting_payment'].includes(row.status)) throw this.wrongState(row, 'canceled', 'not_ready, ready or awaiting_payment')
-      return this.view(this.repo.update(id, { status: 'canceled', updatedAt: this.clock.now() }))
+      const canceled = this.repo.update(id, { status: 'canceled', updatedAt: this.clock.now() })
+      if (row.requestedSlug && row.status !== 'not_ready') this.sites.release(row.requestedSlug)
+      return this.view(canceled)
     })
   }
 
   /** Cancels unpaid sessions older than 24 h; run by the maintenance loop. */
   expireOld(): number {
     const expired = this.repo.expired(this.clock.now())
-    for (const row of expired) this.repo.update(row.id, { status: 'canceled', error: 'Expired 24 h after creation without payment.', updatedAt: this.clock.now() })
+    for (const row of expired) {
+      this.repo.update(row.id, { status: 'canceled', error: 'Expired 24 h after creation without payment.', updatedAt: this.clock.now() })
+      if (row.requestedSlug && row.status !== 'not_ready') this.sites.release(row.requestedSlug)
+    }
     return expired.length
   }
 
@@ -199,7 +208,7 @@ export class CheckoutService {
         id: crypto.randomUUID(), accountId, checkoutId: row.id, subscriptionId: subscription.id, amountCents: row.amountCents, currency: row.currency,
         status: 'succeeded', processor: this.processor.name, processorRef: payment.paymentRef, methodLabel: payment.methodLabel, testMode: this.processor.testMode, createdAt: now,
       })
-      const site = this.sites.createRecord({ accountId, subscriptionId: subscription.id, slug: row.requestedSlug!, planSlug: row.planSlug })
+      const site = this.sites.createRecord({ id: row.siteId, accountId, subscriptionId: subscription.id, slug: row.requestedSlug!, planSlug: row.planSlug })
       // The key is shown once: in this response for a direct payment, else on the next poll.
       const direct = payment.method === 'processor_payment_method'
       const apiKey = row.anonymous && direct ? this.keys.issue(accountId, 'Agent Key', ['read', 'write', 'admin']).api_key : null
@@ -221,6 +230,7 @@ export class CheckoutService {
       throw new NotFoundError(`No checkout ${id} with that checkout_secret; send the secret from the creation response as ?checkout_secret= or X-Checkout-Secret.`, 'checkout_id')
     }
     if (['not_ready', 'ready', 'awaiting_payment'].includes(row.status) && row.expiresAt <= this.clock.now()) {
+      if (row.requestedSlug && row.status !== 'not_ready') this.sites.release(row.requestedSlug)
       return this.repo.update(row.id, { status: 'canceled', error: 'Expired 24 h after creation without payment.', updatedAt: this.clock.now() })
     }
     return row

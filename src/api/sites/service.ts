@@ -1,4 +1,6 @@
 import type { Config } from '../../config/config'
+import type { ContainerRuntime } from '../../drivers/runtime/types'
+import type { Logger } from '../../lib/logger'
 import type { AiModule } from '../../domain/enums'
 import { slugProblem } from '../../domain/slugs'
 import { iso, type Clock } from '../../lib/clock'
@@ -41,7 +43,24 @@ export class SitesService {
     private plans: PlansService,
     private jobs: JobRunner,
     private config: Config,
+    private runtime: ContainerRuntime,
+    private log: Logger,
   ) {}
+
+  /**
+   * Creates, in the background, the network and volume of a site that a checkout has just
+   * reserved, so that provisioning after payment only makes the container. Best effort:
+   * provisioning creates whatever is missing.
+   */
+  prepare(siteId: string, slug: string): void {
+    this.runtime.prepareSite({ siteId, slug }).catch((err) => this.log.warn('could not prepare a reserved site', { site: slug, error: (err as Error).message }))
+  }
+
+  /** Undoes `prepare` for a reservation that ended without a site (canceled, expired). */
+  release(slug: string): void {
+    if (this.repo.findLiveBySlug(slug)) return
+    this.runtime.removeSite(slug, { volume: true }).catch((err) => this.log.warn('could not release a reserved site', { site: slug, error: (err as Error).message }))
+  }
 
   list(p: Principal): SiteView[] {
     return this.repo.listOwned(p.accountId).map((s) => this.view(s))
@@ -70,8 +89,8 @@ export class SitesService {
   }
 
   /** Adds a site record in `provisioning` and queues its provisioning; call inside a transaction. */
-  createRecord(input: { accountId: string; subscriptionId: string | null; slug: string; planSlug: string }): SiteRow {
-    const site = this.repo.insert({ id: crypto.randomUUID(), createdAt: this.clock.now(), ...input })
+  createRecord(input: { id?: string | null; accountId: string; subscriptionId: string | null; slug: string; planSlug: string }): SiteRow {
+    const site = this.repo.insert({ ...input, id: input.id ?? crypto.randomUUID(), createdAt: this.clock.now() })
     this.jobs.enqueue(PROVISION_JOB, site.id)
     return site
   }

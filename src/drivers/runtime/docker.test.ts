@@ -229,6 +229,21 @@ describe('DockerRuntime', () => {
     for (const ep of eps) expect((await firstAnswer(ep)).status).toBe(200)
   }, 60_000)
 
+  it('prepares a reserved site: network and volume first, container later on them, all removable', async () => {
+    await runtime.prepareSite({ siteId: 'id-prepared', slug: 'prepared' })
+    await runtime.prepareSite({ siteId: 'id-prepared', slug: 'prepared' })
+    const filters = { label: [`${LABEL.instance}=${instanceId}`, `${LABEL.slug}=prepared`] }
+    expect(await docker.listNetworks({ filters })).toHaveLength(1)
+    expect((await docker.listVolumes({ filters })).Volumes).toHaveLength(1)
+    expect(await docker.listContainers({ all: true, filters })).toHaveLength(0)
+    const ep = await runtime.ensureSite(spec('prepared'))
+    expect((await firstAnswer(ep)).status).toBe(200)
+    expect(await docker.listNetworks({ filters })).toHaveLength(1)
+    await runtime.removeSite('prepared', { volume: true })
+    expect(await docker.listNetworks({ filters })).toHaveLength(0)
+    expect((await docker.listVolumes({ filters })).Volumes ?? []).toHaveLength(0)
+  })
+
   it('reports an engine that is not there as RuntimeUnavailableError', async () => {
     const down = new DockerRuntime({ socketPath: join(tmpdir(), 'no-docker-here.sock'), instanceId, subnetPool: '10.231.0.0/16', pidsLimit: 128, log })
     expect(await down.ping()).toBe(false)

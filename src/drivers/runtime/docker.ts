@@ -71,6 +71,14 @@ export class DockerRuntime implements ContainerRuntime {
     return this.call(() => this.locks.run(spec.slug, () => this.ensureLocked(full)))
   }
 
+  prepareSite(site: Pick<SiteSpec, 'siteId' | 'slug'>): Promise<void> {
+    return this.call(() => this.locks.run(site.slug, async () => {
+      const names = this.names(site.slug)
+      const labels = siteLabels(this.opts.instanceId, site)
+      await Promise.all([this.networks.ensure(names.network, labels), this.ensureVolume(names, labels)])
+    }))
+  }
+
   inspectSite(slug: string): Promise<SiteRuntimeState | null> {
     return this.call(async () => {
       const names = this.names(slug)

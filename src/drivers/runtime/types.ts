@@ -60,6 +60,12 @@ export interface ContainerRuntime {
    * leaving a container that already runs as it is.
    */
   ensureSite(spec: SiteSpec): Promise<SiteEndpoint>
+  /**
+   * Creates the site's network and volume ahead of its container, so that `ensureSite` after
+   * payment has only the container to make (issue 3: ~100 ms off the purchase). Idempotent;
+   * `removeSite` undoes it.
+   */
+  prepareSite(site: Pick<SiteSpec, 'siteId' | 'slug'>): Promise<void>
   /** The site's container as the engine sees it, or null when there is none. */
   inspectSite(slug: string): Promise<SiteRuntimeState | null>
   /** Stops the site's container; its files and network stay. */

@@ -1,0 +1,445 @@
+/**
+ * `bun bench/edge.ts`: the edge proxy (src/edge) against nginx, both proxying to a real site
+ * container, measured with the same wrk settings, interleaved, median of 3 rounds.
+ *
+ *   bun bench/edge.ts            both scenarios (about 3 minutes); the figures in docs/benchmarks.md
+ *   bun bench/edge.ts --quick    1 round of 2 s runs, to check the harness itself
+ *   bun bench/edge.ts --only=static|php
+ *   bun bench/edge.ts --workers=2   the edge in 2 processes sharing the port (SO_REUSEPORT), to
+ *                                   see what a multi-threaded listener would give; Berth runs 1
+ *
+ * Scenarios (each skipped, with a note, when its image is missing):
+ * - static: berth/static:1 (busybox httpd; one connection per request, it has no keep-alive).
+ *   Without that image, an equivalent FROM-scratch busybox image is built for the run.
+ * - php: berth/php:1 (nginx + PHP-FPM) serving the same static page over kept-alive
+ *   connections, so the proxies' own cost shows rather than the container's.
+ *
+ * Each scenario: one container on a network of its own serving a 2 KB index.html; nginx
+ * (worker_processes = cores, `upstream { keepalive 64; }`, HTTP/1.1, the same forwarding headers
+ * as the edge); the edge in its own Bun process, as Berth runs it (Bun.serve, requestIP, Host
+ * parsing, EdgeMetrics). Printed: requests/s, p50, p99, the proxy processes' CPU time per
+ * request, and the edge/nginx ratio. Everything started is removed at the end, on failure and
+ * on Ctrl-C.
+ */
+import { spawn, spawnSync, type Subprocess } from 'bun'
+import type Docker from 'dockerode'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { availableParallelism, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { makeTar } from '../src/drivers/runtime/tar'
+import { EdgeMetrics } from '../src/edge/metrics'
+import { createEdgeProxy, parseSiteHost } from '../src/edge/proxy'
+import { createLogger } from '../src/lib/logger'
+
+const WRK = { connections: 64, threads: 2, warmupSeconds: 3, durationSeconds: 10, rounds: 3 }
+const EDGE = { workers: 1 }
+const HOST = 'bench.localhost'
+const SITE_PORT = 8080
+const SOCKET = '/var/run/docker.sock'
+const OWN_STATIC_IMAGE = 'berth-bench/edge-static:1'
+const TARGET_RATIO = 0.9
+
+// ---- the edge, in its own process --------------------------------------------------------
+
+/**
+ * `bun bench/edge.ts --edge-server <port> <address> <upstream port> <workers>`: Berth's edge,
+ * alone; with several workers each process binds the port with SO_REUSEPORT.
+ */
+function serveEdge(port: number, address: string, upstreamPort: number, workers: number) {
+  const metrics = new EdgeMetrics()
+  const site = { siteId: 'site_bench', slug: 'bench', state: 'serving' as const, upstream: { address, port: upstreamPort } }
+  const edge = createEdgeProxy({
+    resolve: (host) => (parseSiteHost(host, 'localhost') === 'bench' ? site : null),
+    metrics,
+    log: createLogger('warn'),
+    siteUrl: 'http://localhost:8080',
+  })
+  // As src/server.ts does it: the peer address from the listener, the Host checked per request.
+  Bun.serve({
+    hostname: '127.0.0.1',
+    port,
+    reusePort: workers > 1,
+    fetch(request, server) {
+      const host = request.headers.get('host') ?? ''
+      if (parseSiteHost(host, 'localhost') === null) return new Response('not a site', { status: 404 })
+      return edge.handle(request, server.requestIP(request)?.address ?? '127.0.0.1')
+    },
+  })
+  // Berth drains the metrics into SQLite periodically; here they are dropped.
+  setInterval(() => metrics.drain(), 5000)
+}
+
+// ---- resources, and removing them whatever happens ---------------------------------------
+
+const children = new Set<Subprocess>()
+const folders = new Set<string>()
+const containers = new Set<string>()
+const networks = new Set<string>()
+
+function track<T extends Subprocess>(child: T): T {
+  children.add(child)
+  void child.exited.then(() => children.delete(child))
+  return child
+}
+
+async function cleanup(docker: Docker | null) {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGTERM')
+  await Promise.all([...children].map((c) => Promise.race([c.exited, Bun.sleep(3000)])))
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL')
+  for (const id of containers) {
+    await docker?.getContainer(id).remove({ force: true }).catch(() => {})
+    containers.delete(id)
+  }
+  for (const id of networks) {
+    await docker?.getNetwork(id).remove().catch(() => {})
+    networks.delete(id)
+  }
+  for (const dir of folders) rmSync(dir, { recursive: true, force: true })
+  folders.clear()
+}
+
+/** Last resort when the process exits without `cleanup` having run (an uncaught error). */
+function cleanupSync() {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL')
+  for (const id of containers) spawnSync(['docker', 'rm', '-f', id], { stdout: 'ignore', stderr: 'ignore' })
+  for (const id of networks) spawnSync(['docker', 'network', 'rm', id], { stdout: 'ignore', stderr: 'ignore' })
+  for (const dir of folders) rmSync(dir, { recursive: true, force: true })
+}
+
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  folders.add(dir)
+  return dir
+}
+
+function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const srv = createServer()
+    srv.once('error', fail)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number }
+      srv.close(() => done(port))
+    })
+  })
+}
+
+async function waitForOk(url: string, what: string, proc?: Subprocess, headers: Record<string, string> = {}) {
+  const deadline = Date.now() + 15_000
+  for (;;) {
+    if (proc && proc.exitCode !== null) throw new Error(`${what} exited with ${proc.exitCode}`)
+    const status = await fetch(url, { headers }).then((r) => r.status, () => 0)
+    if (status === 200) return
+    if (Date.now() > deadline) throw new Error(`${what} did not answer 200 at ${url} (last status ${status})`)
+    await Bun.sleep(50)
+  }
+}
+
+// ---- the site container -----------------------------------------------------------------
+
+/** A 2 KB page, like a small real index.html. */
+function benchPage(): string {
+  const para = '<p>Berth edge benchmark page. The quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs.</p>\n'
+  let html = '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>bench</title></head><body>\n'
+  while (html.length < 2048 - 40) html += para
+  return `${html.slice(0, 2048 - 16)}\n</body></html>\n`.padEnd(2048, ' ')
+}
+
+async function imageExists(docker: Docker, tag: string) {
+  return docker.getImage(tag).inspect().then(() => true, () => false)
+}
+
+async function followStream(docker: Docker, stream: NodeJS.ReadableStream) {
+  await new Promise<void>((done, fail) =>
+    docker.modem.followProgress(stream, (err: Error | null, events: { error?: string }[]) => {
+      const failed = events?.find((e) => e.error)
+      if (err || failed) fail(err ?? new Error(failed!.error))
+      else done()
+    }),
+  )
+}
+
+/** Stands in for berth/static:1 when it has not been built: busybox httpd, FROM scratch. */
+async function buildOwnStaticImage(docker: Docker) {
+  const dockerfile = `FROM scratch\nCOPY busybox /bin/busybox\nCOPY index.html /home/site/public/index.html\nWORKDIR /home/site\nEXPOSE ${SITE_PORT}\nCMD ["/bin/busybox", "httpd", "-f", "-p", "${SITE_PORT}", "-h", "/home/site/public"]\n`
+  const context = makeTar([
+    { type: 'file', path: 'Dockerfile', data: dockerfile },
+    { type: 'file', path: 'busybox', data: readFileSync('/bin/busybox'), mode: 0o755 },
+    { type: 'file', path: 'index.html', data: benchPage() },
+  ])
+  await followStream(docker, await docker.buildImage(Buffer.from(context) as never, { t: OWN_STATIC_IMAGE, rm: true, forcerm: true }))
+}
+
+interface Site {
+  image: string
+  address: string
+  port: number
+}
+
+/** One container on a network of its own, its web root holding the bench page. */
+async function startSite(docker: Docker, image: string, name: string): Promise<Site> {
+  const network = await docker.createNetwork({ Name: name, Driver: 'bridge', Labels: { 'dev.berth.bench': 'edge' } })
+  networks.add(network.id)
+  const container = await docker.createContainer({
+    name,
+    Image: image,
+    Labels: { 'dev.berth.bench': 'edge' },
+    HostConfig: { NetworkMode: name, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'] },
+  })
+  containers.add(container.id)
+  const page = makeTar([
+    { type: 'dir', path: 'public', mode: 0o755, uid: 1000, gid: 1000 },
+    { type: 'file', path: 'public/index.html', data: benchPage(), mode: 0o644, uid: 1000, gid: 1000 },
+  ])
+  await container.putArchive(Buffer.from(page) as never, { path: '/home/site' })
+  await container.start()
+  const info = await container.inspect()
+  const address = info.NetworkSettings.Networks[name]?.IPAddress
+  if (!address) throw new Error(`container ${name} has no address on its network`)
+  await waitForOk(`http://${address}:${SITE_PORT}/`, `${image} container`)
+  return { image, address, port: SITE_PORT }
+}
+
+// ---- the two proxies ----------------------------------------------------------------------
+
+interface Proxy {
+  name: 'nginx' | 'edge'
+  url: string
+  /** Processes whose CPU time counts as the proxy's. */
+  pids(): number[]
+}
+
+async function startNginx(site: Site): Promise<Proxy> {
+  const nginx = Bun.which('nginx') ?? '/usr/sbin/nginx'
+  const dir = tempDir('berth-bench-nginx-')
+  const port = await freePort()
+  // Same work as the edge: HTTP/1.1 kept-alive upstream connections, the original Host, and the
+  // forwarding headers; no access log (the edge writes none either).
+  const conf = `worker_processes ${availableParallelism()};
+user root;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/client; proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  upstream site {
+    server ${site.address}:${site.port};
+    keepalive 64;
+    keepalive_requests 100000;
+  }
+  server {
+    listen 127.0.0.1:${port};
+    keepalive_requests 100000;
+    location / {
+      proxy_pass http://site;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $http_host;
+      proxy_set_header X-Forwarded-For $remote_addr;
+      proxy_set_header X-Real-IP $remote_addr;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Forwarded-Host $http_host;
+    }
+  }
+}
+`
+  writeFileSync(join(dir, 'nginx.conf'), conf)
+  const proc = track(spawn([nginx, '-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdout: 'ignore', stderr: 'inherit' }))
+  const url = `http://127.0.0.1:${port}/`
+  await waitForOk(url, 'nginx', proc, { host: HOST })
+  return { name: 'nginx', url, pids: () => childPids(proc.pid) }
+}
+
+async function startEdge(site: Site): Promise<Proxy> {
+  const port = await freePort()
+  const args = [process.execPath, import.meta.path, '--edge-server', String(port), site.address, String(site.port), String(EDGE.workers)]
+  const procs = Array.from({ length: EDGE.workers }, () => track(spawn(args, { stdout: 'inherit', stderr: 'inherit' })))
+  const url = `http://127.0.0.1:${port}/`
+  await waitForOk(url, 'edge', procs[0], { host: HOST })
+  return { name: 'edge', url, pids: () => procs.map((p) => p.pid) }
+}
+
+function childPids(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+  } catch {
+    return []
+  }
+}
+
+/** User + system CPU seconds of the processes (all their threads). */
+function cpuSeconds(pids: number[]): number {
+  const tick = 100 // USER_HZ on Linux
+  let total = 0
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      total += (Number(fields[11]) + Number(fields[12])) / tick
+    } catch {
+      // a worker that exited: its time is lost, which only lowers the figure
+    }
+  }
+  return total
+}
+
+// ---- wrk ---------------------------------------------------------------------------------
+
+interface Run {
+  rps: number
+  p50Ms: number
+  p99Ms: number
+  requests: number
+  non2xx: number
+  socketErrors: number
+  cpuUsPerRequest: number
+}
+
+async function runWrk(proxy: Proxy, seconds: number): Promise<Run> {
+  const pids = proxy.pids()
+  const cpuBefore = cpuSeconds(pids)
+  const args = ['wrk', `-t${WRK.threads}`, `-c${WRK.connections}`, `-d${seconds}s`, '--latency', '-H', `Host: ${HOST}`, proxy.url]
+  const proc = track(spawn(args, { stdout: 'pipe', stderr: 'pipe' }))
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  if (code !== 0) throw new Error(`wrk failed on ${proxy.name} (exit ${code}):\n${out}${err}`)
+  const run = parseWrk(out)
+  run.cpuUsPerRequest = ((cpuSeconds(pids) - cpuBefore) * 1e6) / Math.max(1, run.requests)
+  return run
+}
+
+function parseWrk(out: string): Run {
+  const number = (re: RegExp) => {
+    const m = re.exec(out)
+    if (!m) throw new Error(`unexpected wrk output:\n${out}`)
+    return m
+  }
+  const ms = (m: RegExpExecArray) => Number(m[1]) * ({ us: 0.001, ms: 1, s: 1000, m: 60_000 } as Record<string, number>)[m[2]!]!
+  const non2xx = /Non-2xx or 3xx responses:\s+(\d+)/.exec(out)
+  const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out)
+  return {
+    rps: Number(number(/^Requests\/sec:\s+([\d.]+)/m)[1]),
+    p50Ms: ms(number(/^\s+50%\s+([\d.]+)(us|ms|s|m)\s*$/m)),
+    p99Ms: ms(number(/^\s+99%\s+([\d.]+)(us|ms|s|m)\s*$/m)),
+    requests: Number(number(/^\s+(\d+) requests in /m)[1]),
+    non2xx: non2xx ? Number(non2xx[1]) : 0,
+    socketErrors: socket ? socket.slice(1).reduce((n, v) => n + Number(v), 0) : 0,
+    cpuUsPerRequest: 0,
+  }
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+
+// ---- a scenario --------------------------------------------------------------------------
+
+interface ScenarioResult {
+  scenario: string
+  image: string
+  nginx: Run
+  edge: Run
+  rounds: { nginx: Run; edge: Run }[]
+}
+
+async function runScenario(docker: Docker, scenario: string, image: string): Promise<ScenarioResult> {
+  const name = `berth-bench-edge-${scenario}-${process.pid}`
+  console.log(`\n[${scenario}] ${image}: starting the container, nginx and the edge`)
+  const site = await startSite(docker, image, name)
+  const proxies = [await startNginx(site), await startEdge(site)]
+  for (const proxy of proxies) await runWrk(proxy, WRK.warmupSeconds)
+  const rounds: ScenarioResult['rounds'] = []
+  for (let round = 1; round <= WRK.rounds; round++) {
+    const [nginx, edge] = [await runWrk(proxies[0]!, WRK.durationSeconds), await runWrk(proxies[1]!, WRK.durationSeconds)]
+    rounds.push({ nginx, edge })
+    console.log(`[${scenario}] round ${round}: nginx ${format(nginx)} | edge ${format(edge)}`)
+  }
+  const pick = (which: 'nginx' | 'edge'): Run => {
+    const runs = rounds.map((r) => r[which])
+    return {
+      rps: median(runs.map((r) => r.rps)),
+      p50Ms: median(runs.map((r) => r.p50Ms)),
+      p99Ms: median(runs.map((r) => r.p99Ms)),
+      requests: runs.reduce((n, r) => n + r.requests, 0),
+      non2xx: runs.reduce((n, r) => n + r.non2xx, 0),
+      socketErrors: runs.reduce((n, r) => n + r.socketErrors, 0),
+      cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
+    }
+  }
+  return { scenario, image, nginx: pick('nginx'), edge: pick('edge'), rounds }
+}
+
+function format(run: Run): string {
+  return `${Math.round(run.rps)} req/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms, ${run.cpuUsPerRequest.toFixed(1)} µs CPU/req${run.non2xx + run.socketErrors ? `, ${run.non2xx} non-2xx, ${run.socketErrors} socket errors` : ''}`
+}
+
+function report(results: ScenarioResult[]) {
+  const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
+  console.log(`\nEdge proxy (${EDGE.workers} process${EDGE.workers > 1 ? 'es' : ''}) vs nginx (${availableParallelism()} workers): wrk -t${WRK.threads} -c${WRK.connections}, ${WRK.warmupSeconds} s warm-up, median of ${WRK.rounds} x ${WRK.durationSeconds} s, ${availableParallelism()} cores, load average ${load}, bun ${Bun.version}, ${new Date().toISOString()}`)
+  console.log('| scenario | proxy | req/s | p50 ms | p99 ms | proxy CPU µs/req | edge/nginx |')
+  console.log('| --- | --- | --- | --- | --- | --- | --- |')
+  for (const r of results) {
+    // Each round's pair ran back to back, so the median of the per-round ratios is the figure
+    // least moved by other load on a shared machine.
+    const ratio = median(r.rounds.map((round) => round.edge.rps / round.nginx.rps))
+    for (const [name, run] of [['nginx', r.nginx], ['edge', r.edge]] as const) {
+      const verdict = name === 'edge' ? `${ratio.toFixed(2)} (${ratio >= TARGET_RATIO ? 'meets' : 'below'} ${TARGET_RATIO})` : ''
+      console.log(`| ${r.scenario} (${r.image}) | ${name} | ${Math.round(run.rps)} | ${run.p50Ms.toFixed(2)} | ${run.p99Ms.toFixed(2)} | ${run.cpuUsPerRequest.toFixed(1)} | ${verdict} |`)
+    }
+    for (const [name, run] of [['nginx', r.nginx], ['edge', r.edge]] as const) {
+      if (run.non2xx + run.socketErrors > 0) console.log(`  note: ${r.scenario}/${name}: ${run.non2xx} non-2xx responses, ${run.socketErrors} socket errors over ${run.requests} requests`)
+    }
+  }
+}
+
+// ---- main --------------------------------------------------------------------------------
+
+async function main(argv: string[]) {
+  const known = /^--(quick|only=(static|php)|workers=[1-8])$/
+  const unknown = argv.filter((a) => !known.test(a))
+  if (unknown.length > 0) {
+    console.error(`unknown option ${unknown.join(' ')}; usage: bun bench/edge.ts [--quick] [--only=static|php] [--workers=N]`)
+    process.exit(2)
+  }
+  if (argv.includes('--quick')) Object.assign(WRK, { warmupSeconds: 1, durationSeconds: 2, rounds: 1 })
+  const only = argv.find((a) => a.startsWith('--only='))?.slice(7)
+  EDGE.workers = Number(argv.find((a) => a.startsWith('--workers='))?.slice(10) ?? 1)
+  for (const tool of ['wrk', 'nginx']) {
+    if (!Bun.which(tool) && !(tool === 'nginx' && Bun.file('/usr/sbin/nginx').size > 0)) {
+      console.error(`${tool} is not installed; apt-get install ${tool}`)
+      process.exit(1)
+    }
+  }
+  const { default: DockerClient } = await import('dockerode')
+  const docker: Docker = new DockerClient({ socketPath: SOCKET })
+  process.once('exit', cleanupSync)
+  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    process.once(signal, () => void cleanup(docker).finally(() => process.exit(code)))
+  }
+  const results: ScenarioResult[] = []
+  try {
+    await docker.ping()
+    if (only !== 'php') {
+      let image = 'berth/static:1'
+      if (!(await imageExists(docker, image))) {
+        console.log(`${image} is not built (berth images build); building ${OWN_STATIC_IMAGE} in its place`)
+        await buildOwnStaticImage(docker)
+        image = OWN_STATIC_IMAGE
+      }
+      results.push(await runScenario(docker, 'static', image))
+      await cleanup(docker)
+    }
+    if (only !== 'static') {
+      if (await imageExists(docker, 'berth/php:1')) results.push(await runScenario(docker, 'php', 'berth/php:1'))
+      else console.log('\nberth/php:1 is not built (berth images build); the kept-alive scenario is skipped')
+    }
+  } finally {
+    await cleanup(docker)
+  }
+  report(results)
+}
+
+if (process.argv[2] === '--edge-server') {
+  serveEdge(Number(process.argv[3]), process.argv[4]!, Number(process.argv[5]), Number(process.argv[6] ?? 1))
+} else {
+  await main(process.argv.slice(2))
+}
