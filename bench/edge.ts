@@ -17,9 +17,10 @@
  * Each scenario: one container on a network of its own serving a 2 KB index.html; nginx
  * (worker_processes = cores, `upstream { keepalive 64; }`, HTTP/1.1, the same forwarding headers
  * as the edge); the edge in its own Bun process, as Berth runs it (Bun.serve, requestIP, Host
- * parsing, EdgeMetrics). Printed: requests/s, p50, p99, the proxy processes' CPU time per
- * request, and the edge/nginx ratio. Everything started is removed at the end, on failure and
- * on Ctrl-C.
+ * parsing, EdgeMetrics). Before each run the harness waits for TIME_WAIT sockets towards the
+ * container to expire (see `settle`). Printed: requests/s, p50, p99, the proxy processes' CPU
+ * time per request, the hypervisor's steal during the run, and the edge/nginx ratio (median of
+ * the per-round ratios). Everything started is removed at the end, on failure and on Ctrl-C.
  */
 import { spawn, spawnSync, type Subprocess } from 'bun'
 import type Docker from 'dockerode'
@@ -261,6 +262,35 @@ async function startEdge(site: Site): Promise<Proxy> {
   return { name: 'edge', url, pids: () => procs.map((p) => p.pid) }
 }
 
+/** All CPUs' time from /proc/stat, in ticks: the total and the part stolen by the hypervisor. */
+function machineTicks(): { total: number; steal: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number)
+  // user nice system idle iowait irq softirq steal guest guest_nice; guest time is inside user.
+  return { total: fields.slice(0, 8).reduce((a, b) => a + b, 0), steal: fields[7] ?? 0 }
+}
+
+/** Sockets in TIME_WAIT towards the site's address and port, from /proc/net/tcp. */
+function timeWaitTowards(site: Site): number {
+  const ip = site.address.split('.').map((b) => Number(b).toString(16).padStart(2, '0').toUpperCase()).reverse().join('')
+  const remote = `${ip}:${site.port.toString(16).toUpperCase().padStart(4, '0')}`
+  return readFileSync('/proc/net/tcp', 'utf8').split('\n').filter((line) => {
+    const cols = line.trim().split(/\s+/)
+    return cols[2] === remote && cols[3] === '06'
+  }).length
+}
+
+/**
+ * Waits (at most 65 s, Linux's TIME_WAIT) until few sockets towards the container are in
+ * TIME_WAIT. nginx closes each upstream connection busybox will not keep alive with a FIN and
+ * keeps it in TIME_WAIT for 60 s; tens of thousands of them make every later connect() to that
+ * address slower, which would charge one proxy's leftovers to the run after it.
+ */
+async function settle(site: Site): Promise<number> {
+  const started = Date.now()
+  while (timeWaitTowards(site) > 500 && Date.now() - started < 65_000) await Bun.sleep(1000)
+  return (Date.now() - started) / 1000
+}
+
 function childPids(pid: number): number[] {
   try {
     return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
@@ -295,17 +325,22 @@ interface Run {
   non2xx: number
   socketErrors: number
   cpuUsPerRequest: number
+  /** Share of the machine's CPU time the hypervisor gave to other guests during the run. */
+  stealPercent: number
 }
 
 async function runWrk(proxy: Proxy, seconds: number): Promise<Run> {
   const pids = proxy.pids()
   const cpuBefore = cpuSeconds(pids)
+  const machineBefore = machineTicks()
   const args = ['wrk', `-t${WRK.threads}`, `-c${WRK.connections}`, `-d${seconds}s`, '--latency', '-H', `Host: ${HOST}`, proxy.url]
   const proc = track(spawn(args, { stdout: 'pipe', stderr: 'pipe' }))
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   if (code !== 0) throw new Error(`wrk failed on ${proxy.name} (exit ${code}):\n${out}${err}`)
   const run = parseWrk(out)
   run.cpuUsPerRequest = ((cpuSeconds(pids) - cpuBefore) * 1e6) / Math.max(1, run.requests)
+  const machine = machineTicks()
+  run.stealPercent = (100 * (machine.steal - machineBefore.steal)) / Math.max(1, machine.total - machineBefore.total)
   return run
 }
 
@@ -326,6 +361,7 @@ function parseWrk(out: string): Run {
     non2xx: non2xx ? Number(non2xx[1]) : 0,
     socketErrors: socket ? socket.slice(1).reduce((n, v) => n + Number(v), 0) : 0,
     cpuUsPerRequest: 0,
+    stealPercent: 0,
   }
 }
 
@@ -346,10 +382,16 @@ async function runScenario(docker: Docker, scenario: string, image: string): Pro
   console.log(`\n[${scenario}] ${image}: starting the container, nginx and the edge`)
   const site = await startSite(docker, image, name)
   const proxies = [await startNginx(site), await startEdge(site)]
-  for (const proxy of proxies) await runWrk(proxy, WRK.warmupSeconds)
+  const measure = async (proxy: Proxy, seconds: number) => {
+    const waited = await settle(site)
+    if (waited >= 2) console.log(`[${scenario}] waited ${waited.toFixed(0)} s for TIME_WAIT sockets towards the container to expire`)
+    return runWrk(proxy, seconds)
+  }
+  for (const proxy of proxies) await measure(proxy, WRK.warmupSeconds)
   const rounds: ScenarioResult['rounds'] = []
   for (let round = 1; round <= WRK.rounds; round++) {
-    const [nginx, edge] = [await runWrk(proxies[0]!, WRK.durationSeconds), await runWrk(proxies[1]!, WRK.durationSeconds)]
+    const nginx = await measure(proxies[0]!, WRK.durationSeconds)
+    const edge = await measure(proxies[1]!, WRK.durationSeconds)
     rounds.push({ nginx, edge })
     console.log(`[${scenario}] round ${round}: nginx ${format(nginx)} | edge ${format(edge)}`)
   }
@@ -363,27 +405,28 @@ async function runScenario(docker: Docker, scenario: string, image: string): Pro
       non2xx: runs.reduce((n, r) => n + r.non2xx, 0),
       socketErrors: runs.reduce((n, r) => n + r.socketErrors, 0),
       cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
+      stealPercent: median(runs.map((r) => r.stealPercent)),
     }
   }
   return { scenario, image, nginx: pick('nginx'), edge: pick('edge'), rounds }
 }
 
 function format(run: Run): string {
-  return `${Math.round(run.rps)} req/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms, ${run.cpuUsPerRequest.toFixed(1)} µs CPU/req${run.non2xx + run.socketErrors ? `, ${run.non2xx} non-2xx, ${run.socketErrors} socket errors` : ''}`
+  return `${Math.round(run.rps)} req/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms, ${run.cpuUsPerRequest.toFixed(1)} µs CPU/req, ${run.stealPercent.toFixed(0)}% steal${run.non2xx + run.socketErrors ? `, ${run.non2xx} non-2xx, ${run.socketErrors} socket errors` : ''}`
 }
 
 function report(results: ScenarioResult[]) {
   const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
   console.log(`\nEdge proxy (${EDGE.workers} process${EDGE.workers > 1 ? 'es' : ''}) vs nginx (${availableParallelism()} workers): wrk -t${WRK.threads} -c${WRK.connections}, ${WRK.warmupSeconds} s warm-up, median of ${WRK.rounds} x ${WRK.durationSeconds} s, ${availableParallelism()} cores, load average ${load}, bun ${Bun.version}, ${new Date().toISOString()}`)
-  console.log('| scenario | proxy | req/s | p50 ms | p99 ms | proxy CPU µs/req | edge/nginx |')
-  console.log('| --- | --- | --- | --- | --- | --- | --- |')
+  console.log('| scenario | proxy | req/s | p50 ms | p99 ms | proxy CPU µs/req | steal | edge/nginx |')
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- |')
   for (const r of results) {
     // Each round's pair ran back to back, so the median of the per-round ratios is the figure
     // least moved by other load on a shared machine.
     const ratio = median(r.rounds.map((round) => round.edge.rps / round.nginx.rps))
     for (const [name, run] of [['nginx', r.nginx], ['edge', r.edge]] as const) {
       const verdict = name === 'edge' ? `${ratio.toFixed(2)} (${ratio >= TARGET_RATIO ? 'meets' : 'below'} ${TARGET_RATIO})` : ''
-      console.log(`| ${r.scenario} (${r.image}) | ${name} | ${Math.round(run.rps)} | ${run.p50Ms.toFixed(2)} | ${run.p99Ms.toFixed(2)} | ${run.cpuUsPerRequest.toFixed(1)} | ${verdict} |`)
+      console.log(`| ${r.scenario} (${r.image}) | ${name} | ${Math.round(run.rps)} | ${run.p50Ms.toFixed(2)} | ${run.p99Ms.toFixed(2)} | ${run.cpuUsPerRequest.toFixed(1)} | ${run.stealPercent.toFixed(0)}% | ${verdict} |`)
     }
     for (const [name, run] of [['nginx', r.nginx], ['edge', r.edge]] as const) {
       if (run.non2xx + run.socketErrors > 0) console.log(`  note: ${r.scenario}/${name}: ${run.non2xx} non-2xx responses, ${run.socketErrors} socket errors over ${run.requests} requests`)

@@ -319,8 +319,6 @@ export class Exchange implements ConnectionUser {
     if (this.keepAlive && this.requestSent && !this.conn.closed) {
       this.conn.served++
       this.pool.release(this.conn, performance.now())
-    } else if (this.requestSent) {
-      this.conn.close()
     } else {
       this.conn.destroy()
     }

@@ -14,8 +14,8 @@ interface PageSpec {
 const PAGES: Record<PageKind, PageSpec> = {
   unknown: { status: 404, title: 'No site at {host}', text: 'Nothing is hosted at this address. Check the spelling of the name.' },
   provisioning: { status: 503, title: 'This site is being set up', text: 'It will be online in a moment; this page reloads on its own.', retryAfter: 10 },
-  stopped: { status: 503, title: 'This site is not running', text: 'Its owner has stopped it or it is suspended. Try again later.' },
-  failed: { status: 503, title: 'This site is not available', text: 'It could not be started. Its owner has been told; try again later.' },
+  stopped: { status: 503, title: 'This site is not running', text: 'It has been stopped or suspended. Try again later.' },
+  failed: { status: 503, title: 'This site is not available', text: 'It could not be started. Try again later.' },
   pending_deletion: { status: 404, title: 'This site has been scheduled for deletion', text: 'It no longer serves pages. Its owner can still restore it for a few days.' },
   bad_gateway: { status: 502, title: 'This site is not answering', text: 'Its web server could not be reached. Try again in a moment.', retryAfter: 5 },
   gateway_timeout: { status: 504, title: 'This site took too long to answer', text: 'Its web server did not respond in time. Try again in a moment.' },

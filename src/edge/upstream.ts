@@ -84,11 +84,7 @@ export class UpstreamConnection {
     this.socket?.resume()
   }
 
-  /**
-   * Closes a connection in a clean state (between messages) with a FIN. Cheaper for Bun than
-   * `destroy` (measured: 39 against 49 µs of CPU per connect-request-close cycle), and the
-   * container has usually closed its side first, so no TIME_WAIT is left on the host.
-   */
+  /** Closes an idle connection politely, with a FIN. */
   close(): void {
     if (this.closed) return
     this.user = null
@@ -96,7 +92,14 @@ export class UpstreamConnection {
     this.onClose(undefined)
   }
 
-  /** Closes at once with a reset; for a connection in an unknown state (errors, aborted exchanges). */
+  /**
+   * Closes at once with a reset: for a connection in an unknown state (errors, aborted
+   * exchanges), and for one the container will not keep alive. The reset leaves no TIME_WAIT
+   * on the host: with a container that closes after every response (busybox httpd), closing with
+   * a FIN left about 60 s x the request rate sockets in TIME_WAIT, and past ~28,000 (the
+   * ephemeral port range, per container address) every new connection to it slowed down, then
+   * failed (measured with bench/edge.ts).
+   */
   destroy(): void {
     if (this.closed) return
     this.user = null
