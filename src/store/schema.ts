@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 
 /**
  * The store's tables. Times are integer milliseconds since the epoch (shown as ISO 8601 by the
@@ -90,6 +90,8 @@ export const sites = sqliteTable('sites', {
   /** Why provisioning failed, for `failed` sites. */
   error: text('error'),
   deletionScheduledFor: integer('deletion_scheduled_for'),
+  /** When the reaper removed it (status `deleted`). */
+  deletedAt: integer('deleted_at'),
   /** JSON object: module name to enabled. */
   modules: text('modules').notNull().default('{}'),
   createdAt: integer('created_at').notNull(),
@@ -99,6 +101,57 @@ export const sites = sqliteTable('sites', {
   uniqueIndex('sites_live_slug').on(t.slug).where(sql`status <> 'deleted'`),
   index('sites_account').on(t.accountId, t.status),
 ])
+
+/** One row per deploy call (design.md, Sites: deploy); the work runs as a job. */
+export const deployments = sqliteTable('deployments', {
+  id: text('id').primaryKey(),
+  siteId: text('site_id').notNull().references(() => sites.id),
+  /** queued, running, succeeded, failed. */
+  status: text('status').notNull(),
+  /** What the reload and the site's deploy hook printed, capped. */
+  output: text('output').notNull().default(''),
+  error: text('error'),
+  createdAt: integer('created_at').notNull(),
+  startedAt: integer('started_at'),
+  finishedAt: integer('finished_at'),
+}, (t) => [index('deployments_site').on(t.siteId, t.createdAt)])
+
+/**
+ * Archives of a site's files: snapshots (taken on request, vps and dedicated) and the automatic
+ * daily backups (every plan, 7 kept). The bytes live in the archive store driver under
+ * `storageKey`; this row is what the API lists.
+ */
+export const archives = sqliteTable('archives', {
+  id: text('id').primaryKey(),
+  siteId: text('site_id').notNull().references(() => sites.id),
+  /** snapshot or backup. */
+  kind: text('kind').notNull(),
+  /** creating, ready, failed, deleted. */
+  status: text('status').notNull(),
+  storageKey: text('storage_key'),
+  sizeBytes: integer('size_bytes'),
+  fileCount: integer('file_count'),
+  error: text('error'),
+  createdAt: integer('created_at').notNull(),
+  completedAt: integer('completed_at'),
+  /** When it was last restored onto the site. */
+  restoredAt: integer('restored_at'),
+}, (t) => [index('archives_site').on(t.siteId, t.kind, t.createdAt)])
+
+/** Per site and UTC day, the edge's request counts (drained from memory every 30 s). */
+export const siteMetricsDaily = sqliteTable('site_metrics_daily', {
+  siteId: text('site_id').notNull(),
+  /** `YYYY-MM-DD`, UTC. */
+  day: text('day').notNull(),
+  requests: integer('requests').notNull().default(0),
+  bytesOut: integer('bytes_out').notNull().default(0),
+  status2xx: integer('status_2xx').notNull().default(0),
+  status3xx: integer('status_3xx').notNull().default(0),
+  status4xx: integer('status_4xx').notNull().default(0),
+  status5xx: integer('status_5xx').notNull().default(0),
+  /** JSON array of counts per edge latency bucket (src/edge/metrics.ts). */
+  latency: text('latency').notNull().default('[]'),
+}, (t) => [primaryKey({ columns: [t.siteId, t.day] })])
 
 /** ACP checkout sessions (design.md, Checkout). */
 export const checkoutSessions = sqliteTable('checkout_sessions', {
@@ -195,3 +248,6 @@ export type SubscriptionRow = typeof subscriptions.$inferSelect
 export type CheckoutRow = typeof checkoutSessions.$inferSelect
 export type PaymentRow = typeof payments.$inferSelect
 export type JobRow = typeof jobs.$inferSelect
+export type DeploymentRow = typeof deployments.$inferSelect
+export type ArchiveRow = typeof archives.$inferSelect
+export type SiteMetricsDayRow = typeof siteMetricsDaily.$inferSelect

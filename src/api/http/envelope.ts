@@ -1,6 +1,7 @@
 import { Elysia, ValidationError as ElysiaValidationError } from 'elysia'
 import type { Logger } from '../../lib/logger'
-import { AppError, BadRequestError, MethodNotAllowedError, NotFoundError } from './errors'
+import { RuntimeUnavailableError, SiteNotRunnableError } from '../../drivers/runtime/types'
+import { AppError, BadRequestError, ConflictError, MethodNotAllowedError, NotFoundError, UnavailableError } from './errors'
 import { toValidationError } from './validation'
 
 /** Finds the methods a path answers to, so a wrong method gets 405 with `Allow` instead of 404. */
@@ -46,6 +47,9 @@ function classify(code: string | number, error: unknown, method: string, path: s
   // Elysia wraps what a parse hook throws (our 400 and 413) in its own ParseError.
   if (code === 'PARSE' && (error as { cause?: unknown }).cause instanceof AppError) return (error as { cause: AppError }).cause
   if (error instanceof ElysiaValidationError) return toValidationError(error)
+  // Driver errors with a meaning for the caller (design.md: 503 when Docker is down).
+  if (error instanceof RuntimeUnavailableError) return new UnavailableError('The container engine is not answering; retry in a minute.')
+  if (error instanceof SiteNotRunnableError) return new ConflictError(`${error.message} Retry when GET /sites/{slug}/ shows status active.`)
   switch (code) {
     case 'NOT_FOUND': {
       const allowed = methodsFor(path)

@@ -9,13 +9,20 @@ import type { SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import type { BillingRepository } from '../billing/repository'
 import type { CheckoutRepository } from '../checkout/repository'
-import { ForbiddenError, NotFoundError, ValidationError } from '../http/errors'
+import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../http/errors'
 import type { Principal } from '../keys/service'
 import type { PlansService } from '../plans/service'
 import type { Plan } from '../plans/model'
 import type { SitesRepository } from './repository'
 
 export const PROVISION_JOB = 'provision_site'
+
+const NOT_CHANGEABLE: Record<string, ((slug: string) => string) | undefined> = {
+  pending_deletion: (slug) => `Site '${slug}' is scheduled for deletion; POST /sites/${slug}/restore/ first.`,
+  provisioning: (slug) => `Site '${slug}' is still being set up; retry when GET /sites/${slug}/ shows status active.`,
+  suspended: (slug) => `Site '${slug}' is suspended; settle its subscription (GET /account/subscriptions/) first.`,
+  failed: (slug) => `Site '${slug}' failed to provision; it cannot be changed. Buy a new one.`,
+}
 
 export interface SiteView {
   slug: string
@@ -74,6 +81,18 @@ export class SitesService {
   requireOwned(p: Principal, slug: string): SiteRow {
     const site = this.repo.findOwned(p.accountId, slug)
     if (!site) throw new NotFoundError(`No site '${slug}' in your account; GET /sites/ lists yours.`, 'tenant_slug')
+    return site
+  }
+
+  /**
+   * The caller's site for an operation that changes it or needs its container (files, deploy,
+   * snapshots, scale, SSH keys, modules...). 404 as `requireOwned`; 409 while the site is pending
+   * deletion (restore it first), still provisioning, suspended or failed.
+   */
+  requireChangeable(p: Principal, slug: string): SiteRow {
+    const site = this.requireOwned(p, slug)
+    const why = NOT_CHANGEABLE[site.status]
+    if (why) throw new ConflictError(why(slug))
     return site
   }
 

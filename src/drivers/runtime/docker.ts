@@ -3,11 +3,14 @@ import type { Logger } from '../../lib/logger'
 import { engineCall, ignoring, openEngine, orNull, statusOf } from './engine'
 import { KeyedLock } from './keyed-lock'
 import {
-  containerOptions, LABEL, siteFilter, siteLabels, siteNames, SITE_PORT, specHash, type SiteNames,
+  containerOptions, LABEL, siteFilter, siteLabels, siteNames, SITE_HOME, SITE_PORT, SITE_USER, specHash, type SiteNames,
 } from './site-container'
 import { SiteNetworks } from './site-network'
 import { siteAddresses } from './subnets'
-import type { ContainerRuntime, ManagedContainer, SiteEndpoint, SiteRuntimeState, SiteSpec } from './types'
+import { PassThrough } from 'node:stream'
+import {
+  SiteNotRunnableError, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteRuntimeState, type SiteSpec, type SiteStats,
+} from './types'
 
 export interface DockerRuntimeOptions {
   /** Unix socket of the engine, e.g. /var/run/docker.sock. */
@@ -41,6 +44,8 @@ export class DockerRuntime implements ContainerRuntime {
   private networks!: SiteNetworks
   private loading: Promise<void> | undefined
   private locks = new KeyedLock()
+  /** Host mount points of site volumes, by slug; forgotten when the volume is removed. */
+  private homes = new Map<string, string>()
 
   constructor(private opts: DockerRuntimeOptions) {}
 
@@ -104,6 +109,7 @@ export class DockerRuntime implements ContainerRuntime {
       const networks = await this.docker.listNetworks({ filters })
       await Promise.all(networks.map((n) => ignoring([404], this.docker.getNetwork(n.Id).remove())))
       if (opts.volume) {
+        this.homes.delete(slug)
         const { Volumes: volumes } = await this.docker.listVolumes({ filters })
         await Promise.all((volumes ?? []).map((v) => ignoring([404], this.docker.getVolume(v.Name).remove())))
       }
@@ -134,6 +140,73 @@ export class DockerRuntime implements ContainerRuntime {
         throw new Error(`Container ${containerId} is not managed by this Berth instance; leaving it alone.`)
       }
       await ignoring([304, 404], this.docker.getContainer(info.Id).stop({ t: STOP_TIMEOUT_S }))
+    })
+  }
+
+  homePath(slug: string): Promise<string> {
+    const cached = this.homes.get(slug)
+    if (cached) return Promise.resolve(cached)
+    return this.call(async () => {
+      const names = this.names(slug)
+      const volume = await orNull(this.docker.getVolume(names.volume).inspect())
+      if (!volume || volume.Labels?.[LABEL.instance] !== this.opts.instanceId) throw new SiteNotRunnableError(`The site '${slug}' has no files volume yet.`)
+      this.homes.set(slug, volume.Mountpoint)
+      return volume.Mountpoint
+    })
+  }
+
+  exec(slug: string, cmd: string[], opts: { timeoutMs?: number; maxOutputBytes?: number } = {}): Promise<ExecResult> {
+    const timeoutS = Math.max(1, Math.ceil((opts.timeoutMs ?? 60_000) / 1000))
+    const max = opts.maxOutputBytes ?? 64 * 1024
+    return this.call(async () => {
+      const info = await this.inspectOwn(this.names(slug).container)
+      if (!info?.State.Running || info.State.Paused) throw new SiteNotRunnableError(`The site '${slug}' is not running.`)
+      const container = this.docker.getContainer(info.Id)
+      // `timeout` exists in both images (busybox and coreutils) and kills what the engine cannot.
+      const run = await container.exec({ Cmd: ['timeout', '-s', 'KILL', String(timeoutS), ...cmd], User: SITE_USER, WorkingDir: SITE_HOME, AttachStdout: true, AttachStderr: true, Tty: false })
+      const stream = await run.start({ hijack: true, stdin: false })
+      const chunks: Buffer[] = []
+      let size = 0
+      const sink = new PassThrough()
+      sink.on('data', (chunk: Buffer) => {
+        if (size < max) chunks.push(chunk.subarray(0, max - size))
+        size += chunk.length
+      })
+      this.docker.modem.demuxStream(stream, sink, sink)
+      await new Promise<void>((done, fail) => {
+        stream.on('end', done)
+        stream.on('close', done)
+        stream.on('error', fail)
+      })
+      const { ExitCode } = await run.inspect()
+      return { exitCode: ExitCode ?? -1, output: Buffer.concat(chunks).toString('utf8') }
+    })
+  }
+
+  async withSitePaused<T>(slug: string, fn: () => Promise<T>): Promise<T> {
+    const info = await this.call(() => this.inspectOwn(this.names(slug).container))
+    if (!info?.State.Running || info.State.Paused) return fn()
+    const container = this.docker.getContainer(info.Id)
+    await this.call(() => ignoring([409], container.pause()))
+    try {
+      return await fn()
+    } finally {
+      await this.call(() => ignoring([409], container.unpause())).catch((err) => this.opts.log.error('could not unpause a site', { site: slug, error: (err as Error).message }))
+    }
+  }
+
+  stats(slug: string): Promise<SiteStats | null> {
+    return this.call(async () => {
+      const info = await this.inspectOwn(this.names(slug).container)
+      if (!info?.State.Running) return null
+      const s = (await this.docker.getContainer(info.Id).stats({ stream: false })) as Docker.ContainerStats
+      const cpuDelta = s.cpu_stats.cpu_usage.total_usage - (s.precpu_stats.cpu_usage?.total_usage ?? 0)
+      const systemDelta = (s.cpu_stats.system_cpu_usage ?? 0) - (s.precpu_stats.system_cpu_usage ?? 0)
+      const cpus = s.cpu_stats.online_cpus ?? 1
+      const cpuPercent = systemDelta > 0 && cpuDelta >= 0 ? (cpuDelta / systemDelta) * cpus * 100 : 0
+      // As `docker stats` shows it: usage less the reclaimable page cache.
+      const cache = (s.memory_stats.stats as Record<string, number> | undefined)?.inactive_file ?? 0
+      return { cpuPercent: Math.round(cpuPercent * 100) / 100, memoryBytes: Math.max(0, (s.memory_stats.usage ?? 0) - cache), memoryLimitBytes: s.memory_stats.limit ?? 0 }
     })
   }
 

@@ -79,6 +79,42 @@ export interface ContainerRuntime {
    * is a no-op. Throws for a container not labelled as this instance's: it is another's to stop.
    */
   quarantine(containerId: string): Promise<void>
+  /**
+   * The host folder holding the site's home (its volume), for Berth's own file, log and archive
+   * work: reading and writing there costs no engine call. Throws SiteNotRunnableError when the
+   * site has no volume. Berth must run as root to open it.
+   */
+  homePath(slug: string): Promise<string>
+  /**
+   * Runs `cmd` in the site's running container as the site user (uid 1000), with no TTY, and
+   * returns its exit code and combined output (at most `maxOutputBytes`, default 64 KiB, the
+   * rest dropped). Killed after `timeoutMs` (default 60 s), exit code 137 then. Throws
+   * SiteNotRunnableError when the container is not running.
+   */
+  exec(slug: string, cmd: string[], opts?: { timeoutMs?: number; maxOutputBytes?: number }): Promise<ExecResult>
+  /**
+   * Runs `fn` with the site's processes frozen (cgroup freezer), so that what it reads of the
+   * site's files is one consistent moment; always thaws, even when `fn` throws. A stopped site
+   * runs `fn` as it is.
+   */
+  withSitePaused<T>(slug: string, fn: () => Promise<T>): Promise<T>
+  /** Current CPU (percent of one core) and memory of the running container, or null. */
+  stats(slug: string): Promise<SiteStats | null>
 }
+
+export interface ExecResult {
+  exitCode: number
+  output: string
+}
+
+export interface SiteStats {
+  /** Percent of one core over the engine's last sampling interval (may exceed 100 on several). */
+  cpuPercent: number
+  memoryBytes: number
+  memoryLimitBytes: number
+}
+
+/** The site's container or volume is missing or not running, so the operation cannot run now. */
+export class SiteNotRunnableError extends Error {}
 
 export class RuntimeUnavailableError extends Error {}
