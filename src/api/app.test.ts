@@ -113,8 +113,8 @@ describe('envelope', () => {
   })
 
   it('hides internals when something breaks: 500 without stack or path, logged with the request id', async () => {
-    const original = h.services.plans.list
-    h.services.plans.list = () => {
+    const original = h.services.plans.listJson
+    h.services.plans.listJson = () => {
       throw new Error('boom at /work/main/src/secret.ts:1')
     }
     try {
@@ -125,7 +125,7 @@ describe('envelope', () => {
       expect(res.text).not.toContain('/work/')
       expect(h.log.lines.some((l) => l.request_id === res.json.meta.request_id && l.level === 'error')).toBe(true)
     } finally {
-      h.services.plans.list = original
+      h.services.plans.listJson = original
     }
   })
 })

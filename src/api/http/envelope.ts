@@ -33,6 +33,17 @@ export function envelope(deps: { log: Logger; methodsFor: MethodLookup }) {
 
 export const meta = (requestId: string) => ({ request_id: requestId, timestamp: new Date().toISOString() })
 
+/**
+ * The success envelope around data already serialized as JSON, for hot routes that cache their
+ * bytes (GET /plans/); `meta` is fresh on every call, as everywhere else.
+ */
+export function serializedResponse(dataJson: string, requestId: string, status = 200): Response {
+  return new Response(`{"ok":true,"data":${dataJson},"meta":${JSON.stringify(meta(requestId))}}`, {
+    status,
+    headers: { 'content-type': 'application/json', 'x-request-id': requestId },
+  })
+}
+
 /** The error envelope as a Response; also used outside Elysia (edge proxy, body limits). */
 export function errorResponse(err: AppError, requestId: string): Response {
   const body = { ok: false, error: { code: err.code, message: err.message, param: err.param }, meta: meta(requestId) }

@@ -1,14 +1,26 @@
 import { Elysia } from 'elysia'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { serializedResponse } from '../http/envelope'
 import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { Plan, PlanListQuery, PlanSlugParams } from './model'
 import type { PlansService } from './service'
 import { t } from 'elysia'
 
-export const planRoutes = (plugins: ApiPlugins, plans: PlansService) =>
+const PlanList = TypeCompiler.Compile(t.Array(Plan))
+
+export const planRoutes = (plugins: ApiPlugins, plans: PlansService, checked = new Set<string>()) =>
   new Elysia({ name: 'plans-routes' })
     .use(plugins)
-    .get('/plans/', ({ query }) => plans.list({ track: query.track, includeDeprecated: query.include_deprecated }), {
+    .get('/plans/', ({ query, set }) => {
+      const json = plans.listJson({ track: query.track, includeDeprecated: query.include_deprecated })
+      // The cached bytes skip Elysia's per-response check, so they are checked once here instead.
+      if (!checked.has(json)) {
+        if (!PlanList.Check(JSON.parse(json))) throw new Error('GET /plans/ would answer data that does not match its schema')
+        checked.add(json)
+      }
+      return serializedResponse(json, set.headers['x-request-id'] as string)
+    }, {
       public: true,
       query: PlanListQuery,
       response: ok(t.Array(Plan)),

@@ -11,13 +11,26 @@ import type { PlansRepository } from './repository'
  * version moves (which also catches an admin command run by another process).
  */
 export class PlansService {
-  private cache: { version: number; plans: Plan[] } | undefined
+  private cache: { version: number; plans: Plan[]; json: Map<string, string> } | undefined
 
   constructor(private repo: PlansRepository, private store: Store, private prefix: string) {}
 
   /** The catalog in order; deprecated plans only when asked. */
   list(filter: { track?: Track; includeDeprecated?: boolean } = {}): Plan[] {
     return this.all().filter((p) => (filter.includeDeprecated || !p.deprecated) && (!filter.track || p.track === filter.track))
+  }
+
+  /**
+   * `list(filter)` serialized as JSON, kept until the catalog changes: GET /plans/ answers the
+   * same bytes every time, and serializing (and checking) them once is what brings the route to
+   * 0.8 of a bare Bun.serve (bench/, issue 2).
+   */
+  listJson(filter: { track?: Track; includeDeprecated?: boolean } = {}): string {
+    const key = `${filter.track ?? ''}|${filter.includeDeprecated ? 1 : 0}`
+    const cache = this.all() && this.cache!
+    let json = cache.json.get(key)
+    if (json === undefined) cache.json.set(key, (json = JSON.stringify(this.list(filter))))
+    return json
   }
 
   /** One plan, deprecated or not; NotFoundError when unknown. */
@@ -48,7 +61,7 @@ export class PlansService {
 
   private all(): Plan[] {
     const version = this.store.version()
-    if (this.cache?.version !== version) this.cache = { version, plans: this.repo.all().map((r) => this.toPlan(r)) }
+    if (this.cache?.version !== version) this.cache = { version, plans: this.repo.all().map((r) => this.toPlan(r)), json: new Map() }
     return this.cache.plans
   }
 
