@@ -58,6 +58,14 @@ describe('dist/berth end to end', () => {
     expect((await api(url, 'POST', '/auth/register/', { body: {} })).status).toBe(429)
     const plans = await api(url, 'GET', '/plans/')
     expect(plans.json.data.length).toBeGreaterThan(3)
+    // The query-less list is served by a fast path (src/server.ts): same data, same envelope,
+    // a fresh request id, no deprecated plan.
+    const plain = await api(url, 'GET', '/plans')
+    const filtered = await api(url, 'GET', '/plans/?include_deprecated=false')
+    expect(plain.json.data).toEqual(filtered.json.data)
+    expect(plain.json.meta.request_id).not.toBe(plans.json.meta.request_id)
+    expect(plain.headers.get('x-request-id')).toBe(plain.json.meta.request_id)
+    expect(plain.json.data.some((p: { deprecated: boolean }) => p.deprecated)).toBe(false)
   })
 
   it('loses no acknowledged key when killed with SIGKILL in the middle of a burst of writes', async () => {

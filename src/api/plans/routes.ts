@@ -8,17 +8,27 @@ import type { PlansService } from './service'
 import { t } from 'elysia'
 
 const PlanList = TypeCompiler.Compile(t.Array(Plan))
+const checkedJson = new Set<string>()
 
-export const planRoutes = (plugins: ApiPlugins, plans: PlansService, checked = new Set<string>()) =>
+/**
+ * The catalog's cached JSON (PlansService.listJson). Cached bytes skip Elysia's per-response
+ * check, so each distinct answer is checked against the route's schema once, here.
+ */
+export function checkedPlanList(plans: PlansService, filter: Parameters<PlansService['listJson']>[0] = {}): string {
+  const json = plans.listJson(filter)
+  if (!checkedJson.has(json)) {
+    if (!PlanList.Check(JSON.parse(json))) throw new Error('GET /plans/ would answer data that does not match its schema')
+    if (checkedJson.size > 100) checkedJson.clear()
+    checkedJson.add(json)
+  }
+  return json
+}
+
+export const planRoutes = (plugins: ApiPlugins, plans: PlansService) =>
   new Elysia({ name: 'plans-routes' })
     .use(plugins)
     .get('/plans/', ({ query, set }) => {
-      const json = plans.listJson({ track: query.track, includeDeprecated: query.include_deprecated })
-      // The cached bytes skip Elysia's per-response check, so they are checked once here instead.
-      if (!checked.has(json)) {
-        if (!PlanList.Check(JSON.parse(json))) throw new Error('GET /plans/ would answer data that does not match its schema')
-        checked.add(json)
-      }
+      const json = checkedPlanList(plans, { track: query.track, includeDeprecated: query.include_deprecated })
       return serializedResponse(json, set.headers['x-request-id'] as string)
     }, {
       public: true,
