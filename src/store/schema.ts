@@ -90,6 +90,8 @@ export const sites = sqliteTable('sites', {
   /** Why provisioning failed, for `failed` sites. */
   error: text('error'),
   deletionScheduledFor: integer('deletion_scheduled_for'),
+  /** Host port of the site's sshd (vps and dedicated), from `ssh.port_range`; kept for its life. */
+  sshPort: integer('ssh_port'),
   /** When the reaper removed it (status `deleted`). */
   deletedAt: integer('deleted_at'),
   /** JSON object: module name to enabled. */
@@ -99,8 +101,25 @@ export const sites = sqliteTable('sites', {
 }, (t) => [
   // A slug is free again once its site is deleted (design.md, Checkout).
   uniqueIndex('sites_live_slug').on(t.slug).where(sql`status <> 'deleted'`),
+  uniqueIndex('sites_ssh_port').on(t.sshPort).where(sql`ssh_port IS NOT NULL AND status <> 'deleted'`),
   index('sites_account').on(t.accountId, t.status),
 ])
+
+/**
+ * Claim tokens (design.md, claim flow): written into a site's container by the in-container
+ * agent; whoever can read it proves access to the site's files and trades it for a site-scoped
+ * key. Single use, 1 hour. Only a SHA-256 of the token is stored.
+ */
+export const claimTokens = sqliteTable('claim_tokens', {
+  id: text('id').primaryKey(),
+  siteId: text('site_id').notNull().references(() => sites.id),
+  tokenHash: text('token_hash').notNull(),
+  createdAt: integer('created_at').notNull(),
+  expiresAt: integer('expires_at').notNull(),
+  /** When it was traded for a key; a used token never works again. */
+  usedAt: integer('used_at'),
+  keyId: text('key_id'),
+}, (t) => [uniqueIndex('claim_tokens_hash').on(t.tokenHash), index('claim_tokens_site').on(t.siteId, t.expiresAt)])
 
 /** One row per deploy call (design.md, Sites: deploy); the work runs as a job. */
 export const deployments = sqliteTable('deployments', {
@@ -248,6 +267,7 @@ export type SubscriptionRow = typeof subscriptions.$inferSelect
 export type CheckoutRow = typeof checkoutSessions.$inferSelect
 export type PaymentRow = typeof payments.$inferSelect
 export type JobRow = typeof jobs.$inferSelect
+export type ClaimTokenRow = typeof claimTokens.$inferSelect
 export type DeploymentRow = typeof deployments.$inferSelect
 export type ArchiveRow = typeof archives.$inferSelect
 export type SiteMetricsDayRow = typeof siteMetricsDaily.$inferSelect
