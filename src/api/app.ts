@@ -12,6 +12,7 @@ import { statusRoutes } from './status/routes'
 import { checkoutRoutes } from './checkout/routes'
 import { payRoutes } from './pay/routes'
 import { siteRoutes } from './sites/routes'
+import { siteLifecycleRoutes } from './sites/lifecycle-routes'
 
 /**
  * The HTTP application: the envelope and body parser around every route, and each feature's
@@ -28,6 +29,7 @@ export function createApp(s: Services) {
     .use(keyRoutes(plugins, s.keys))
     .use(checkoutRoutes(plugins, s.checkout, s.keys))
     .use(siteRoutes(plugins, s.sites))
+    .use(siteLifecycleRoutes(plugins, s.lifecycle))
 
   let openapi: ReturnType<typeof buildOpenApi> | undefined
   // encodeSchema off: with it, any response schema holding a t.Integer (a transform type in

@@ -33,6 +33,8 @@ export interface Config {
   }
   rateLimits: Record<string, { limit: number; windowSeconds: number }>
   plans: PlanSeed[]
+  /** For tests only: `clockOffsetSeconds` shifts the system clock of compose.ts (0 = real time). */
+  dev: { clockOffsetSeconds: number }
 }
 
 /** A config problem the hoster must fix; the CLI prints `message` and exits with status 2. */
@@ -174,6 +176,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
     },
     rateLimits,
     plans: raw.plans === undefined ? DEFAULT_PLANS : checkPlans(raw.plans, file),
+    dev: { clockOffsetSeconds: get<number>('dev.clock_offset_seconds') },
   }
 }
 

@@ -72,6 +72,7 @@ export const KEYS: KeySpec[] = [
   { section: 'containers', key: 'image_dedicated', type: 'string', default: 'berth/php:1', help: 'Image of dedicated-plan sites.' },
   { section: 'containers', key: 'reconcile_seconds', type: 'integer', default: 30, help: 'How often Berth makes Docker match the store (restarts missing containers, stops unknown ones).', check: ((v: number) => (v >= 1 ? undefined : 'must be at least 1')) as KeySpec['check'] },
   { section: 'containers', key: 'pids_limit', type: 'integer', default: 256, help: 'Most processes one site container may run.', check: ((v: number) => (v >= 16 ? undefined : 'must be at least 16')) as KeySpec['check'] },
+  { section: 'dev', key: 'clock_offset_seconds', type: 'integer', default: 0, help: 'For tests only, never in production: shifts the clock Berth works by (grace periods, expiries, rate-limit windows) by this many seconds.' },
 ]
 
 /** Parses `HOST:PORT` (IPv6 hosts in brackets); returns undefined when malformed. */

@@ -9,6 +9,12 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => Date.now() }
 
+/**
+ * The system clock moved by `offsetMs` (config `dev.clock_offset_seconds`), so that an
+ * end-to-end test can restart the compiled binary a week later; the system clock itself when 0.
+ */
+export const shiftedClock = (offsetMs: number): Clock => (offsetMs === 0 ? systemClock : { now: () => Date.now() + offsetMs })
+
 /** A clock that moves only when told to; for tests. */
 export class ManualClock implements Clock {
   constructor(private ms = Date.UTC(2026, 0, 1)) {}

@@ -7,8 +7,11 @@ import type { PlansService } from '../api/plans/service'
 import type { SiteEndpoints } from '../api/sites/endpoints'
 import { siteSpec } from '../api/sites/provisioning'
 import type { SitesRepository } from '../api/sites/repository'
+import type { SiteReaper } from '../api/sites/reaper'
 
 export interface ReconcileReport {
+  /** Slugs of sites removed for good because their deletion grace period ended. */
+  reaped: string[]
   ensured: number
   stopped: number
   quarantined: string[]
@@ -19,7 +22,8 @@ export interface ReconcileReport {
  * Makes Docker match the store (design.md, Durability and recovery), on start and every 30 s:
  * active sites run (a container removed behind Berth's back comes back on its volume, files
  * intact); suspended and pending-deletion sites are stopped; containers labelled as this
- * instance's that the store does not know are reported and stopped, never deleted.
+ * instance's that the store does not know are reported and stopped, never deleted. Each pass
+ * first runs the deletion reaper, so a site past its grace period is removed, not stopped.
  */
 export class Reconciler {
   private running: Promise<ReconcileReport> | null = null
@@ -33,6 +37,7 @@ export class Reconciler {
     private config: Config,
     private clock: Clock,
     private log: Logger,
+    private reaper: SiteReaper,
   ) {}
 
   /** One pass; concurrent calls share the pass in flight. */
@@ -44,7 +49,10 @@ export class Reconciler {
   }
 
   private async pass(): Promise<ReconcileReport> {
-    const report: ReconcileReport = { ensured: 0, stopped: 0, quarantined: [], errors: [] }
+    const report: ReconcileReport = { reaped: [], ensured: 0, stopped: 0, quarantined: [], errors: [] }
+    const reaped = await this.reaper.reap()
+    report.reaped = reaped.reaped
+    report.errors.push(...reaped.errors)
     const active = this.sites.listWithStatus(['active'])
     await Promise.all(active.map(async (site) => {
       try {
@@ -55,6 +63,9 @@ export class Reconciler {
       }
     }))
     for (const site of this.sites.listWithStatus(['suspended', 'pending_deletion'])) {
+      // Read again just before the stop: a restore may have made the site active meanwhile.
+      const status = this.sites.find(site.id)?.status
+      if (status !== 'suspended' && status !== 'pending_deletion') continue
       try {
         await this.runtime.stopSite(site.slug)
         this.endpoints.delete(site.slug)

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { createApp } from '../../src/api/app'
 import { buildServices, type Services } from '../../src/compose'
 import { loadConfig, type LoadOptions } from '../../src/config/config'
+import type { ContainerRuntime } from '../../src/drivers/runtime/types'
 import { ManualClock } from '../../src/lib/clock'
 import { memoryLogger } from '../../src/lib/logger'
 
@@ -26,7 +27,7 @@ export interface CallResult {
  * The whole API in-process on a real SQLite file in a temporary folder, with a manual clock and
  * an in-memory log. `call` sends real Request objects through Elysia's handler.
  */
-export function inProcess(options: { env?: Record<string, string>; file?: string | null } & Pick<LoadOptions, 'flags'> = {}) {
+export function inProcess(options: { env?: Record<string, string>; file?: string | null; runtime?: ContainerRuntime } & Pick<LoadOptions, 'flags'> = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'berth-test-'))
   // In-process requests have no socket; they come from 127.0.0.1, trusted here so tests can pose
   // as many clients through X-Forwarded-For.
@@ -37,7 +38,7 @@ export function inProcess(options: { env?: Record<string, string>; file?: string
   })
   const clock = new ManualClock(Date.UTC(2026, 10, 1))
   const log = memoryLogger()
-  const services: Services = buildServices(config, { clock, log })
+  const services: Services = buildServices(config, { clock, log, runtime: options.runtime })
   const app = createApp(services)
   async function call(method: string, path: string, opts: CallOptions = {}): Promise<CallResult> {
     const headers: Record<string, string> = { ...opts.headers }

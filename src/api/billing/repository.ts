@@ -32,6 +32,17 @@ export class BillingRepository {
     })
   }
 
+  findSubscriptionById(id: string): SubscriptionRow | undefined {
+    return this.store.db.select().from(subscriptions).where(eq(subscriptions.id, id)).get()
+  }
+
+  /** Moves a subscription to another plan; `amountCents` is what each period now costs. */
+  changePlan(id: string, planSlug: string, amountCents: number, at: number): void {
+    this.store.write(() => {
+      this.store.db.update(subscriptions).set({ planSlug, amountCents, updatedAt: at }).where(eq(subscriptions.id, id)).run()
+    })
+  }
+
   endSubscription(id: string, at: number, status: 'canceled' | 'ended'): void {
     this.store.write(() => {
       this.store.db.update(subscriptions).set({ status, endedAt: at, updatedAt: at }).where(eq(subscriptions.id, id)).run()

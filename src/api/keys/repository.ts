@@ -64,6 +64,16 @@ export class KeysRepository {
     })
   }
 
+  /** Revokes every active key bound to a site (when the site is deleted); returns how many. */
+  revokeForSite(siteId: string, at: number): number {
+    return this.store.write(() =>
+      this.store.db.update(apiKeys)
+        .set({ revokedAt: at, revokedReason: 'revoked' })
+        .where(and(eq(apiKeys.siteId, siteId), isNull(apiKeys.revokedAt)))
+        .returning({ id: apiKeys.id }).all().length,
+    )
+  }
+
   /** Writes last-used times gathered in memory, in one transaction. */
   touch(lastUsed: Map<string, number>): void {
     if (lastUsed.size === 0) return

@@ -24,3 +24,7 @@ export const CreateSiteBody = Body({
   slug: t.String({ pattern: SLUG_PATTERN, minLength: 3, maxLength: 50, error: 'must be 3 to 50 lowercase letters, digits and hyphens, starting and ending with a letter or digit' }),
   subscription_id: t.Optional(Uuid('The agency subscription to add the site under; default: the first with room.')),
 })
+
+export const ScaleBody = Body({
+  new_plan: t.String({ minLength: 1, maxLength: 100, description: 'Slug of an active plan (GET /plans/); the site and its subscription move to it.' }),
+})

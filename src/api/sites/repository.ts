@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, ne, sql } from 'drizzle-orm'
+import { and, asc, eq, inArray, lte, ne, sql } from 'drizzle-orm'
 import { sites, type SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 
@@ -42,6 +42,42 @@ export class SitesRepository {
   setStatus(id: string, status: SiteStatus, at: number, error: string | null = null): void {
     this.store.write(() => {
       this.store.db.update(sites).set({ status, error, updatedAt: at }).where(eq(sites.id, id)).run()
+    })
+  }
+
+  /** The live (not deleted) sites billed under one subscription, oldest first. */
+  listForSubscription(subscriptionId: string): SiteRow[] {
+    return this.store.db.select().from(sites).where(and(eq(sites.subscriptionId, subscriptionId), ne(sites.status, 'deleted'))).orderBy(asc(sites.createdAt), asc(sql`rowid`)).all()
+  }
+
+  setPlan(ids: string[], planSlug: string, at: number): void {
+    if (ids.length === 0) return
+    this.store.write(() => {
+      this.store.db.update(sites).set({ planSlug, updatedAt: at }).where(inArray(sites.id, ids)).run()
+    })
+  }
+
+  /** `pending_deletion` until `deadline`; the error of a failed site is kept for its restore. */
+  scheduleDeletion(id: string, deadline: number, at: number): SiteRow {
+    return this.store.write(() =>
+      this.store.db.update(sites).set({ status: 'pending_deletion', deletionScheduledFor: deadline, updatedAt: at }).where(eq(sites.id, id)).returning().get(),
+    )
+  }
+
+  cancelDeletion(id: string, status: SiteStatus, at: number): SiteRow {
+    return this.store.write(() =>
+      this.store.db.update(sites).set({ status, deletionScheduledFor: null, updatedAt: at }).where(eq(sites.id, id)).returning().get(),
+    )
+  }
+
+  /** Sites pending deletion whose grace period has ended at `now`. */
+  listDueForDeletion(now: number): SiteRow[] {
+    return this.store.db.select().from(sites).where(and(eq(sites.status, 'pending_deletion'), lte(sites.deletionScheduledFor, now))).all()
+  }
+
+  markDeleted(id: string, at: number): void {
+    this.store.write(() => {
+      this.store.db.update(sites).set({ status: 'deleted', deletedAt: at, updatedAt: at }).where(eq(sites.id, id)).run()
     })
   }
 }

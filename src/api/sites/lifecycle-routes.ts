@@ -1,0 +1,31 @@
+import { Elysia } from 'elysia'
+import { ok } from '../http/schemas'
+import type { ApiPlugins } from '../plugins'
+import type { SiteLifecycle } from './lifecycle'
+import { ScaleBody, Site, SiteParams } from './model'
+
+const tags = ['Sites']
+
+/** Plan changes, deletion and restore of a site (admin: they touch money or destroy). */
+export const siteLifecycleRoutes = (plugins: ApiPlugins, lifecycle: SiteLifecycle) =>
+  new Elysia({ name: 'site-lifecycle-routes' })
+    .use(plugins)
+    .post('/sites/:tenant_slug/scale/', ({ principal, params, body }) => lifecycle.scale(principal, params.tenant_slug, body.new_plan), {
+      scope: 'admin',
+      params: SiteParams,
+      body: ScaleBody,
+      response: ok(Site),
+      detail: { tags, summary: 'Move the site (and its subscription) to another plan; files kept', operationId: 'scaleSite' },
+    })
+    .delete('/sites/:tenant_slug/delete/', ({ principal, params }) => lifecycle.delete(principal, params.tenant_slug), {
+      scope: 'admin',
+      params: SiteParams,
+      response: ok(Site),
+      detail: { tags, summary: 'Schedule the site for deletion in 7 days; it stops serving at once', operationId: 'deleteSite' },
+    })
+    .post('/sites/:tenant_slug/restore/', ({ principal, params }) => lifecycle.restore(principal, params.tenant_slug), {
+      scope: 'admin',
+      params: SiteParams,
+      response: ok(Site),
+      detail: { tags, summary: 'Cancel a scheduled deletion within its grace period', operationId: 'restoreSite' },
+    })
