@@ -1,6 +1,13 @@
 import { defineConfig } from 'vitest/config'
 
 export default defineConfig({
+  // Files Bun imports `with { type: 'text' }` (the in-container agent's scripts) load as text here too.
+  plugins: [{
+    name: 'text-imports',
+    transform(code: string, id: string) {
+      if (id.endsWith('.sh')) return { code: `export default ${JSON.stringify(code)}`, map: null }
+    },
+  }],
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
     pool: 'threads',

@@ -30,7 +30,7 @@ export function access(keys: KeysService) {
           throw new ForbiddenError(`This key lacks the '${scope}' scope; use a key that has it (GET /keys/ lists yours).`)
         }
         if (principal.siteSlug !== null) {
-          const slug = (params as Record<string, string | undefined>).tenant_slug
+          const slug = (params as Record<string, string | undefined> | undefined)?.tenant_slug
           if (slug === undefined) throw new ForbiddenError(`This key works only on /sites/${principal.siteSlug}/...; use an account key here.`)
           if (slug !== principal.siteSlug) throw new NotFoundError(`No site '${slug}' in your account.`, 'tenant_slug')
         }
