@@ -19,6 +19,11 @@ import { SitesRepository } from './api/sites/repository'
 import { PROVISION_JOB, SitesService } from './api/sites/service'
 import { SiteLifecycle } from './api/sites/lifecycle'
 import { SiteReaper, type SiteDataPurger } from './api/sites/reaper'
+import { ArchivesRepository } from './api/archives/repository'
+import { ArchiveRetention } from './api/archives/retention'
+import { CREATE_ARCHIVE_JOB, CreateArchiveJob, RESTORE_ARCHIVE_JOB, RestoreArchiveJob, type ArchiveJobDeps } from './api/archives/jobs'
+import { ArchivesService } from './api/archives/service'
+import { LocalArchiveStore } from './drivers/archives/local'
 import { LocalProcessor } from './drivers/payments/local'
 import { DockerRuntime } from './drivers/runtime/docker'
 import type { ContainerRuntime } from './drivers/runtime/types'
@@ -56,6 +61,8 @@ export interface Services {
   lifecycle: SiteLifecycle
   /** Removes sites whose deletion grace period has ended; run by each reconcile pass. */
   reaper: SiteReaper
+  /** Snapshots and daily backups of sites' files. */
+  archives: ArchivesService
   checkout: CheckoutService
   directory: SiteDirectory
   reconciler: Reconciler
@@ -91,14 +98,22 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   const processor = new LocalProcessor(config.server.siteUrl, (ref) => checkout!.hostedSession(ref), () => clock.now())
   const billing = new BillingService(billingRepo, checkoutRepo, processor, clock, log)
   const provisioner = new Provisioner(sitesRepo, plans, runtime, endpoints, config, clock, log, (site, error) => billing.refundPurchaseOf(site, error))
-  const jobs = new JobRunner(store, clock, log, { [PROVISION_JOB]: provisioner })
+  const archivesRepo = new ArchivesRepository(store)
+  const archiveFiles = new LocalArchiveStore(config.archives.dir)
+  const retention = new ArchiveRetention(archivesRepo, archiveFiles, log)
+  const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, files: archiveFiles, runtime, sites: sitesRepo, plans, endpoints, config, clock, log, workDir: join(config.archives.dir, '.work') }
+  const jobs = new JobRunner(store, clock, log, {
+    [PROVISION_JOB]: provisioner,
+    [CREATE_ARCHIVE_JOB]: new CreateArchiveJob(archiveWork),
+    [RESTORE_ARCHIVE_JOB]: new RestoreArchiveJob(archiveWork),
+  })
   const sites = new SitesService(store, clock, sitesRepo, checkoutRepo, billingRepo, plans, jobs, config, runtime, log)
   checkout = new CheckoutService(store, clock, log, config, checkoutRepo, plans, processor, accounts, keys, billingRepo, sites, jobs)
+  const archives = new ArchivesService(store, clock, archivesRepo, retention, sites, sitesRepo, plans, jobs, config, archiveWork.workDir, log)
   const lifecycle = new SiteLifecycle(store, clock, sitesRepo, sites, billingRepo, plans, runtime, endpoints, config, log)
-  // What else a reaped site owns, removed after its container and volume. Hook: the archives'
-  // ArchiveRetention (removeAllFor(siteId): snapshots and backups) belongs here once it is built
-  // in this file; DNS records later likewise.
-  const purgers: SiteDataPurger[] = []
+  // What else a reaped site owns, removed after its container and volume: its snapshots and
+  // backups (rows and stored files); DNS records later likewise.
+  const purgers: SiteDataPurger[] = [archives]
   const reaper = new SiteReaper(store, clock, sitesRepo, keysRepo, billingRepo, runtime, endpoints, purgers, log)
   return {
     config,
@@ -124,6 +139,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     sites,
     lifecycle,
     reaper,
+    archives,
     checkout,
     directory: new SiteDirectory(store, sitesRepo, endpoints, runtime),
     reconciler: new Reconciler(sitesRepo, plans, runtime, endpoints, jobs, config, clock, log, reaper),
@@ -142,9 +158,14 @@ function instanceIdOf(store: Store): string {
   })
 }
 
-/** Periodic upkeep: flush key last-used times, prune rate-limit hits, expire unpaid checkouts. */
+/**
+ * Periodic upkeep (every 30 s and on stop): flush key last-used times, prune rate-limit hits,
+ * expire unpaid checkouts; queue due site backups and finish archive removals (in the
+ * background: `maintain` never throws).
+ */
 export function runMaintenance(s: Services): void {
   s.keys.flushLastUsed()
   s.limiter.prune()
   s.checkout.expireOld()
+  void s.archives.maintain()
 }

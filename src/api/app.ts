@@ -13,6 +13,7 @@ import { checkoutRoutes } from './checkout/routes'
 import { payRoutes } from './pay/routes'
 import { siteRoutes } from './sites/routes'
 import { siteLifecycleRoutes } from './sites/lifecycle-routes'
+import { archiveRoutes } from './archives/routes'
 
 /**
  * The HTTP application: the envelope and body parser around every route, and each feature's
@@ -30,6 +31,7 @@ export function createApp(s: Services) {
     .use(checkoutRoutes(plugins, s.checkout, s.keys))
     .use(siteRoutes(plugins, s.sites))
     .use(siteLifecycleRoutes(plugins, s.lifecycle))
+    .use(archiveRoutes(plugins, s.archives))
 
   let openapi: ReturnType<typeof buildOpenApi> | undefined
   // encodeSchema off: with it, any response schema holding a t.Integer (a transform type in

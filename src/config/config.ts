@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { join, resolve } from 'node:path'
 import ipaddr from 'ipaddr.js'
 import { DEFAULT_PLANS, SYSTEM_CONFIG_PATH } from './defaults'
 import {
@@ -30,6 +30,15 @@ export interface Config {
     images: Record<'shared' | 'vps' | 'dedicated', string>
     pidsLimit: number
     reconcileSeconds: number
+  }
+  /** Snapshots and backups of sites' files. */
+  archives: {
+    store: 'local'
+    /** Folder of the local store, resolved (default `{data_dir}/archives`). */
+    dir: string
+    snapshotsPerSite: number
+    backupsKept: number
+    backupIntervalSeconds: number
   }
   rateLimits: Record<string, { limit: number; windowSeconds: number }>
   plans: PlanSeed[]
@@ -173,6 +182,13 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       },
       pidsLimit: get<number>('containers.pids_limit'),
       reconcileSeconds: get<number>('containers.reconcile_seconds'),
+    },
+    archives: {
+      store: get<'local'>('archives.store'),
+      dir: resolve(cwd, get<string>('archives.dir') || join(get<string>('server.data_dir'), 'archives')),
+      snapshotsPerSite: get<number>('archives.snapshots_per_site'),
+      backupsKept: get<number>('archives.backups_kept'),
+      backupIntervalSeconds: get<number>('archives.backup_interval_seconds'),
     },
     rateLimits,
     plans: raw.plans === undefined ? DEFAULT_PLANS : checkPlans(raw.plans, file),

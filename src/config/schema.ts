@@ -72,6 +72,11 @@ export const KEYS: KeySpec[] = [
   { section: 'containers', key: 'image_dedicated', type: 'string', default: 'berth/php:1', help: 'Image of dedicated-plan sites.' },
   { section: 'containers', key: 'reconcile_seconds', type: 'integer', default: 30, help: 'How often Berth makes Docker match the store (restarts missing containers, stops unknown ones).', check: ((v: number) => (v >= 1 ? undefined : 'must be at least 1')) as KeySpec['check'] },
   { section: 'containers', key: 'pids_limit', type: 'integer', default: 256, help: 'Most processes one site container may run.', check: ((v: number) => (v >= 16 ? undefined : 'must be at least 16')) as KeySpec['check'] },
+  { section: 'archives', key: 'store', type: 'string', default: 'local', help: 'Where snapshots and backups of sites are kept; local is a folder on this machine (archives.dir).', check: ((v: string) => (['local'].includes(v) ? undefined : "must be 'local' (the only archive store built in so far)")) as KeySpec['check'] },
+  { section: 'archives', key: 'dir', type: 'string', default: '', help: 'Folder of the local archive store; empty means {data_dir}/archives.' },
+  { section: 'archives', key: 'snapshots_per_site', type: 'integer', default: 10, help: 'Most snapshots one site keeps; taking one more answers 409 until one is deleted.', check: ((v: number) => (v >= 1 ? undefined : 'must be at least 1')) as KeySpec['check'] },
+  { section: 'archives', key: 'backups_kept', type: 'integer', default: 7, help: 'Automatic backups kept per site; older ones are deleted as new ones are made.', check: ((v: number) => (v >= 1 ? undefined : 'must be at least 1')) as KeySpec['check'] },
+  { section: 'archives', key: 'backup_interval_seconds', type: 'integer', default: 86_400, help: 'A site gets a new automatic backup when its newest is this old (one day by default).', check: ((v: number) => (v >= 1 ? undefined : 'must be at least 1')) as KeySpec['check'] },
   { section: 'dev', key: 'clock_offset_seconds', type: 'integer', default: 0, help: 'For tests only, never in production: shifts the clock Berth works by (grace periods, expiries, rate-limit windows) by this many seconds.' },
 ]
 

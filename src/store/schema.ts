@@ -145,7 +145,7 @@ export const archives = sqliteTable('archives', {
   siteId: text('site_id').notNull().references(() => sites.id),
   /** snapshot or backup. */
   kind: text('kind').notNull(),
-  /** creating, ready, failed, deleted. */
+  /** creating, ready, restoring (being put back on the site), failed, deleted (being removed). */
   status: text('status').notNull(),
   storageKey: text('storage_key'),
   sizeBytes: integer('size_bytes'),

@@ -183,16 +183,20 @@ export class DockerRuntime implements ContainerRuntime {
     })
   }
 
-  async withSitePaused<T>(slug: string, fn: () => Promise<T>): Promise<T> {
-    const info = await this.call(() => this.inspectOwn(this.names(slug).container))
-    if (!info?.State.Running || info.State.Paused) return fn()
-    const container = this.docker.getContainer(info.Id)
-    await this.call(() => ignoring([409], container.pause()))
-    try {
-      return await fn()
-    } finally {
-      await this.call(() => ignoring([409], container.unpause())).catch((err) => this.opts.log.error('could not unpause a site', { site: slug, error: (err as Error).message }))
-    }
+  withSitePaused<T>(slug: string, fn: () => Promise<T>): Promise<T> {
+    // Under the site's lock: an ensureSite meanwhile (the reconciler's) would unpause it, or
+    // start a stopped one, under fn's feet.
+    return this.locks.run(slug, async () => {
+      const info = await this.call(() => this.inspectOwn(this.names(slug).container))
+      if (!info?.State.Running || info.State.Paused) return fn()
+      const container = this.docker.getContainer(info.Id)
+      await this.call(() => ignoring([409], container.pause()))
+      try {
+        return await fn()
+      } finally {
+        await this.call(() => ignoring([409], container.unpause())).catch((err) => this.opts.log.error('could not unpause a site', { site: slug, error: (err as Error).message }))
+      }
+    })
   }
 
   stats(slug: string): Promise<SiteStats | null> {

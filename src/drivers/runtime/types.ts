@@ -95,7 +95,9 @@ export interface ContainerRuntime {
   /**
    * Runs `fn` with the site's processes frozen (cgroup freezer), so that what it reads of the
    * site's files is one consistent moment; always thaws, even when `fn` throws. A stopped site
-   * runs `fn` as it is.
+   * runs `fn` as it is. While `fn` runs, the runtime's other calls that change this site
+   * (ensureSite from the reconciler included) wait, so nothing thaws or starts the site under
+   * `fn`; `fn` must therefore not call them for this site itself (it would wait for itself).
    */
   withSitePaused<T>(slug: string, fn: () => Promise<T>): Promise<T>
   /** Current CPU (percent of one core) and memory of the running container, or null. */

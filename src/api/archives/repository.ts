@@ -1,0 +1,92 @@
+import { and, asc, desc, eq, inArray, ne, sql } from 'drizzle-orm'
+import { archives, jobs, type ArchiveRow } from '../../store/schema'
+import type { Store } from '../../store/store'
+
+export type ArchiveKind = 'snapshot' | 'backup'
+/**
+ * `creating` (the job is making it), `ready`, `restoring` (a restore job is putting it back on
+ * the site; `ready` again after), `failed` (never made; `error` says why), `deleted` (being
+ * removed: the row goes once its file is gone).
+ */
+export type ArchiveStatus = 'creating' | 'ready' | 'restoring' | 'failed' | 'deleted'
+
+/** Archive rows: what the API lists; the bytes are in the archive store under `storageKey`. */
+export class ArchivesRepository {
+  constructor(private store: Store) {}
+
+  insert(row: { id: string; siteId: string; kind: ArchiveKind; storageKey: string; createdAt: number }): ArchiveRow {
+    return this.store.write(() => this.store.db.insert(archives).values({ ...row, status: 'creating' }).returning().get())
+  }
+
+  find(id: string): ArchiveRow | undefined {
+    return this.store.db.select().from(archives).where(eq(archives.id, id)).get()
+  }
+
+  /** The archive of this site and kind, unless deleted. */
+  findOf(siteId: string, kind: ArchiveKind, id: string): ArchiveRow | undefined {
+    return this.store.db.select().from(archives)
+      .where(and(eq(archives.id, id), eq(archives.siteId, siteId), eq(archives.kind, kind), ne(archives.status, 'deleted'))).get()
+  }
+
+  /** Newest first; deleted ones left out. */
+  listOf(siteId: string, kind: ArchiveKind): ArchiveRow[] {
+    return this.store.db.select().from(archives)
+      .where(and(eq(archives.siteId, siteId), eq(archives.kind, kind), ne(archives.status, 'deleted')))
+      .orderBy(desc(archives.createdAt), desc(sql`rowid`)).all()
+  }
+
+  countWithStatus(siteId: string, kind: ArchiveKind, statuses: ArchiveStatus[]): number {
+    return this.store.db.select({ n: sql<number>`count(*)` }).from(archives)
+      .where(and(eq(archives.siteId, siteId), eq(archives.kind, kind), inArray(archives.status, statuses))).get()!.n
+  }
+
+  /** Every archive of the site, whatever its status. */
+  allOf(siteId: string): ArchiveRow[] {
+    return this.store.db.select().from(archives).where(eq(archives.siteId, siteId)).all()
+  }
+
+  /** Per site, the creation time of its newest backup with each status (deleted ones left out). */
+  newestBackups(): { siteId: string; status: string; newest: number }[] {
+    return this.store.db.select({ siteId: archives.siteId, status: archives.status, newest: sql<number>`max(${archives.createdAt})` })
+      .from(archives).where(and(eq(archives.kind, 'backup'), ne(archives.status, 'deleted')))
+      .groupBy(archives.siteId, archives.status).all()
+  }
+
+  /** Rows with one of `statuses`, oldest first. */
+  withStatus(statuses: ArchiveStatus[], kind?: ArchiveKind): ArchiveRow[] {
+    const where = kind ? and(inArray(archives.status, statuses), eq(archives.kind, kind)) : inArray(archives.status, statuses)
+    return this.store.db.select().from(archives).where(where).orderBy(asc(archives.createdAt)).all()
+  }
+
+  /** Sets fields when the row still has status `from`; true when it did. */
+  transition(id: string, from: ArchiveStatus[], changes: Partial<Omit<ArchiveRow, 'id' | 'siteId' | 'kind' | 'status'>> & { status: ArchiveStatus }): boolean {
+    return this.store.write(() => {
+      const row = this.store.db.update(archives).set(changes).where(and(eq(archives.id, id), inArray(archives.status, from))).returning({ id: archives.id }).get()
+      return row !== undefined
+    })
+  }
+
+  /** How many archives of `kind` have one of `statuses`, over every site. */
+  countAll(kind: ArchiveKind, statuses: ArchiveStatus[]): number {
+    return this.store.db.select({ n: sql<number>`count(*)` }).from(archives)
+      .where(and(eq(archives.kind, kind), inArray(archives.status, statuses))).get()!.n
+  }
+
+  /**
+   * Archives `creating` or `restoring` that no queued or running job will move on: their job
+   * failed for good and the process stopped before its failure handler ran.
+   */
+  stranded(): ArchiveRow[] {
+    return this.store.db.select().from(archives)
+      .where(and(
+        inArray(archives.status, ['creating', 'restoring']),
+        sql`not exists (select 1 from ${jobs} where ${jobs.subjectId} = ${archives.id} and ${jobs.status} in ('queued', 'running'))`,
+      )).all()
+  }
+
+  remove(id: string): void {
+    this.store.write(() => {
+      this.store.db.delete(archives).where(eq(archives.id, id)).run()
+    })
+  }
+}
