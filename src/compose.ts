@@ -29,6 +29,7 @@ import { DockerRuntime } from './drivers/runtime/docker'
 import type { ContainerRuntime } from './drivers/runtime/types'
 import { JobRunner } from './jobs/runner'
 import { Reconciler } from './reconcile/reconciler'
+import { FilesService } from './api/files/service'
 import { EdgeMetrics } from './edge/metrics'
 import { eq } from 'drizzle-orm'
 import { settings } from './store/schema'
@@ -68,6 +69,8 @@ export interface Services {
   reconciler: Reconciler
   /** Requests, bytes and latency per site, counted by the edge proxy. */
   metrics: EdgeMetrics
+  /** The files API: sites' home folders, from the host. */
+  files: FilesService
 }
 
 export const databasePath = (config: Config) => join(config.server.dataDir, 'berth.db')
@@ -144,6 +147,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     directory: new SiteDirectory(store, sitesRepo, endpoints, runtime),
     reconciler: new Reconciler(sitesRepo, plans, runtime, endpoints, jobs, config, clock, log, reaper),
     metrics: new EdgeMetrics(),
+    files: new FilesService(sites, runtime),
   }
 }
 

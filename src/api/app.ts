@@ -12,6 +12,8 @@ import { statusRoutes } from './status/routes'
 import { checkoutRoutes } from './checkout/routes'
 import { payRoutes } from './pay/routes'
 import { siteRoutes } from './sites/routes'
+import { fileRoutes } from './files/routes'
+import { fileBodyLimit } from './files/limits'
 import { siteLifecycleRoutes } from './sites/lifecycle-routes'
 import { archiveRoutes } from './archives/routes'
 
@@ -30,6 +32,7 @@ export function createApp(s: Services) {
     .use(keyRoutes(plugins, s.keys))
     .use(checkoutRoutes(plugins, s.checkout, s.keys))
     .use(siteRoutes(plugins, s.sites))
+    .use(fileRoutes(plugins, s.files))
     .use(siteLifecycleRoutes(plugins, s.lifecycle))
     .use(archiveRoutes(plugins, s.archives))
 
@@ -39,7 +42,7 @@ export function createApp(s: Services) {
   // GET /plans/ and /auth/whoami/ (bench/, issue 2). Responses are still validated.
   const app: AnyElysia = new Elysia({ name: 'berth', normalize: false, encodeSchema: false })
     .use(envelope({ log: s.log, methodsFor: (path) => lookup(path) }))
-    .use(jsonBody(s.config.server.maxBodyBytes))
+    .use(jsonBody(s.config.server.maxBodyBytes, fileBodyLimit))
     .use(plugins)
     .use(api)
     .use(payRoutes(plugins, s.processor))

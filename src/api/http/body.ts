@@ -1,15 +1,21 @@
 import { Elysia } from 'elysia'
 import { BadRequestError, PayloadTooLargeError } from './errors'
 
+/** A larger body limit for the route at a path (the files API's write and upload), or none. */
+export type RouteBodyLimit = (path: string) => { bytes: number; param: string } | undefined
+
 /**
  * Parses every request body as JSON, whatever its Content-Type (agents often forget the header),
  * enforcing a byte limit before the body is read when Content-Length is given and while it is read
  * when it is chunked. An empty body is `{}`, so routes whose fields are all optional need none.
+ * `routeLimit` raises the limit for the few routes that carry file content; their 413 names
+ * the field that holds it.
  */
-export function jsonBody(limitBytes: number) {
-  return new Elysia({ name: 'json-body' }).onParse({ as: 'global' }, async ({ request }) => {
+export function jsonBody(limitBytes: number, routeLimit: RouteBodyLimit = () => undefined) {
+  return new Elysia({ name: 'json-body' }).onParse({ as: 'global' }, async ({ request, path }) => {
     if (request.method === 'GET' || request.method === 'HEAD' || request.method === 'OPTIONS') return
-    const text = await readLimited(request, limitBytes)
+    const route = routeLimit(path)
+    const text = await readLimited(request, route ? Math.max(route.bytes, limitBytes) : limitBytes, route?.param ?? null)
     if (text.trim() === '') return {}
     if (nestingDepth(text) > MAX_DEPTH) {
       throw new BadRequestError(`The body nests arrays or objects more than ${MAX_DEPTH} levels deep; no route takes anything near that.`)
@@ -22,11 +28,11 @@ export function jsonBody(limitBytes: number) {
   })
 }
 
-async function readLimited(request: Request, limit: number): Promise<string> {
+async function readLimited(request: Request, limit: number, param: string | null): Promise<string> {
   const declared = request.headers.get('content-length')
   if (declared !== null) {
     if (!/^\d+$/.test(declared)) throw new BadRequestError('Content-Length must be a whole number of bytes.')
-    if (Number(declared) > limit) throw tooLarge(`${declared} bytes`, limit)
+    if (Number(declared) > limit) throw tooLarge(`${declared} bytes`, limit, param)
     return request.text()
   }
   if (!request.body) return ''
@@ -39,7 +45,7 @@ async function readLimited(request: Request, limit: number): Promise<string> {
     size += value.byteLength
     if (size > limit) {
       await reader.cancel()
-      throw tooLarge(`over ${limit} bytes`, limit)
+      throw tooLarge(`over ${limit} bytes`, limit, param)
     }
     chunks.push(value)
   }
@@ -70,5 +76,5 @@ export function nestingDepth(text: string): number {
   return max
 }
 
-const tooLarge = (size: string, limit: number) =>
-  new PayloadTooLargeError(`The body is ${size}; this route accepts at most ${limit} bytes. Send a smaller body.`)
+const tooLarge = (size: string, limit: number, param: string | null) =>
+  new PayloadTooLargeError(`The body is ${size}; this route accepts at most ${limit} bytes. Send a smaller body.`, param)

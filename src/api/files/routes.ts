@@ -1,0 +1,55 @@
+import { Elysia } from 'elysia'
+import { ok } from '../http/schemas'
+import type { ApiPlugins } from '../plugins'
+import { SiteParams } from '../sites/model'
+import { DeletedEntry, FileContent, FileListing, ListQuery, PathBody, ReadQuery, UploadBody, WriteBody, WrittenEntry } from './model'
+import type { FilesService } from './service'
+
+const tags = ['Files']
+
+/** The files API (docs/api.md, "Files"): a site's home folder; GETs need read, POSTs write. */
+export const fileRoutes = (plugins: ApiPlugins, files: FilesService) =>
+  new Elysia({ name: 'file-routes' })
+    .use(plugins)
+    .get('/sites/:tenant_slug/files/', ({ principal, params, query }) => files.list(principal, params.tenant_slug, query.path), {
+      scope: 'read',
+      params: SiteParams,
+      query: ListQuery,
+      response: ok(FileListing),
+      detail: { tags, summary: "List a folder of the site's home", operationId: 'listFiles' },
+    })
+    .get('/sites/:tenant_slug/files/read/', ({ principal, params, query }) => files.read(principal, params.tenant_slug, query.path), {
+      scope: 'read',
+      params: SiteParams,
+      query: ReadQuery,
+      response: ok(FileContent),
+      detail: { tags, summary: 'Read a text file (UTF-8, at most 512 KB; 413 over it, 415 when not text)', operationId: 'readFile' },
+    })
+    .post('/sites/:tenant_slug/files/write/', ({ principal, params, body }) => files.write(principal, params.tenant_slug, body), {
+      scope: 'write',
+      params: SiteParams,
+      body: WriteBody,
+      response: ok(WrittenEntry),
+      detail: { tags, summary: 'Write or replace a text file (atomically; missing folders are created)', operationId: 'writeFile' },
+    })
+    .post('/sites/:tenant_slug/files/upload/', ({ principal, params, body }) => files.upload(principal, params.tenant_slug, body), {
+      scope: 'write',
+      params: SiteParams,
+      body: UploadBody,
+      response: ok(WrittenEntry),
+      detail: { tags, summary: 'Upload a binary file as base64 (at most 10 MiB decoded)', operationId: 'uploadFile' },
+    })
+    .post('/sites/:tenant_slug/files/mkdir/', ({ principal, params, body }) => files.mkdir(principal, params.tenant_slug, body), {
+      scope: 'write',
+      params: SiteParams,
+      body: PathBody,
+      response: ok(WrittenEntry),
+      detail: { tags, summary: 'Create a folder and any missing parents (an existing folder is no error)', operationId: 'makeDirectory' },
+    })
+    .post('/sites/:tenant_slug/files/delete/', ({ principal, params, body }) => files.delete(principal, params.tenant_slug, body), {
+      scope: 'write',
+      params: SiteParams,
+      body: PathBody,
+      response: ok(DeletedEntry),
+      detail: { tags, summary: 'Delete a file, or a folder with everything in it', operationId: 'deleteFile' },
+    })

@@ -1,0 +1,64 @@
+import { Database } from 'bun:sqlite'
+import Docker from 'dockerode'
+import { join } from 'node:path'
+import type { Berth } from './binary'
+
+/** Containers, volumes and networks of the sites a test's Berth made, through the Docker API. */
+export const docker = new Docker({ socketPath: '/var/run/docker.sock' })
+
+const instances = new WeakMap<Berth, string>()
+
+/**
+ * The Berth instance id (in the names and labels of everything it makes), read from its
+ * database once and remembered, so that it is still known after `dispose` removed the data.
+ */
+export function instanceOf(b: Berth): string | undefined {
+  if (!instances.has(b)) {
+    try {
+      const db = new Database(join(b.dataDir, 'berth.db'), { readonly: true })
+      const row = db.query("SELECT value FROM settings WHERE key = 'instance_id'").get() as { value: string } | null
+      db.close()
+      if (row) instances.set(b, row.value)
+    } catch {
+      // no database (yet, or any more)
+    }
+  }
+  return instances.get(b)
+}
+
+const siteFilter = (b: Berth, slug: string) => ({ label: [`dev.berth.instance=${instanceOf(b)}`, `dev.berth.site-slug=${slug}`] })
+
+/**
+ * Removes the containers, networks and volumes this test's Berth created. Call `instanceOf`
+ * while Berth runs, and this after it stopped (else reconciliation may start sites again).
+ */
+export async function removeInstanceSites(b: Berth | undefined) {
+  const instance = b && instanceOf(b)
+  if (!instance) return
+  const filters = { label: [`dev.berth.instance=${instance}`] }
+  for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
+  for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove().catch(() => {})
+  for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {})
+}
+
+/** The host folder of the site's home volume (what Berth's files API works on). */
+export async function hostHome(b: Berth, slug: string): Promise<string> {
+  const [volume] = (await docker.listVolumes({ filters: siteFilter(b, slug) })).Volumes ?? []
+  if (!volume) throw new Error(`no volume for ${slug}`)
+  return volume.Mountpoint
+}
+
+/**
+ * Runs a shell script in the site's container as the site user (uid 1000), in its home, as a
+ * tenant with a shell would; returns the exit code and the combined output.
+ */
+export async function siteShell(b: Berth, slug: string, script: string): Promise<{ code: number; output: string }> {
+  const [found] = await docker.listContainers({ filters: siteFilter(b, slug) })
+  if (!found) throw new Error(`no running container for ${slug}`)
+  const exec = await docker.getContainer(found.Id).exec({ Cmd: ['sh', '-c', script], User: '1000:1000', WorkingDir: '/home/site', AttachStdout: true, AttachStderr: true, Tty: true })
+  const stream = await exec.start({ Tty: true })
+  let output = ''
+  stream.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
+  await new Promise((done) => stream.on('end', done))
+  return { code: (await exec.inspect()).ExitCode ?? -1, output: output.replace(/\r\n/g, '\n') }
+}
