@@ -31,6 +31,12 @@ import { JobRunner } from './jobs/runner'
 import { Reconciler } from './reconcile/reconciler'
 import { FilesService } from './api/files/service'
 import { EdgeMetrics } from './edge/metrics'
+import { Deployer } from './api/deployments/deployer'
+import { DeploymentsRepository } from './api/deployments/repository'
+import { DEPLOY_JOB, DeploymentsService } from './api/deployments/service'
+import { LogsService } from './api/logs/service'
+import { MetricsRepository } from './api/metrics/repository'
+import { SiteMetricsService } from './api/metrics/service'
 import { eq } from 'drizzle-orm'
 import { settings } from './store/schema'
 import type { Config } from './config/config'
@@ -69,8 +75,13 @@ export interface Services {
   reconciler: Reconciler
   /** Requests, bytes and latency per site, counted by the edge proxy. */
   metrics: EdgeMetrics
+  /** Site logs, read from the volumes. */
+  logs: LogsService
   /** The files API: sites' home folders, from the host. */
   files: FilesService
+  deployments: DeploymentsService
+  /** Stored edge counts per site and day, and the containers' current resource use. */
+  siteMetrics: SiteMetricsService
 }
 
 export const databasePath = (config: Config) => join(config.server.dataDir, 'berth.db')
@@ -101,12 +112,15 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   const processor = new LocalProcessor(config.server.siteUrl, (ref) => checkout!.hostedSession(ref), () => clock.now())
   const billing = new BillingService(billingRepo, checkoutRepo, processor, clock, log)
   const provisioner = new Provisioner(sitesRepo, plans, runtime, endpoints, config, clock, log, (site, error) => billing.refundPurchaseOf(site, error))
+  const deploymentsRepo = new DeploymentsRepository(store)
+  const deployer = new Deployer(deploymentsRepo, sitesRepo, plans, runtime, clock, log)
   const archivesRepo = new ArchivesRepository(store)
   const archiveFiles = new LocalArchiveStore(config.archives.dir)
   const retention = new ArchiveRetention(archivesRepo, archiveFiles, log)
   const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, files: archiveFiles, runtime, sites: sitesRepo, plans, endpoints, config, clock, log, workDir: join(config.archives.dir, '.work') }
   const jobs = new JobRunner(store, clock, log, {
     [PROVISION_JOB]: provisioner,
+    [DEPLOY_JOB]: deployer,
     [CREATE_ARCHIVE_JOB]: new CreateArchiveJob(archiveWork),
     [RESTORE_ARCHIVE_JOB]: new RestoreArchiveJob(archiveWork),
   })
@@ -118,6 +132,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   // backups (rows and stored files); DNS records later likewise.
   const purgers: SiteDataPurger[] = [archives]
   const reaper = new SiteReaper(store, clock, sitesRepo, keysRepo, billingRepo, runtime, endpoints, purgers, log)
+  const edgeMetrics = new EdgeMetrics()
   return {
     config,
     clock,
@@ -146,8 +161,11 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     checkout,
     directory: new SiteDirectory(store, sitesRepo, endpoints, runtime),
     reconciler: new Reconciler(sitesRepo, plans, runtime, endpoints, jobs, config, clock, log, reaper),
-    metrics: new EdgeMetrics(),
+    metrics: edgeMetrics,
+    logs: new LogsService(sites, plans, runtime),
     files: new FilesService(sites, runtime),
+    deployments: new DeploymentsService(store, clock, deploymentsRepo, sites, jobs),
+    siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), edgeMetrics, sites, runtime, log),
   }
 }
 
@@ -164,12 +182,13 @@ function instanceIdOf(store: Store): string {
 
 /**
  * Periodic upkeep (every 30 s and on stop): flush key last-used times, prune rate-limit hits,
- * expire unpaid checkouts; queue due site backups and finish archive removals (in the
- * background: `maintain` never throws).
+ * expire unpaid checkouts, store the edge's traffic counts; queue due site backups and finish
+ * archive removals (in the background: `maintain` never throws).
  */
 export function runMaintenance(s: Services): void {
   s.keys.flushLastUsed()
   s.limiter.prune()
   s.checkout.expireOld()
+  s.siteMetrics.persist()
   void s.archives.maintain()
 }

@@ -12,8 +12,11 @@ import { statusRoutes } from './status/routes'
 import { checkoutRoutes } from './checkout/routes'
 import { payRoutes } from './pay/routes'
 import { siteRoutes } from './sites/routes'
+import { logRoutes } from './logs/routes'
 import { fileRoutes } from './files/routes'
 import { fileBodyLimit } from './files/limits'
+import { deploymentRoutes } from './deployments/routes'
+import { metricsRoutes } from './metrics/routes'
 import { siteLifecycleRoutes } from './sites/lifecycle-routes'
 import { archiveRoutes } from './archives/routes'
 
@@ -32,7 +35,10 @@ export function createApp(s: Services) {
     .use(keyRoutes(plugins, s.keys))
     .use(checkoutRoutes(plugins, s.checkout, s.keys))
     .use(siteRoutes(plugins, s.sites))
+    .use(logRoutes(plugins, s.logs))
     .use(fileRoutes(plugins, s.files))
+    .use(deploymentRoutes(plugins, s.deployments))
+    .use(metricsRoutes(plugins, s.siteMetrics))
     .use(siteLifecycleRoutes(plugins, s.lifecycle))
     .use(archiveRoutes(plugins, s.archives))
 

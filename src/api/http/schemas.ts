@@ -44,6 +44,17 @@ export const Nullable = <T extends TSchema>(s: T) => t.Union([s, t.Null()])
  */
 export const Query = <T extends TProperties>(properties: T) => t.Object(properties, { additionalProperties: false })
 
+/** Schema keyword naming a query parameter inside its own schema (see QueryInteger). */
+export const QUERY_PARAM = 'x-query-param'
+
+/**
+ * An integer query parameter. Elysia decodes it from the query string and then checks the number
+ * on its own, so a range error (`lines=0`) arrives without the parameter's path; the name stored
+ * in the schema lets validation.ts still answer `param: "lines"`.
+ */
+export const QueryInteger = (name: string, options: { minimum: number; maximum: number; default?: number; description?: string }) =>
+  t.Integer({ ...options, [QUERY_PARAM]: name })
+
 /**
  * A request body: unknown fields are refused with 422 naming the field, so a typo such as
  * `scope` for `scopes` fails loudly instead of being ignored.

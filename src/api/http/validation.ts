@@ -1,5 +1,6 @@
 import type { ValidationError as ElysiaValidationError } from 'elysia'
 import { ValidationError } from './errors'
+import { QUERY_PARAM } from './schemas'
 
 interface SchemaLike {
   type?: string
@@ -15,6 +16,7 @@ interface SchemaLike {
   items?: SchemaLike
   error?: string
   description?: string
+  [QUERY_PARAM]?: string
 }
 
 interface ValueErrorLike {
@@ -37,6 +39,8 @@ export function toValidationError(err: ElysiaValidationError): ValidationError {
   const paramSegments = segments.filter((s) => !isIndex(s))
   const param = paramSegments.length > 0 ? paramSegments.join('.') : null
   const label = segments.length > 0 ? segments.reduce((acc, s) => (isIndex(s) ? `${acc}[${s}]` : acc ? `${acc}.${s}` : s), '') : null
+  const named = first.schema?.[QUERY_PARAM]
+  if (label === null && named) return new ValidationError(named, describe(named, first.value, first.schema, 'query'))
   if (label === null) {
     const where = err.type === 'query' ? 'query string' : 'body'
     return new ValidationError(null, `The ${where} must be a JSON object${where === 'body' ? ' such as {"name": "..."}' : ''}.`)
@@ -49,7 +53,10 @@ export function toValidationError(err: ElysiaValidationError): ValidationError {
   return new ValidationError(param, describe(label, first.value, first.schema, err.type))
 }
 
-function describe(label: string, value: unknown, schema: SchemaLike, where: string): string {
+function describe(label: string, value: unknown, declared: SchemaLike, where: string): string {
+  // Elysia validates a query integer that is not a number (`lines=ten`) against its own union of
+  // "integer-like string" and the declared integer: describe the declared one.
+  const schema = declared.type === undefined ? declared.anyOf?.find((s) => s.type === 'integer' || s.type === 'number') ?? declared : declared
   const field = `${where === 'query' ? 'Query parameter' : where === 'params' ? 'Path parameter' : 'Field'} '${label}'`
   const got = value === undefined ? '' : ` (got ${preview(value)})`
   if (schema.error) return `${field} ${schema.error}${got}.`

@@ -1,9 +1,9 @@
-import { closeSync, fchmodSync, fchownSync, fstatSync, lstatSync, openSync, readdirSync, readSync, writeSync, type Stats } from 'node:fs'
+import { closeSync, constants, fchmodSync, fchownSync, fstatSync, openSync, readdirSync, readSync, writeSync, type Stats } from 'node:fs'
 import { FileError } from './errors'
 import { parsePath } from './path'
 import { removeTree } from './remove'
 import { asFileError, display, openBeneath } from './resolver'
-import { Errno, fdPath, mkdirat, O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_PATH, O_RDONLY, O_WRONLY, renameat, SyscallError, unlinkat, AT_REMOVEDIR } from './syscalls'
+import { AT_REMOVEDIR, Errno, fdPath, mkdirat, O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_PATH, O_RDONLY, O_WRONLY, renameat, statxAt, SyscallError, unlinkat, type EntryStat } from './syscalls'
 
 /** Owner of everything the API writes. */
 export interface FileOwner {
@@ -74,13 +74,17 @@ export class SiteHome {
     return this.withFd(names, O_PATH, (fd) => {
       const st = fstatSync(fd)
       if (!st.isDirectory()) throw new FileError('wrong_type', `'${display(names)}' is not a folder${st.isFile() ? '; read it with GET /sites/{slug}/files/read/?path=...' : ''}.`)
-      const dir = `${fdPath(fd)}/`
       const raw = (readdirSync(fdPath(fd), { encoding: 'buffer' }) as Buffer[]).sort(Buffer.compare)
       const entries: FileEntry[] = []
       for (const name of raw.slice(0, maxEntries)) {
-        // lstat through the fd's folder: the name's own symlink is never followed.
-        const entry = lstatSync(Buffer.concat([Buffer.from(dir), name]), { throwIfNoEntry: false })
-        if (entry) entries.push(entryOf([...names, name.toString('utf8')], entry))
+        let st: EntryStat
+        try {
+          st = statxAt(fd, name)
+        } catch (err) {
+          if (err instanceof SyscallError && err.errno === Errno.ENOENT) continue // removed meanwhile
+          throw err
+        }
+        entries.push(entryOf([...names, name.toString('utf8')], st))
       }
       return { path: names.join('/'), entries, truncated: raw.length > maxEntries }
     })
@@ -308,13 +312,15 @@ export class SiteHome {
 
 const TEXT = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
-function entryOf(names: string[], st: Stats): FileEntry {
+const TYPES: Record<number, EntryType> = { [constants.S_IFREG]: 'file', [constants.S_IFDIR]: 'dir', [constants.S_IFLNK]: 'symlink' }
+
+function entryOf(names: string[], st: EntryStat): FileEntry {
   return {
     name: names.at(-1) ?? '',
     path: names.join('/'),
-    type: st.isFile() ? 'file' : st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'symlink' : 'other',
+    type: TYPES[st.mode & constants.S_IFMT] ?? 'other',
     size: st.size,
-    modified_at: st.mtime.toISOString(),
+    modified_at: new Date(st.mtimeMs).toISOString(),
     mode: (st.mode & 0o7777).toString(8).padStart(4, '0'),
   }
 }

@@ -1,0 +1,47 @@
+import { afterAll, describe, expect, it } from 'vitest'
+import { inProcess } from '../../../test/helpers/in-process'
+
+/**
+ * Query validation and access of the site operation routes (logs, deploy, deployments, metrics),
+ * in-process: these answer before any container is involved. test/site-operations.e2e.test.ts
+ * covers what they return for real sites.
+ */
+const h = inProcess()
+afterAll(() => h.close())
+
+describe('site operation routes', () => {
+  it.each([
+    ['/logs/?lines=0', 'lines', /'lines' must be an integer from 1 to 500 \(got 0\)/],
+    ['/logs/?lines=501', 'lines', /from 1 to 500/],
+    ['/logs/?lines=2.5', 'lines', /integer/],
+    ['/logs/?type=debug', 'type', /one of error, access, php/],
+    [`/logs/?search=${'a'.repeat(201)}`, 'search', /at most 200 characters/],
+    ['/logs/?level=warn', 'level', /Unknown query parameter 'level'/],
+    ['/metrics/?days=0', 'days', /'days' must be an integer from 1 to 90 \(got 0\)/],
+    ['/metrics/?days=91', 'days', /from 1 to 90/],
+    ['/metrics/?days=x', 'days', /integer/],
+  ])('GET /sites/{slug}%s answers 422 naming the parameter', async (path, param, message) => {
+    const { key } = await h.register()
+    const res = await h.call('GET', `/api/v1/sites/some-site${path}`, { key })
+    expect(res.status).toBe(422)
+    expect(res.json.error).toMatchObject({ code: 'VALIDATION_ERROR', param })
+    expect(res.json.error.message).toMatch(message)
+  })
+
+  it.each([
+    ['GET', '/logs/'], ['GET', '/metrics/'], ['POST', '/deploy/'], ['GET', '/deployments/'], ['GET', `/deployments/${crypto.randomUUID()}/`],
+  ])('%s /sites/{unknown}%s answers 404', async (method, path) => {
+    const { key } = await h.register()
+    const res = await h.call(method, `/api/v1/sites/no-such-site${path}`, { key })
+    expect(res.status).toBe(404)
+    expect(res.json.error).toMatchObject({ code: 'NOT_FOUND', param: 'tenant_slug' })
+  })
+
+  it('needs a key, and a deployment id that is a UUID', async () => {
+    expect((await h.call('GET', '/api/v1/sites/x/logs/')).status).toBe(401)
+    const { key } = await h.register()
+    const res = await h.call('GET', '/api/v1/sites/some-site/deployments/42/', { key })
+    expect(res.status).toBe(422)
+    expect(res.json.error.param).toBe('deployment_id')
+  })
+})

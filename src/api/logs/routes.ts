@@ -1,0 +1,17 @@
+import { Elysia } from 'elysia'
+import { ok } from '../http/schemas'
+import type { ApiPlugins } from '../plugins'
+import { SiteParams } from '../sites/model'
+import { LogQuery, SiteLog } from './model'
+import type { LogsService } from './service'
+
+export const logRoutes = (plugins: ApiPlugins, logs: LogsService) =>
+  new Elysia({ name: 'log-routes' })
+    .use(plugins)
+    .get('/sites/:tenant_slug/logs/', ({ principal, params, query }) => logs.read(principal, params.tenant_slug, query), {
+      scope: 'read',
+      params: SiteParams,
+      query: LogQuery,
+      response: ok(SiteLog),
+      detail: { tags: ['Logs'], summary: "The newest lines of one of the site's logs", operationId: 'getSiteLogs' },
+    })

@@ -1,0 +1,17 @@
+import { Elysia } from 'elysia'
+import { ok } from '../http/schemas'
+import type { ApiPlugins } from '../plugins'
+import { SiteParams } from '../sites/model'
+import { MetricsQuery, SiteMetrics } from './model'
+import type { SiteMetricsService } from './service'
+
+export const metricsRoutes = (plugins: ApiPlugins, metrics: SiteMetricsService) =>
+  new Elysia({ name: 'metrics-routes' })
+    .use(plugins)
+    .get('/sites/:tenant_slug/metrics/', ({ principal, params, query }) => metrics.get(principal, params.tenant_slug, query.days), {
+      scope: 'read',
+      params: SiteParams,
+      query: MetricsQuery,
+      response: ok(SiteMetrics),
+      detail: { tags: ['Metrics'], summary: 'Traffic per UTC day (counted by the edge) and current resource use', operationId: 'getSiteMetrics' },
+    })
