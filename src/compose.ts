@@ -28,13 +28,18 @@ import { LocalProcessor } from './drivers/payments/local'
 import { DockerRuntime } from './drivers/runtime/docker'
 import type { ContainerRuntime } from './drivers/runtime/types'
 import { JobRunner } from './jobs/runner'
+import { ModulesService } from './api/modules/service'
+import { ClaimsRepository } from './api/claims/repository'
+import { ClaimsService } from './api/claims/service'
+import { SshService } from './api/ssh/service'
+import { recordOnlyModules } from './modules/catalog'
 import { Reconciler } from './reconcile/reconciler'
-import { FilesService } from './api/files/service'
 import { EdgeMetrics } from './edge/metrics'
 import { Deployer } from './api/deployments/deployer'
 import { DeploymentsRepository } from './api/deployments/repository'
 import { DEPLOY_JOB, DeploymentsService } from './api/deployments/service'
 import { LogsService } from './api/logs/service'
+import { FilesService } from './api/files/service'
 import { MetricsRepository } from './api/metrics/repository'
 import { SiteMetricsService } from './api/metrics/service'
 import { eq } from 'drizzle-orm'
@@ -64,6 +69,9 @@ export interface Services {
   runtime: ContainerRuntime
   jobs: JobRunner
   sites: SitesService
+  modules: ModulesService
+  claims: ClaimsService
+  ssh: SshService
   /** Scale, delete and restore of sites. */
   lifecycle: SiteLifecycle
   /** Removes sites whose deletion grace period has ended; run by each reconcile pass. */
@@ -101,10 +109,10 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   const keysRepo = new KeysRepository(store)
   const keys = new KeysService(keysRepo, store, clock, config.brand.prefix)
   const instanceId = instanceIdOf(store)
-  const runtime = opts.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, log })
+  const runtime = opts.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, log })
   const plans = new PlansService(plansRepo, store, config.brand.prefix)
   const accounts = new AccountsRepository(store)
-  const sitesRepo = new SitesRepository(store)
+  const sitesRepo = new SitesRepository(store, { planHasSsh: (slug) => plans.get(slug).features.ssh, range: config.ssh.portRange })
   const checkoutRepo = new CheckoutRepository(store)
   const billingRepo = new BillingRepository(store)
   const endpoints = new SiteEndpoints()
@@ -155,6 +163,9 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     runtime,
     jobs,
     sites,
+    modules: new ModulesService(store, clock, log, sites, plans, recordOnlyModules()),
+    ssh: new SshService(config, sites, plans, runtime),
+    claims: new ClaimsService(store, clock, log, new ClaimsRepository(store), sitesRepo, keys, runtime, config.brand.prefix),
     lifecycle,
     reaper,
     archives,

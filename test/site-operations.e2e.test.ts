@@ -1,33 +1,25 @@
-import { Database } from 'bun:sqlite'
-import Docker from 'dockerode'
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api, startBerth, type Berth } from './helpers/binary'
 import { buyDirect, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
+import { instanceOf, removeInstanceSites, siteShell as shell } from './helpers/sites'
 
 /**
  * Logs, deploy and metrics of purchased sites (issue 4 items 2, 3, 5), on the compiled binary and
  * a real Docker engine: a shared site (berth/static) and a vps site (berth/php). Files are put in
  * the sites' homes with `docker exec` as the site user, as an agent with SSH would.
  */
-const docker = new Docker({ socketPath: '/var/run/docker.sock' })
-
 let berth: Berth
-/** The installation's id, in the labels of everything it creates in Docker. */
-let instance: string
 let shared: { slug: string; key: string }
 let vps: { slug: string; key: string }
 
 beforeAll(async () => {
   berth = await startBerth({ env: { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour' } })
-  const db = new Database(join(berth.dataDir, 'berth.db'), { readonly: true })
-  instance = (db.query("SELECT value FROM settings WHERE key = 'instance_id'").get() as { value: string }).value
-  db.close()
+  instanceOf(berth)
   ;[shared, vps] = await Promise.all([buy('svc_starter_monthly', 'ops-static'), buy('svc_business_monthly', 'ops-php')])
 }, 120_000)
 afterAll(async () => {
   await berth?.dispose()
-  if (instance) await removeInstanceSites(instance)
+  await removeInstanceSites(berth)
 })
 
 async function buy(sku: string, stem: string) {
@@ -37,24 +29,8 @@ async function buy(sku: string, stem: string) {
   return { slug, key: data.api_key as string }
 }
 
-/** Removes the containers, networks and volumes this test's Berth created. */
-async function removeInstanceSites(instance: string) {
-  const filters = { label: [`dev.berth.instance=${instance}`] }
-  for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
-  for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove().catch(() => {})
-  for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {})
-}
-
 /** Runs a shell script in the site's container as the site user, in its home; returns the exit code. */
-async function siteShell(slug: string, script: string): Promise<number> {
-  const [found] = await docker.listContainers({ filters: { label: [`dev.berth.instance=${instance}`, `dev.berth.site-slug=${slug}`] } })
-  if (!found) throw new Error(`no running container for ${slug}`)
-  const exec = await docker.getContainer(found.Id).exec({ Cmd: ['sh', '-c', script], User: '1000:1000', WorkingDir: '/home/site', AttachStdout: true, AttachStderr: true })
-  const stream = await exec.start({ hijack: true, stdin: false })
-  stream.resume()
-  await new Promise((done) => stream.on('end', done))
-  return (await exec.inspect()).ExitCode ?? -1
-}
+const siteShell = async (slug: string, script: string) => (await shell(berth, slug, script)).code
 
 const logs = (site: { slug: string; key: string }, query: string) => api(berth.url, 'GET', `/sites/${site.slug}/logs/?${query}`, { key: site.key })
 

@@ -12,6 +12,9 @@ import { statusRoutes } from './status/routes'
 import { checkoutRoutes } from './checkout/routes'
 import { payRoutes } from './pay/routes'
 import { siteRoutes } from './sites/routes'
+import { moduleRoutes } from './modules/routes'
+import { claimRoutes } from './claims/routes'
+import { sshRoutes } from './ssh/routes'
 import { logRoutes } from './logs/routes'
 import { fileRoutes } from './files/routes'
 import { fileBodyLimit } from './files/limits'
@@ -35,6 +38,9 @@ export function createApp(s: Services) {
     .use(keyRoutes(plugins, s.keys))
     .use(checkoutRoutes(plugins, s.checkout, s.keys))
     .use(siteRoutes(plugins, s.sites))
+    .use(moduleRoutes(plugins, s.modules))
+    .use(claimRoutes(plugins, s.claims))
+    .use(sshRoutes(plugins, s.ssh))
     .use(logRoutes(plugins, s.logs))
     .use(fileRoutes(plugins, s.files))
     .use(deploymentRoutes(plugins, s.deployments))

@@ -31,6 +31,13 @@ export interface Config {
     pidsLimit: number
     reconcileSeconds: number
   }
+  /** SSH into vps and dedicated sites. */
+  ssh: {
+    /** Host name shown to agents. */
+    host: string
+    listenAddress: string
+    portRange: { first: number; last: number }
+  }
   /** Snapshots and backups of sites' files. */
   archives: {
     store: 'local'
@@ -182,6 +189,11 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       },
       pidsLimit: get<number>('containers.pids_limit'),
       reconcileSeconds: get<number>('containers.reconcile_seconds'),
+    },
+    ssh: {
+      host: get<string>('ssh.host') || new URL(siteUrl).hostname,
+      listenAddress: get<string>('ssh.listen_address'),
+      portRange: (([first, last]) => ({ first: first!, last: last! }))(get<string>('ssh.port_range').split('-').map(Number)),
     },
     archives: {
       store: get<'local'>('archives.store'),

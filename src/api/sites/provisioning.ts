@@ -23,6 +23,7 @@ export function siteSpec(site: SiteRow, plans: PlansService, config: Config): Si
     cpuCores: plan.features.cpu_cores,
     pidsLimit: config.containers.pidsLimit,
     diskGb: plan.features.disk_gb,
+    sshPort: plan.features.ssh ? site.sshPort : null,
   }
 }
 

@@ -4,14 +4,44 @@ import type { Store } from '../../store/store'
 
 export type SiteStatus = 'provisioning' | 'active' | 'suspended' | 'pending_deletion' | 'deleted' | 'failed'
 
+/** Which plans give their sites SSH, and the host ports to hand out (config `ssh.port_range`). */
+export interface SshPortPolicy {
+  planHasSsh(planSlug: string): boolean
+  range: { first: number; last: number }
+}
+
 /** Site records: the desired state that the reconciler makes Docker match. */
 export class SitesRepository {
-  constructor(private store: Store) {}
+  constructor(private store: Store, private ssh: SshPortPolicy | null = null) {}
 
   insert(row: { id: string; accountId: string; subscriptionId: string | null; slug: string; planSlug: string; createdAt: number }): SiteRow {
-    return this.store.write(() =>
-      this.store.db.insert(sites).values({ ...row, status: 'provisioning', updatedAt: row.createdAt }).returning().get(),
-    )
+    return this.store.write(() => {
+      const site = this.store.db.insert(sites).values({ ...row, status: 'provisioning', updatedAt: row.createdAt }).returning().get()
+      this.assignSshPorts()
+      return this.find(site.id)!
+    })
+  }
+
+  /**
+   * Gives every live site whose plan has SSH and that has no port yet the lowest free port of the
+   * range, in one transaction (the unique index is the last word). A site keeps its port for
+   * life, across restarts, recreations and plan changes. Throws when the range is used up.
+   */
+  assignSshPorts(): void {
+    const policy = this.ssh
+    if (!policy) return
+    this.store.write(() => {
+      const live = this.store.db.select({ id: sites.id, planSlug: sites.planSlug, sshPort: sites.sshPort }).from(sites).where(ne(sites.status, 'deleted')).all()
+      const used = new Set(live.map((s) => s.sshPort).filter((p) => p !== null))
+      let next = policy.range.first
+      for (const site of live) {
+        if (site.sshPort !== null || !policy.planHasSsh(site.planSlug)) continue
+        while (used.has(next)) next++
+        if (next > policy.range.last) throw new Error(`No SSH port left in ${policy.range.first}-${policy.range.last} (ssh.port_range); widen the range.`)
+        this.store.db.update(sites).set({ sshPort: next }).where(eq(sites.id, site.id)).run()
+        used.add(next)
+      }
+    })
   }
 
   find(id: string): SiteRow | undefined {
@@ -54,6 +84,7 @@ export class SitesRepository {
     if (ids.length === 0) return
     this.store.write(() => {
       this.store.db.update(sites).set({ planSlug, updatedAt: at }).where(inArray(sites.id, ids)).run()
+      this.assignSshPorts()
     })
   }
 

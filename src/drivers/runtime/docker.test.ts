@@ -26,7 +26,7 @@ const neighbour = new DockerRuntime({ socketPath: SOCKET, instanceId: neighbourI
 
 function spec(slug: string, over: Partial<SiteSpec> = {}): SiteSpec {
   const hostingType: HostingType = over.image === IMAGES.php ? 'vps' : 'shared'
-  return { siteId: `id-${slug}`, slug, hostingType, image: IMAGES.static, memoryMb: 128, cpuCores: 0.5, pidsLimit: 64, diskGb: 1, ...over }
+  return { siteId: `id-${slug}`, slug, hostingType, image: IMAGES.static, memoryMb: 128, cpuCores: 0.5, pidsLimit: 64, diskGb: 1, sshPort: null, ...over }
 }
 
 /** Polls (every 5 ms) until the site's web server answers; returns the answer and the wait. */

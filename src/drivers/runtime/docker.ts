@@ -21,6 +21,8 @@ export interface DockerRuntimeOptions {
   subnetPool: string
   /** Process limit used when a spec carries none. */
   pidsLimit: number
+  /** Host address SSH ports are published on; default 0.0.0.0. */
+  sshListenAddress?: string
   log: Logger
 }
 
@@ -233,7 +235,7 @@ export class DockerRuntime implements ContainerRuntime {
     const [subnet] = await Promise.all([this.networks.ensure(names.network, labels), this.ensureVolume(names, labels)])
     const address = siteAddresses(subnet).container
     const readonlyRootfs = image.Config?.Labels?.[LABEL.rootfs] !== 'writable'
-    const container = await this.docker.createContainer(containerOptions({ instanceId: this.opts.instanceId, spec, names, address, readonlyRootfs }))
+    const container = await this.docker.createContainer(containerOptions({ instanceId: this.opts.instanceId, spec, names, address, readonlyRootfs, sshListenAddress: this.opts.sshListenAddress ?? '0.0.0.0' }))
     await container.start()
     this.opts.log.debug('started site container', { site: spec.slug, container: container.id, address })
     return { containerId: container.id, address, port: SITE_PORT }

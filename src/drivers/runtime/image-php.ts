@@ -90,6 +90,35 @@ php_admin_value[sys_temp_dir] = /tmp
 `
 
 /**
+ * sshd as the site user (vps and dedicated plans; design.md "Containers"): public keys only, one
+ * user, on 2222 inside the container (Berth publishes it on a host port). Run unprivileged, sshd
+ * skips privilege separation and can only log in its own user, which is all a site needs. The
+ * host key lives in the site's home, so it survives the container being recreated.
+ */
+export const SSHD_CONF = `# sshd of berth/php; runs as uid 1000 when the site's plan has SSH (BERTH_SSH=1).
+Port 2222
+HostKey /home/site/.ssh/host/ssh_host_ed25519_key
+PidFile /tmp/sshd.pid
+AllowUsers site
+PermitRootLogin no
+PubkeyAuthentication yes
+AuthorizedKeysFile .ssh/authorized_keys
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+AuthenticationMethods publickey
+UsePAM no
+StrictModes yes
+PermitUserEnvironment no
+X11Forwarding no
+AllowAgentForwarding no
+AllowTcpForwarding no
+PermitTunnel no
+PrintMotd no
+PrintLastLog no
+Subsystem sftp internal-sftp
+`
+
+/**
  * Starts PHP-FPM and nginx as the site user under docker-init. The container ends when either
  * exits, so Docker's restart policy brings the pair back together; SIGTERM from docker stop is
  * passed to both. nginx waits (at most 3 s) for PHP-FPM's socket. Workers are sized from the memory limit at about 40 MB each.
@@ -105,6 +134,12 @@ if [[ $limit =~ ^[0-9]+$ ]]; then
   (( children > 32 )) && children=32
 fi
 export PHP_FPM_MAX_CHILDREN=$children
+if [[ -n \${BERTH_SSH:-} ]]; then
+  # StrictModes wants ~/.ssh private to the user; the host key is made once, on the volume.
+  mkdir -p /home/site/.ssh/host && chmod 700 /home/site/.ssh /home/site/.ssh/host
+  [[ -s /home/site/.ssh/host/ssh_host_ed25519_key ]] || ssh-keygen -q -t ed25519 -N '' -C 'site host key' -f /home/site/.ssh/host/ssh_host_ed25519_key
+  /usr/sbin/sshd -D -e -f /etc/berth/sshd_config 2>>/home/site/logs/ssh.log &
+fi
 php-fpm --nodaemonize --fpm-config /etc/berth/php-fpm.conf &
 # nginx starts once PHP-FPM listens, so the first request does not meet a 502.
 for _ in $(seq 300); do [[ -S /tmp/php-fpm.sock ]] && break; sleep 0.01; done
@@ -122,12 +157,13 @@ export function phpDockerfile(baseTag: string): string {
   return `FROM ${baseTag}
 RUN groupadd --gid 1000 site \\
  && useradd --uid 1000 --gid 1000 --home-dir /home/site --no-create-home --shell /bin/bash site \\
+ && usermod -p '*' site \\
  && ln -s "$(ls /usr/sbin/php-fpm* | head -n 1)" /usr/local/sbin/php-fpm
 ADD rootfs.tar /
 ENV HOME=/home/site
 USER 1000:1000
 WORKDIR /home/site
-EXPOSE 8080
+EXPOSE 8080 2222
 CMD ["/usr/local/bin/berth-start"]
 `
 }
@@ -138,6 +174,7 @@ export function phpContext(baseTag: string): Uint8Array {
     { type: 'dir', path: 'etc/berth', mode: 0o755 },
     { type: 'file', path: 'etc/berth/nginx.conf', data: NGINX_CONF },
     { type: 'file', path: 'etc/berth/php-fpm.conf', data: PHP_FPM_CONF },
+    { type: 'file', path: 'etc/berth/sshd_config', data: SSHD_CONF },
     { type: 'file', path: 'usr/local/bin/berth-start', data: START, mode: 0o755 },
     { type: 'dir', path: 'home/site', mode: 0o755, ...SITE },
     { type: 'dir', path: 'home/site/public', mode: 0o755, ...SITE },

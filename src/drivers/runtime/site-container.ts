@@ -16,6 +16,8 @@ export const LABEL = {
 
 /** The web server of every site image listens here, unprivileged. */
 export const SITE_PORT = 8080
+/** The sshd of SSH-enabled sites listens here inside the container, unprivileged. */
+export const SSH_PORT = 2222
 /** The site user's home, on the site's volume; the web root is `public/` inside it. */
 export const SITE_HOME = '/home/site'
 /** The unprivileged `site` user (and group) every site image defines. */
@@ -54,8 +56,8 @@ export function siteFilter(instanceId: string, slug: string): { label: string[] 
  * yet (overlay2 on ext4 has no per-container quota), so a change must not recreate anything.
  */
 export function specHash(spec: SiteSpec): string {
-  const { image, hostingType, memoryMb, cpuCores, pidsLimit } = spec
-  const text = JSON.stringify({ v: DEFINITION_VERSION, image, hostingType, memoryMb, cpuCores, pidsLimit })
+  const { image, hostingType, memoryMb, cpuCores, pidsLimit, sshPort } = spec
+  const text = JSON.stringify({ v: DEFINITION_VERSION, image, hostingType, memoryMb, cpuCores, pidsLimit, ...(sshPort ? { sshPort } : {}) })
   return createHash('sha256').update(text).digest('hex').slice(0, 16)
 }
 
@@ -67,6 +69,8 @@ export interface ContainerPlan {
   address: string
   /** False for images labelled `dev.berth.rootfs=writable`. */
   readonlyRootfs: boolean
+  /** Host address the SSH port is published on (config `ssh.listen_address`). */
+  sshListenAddress: string
 }
 
 /**
@@ -83,10 +87,13 @@ export function containerOptions(plan: ContainerPlan): Docker.ContainerCreateOpt
     Hostname: spec.slug.slice(0, 63),
     User: SITE_USER,
     WorkingDir: SITE_HOME,
-    Env: [`HOME=${SITE_HOME}`],
+    // BERTH_SSH tells the image's start script to run sshd (berth/php does; berth/static has none).
+    Env: [`HOME=${SITE_HOME}`, ...(spec.sshPort ? ['BERTH_SSH=1'] : [])],
     Labels: { ...siteLabels(plan.instanceId, spec), [LABEL.spec]: specHash(spec) },
-    ExposedPorts: { [`${SITE_PORT}/tcp`]: {} },
+    ExposedPorts: { [`${SITE_PORT}/tcp`]: {}, ...(spec.sshPort ? { [`${SSH_PORT}/tcp`]: {} } : {}) },
     HostConfig: {
+      // Only sshd is published on the host; the web server is reached through the edge alone.
+      ...(spec.sshPort ? { PortBindings: { [`${SSH_PORT}/tcp`]: [{ HostIp: plan.sshListenAddress, HostPort: String(spec.sshPort) }] } } : {}),
       NetworkMode: names.network,
       Mounts: [{ Type: 'volume', Source: names.volume, Target: SITE_HOME }],
       // docker-init as PID 1 forwards SIGTERM and reaps, so a stop takes milliseconds.

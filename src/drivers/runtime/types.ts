@@ -12,6 +12,8 @@ export interface SiteSpec {
   /** Maximum number of processes in the container. */
   pidsLimit: number
   diskGb: number
+  /** Host port published for the site's sshd (vps and dedicated), or null for no SSH. */
+  sshPort: number | null
 }
 
 /** Where the edge proxy reaches a running site. */
