@@ -67,7 +67,7 @@ async function main() {
     for (let r = 0; r < ROUNDS; r++) {
       rounds.push(await round(berth, slug, key, home, dataDir))
       const x = rounds.at(-1)!
-      console.log(`round ${r + 1}/${ROUNDS}: snapshot ${ms(x.snapshotMs)} (frozen ${ms(x.frozenMs)}), restore ${ms(x.restoreMs)} (down ${ms(x.downMs)}), reference tar+zstd ${ms(x.refSnapshotMs)} / unzstd+tar ${ms(x.refRestoreMs)}; latency p50 ${ms(x.before.p50)} → ${ms(x.during.p50)}, p99 ${ms(x.before.p99)} → ${ms(x.during.p99)}`)
+      console.log(`round ${r + 1}/${ROUNDS}: snapshot ${ms(x.snapshotMs)} (frozen ${ms(x.frozenMs)}), restore ${ms(x.restoreMs)} (down ${ms(x.downMs)}), reference tar+zstd ${ms(x.refSnapshotMs)} / unzstd+tar ${ms(x.refRestoreMs)}; latency p50 ${x.before.p50.toFixed(2)} → ${x.during.p50.toFixed(2)} ms, p99 ${x.before.p99.toFixed(2)} → ${x.during.p99.toFixed(2)} ms, max ${ms(x.before.max)} → ${ms(x.during.max)}`)
     }
     const cpuAfter = readCpuTimes()
     report(rounds, { loadBefore, loadAfter: loadavg(), contention: contention(cpuBefore, cpuAfter, 0) })
@@ -81,6 +81,7 @@ async function main() {
 interface Latency {
   p50: number
   p99: number
+  max: number
   count: number
   errors: number
 }
@@ -163,7 +164,7 @@ function loadGenerator(berth: Berth, slug: string) {
   const loops = Array.from({ length: CLIENTS }, loop)
   return {
     take(): Latency {
-      const figures = { p50: percentile(samples, 50), p99: percentile(samples, 99), count: samples.length, errors }
+      const figures = { p50: percentile(samples, 50), p99: percentile(samples, 99), max: Math.max(...samples), count: samples.length, errors }
       samples = []
       errors = 0
       return figures
@@ -191,15 +192,15 @@ function report(rounds: Round[], machine: { loadBefore: number[]; loadAfter: num
     reference_restore_ms: Math.round(m((r) => r.refRestoreMs)),
     snapshot_vs_reference: +(m((r) => r.snapshotMs) / m((r) => r.refSnapshotMs)).toFixed(2),
     restore_vs_reference: +(m((r) => r.restoreMs) / m((r) => r.refRestoreMs)).toFixed(2),
-    latency_before: { p50_ms: +m((r) => r.before.p50).toFixed(2), p99_ms: +m((r) => r.before.p99).toFixed(2), requests: m((r) => r.before.count) },
-    latency_during: { p50_ms: +m((r) => r.during.p50).toFixed(2), p99_ms: +m((r) => r.during.p99).toFixed(2), requests: m((r) => r.during.count), errors: rounds.reduce((n, r) => n + r.during.errors, 0) },
+    latency_before: { p50_ms: +m((r) => r.before.p50).toFixed(2), p99_ms: +m((r) => r.before.p99).toFixed(2), max_ms: +m((r) => r.before.max).toFixed(1), requests: m((r) => r.before.count) },
+    latency_during: { p50_ms: +m((r) => r.during.p50).toFixed(2), p99_ms: +m((r) => r.during.p99).toFixed(2), max_ms: +m((r) => r.during.max).toFixed(1), requests: m((r) => r.during.count), errors: rounds.reduce((n, r) => n + r.during.errors, 0) },
     p50_ratio: +(m((r) => r.during.p50 / r.before.p50)).toFixed(2),
     p99_ratio: +(m((r) => r.during.p99 / r.before.p99)).toFixed(2),
   }
   console.log(`\nSnapshots of a vps site, ${FILES} files, ${(FILES * FILE_BYTES / 2 ** 20).toFixed(0)} MiB of random bytes (median of ${rounds.length} rounds)`)
   console.log(`  snapshot   ${ms(figures.snapshot_ms)} to ready, site frozen ${ms(figures.frozen_ms)}; reference tar|zstd ${ms(figures.reference_snapshot_ms)} (${figures.snapshot_vs_reference}x)`)
   console.log(`  restore    ${ms(figures.restore_ms)} to ready (site answering), frozen or down ${ms(figures.restore_down_ms)}; reference zstd -d|tar -x ${ms(figures.reference_restore_ms)} (${figures.restore_vs_reference}x)`)
-  console.log(`  latency    before p50 ${figures.latency_before.p50_ms} ms p99 ${figures.latency_before.p99_ms} ms; during p50 ${figures.latency_during.p50_ms} ms p99 ${figures.latency_during.p99_ms} ms; ratio p50 ${figures.p50_ratio}x p99 ${figures.p99_ratio}x (${figures.latency_during.errors} errors)`)
+  console.log(`  latency    before p50 ${figures.latency_before.p50_ms} ms p99 ${figures.latency_before.p99_ms} ms max ${figures.latency_before.max_ms} ms; during p50 ${figures.latency_during.p50_ms} ms p99 ${figures.latency_during.p99_ms} ms max ${figures.latency_during.max_ms} ms; ratio p50 ${figures.p50_ratio}x p99 ${figures.p99_ratio}x (${figures.latency_during.requests} requests during, ${figures.latency_during.errors} errors)`)
   console.log(`  machine    ${figures.machine.cpus} CPUs, load ${figures.machine.loadavg_before.join(' ')} → ${figures.machine.loadavg_after.join(' ')}, steal ${figures.machine.steal_percent}%, other processes ${figures.machine.others_percent_of_cpu}% of all CPU (ours included in "other": Berth, Docker, tar)`)
   if (JSON_OUT) console.log(JSON.stringify(figures, null, 2))
 }
@@ -211,7 +212,8 @@ async function start(binary: string, dataDir: string): Promise<Berth> {
   const url = `http://127.0.0.1:${port}`
   const logFile = join(dataDir, 'berth.log')
   const proc = track(spawn([binary, 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir, '--site-url', url], {
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root' },
+    // SSH ports of its own: other Berths (test suites) may share the engine.
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', BERTH_SSH_PORT_RANGE: `${port + 1}-${port + 20}` },
     stdout: Bun.file(logFile),
     stderr: Bun.file(`${logFile}.err`),
   }))

@@ -16,7 +16,9 @@ const scratch = mkdtempSync(join(tmpdir(), 'berth-archives-e2e-'))
 
 let berth: Berth
 beforeAll(async () => {
-  berth = await startBerth({ env: { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour', BERTH_RATE_LIMITS_REGISTER: '100/hour', BERTH_CONTAINERS_RECONCILE_SECONDS: '2' } })
+  // SSH ports of vps sites from a range of their own: other suites' Berths share the engine.
+  const sshBase = 20_000 + Math.floor(Math.random() * 400) * 100
+  berth = await startBerth({ env: { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour', BERTH_RATE_LIMITS_REGISTER: '100/hour', BERTH_CONTAINERS_RECONCILE_SECONDS: '2', BERTH_SSH_PORT_RANGE: `${sshBase}-${sshBase + 99}` } })
 }, 60_000)
 afterAll(async () => {
   await berth?.dispose()

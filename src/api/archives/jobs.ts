@@ -63,14 +63,16 @@ export class CreateArchiveJob implements JobHandler {
       const counts = await scanTar(tarFile)
       await compressFile(tarFile, zstFile)
       await rm(tarFile, { force: true })
+      const compressedAt = performance.now()
       const { sizeBytes } = await this.d.files.put(row.storageKey!, zstFile)
+      const storeMs = Math.round(performance.now() - compressedAt)
       const ready = this.d.repo.transition(id, ['creating'], { status: 'ready', sizeBytes, fileCount: counts.files, completedAt: this.d.clock.now(), error: null })
       if (!ready) {
         // Deleted meanwhile (the site's archives removed by the reaper): drop what was made.
         await this.d.files.delete(row.storageKey!)
         return
       }
-      this.d.log.info('archive ready', { site: site.slug, archive: id, kind: row.kind, files: counts.files, bytes: counts.bytes, stored_bytes: sizeBytes, frozen_ms: frozenMs, ms: Math.round(performance.now() - started) })
+      this.d.log.info('archive ready', { site: site.slug, archive: id, kind: row.kind, files: counts.files, bytes: counts.bytes, stored_bytes: sizeBytes, frozen_ms: frozenMs, compress_ms: Math.round(compressedAt - started) - frozenMs, store_ms: storeMs, ms: Math.round(performance.now() - started) })
       if (row.kind === 'backup') await this.d.retention.pruneBackups(site.id, this.d.config.archives.backupsKept)
     } finally {
       await Promise.all([rm(tarFile, { force: true }), rm(zstFile, { force: true })])
@@ -119,10 +121,12 @@ export class RestoreArchiveJob implements JobHandler {
       const home = await this.d.runtime.homePath(site.slug)
       const downAt = performance.now()
       await this.d.runtime.withSitePaused(site.slug, () => replaceHome(home, tarFile))
+      const extractedAt = performance.now()
       await this.d.runtime.stopSite(site.slug)
       await this.startAgain(site)
       this.d.repo.transition(id, ['restoring'], { status: 'ready', restoredAt: this.d.clock.now(), error: null })
-      this.d.log.info('archive restored', { site: site.slug, archive: id, kind: row.kind, down_ms: Math.round(performance.now() - downAt), ms: Math.round(performance.now() - started) })
+      const done = performance.now()
+      this.d.log.info('archive restored', { site: site.slug, archive: id, kind: row.kind, fetch_ms: Math.round(downAt - started), frozen_ms: Math.round(extractedAt - downAt), restart_ms: Math.round(done - extractedAt), down_ms: Math.round(done - downAt), ms: Math.round(done - started) })
     } finally {
       await Promise.all([rm(tarFile, { force: true }), rm(zstFile, { force: true })])
     }
