@@ -112,7 +112,11 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   const runtime = opts.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, log })
   const plans = new PlansService(plansRepo, store, config.brand.prefix)
   const accounts = new AccountsRepository(store)
-  const sitesRepo = new SitesRepository(store, { planHasSsh: (slug) => plans.get(slug).features.ssh, range: config.ssh.portRange })
+  const sitesRepo = new SitesRepository(store, {
+    planHasSsh: (slug) => plans.get(slug).features.ssh,
+    range: config.ssh.portRange,
+    isFree: (port) => hostPortFree(config.ssh.listenAddress, port),
+  })
   const checkoutRepo = new CheckoutRepository(store)
   const billingRepo = new BillingRepository(store)
   const endpoints = new SiteEndpoints()
@@ -177,6 +181,19 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     files: new FilesService(sites, runtime),
     deployments: new DeploymentsService(store, clock, deploymentsRepo, sites, jobs),
     siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), edgeMetrics, sites, runtime, log),
+  }
+}
+
+/**
+ * True when nothing listens on the host port: a probe bind, closed at once. Docker's userland
+ * proxy binds every published port, so ports of other engines' users show as taken too.
+ */
+function hostPortFree(address: string, port: number): boolean {
+  try {
+    Bun.listen({ hostname: address, port, socket: { data() {} } }).stop(true)
+    return true
+  } catch {
+    return false
   }
 }
 

@@ -5,6 +5,7 @@ import { chromium } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api, startBerth, type Berth } from './helpers/binary'
 import { buyDirect, readyCheckout, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
+import { instanceOf, removeInstanceSites } from './helpers/sites'
 
 /**
  * Buying a site end to end on the compiled binary, a real Docker engine and a real Chromium:
@@ -17,22 +18,12 @@ let berth: Berth
 beforeAll(async () => {
   // Many purchases from one address: the 10/hour checkout limit has its own test below, on its own instance.
   berth = await startBerth({ env: { BERTH_CONTAINERS_RECONCILE_SECONDS: '2', BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour' } })
+  instanceOf(berth)
 }, 60_000)
 afterAll(async () => {
   await berth?.dispose()
   await removeInstanceSites(berth)
 })
-
-/** Removes the containers, networks and volumes this test's Berth created. */
-export async function removeInstanceSites(b: Berth | undefined) {
-  if (!b) return
-  const instance = /"instance":"([0-9a-f]+)"/.exec(b.output())?.[1]
-  const filters = { label: instance ? [`dev.berth.instance=${instance}`] : [`dev.berth.managed=true`] }
-  if (!instance) return
-  for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
-  for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove().catch(() => {})
-  for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {})
-}
 
 describe('buying a site', () => {
   it('direct purchase with pm_card_visa: 201 with api_key, the page answers through the edge, and the site is listed', async () => {
@@ -218,6 +209,7 @@ describe('buying a site', () => {
 describe('resilience of provisioning', () => {
   it('kill -9 while a site is provisioning: after a restart there is exactly one site, and it ends active', async () => {
     const b = await startBerth()
+    instanceOf(b)
     try {
       const slug = uniqueSlug('crash')
       const { data } = await buyDirect(b.url, { slug })

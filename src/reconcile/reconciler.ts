@@ -1,5 +1,5 @@
 import type { Config } from '../config/config'
-import type { ContainerRuntime } from '../drivers/runtime/types'
+import { HostPortTakenError, type ContainerRuntime } from '../drivers/runtime/types'
 import type { JobRunner } from '../jobs/runner'
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../lib/logger'
@@ -53,12 +53,19 @@ export class Reconciler {
     const reaped = await this.reaper.reap()
     report.reaped = reaped.reaped
     report.errors.push(...reaped.errors)
+    // A plan change or a wider ssh.port_range may have left an SSH site without its port.
+    try {
+      this.sites.assignSshPorts()
+    } catch (err) {
+      report.errors.push((err as Error).message)
+    }
     const active = this.sites.listWithStatus(['active'])
     await Promise.all(active.map(async (site) => {
       try {
         this.endpoints.set(site.slug, await this.runtime.ensureSite(siteSpec(site, this.plans, this.config)))
         report.ensured++
       } catch (err) {
+        if (err instanceof HostPortTakenError) this.sites.replaceSshPort(site.id, err.port)
         report.errors.push(`${site.slug}: ${(err as Error).message}`)
       }
     }))

@@ -1,5 +1,5 @@
 import type { Config } from '../../config/config'
-import type { ContainerRuntime, SiteEndpoint, SiteSpec } from '../../drivers/runtime/types'
+import { HostPortTakenError, type ContainerRuntime, type SiteEndpoint, type SiteSpec } from '../../drivers/runtime/types'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { JobHandler } from '../../jobs/runner'
@@ -50,7 +50,11 @@ export class Provisioner implements JobHandler {
     const site = this.repo.find(siteId)
     if (!site || site.status !== 'provisioning') return
     const started = this.clock.now()
-    const endpoint = await this.runtime.ensureSite(siteSpec(site, this.plans, this.config))
+    const endpoint = await this.runtime.ensureSite(siteSpec(site, this.plans, this.config)).catch((err) => {
+      // Another port now, then the job's retry uses it.
+      if (err instanceof HostPortTakenError) this.repo.replaceSshPort(site.id, err.port)
+      throw err
+    })
     await waitForAnswer(endpoint)
     this.endpoints.set(site.slug, endpoint)
     this.repo.setStatus(site.id, 'active', this.clock.now())

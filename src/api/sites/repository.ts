@@ -8,6 +8,8 @@ export type SiteStatus = 'provisioning' | 'active' | 'suspended' | 'pending_dele
 export interface SshPortPolicy {
   planHasSsh(planSlug: string): boolean
   range: { first: number; last: number }
+  /** False when something on the host already listens on the port (checked when handing it out). */
+  isFree(port: number): boolean
 }
 
 /** Site records: the desired state that the reconciler makes Docker match. */
@@ -27,7 +29,7 @@ export class SitesRepository {
    * range, in one transaction (the unique index is the last word). A site keeps its port for
    * life, across restarts, recreations and plan changes. Throws when the range is used up.
    */
-  assignSshPorts(): void {
+  assignSshPorts(skip: ReadonlySet<number> = new Set()): void {
     const policy = this.ssh
     if (!policy) return
     this.store.write(() => {
@@ -36,7 +38,7 @@ export class SitesRepository {
       let next = policy.range.first
       for (const site of live) {
         if (site.sshPort !== null || !policy.planHasSsh(site.planSlug)) continue
-        while (used.has(next)) next++
+        while (next <= policy.range.last && (used.has(next) || skip.has(next) || !policy.isFree(next))) next++
         if (next > policy.range.last) throw new Error(`No SSH port left in ${policy.range.first}-${policy.range.last} (ssh.port_range); widen the range.`)
         this.store.db.update(sites).set({ sshPort: next }).where(eq(sites.id, site.id)).run()
         used.add(next)
@@ -78,6 +80,18 @@ export class SitesRepository {
   /** The live (not deleted) sites billed under one subscription, oldest first. */
   listForSubscription(subscriptionId: string): SiteRow[] {
     return this.store.db.select().from(sites).where(and(eq(sites.subscriptionId, subscriptionId), ne(sites.status, 'deleted'))).orderBy(asc(sites.createdAt), asc(sql`rowid`)).all()
+  }
+
+  /**
+   * Gives the site another SSH port after its current one turned out to be taken on the host
+   * (HostPortTakenError); `taken` is skipped even if it looks free by the time of the call.
+   */
+  replaceSshPort(siteId: string, taken: number): void {
+    if (!this.ssh) return
+    this.store.write(() => {
+      this.store.db.update(sites).set({ sshPort: null }).where(eq(sites.id, siteId)).run()
+      this.assignSshPorts(new Set([taken]))
+    })
   }
 
   setPlan(ids: string[], planSlug: string, at: number): void {

@@ -9,7 +9,7 @@ import { SiteNetworks } from './site-network'
 import { siteAddresses } from './subnets'
 import { PassThrough } from 'node:stream'
 import {
-  SiteNotRunnableError, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteRuntimeState, type SiteSpec, type SiteStats,
+  HostPortTakenError, SiteNotRunnableError, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteRuntimeState, type SiteSpec, type SiteStats,
 } from './types'
 
 export interface DockerRuntimeOptions {
@@ -236,7 +236,15 @@ export class DockerRuntime implements ContainerRuntime {
     const address = siteAddresses(subnet).container
     const readonlyRootfs = image.Config?.Labels?.[LABEL.rootfs] !== 'writable'
     const container = await this.docker.createContainer(containerOptions({ instanceId: this.opts.instanceId, spec, names, address, readonlyRootfs, sshListenAddress: this.opts.sshListenAddress ?? '0.0.0.0' }))
-    await container.start()
+    try {
+      await container.start()
+    } catch (err) {
+      // The engine answers 500 "Bind for 0.0.0.0:2200 failed: port is already allocated".
+      if (spec.sshPort && /port is already allocated|address already in use/i.test((err as Error).message)) {
+        throw new HostPortTakenError(spec.sshPort, `Host port ${spec.sshPort} for the SSH of '${spec.slug}' is taken on this machine.`)
+      }
+      throw err
+    }
     this.opts.log.debug('started site container', { site: spec.slug, container: container.id, address })
     return { containerId: container.id, address, port: SITE_PORT }
   }

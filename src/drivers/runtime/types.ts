@@ -118,6 +118,16 @@ export interface SiteStats {
   memoryLimitBytes: number
 }
 
+/**
+ * The host port asked for the site's sshd is taken by something else on the host (another
+ * program, or another Berth sharing the engine). The caller gives the site another port.
+ */
+export class HostPortTakenError extends Error {
+  constructor(readonly port: number, message: string) {
+    super(message)
+  }
+}
+
 /** The site's container or volume is missing or not running, so the operation cannot run now. */
 export class SiteNotRunnableError extends Error {}
 
