@@ -89,10 +89,14 @@ interface Latency {
 interface Round {
   snapshotMs: number
   frozenMs: number
+  compressMs: number
+  storeMs: number
   storedBytes: number
   fileCount: number
   restoreMs: number
   downMs: number
+  fetchMs: number
+  restartMs: number
   refSnapshotMs: number
   refRestoreMs: number
   before: Latency
@@ -116,6 +120,8 @@ async function round(berth: Berth, slug: string, key: string, home: string, data
   await load.stop()
   if (snap.status !== 'ready') throw new Error(`snapshot ${snap.status}`)
   const frozenMs = logged(berth, 'archive ready', created.id, 'frozen_ms')
+  const compressMs = logged(berth, 'archive ready', created.id, 'compress_ms')
+  const storeMs = logged(berth, 'archive ready', created.id, 'store_ms')
 
   const restoreStarted = performance.now()
   await post(berth, `/sites/${slug}/snapshots/${snap.id}/restore/`, key)
@@ -127,6 +133,8 @@ async function round(berth: Berth, slug: string, key: string, home: string, data
   const restoreMs = performance.now() - restoreStarted
   if (restored.error) throw new Error(`restore: ${restored.error}`)
   const downMs = logged(berth, 'archive restored', snap.id, 'down_ms')
+  const fetchMs = logged(berth, 'archive restored', snap.id, 'fetch_ms')
+  const restartMs = logged(berth, 'archive restored', snap.id, 'restart_ms')
   await del(berth, `/sites/${slug}/snapshots/${snap.id}/`, key)
 
   // The reference: the same archive work with the tools alone, on the same volume.
@@ -140,7 +148,7 @@ async function round(berth: Berth, slug: string, key: string, home: string, data
   run(['sh', '-c', `zstd -d -q -c '${work}/ref.tar.zst' | tar --numeric-owner -C '${work}/out' -xf -`])
   const refRestoreMs = performance.now() - refRestoreStarted
   rmSync(work, { recursive: true, force: true })
-  return { snapshotMs, frozenMs, storedBytes: snap.size_bytes, fileCount: snap.file_count, restoreMs, downMs, refSnapshotMs, refRestoreMs, before, during }
+  return { snapshotMs, frozenMs, compressMs, storeMs, storedBytes: snap.size_bytes, fileCount: snap.file_count, restoreMs, downMs, fetchMs, restartMs, refSnapshotMs, refRestoreMs, before, during }
 }
 
 /** CLIENTS closed loops of GET /ping.html through the edge; `take` returns the figures so far and starts afresh. */
@@ -186,8 +194,12 @@ function report(rounds: Round[], machine: { loadBefore: number[]; loadAfter: num
     rounds: rounds.length,
     snapshot_ms: Math.round(m((r) => r.snapshotMs)),
     frozen_ms: Math.round(m((r) => r.frozenMs)),
+    snapshot_compress_ms: Math.round(m((r) => r.compressMs)),
+    snapshot_store_ms: Math.round(m((r) => r.storeMs)),
     restore_ms: Math.round(m((r) => r.restoreMs)),
     restore_down_ms: Math.round(m((r) => r.downMs)),
+    restore_fetch_ms: Math.round(m((r) => r.fetchMs)),
+    restore_restart_ms: Math.round(m((r) => r.restartMs)),
     reference_snapshot_ms: Math.round(m((r) => r.refSnapshotMs)),
     reference_restore_ms: Math.round(m((r) => r.refRestoreMs)),
     snapshot_vs_reference: +(m((r) => r.snapshotMs) / m((r) => r.refSnapshotMs)).toFixed(2),
@@ -197,9 +209,9 @@ function report(rounds: Round[], machine: { loadBefore: number[]; loadAfter: num
     p50_ratio: +(m((r) => r.during.p50 / r.before.p50)).toFixed(2),
     p99_ratio: +(m((r) => r.during.p99 / r.before.p99)).toFixed(2),
   }
-  console.log(`\nSnapshots of a vps site, ${FILES} files, ${(FILES * FILE_BYTES / 2 ** 20).toFixed(0)} MiB of random bytes (median of ${rounds.length} rounds)`)
-  console.log(`  snapshot   ${ms(figures.snapshot_ms)} to ready, site frozen ${ms(figures.frozen_ms)}; reference tar|zstd ${ms(figures.reference_snapshot_ms)} (${figures.snapshot_vs_reference}x)`)
-  console.log(`  restore    ${ms(figures.restore_ms)} to ready (site answering), frozen or down ${ms(figures.restore_down_ms)}; reference zstd -d|tar -x ${ms(figures.reference_restore_ms)} (${figures.restore_vs_reference}x)`)
+  console.log(`\nSnapshots of a vps site, ${FILES} files, ${(FILES * FILE_BYTES / 1e6).toFixed(1)} MB of random bytes (median of ${rounds.length} rounds)`)
+  console.log(`  snapshot   ${ms(figures.snapshot_ms)} to ready: frozen ${ms(figures.frozen_ms)}, compress ${ms(figures.snapshot_compress_ms)}, store ${ms(figures.snapshot_store_ms)}; reference tar|zstd ${ms(figures.reference_snapshot_ms)} (${figures.snapshot_vs_reference}x)`)
+  console.log(`  restore    ${ms(figures.restore_ms)} to ready (site answering): fetch+unpack ${ms(figures.restore_fetch_ms)} while serving, then frozen or down ${ms(figures.restore_down_ms)} (restart ${ms(figures.restore_restart_ms)}); reference zstd -d|tar -x ${ms(figures.reference_restore_ms)} (${figures.restore_vs_reference}x)`)
   console.log(`  latency    before p50 ${figures.latency_before.p50_ms} ms p99 ${figures.latency_before.p99_ms} ms max ${figures.latency_before.max_ms} ms; during p50 ${figures.latency_during.p50_ms} ms p99 ${figures.latency_during.p99_ms} ms max ${figures.latency_during.max_ms} ms; ratio p50 ${figures.p50_ratio}x p99 ${figures.p99_ratio}x (${figures.latency_during.requests} requests during, ${figures.latency_during.errors} errors)`)
   console.log(`  machine    ${figures.machine.cpus} CPUs, load ${figures.machine.loadavg_before.join(' ')} → ${figures.machine.loadavg_after.join(' ')}, steal ${figures.machine.steal_percent}%, other processes ${figures.machine.others_percent_of_cpu}% of all CPU (ours included in "other": Berth, Docker, tar)`)
   if (JSON_OUT) console.log(JSON.stringify(figures, null, 2))
