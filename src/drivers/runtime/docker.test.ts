@@ -143,13 +143,28 @@ describe('DockerRuntime', () => {
     site = back
   })
 
-  it('recreates the container when the limits change, files kept', async () => {
-    const bigger = await runtime.ensureSite(spec('alpha', { memoryMb: 192, pidsLimit: 96 }))
-    expect(bigger.containerId).not.toBe(site.containerId)
-    const host = (await docker.getContainer(bigger.containerId).inspect()).HostConfig
-    expect([host.Memory, host.PidsLimit]).toEqual([192 * 1024 * 1024, 96])
+  it('changes the limits in place: the same container keeps running, with the new limits', async () => {
+    const startedAt = (await docker.getContainer(site.containerId).inspect()).State.StartedAt
+    const bigger = await runtime.ensureSite(spec('alpha', { memoryMb: 192, cpuCores: 1, pidsLimit: 96 }))
+    expect(bigger).toEqual(site)
+    const info = await docker.getContainer(bigger.containerId).inspect()
+    expect([info.HostConfig.Memory, info.HostConfig.MemorySwap, info.HostConfig.NanoCpus, info.HostConfig.PidsLimit]).toEqual([192 * 1024 * 1024, 192 * 1024 * 1024, 1e9, 96])
+    // Not restarted: the same start time, and the cgroup itself holds the new ceiling.
+    expect(info.State.StartedAt).toBe(startedAt)
+    const ceiling = await exec(bigger.containerId, ['sh', '-c', 'cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes'])
+    expect(ceiling.output.trim()).toBe(String(192 * 1024 * 1024))
     expect((await firstAnswer(bigger, '/kept.txt')).body).toBe('kept\n')
-    site = bigger
+  })
+
+  it('recreates the container when the image changes, files kept', async () => {
+    const other = await runtime.ensureSite(spec('alpha', { memoryMb: 192, cpuCores: 1, pidsLimit: 96, image: IMAGES.php }))
+    expect(other.containerId).not.toBe(site.containerId)
+    expect((await docker.getContainer(other.containerId).inspect()).Config.Image).toBe(IMAGES.php)
+    expect((await firstAnswer(other, '/kept.txt')).body).toBe('kept\n')
+    const back = await runtime.ensureSite(spec('alpha', { memoryMb: 192, cpuCores: 1, pidsLimit: 96 }))
+    expect(back.containerId).not.toBe(other.containerId)
+    expect((await firstAnswer(back, '/kept.txt')).body).toBe('kept\n')
+    site = back
   })
 
   it('stops a site, and starts the same container again', async () => {
@@ -159,7 +174,7 @@ describe('DockerRuntime', () => {
     expect(performance.now() - started).toBeLessThan(9000)
     expect((await runtime.inspectSite('alpha'))?.running).toBe(false)
     await runtime.stopSite('alpha')
-    const again = await runtime.ensureSite(spec('alpha', { memoryMb: 192, pidsLimit: 96 }))
+    const again = await runtime.ensureSite(spec('alpha', { memoryMb: 192, cpuCores: 1, pidsLimit: 96 }))
     expect(again.containerId).toBe(site.containerId)
     expect((await firstAnswer(again)).status).toBe(200)
   })

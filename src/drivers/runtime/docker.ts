@@ -3,7 +3,7 @@ import type { Logger } from '../../lib/logger'
 import { engineCall, ignoring, openEngine, orNull, statusOf } from './engine'
 import { KeyedLock } from './keyed-lock'
 import {
-  containerOptions, LABEL, siteFilter, siteLabels, siteNames, SITE_HOME, SITE_PORT, SITE_USER, specHash, type SiteNames,
+  containerOptions, LABEL, limitsOf, siteFilter, siteLabels, siteNames, SITE_HOME, SITE_PORT, SITE_USER, specHash, type SiteNames,
 } from './site-container'
 import { SiteNetworks } from './site-network'
 import { siteAddresses } from './subnets'
@@ -221,7 +221,7 @@ export class DockerRuntime implements ContainerRuntime {
     const [found, image] = await Promise.all([this.inspectOwn(names.container), orNull(this.docker.getImage(spec.image).inspect())])
     if (found) {
       const drift = driftOf(found, spec, names, image)
-      if (!drift) {
+      if (!drift && (await this.resizeInPlace(found, spec))) {
         const endpoint = await this.startExisting(found, names)
         if (endpoint) return endpoint
       }
@@ -247,6 +247,27 @@ export class DockerRuntime implements ContainerRuntime {
     }
     this.opts.log.debug('started site container', { site: spec.slug, container: container.id, address })
     return { containerId: container.id, address, port: SITE_PORT }
+  }
+
+  /**
+   * Brings the container's memory, CPU and process limits to the spec's with `docker update`,
+   * without a restart; true when they match (already or now). False when the engine refuses
+   * (lowering memory below what the site uses, say): the caller recreates the container.
+   */
+  private async resizeInPlace(info: Docker.ContainerInspectInfo, spec: SiteSpec): Promise<boolean> {
+    const wanted = limitsOf(spec)
+    const host = info.HostConfig as Record<string, unknown>
+    const differs = (Object.keys(wanted) as (keyof typeof wanted)[]).filter((k) => host[k] !== wanted[k])
+    if (differs.length === 0) return true
+    try {
+      await this.docker.getContainer(info.Id).update(wanted)
+      this.opts.log.info('resized site container in place', { site: spec.slug, changed: differs })
+      return true
+    } catch (err) {
+      if (statusOf(err) === undefined) throw err
+      this.opts.log.warn('could not resize in place; recreating', { site: spec.slug, error: (err as Error).message })
+      return false
+    }
   }
 
   /** Starts a stopped container; null when it will not start (its network was removed, say). */
@@ -304,7 +325,7 @@ const imageMissing = (image: string) => new Error(`The image ${image} is missing
 function driftOf(info: Docker.ContainerInspectInfo, spec: SiteSpec, names: SiteNames, image: Docker.ImageInspectInfo | null): string | null {
   const labels = info.Config.Labels ?? {}
   if (labels[LABEL.siteId] !== spec.siteId) return 'it belongs to another site id'
-  if (labels[LABEL.spec] !== specHash(spec)) return 'its image or limits changed'
+  if (labels[LABEL.spec] !== specHash(spec)) return 'its image, hosting type or SSH port changed'
   // A rebuilt image under the same tag: run the new one. A missing image keeps what runs.
   if (image && info.Image !== image.Id) return 'its image was rebuilt'
   if (!info.NetworkSettings.Networks?.[names.network]) return 'it is not on its site network'

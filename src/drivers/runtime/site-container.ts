@@ -27,7 +27,7 @@ export const SITE_USER = '1000:1000'
  * Bump when containerOptions changes in a way existing containers should pick up: the number is
  * part of the spec hash, so the next ensureSite (reconcile included) recreates them, files kept.
  */
-const DEFINITION_VERSION = 1
+const DEFINITION_VERSION = 2
 
 export interface SiteNames {
   container: string
@@ -52,13 +52,22 @@ export function siteFilter(instanceId: string, slug: string): { label: string[] 
 }
 
 /**
- * What the container is made from, hashed. Disk size is left out: no driver setting enforces it
- * yet (overlay2 on ext4 has no per-container quota), so a change must not recreate anything.
+ * What the container is made from, hashed: a different hash means "recreate". Limits (memory,
+ * CPU, processes) are left out: they change in place (`limitsOf`, `docker update`), so a plan
+ * change within a hosting type restarts nothing. Disk size is left out too: no driver setting
+ * enforces it yet (overlay2 on ext4 has no per-container quota).
  */
 export function specHash(spec: SiteSpec): string {
-  const { image, hostingType, memoryMb, cpuCores, pidsLimit, sshPort } = spec
-  const text = JSON.stringify({ v: DEFINITION_VERSION, image, hostingType, memoryMb, cpuCores, pidsLimit, ...(sshPort ? { sshPort } : {}) })
+  const { image, hostingType, sshPort } = spec
+  const text = JSON.stringify({ v: DEFINITION_VERSION, image, hostingType, ...(sshPort ? { sshPort } : {}) })
   return createHash('sha256').update(text).digest('hex').slice(0, 16)
+}
+
+/** The resource limits of the plan, as the engine's HostConfig holds them. */
+export function limitsOf(spec: SiteSpec): { Memory: number; MemorySwap: number; NanoCpus: number; PidsLimit: number } {
+  const memory = spec.memoryMb * 1024 * 1024
+  // MemorySwap equal to Memory: no swap, so the plan's figure is the real ceiling.
+  return { Memory: memory, MemorySwap: memory, NanoCpus: Math.round(spec.cpuCores * 1e9), PidsLimit: spec.pidsLimit }
 }
 
 export interface ContainerPlan {
@@ -80,7 +89,6 @@ export interface ContainerPlan {
  */
 export function containerOptions(plan: ContainerPlan): Docker.ContainerCreateOptions {
   const { spec, names } = plan
-  const memory = spec.memoryMb * 1024 * 1024
   return {
     name: names.container,
     Image: spec.image,
@@ -105,11 +113,7 @@ export function containerOptions(plan: ContainerPlan): Docker.ContainerCreateOpt
       ReadonlyRootfs: plan.readonlyRootfs,
       // noexec: nothing a site runs needs to execute from /tmp; its own programs live in its home.
       Tmpfs: { '/tmp': 'rw,nosuid,nodev,noexec,size=64m,mode=1777' },
-      Memory: memory,
-      // Equal to Memory: no swap, so the plan's figure is the real ceiling.
-      MemorySwap: memory,
-      NanoCpus: Math.round(spec.cpuCores * 1e9),
-      PidsLimit: spec.pidsLimit,
+      ...limitsOf(spec),
       LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
       RestartPolicy: { Name: 'unless-stopped', MaximumRetryCount: 0 },
     },
