@@ -58,6 +58,26 @@ describe('scale', () => {
     const sub = readDb(berth.dataDir, (db) => db.query('SELECT s.plan_slug, s.amount_cents, s.status FROM subscriptions s JOIN sites x ON x.subscription_id = s.id WHERE x.slug = ?').get(slug))
     expect(sub).toEqual({ plan_slug: 'business', amount_cents: 2400, status: 'active' })
     expect((await api(berth.url, 'GET', `/sites/${slug}/`, { key })).json.data.plan).toBe('business')
+
+    // SSH comes with the vps plan: a port of its own, published, and the site's host key.
+    let ssh = await api(berth.url, 'GET', `/sites/${slug}/ssh/`, { key })
+    for (let i = 0; i < 50 && ssh.json.data?.host_keys?.length === 0; i++) {
+      await Bun.sleep(100)
+      ssh = await api(berth.url, 'GET', `/sites/${slug}/ssh/`, { key })
+    }
+    expect(ssh.status, ssh.text).toBe(200)
+    expect(ssh.json.data.host_keys[0].type).toBe('ssh-ed25519')
+    const published = (await containerOf(slug)).HostConfig.PortBindings?.['2222/tcp']?.[0]?.HostPort
+    expect(Number(published)).toBe(ssh.json.data.port)
+
+    // vps to dedicated runs the same image: the limits change in place, nothing restarts.
+    const bigger = await api(berth.url, 'POST', `/sites/${slug}/scale/`, { key, body: { new_plan: 'performance' } })
+    expect(bigger.status, bigger.text).toBe(200)
+    const resized = await containerOf(slug)
+    expect(resized.Id).toBe(after.Id)
+    expect(resized.State.StartedAt).toBe(after.State.StartedAt)
+    expect([resized.HostConfig.Memory, resized.HostConfig.NanoCpus]).toEqual([4096 * 1024 * 1024, 2e9])
+    expect((await viaEdge(berth.url, slug, '/marker.txt')).text.trim()).toBe(marker)
   })
 
   it('refuses unknown and deprecated plans (422), other accounts (404) and a read-only key (403)', async () => {

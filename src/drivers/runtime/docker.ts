@@ -161,12 +161,19 @@ export class DockerRuntime implements ContainerRuntime {
     const timeoutS = Math.max(1, Math.ceil((opts.timeoutMs ?? 60_000) / 1000))
     const max = opts.maxOutputBytes ?? 64 * 1024
     return this.call(async () => {
-      const info = await this.inspectOwn(this.names(slug).container)
-      if (!info?.State.Running || info.State.Paused) throw new SiteNotRunnableError(`The site '${slug}' is not running.`)
-      const container = this.docker.getContainer(info.Id)
-      // `timeout` exists in both images (busybox and coreutils) and kills what the engine cannot.
-      const run = await container.exec({ Cmd: ['timeout', '-s', 'KILL', String(timeoutS), ...cmd], User: SITE_USER, WorkingDir: SITE_HOME, AttachStdout: true, AttachStderr: true, Tty: false })
-      const stream = await run.start({ hijack: true, stdin: false })
+      // The check and the start under the site's lock: withSitePaused holds it for a whole
+      // freeze, so an exec that lands in a snapshot's ~0.1 s freeze waits for the thaw instead
+      // of finding the site paused (409 for a deploy, an SSH key, a claim). Only the start: the
+      // command then runs unlocked, so a deploy hook of minutes never holds up the reconciler's
+      // ensureSite, a stop or the next snapshot (which freezes the command with the site).
+      const { run, stream } = await this.locks.run(slug, async () => {
+        const info = await this.inspectOwn(this.names(slug).container)
+        if (!info?.State.Running || info.State.Paused) throw new SiteNotRunnableError(`The site '${slug}' is not running.`)
+        const container = this.docker.getContainer(info.Id)
+        // `timeout` exists in both images (busybox and coreutils) and kills what the engine cannot.
+        const run = await container.exec({ Cmd: ['timeout', '-s', 'KILL', String(timeoutS), ...cmd], User: SITE_USER, WorkingDir: SITE_HOME, AttachStdout: true, AttachStderr: true, Tty: false })
+        return { run, stream: await run.start({ hijack: true, stdin: false }) }
+      })
       const chunks: Buffer[] = []
       let size = 0
       const sink = new PassThrough()
@@ -325,7 +332,7 @@ const imageMissing = (image: string) => new Error(`The image ${image} is missing
 function driftOf(info: Docker.ContainerInspectInfo, spec: SiteSpec, names: SiteNames, image: Docker.ImageInspectInfo | null): string | null {
   const labels = info.Config.Labels ?? {}
   if (labels[LABEL.siteId] !== spec.siteId) return 'it belongs to another site id'
-  if (labels[LABEL.spec] !== specHash(spec)) return 'its image, hosting type or SSH port changed'
+  if (labels[LABEL.spec] !== specHash(spec)) return 'its image or SSH port changed'
   // A rebuilt image under the same tag: run the new one. A missing image keeps what runs.
   if (image && info.Image !== image.Id) return 'its image was rebuilt'
   if (!info.NetworkSettings.Networks?.[names.network]) return 'it is not on its site network'

@@ -52,14 +52,15 @@ export function siteFilter(instanceId: string, slug: string): { label: string[] 
 }
 
 /**
- * What the container is made from, hashed: a different hash means "recreate". Limits (memory,
+ * What the container is made from, hashed: a different hash means "recreate". The hosting type
+ * counts only through its image (vps and dedicated share berth/php:1). Limits (memory,
  * CPU, processes) are left out: they change in place (`limitsOf`, `docker update`), so a plan
  * change within a hosting type restarts nothing. Disk size is left out too: no driver setting
  * enforces it yet (overlay2 on ext4 has no per-container quota).
  */
 export function specHash(spec: SiteSpec): string {
-  const { image, hostingType, sshPort } = spec
-  const text = JSON.stringify({ v: DEFINITION_VERSION, image, hostingType, ...(sshPort ? { sshPort } : {}) })
+  const { image, sshPort } = spec
+  const text = JSON.stringify({ v: DEFINITION_VERSION, image, ...(sshPort ? { sshPort } : {}) })
   return createHash('sha256').update(text).digest('hex').slice(0, 16)
 }
 
