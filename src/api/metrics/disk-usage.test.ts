@@ -30,6 +30,19 @@ describe('measureDiskUsage', () => {
     expect(measured.bytes).toBeLessThan(1_000_000)
   })
 
+  it('counts files and folders whose names are not UTF-8', async () => {
+    const home = join(dir, 'latin1')
+    mkdirSync(home)
+    // 'caf\xe9' in Latin-1: a name a tenant's tools may well write, which is not UTF-8.
+    const folder = Buffer.concat([Buffer.from(join(home, 'caf')), Buffer.from([0xe9])])
+    mkdirSync(folder)
+    writeFileSync(Buffer.concat([folder, Buffer.from('/menu-'), Buffer.from([0xff]), Buffer.from('.bin')]), new Uint8Array(200_000).fill(1))
+    writeFileSync(Buffer.concat([Buffer.from(join(home, 'f')), Buffer.from([0xfe])]), new Uint8Array(100_000).fill(1))
+    const measured = await measureDiskUsage(home)
+    expect(measured).toEqual({ bytes: du(home), complete: true })
+    expect(measured.bytes).toBeGreaterThan(300_000)
+  })
+
   it('stops at its entry bound and says the result is a lower bound', async () => {
     const home = join(dir, 'many')
     mkdirSync(home)

@@ -99,6 +99,57 @@ describe('read', () => {
   })
 })
 
+describe('openForReading (the logs service)', () => {
+  /** The content read, or the FileProblem raised. */
+  const opened = async (path: string) => {
+    try {
+      const file = await home.openForReading(path)
+      try {
+        return `ok:${(await file.readFile()).toString('utf8')}`
+      } finally {
+        await file.close()
+      }
+    } catch (err) {
+      if (!(err instanceof FileError)) throw err
+      expect(err.message).not.toContain(root)
+      return err.problem
+    }
+  }
+
+  it.each([
+    ['a regular file', 'logs/access.log', 'ok:hello\n'],
+    ['a symlink to a host file', 'logs/error.log', 'bad_path'],
+    ['a relative symlink inside the home', 'logs/relative.log', 'bad_path'],
+    ['a file under a folder that is a symlink to a host folder', 'linked-logs/canary.txt', 'bad_path'],
+    ['a file under a folder that is a file', 'logs/access.log/x', 'bad_path'],
+    ['a folder', 'logs/folder.log', 'wrong_type'],
+    ['a FIFO (would block a plain open)', 'logs/fifo.log', 'wrong_type'],
+    ['a device node (its driver never runs)', 'logs/zero.log', 'wrong_type'],
+    ['a unix socket (a plain open fails with ENXIO)', 'logs/socket.log', 'wrong_type'],
+    ['a missing file', 'logs/php.log', 'not_found'],
+    ['a file in a missing folder', 'nope/php.log', 'not_found'],
+    ['a path with ..', 'logs/../logs/access.log', 'bad_path'],
+    ['an absolute path', '/etc/passwd', 'bad_path'],
+  ])('%s: %j → %s', async (_, path, expected) => {
+    const logs = join(homeDir, 'logs')
+    mkdirSync(join(logs, 'folder.log'), { recursive: true })
+    writeFileSync(join(logs, 'access.log'), 'hello\n')
+    symlinkSync(join(outside(), 'canary.txt'), join(logs, 'error.log'))
+    symlinkSync('access.log', join(logs, 'relative.log'))
+    execFileSync('mkfifo', [join(logs, 'fifo.log')])
+    execFileSync('mknod', [join(logs, 'zero.log'), 'c', '1', '5'])
+    const socket = Bun.listen({ unix: join(logs, 'socket.log'), socket: { data() {} } })
+    symlinkSync(outside(), join(homeDir, 'linked-logs'))
+    try {
+      const started = performance.now()
+      expect(await opened(path)).toBe(expected)
+      expect(performance.now() - started).toBeLessThan(1000)
+    } finally {
+      socket.stop(true)
+    }
+  })
+})
+
 describe('list', () => {
   it('lists names sorted, symlinks as symlinks, special files as other', () => {
     symlinkSync('/etc/shadow', join(homeDir, 'public', 'shadow'))

@@ -1,8 +1,9 @@
 import { closeSync, constants, fchmodSync, fchownSync, fstatSync, openSync, readdirSync, readSync, writeSync, type Stats } from 'node:fs'
+import { open as openHandle, type FileHandle } from 'node:fs/promises'
 import { FileError } from './errors'
 import { parsePath } from './path'
 import { removeTree } from './remove'
-import { asFileError, display, openBeneath } from './resolver'
+import { asFileError, display, openBeneath, openHome } from './resolver'
 import { AT_REMOVEDIR, Errno, fdPath, mkdirat, O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_PATH, O_RDONLY, O_WRONLY, renameat, statxAt, SyscallError, unlinkat, type EntryStat } from './syscalls'
 
 /** Owner of everything the API writes. */
@@ -58,7 +59,7 @@ export class SiteHome {
 
   /** Opens the home at `hostPath`, a trusted path from the runtime (the volume's folder). */
   static open(hostPath: string, owner: FileOwner): SiteHome {
-    return new SiteHome(openSync(hostPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW), owner)
+    return new SiteHome(openHome(hostPath), owner)
   }
 
   close(): void {
@@ -110,6 +111,29 @@ export class SiteHome {
       }
       return { ...entryOf(names, st), size: data.length, content }
     })
+  }
+
+  /**
+   * Opens the regular file at `path` for reading, for readers of files the site itself writes
+   * (its logs): a handle the caller closes, which stays valid after the home is closed. The path
+   * is resolved like any other (no symlink anywhere in it), opened O_PATH and checked with fstat
+   * first, so a FIFO, socket or device planted there is refused without being opened (no FIFO
+   * blocks, no driver runs). Throws FileError: not_found (the file or a folder on the way is
+   * missing), bad_path (a symlink, a file where a folder should be), wrong_type (a folder or
+   * special file).
+   */
+  async openForReading(path: string): Promise<FileHandle> {
+    const names = parsePath(path)
+    const fd = openBeneath(this.fd, names, O_PATH)
+    try {
+      this.requireFile(fd, names)
+      // The O_PATH fd's own inode, reopened: no name is looked up again.
+      return await openHandle(fdPath(fd), O_RDONLY | O_NONBLOCK)
+    } catch (err) {
+      throw asFileError(err, names)
+    } finally {
+      closeSync(fd)
+    }
   }
 
   /**
@@ -314,7 +338,7 @@ const TEXT = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
 const TYPES: Record<number, EntryType> = { [constants.S_IFREG]: 'file', [constants.S_IFDIR]: 'dir', [constants.S_IFLNK]: 'symlink' }
 
-function entryOf(names: string[], st: EntryStat): FileEntry {
+function entryOf(names: string[], st: Pick<EntryStat, 'mode' | 'size' | 'mtimeMs'>): FileEntry {
   return {
     name: names.at(-1) ?? '',
     path: names.join('/'),

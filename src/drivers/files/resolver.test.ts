@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FileError, type FileProblem } from './errors'
 import { parsePath } from './path'
-import { resolve } from './resolver'
+import { openSubfolder, resolve } from './resolver'
 import { O_PATH } from './syscalls'
 
 /**
@@ -174,5 +174,39 @@ describe('parsePath and resolve', () => {
     expect(why('a/../b')).toMatch(/'\.\.'/)
     expect(why('\uff0e')).toMatch(/U\+FF0E/)
     expect(() => resolve(homeFd, 'etc-link/passwd', O_PATH)).toThrow(/symbolic link/)
+  })
+})
+
+describe('openSubfolder (tree walks: disk usage)', () => {
+  it.each([
+    ['a folder', 'public', true],
+    ['a hidden folder', '.hidden', true],
+    ['a symlink to a host folder', 'etc-link', false],
+    ['a symlink to a folder inside', 'self', false],
+    ['a symlink to /proc/1/root', 'proc-root', false],
+    ['a file', 'file.txt', false],
+    ['a FIFO', 'public/fifo', false],
+    ['a name that is gone', 'missing', false],
+  ])('%s (%s): opened %s', (_, name, opens) => {
+    const parts = name.split('/')
+    const parent = parts.length > 1 ? resolve(homeFd, parts[0]!, O_PATH).fd : homeFd
+    try {
+      const fd = openSubfolder(parent, parts.at(-1)!)
+      if (fd !== null) {
+        expect(fstatSync(fd).ino).toBe(statSync(join(home, name)).ino)
+        closeSync(fd)
+      }
+      expect(fd !== null).toBe(opens)
+    } finally {
+      if (parent !== homeFd) closeSync(parent)
+    }
+  })
+
+  it('takes a raw name that is not UTF-8', () => {
+    const raw = Buffer.from([0x63, 0x61, 0x66, 0xe9])
+    mkdirSync(Buffer.concat([Buffer.from(`${home}/`), raw]))
+    const fd = openSubfolder(homeFd, raw)
+    expect(fd).not.toBeNull()
+    closeSync(fd!)
   })
 })

@@ -1,7 +1,8 @@
+import { openSync } from 'node:fs'
 import { FileError } from './errors'
 import { parsePath } from './path'
 import {
-  Errno, O_CLOEXEC, O_NOCTTY, O_PATH, openat2, RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS, RESOLVE_NO_XDEV, SyscallError,
+  Errno, O_CLOEXEC, O_DIRECTORY, O_NOCTTY, O_NOFOLLOW, O_PATH, O_RDONLY, openat2, RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS, RESOLVE_NO_XDEV, SyscallError,
 } from './syscalls'
 
 /**
@@ -17,9 +18,18 @@ import {
  *   (CVE-2024-27102, GHSA-494h-9924-xww9, fixed by a rewrite on *at() calls);
  * - RESOLVE_NO_XDEV: no crossing into another mount (a volume never holds one; if it ever
  *   did, it would not be the site's).
- * The home itself is opened by the caller from the runtime's trusted host path.
+ * The home itself is opened with `openHome`, from the runtime's trusted host path.
  */
 export const RESOLVE = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV
+
+/**
+ * Opens a site's home folder from `hostPath`, a trusted path from the runtime (the volume's
+ * mount point): the fd every other name is resolved beneath. The fd is the caller's to close.
+ * Throws node:fs's error when the folder is missing.
+ */
+export function openHome(hostPath: string): number {
+  return openSync(hostPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+}
 
 /** A resolved path: its names and a fd opened beneath the home. */
 export interface Resolved {
@@ -48,6 +58,21 @@ export function openBeneath(dirfd: number, names: string[] | string, flags: numb
     return openat2(dirfd, relative, flags | O_CLOEXEC | (flags & O_PATH ? 0 : O_NOCTTY), RESOLVE, mode)
   } catch (err) {
     throw asFileError(err, shown)
+  }
+}
+
+/**
+ * Opens the folder `name` (one entry of the folder `dirfd`, as readdir gave it: raw bytes, which
+ * need not be UTF-8) as an O_PATH handle with RESOLVE, for a walk of a tree beneath a home.
+ * Null when the entry is gone or no longer a folder (the tenant removed it, or swapped it for
+ * a symlink or a file since it was listed): a walk skips it. Other failures throw SyscallError.
+ */
+export function openSubfolder(dirfd: number, name: string | Uint8Array): number | null {
+  try {
+    return openat2(dirfd, name, O_PATH | O_DIRECTORY | O_CLOEXEC, RESOLVE)
+  } catch (err) {
+    if (err instanceof SyscallError && (err.errno === Errno.ENOENT || err.errno === Errno.ELOOP || err.errno === Errno.ENOTDIR || err.errno === Errno.EXDEV)) return null
+    throw err
   }
 }
 

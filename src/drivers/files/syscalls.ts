@@ -132,14 +132,21 @@ export function renameat(fromDirfd: number, from: string, toDirfd: number, to: s
   if (lib().renameat(fromDirfd, cString(from), toDirfd, cString(to)) !== 0) throw new SyscallError('renameat', errno())
 }
 
-/** What the files API shows of an entry; the fields are named as in node:fs Stats. */
+/** What the files API shows of an entry, and what a disk-usage walk counts; named as in node:fs Stats. */
 export interface EntryStat {
   mode: number
   size: number
   mtimeMs: number
+  /** 512-byte blocks allocated on disk. */
+  blocks: number
+  nlink: number
+  ino: bigint
 }
 
-/** struct statx (linux/stat.h): the same layout on every architecture, unlike struct stat. */
+/**
+ * struct statx (linux/stat.h): the same layout on every architecture, unlike struct stat. Byte
+ * offsets read: stx_nlink 16, stx_mode 28, stx_ino 32, stx_size 40, stx_blocks 48, stx_mtime 112.
+ */
 const statxBuffer = new Uint8Array(256)
 const statxView = new DataView(statxBuffer.buffer)
 
@@ -155,6 +162,9 @@ export function statxAt(dirfd: number, name: string | Uint8Array): EntryStat {
     mode: statxView.getUint16(28, true),
     size: Number(statxView.getBigUint64(40, true)),
     mtimeMs: Number(statxView.getBigInt64(112, true)) * 1000 + Math.floor(statxView.getUint32(120, true) / 1e6),
+    blocks: Number(statxView.getBigUint64(48, true)),
+    nlink: statxView.getUint32(16, true),
+    ino: statxView.getBigUint64(32, true),
   }
 }
 
