@@ -10,7 +10,7 @@ import { DEFAULT_PAGE_TITLE } from './default-page'
 import { DockerRuntime } from './docker'
 import { buildImages, IMAGES } from './images'
 import { LABEL } from './site-container'
-import { RuntimeUnavailableError, type SiteEndpoint, type SiteSpec } from './types'
+import { RuntimeUnavailableError, type ExecResult, type SiteEndpoint, type SiteSpec } from './types'
 
 // Runs against the real engine. Each run has its own instance id, so parallel runs (and other
 // suites sharing the engine) never see each other's sites; afterAll removes everything labelled
@@ -255,6 +255,31 @@ describe('DockerRuntime', () => {
     expect(await docker.listNetworks({ filters })).toHaveLength(0)
     expect((await docker.listVolumes({ filters })).Volumes ?? []).toHaveLength(0)
   })
+
+  it('starts an exec that lands in a freeze once the site thaws, and holds nothing while the command runs', async () => {
+    const ep = await runtime.ensureSite(spec('frozen'))
+    let during: Promise<ExecResult> | undefined
+    let settled = false
+    await runtime.withSitePaused('frozen', async () => {
+      expect((await docker.getContainer(ep.containerId).inspect()).State.Paused).toBe(true)
+      // Not awaited here: fn must not wait for a call that waits for the thaw.
+      during = runtime.exec('frozen', ['sh', '-c', 'echo thawed'])
+      void during.then(() => (settled = true), () => (settled = true))
+      await Bun.sleep(300)
+      expect(settled).toBe(false)
+    })
+    expect(await during!).toEqual({ exitCode: 0, output: 'thawed\n' })
+
+    // A long command (a deploy hook) does not keep the site's lock: ensureSite, queued behind
+    // its start, answers while it still runs.
+    let finished = false
+    const long = runtime.exec('frozen', ['sleep', '5'], { timeoutMs: 30_000 })
+    void long.then(() => (finished = true), () => (finished = true))
+    expect(await runtime.ensureSite(spec('frozen'))).toEqual(ep)
+    expect(finished).toBe(false)
+    expect((await long).exitCode).toBe(0)
+    await runtime.removeSite('frozen', { volume: true })
+  }, 30_000)
 
   it('reports an engine that is not there as RuntimeUnavailableError', async () => {
     const down = new DockerRuntime({ socketPath: join(tmpdir(), 'no-docker-here.sock'), instanceId, subnetPool: '10.231.0.0/16', pidsLimit: 128, log })

@@ -91,15 +91,18 @@ export interface ContainerRuntime {
    * Runs `cmd` in the site's running container as the site user (uid 1000), with no TTY, and
    * returns its exit code and combined output (at most `maxOutputBytes`, default 64 KiB, the
    * rest dropped). Killed after `timeoutMs` (default 60 s), exit code 137 then. Throws
-   * SiteNotRunnableError when the container is not running.
+   * SiteNotRunnableError when the container is not running. While the site is frozen
+   * (`withSitePaused`) or another call changes it, the start waits for that to end (a frozen
+   * site is not "not running"); the command's run holds nothing up.
    */
   exec(slug: string, cmd: string[], opts?: { timeoutMs?: number; maxOutputBytes?: number }): Promise<ExecResult>
   /**
    * Runs `fn` with the site's processes frozen (cgroup freezer), so that what it reads of the
    * site's files is one consistent moment; always thaws, even when `fn` throws. A stopped site
    * runs `fn` as it is. While `fn` runs, the runtime's other calls that change this site
-   * (ensureSite from the reconciler included) wait, so nothing thaws or starts the site under
-   * `fn`; `fn` must therefore not call them for this site itself (it would wait for itself).
+   * (ensureSite from the reconciler included) and the start of an `exec` wait, so nothing thaws
+   * or starts the site under `fn`; `fn` must therefore not await them for this site itself (it
+   * would wait for itself).
    */
   withSitePaused<T>(slug: string, fn: () => Promise<T>): Promise<T>
   /** Current CPU (percent of one core) and memory of the running container, or null. */
