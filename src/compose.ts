@@ -22,6 +22,7 @@ import { SiteReaper, type SiteDataPurger } from './api/sites/reaper'
 import { ArchivesRepository } from './api/archives/repository'
 import { ArchiveRetention } from './api/archives/retention'
 import { CREATE_ARCHIVE_JOB, CreateArchiveJob, RESTORE_ARCHIVE_JOB, RestoreArchiveJob, type ArchiveJobDeps } from './api/archives/jobs'
+import { RestoreGuard } from './api/archives/restore-guard'
 import { ArchivesService } from './api/archives/service'
 import { LocalArchiveStore } from './drivers/archives/local'
 import { LocalProcessor } from './drivers/payments/local'
@@ -129,7 +130,8 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   const archivesRepo = new ArchivesRepository(store)
   const archiveFiles = new LocalArchiveStore(config.archives.dir)
   const retention = new ArchiveRetention(archivesRepo, archiveFiles, log)
-  const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, files: archiveFiles, runtime, sites: sitesRepo, plans, endpoints, config, clock, log, workDir: join(config.archives.dir, '.work') }
+  const restores = new RestoreGuard(archivesRepo)
+  const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, sites: sitesRepo, plans, endpoints, config, clock, log, workDir: join(config.archives.dir, '.work') }
   const jobs = new JobRunner(store, clock, log, {
     [PROVISION_JOB]: provisioner,
     [DEPLOY_JOB]: deployer,
@@ -178,7 +180,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     reconciler: new Reconciler(sitesRepo, plans, runtime, endpoints, jobs, config, clock, log, reaper),
     metrics: edgeMetrics,
     logs: new LogsService(sites, plans, runtime),
-    files: new FilesService(sites, runtime),
+    files: new FilesService(sites, runtime, restores),
     deployments: new DeploymentsService(store, clock, deploymentsRepo, sites, jobs),
     siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), edgeMetrics, sites, runtime, log),
   }

@@ -2,54 +2,16 @@ import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, re
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { buyInProcess as buy, HomeRuntime } from '../../../test/helpers/home-runtime'
 import { inProcess, type InProcess } from '../../../test/helpers/in-process'
-import { RecordingRuntime } from '../../../test/helpers/recording-runtime'
 
 /**
  * Snapshots and backups in-process: the real API, services, jobs, SQLite store, archive store
  * and GNU tar on real files, with a manual clock. The container runtime records calls and gives
  * each site a real home folder (test/archives.e2e.test.ts does the same on the binary and Docker).
  */
-class HomeRuntime extends RecordingRuntime {
-  readonly root = mkdtempSync(join(tmpdir(), 'berth-homes-'))
-  paused: string[] = []
-
-  async homePath(slug: string): Promise<string> {
-    const home = join(this.root, slug)
-    if (!existsSync(home)) {
-      mkdirSync(join(home, 'public'), { recursive: true })
-      mkdirSync(join(home, 'logs'))
-      writeFileSync(join(home, 'public', 'index.html'), '<h1>hello</h1>')
-      writeFileSync(join(home, 'logs', 'access.log'), 'GET / 200\n')
-      for (const p of ['', 'public', 'public/index.html', 'logs', 'logs/access.log']) chownSync(join(home, p), 1000, 1000)
-    }
-    return home
-  }
-
-  async withSitePaused<T>(slug: string, fn: () => Promise<T>): Promise<T> {
-    this.paused.push(slug)
-    return fn()
-  }
-}
-
 const DAY = 24 * 3600_000
 const HOUR = 3600_000
-let ipCounter = 0
-const ip = () => `198.18.${Math.floor(++ipCounter / 250)}.${ipCounter % 250}`
-const uniq = (stem: string) => `${stem}-${Math.random().toString(36).slice(2, 8)}`
-
-async function buy(h: InProcess, sku: string): Promise<{ slug: string; key: string; siteId: string }> {
-  const slug = uniq('ar')
-  const created = await h.call('POST', '/api/v1/acp/checkouts/', { body: { sku }, headers: { 'x-forwarded-for': ip() } })
-  const { id, checkout_secret: secret } = created.json.data
-  await h.call('POST', `/api/v1/acp/checkouts/${id}/update/?checkout_secret=${secret}`, { body: { requested_slug: slug } })
-  const done = await h.call('POST', `/api/v1/acp/checkouts/${id}/complete/?checkout_secret=${secret}`, { body: { payment_method: 'processor_payment_method', payment_method_id: 'pm_card_visa' } })
-  expect(done.status, done.text).toBe(201)
-  await h.services.jobs.drain()
-  const site = h.services.store.sqlite.query('SELECT id FROM sites WHERE slug = ?').get(slug) as { id: string }
-  return { slug, key: done.json.data.api_key, siteId: site.id }
-}
-
 const storedKeys = (h: InProcess, siteId: string) => {
   const dir = join(h.services.config.archives.dir, siteId)
   return existsSync(dir) ? readdirSync(dir) : []

@@ -13,6 +13,7 @@ import { siteSpec, waitForAnswer } from '../sites/provisioning'
 import type { SitesRepository } from '../sites/repository'
 import { compressFile, decompressFile, replaceHome, scanTar, tarHome } from './home-tar'
 import type { ArchivesRepository } from './repository'
+import type { RestoreGuard } from './restore-guard'
 import type { ArchiveRetention } from './retention'
 
 export const CREATE_ARCHIVE_JOB = 'create_archive'
@@ -21,6 +22,8 @@ export const RESTORE_ARCHIVE_JOB = 'restore_archive'
 export interface ArchiveJobDeps {
   repo: ArchivesRepository
   retention: ArchiveRetention
+  /** Keeps the files API's changes out of a restore's swap. */
+  restores: Pick<RestoreGuard, 'drained'>
   files: ArchiveStore
   runtime: ContainerRuntime
   sites: SitesRepository
@@ -95,7 +98,9 @@ export class CreateArchiveJob implements JobHandler {
  * it again) runs while tar writes there as root. Last the container is restarted, so no process
  * keeps state from the old files, and waited for: `ready` with a new `restored_at` means the site
  * serves the restored files. Visitors' requests wait during the freeze, then meet ~1 s of 502
- * during the restart. Idempotent: a run after a crash starts over (replaceHome resumes safely).
+ * during the restart. The files API writes from the host, which no freeze stops: it refuses
+ * changes while the archive is `restoring`, and the swap waits for those it began before
+ * (RestoreGuard). Idempotent: a run after a crash starts over (replaceHome resumes safely).
  */
 export class RestoreArchiveJob implements JobHandler {
   attempts = 2
@@ -119,6 +124,7 @@ export class RestoreArchiveJob implements JobHandler {
       await decompressFile(zstFile, tarFile)
       await rm(zstFile, { force: true })
       const home = await this.d.runtime.homePath(site.slug)
+      await this.d.restores.drained(site.id)
       const downAt = performance.now()
       await this.d.runtime.withSitePaused(site.slug, () => replaceHome(home, tarFile))
       const extractedAt = performance.now()

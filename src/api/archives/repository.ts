@@ -40,6 +40,11 @@ export class ArchivesRepository {
       .where(and(eq(archives.siteId, siteId), eq(archives.kind, kind), inArray(archives.status, statuses))).get()!.n
   }
 
+  /** The archive being restored onto the site, if any (at most one: restore() refuses a second). */
+  restoringOf(siteId: string): ArchiveRow | undefined {
+    return this.store.db.select().from(archives).where(and(eq(archives.siteId, siteId), eq(archives.status, 'restoring'))).get()
+  }
+
   /** Every archive of the site, whatever its status. */
   allOf(siteId: string): ArchiveRow[] {
     return this.store.db.select().from(archives).where(eq(archives.siteId, siteId)).all()

@@ -1,6 +1,8 @@
 import { FileError } from '../../drivers/files/errors'
 import { SITE_OWNER, SiteHome, type FileEntry, type FileOwner } from '../../drivers/files/home'
 import { SiteNotRunnableError, type ContainerRuntime } from '../../drivers/runtime/types'
+import type { SiteRow } from '../../store/schema'
+import type { RestoreGuard } from '../archives/restore-guard'
 import { ConflictError, NotFoundError, PayloadTooLargeError, UnsupportedMediaError, ValidationError, type AppError } from '../http/errors'
 import type { Principal } from '../keys/service'
 import type { SitesService } from '../sites/service'
@@ -15,12 +17,14 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
  * (src/drivers/files/resolver.ts); this maps its outcomes to statuses and enforces the limits.
  *
  * Reads need the site to be the caller's (404 otherwise); changes also need it changeable
- * (409 while provisioning, suspended or pending deletion).
+ * (409 while provisioning, suspended or pending deletion) and no restore running (409: the
+ * restore swaps the whole home; RestoreGuard makes it wait for the changes already running).
  */
 export class FilesService {
   constructor(
     private sites: SitesService,
     private runtime: ContainerRuntime,
+    private restores: Pick<RestoreGuard, 'beginChange'>,
     private owner: FileOwner = SITE_OWNER,
   ) {}
 
@@ -35,28 +39,36 @@ export class FilesService {
   }
 
   write(p: Principal, slug: string, input: { path: string; content: string }) {
-    this.sites.requireChangeable(p, slug)
+    const site = this.sites.requireChangeable(p, slug)
     const size = Buffer.byteLength(input.content, 'utf8')
     if (size > FILE_LIMITS.writeBytes) {
       throw new PayloadTooLargeError(`content is ${size} bytes in UTF-8; writes take at most ${FILE_LIMITS.writeBytes}. Use files/upload/ (up to ${FILE_LIMITS.uploadBytes} bytes) for larger files.`, 'content')
     }
-    return this.inHome(slug, 'content', (home) => home.write(input.path, Buffer.from(input.content, 'utf8')))
+    return this.change(site, 'content', (home) => home.write(input.path, Buffer.from(input.content, 'utf8')))
   }
 
   upload(p: Principal, slug: string, input: { path: string; content_b64: string }) {
-    this.sites.requireChangeable(p, slug)
+    const site = this.sites.requireChangeable(p, slug)
     const data = decodeBase64(input.content_b64)
-    return this.inHome(slug, 'content_b64', (home) => home.write(input.path, data))
+    return this.change(site, 'content_b64', (home) => home.write(input.path, data))
   }
 
   mkdir(p: Principal, slug: string, input: { path: string }) {
-    this.sites.requireChangeable(p, slug)
-    return this.inHome(slug, 'path', (home) => home.mkdir(input.path))
+    return this.change(this.sites.requireChangeable(p, slug), 'path', (home) => home.mkdir(input.path))
   }
 
   delete(p: Principal, slug: string, input: { path: string }) {
-    this.sites.requireChangeable(p, slug)
-    return this.inHome(slug, 'path', (home) => home.remove(input.path))
+    return this.change(this.sites.requireChangeable(p, slug), 'path', (home) => home.remove(input.path))
+  }
+
+  /** `inHome` for a change: 409 while a restore of the site runs; else counted, so a restore accepted meanwhile waits for it. */
+  private async change<T>(site: SiteRow, contentParam: string, fn: (home: SiteHome) => T | Promise<T>): Promise<T> {
+    const end = this.restores.beginChange(site)
+    try {
+      return await this.inHome(site.slug, contentParam, fn)
+    } finally {
+      end()
+    }
   }
 
   /** Opens the site's home for `fn`, and turns the driver's refusals into API errors. */
