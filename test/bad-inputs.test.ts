@@ -1,5 +1,6 @@
 /**
- * Bad inputs against every route implemented so far, table-driven.
+ * Bad inputs against the API core (register, whoami, keys, plans, checkout), table-driven; the
+ * site routes have their own tables (bad-inputs-sites.test.ts, bad-inputs-site-features.test.ts).
  *
  * Each row is one request and the error it must get: status, `error.code` and `error.param`.
  * For every row the test also checks that the body is the error envelope (design.md, "Envelope,
@@ -141,6 +142,7 @@ const rows: Row[] = [
   { name: 'revoke: key_id with broken percent-encoding', method: 'POST', path: `${V1}/keys/%ZZ/revoke/`, as: 'admin', expect: [422, 'VALIDATION_ERROR', 'key_id'] },
   { name: 'revoke: well-formed unknown key_id', method: 'POST', path: `${V1}/keys/${UNKNOWN_UUID}/revoke/`, as: 'admin', expect: [404, 'NOT_FOUND', 'key_id'], says: /GET \/keys\// },
   { name: "revoke: another account's key (404, never 403)", method: 'POST', path: `${V1}/keys/{other}/revoke/`, as: 'admin', expect: [404, 'NOT_FOUND', 'key_id'] },
+  { name: 'revoke: a body with a field (the route takes none)', method: 'POST', path: `${V1}/keys/{revoked}/revoke/`, as: 'admin', body: { reason: 'leaked' }, expect: [422, 'VALIDATION_ERROR', 'reason'], says: /takes no body; remove the field 'reason'/ },
   { name: 'revoke: read-only key', method: 'POST', path: `${V1}/keys/{own}/revoke/`, as: 'reader', expect: [403, 'FORBIDDEN', null] },
   { name: 'revoke: no key', method: 'POST', path: `${V1}/keys/{own}/revoke/`, expect: [401, 'UNAUTHORIZED', null] },
   { name: 'revoke: no key and a malformed key_id', method: 'POST', path: `${V1}/keys/not-a-uuid/revoke/`, expect: [401, 'UNAUTHORIZED', null] },
@@ -155,6 +157,7 @@ const rows: Row[] = [
   { name: 'rotate: well-formed unknown key_id', method: 'POST', path: `${V1}/keys/${UNKNOWN_UUID}/rotate/`, as: 'admin', expect: [404, 'NOT_FOUND', 'key_id'] },
   { name: "rotate: another account's key (404, never 403)", method: 'POST', path: `${V1}/keys/{other}/rotate/`, as: 'admin', expect: [404, 'NOT_FOUND', 'key_id'] },
   { name: 'rotate: a key already revoked', method: 'POST', path: `${V1}/keys/{revoked}/rotate/`, as: 'admin', expect: [409, 'CONFLICT', 'key_id'], says: /POST \/keys\/create\// },
+  { name: 'rotate: a body with a field (the route takes none)', method: 'POST', path: `${V1}/keys/{own}/rotate/`, as: 'admin', body: { name: 'new' }, expect: [422, 'VALIDATION_ERROR', 'name'] },
   { name: 'rotate: read-only key', method: 'POST', path: `${V1}/keys/{own}/rotate/`, as: 'reader', expect: [403, 'FORBIDDEN', null] },
   { name: 'rotate: rotated key', method: 'POST', path: `${V1}/keys/{own}/rotate/`, as: 'rotated', expect: [401, 'UNAUTHORIZED', null] },
   ...bothWays({ name: "rotate: another account's key", method: 'POST', path: `${V1}/keys/{other}/rotate/`, as: 'admin', expect: [404, 'NOT_FOUND', 'key_id'] }),
@@ -172,6 +175,11 @@ const rows: Row[] = [
   { name: 'plan: slug with an encoded path traversal', method: 'GET', path: `${V1}/plans/..%2F..%2Fetc%2Fpasswd/`, expect: [404, 'NOT_FOUND', 'plan_slug'] },
   { name: 'plan: slug SQL injection', method: 'GET', path: `${V1}/plans/${SQL}/`, expect: [404, 'NOT_FOUND', 'plan_slug'] },
   ...bothWays({ name: 'plan: unknown slug', method: 'GET', path: `${V1}/plans/no-such-plan/`, expect: [404, 'NOT_FOUND', 'plan_slug'] }),
+
+  // ---- POST /acp/checkouts/ with a bearer key, and cancel ----
+  { name: 'checkout: a read-only key as bearer (buying needs admin)', method: 'POST', path: `${V1}/acp/checkouts/`, as: 'reader', body: { sku: 'svc_starter_monthly' }, expect: [403, 'FORBIDDEN', null], says: /'admin' scope/ },
+  { name: 'checkout: a rotated key as bearer', method: 'POST', path: `${V1}/acp/checkouts/`, as: 'rotated', body: { sku: 'svc_starter_monthly' }, expect: [401, 'UNAUTHORIZED', null] },
+  { name: 'checkout cancel: a body with a field (the route takes none)', method: 'POST', path: `${V1}/acp/checkouts/${UNKNOWN_UUID}/cancel/?checkout_secret=cks_x`, body: { reason: 'changed my mind' }, expect: [422, 'VALIDATION_ERROR', 'reason'] },
 
   // ---- GET /status/ ----
   ...bothWays({ name: 'status: POST', method: 'POST', path: `${V1}/status/`, body: {}, expect: [405, 'METHOD_NOT_ALLOWED', null], header: ['allow', 'GET'] }),

@@ -36,7 +36,7 @@ export function createApp(s: Services) {
     .use(planRoutes(plugins, s.plans))
     .use(authRoutes(plugins, s.auth))
     .use(keyRoutes(plugins, s.keys))
-    .use(checkoutRoutes(plugins, s.checkout, s.keys))
+    .use(checkoutRoutes(plugins, s.checkout))
     .use(siteRoutes(plugins, s.sites))
     .use(moduleRoutes(plugins, s.modules))
     .use(claimRoutes(plugins, s.claims))

@@ -37,6 +37,9 @@ export function buildOpenApi(app: AnyElysia, info: { baseUrl: string; version: s
       for (const [status, response] of Object.entries(responses)) {
         if (status !== 'default') (response as Record<string, unknown>).description ??= status.startsWith('2') ? 'Success' : 'Error'
       }
+      // A body whose fields are all optional (or that has none: NoBody) may be left out.
+      const body = op.requestBody as { required?: boolean; content?: Record<string, { schema?: { required?: string[] } }> } | undefined
+      if (body && !body.content?.['application/json']?.schema?.required?.length) body.required = false
       if (op.security === undefined) op.security = []
       if (op[ACCESS_EXTENSION] === undefined) op[ACCESS_EXTENSION] = 'unset'
     }

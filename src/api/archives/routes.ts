@@ -1,5 +1,5 @@
 import { Elysia, t } from 'elysia'
-import { ok } from '../http/schemas'
+import { NoBody, ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
 import { Archive, BackupParams, SnapshotParams } from './model'
@@ -14,6 +14,7 @@ export const archiveRoutes = (plugins: ApiPlugins, archives: ArchivesService) =>
     .post('/sites/:tenant_slug/snapshot/', ({ principal, params }) => archives.createSnapshot(principal, params.tenant_slug), {
       scope: 'write',
       params: SiteParams,
+      body: NoBody,
       response: ok(Archive),
       detail: { tags, summary: 'Take a snapshot of the site (vps and dedicated plans); made in the background, poll until ready', operationId: 'createSnapshot' },
     })
@@ -32,12 +33,14 @@ export const archiveRoutes = (plugins: ApiPlugins, archives: ArchivesService) =>
     .post('/sites/:tenant_slug/snapshots/:snapshot_id/restore/', ({ principal, params }) => archives.restore(principal, params.tenant_slug, 'snapshot', params.snapshot_id), {
       scope: 'write',
       params: SnapshotParams,
+      body: NoBody,
       response: ok(Archive),
       detail: { tags, summary: "Replace the site's files with a snapshot's; done in the background", operationId: 'restoreSnapshot' },
     })
     .delete('/sites/:tenant_slug/snapshots/:snapshot_id/', ({ principal, params }) => archives.deleteSnapshot(principal, params.tenant_slug, params.snapshot_id), {
       scope: 'write',
       params: SnapshotParams,
+      body: NoBody,
       response: ok(t.Object({ id: t.String({ format: 'uuid' }), deleted: t.Literal(true) })),
       detail: { tags, summary: 'Delete a snapshot and its stored archive', operationId: 'deleteSnapshot' },
     })
@@ -56,6 +59,7 @@ export const archiveRoutes = (plugins: ApiPlugins, archives: ArchivesService) =>
     .post('/sites/:tenant_slug/backups/:backup_id/restore/', ({ principal, params }) => archives.restore(principal, params.tenant_slug, 'backup', params.backup_id), {
       scope: 'write',
       params: BackupParams,
+      body: NoBody,
       response: ok(Archive),
       detail: { tags, summary: "Replace the site's files with a backup's; done in the background", operationId: 'restoreBackup' },
     })

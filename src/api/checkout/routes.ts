@@ -1,6 +1,5 @@
 import { Elysia } from 'elysia'
-import { ok } from '../http/schemas'
-import type { KeysService } from '../keys/service'
+import { NoBody, ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { CheckoutParams, CheckoutSecretQuery, CheckoutSession, CompleteCheckoutBody, CreateCheckoutBody, UpdateCheckoutBody } from './model'
 import type { CheckoutService } from './service'
@@ -11,17 +10,17 @@ const secretOf = (query: { checkout_secret?: string }, request: Request) =>
 
 const tags = ['Checkout']
 
-export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService, keys: KeysService) =>
+export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService) =>
   new Elysia({ name: 'checkout-routes' })
     .use(plugins)
-    .post('/acp/checkouts/', ({ body, request, set }) => {
-      // No key is needed; one that is sent must be valid, and then the site joins its account.
-      const header = request.headers.get('authorization')
-      const principal = header ? keys.authenticate(header) : null
+    .post('/acp/checkouts/', ({ body, caller, set }) => {
       set.status = 201
-      return checkout.create(body, principal)
+      return checkout.create(body, caller)
     }, {
+      // No key is needed; one that is sent must be a valid account key with admin (buying is
+      // money), and then the site joins its account.
       public: true,
+      optionalScope: 'admin',
       rateLimit: 'checkout_create',
       body: CreateCheckoutBody,
       response: ok(CheckoutSession, 201),
@@ -59,6 +58,7 @@ export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService, k
       public: true,
       params: CheckoutParams,
       query: CheckoutSecretQuery,
+      body: NoBody,
       response: ok(CheckoutSession),
       detail: { tags, summary: 'Cancel an unpaid session', operationId: 'cancelCheckout' },
     })

@@ -1,5 +1,5 @@
 import { Elysia, t } from 'elysia'
-import { ok } from '../http/schemas'
+import { NoBody, ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
 import { Deployment, DeploymentParams } from './model'
@@ -13,6 +13,7 @@ export const deploymentRoutes = (plugins: ApiPlugins, deployments: DeploymentsSe
     .post('/sites/:tenant_slug/deploy/', ({ principal, params }) => deployments.trigger(principal, params.tenant_slug), {
       scope: 'write',
       params: SiteParams,
+      body: NoBody,
       response: ok(Deployment),
       detail: { tags, summary: "Reload the site's web server and run its ~/deploy.sh, in the background", operationId: 'deploySite' },
     })

@@ -12,6 +12,9 @@ export const ACCESS_EXTENSION = 'x-berth-access'
  *   `{ scope: 'read' }`  a bearer key holding that scope (design.md's scope matrix).
  * A site-scoped key (claim flow) passes only on routes with a `:tenant_slug` parameter naming its own
  * site; any other site answers 404 as if it did not exist, and every other route answers 403.
+ * A public route that acts on the account of a key sent to it (checkout creation: the site joins
+ * that account) also declares `{ optionalScope: 'admin' }`: no key is fine, and a key that is sent
+ * must be valid, hold the scope and not be site-scoped; the handler gets it as `caller` (or null).
  *
  * The check runs in the transform stage, before the body and query are validated: a caller
  * without a valid key learns nothing about what a valid request would look like (401 first).
@@ -26,13 +29,11 @@ export function access(keys: KeysService) {
       detail: { [ACCESS_EXTENSION]: scope, security: [{ bearer: [] }] } as DocumentDecoration,
       transform({ request, params }) {
         const principal = keys.authenticate(request.headers.get('authorization'))
-        if (!principal.scopes.includes(scope)) {
-          throw new ForbiddenError(`This key lacks the '${scope}' scope; use a key that has it (GET /keys/ lists yours).`)
-        }
+        requireScope(principal, scope)
         if (principal.siteSlug !== null) {
           const slug = (params as Record<string, string | undefined> | undefined)?.tenant_slug
-          if (slug === undefined) throw new ForbiddenError(`This key works only on /sites/${principal.siteSlug}/...; use an account key here.`)
-          if (slug !== principal.siteSlug) throw new NotFoundError(`No site '${slug}' in your account.`, 'tenant_slug')
+          if (slug === undefined) throw siteKeyOutside(principal.siteSlug)
+          if (slug !== principal.siteSlug) throw new NotFoundError(`No site '${slug}' in your account; this key works only on /sites/${principal.siteSlug}/.`, 'tenant_slug')
         }
         principals.set(request, principal)
       },
@@ -40,5 +41,26 @@ export function access(keys: KeysService) {
         return { principal: principals.get(request)! }
       },
     }),
+    optionalScope: (scope: Scope) => ({
+      transform({ request }) {
+        const header = request.headers.get('authorization')
+        if (!header) return
+        const principal = keys.authenticate(header)
+        requireScope(principal, scope)
+        if (principal.siteSlug !== null) throw siteKeyOutside(principal.siteSlug)
+        principals.set(request, principal)
+      },
+      resolve({ request }): { caller: Principal | null } {
+        return { caller: principals.get(request) ?? null }
+      },
+    }),
   })
 }
+
+function requireScope(principal: Principal, scope: Scope): void {
+  if (!principal.scopes.includes(scope)) {
+    throw new ForbiddenError(`This key lacks the '${scope}' scope; use a key that has it (GET /keys/ lists yours).`)
+  }
+}
+
+const siteKeyOutside = (slug: string) => new ForbiddenError(`This key works only on /sites/${slug}/...; use an account key here.`)

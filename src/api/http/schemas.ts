@@ -61,3 +61,10 @@ export const QueryInteger = (name: string, options: { minimum: number; maximum: 
  */
 export const Body = <T extends TProperties>(properties: T, options: { description?: string } = {}) =>
   t.Object(properties, { ...options, additionalProperties: false })
+
+/**
+ * The body of a route that takes none: no body, or `{}`. Any field is refused with 422 naming it,
+ * as on every other route, so that `DELETE /sites/{slug}/delete/` with `{"dry_run": true}` fails
+ * instead of deleting the site.
+ */
+export const NoBody = Body({}, { description: 'None: send no body, or {}.' })

@@ -14,6 +14,7 @@ interface SchemaLike {
   enum?: unknown[]
   const?: unknown
   items?: SchemaLike
+  properties?: Record<string, unknown>
   error?: string
   description?: string
   [QUERY_PARAM]?: string
@@ -41,13 +42,16 @@ export function toValidationError(err: ElysiaValidationError): ValidationError {
   const label = segments.length > 0 ? segments.reduce((acc, s) => (isIndex(s) ? `${acc}[${s}]` : acc ? `${acc}.${s}` : s), '') : null
   const named = first.schema?.[QUERY_PARAM]
   if (label === null && named) return new ValidationError(named, describe(named, first.value, first.schema, 'query'))
+  const fields = Object.keys(first.schema?.properties ?? {})
   if (label === null) {
-    const where = err.type === 'query' ? 'query string' : 'body'
-    return new ValidationError(null, `The ${where} must be a JSON object${where === 'body' ? ' such as {"name": "..."}' : ''}.`)
+    if (err.type === 'query') return new ValidationError(null, 'The query string is not valid; send name=value pairs (see /api/v1/openapi.json for the accepted query parameters).')
+    if (fields.length === 0) return new ValidationError(null, 'This route takes no body; send none, or {}.')
+    return new ValidationError(null, `The body must be a JSON object with the fields ${fields.join(', ')}, such as {"${fields[0]}": ...}.`)
   }
   // An unexpected property shows up as an error on the parent with the property in the value.
   if (first.message.toLowerCase().includes('unexpected property') || first.message.toLowerCase().includes('additional')) {
     const what = err.type === 'query' ? 'query parameter' : 'field'
+    if (err.type === 'body' && fields.length === 0 && segments.length === 1) return new ValidationError(param, `This route takes no body; remove the field '${label}' (send none, or {}).`)
     return new ValidationError(param, `Unknown ${what} '${label}'; remove it (see /api/v1/openapi.json for the accepted ${what}s).`)
   }
   return new ValidationError(param, describe(label, first.value, first.schema, err.type))

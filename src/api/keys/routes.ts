@@ -1,5 +1,5 @@
 import { Elysia, t } from 'elysia'
-import { ok } from '../http/schemas'
+import { NoBody, ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { ApiKeyCreated, CreateKeyBody, KeyIdParams, KeyListItem, KeyListQuery } from './model'
 import type { KeysService } from './service'
@@ -25,12 +25,14 @@ export const keyRoutes = (plugins: ApiPlugins, keys: KeysService) =>
     .post('/keys/:key_id/revoke/', ({ principal, params }) => keys.revoke(principal, params.key_id), {
       scope: 'admin',
       params: KeyIdParams,
+      body: NoBody,
       response: ok(KeyListItem),
       detail: { tags: ['Keys'], summary: 'Revoke a key (it fails on its next request)', operationId: 'revokeKey' },
     })
     .post('/keys/:key_id/rotate/', ({ principal, params }) => keys.rotate(principal, params.key_id), {
       scope: 'admin',
       params: KeyIdParams,
+      body: NoBody,
       response: ok(ApiKeyCreated),
       detail: { tags: ['Keys'], summary: 'Replace a key with a new one; the old one fails at once', operationId: 'rotateKey' },
     })

@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import { ok } from '../http/schemas'
+import { NoBody, ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import type { SiteLifecycle } from './lifecycle'
 import { ScaleBody, Site, SiteParams } from './model'
@@ -20,12 +20,14 @@ export const siteLifecycleRoutes = (plugins: ApiPlugins, lifecycle: SiteLifecycl
     .delete('/sites/:tenant_slug/delete/', ({ principal, params }) => lifecycle.delete(principal, params.tenant_slug), {
       scope: 'admin',
       params: SiteParams,
+      body: NoBody,
       response: ok(Site),
       detail: { tags, summary: 'Schedule the site for deletion in 7 days; it stops serving at once', operationId: 'deleteSite' },
     })
     .post('/sites/:tenant_slug/restore/', ({ principal, params }) => lifecycle.restore(principal, params.tenant_slug), {
       scope: 'admin',
       params: SiteParams,
+      body: NoBody,
       response: ok(Site),
       detail: { tags, summary: 'Cancel a scheduled deletion within its grace period', operationId: 'restoreSite' },
     })

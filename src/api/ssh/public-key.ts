@@ -35,6 +35,8 @@ export class PublicKeyError extends Error {}
 export function parsePublicKey(input: string): PublicKey {
   const text = input.replace(/\r?\n$/, '')
   if (text.length > MAX_LINE) throw new PublicKeyError(`The key line is over ${MAX_LINE} characters; send one public key line.`)
+  // A pasted private key (PEM or OpenSSH armour) is the most likely mistake; name it as such.
+  if (/-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/.test(text)) throw new PublicKeyError('This is a private key; keep it secret and send the public key line instead (the .pub file beside it).')
   if (/[\r\n]/.test(text)) throw new PublicKeyError('Send exactly one public key line; this has several lines (install keys one at a time).')
   // Control characters have no place in a key line and could end it early in the file.
   if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(text)) throw new PublicKeyError('The key line holds control characters; send the line as ssh-keygen wrote it.')

@@ -1,5 +1,5 @@
 import { Elysia, t } from 'elysia'
-import { ok } from '../http/schemas'
+import { NoBody, ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
 import { AddSshKeyBody, SshInfo, SshKeyAdded, SshKeyParams, SshKeyView } from './model'
@@ -32,6 +32,7 @@ export const sshRoutes = (plugins: ApiPlugins, ssh: SshService) =>
     .delete('/sites/:tenant_slug/ssh/keys/:key_id/', ({ principal, params }) => ssh.removeKey(principal, params.tenant_slug, params.key_id), {
       scope: 'write',
       params: SshKeyParams,
+      body: NoBody,
       response: ok(SshKeyView),
       detail: { tags, summary: 'Remove a public key', operationId: 'removeSshKey' },
     })
