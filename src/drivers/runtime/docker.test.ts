@@ -281,6 +281,21 @@ describe('DockerRuntime', () => {
     await runtime.removeSite('frozen', { volume: true })
   }, 30_000)
 
+  it('never leaves a site frozen when commands and freezes race', async () => {
+    // Before an exec held the site's lock until its process existed, a freeze landing between
+    // the engine's answer to start and runc's set-up left the site paused for good.
+    const ep = await runtime.ensureSite(spec('race'))
+    expect((await firstAnswer(ep)).status).toBe(200)
+    for (let round = 0; round < 30; round++) {
+      const execs = Array.from({ length: 4 }, () => runtime.exec('race', ['sh', '-c', 'echo ran']))
+      const freeze = Bun.sleep(round % 5).then(() => runtime.withSitePaused('race', () => Bun.sleep(10)))
+      const results = await Promise.all([freeze, ...execs])
+      expect(results.slice(1).map((r) => (r as { output: string }).output)).toEqual(['ran\n', 'ran\n', 'ran\n', 'ran\n'])
+    }
+    expect((await docker.getContainer(ep.containerId).inspect()).State.Paused).toBe(false)
+    await runtime.removeSite('race', { volume: true })
+  }, 60_000)
+
   it('reports an engine that is not there as RuntimeUnavailableError', async () => {
     const down = new DockerRuntime({ socketPath: join(tmpdir(), 'no-docker-here.sock'), instanceId, subnetPool: '10.231.0.0/16', pidsLimit: 128, log })
     expect(await down.ping()).toBe(false)

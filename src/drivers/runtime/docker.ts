@@ -172,7 +172,9 @@ export class DockerRuntime implements ContainerRuntime {
         const container = this.docker.getContainer(info.Id)
         // `timeout` exists in both images (busybox and coreutils) and kills what the engine cannot.
         const run = await container.exec({ Cmd: ['timeout', '-s', 'KILL', String(timeoutS), ...cmd], User: SITE_USER, WorkingDir: SITE_HOME, AttachStdout: true, AttachStderr: true, Tty: false })
-        return { run, stream: await run.start({ hijack: true, stdin: false }) }
+        const stream = await run.start({ hijack: true, stdin: false })
+        await untilStarted(run)
+        return { run, stream }
       })
       const chunks: Buffer[] = []
       let size = 0
@@ -323,6 +325,27 @@ export class DockerRuntime implements ContainerRuntime {
   private async call<T>(fn: () => Promise<T>): Promise<T> {
     await this.ready()
     return engineCall(this.opts.socketPath, fn)
+  }
+}
+
+/** How long exec keeps the site's lock waiting for its process to exist (it takes milliseconds). */
+const EXEC_START_WAIT_MS = 10_000
+
+/**
+ * Resolves once the exec's process exists (it has a pid, or has already ended). The engine
+ * answers `start` before runc has finished setting the process up; a freeze (snapshot) landing
+ * in between left `runc init` frozen half-way, and with it the exec, the unpause and the
+ * snapshot, for good (found by the hostile-input suite). Holding the site's lock until here keeps
+ * freezes out of that window.
+ */
+async function untilStarted(run: Docker.Exec): Promise<void> {
+  const deadline = Date.now() + EXEC_START_WAIT_MS
+  for (;;) {
+    const state = await run.inspect()
+    // Not `Running`: the engine sets it before asking runc to start the process; the pid comes after.
+    if ((state.Pid ?? 0) > 0 || (!state.Running && state.ExitCode !== null)) return
+    if (Date.now() > deadline) return
+    await Bun.sleep(5)
   }
 }
 
