@@ -117,6 +117,8 @@ const siteRows: Row[] = [
 
   // ---- DELETE /sites/{slug}/delete/: a body is refused rather than ignored ----
   { name: 'delete: a body with a field (dry_run)', method: 'DELETE', path: `${S}/delete/`, body: { dry_run: true }, expect: [422, 'VALIDATION_ERROR', 'dry_run'], says: /takes no body; remove the field 'dry_run'/ },
+  { name: 'delete: a query parameter (dry_run)', method: 'DELETE', path: `${S}/delete/?dry_run=true`, expect: [422, 'VALIDATION_ERROR', 'dry_run'], says: /takes no query parameters; remove 'dry_run'/ },
+  { name: 'scale: a query parameter', method: 'POST', path: `${S}/scale/?force=1`, body: { new_plan: 'business' }, expect: [422, 'VALIDATION_ERROR', 'force'], says: /takes no query parameters/ },
   { name: 'delete: a body with confirm', method: 'DELETE', path: `${S}/delete/`, body: { confirm: 'no' }, expect: [422, 'VALIDATION_ERROR', 'confirm'] },
   { name: 'delete: JSON array body', method: 'DELETE', path: `${S}/delete/`, raw: '[]', expect: [422, 'VALIDATION_ERROR', null], says: /takes no body/ },
   { name: 'delete: JSON string body', method: 'DELETE', path: `${S}/delete/`, raw: '"now"', expect: [422, 'VALIDATION_ERROR', null] },

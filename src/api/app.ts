@@ -4,6 +4,7 @@ import { authRoutes } from './auth/routes'
 import { jsonBody } from './http/body'
 import { envelope, type MethodLookup } from './http/envelope'
 import { methodLookup } from './http/method-lookup'
+import { strictQuery } from './http/strict-query'
 import { keyRoutes } from './keys/routes'
 import { buildOpenApi } from './openapi'
 import { planRoutes } from './plans/routes'
@@ -30,6 +31,7 @@ import { archiveRoutes } from './archives/routes'
  */
 export function createApp(s: Services) {
   let lookup: MethodLookup = () => []
+  let withoutQuery: ReadonlySet<string> = new Set()
   const plugins = apiPlugins({ keys: s.keys, limiter: s.limiter, clients: s.clients })
   const api = new Elysia({ prefix: '/api/v1', normalize: false, encodeSchema: false })
     .use(statusRoutes(plugins, s.status))
@@ -55,6 +57,7 @@ export function createApp(s: Services) {
   const app: AnyElysia = new Elysia({ name: 'berth', normalize: false, encodeSchema: false })
     .use(envelope({ log: s.log, methodsFor: (path) => lookup(path) }))
     .use(jsonBody(s.config.server.maxBodyBytes, fileBodyLimit))
+    .use(strictQuery(() => withoutQuery))
     .use(plugins)
     .use(api)
     .use(payRoutes(plugins, s.processor))
@@ -69,6 +72,10 @@ export function createApp(s: Services) {
       return new Response(html, { headers: { 'content-type': 'text/html; charset=utf-8' } })
     }, { public: true, detail: { hide: true } })
   lookup = methodLookup(app.routes)
+  // API routes that declare no query schema; the documents (openapi.json, docs) take any query.
+  withoutQuery = new Set(app.routes
+    .filter((r) => r.path.startsWith('/api/v1/') && !r.path.startsWith('/api/v1/openapi') && !r.path.startsWith('/api/v1/docs') && !(r.hooks as { query?: unknown }).query)
+    .map((r) => `${r.method} ${r.path}`))
   return app
 }
 
