@@ -166,31 +166,22 @@ export class DockerRuntime implements ContainerRuntime {
       // of finding the site paused (409 for a deploy, an SSH key, a claim). Only the start: the
       // command then runs unlocked, so a deploy hook of minutes never holds up the reconciler's
       // ensureSite, a stop or the next snapshot (which freezes the command with the site).
-      const { run, stream } = await this.locks.run(slug, async () => {
+      const { run, finished, output } = await this.locks.run(slug, async () => {
         const info = await this.inspectOwn(this.names(slug).container)
         if (!info?.State.Running || info.State.Paused) throw new SiteNotRunnableError(`The site '${slug}' is not running.`)
         const container = this.docker.getContainer(info.Id)
         // `timeout` exists in both images (busybox and coreutils) and kills what the engine cannot.
         const run = await container.exec({ Cmd: ['timeout', '-s', 'KILL', String(timeoutS), ...cmd], User: SITE_USER, WorkingDir: SITE_HOME, AttachStdout: true, AttachStderr: true, Tty: false })
         const stream = await run.start({ hijack: true, stdin: false })
+        // Listen before anything else is awaited: a short command can be over, its stream
+        // ended, by the time its start is confirmed.
+        const collected = collect(this.docker, stream, max)
         await untilStarted(run)
-        return { run, stream }
+        return { run, ...collected }
       })
-      const chunks: Buffer[] = []
-      let size = 0
-      const sink = new PassThrough()
-      sink.on('data', (chunk: Buffer) => {
-        if (size < max) chunks.push(chunk.subarray(0, max - size))
-        size += chunk.length
-      })
-      this.docker.modem.demuxStream(stream, sink, sink)
-      await new Promise<void>((done, fail) => {
-        stream.on('end', done)
-        stream.on('close', done)
-        stream.on('error', fail)
-      })
+      await finished
       const { ExitCode } = await run.inspect()
-      return { exitCode: ExitCode ?? -1, output: Buffer.concat(chunks).toString('utf8') }
+      return { exitCode: ExitCode ?? -1, output: output() }
     })
   }
 
@@ -326,6 +317,26 @@ export class DockerRuntime implements ContainerRuntime {
     await this.ready()
     return engineCall(this.opts.socketPath, fn)
   }
+}
+
+/** Gathers an exec's demultiplexed output (at most `max` bytes); `finished` resolves at its end. */
+function collect(docker: Docker, stream: NodeJS.ReadWriteStream, max: number): { finished: Promise<void>; output: () => string } {
+  const chunks: Buffer[] = []
+  let size = 0
+  const sink = new PassThrough()
+  sink.on('data', (chunk: Buffer) => {
+    if (size < max) chunks.push(chunk.subarray(0, max - size))
+    size += chunk.length
+  })
+  const finished = new Promise<void>((done, fail) => {
+    stream.on('end', done)
+    stream.on('close', done)
+    stream.on('error', fail)
+  })
+  // Awaited by the caller once the start is confirmed; an error before then is not "unhandled".
+  finished.catch(() => {})
+  docker.modem.demuxStream(stream, sink, sink)
+  return { finished, output: () => Buffer.concat(chunks).toString('utf8') }
 }
 
 /** How long exec keeps the site's lock waiting for its process to exist (it takes milliseconds). */
