@@ -117,7 +117,7 @@ function decodeBase64(text: string): Buffer {
   const padding = text.endsWith('==') ? 2 : padded ? 1 : 0
   const size = Math.floor(((text.length - padding) * 3) / 4)
   if (size > FILE_LIMITS.uploadBytes) {
-    throw new PayloadTooLargeError(`The file is ${size} bytes; uploads take at most ${FILE_LIMITS.uploadBytes} bytes.`, 'content_b64')
+    throw new PayloadTooLargeError(`The file is ${size} bytes; uploads take at most ${FILE_LIMITS.uploadBytes} bytes, so split it or send a smaller one.`, 'content_b64')
   }
   return Buffer.from(text, 'base64')
 }

@@ -43,7 +43,7 @@ export function parsePath(input: string): string[] {
   if (!input.isWellFormed()) bad('is not valid Unicode (it holds a lone surrogate)')
   const bytes = Buffer.byteLength(input, 'utf8')
   if (bytes > MAX_PATH_BYTES) bad(`is ${bytes} bytes long; paths are at most ${MAX_PATH_BYTES} bytes`)
-  if (input.includes('\0')) bad('contains a NUL byte')
+  if (input.includes('\0')) bad('contains a NUL byte; send the path without it')
   if (CONTROL.test(input)) bad('contains a control character (newline, tab, escape...)')
   if (input.includes('\\')) bad('contains a backslash; separate folders with /')
   if (PERCENT_ESCAPE.test(input)) bad("contains a percent-encoded sequence such as %2e; the API takes decoded paths, so send the characters themselves (a literal '%' followed by two hex digits is not accepted)")
@@ -58,7 +58,7 @@ export function parsePath(input: string): string[] {
   if (names.includes('..')) bad("contains a '..' segment; paths are relative to the site's home and may not contain '..' at all")
   if (names[0] === '~') bad("starts with '~'; paths are already relative to the site's home, so drop the '~/'")
   for (const name of names) {
-    if (Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES) bad(`has a name longer than ${MAX_NAME_BYTES} bytes`)
+    if (Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES) bad(`has a name longer than ${MAX_NAME_BYTES} bytes; shorten it (Linux allows no more)`)
   }
   return names
 }
