@@ -4,7 +4,8 @@ import { authRoutes } from './auth/routes'
 import { jsonBody } from './http/body'
 import { envelope, type MethodLookup } from './http/envelope'
 import { methodLookup } from './http/method-lookup'
-import { strictQuery } from './http/strict-query'
+import { strictQuery, type QueryRule } from './http/strict-query'
+import { QUERY_PARAM } from './http/schemas'
 import { keyRoutes } from './keys/routes'
 import { buildOpenApi } from './openapi'
 import { planRoutes } from './plans/routes'
@@ -31,7 +32,7 @@ import { archiveRoutes } from './archives/routes'
  */
 export function createApp(s: Services) {
   let lookup: MethodLookup = () => []
-  let withoutQuery: ReadonlySet<string> = new Set()
+  let queryRules: ReadonlyMap<string, QueryRule> = new Map()
   const plugins = apiPlugins({ keys: s.keys, limiter: s.limiter, clients: s.clients })
   const api = new Elysia({ prefix: '/api/v1', normalize: false, encodeSchema: false })
     .use(statusRoutes(plugins, s.status))
@@ -57,7 +58,7 @@ export function createApp(s: Services) {
   const app: AnyElysia = new Elysia({ name: 'berth', normalize: false, encodeSchema: false })
     .use(envelope({ log: s.log, methodsFor: (path) => lookup(path) }))
     .use(jsonBody(s.config.server.maxBodyBytes, fileBodyLimit))
-    .use(strictQuery(() => withoutQuery))
+    .use(strictQuery(() => queryRules))
     .use(plugins)
     .use(api)
     .use(payRoutes(plugins, s.processor))
@@ -72,11 +73,20 @@ export function createApp(s: Services) {
       return new Response(html, { headers: { 'content-type': 'text/html; charset=utf-8' } })
     }, { public: true, detail: { hide: true } })
   lookup = methodLookup(app.routes)
-  // API routes that declare no query schema; the documents (openapi.json, docs) take any query.
-  withoutQuery = new Set(app.routes
-    .filter((r) => r.path.startsWith('/api/v1/') && !r.path.startsWith('/api/v1/openapi') && !r.path.startsWith('/api/v1/docs') && !(r.hooks as { query?: unknown }).query)
-    .map((r) => `${r.method} ${r.path}`))
+  queryRules = queryRulesOf(app.routes)
   return app
 }
 
 export type App = ReturnType<typeof createApp>
+
+/** The query rules of the API's routes; the documents (openapi.json, docs) take any query. */
+function queryRulesOf(routes: { method: string; path: string; hooks: unknown }[]): Map<string, QueryRule> {
+  const rules = new Map<string, QueryRule>()
+  for (const r of routes) {
+    if (!r.path.startsWith('/api/v1/') || r.path.startsWith('/api/v1/openapi') || r.path.startsWith('/api/v1/docs')) continue
+    const query = (r.hooks as { query?: { properties?: Record<string, Record<string, unknown>> } }).query
+    const integers = new Set(Object.entries(query?.properties ?? {}).filter(([, schema]) => schema[QUERY_PARAM] !== undefined).map(([name]) => name))
+    if (!query || integers.size > 0) rules.set(`${r.method} ${r.path}`, { none: !query, integers })
+  }
+  return rules
+}
