@@ -60,7 +60,9 @@ function classify(code: string | number, error: unknown, method: string, path: s
   if (error instanceof ElysiaValidationError) return toValidationError(error)
   // Driver errors with a meaning for the caller (design.md: 503 when Docker is down).
   if (error instanceof RuntimeUnavailableError) return new UnavailableError('The container engine is not answering; retry in a minute.')
-  if (error instanceof SiteNotRunnableError) return new ConflictError(`${error.message} Retry when GET /sites/{slug}/ shows status active.`)
+  // The store may say active while the container is down (just removed, restarting): the reconcile
+  // pass brings it back within containers.reconcile_seconds.
+  if (error instanceof SiteNotRunnableError) return new ConflictError(`${error.message} Berth is bringing it back; retry in half a minute.`)
   switch (code) {
     case 'NOT_FOUND': {
       const allowed = methodsFor(path)
