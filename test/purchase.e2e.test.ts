@@ -5,7 +5,7 @@ import { chromium } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api, startBerth, type Berth } from './helpers/binary'
 import { buyDirect, readyCheckout, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
-import { instanceOf, removeInstanceSites } from './helpers/sites'
+import { execIn, instanceOf, removeInstanceSites } from './helpers/sites'
 
 /**
  * Buying a site end to end on the compiled binary, a real Docker engine and a real Chromium:
@@ -239,21 +239,3 @@ describe('resilience of provisioning', () => {
     }
   })
 })
-
-/** Runs a command in a container as the site user and returns what it printed. */
-async function execIn(containerId: string, cmd: string[]): Promise<string> {
-  const exec = await docker.getContainer(containerId).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, User: '1000' })
-  const stream = await exec.start({})
-  const chunks: Buffer[] = []
-  stream.on('data', (c: Buffer) => chunks.push(c))
-  await new Promise((resolve) => stream.on('end', resolve))
-  // The attach stream is multiplexed: 8-byte frame headers before each chunk of output.
-  const raw = Buffer.concat(chunks)
-  let out = ''
-  for (let i = 0; i + 8 <= raw.length; ) {
-    const size = raw.readUInt32BE(i + 4)
-    out += raw.subarray(i + 8, i + 8 + size).toString()
-    i += 8 + size
-  }
-  return out
-}

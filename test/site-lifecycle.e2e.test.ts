@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api, startBerth, type Berth } from './helpers/binary'
 import { buyDirect, readyCheckout, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
+import { execIn } from './helpers/sites'
 
 /**
  * Scale, delete, restore and the deletion reaper on the compiled binary and a real Docker engine.
@@ -235,21 +236,4 @@ async function removeInstance(instance: string) {
   for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
   for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove().catch(() => {})
   for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {})
-}
-
-/** Runs a command in a container as the site user and returns what it printed. */
-async function execIn(containerId: string, cmd: string[]): Promise<string> {
-  const exec = await docker.getContainer(containerId).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, User: '1000' })
-  const stream = await exec.start({})
-  const chunks: Buffer[] = []
-  stream.on('data', (c: Buffer) => chunks.push(c))
-  await new Promise((resolve) => stream.on('end', resolve))
-  const raw = Buffer.concat(chunks)
-  let out = ''
-  for (let i = 0; i + 8 <= raw.length; ) {
-    const size = raw.readUInt32BE(i + 4)
-    out += raw.subarray(i + 8, i + 8 + size).toString()
-    i += 8 + size
-  }
-  return out
 }

@@ -62,3 +62,21 @@ export async function siteShell(b: Berth, slug: string, script: string): Promise
   await new Promise((done) => stream.on('end', done))
   return { code: (await exec.inspect()).ExitCode ?? -1, output: output.replace(/\r\n/g, '\n') }
 }
+
+/** Runs a command in a container as the site user and returns what it printed (stdout and stderr). */
+export async function execIn(containerId: string, cmd: string[]): Promise<string> {
+  const exec = await docker.getContainer(containerId).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, User: '1000' })
+  const stream = await exec.start({})
+  const chunks: Buffer[] = []
+  stream.on('data', (c: Buffer) => chunks.push(c))
+  await new Promise((resolve) => stream.on('end', resolve))
+  // The attach stream is multiplexed: 8-byte frame headers before each chunk of output.
+  const raw = Buffer.concat(chunks)
+  let out = ''
+  for (let i = 0; i + 8 <= raw.length; ) {
+    const size = raw.readUInt32BE(i + 4)
+    out += raw.subarray(i + 8, i + 8 + size).toString()
+    i += 8 + size
+  }
+  return out
+}
