@@ -58,6 +58,8 @@ describe('berth install', () => {
     expect(unit).toMatch(/^ProtectSystem=strict$/m)
     expect(unit).toMatch(/^NoNewPrivileges=yes$/m)
     expect(unit).toMatch(/^ReadWritePaths=.*\/var\/lib\/berth.*\/run\/docker\.sock/m)
+    // The files API and restores write into the sites' Docker volumes.
+    expect(unit).toMatch(/^ReadWritePaths=.*-\/var\/lib\/docker\/volumes/m)
     expect(unit).toMatch(/^After=.*docker\.service/m)
     expect(unit).toMatch(/^RestrictAddressFamilies=.*AF_UNIX/m)
   })

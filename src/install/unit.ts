@@ -26,10 +26,11 @@ TimeoutStopSec=30s
 LimitNOFILE=65536
 UMask=0027
 
-# Hardening that still lets Berth reach Docker: /run stays writable for /run/docker.sock.
+# Hardening that still lets Berth reach Docker (/run/docker.sock) and the sites' files on their
+# Docker volumes (files API, logs, snapshot restores; Docker's default data root).
 NoNewPrivileges=yes
 ProtectSystem=strict
-ReadWritePaths=/var/lib/berth /etc/berth -/run/docker.sock
+ReadWritePaths=/var/lib/berth /etc/berth -/run/docker.sock -/var/lib/docker/volumes
 ProtectHome=yes
 PrivateTmp=yes
 PrivateDevices=yes
