@@ -39,11 +39,13 @@ export function startServer(s: Services): RunningServer {
     siteUrl: s.config.server.siteUrl,
   })
   const { hostname, port } = s.config.server.listen
-  const dispatch = (request: Request, srv: Server<undefined>) => {
+  /** True when the request is for a site (`{slug}.{sites_domain}`), not for Berth itself. */
+  const forSite = (request: Request) => {
     const host = request.headers.get('host') ?? ''
-    if (host && !isHost(host, siteHost) && parseSiteHost(host, domain) !== null) {
-      return edge.handle(request, s.clients.ofPeer(request, srv.requestIP(request)?.address))
-    }
+    return host !== '' && !isHost(host, siteHost) && parseSiteHost(host, domain) !== null
+  }
+  const dispatch = (request: Request, srv: Server<undefined>) => {
+    if (forSite(request)) return edge.handle(request, s.clients.ofPeer(request, srv.requestIP(request)?.address))
     return app.fetch(request)
   }
   /**
@@ -53,9 +55,7 @@ export function startServer(s: Services): RunningServer {
    * every other form of the request (a query, a site's Host) stay with the app.
    */
   const plansFast = (request: Request, srv: Server<undefined>) => {
-    if (request.url.includes('?')) return dispatch(request, srv)
-    const host = request.headers.get('host') ?? ''
-    if (host && !isHost(host, siteHost) && parseSiteHost(host, domain) !== null) return dispatch(request, srv)
+    if (request.url.includes('?') || forSite(request)) return dispatch(request, srv)
     return serializedResponse(checkedPlanList(s.plans), crypto.randomUUID())
   }
   const server = Bun.serve({

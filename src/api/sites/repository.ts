@@ -32,8 +32,12 @@ export class SitesRepository {
   assignSshPorts(skip: ReadonlySet<number> = new Set()): void {
     const policy = this.ssh
     if (!policy) return
+    const liveSites = () => this.store.db.select({ id: sites.id, planSlug: sites.planSlug, sshPort: sites.sshPort }).from(sites).where(ne(sites.status, 'deleted')).all()
+    // The reconcile pass calls this every time: no write (which would move the store's version
+    // and empty the caches keyed on it) unless a site needs a port.
+    if (!liveSites().some((s) => s.sshPort === null && policy.planHasSsh(s.planSlug))) return
     this.store.write(() => {
-      const live = this.store.db.select({ id: sites.id, planSlug: sites.planSlug, sshPort: sites.sshPort }).from(sites).where(ne(sites.status, 'deleted')).all()
+      const live = liveSites()
       const used = new Set(live.map((s) => s.sshPort).filter((p) => p !== null))
       let next = policy.range.first
       for (const site of live) {
