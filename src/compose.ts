@@ -1,48 +1,51 @@
 import { join } from 'node:path'
-import { AccountsRepository } from './api/accounts/repository'
-import { AuthService } from './api/auth/service'
+import { AccountsRepository } from './domain/accounts/repository'
+import { AuthService } from './domain/auth/service'
 import { ClientAddress } from './api/http/client-address'
-import { KeysRepository } from './api/keys/repository'
-import { KeysService } from './api/keys/service'
-import { PlansRepository } from './api/plans/repository'
-import { PlansService } from './api/plans/service'
-import { RateLimiter } from './api/rate-limits/service'
-import type { StatusInfo } from './api/status/routes'
-import { BillingRepository } from './api/billing/repository'
-import { BillingService } from './api/billing/service'
-import { CheckoutRepository } from './api/checkout/repository'
-import { CheckoutService } from './api/checkout/service'
-import { SiteDirectory } from './api/sites/directory'
-import { SiteEndpoints } from './api/sites/endpoints'
-import { Provisioner } from './api/sites/provisioning'
-import { SitesRepository } from './api/sites/repository'
-import { PROVISION_JOB, SitesService } from './api/sites/service'
-import { SiteLifecycle } from './api/sites/lifecycle'
-import { SiteReaper, type SiteDataPurger } from './api/sites/reaper'
-import { ArchivesRepository } from './api/archives/repository'
-import { ArchiveRetention } from './api/archives/retention'
-import { CREATE_ARCHIVE_JOB, CreateArchiveJob, RESTORE_ARCHIVE_JOB, RestoreArchiveJob, type ArchiveJobDeps } from './api/archives/jobs'
-import { RestoreGuard } from './api/archives/restore-guard'
-import { ArchivesService } from './api/archives/service'
+import { KeysRepository } from './domain/keys/repository'
+import { KeysService } from './domain/keys/service'
+import { PlansRepository } from './domain/plans/repository'
+import { PlansService } from './domain/plans/service'
+import { RateLimiter } from './domain/rate-limits/service'
+import type { StatusInfo } from './domain/status'
+import { BillingRepository } from './domain/billing/repository'
+import { BillingService } from './domain/billing/service'
+import { CheckoutRepository } from './domain/checkout/repository'
+import { CheckoutService } from './domain/checkout/service'
+import { SiteDirectory } from './domain/sites/directory'
+import { SiteRunner } from './domain/sites/runner'
+import { SiteGuard } from './domain/sites/guard'
+import { APPLY_JOBS, ApplySiteJob } from './domain/sites/apply'
+import { HostedSessions } from './domain/checkout/hosted-sessions'
+import { PROVISION_JOB, Provisioner } from './domain/sites/provisioning'
+import { SitesRepository } from './domain/sites/repository'
+import { SitesService } from './domain/sites/service'
+import { SiteLifecycle } from './domain/sites/lifecycle'
+import { SiteReaper, type SiteDataPurger } from './domain/sites/reaper'
+import { ArchivesRepository } from './domain/archives/repository'
+import { ArchiveRetention } from './domain/archives/retention'
+import { CREATE_ARCHIVE_JOB, CreateArchiveJob, RESTORE_ARCHIVE_JOB, RestoreArchiveJob, type ArchiveJobDeps } from './domain/archives/jobs'
+import { RestoreGuard } from './domain/archives/restore-guard'
+import { ArchivesService } from './domain/archives/service'
 import { LocalArchiveStore } from './drivers/archives/local'
 import { LocalProcessor } from './drivers/payments/local'
 import { DockerRuntime } from './drivers/runtime/docker'
 import type { ContainerRuntime } from './drivers/runtime/types'
 import { JobRunner } from './jobs/runner'
-import { ModulesService } from './api/modules/service'
-import { ClaimsRepository } from './api/claims/repository'
-import { ClaimsService } from './api/claims/service'
-import { SshService } from './api/ssh/service'
+import { ModulesService } from './domain/modules/service'
+import { ClaimsRepository } from './domain/claims/repository'
+import { ClaimsService } from './domain/claims/service'
+import { SshService } from './domain/ssh/service'
 import { recordOnlyModules } from './modules/catalog'
-import { Reconciler } from './reconcile/reconciler'
+import { Reconciler } from './domain/sites/reconciler'
 import { EdgeMetrics } from './edge/metrics'
-import { Deployer } from './api/deployments/deployer'
-import { DeploymentsRepository } from './api/deployments/repository'
-import { DEPLOY_JOB, DeploymentsService } from './api/deployments/service'
-import { LogsService } from './api/logs/service'
-import { FilesService } from './api/files/service'
-import { MetricsRepository } from './api/metrics/repository'
-import { SiteMetricsService } from './api/metrics/service'
+import { Deployer } from './domain/deployments/deployer'
+import { DeploymentsRepository } from './domain/deployments/repository'
+import { DEPLOY_JOB, DeploymentsService } from './domain/deployments/service'
+import { LogsService } from './domain/logs/service'
+import { FilesService } from './domain/files/service'
+import { MetricsRepository } from './domain/metrics/repository'
+import { SiteMetricsService } from './domain/metrics/service'
 import { eq } from 'drizzle-orm'
 import { settings } from './store/schema'
 import type { Config } from './config/config'
@@ -69,6 +72,10 @@ export interface Services {
   processor: LocalProcessor
   runtime: ContainerRuntime
   jobs: JobRunner
+  /** Brings sites' containers in line with the store; knows where each running site answers. */
+  runner: SiteRunner
+  /** Resolves the caller's site of a request (404 for another's, 409 when it cannot change). */
+  guard: SiteGuard
   sites: SitesService
   modules: ModulesService
   claims: ClaimsService
@@ -105,47 +112,55 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   if (!opts.clock && config.dev.clockOffsetSeconds !== 0) log.warn('the clock is shifted for a test (dev.clock_offset_seconds); never run a real business like this', { offset_seconds: config.dev.clockOffsetSeconds })
   const store = opts.store ?? openStore(databasePath(config))
   migrate(store)
+  const prefix = config.brand.prefix
+
+  // Repositories: the only code that touches the store's tables.
   const plansRepo = new PlansRepository(store, clock)
   if (plansRepo.seedOnce(config.plans)) log.info('seeded the plan catalog', { plans: config.plans.map((p) => p.slug) })
   const keysRepo = new KeysRepository(store)
-  const keys = new KeysService(keysRepo, store, clock, config.brand.prefix)
-  const instanceId = instanceIdOf(store)
-  const runtime = opts.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, log })
-  const plans = new PlansService(plansRepo, store, config.brand.prefix)
   const accounts = new AccountsRepository(store)
+  const checkoutRepo = new CheckoutRepository(store)
+  const billingRepo = new BillingRepository(store)
+  const deploymentsRepo = new DeploymentsRepository(store)
+  const archivesRepo = new ArchivesRepository(store)
+  const plans = new PlansService(plansRepo, store, prefix)
   const sitesRepo = new SitesRepository(store, {
     planHasSsh: (slug) => plans.get(slug).features.ssh,
     range: config.ssh.portRange,
     isFree: (port) => hostPortFree(config.ssh.listenAddress, port),
   })
-  const checkoutRepo = new CheckoutRepository(store)
-  const billingRepo = new BillingRepository(store)
-  const endpoints = new SiteEndpoints()
-  let checkout: CheckoutService | undefined
-  const processor = new LocalProcessor(config.server.siteUrl, (ref) => checkout!.hostedSession(ref), () => clock.now())
-  const billing = new BillingService(billingRepo, checkoutRepo, processor, clock, log)
-  const provisioner = new Provisioner(sitesRepo, plans, runtime, endpoints, config, clock, log, (site, error) => billing.refundPurchaseOf(site, error))
-  const deploymentsRepo = new DeploymentsRepository(store)
-  const deployer = new Deployer(deploymentsRepo, sitesRepo, plans, runtime, clock, log)
-  const archivesRepo = new ArchivesRepository(store)
+
+  // Drivers: the only code that touches Docker and the payment processor.
+  const instanceId = instanceIdOf(store)
+  const runtime = opts.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, log })
+  const hostedSessions = new HostedSessions({ repo: checkoutRepo, plans })
+  const processor = new LocalProcessor(config.server.siteUrl, (ref) => hostedSessions.find(ref), () => clock.now())
   const archiveFiles = new LocalArchiveStore(config.archives.dir)
+
+  // Sites and their containers.
+  const keys = new KeysService(keysRepo, store, clock, prefix)
+  const runner = new SiteRunner({ sites: sitesRepo, plans, runtime, containers: config.containers, log })
+  const billing = new BillingService(billingRepo, checkoutRepo, processor, clock, log)
   const retention = new ArchiveRetention(archivesRepo, archiveFiles, log)
   const restores = new RestoreGuard(archivesRepo)
-  const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, sites: sitesRepo, plans, endpoints, config, clock, log, workDir: join(config.archives.dir, '.work') }
+  const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: sitesRepo, backupsKept: config.archives.backupsKept, clock, log, workDir: join(config.archives.dir, '.work') }
+  const applySite = new ApplySiteJob({ sites: sitesRepo, runner, log })
   const jobs = new JobRunner(store, clock, log, {
-    [PROVISION_JOB]: provisioner,
-    [DEPLOY_JOB]: deployer,
+    [PROVISION_JOB]: new Provisioner({ sites: sitesRepo, runner, clock, log, onFailed: (site, error) => billing.refundPurchaseOf(site, error) }),
+    [APPLY_JOBS.scale]: applySite,
+    [APPLY_JOBS.restore]: applySite,
+    [DEPLOY_JOB]: new Deployer(deploymentsRepo, sitesRepo, plans, runtime, clock, log),
     [CREATE_ARCHIVE_JOB]: new CreateArchiveJob(archiveWork),
     [RESTORE_ARCHIVE_JOB]: new RestoreArchiveJob(archiveWork),
   })
-  const sites = new SitesService(store, clock, sitesRepo, checkoutRepo, billingRepo, plans, jobs, config, runtime, log)
-  checkout = new CheckoutService(store, clock, log, config, checkoutRepo, plans, processor, accounts, keys, billingRepo, sites, jobs)
-  const archives = new ArchivesService(store, clock, archivesRepo, retention, sites, sitesRepo, plans, jobs, config, archiveWork.workDir, log)
-  const lifecycle = new SiteLifecycle(store, clock, sitesRepo, sites, billingRepo, plans, runtime, endpoints, config, log)
+  const sites = new SitesService({ store, clock, sites: sitesRepo, checkouts: checkoutRepo, billing: billingRepo, plans, jobs, runner, siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain })
+  const checkout = new CheckoutService({ store, clock, log, prefix, repo: checkoutRepo, plans, processor, accounts, keys, billing: billingRepo, sites, jobs })
+  // The processor's events (a hosted payment going through) move checkouts on.
+  processor.onEvent((event) => checkout.onProcessorEvent(event))
+  const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: sitesRepo, plans, jobs, config: config.archives, workDir: archiveWork.workDir, log })
   // What else a reaped site owns, removed after its container and volume: its snapshots and
   // backups (rows and stored files); DNS records later likewise.
-  const purgers: SiteDataPurger[] = [archives]
-  const reaper = new SiteReaper(store, clock, sitesRepo, keysRepo, billingRepo, runtime, endpoints, purgers, log)
+  const reaper = new SiteReaper({ store, clock, sites: sitesRepo, keys: keysRepo, billing: billingRepo, runner, purgers: [archives], log })
   const edgeMetrics = new EdgeMetrics()
   return {
     config,
@@ -168,21 +183,23 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     processor,
     runtime,
     jobs,
+    runner,
+    guard: new SiteGuard(sitesRepo),
     sites,
-    modules: new ModulesService(store, clock, log, sites, plans, recordOnlyModules()),
-    ssh: new SshService(config, sites, plans, runtime),
-    claims: new ClaimsService(store, clock, log, new ClaimsRepository(store), sitesRepo, keys, runtime, config.brand.prefix),
-    lifecycle,
+    modules: new ModulesService(store, clock, log, plans, recordOnlyModules()),
+    ssh: new SshService({ ssh: config.ssh, plans, runtime }),
+    claims: new ClaimsService({ store, clock, log, repo: new ClaimsRepository(store), sites: sitesRepo, keys, runtime, prefix }),
+    lifecycle: new SiteLifecycle({ store, clock, sites: sitesRepo, views: sites, billing: billingRepo, plans, jobs, runner, log }),
     reaper,
     archives,
     checkout,
-    directory: new SiteDirectory(store, sitesRepo, endpoints, runtime),
-    reconciler: new Reconciler(sitesRepo, plans, runtime, endpoints, jobs, config, clock, log, reaper),
+    directory: new SiteDirectory({ store, sites: sitesRepo, runner }),
+    reconciler: new Reconciler({ sites: sitesRepo, runner, runtime, jobs, reaper, log }),
     metrics: edgeMetrics,
-    logs: new LogsService(sites, plans, runtime),
-    files: new FilesService(sites, runtime, restores),
-    deployments: new DeploymentsService(store, clock, deploymentsRepo, sites, jobs),
-    siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), edgeMetrics, sites, runtime, log),
+    logs: new LogsService(plans, runtime),
+    files: new FilesService(runtime, restores),
+    deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs }),
+    siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), edgeMetrics, runtime, log),
   }
 }
 

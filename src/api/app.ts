@@ -1,9 +1,31 @@
 import { Elysia, type AnyElysia } from 'elysia'
-import type { Services } from '../compose'
+import type { Config } from '../config/config'
+import type { ArchivesService } from '../domain/archives/service'
+import type { AuthService } from '../domain/auth/service'
+import type { CheckoutService } from '../domain/checkout/service'
+import type { ClaimsService } from '../domain/claims/service'
+import type { DeploymentsService } from '../domain/deployments/service'
+import type { FilesService } from '../domain/files/service'
+import type { KeysService } from '../domain/keys/service'
+import type { LogsService } from '../domain/logs/service'
+import type { SiteMetricsService } from '../domain/metrics/service'
+import type { ModulesService } from '../domain/modules/service'
+import type { PlansService } from '../domain/plans/service'
+import type { RateLimiter } from '../domain/rate-limits/service'
+import type { SiteGuard } from '../domain/sites/guard'
+import type { SiteLifecycle } from '../domain/sites/lifecycle'
+import type { SitesService } from '../domain/sites/service'
+import type { SshService } from '../domain/ssh/service'
+import type { StatusInfo } from '../domain/status'
+import type { LocalProcessor } from '../drivers/payments/local'
+import type { Logger } from '../lib/logger'
+import type { ClientAddress } from './http/client-address'
 import { authRoutes } from './auth/routes'
 import { jsonBody } from './http/body'
 import { envelope, type MethodLookup } from './http/envelope'
 import { methodLookup } from './http/method-lookup'
+import { operationRenderer } from './http/operation-routes'
+import type { OperationRef } from '../domain/errors'
 import { strictQuery, type QueryRule } from './http/strict-query'
 import { QUERY_PARAM } from './http/schemas'
 import { keyRoutes } from './keys/routes'
@@ -19,21 +41,50 @@ import { claimRoutes } from './claims/routes'
 import { sshRoutes } from './ssh/routes'
 import { logRoutes } from './logs/routes'
 import { fileRoutes } from './files/routes'
-import { fileBodyLimit } from './files/limits'
+import { fileBodyLimit } from '../domain/files/limits'
 import { deploymentRoutes } from './deployments/routes'
 import { metricsRoutes } from './metrics/routes'
 import { siteLifecycleRoutes } from './sites/lifecycle-routes'
 import { archiveRoutes } from './archives/routes'
 
 /**
+ * What the REST door needs: the domain's services (built by the composition root, src/compose.ts),
+ * the config and the log. Declared here so that the door depends on the domain, not on the root.
+ */
+export interface ApiDeps {
+  config: Config
+  log: Logger
+  status: StatusInfo
+  plans: PlansService
+  keys: KeysService
+  auth: AuthService
+  limiter: RateLimiter
+  clients: ClientAddress
+  guard: SiteGuard
+  checkout: CheckoutService
+  processor: LocalProcessor
+  sites: SitesService
+  lifecycle: SiteLifecycle
+  modules: ModulesService
+  claims: ClaimsService
+  ssh: SshService
+  logs: LogsService
+  files: FilesService
+  deployments: DeploymentsService
+  siteMetrics: SiteMetricsService
+  archives: ArchivesService
+}
+
+/**
  * The HTTP application: the envelope and body parser around every route, and each feature's
  * routes under /api/v1. Built from services, never from config or globals, so tests can call
  * `createApp(services).handle(request)` with their own graph.
  */
-export function createApp(s: Services) {
+export function createApp(s: ApiDeps) {
   let lookup: MethodLookup = () => []
+  let route: (ref: OperationRef) => string = (ref) => ref.operation
   let queryRules: ReadonlyMap<string, QueryRule> = new Map()
-  const plugins = apiPlugins({ keys: s.keys, limiter: s.limiter, clients: s.clients })
+  const plugins = apiPlugins({ keys: s.keys, guard: s.guard, limiter: s.limiter, clients: s.clients })
   const api = new Elysia({ prefix: '/api/v1', normalize: false, encodeSchema: false })
     .use(statusRoutes(plugins, s.status))
     .use(planRoutes(plugins, s.plans))
@@ -56,7 +107,7 @@ export function createApp(s: Services) {
   // Elysia) runs TypeBox's interpreted encode on every response, 60-76% of the CPU of
   // GET /plans/ and /auth/whoami/ (bench/, issue 2). Responses are still validated.
   const app: AnyElysia = new Elysia({ name: 'berth', normalize: false, encodeSchema: false })
-    .use(envelope({ log: s.log, methodsFor: (path) => lookup(path) }))
+    .use(envelope({ log: s.log, methodsFor: (path) => lookup(path), route: (ref) => route(ref) }))
     .use(jsonBody(s.config.server.maxBodyBytes, fileBodyLimit))
     .use(strictQuery(() => queryRules))
     .use(plugins)
@@ -73,6 +124,7 @@ export function createApp(s: Services) {
       return new Response(html, { headers: { 'content-type': 'text/html; charset=utf-8' } })
     }, { public: true, detail: { hide: true } })
   lookup = methodLookup(app.routes)
+  route = operationRenderer(app.routes)
   queryRules = queryRulesOf(app.routes)
   return app
 }

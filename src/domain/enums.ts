@@ -1,11 +1,10 @@
-import type { TLiteral, TUnion } from '@sinclair/typebox'
-import { t, type Static } from 'elysia'
+import { Type as t, type Static, type TLiteral, type TUnion } from '@sinclair/typebox'
 
 /**
  * The fixed vocabularies of the product, each written once as a schema (validation, OpenAPI,
  * TypeScript types) with its list of values derived from it for config checks and CLI help.
  * Written as explicit unions of literals: Elysia infers route types from these, not from a
- * union built by mapping over an array.
+ * union built by mapping over an array. The store's `text(..., { enum })` columns use the same lists.
  */
 export const TrackSchema = t.Union([t.Literal('single_site'), t.Literal('agency')])
 export const HostingTypeSchema = t.Union([t.Literal('shared'), t.Literal('vps'), t.Literal('dedicated')])
@@ -18,9 +17,59 @@ export type AiModule = Static<typeof AiModuleSchema>
 export type Scope = Static<typeof ScopeSchema>
 
 /** The values of a union of literals, in order. */
-export const valuesOf = <T extends string>(schema: TUnion<TLiteral<T>[]>): T[] => schema.anyOf.map((s) => s.const)
+export const valuesOf = <T extends string>(schema: TUnion<TLiteral<T>[]>) => schema.anyOf.map((s) => s.const) as [T, ...T[]]
 
 export const TRACKS = valuesOf(TrackSchema)
 export const HOSTING_TYPES = valuesOf(HostingTypeSchema)
 export const AI_MODULES = valuesOf(AiModuleSchema)
 export const SCOPES = valuesOf(ScopeSchema)
+
+/**
+ * Statuses of the store's records. Each list is the `enum` of its drizzle column
+ * (src/store/schema.ts), so a status outside it does not compile, and the API's views use the
+ * same schemas. Statuses a view never shows (a site's `deleted`, an archive's `deleted`) are
+ * left out of the view's schema, not written twice.
+ */
+/** The statuses a site shows: every one but `deleted` (a deleted site is not listed and answers 404). */
+export const VisibleSiteStatusSchema = t.Union([t.Literal('provisioning'), t.Literal('active'), t.Literal('suspended'), t.Literal('pending_deletion'), t.Literal('failed')])
+export const SiteStatusSchema = t.Union([...VisibleSiteStatusSchema.anyOf, t.Literal('deleted')])
+export type SiteStatus = Static<typeof SiteStatusSchema>
+export const SITE_STATUSES = valuesOf(SiteStatusSchema)
+
+export const CheckoutStatusSchema = t.Union([t.Literal('not_ready'), t.Literal('ready'), t.Literal('awaiting_payment'), t.Literal('in_progress'), t.Literal('completed'), t.Literal('canceled'), t.Literal('failed')])
+export type CheckoutStatus = Static<typeof CheckoutStatusSchema>
+export const CHECKOUT_STATUSES = valuesOf(CheckoutStatusSchema)
+
+export const BillingPeriodSchema = t.Union([t.Literal('monthly'), t.Literal('annual')])
+export type BillingPeriod = Static<typeof BillingPeriodSchema>
+export const BILLING_PERIODS = valuesOf(BillingPeriodSchema)
+
+export const PaymentMethodKindSchema = t.Union([t.Literal('processor_checkout'), t.Literal('processor_payment_method')])
+export type PaymentMethodKind = Static<typeof PaymentMethodKindSchema>
+export const PAYMENT_METHOD_KINDS = valuesOf(PaymentMethodKindSchema)
+
+export const ArchiveKindSchema = t.Union([t.Literal('snapshot'), t.Literal('backup')])
+export type ArchiveKind = Static<typeof ArchiveKindSchema>
+export const ARCHIVE_KINDS = valuesOf(ArchiveKindSchema)
+export const VisibleArchiveStatusSchema = t.Union([t.Literal('creating'), t.Literal('ready'), t.Literal('restoring'), t.Literal('failed')])
+/** `deleted`: being removed (hidden from the API; its file goes next). */
+export const ArchiveStatusSchema = t.Union([...VisibleArchiveStatusSchema.anyOf, t.Literal('deleted')])
+export type ArchiveStatus = Static<typeof ArchiveStatusSchema>
+export const ARCHIVE_STATUSES = valuesOf(ArchiveStatusSchema)
+
+export const DeploymentStatusSchema = t.Union([t.Literal('queued'), t.Literal('running'), t.Literal('succeeded'), t.Literal('failed')])
+export type DeploymentStatus = Static<typeof DeploymentStatusSchema>
+export const DEPLOYMENT_STATUSES = valuesOf(DeploymentStatusSchema)
+
+export const SubscriptionStatusSchema = t.Union([t.Literal('active'), t.Literal('past_due'), t.Literal('canceled'), t.Literal('ended')])
+export type SubscriptionStatus = Static<typeof SubscriptionStatusSchema>
+export const SUBSCRIPTION_STATUSES = valuesOf(SubscriptionStatusSchema)
+
+export const PAYMENT_STATUSES = ['succeeded', 'refunded'] as const
+export const ACCOUNT_STATUSES = ['active', 'anonymized'] as const
+/** Why a key stopped working. */
+export const KeyRevokedSchema = t.Union([t.Literal('revoked'), t.Literal('rotated')])
+export const KEY_REVOKED_REASONS = valuesOf(KeyRevokedSchema)
+/** Whether a checkout's new key is still to be shown (`pending`: on the next poll). */
+export const API_KEY_STATES = ['none', 'pending', 'delivered'] as const
+export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const

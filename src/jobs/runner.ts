@@ -42,6 +42,14 @@ export class JobRunner {
     )
   }
 
+  /** The kind of the oldest queued or running job of `subjectId` among `kinds`, or null. */
+  pendingOf(subjectId: string, kinds: readonly string[]): string | null {
+    const row = this.store.db.select({ kind: jobs.kind }).from(jobs)
+      .where(and(eq(jobs.subjectId, subjectId), inArray(jobs.kind, [...kinds]), inArray(jobs.status, ['queued', 'running'])))
+      .orderBy(asc(jobs.createdAt)).limit(1).get()
+    return row?.kind ?? null
+  }
+
   /** Re-queues jobs a previous process left running, then starts working. */
   start(): void {
     this.stopped = false

@@ -1,5 +1,9 @@
 import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import {
+  ACCOUNT_STATUSES, API_KEY_STATES, ARCHIVE_KINDS, ARCHIVE_STATUSES, BILLING_PERIODS, CHECKOUT_STATUSES, DEPLOYMENT_STATUSES, HOSTING_TYPES, JOB_STATUSES,
+  KEY_REVOKED_REASONS, PAYMENT_METHOD_KINDS, PAYMENT_STATUSES, SITE_STATUSES, SUBSCRIPTION_STATUSES, TRACKS,
+} from '../domain/enums'
 
 /**
  * The store's tables. Times are integer milliseconds since the epoch (shown as ISO 8601 by the
@@ -15,7 +19,7 @@ export const accounts = sqliteTable('accounts', {
   lastName: text('last_name'),
   language: text('language').notNull().default('en'),
   /** `active` or `anonymized` (after DELETE /account/delete/). */
-  status: text('status').notNull().default('active'),
+  status: text('status', { enum: ACCOUNT_STATUSES }).notNull().default('active'),
   createdAt: integer('created_at').notNull(),
   updatedAt: integer('updated_at').notNull(),
 }, (t) => [index('accounts_email').on(t.email)])
@@ -36,7 +40,7 @@ export const apiKeys = sqliteTable('api_keys', {
   lastUsedAt: integer('last_used_at'),
   revokedAt: integer('revoked_at'),
   /** `revoked` or `rotated`. */
-  revokedReason: text('revoked_reason'),
+  revokedReason: text('revoked_reason', { enum: KEY_REVOKED_REASONS }),
   /** For a rotated key: the id of the key that replaced it. */
   replacedBy: text('replaced_by'),
 }, (t) => [uniqueIndex('api_keys_hash').on(t.keyHash), index('api_keys_account').on(t.accountId)])
@@ -44,8 +48,8 @@ export const apiKeys = sqliteTable('api_keys', {
 export const plans = sqliteTable('plans', {
   slug: text('slug').primaryKey(),
   name: text('name').notNull(),
-  track: text('track').notNull(),
-  hostingType: text('hosting_type').notNull(),
+  track: text('track', { enum: TRACKS }).notNull(),
+  hostingType: text('hosting_type', { enum: HOSTING_TYPES }).notNull(),
   /** CAD cents, so that sums never drift. */
   priceMonthlyCents: integer('price_monthly_cents').notNull(),
   priceAnnualCents: integer('price_annual_cents').notNull(),
@@ -66,9 +70,9 @@ export const subscriptions = sqliteTable('subscriptions', {
   id: text('id').primaryKey(),
   accountId: text('account_id').notNull().references(() => accounts.id),
   planSlug: text('plan_slug').notNull().references(() => plans.slug),
-  billingPeriod: text('billing_period').notNull(),
+  billingPeriod: text('billing_period', { enum: BILLING_PERIODS }).notNull(),
   /** `active`, `past_due`, `canceled`, `ended`. */
-  status: text('status').notNull(),
+  status: text('status', { enum: SUBSCRIPTION_STATUSES }).notNull(),
   currentPeriodEnd: integer('current_period_end').notNull(),
   /** CAD cents charged per period. */
   amountCents: integer('amount_cents').notNull().default(0),
@@ -86,7 +90,7 @@ export const sites = sqliteTable('sites', {
   slug: text('slug').notNull(),
   planSlug: text('plan_slug').notNull().references(() => plans.slug),
   /** `provisioning`, `active`, `suspended`, `pending_deletion`, `deleted`, `failed`. */
-  status: text('status').notNull(),
+  status: text('status', { enum: SITE_STATUSES }).notNull(),
   /** Why provisioning failed, for `failed` sites. */
   error: text('error'),
   deletionScheduledFor: integer('deletion_scheduled_for'),
@@ -126,7 +130,7 @@ export const deployments = sqliteTable('deployments', {
   id: text('id').primaryKey(),
   siteId: text('site_id').notNull().references(() => sites.id),
   /** queued, running, succeeded, failed. */
-  status: text('status').notNull(),
+  status: text('status', { enum: DEPLOYMENT_STATUSES }).notNull(),
   /** What the reload and the site's deploy hook printed, capped. */
   output: text('output').notNull().default(''),
   error: text('error'),
@@ -144,9 +148,9 @@ export const archives = sqliteTable('archives', {
   id: text('id').primaryKey(),
   siteId: text('site_id').notNull().references(() => sites.id),
   /** snapshot or backup. */
-  kind: text('kind').notNull(),
+  kind: text('kind', { enum: ARCHIVE_KINDS }).notNull(),
   /** creating, ready, restoring (being put back on the site), failed, deleted (being removed). */
-  status: text('status').notNull(),
+  status: text('status', { enum: ARCHIVE_STATUSES }).notNull(),
   storageKey: text('storage_key'),
   sizeBytes: integer('size_bytes'),
   fileCount: integer('file_count'),
@@ -179,9 +183,9 @@ export const checkoutSessions = sqliteTable('checkout_sessions', {
   secretHash: text('secret_hash').notNull(),
   sku: text('sku').notNull(),
   planSlug: text('plan_slug').notNull().references(() => plans.slug),
-  billingPeriod: text('billing_period').notNull(),
+  billingPeriod: text('billing_period', { enum: BILLING_PERIODS }).notNull(),
   /** not_ready, ready, awaiting_payment, in_progress, completed, canceled, failed. */
-  status: text('status').notNull(),
+  status: text('status', { enum: CHECKOUT_STATUSES }).notNull(),
   buyerEmail: text('buyer_email'),
   requestedSlug: text('requested_slug'),
   amountCents: integer('amount_cents').notNull(),
@@ -191,8 +195,8 @@ export const checkoutSessions = sqliteTable('checkout_sessions', {
   /** True when the session was created without a key, so completion issues the account's first key. */
   anonymous: integer('anonymous', { mode: 'boolean' }).notNull(),
   /** none, pending (to be shown on the next poll), delivered. */
-  apiKeyState: text('api_key_state').notNull().default('none'),
-  paymentMethod: text('payment_method'),
+  apiKeyState: text('api_key_state', { enum: API_KEY_STATES }).notNull().default('none'),
+  paymentMethod: text('payment_method', { enum: PAYMENT_METHOD_KINDS }),
   processorSessionRef: text('processor_session_ref'),
   processorCheckoutUrl: text('processor_checkout_url'),
   siteId: text('site_id'),
@@ -216,7 +220,7 @@ export const payments = sqliteTable('payments', {
   amountCents: integer('amount_cents').notNull(),
   currency: text('currency').notNull(),
   /** succeeded or refunded. */
-  status: text('status').notNull(),
+  status: text('status', { enum: PAYMENT_STATUSES }).notNull(),
   processor: text('processor').notNull(),
   processorRef: text('processor_ref').notNull(),
   /** What paid, as the processor describes it (e.g. "visa ending 4242"); never a card number. */
@@ -237,7 +241,7 @@ export const jobs = sqliteTable('jobs', {
   kind: text('kind').notNull(),
   subjectId: text('subject_id').notNull(),
   /** queued, running, succeeded, failed. */
-  status: text('status').notNull(),
+  status: text('status', { enum: JOB_STATUSES }).notNull(),
   attempts: integer('attempts').notNull().default(0),
   error: text('error'),
   runAfter: integer('run_after').notNull(),

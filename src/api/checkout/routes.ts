@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import { NoBody, ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { CheckoutParams, CheckoutSecretQuery, CheckoutSession, CompleteCheckoutBody, CreateCheckoutBody, UpdateCheckoutBody } from './model'
-import type { CheckoutService } from './service'
+import type { CheckoutService } from '../../domain/checkout/service'
 
 /** The checkout secret, from the query or the X-Checkout-Secret header (spec part 5.6). */
 const secretOf = (query: { checkout_secret?: string }, request: Request) =>
@@ -43,8 +43,9 @@ export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService) =
       detail: { tags, summary: 'Set buyer_email and requested_slug (ready once the slug is set)', operationId: 'updateCheckout' },
     })
     .post('/acp/checkouts/:checkout_id/complete/', async ({ params, query, request, body, set }) => {
-      const { status, view } = await checkout.complete(params.checkout_id, secretOf(query, request), body)
-      set.status = status
+      const view = await checkout.complete(params.checkout_id, secretOf(query, request), body)
+      // 201: the payment went through and the site is being made; 200: the hosted page awaits it.
+      set.status = view.status === 'completed' ? 201 : 200
       return view
     }, {
       public: true,

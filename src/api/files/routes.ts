@@ -3,7 +3,7 @@ import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
 import { DeletedEntry, FileContent, FileListing, ListQuery, PathBody, ReadQuery, UploadBody, WriteBody, WrittenEntry } from './model'
-import type { FilesService } from './service'
+import type { FilesService } from '../../domain/files/service'
 
 const tags = ['Files']
 
@@ -11,43 +11,49 @@ const tags = ['Files']
 export const fileRoutes = (plugins: ApiPlugins, files: FilesService) =>
   new Elysia({ name: 'file-routes' })
     .use(plugins)
-    .get('/sites/:tenant_slug/files/', ({ principal, params, query }) => files.list(principal, params.tenant_slug, query.path), {
+    .get('/sites/:tenant_slug/files/', ({ site, query }) => files.list(site, query.path), {
       scope: 'read',
+      site: 'owned',
       params: SiteParams,
       query: ListQuery,
       response: ok(FileListing),
       detail: { tags, summary: "List a folder of the site's home", operationId: 'listFiles' },
     })
-    .get('/sites/:tenant_slug/files/read/', ({ principal, params, query }) => files.read(principal, params.tenant_slug, query.path), {
+    .get('/sites/:tenant_slug/files/read/', ({ site, query }) => files.read(site, query.path), {
       scope: 'read',
+      site: 'owned',
       params: SiteParams,
       query: ReadQuery,
       response: ok(FileContent),
       detail: { tags, summary: 'Read a text file (UTF-8, at most 512 KB; 413 over it, 415 when not text)', operationId: 'readFile' },
     })
-    .post('/sites/:tenant_slug/files/write/', ({ principal, params, body }) => files.write(principal, params.tenant_slug, body), {
+    .post('/sites/:tenant_slug/files/write/', ({ site, body }) => files.write(site, body), {
       scope: 'write',
+      site: 'changeable',
       params: SiteParams,
       body: WriteBody,
       response: ok(WrittenEntry),
       detail: { tags, summary: 'Write or replace a text file (atomically; missing folders are created)', operationId: 'writeFile' },
     })
-    .post('/sites/:tenant_slug/files/upload/', ({ principal, params, body }) => files.upload(principal, params.tenant_slug, body), {
+    .post('/sites/:tenant_slug/files/upload/', ({ site, body }) => files.upload(site, body), {
       scope: 'write',
+      site: 'changeable',
       params: SiteParams,
       body: UploadBody,
       response: ok(WrittenEntry),
       detail: { tags, summary: 'Upload a binary file as base64 (at most 10 MiB decoded)', operationId: 'uploadFile' },
     })
-    .post('/sites/:tenant_slug/files/mkdir/', ({ principal, params, body }) => files.mkdir(principal, params.tenant_slug, body), {
+    .post('/sites/:tenant_slug/files/mkdir/', ({ site, body }) => files.mkdir(site, body), {
       scope: 'write',
+      site: 'changeable',
       params: SiteParams,
       body: PathBody,
       response: ok(WrittenEntry),
       detail: { tags, summary: 'Create a folder and any missing parents (an existing folder is no error)', operationId: 'makeDirectory' },
     })
-    .post('/sites/:tenant_slug/files/delete/', ({ principal, params, body }) => files.delete(principal, params.tenant_slug, body), {
+    .post('/sites/:tenant_slug/files/delete/', ({ site, body }) => files.delete(site, body), {
       scope: 'write',
+      site: 'changeable',
       params: SiteParams,
       body: PathBody,
       response: ok(DeletedEntry),

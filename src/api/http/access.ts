@@ -1,7 +1,9 @@
 import { Elysia, type DocumentDecoration } from 'elysia'
 import type { Scope } from '../keys/model'
-import type { KeysService, Principal } from '../keys/service'
-import { ForbiddenError, NotFoundError } from './errors'
+import type { KeysService, Principal } from '../../domain/keys/service'
+import type { SiteGuard, SiteNeed } from '../../domain/sites/guard'
+import type { SiteRow } from '../../store/schema'
+import { ForbiddenError, NotFoundError, UnauthorizedError } from './errors'
 
 /** The OpenAPI extension every operation carries; the route-table test requires it on each route. */
 export const ACCESS_EXTENSION = 'x-berth-access'
@@ -18,8 +20,13 @@ export const ACCESS_EXTENSION = 'x-berth-access'
  *
  * The check runs in the transform stage, before the body and query are validated: a caller
  * without a valid key learns nothing about what a valid request would look like (401 first).
+ *
+ * A route on one site (`/sites/:tenant_slug/...`) also declares what it needs of the site,
+ * `{ site: 'owned' }` for reads or `{ site: 'changeable' }` for changes, and its handler gets the
+ * site (the SiteGuard's answer: 404 for another account's, 409 when it cannot change now). That
+ * check runs after validation, as the operation's own checks always have.
  */
-export function access(keys: KeysService) {
+export function access(keys: KeysService, guard: SiteGuard) {
   const principals = new WeakMap<Request, Principal>()
   return new Elysia({ name: 'access' }).macro({
     public: (enabled: true) => ({
@@ -28,7 +35,7 @@ export function access(keys: KeysService) {
     scope: (scope: Scope) => ({
       detail: { [ACCESS_EXTENSION]: scope, security: [{ bearer: [] }] } as DocumentDecoration,
       transform({ request, params }) {
-        const principal = keys.authenticate(request.headers.get('authorization'))
+        const principal = authenticate(keys, request.headers.get('authorization'))
         requireScope(principal, scope)
         if (principal.siteSlug !== null) {
           const slug = (params as Record<string, string | undefined> | undefined)?.tenant_slug
@@ -45,7 +52,7 @@ export function access(keys: KeysService) {
       transform({ request }) {
         const header = request.headers.get('authorization')
         if (!header) return
-        const principal = keys.authenticate(header)
+        const principal = authenticate(keys, header)
         requireScope(principal, scope)
         if (principal.siteSlug !== null) throw siteKeyOutside(principal.siteSlug)
         principals.set(request, principal)
@@ -54,7 +61,21 @@ export function access(keys: KeysService) {
         return { caller: principals.get(request) ?? null }
       },
     }),
+    site: (need: SiteNeed) => ({
+      resolve({ request, params }): { site: SiteRow } {
+        const slug = (params as Record<string, string>).tenant_slug!
+        return { site: guard.require(principals.get(request)!, slug, need) }
+      },
+    }),
   })
+}
+
+/** The principal of an `Authorization: Bearer <key>` header (RFC 6750 section 2.1), else 401. */
+function authenticate(keys: KeysService, header: string | null): Principal {
+  if (!header) throw new UnauthorizedError(`Send your API key as "Authorization: Bearer ${keys.prefix}_..."; POST /auth/register/ gives you one.`)
+  const space = header.indexOf(' ')
+  const key = space > 0 && header.slice(0, space).toLowerCase() === 'bearer' ? header.slice(space + 1).trim() : ''
+  return keys.authenticate(key)
 }
 
 function requireScope(principal: Principal, scope: Scope): void {

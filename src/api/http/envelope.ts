@@ -1,7 +1,7 @@
 import { Elysia, ValidationError as ElysiaValidationError } from 'elysia'
 import type { Logger } from '../../lib/logger'
-import { RuntimeUnavailableError, SiteNotRunnableError } from '../../drivers/runtime/types'
-import { AppError, BadRequestError, ConflictError, MethodNotAllowedError, NotFoundError, UnavailableError } from './errors'
+import { asDomainError, type OperationRef } from '../../domain/errors'
+import { AppError, BadRequestError, fromDomainError, MethodNotAllowedError, NotFoundError } from './errors'
 import { toValidationError } from './validation'
 
 /** Finds the methods a path answers to, so a wrong method gets 405 with `Allow` instead of 404. */
@@ -12,7 +12,7 @@ export type MethodLookup = (path: string) => string[]
  * on failure, with `meta.request_id` also sent as `X-Request-Id`. Handlers return plain data;
  * Response objects (HTML pages, proxied sites) pass through untouched.
  */
-export function envelope(deps: { log: Logger; methodsFor: MethodLookup }) {
+export function envelope(deps: { log: Logger; methodsFor: MethodLookup; route: (ref: OperationRef) => string }) {
   return new Elysia({ name: 'envelope' })
     .onRequest(({ set }) => {
       set.headers['x-request-id'] = crypto.randomUUID()
@@ -23,7 +23,7 @@ export function envelope(deps: { log: Logger; methodsFor: MethodLookup }) {
     })
     .onError({ as: 'global' }, ({ code, error, set, request, path }) => {
       const requestId = (set.headers['x-request-id'] as string | undefined) ?? crypto.randomUUID()
-      const appError = classify(code, error, request.method, path, deps.methodsFor)
+      const appError = classify(code, error, request.method, path, deps)
       if (appError.status >= 500) {
         deps.log.error('request failed', { request_id: requestId, method: request.method, path, error: errorDetails(error) })
       }
@@ -53,19 +53,18 @@ export function errorResponse(err: AppError, requestId: string): Response {
   })
 }
 
-function classify(code: string | number, error: unknown, method: string, path: string, methodsFor: MethodLookup): AppError {
+function classify(code: string | number, error: unknown, method: string, path: string, deps: { methodsFor: MethodLookup; route: (ref: OperationRef) => string }): AppError {
   if (error instanceof AppError) return error
+  // The domain's errors, and the driver errors that mean something to the caller (design.md:
+  // 503 when Docker is down).
+  const domain = asDomainError(error)
+  if (domain) return fromDomainError(domain, deps.route)
   // Elysia wraps what a parse hook throws (our 400 and 413) in its own ParseError.
   if (code === 'PARSE' && (error as { cause?: unknown }).cause instanceof AppError) return (error as { cause: AppError }).cause
   if (error instanceof ElysiaValidationError) return toValidationError(error)
-  // Driver errors with a meaning for the caller (design.md: 503 when Docker is down).
-  if (error instanceof RuntimeUnavailableError) return new UnavailableError('The container engine is not answering; retry in a minute.')
-  // The store may say active while the container is down (just removed, restarting): the reconcile
-  // pass brings it back within containers.reconcile_seconds.
-  if (error instanceof SiteNotRunnableError) return new ConflictError(`${error.message} Berth is bringing it back; retry in half a minute.`)
   switch (code) {
     case 'NOT_FOUND': {
-      const allowed = methodsFor(path)
+      const allowed = deps.methodsFor(path)
       if (allowed.length > 0) return new MethodNotAllowedError(method, allowed)
       return new NotFoundError(`No route ${method} ${path}; see /api/v1/openapi.json for the API's routes.`)
     }

@@ -1,6 +1,10 @@
+import { renderMessage, type DomainError, type ErrorKind, type OperationRef } from '../../domain/errors'
+
 /**
- * Typed errors. Services throw these; one onError hook (envelope.ts) turns them into the
- * envelope. The table is design.md's "Envelope, errors, status codes".
+ * The REST door's errors: what the envelope (envelope.ts) answers with. The domain throws
+ * DomainError (src/domain/errors.ts), mapped here once by its kind; the HTTP layer itself throws
+ * these for what only HTTP has (a body that is not JSON, a wrong method, a rate limit). The table
+ * is design.md's "Envelope, errors, status codes".
  */
 export class AppError extends Error {
   constructor(
@@ -88,4 +92,24 @@ export class UnavailableError extends AppError {
   constructor(message: string) {
     super(503, 'UNAVAILABLE', message)
   }
+}
+
+/** The status and code of each domain error kind. */
+const BY_KIND: Record<ErrorKind, { status: number; code: string }> = {
+  invalid: { status: 422, code: 'VALIDATION_ERROR' },
+  unauthorized: { status: 401, code: 'UNAUTHORIZED' },
+  payment_declined: { status: 402, code: 'PAYMENT_DECLINED' },
+  forbidden: { status: 403, code: 'FORBIDDEN' },
+  not_found: { status: 404, code: 'NOT_FOUND' },
+  conflict: { status: 409, code: 'CONFLICT' },
+  too_large: { status: 413, code: 'PAYLOAD_TOO_LARGE' },
+  not_text: { status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' },
+  unavailable: { status: 503, code: 'UNAVAILABLE' },
+}
+
+/** A domain error as the REST door answers it; `route` names the operations its message points to. */
+export function fromDomainError(err: DomainError, route: (ref: OperationRef) => string): AppError {
+  const { status, code } = BY_KIND[err.kind]
+  const message = typeof err.said === 'string' ? err.said : renderMessage(err.said, route)
+  return new AppError(status, code, message, err.field, err.kind === 'unauthorized' ? { 'www-authenticate': 'Bearer' } : {})
 }

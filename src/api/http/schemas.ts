@@ -33,9 +33,7 @@ export function ok<T extends TSchema>(data: T, status: 200 | 201 = 200) {
   return { [status]: Envelope(data) }
 }
 
-export const Uuid = (description?: string) => t.String({ format: 'uuid', description })
-export const DateTime = (description?: string) => t.String({ format: 'date-time', description })
-export const Nullable = <T extends TSchema>(s: T) => t.Union([s, t.Null()])
+export { DateTime, Nullable, Uuid } from '../../domain/schema'
 
 /**
  * A query string of a route that takes parameters. An unknown one is refused with 422 naming it,

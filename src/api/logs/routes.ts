@@ -3,13 +3,14 @@ import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
 import { LogQuery, SiteLog } from './model'
-import type { LogsService } from './service'
+import type { LogsService } from '../../domain/logs/service'
 
 export const logRoutes = (plugins: ApiPlugins, logs: LogsService) =>
   new Elysia({ name: 'log-routes' })
     .use(plugins)
-    .get('/sites/:tenant_slug/logs/', ({ principal, params, query }) => logs.read(principal, params.tenant_slug, query), {
+    .get('/sites/:tenant_slug/logs/', ({ site, query }) => logs.read(site, query), {
       scope: 'read',
+      site: 'owned',
       params: SiteParams,
       query: LogQuery,
       response: ok(SiteLog),

@@ -3,13 +3,14 @@ import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
 import { MetricsQuery, SiteMetrics } from './model'
-import type { SiteMetricsService } from './service'
+import type { SiteMetricsService } from '../../domain/metrics/service'
 
 export const metricsRoutes = (plugins: ApiPlugins, metrics: SiteMetricsService) =>
   new Elysia({ name: 'metrics-routes' })
     .use(plugins)
-    .get('/sites/:tenant_slug/metrics/', ({ principal, params, query }) => metrics.get(principal, params.tenant_slug, query.days), {
+    .get('/sites/:tenant_slug/metrics/', ({ site, query }) => metrics.get(site, query.days), {
       scope: 'read',
+      site: 'owned',
       params: SiteParams,
       query: MetricsQuery,
       response: ok(SiteMetrics),

@@ -1,13 +1,8 @@
 import { t } from 'elysia'
 import { AiModuleSchema } from '../../domain/enums'
 import { Body } from '../http/schemas'
-
-export const ModuleView = t.Object({
-  name: AiModuleSchema,
-  description: t.String(),
-  included: t.Boolean({ description: "Whether the site's plan includes the module; only included modules can be turned on." }),
-  enabled: t.Boolean(),
-})
+import { ModuleView } from '../../domain/modules/views'
+export { ModuleView }
 
 export const ModuleParams = t.Object({
   tenant_slug: t.String({ maxLength: 100 }),

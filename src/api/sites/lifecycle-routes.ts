@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import { NoBody, ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
-import type { SiteLifecycle } from './lifecycle'
+import type { SiteLifecycle } from '../../domain/sites/lifecycle'
 import { ScaleBody, Site, SiteParams } from './model'
 
 const tags = ['Sites']
@@ -10,22 +10,25 @@ const tags = ['Sites']
 export const siteLifecycleRoutes = (plugins: ApiPlugins, lifecycle: SiteLifecycle) =>
   new Elysia({ name: 'site-lifecycle-routes' })
     .use(plugins)
-    .post('/sites/:tenant_slug/scale/', ({ principal, params, body }) => lifecycle.scale(principal, params.tenant_slug, body.new_plan), {
+    .post('/sites/:tenant_slug/scale/', ({ site, body }) => lifecycle.scale(site, body.new_plan), {
       scope: 'admin',
+      site: 'owned',
       params: SiteParams,
       body: ScaleBody,
       response: ok(Site),
       detail: { tags, summary: 'Move the site (and its subscription) to another plan; files kept', operationId: 'scaleSite' },
     })
-    .delete('/sites/:tenant_slug/delete/', ({ principal, params }) => lifecycle.delete(principal, params.tenant_slug), {
+    .delete('/sites/:tenant_slug/delete/', ({ site }) => lifecycle.delete(site), {
       scope: 'admin',
+      site: 'owned',
       params: SiteParams,
       body: NoBody,
       response: ok(Site),
       detail: { tags, summary: 'Schedule the site for deletion in 7 days; it stops serving at once', operationId: 'deleteSite' },
     })
-    .post('/sites/:tenant_slug/restore/', ({ principal, params }) => lifecycle.restore(principal, params.tenant_slug), {
+    .post('/sites/:tenant_slug/restore/', ({ site }) => lifecycle.restore(site), {
       scope: 'admin',
+      site: 'owned',
       params: SiteParams,
       body: NoBody,
       response: ok(Site),

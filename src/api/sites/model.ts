@@ -2,21 +2,8 @@ import { t } from 'elysia'
 import { SLUG_PATTERN } from '../../domain/slugs'
 import { Body, DateTime, Nullable, Uuid } from '../http/schemas'
 import { HostingTypeSchema } from '../../domain/enums'
-
-export const Site = t.Object({
-  slug: t.String({ description: 'Also the {tenant_slug} of /sites/{tenant_slug}/... routes.' }),
-  plan: t.String(),
-  hosting_type: HostingTypeSchema,
-  status: t.Union([t.Literal('provisioning'), t.Literal('active'), t.Literal('suspended'), t.Literal('pending_deletion'), t.Literal('failed')]),
-  url: t.String({ description: 'Where the site answers: http(s)://{slug}.{sites_domain}.' }),
-  domains: t.Array(t.String(), { description: 'Custom domains linked to the site.' }),
-  modules: t.Record(t.String(), t.Boolean(), { description: 'AI modules the plan includes, each with whether it is on.' }),
-  resources: t.Object({ memory_mb: t.Integer(), cpu_cores: t.Integer(), disk_gb: t.Integer() }),
-  subscription_id: Nullable(Uuid()),
-  created_at: DateTime(),
-  error: Nullable(t.String({ description: 'Why provisioning failed, for failed sites.' })),
-  deletion_scheduled_for: Nullable(DateTime()),
-})
+import { Site } from '../../domain/sites/views'
+export { Site }
 
 export const SiteParams = t.Object({ tenant_slug: t.String({ maxLength: 100 }) })
 

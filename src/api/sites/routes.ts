@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia'
 import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { CreateSiteBody, Site, SiteParams } from './model'
-import type { SitesService } from './service'
+import type { SitesService } from '../../domain/sites/service'
 
 const tags = ['Sites']
 
@@ -23,8 +23,9 @@ export const siteRoutes = (plugins: ApiPlugins, sites: SitesService) =>
       response: ok(Site, 201),
       detail: { tags, summary: 'Add a site under an agency subscription with room left', operationId: 'createSite' },
     })
-    .get('/sites/:tenant_slug/', ({ principal, params }) => sites.get(principal, params.tenant_slug), {
+    .get('/sites/:tenant_slug/', ({ site }) => sites.view(site), {
       scope: 'read',
+      site: 'owned',
       params: SiteParams,
       response: ok(Site),
       detail: { tags, summary: 'Get one site', operationId: 'getSite' },

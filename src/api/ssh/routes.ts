@@ -3,34 +3,38 @@ import { NoBody, ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
 import { AddSshKeyBody, SshInfo, SshKeyAdded, SshKeyParams, SshKeyView } from './model'
-import type { SshService } from './service'
+import type { SshService } from '../../domain/ssh/service'
 
 const tags = ['SSH']
 
 export const sshRoutes = (plugins: ApiPlugins, ssh: SshService) =>
   new Elysia({ name: 'ssh-routes' })
     .use(plugins)
-    .get('/sites/:tenant_slug/ssh/', ({ principal, params }) => ssh.info(principal, params.tenant_slug), {
+    .get('/sites/:tenant_slug/ssh/', ({ site }) => ssh.info(site), {
       scope: 'read',
+      site: 'owned',
       params: SiteParams,
       response: ok(SshInfo),
       detail: { tags, summary: 'Where and how to connect over SSH (vps and dedicated plans)', operationId: 'getSshInfo' },
     })
-    .get('/sites/:tenant_slug/ssh/keys/', ({ principal, params }) => ssh.listKeys(principal, params.tenant_slug), {
+    .get('/sites/:tenant_slug/ssh/keys/', ({ site }) => ssh.listKeys(site), {
       scope: 'read',
+      site: 'owned',
       params: SiteParams,
       response: ok(t.Array(SshKeyView)),
       detail: { tags, summary: 'List the public keys allowed to log in', operationId: 'listSshKeys' },
     })
-    .post('/sites/:tenant_slug/ssh/keys/', ({ principal, params, body }) => ssh.addKey(principal, params.tenant_slug, body.public_key), {
+    .post('/sites/:tenant_slug/ssh/keys/', ({ site, body }) => ssh.addKey(site, body.public_key), {
       scope: 'write',
+      site: 'changeable',
       params: SiteParams,
       body: AddSshKeyBody,
       response: ok(SshKeyAdded),
       detail: { tags, summary: 'Allow a public key to log in (idempotent)', operationId: 'addSshKey' },
     })
-    .delete('/sites/:tenant_slug/ssh/keys/:key_id/', ({ principal, params }) => ssh.removeKey(principal, params.tenant_slug, params.key_id), {
+    .delete('/sites/:tenant_slug/ssh/keys/:key_id/', ({ site, params }) => ssh.removeKey(site, params.key_id), {
       scope: 'write',
+      site: 'changeable',
       params: SshKeyParams,
       body: NoBody,
       response: ok(SshKeyView),

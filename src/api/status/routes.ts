@@ -1,5 +1,6 @@
 import { Elysia, t } from 'elysia'
 import { ok } from '../http/schemas'
+import type { StatusInfo } from '../../domain/status'
 import type { ApiPlugins } from '../plugins'
 
 export const PlatformStatus = t.Object({
@@ -11,14 +12,6 @@ export const PlatformStatus = t.Object({
   test_mode: t.Boolean({ description: 'True while the built-in test processor takes payments: no real money moves.' }),
   payment_processor: t.String(),
 })
-
-export interface StatusInfo {
-  region: string
-  provider: string
-  version: string
-  processor: string
-  testMode: boolean
-}
 
 export const statusRoutes = (plugins: ApiPlugins, info: StatusInfo) =>
   new Elysia({ name: 'status-routes' })

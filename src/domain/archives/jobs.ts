@@ -1,0 +1,165 @@
+import { mkdir, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { ArchiveStore } from '../../drivers/archives/types'
+import type { ContainerRuntime } from '../../drivers/runtime/types'
+import type { JobHandler } from '../../jobs/runner'
+import type { Clock } from '../../lib/clock'
+import type { Logger } from '../../lib/logger'
+import type { ArchiveRow, SiteRow } from '../../store/schema'
+import type { SitesRepository } from '../sites/repository'
+import type { SiteRunner } from '../sites/runner'
+import { compressFile, decompressFile, replaceHome, scanTar, tarHome } from './home-tar'
+import type { ArchivesRepository } from './repository'
+import type { RestoreGuard } from './restore-guard'
+import type { ArchiveRetention } from './retention'
+
+export const CREATE_ARCHIVE_JOB = 'create_archive'
+export const RESTORE_ARCHIVE_JOB = 'restore_archive'
+
+export interface ArchiveJobDeps {
+  repo: ArchivesRepository
+  retention: ArchiveRetention
+  /** Keeps the files API's changes out of a restore's swap. */
+  restores: Pick<RestoreGuard, 'drained'>
+  files: ArchiveStore
+  /** The site's files and freezes (homePath, withSitePaused); its container goes through `runner`. */
+  runtime: Pick<ContainerRuntime, 'homePath' | 'withSitePaused'>
+  runner: Pick<SiteRunner, 'run' | 'stop'>
+  sites: Pick<SitesRepository, 'find'>
+  /** config `archives.backups_kept`. */
+  backupsKept: number
+  clock: Clock
+  log: Logger
+  /** Local folder for the uncompressed and compressed tarballs on their way (mode 0700). */
+  workDir: string
+}
+
+/**
+ * The job that makes a snapshot or backup (subject: the archive id). The home is written to an
+ * uncompressed tar while the site is frozen (`withSitePaused`), so the archive is one moment of
+ * the site even while it writes; compression, counting and storing happen after the thaw.
+ * Idempotent: a run after a crash starts over and overwrites its own work files and key.
+ */
+export class CreateArchiveJob implements JobHandler {
+  attempts = 3
+
+  constructor(private d: ArchiveJobDeps) {}
+
+  async run(id: string): Promise<void> {
+    const row = this.d.repo.find(id)
+    if (!row || row.status !== 'creating') return
+    const site = this.d.sites.find(row.siteId)
+    if (!site || site.status === 'deleted' || site.status === 'failed') {
+      this.d.repo.transition(id, ['creating'], { status: 'failed', error: 'The site no longer has files to archive.', completedAt: this.d.clock.now() })
+      return
+    }
+    const tarFile = workFile(this.d.workDir, id, 'tar')
+    const zstFile = workFile(this.d.workDir, id, 'tar.zst')
+    await mkdir(this.d.workDir, { recursive: true, mode: 0o700 })
+    try {
+      const home = await this.d.runtime.homePath(site.slug)
+      const started = performance.now()
+      await this.d.runtime.withSitePaused(site.slug, () => tarHome(home, tarFile))
+      const frozenMs = Math.round(performance.now() - started)
+      const counts = await scanTar(tarFile)
+      await compressFile(tarFile, zstFile)
+      await rm(tarFile, { force: true })
+      const compressedAt = performance.now()
+      const { sizeBytes } = await this.d.files.put(row.storageKey!, zstFile)
+      const storeMs = Math.round(performance.now() - compressedAt)
+      const ready = this.d.repo.transition(id, ['creating'], { status: 'ready', sizeBytes, fileCount: counts.files, completedAt: this.d.clock.now(), error: null })
+      if (!ready) {
+        // Deleted meanwhile (the site's archives removed by the reaper): drop what was made.
+        await this.d.files.delete(row.storageKey!)
+        return
+      }
+      this.d.log.info('archive ready', { site: site.slug, archive: id, kind: row.kind, files: counts.files, bytes: counts.bytes, stored_bytes: sizeBytes, frozen_ms: frozenMs, compress_ms: Math.round(compressedAt - started) - frozenMs, store_ms: storeMs, ms: Math.round(performance.now() - started) })
+      if (row.kind === 'backup') await this.d.retention.pruneBackups(site.id, this.d.backupsKept)
+    } finally {
+      await Promise.all([rm(tarFile, { force: true }), rm(zstFile, { force: true })])
+    }
+  }
+
+  async failed(id: string): Promise<void> {
+    const row = this.d.repo.find(id)
+    if (!row) return
+    this.d.repo.transition(id, ['creating'], { status: 'failed', error: publicReason(row), completedAt: this.d.clock.now() })
+    if (row.storageKey) await this.d.files.delete(row.storageKey)
+  }
+}
+
+/**
+ * The job that puts an archive back on its site (subject: the archive id, in status
+ * `restoring`). The archive is fetched and decompressed while the site still serves. Then the
+ * home's files are replaced (`replaceHome`) with the site frozen, not merely stopped: the runtime
+ * holds the site for the whole freeze, so no process of the site (and no reconcile pass starting
+ * it again) runs while tar writes there as root. Last the container is restarted, so no process
+ * keeps state from the old files, and waited for: `ready` with a new `restored_at` means the site
+ * serves the restored files. Visitors' requests wait during the freeze, then meet ~1 s of 502
+ * during the restart. The files API writes from the host, which no freeze stops: it refuses
+ * changes while the archive is `restoring`, and the swap waits for those it began before
+ * (RestoreGuard). Idempotent: a run after a crash starts over (replaceHome resumes safely).
+ */
+export class RestoreArchiveJob implements JobHandler {
+  attempts = 2
+
+  constructor(private d: ArchiveJobDeps) {}
+
+  async run(id: string): Promise<void> {
+    const row = this.d.repo.find(id)
+    if (!row || row.status !== 'restoring') return
+    const site = this.d.sites.find(row.siteId)
+    if (!site || site.status === 'deleted') {
+      this.d.repo.transition(id, ['restoring'], { status: 'ready', error: 'The site no longer exists.' })
+      return
+    }
+    const zstFile = workFile(this.d.workDir, id, 'restore.tar.zst')
+    const tarFile = workFile(this.d.workDir, id, 'restore.tar')
+    await mkdir(this.d.workDir, { recursive: true, mode: 0o700 })
+    try {
+      const started = performance.now()
+      await this.d.files.get(row.storageKey!, zstFile)
+      await decompressFile(zstFile, tarFile)
+      await rm(zstFile, { force: true })
+      const home = await this.d.runtime.homePath(site.slug)
+      await this.d.restores.drained(site.id)
+      const downAt = performance.now()
+      await this.d.runtime.withSitePaused(site.slug, () => replaceHome(home, tarFile))
+      const extractedAt = performance.now()
+      await this.d.runner.stop(site.slug)
+      await this.startAgain(site)
+      this.d.repo.transition(id, ['restoring'], { status: 'ready', restoredAt: this.d.clock.now(), error: null })
+      const done = performance.now()
+      this.d.log.info('archive restored', { site: site.slug, archive: id, kind: row.kind, fetch_ms: Math.round(downAt - started), frozen_ms: Math.round(extractedAt - downAt), restart_ms: Math.round(done - extractedAt), down_ms: Math.round(done - downAt), ms: Math.round(done - started) })
+    } finally {
+      await Promise.all([rm(tarFile, { force: true }), rm(zstFile, { force: true })])
+    }
+  }
+
+  async failed(id: string): Promise<void> {
+    const row = this.d.repo.find(id)
+    if (!row) return
+    this.d.repo.transition(id, ['restoring'], { status: 'ready', error: `The last restore failed; ${publicReason(row)}` })
+    const site = this.d.sites.find(row.siteId)
+    if (site) await this.startAgain(site).catch((err) => this.d.log.error('could not start a site after a failed restore', { site: site.slug, error: (err as Error).message }))
+  }
+
+  /** Runs the site again when it should run (the reconciler would, within its interval). */
+  private async startAgain(site: SiteRow): Promise<void> {
+    const current = this.d.sites.find(site.id)
+    if (current?.status !== 'active') return
+    await this.d.runner.run(current, { waitForAnswer: true })
+  }
+}
+
+/** Where a job keeps its files on the way: named by archive id, so a rerun reuses them. */
+export const workFile = (workDir: string, id: string, ext: string) => join(workDir, `${id}.${ext}`)
+
+/**
+ * What an agent may read about a failure: never a host path or an engine message. The job
+ * runner logs the full error with the archive id as the job's subject.
+ */
+function publicReason(row: ArchiveRow): string {
+  const what = row.kind === 'snapshot' ? 'snapshot' : 'backup'
+  return `Berth could not process this ${what} (id ${row.id}); retry, and quote the id to the hoster if it fails again.`
+}

@@ -1,0 +1,266 @@
+import { timingSafeEqual as nodeTimingSafeEqual } from 'node:crypto'
+import type { PaymentProcessor, ProcessorEvent } from '../../drivers/payments/types'
+import { iso, type Clock } from '../../lib/clock'
+import type { Logger } from '../../lib/logger'
+import type { JobRunner } from '../../jobs/runner'
+import type { CheckoutRow } from '../../store/schema'
+import type { Store } from '../../store/store'
+import type { AccountsRepository } from '../accounts/repository'
+import type { BillingRepository } from '../billing/repository'
+import { conflict, invalid, notFound, op, paymentDeclined, say, unavailable } from '../errors'
+import { sha256, type KeysService, type Principal } from '../keys/service'
+import type { PlansService } from '../plans/service'
+import type { SitesService } from '../sites/service'
+import type { CheckoutView } from './views'
+import type { CheckoutRepository } from './repository'
+import type { PaymentMethodKind } from '../enums'
+
+const SESSION_LIFETIME_MS = 24 * 3600_000
+const PERIOD_MS = { monthly: 30 * 24 * 3600_000, annual: 365 * 24 * 3600_000 } as const
+
+export interface CheckoutServiceDeps {
+  store: Store
+  clock: Clock
+  log: Logger
+  /** The brand prefix of SKUs (config `brand.prefix`). */
+  prefix: string
+  repo: CheckoutRepository
+  plans: Pick<PlansService, 'get' | 'requireActive'>
+  processor: PaymentProcessor
+  accounts: Pick<AccountsRepository, 'insert'>
+  keys: Pick<KeysService, 'issue'>
+  billing: Pick<BillingRepository, 'insertSubscription' | 'insertPayment'>
+  sites: Pick<SitesService, 'slugUnavailable' | 'prepare' | 'release' | 'createRecord' | 'siteUrl'>
+  jobs: Pick<JobRunner, 'kick'>
+}
+
+/**
+ * ACP checkout sessions: the spec's state table plus design.md's rules. Every call after creation
+ * proves itself with the checkout secret; a wrong one answers 404 as if the session did not exist.
+ * A paid session creates, in one transaction, the account (when anonymous), subscription, payment
+ * and site, and queues provisioning; the new account's key is shown exactly once.
+ */
+export class CheckoutService {
+  constructor(private d: CheckoutServiceDeps) {}
+
+  create(input: { sku: string }, principal: Principal | null): CheckoutView {
+    const { plan, period } = this.parseSku(input.sku)
+    const now = this.d.clock.now()
+    const secret = `cks_${Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString('hex')}`
+    const row = this.d.repo.insert({
+      id: crypto.randomUUID(),
+      secretHash: sha256(secret),
+      sku: input.sku,
+      planSlug: plan.slug,
+      billingPeriod: period,
+      status: 'not_ready',
+      amountCents: Math.round((period === 'monthly' ? plan.price.monthly : plan.price.annual) * 100),
+      currency: 'CAD',
+      accountId: principal?.accountId ?? null,
+      anonymous: principal === null,
+      buyerEmail: principal?.email ?? null,
+      createdAt: now,
+      updatedAt: now,
+      expiresAt: now + SESSION_LIFETIME_MS,
+    })
+    return { ...this.view(row), checkout_secret: secret }
+  }
+
+  /** GET: the session; the first poll after a hosted payment carries the new key, once. */
+  get(id: string, secret: string | undefined): CheckoutView {
+    const row = this.authorize(id, secret)
+    if (row.apiKeyState !== 'pending') return this.view(row)
+    return this.d.store.write(() => {
+      const fresh = this.d.repo.find(id)!
+      if (fresh.apiKeyState !== 'pending') return this.view(fresh)
+      const key = this.d.keys.issue(fresh.accountId!, 'Agent Key', ['read', 'write', 'admin'])
+      const updated = this.d.repo.update(id, { apiKeyState: 'delivered', updatedAt: this.d.clock.now() })
+      return { ...this.view(updated), api_key: key.api_key }
+    })
+  }
+
+  update(id: string, secret: string | undefined, input: { buyer_email?: string; requested_slug?: string }): CheckoutView {
+    return this.d.store.write(() => {
+      const row = this.authorize(id, secret)
+      if (row.status !== 'not_ready') throw this.wrongState(row, 'updated', 'not_ready')
+      const changes: Partial<CheckoutRow> = { updatedAt: this.d.clock.now() }
+      if (input.buyer_email !== undefined) changes.buyerEmail = input.buyer_email.toLowerCase()
+      if (input.requested_slug !== undefined) {
+        const problem = this.d.sites.slugUnavailable(input.requested_slug, row.id)
+        if (problem) throw invalid('requested_slug', problem)
+        changes.requestedSlug = input.requested_slug
+        changes.status = 'ready'
+        // The site's id is fixed now, so its network and volume can be made while the buyer pays.
+        changes.siteId = crypto.randomUUID()
+      }
+      const updated = this.d.repo.update(id, changes)
+      if (changes.siteId) this.d.sites.prepare(changes.siteId, updated.requestedSlug!)
+      return this.view(updated)
+    })
+  }
+
+  /**
+   * Pays for a ready session: with `processor_checkout` (the default) the session waits for the
+   * hosted page (`awaiting_payment`, with its URL); with `processor_payment_method` the method is
+   * charged at once and the session is `completed`, its site provisioning (402 on a decline: the
+   * session stays ready).
+   */
+  async complete(id: string, secret: string | undefined, input: { payment_method?: PaymentMethodKind; payment_method_id?: string }): Promise<CheckoutView> {
+    const row = this.authorize(id, secret)
+    if (row.status !== 'ready') throw this.wrongState(row, 'completed', 'ready')
+    const method = input.payment_method ?? 'processor_checkout'
+    const plan = this.d.plans.get(row.planSlug)
+    const description = `${plan.name} (${row.billingPeriod}) for ${row.requestedSlug}`
+    if (method === 'processor_checkout') {
+      const hosted = await this.guard(() => this.d.processor.createHostedCheckout({ reference: row.id, amountCents: row.amountCents, currency: 'cad', description, customerEmail: row.buyerEmail }))
+      const updated = this.d.store.write(() => {
+        const fresh = this.d.repo.find(id)!
+        if (fresh.status !== 'ready') throw this.wrongState(fresh, 'completed', 'ready')
+        return this.d.repo.update(id, { status: 'awaiting_payment', paymentMethod: method, processorSessionRef: hosted.sessionRef, processorCheckoutUrl: hosted.url, updatedAt: this.d.clock.now() })
+      })
+      return this.view(updated)
+    }
+    if (!input.payment_method_id) throw invalid('payment_method_id', `payment_method_id is required with processor_payment_method${this.d.processor.testMode ? ' (test mode: pm_card_visa pays)' : ''}.`)
+    const charge = await this.guard(() => this.d.processor.charge({ reference: row.id, amountCents: row.amountCents, currency: 'cad', paymentMethodId: input.payment_method_id!, description }))
+    if (!charge.ok) throw paymentDeclined(`${charge.message} The session is still ready: try another payment method.`)
+    const { session, apiKey } = this.fulfil(row.id, { paymentRef: charge.paymentRef, methodLabel: charge.methodLabel, method })
+    return apiKey ? { ...this.view(session), api_key: apiKey } : this.view(session)
+  }
+
+  cancel(id: string, secret: string | undefined): CheckoutView {
+    return this.d.store.write(() => {
+      const row = this.authorize(id, secret)
+      if (!['not_ready', 'ready', 'awaiting_payment'].includes(row.status)) throw this.wrongState(row, 'canceled', 'not_ready, ready or awaiting_payment')
+      const canceled = this.d.repo.update(id, { status: 'canceled', updatedAt: this.d.clock.now() })
+      if (row.requestedSlug && row.status !== 'not_ready') this.d.sites.release(row.requestedSlug)
+      return this.view(canceled)
+    })
+  }
+
+  /** Cancels unpaid sessions older than 24 h; run by the maintenance loop. */
+  expireOld(): number {
+    const expired = this.d.repo.expired(this.d.clock.now())
+    for (const row of expired) {
+      this.d.repo.update(row.id, { status: 'canceled', error: 'Expired 24 h after creation without payment.', updatedAt: this.d.clock.now() })
+      if (row.requestedSlug && row.status !== 'not_ready') this.d.sites.release(row.requestedSlug)
+    }
+    return expired.length
+  }
+
+  /**
+   * Acts on the processor's news of a hosted payment (wired in the composition root): processing,
+   * then paid (the session is fulfilled). Idempotent: a repeated event changes nothing.
+   */
+  async onProcessorEvent(event: ProcessorEvent): Promise<void> {
+    const row = this.d.repo.findByProcessorRef(event.sessionRef)
+    if (!row || row.id !== event.reference) {
+      this.d.log.warn('processor event for an unknown session', { session: event.sessionRef })
+      return
+    }
+    if (event.type === 'checkout.processing') {
+      this.d.store.write(() => {
+        if (this.d.repo.find(row.id)!.status === 'awaiting_payment') this.d.repo.update(row.id, { status: 'in_progress', updatedAt: this.d.clock.now() })
+      })
+      return
+    }
+    if (event.amountCents !== row.amountCents) this.d.log.error('paid amount differs from the session', { session: row.id, paid: event.amountCents, expected: row.amountCents })
+    this.fulfil(row.id, { paymentRef: event.paymentRef, methodLabel: event.methodLabel, method: 'processor_checkout' })
+  }
+
+  /**
+   * The paid session becomes real, all in one transaction: account (anonymous buyers), key,
+   * subscription, payment, site, provisioning job. Idempotent: a completed session is returned
+   * as it is.
+   */
+  private fulfil(id: string, payment: { paymentRef: string; methodLabel: string; method: PaymentMethodKind }): { session: CheckoutRow; apiKey: string | null } {
+    const result = this.d.store.write(() => {
+      const row = this.d.repo.find(id)!
+      if (row.status === 'completed') return { session: row, apiKey: null }
+      const now = this.d.clock.now()
+      const accountId = row.accountId ?? this.d.accounts.insert({ id: crypto.randomUUID(), email: row.buyerEmail, name: 'Agent Key', createdAt: now }).id
+      const period = row.billingPeriod
+      const subscription = this.d.billing.insertSubscription({
+        id: crypto.randomUUID(), accountId, planSlug: row.planSlug, billingPeriod: period, status: 'active',
+        currentPeriodEnd: now + PERIOD_MS[period], amountCents: row.amountCents, processor: this.d.processor.name, createdAt: now, updatedAt: now,
+      })
+      this.d.billing.insertPayment({
+        id: crypto.randomUUID(), accountId, checkoutId: row.id, subscriptionId: subscription.id, amountCents: row.amountCents, currency: row.currency,
+        status: 'succeeded', processor: this.d.processor.name, processorRef: payment.paymentRef, methodLabel: payment.methodLabel, testMode: this.d.processor.testMode, createdAt: now,
+      })
+      const site = this.d.sites.createRecord({ id: row.siteId, accountId, subscriptionId: subscription.id, slug: row.requestedSlug!, planSlug: row.planSlug })
+      // The key is shown once: in this response for a direct payment, else on the next poll.
+      const direct = payment.method === 'processor_payment_method'
+      const apiKey = row.anonymous && direct ? this.d.keys.issue(accountId, 'Agent Key', ['read', 'write', 'admin']).api_key : null
+      const session = this.d.repo.update(row.id, {
+        status: 'completed', accountId, siteId: site.id, subscriptionId: subscription.id, paymentMethod: payment.method,
+        apiKeyState: row.anonymous ? (direct ? 'delivered' : 'pending') : 'none', completedAt: now, updatedAt: now,
+      })
+      return { session, apiKey }
+    })
+    this.d.jobs.kick()
+    this.d.log.info('checkout completed', { session: id, site: result.session.requestedSlug, plan: result.session.planSlug })
+    return result
+  }
+
+  private authorize(id: string, secret: string | undefined): CheckoutRow {
+    const row = this.d.repo.find(id)
+    // A wrong or missing secret answers exactly like an unknown session (design.md, Checkout).
+    if (!row || !secret || !timingSafeEqual(row.secretHash, sha256(secret))) {
+      throw notFound(`No checkout ${id} with that checkout_secret; send the checkout_secret that creating the checkout returned.`, 'checkout_id')
+    }
+    if (['not_ready', 'ready', 'awaiting_payment'].includes(row.status) && row.expiresAt <= this.d.clock.now()) {
+      if (row.requestedSlug && row.status !== 'not_ready') this.d.sites.release(row.requestedSlug)
+      return this.d.repo.update(row.id, { status: 'canceled', error: 'Expired 24 h after creation without payment.', updatedAt: this.d.clock.now() })
+    }
+    return row
+  }
+
+  private parseSku(sku: string) {
+    const prefix = `${this.d.prefix}_`
+    const m = /^(.+)_(monthly|annual)$/.exec(sku.startsWith(prefix) ? sku.slice(prefix.length) : '')
+    if (!m) throw invalid('sku', say`SKU '${sku}' is not of the form ${prefix}{plan_slug}_{monthly|annual}; ${op('listPlans')} lists each plan's skus.`)
+    const plan = this.d.plans.requireActive(m[1], 'sku')
+    return { plan, period: m[2] as 'monthly' | 'annual' }
+  }
+
+  private wrongState(row: CheckoutRow, action: string, needed: string) {
+    return conflict(`This session is ${row.status}; it can be ${action} only while ${needed}.`, 'status')
+  }
+
+  private async guard<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      return await call()
+    } catch (err) {
+      this.d.log.error('payment processor unreachable', { processor: this.d.processor.name, error: (err as Error).message })
+      throw unavailable('The payment processor cannot be reached; nothing was charged. Retry in a minute.')
+    }
+  }
+
+  private view(row: CheckoutRow): CheckoutView {
+    const site = row.status === 'completed' ? row.requestedSlug : null
+    return {
+      id: row.id,
+      sku: row.sku,
+      plan_slug: row.planSlug,
+      billing_period: row.billingPeriod,
+      status: row.status,
+      buyer_email: row.buyerEmail,
+      requested_slug: row.requestedSlug,
+      amount: row.amountCents / 100,
+      currency: 'CAD',
+      created_at: iso(row.createdAt),
+      expires_at: iso(row.expiresAt),
+      test_mode: this.d.processor.testMode,
+      payment_method: row.paymentMethod,
+      ...(row.processorCheckoutUrl ? { processor_checkout_url: row.processorCheckoutUrl } : {}),
+      subscription_id: row.subscriptionId,
+      site_slug: site,
+      site_url: site ? this.d.sites.siteUrl(site) : null,
+      error: row.error,
+    }
+  }
+}
+
+function timingSafeEqual(a: string, b: string): boolean {
+  return a.length === b.length && nodeTimingSafeEqual(Buffer.from(a), Buffer.from(b))
+}

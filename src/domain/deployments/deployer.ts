@@ -1,0 +1,145 @@
+import { lstat } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { HostingType } from '../enums'
+import { KeyedLock } from '../../drivers/runtime/keyed-lock'
+import { SiteNotRunnableError, type ContainerRuntime } from '../../drivers/runtime/types'
+import type { JobHandler } from '../../jobs/runner'
+import type { Clock } from '../../lib/clock'
+import type { Logger } from '../../lib/logger'
+import type { PlansService } from '../plans/service'
+import type { SitesRepository } from '../sites/repository'
+import type { DeploymentsRepository } from './repository'
+
+/** The site's own deploy hook, relative to its home (the files API root). */
+export const DEPLOY_HOOK = 'deploy.sh'
+export const HOOK_TIMEOUT_MS = 300_000
+/** Output kept of each step (the reload, the hook). */
+export const STEP_OUTPUT_BYTES = 64 * 1024
+const RELOAD_TIMEOUT_MS = 30_000
+
+/**
+ * How each image's web server picks up new files and configuration, run in the container as the
+ * site user. nginx and PHP-FPM run as that user too (image-php.ts), so it may signal them:
+ * `nginx -s reload` sends SIGHUP to the master named in /tmp/nginx.pid (new workers, old ones
+ * finish their requests); SIGUSR2 makes the PHP-FPM master re-exec itself in place (same pid,
+ * inherited socket: no request meets a closed socket) with fresh workers and an empty opcache.
+ * busybox httpd (static image) reads every file per request: nothing to reload.
+ */
+const RELOAD: Record<HostingType, { what: string; script: string | null }> = {
+  shared: { what: 'Static web server: files are read on each request, nothing to reload.', script: null },
+  vps: { what: 'Reloading nginx and PHP-FPM', script: phpReload() },
+  dedicated: { what: 'Reloading nginx and PHP-FPM', script: phpReload() },
+}
+
+function phpReload(): string {
+  return [
+    'set -e',
+    'nginx -c /etc/berth/nginx.conf -s reload 2>&1',
+    'echo "nginx: reloaded"',
+    'kill -USR2 "$(cat /tmp/php-fpm.pid)"',
+    'echo "php-fpm: reloaded"',
+  ].join('\n')
+}
+
+/**
+ * Runs ./deploy.sh from the home: directly when executable (its #! line picks the interpreter),
+ * else with sh, since the files API writes files without the executable bit.
+ */
+const RUN_HOOK = `if [ -x ./${DEPLOY_HOOK} ]; then exec ./${DEPLOY_HOOK}; else exec sh ./${DEPLOY_HOOK}; fi`
+
+interface Outcome {
+  status: 'succeeded' | 'failed'
+  output: string
+  error: string | null
+}
+
+/**
+ * The deploy job (subject: a deployment id). Deployments of one site run one at a time, in order.
+ * Not retried: a hook may not be safe to run twice. A deployment found `running` when its job
+ * starts was cut short by a stop of Berth; it is marked failed rather than run again.
+ */
+export class Deployer implements JobHandler {
+  attempts = 1
+  private locks = new KeyedLock()
+
+  constructor(
+    private repo: DeploymentsRepository,
+    private sites: SitesRepository,
+    private plans: PlansService,
+    private runtime: ContainerRuntime,
+    private clock: Clock,
+    private log: Logger,
+  ) {}
+
+  async run(deploymentId: string): Promise<void> {
+    const deployment = this.repo.find(deploymentId)
+    const site = deployment && this.sites.find(deployment.siteId)
+    if (!deployment || !site) return
+    if (deployment.status === 'running') {
+      this.repo.finish(deploymentId, { status: 'failed', output: deployment.output, error: 'The service restarted while this deployment ran; deploy the site again.', at: this.clock.now() })
+      return
+    }
+    if (deployment.status !== 'queued') return
+    await this.locks.run(site.id, async () => {
+      this.repo.start(deploymentId, this.clock.now())
+      const outcome = await this.deploy(site.slug, this.plans.get(site.planSlug).hosting_type).catch((err): Outcome => {
+        if (err instanceof SiteNotRunnableError) return { status: 'failed', output: '', error: `${err.message} Deploy again once the site shows status active.` }
+        this.log.error('deployment failed', { site: site.slug, deployment: deploymentId, error: (err as Error).message })
+        return { status: 'failed', output: '', error: 'The deployment could not run (the container engine failed); retry in a minute.' }
+      })
+      this.repo.finish(deploymentId, { ...outcome, at: this.clock.now() })
+      this.log.info('site deployed', { site: site.slug, deployment: deploymentId, status: outcome.status })
+    })
+  }
+
+  async failed(deploymentId: string, error: string): Promise<void> {
+    const deployment = this.repo.find(deploymentId)
+    if (deployment && (deployment.status === 'queued' || deployment.status === 'running')) {
+      this.repo.finish(deploymentId, { status: 'failed', output: deployment.output, error: `The deployment could not run: ${error}`, at: this.clock.now() })
+    }
+  }
+
+  private async deploy(slug: string, hostingType: HostingType): Promise<Outcome> {
+    const out: string[] = []
+    const state = await this.runtime.inspectSite(slug)
+    if (!state?.running) throw new SiteNotRunnableError(`The site '${slug}' is not running.`)
+    const reload = RELOAD[hostingType]
+    out.push(`==> ${reload.what}`)
+    if (reload.script) {
+      const result = await this.runtime.exec(slug, ['sh', '-c', reload.script], { timeoutMs: RELOAD_TIMEOUT_MS, maxOutputBytes: STEP_OUTPUT_BYTES })
+      out.push(...capped(result.output))
+      if (result.exitCode !== 0) {
+        return { status: 'failed', output: out.join('\n'), error: `Reloading the web server failed (exit code ${result.exitCode}); see output. The site keeps serving with its previous configuration.` }
+      }
+    }
+    if (!(await this.hasHook(slug))) {
+      out.push(`==> No ~/${DEPLOY_HOOK}: nothing else to run.`)
+      return { status: 'succeeded', output: out.join('\n'), error: null }
+    }
+    out.push(`==> Running ~/${DEPLOY_HOOK}`)
+    const started = this.clock.now()
+    const hook = await this.runtime.exec(slug, ['sh', '-c', RUN_HOOK], { timeoutMs: HOOK_TIMEOUT_MS, maxOutputBytes: STEP_OUTPUT_BYTES })
+    out.push(...capped(hook.output))
+    out.push(`==> ~/${DEPLOY_HOOK} exited with code ${hook.exitCode} after ${((this.clock.now() - started) / 1000).toFixed(1)} s`)
+    if (hook.exitCode === 0) return { status: 'succeeded', output: out.join('\n'), error: null }
+    const why = hook.exitCode === 137 ? ` (killed: it ran past ${HOOK_TIMEOUT_MS / 1000} s or out of memory)` : ''
+    return { status: 'failed', output: out.join('\n'), error: `~/${DEPLOY_HOOK} exited with code ${hook.exitCode}${why}; see output.` }
+  }
+
+  /**
+   * Whether the home holds a deploy hook, looked at from the host without following a symlink
+   * (one that the tenant planted there is run inside the container, where it points only at the
+   * container's own files).
+   */
+  private async hasHook(slug: string): Promise<boolean> {
+    const home = await this.runtime.homePath(slug)
+    return lstat(join(home, DEPLOY_HOOK)).then(() => true, () => false)
+  }
+}
+
+/** Output lines of one step, with a note when exec dropped the rest. */
+function capped(output: string): string[] {
+  const lines = output.replace(/\n$/, '').split('\n').filter((l, i, all) => !(all.length === 1 && l === ''))
+  if (Buffer.byteLength(output) >= STEP_OUTPUT_BYTES - 4) lines.push(`==> (output cut at ${STEP_OUTPUT_BYTES / 1024} KiB)`)
+  return lines
+}

@@ -1,0 +1,57 @@
+import { and, desc, eq, inArray, notInArray, sql } from 'drizzle-orm'
+import { deployments, type DeploymentRow } from '../../store/schema'
+import type { Store } from '../../store/store'
+import type { DeploymentStatus } from './views'
+
+/** Deployment records; the deploy job moves them from queued to running to succeeded or failed. */
+export class DeploymentsRepository {
+  constructor(private store: Store) {}
+
+  insert(row: { id: string; siteId: string; createdAt: number }): DeploymentRow {
+    return this.store.write(() => this.store.db.insert(deployments).values({ ...row, status: 'queued' }).returning().get())
+  }
+
+  find(id: string): DeploymentRow | undefined {
+    return this.store.db.select().from(deployments).where(eq(deployments.id, id)).get()
+  }
+
+  findForSite(siteId: string, id: string): DeploymentRow | undefined {
+    return this.store.db.select().from(deployments).where(and(eq(deployments.siteId, siteId), eq(deployments.id, id))).get()
+  }
+
+  /** The site's deployment that has not started yet, if any. */
+  findQueued(siteId: string): DeploymentRow | undefined {
+    return this.store.db.select().from(deployments).where(and(eq(deployments.siteId, siteId), eq(deployments.status, 'queued'))).get()
+  }
+
+  /** Newest first. */
+  listForSite(siteId: string, limit: number): DeploymentRow[] {
+    return this.store.db.select().from(deployments).where(eq(deployments.siteId, siteId))
+      .orderBy(desc(deployments.createdAt), desc(sql`rowid`)).limit(limit).all()
+  }
+
+  start(id: string, at: number): void {
+    this.store.write(() => {
+      this.store.db.update(deployments).set({ status: 'running', startedAt: at }).where(eq(deployments.id, id)).run()
+    })
+  }
+
+  finish(id: string, outcome: { status: Extract<DeploymentStatus, 'succeeded' | 'failed'>; output: string; error: string | null; at: number }): void {
+    this.store.write(() => {
+      this.store.db.update(deployments).set({ status: outcome.status, output: outcome.output, error: outcome.error, finishedAt: outcome.at }).where(eq(deployments.id, id)).run()
+    })
+  }
+
+  /** Deletes the site's finished deployments beyond the newest `keep`. */
+  prune(siteId: string, keep: number): void {
+    this.store.write(() => {
+      const kept = this.store.db.select({ id: deployments.id }).from(deployments).where(eq(deployments.siteId, siteId))
+        .orderBy(desc(deployments.createdAt), desc(sql`rowid`)).limit(keep).all().map((r) => r.id)
+      this.store.db.delete(deployments).where(and(
+        eq(deployments.siteId, siteId),
+        inArray(deployments.status, ['succeeded', 'failed']),
+        notInArray(deployments.id, kept),
+      )).run()
+    })
+  }
+}

@@ -1,0 +1,119 @@
+import { FileError } from '../../drivers/files/errors'
+import { SITE_OWNER, SiteHome, type FileEntry, type FileOwner } from '../../drivers/files/home'
+import { SiteNotRunnableError, type ContainerRuntime } from '../../drivers/runtime/types'
+import type { SiteRow } from '../../store/schema'
+import type { RestoreGuard } from '../archives/restore-guard'
+import { conflict, DomainError, invalid, notFound, op, say, tooLarge } from '../errors'
+import { FILE_LIMITS } from './limits'
+
+/** Standard base64 (RFC 4648 section 4), padding optional. */
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
+
+/**
+ * The files API: a site's home folder, read and changed from the host through its volume (no
+ * engine call, no exec in the container). Path safety is entirely the files driver's
+ * (src/drivers/files/resolver.ts); this maps its outcomes to domain errors and enforces the limits.
+ *
+ * The site comes from the SiteGuard: the caller's (404 otherwise), and for changes changeable
+ * (409 while provisioning, suspended or pending deletion). Changes also need no restore running
+ * (409: the restore swaps the whole home; RestoreGuard makes it wait for the changes already
+ * running).
+ */
+export class FilesService {
+  constructor(
+    private runtime: ContainerRuntime,
+    private restores: Pick<RestoreGuard, 'beginChange'>,
+    private owner: FileOwner = SITE_OWNER,
+  ) {}
+
+  list(site: SiteRow, path = '') {
+    return this.inHome(site.slug, 'path', (home) => home.list(path, FILE_LIMITS.listEntries))
+  }
+
+  read(site: SiteRow, path: string) {
+    return this.inHome(site.slug, 'path', (home) => home.read(path, FILE_LIMITS.readBytes))
+  }
+
+  write(site: SiteRow, input: { path: string; content: string }) {
+    const size = Buffer.byteLength(input.content, 'utf8')
+    if (size > FILE_LIMITS.writeBytes) {
+      throw tooLarge(say`content is ${size} bytes in UTF-8; writes take at most ${FILE_LIMITS.writeBytes}. Use ${op('uploadFile', { tenant_slug: site.slug })} (up to ${FILE_LIMITS.uploadBytes} bytes) for larger files.`, 'content')
+    }
+    return this.change(site, 'content', (home) => home.write(input.path, Buffer.from(input.content, 'utf8')))
+  }
+
+  upload(site: SiteRow, input: { path: string; content_b64: string }) {
+    const data = decodeBase64(input.content_b64)
+    return this.change(site, 'content_b64', (home) => home.write(input.path, data))
+  }
+
+  mkdir(site: SiteRow, input: { path: string }) {
+    return this.change(site, 'path', (home) => home.mkdir(input.path))
+  }
+
+  delete(site: SiteRow, input: { path: string }) {
+    return this.change(site, 'path', (home) => home.remove(input.path))
+  }
+
+  /** `inHome` for a change: 409 while a restore of the site runs; else counted, so a restore accepted meanwhile waits for it. */
+  private async change<T>(site: SiteRow, contentParam: string, fn: (home: SiteHome) => T | Promise<T>): Promise<T> {
+    const end = this.restores.beginChange(site)
+    try {
+      return await this.inHome(site.slug, contentParam, fn)
+    } finally {
+      end()
+    }
+  }
+
+  /** Opens the site's home for `fn`, and turns the driver's refusals into API errors. */
+  private async inHome<T>(slug: string, contentParam: string, fn: (home: SiteHome) => T | Promise<T>): Promise<T> {
+    const dir = await this.runtime.homePath(slug)
+    let home: SiteHome
+    try {
+      home = SiteHome.open(dir, this.owner)
+    } catch {
+      throw new SiteNotRunnableError(`The files of site '${slug}' are not available right now.`)
+    }
+    try {
+      return await fn(home)
+    } catch (err) {
+      throw err instanceof FileError ? toDomainError(err, contentParam) : err
+    } finally {
+      home.close()
+    }
+  }
+}
+
+function toDomainError(err: FileError, contentParam: string): DomainError {
+  switch (err.problem) {
+    case 'bad_path':
+    case 'wrong_type':
+      return invalid('path', err.message)
+    case 'not_found':
+      return notFound(err.message, 'path')
+    case 'too_large':
+      return tooLarge(err.message, 'path')
+    case 'not_text':
+      return new DomainError('not_text', err.message, 'path')
+    case 'no_space':
+      return tooLarge(err.message, contentParam)
+    case 'busy':
+      return conflict(err.message, 'path')
+  }
+}
+
+/** The bytes of `content_b64`: 422 when it is not base64, 413 past the upload limit (checked before decoding). */
+function decodeBase64(text: string): Buffer {
+  const padded = text.endsWith('=')
+  if (!BASE64.test(text) || text.length % 4 === 1 || (padded && text.length % 4 !== 0)) {
+    throw invalid('content_b64', 'content_b64 must be standard base64 (A-Z, a-z, 0-9, +, /, = padding) with no spaces or line breaks.')
+  }
+  const padding = text.endsWith('==') ? 2 : padded ? 1 : 0
+  const size = Math.floor(((text.length - padding) * 3) / 4)
+  if (size > FILE_LIMITS.uploadBytes) {
+    throw tooLarge(`The file is ${size} bytes; uploads take at most ${FILE_LIMITS.uploadBytes} bytes, so split it or send a smaller one.`, 'content_b64')
+  }
+  return Buffer.from(text, 'base64')
+}
+
+export type { FileEntry }

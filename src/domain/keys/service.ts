@@ -1,0 +1,178 @@
+import type { Clock } from '../../lib/clock'
+import { iso } from '../../lib/clock'
+import type { ApiKeyRow } from '../../store/schema'
+import type { Store } from '../../store/store'
+import { conflict, forbidden, invalid, notFound, op, say, unauthorized } from '../errors'
+import type { ApiKeyCreated, KeyListItem, Scope } from './views'
+import { SCOPES } from './views'
+import type { KeysRepository } from './repository'
+
+/** Who is calling: the key, its account, and for a site-scoped key the one site it may touch. */
+export interface Principal {
+  keyId: string
+  accountId: string
+  email: string | null
+  scopes: Scope[]
+  siteId: string | null
+  siteSlug: string | null
+  /** Counts for whoami, read with the key in the same query. */
+  sites: number
+  activeSubscriptions: number
+}
+
+const CACHE_LIMIT = 10_000
+
+/**
+ * Issues, lists, revokes and rotates API keys, and authenticates bearer keys.
+ *
+ * Keys are 192 random bits as 48 hex characters behind the brand prefix; the store keeps only
+ * their SHA-256. Authentication keeps recently seen keys in memory and drops them all whenever the
+ * store's version moves, so a rotation or revocation (by this process or by an admin command) is
+ * seen on the very next request while an unchanged store costs no query.
+ */
+export class KeysService {
+  private cache = new Map<string, Principal>()
+  private cacheVersion = -1
+  private lastUsed = new Map<string, number>()
+  private keyPattern: RegExp
+
+  constructor(private repo: KeysRepository, private store: Store, private clock: Clock, readonly prefix: string) {
+    this.keyPattern = new RegExp(`^${prefix}_[0-9a-f]{48}$`)
+  }
+
+  /** Resolves an API key (as sent, the bearer token) to its principal; unauthorized otherwise. */
+  authenticate(key: string): Principal {
+    if (!this.keyPattern.test(key)) throw unauthorized(`The API key is malformed; keys are "${this.prefix}_" followed by 48 lowercase hex characters.`)
+    const hash = sha256(key)
+    const version = this.store.version()
+    if (version !== this.cacheVersion) {
+      this.cache.clear()
+      this.cacheVersion = version
+    }
+    let principal = this.cache.get(hash)
+    if (!principal) {
+      principal = this.load(hash)
+      if (this.cache.size >= CACHE_LIMIT) this.cache.clear()
+      this.cache.set(hash, principal)
+    }
+    this.lastUsed.set(principal.keyId, this.clock.now())
+    return principal
+  }
+
+  private load(hash: string): Principal {
+    const row = this.repo.findForAuth(hash)
+    if (!row || row.account_status !== 'active') throw unauthorized(say`This API key is not valid; check it, or get a new one with ${op('register')}.`)
+    if (row.revoked_reason === 'rotated') throw unauthorized('This API key was rotated; use the key the rotation returned.')
+    if (row.revoked_reason) throw unauthorized('This API key was revoked; use another key.')
+    return {
+      keyId: row.key_id,
+      accountId: row.account_id,
+      email: row.email,
+      scopes: JSON.parse(row.scopes) as Scope[],
+      siteId: row.site_id,
+      siteSlug: row.site_slug,
+      sites: row.sites,
+      activeSubscriptions: row.active_subscriptions,
+    }
+  }
+
+  /** Creates a key for an account. Call inside the caller's transaction when it creates more. */
+  issue(accountId: string, name: string, scopes: Scope[], siteId: string | null = null): ApiKeyCreated {
+    const apiKey = `${this.prefix}_${randomHex(24)}`
+    const row = this.repo.insert({
+      id: crypto.randomUUID(),
+      accountId,
+      name,
+      prefix: apiKey.slice(0, 12),
+      keyHash: sha256(apiKey),
+      scopes: JSON.stringify(orderScopes(scopes)),
+      siteId,
+      createdAt: this.clock.now(),
+    })
+    return { api_key: apiKey, ...this.toCreated(row) }
+  }
+
+  /** POST /keys/create/: the new key's scopes must be a subset of the caller's. */
+  create(caller: Principal, input: { name?: string; scopes?: Scope[] }): ApiKeyCreated {
+    const scopes = input.scopes ? [...new Set(input.scopes)] : caller.scopes
+    if (scopes.length === 0) throw invalid('scopes', 'Give at least one scope: read, write or admin.')
+    this.requireSubset(caller, scopes)
+    return this.issue(caller.accountId, input.name ?? 'Agent Key', scopes)
+  }
+
+  list(caller: Principal, includeRevoked: boolean): KeyListItem[] {
+    return this.repo.list(caller.accountId, includeRevoked).map((r) => this.toListItem(r))
+  }
+
+  /** Revokes a key of the caller's account; revoking a revoked key is a no-op that succeeds. */
+  revoke(caller: Principal, keyId: string): KeyListItem {
+    const key = this.findOwn(caller, keyId)
+    this.repo.revoke(key.id, this.clock.now(), 'revoked')
+    return this.toListItem(this.repo.find(caller.accountId, key.id)!)
+  }
+
+  /** Replaces an active key with a new one of the same name and scopes; the old key dies at once. */
+  rotate(caller: Principal, keyId: string): ApiKeyCreated {
+    const key = this.findOwn(caller, keyId)
+    if (key.revokedAt !== null) throw conflict(say`Key ${keyId} is already ${key.revokedReason}; create a new key with ${op('createKey')} instead.`, 'key_id')
+    const scopes = JSON.parse(key.scopes) as Scope[]
+    this.requireSubset(caller, scopes)
+    return this.store.write(() => {
+      const created = this.issue(key.accountId, key.name, scopes, key.siteId)
+      this.repo.revoke(key.id, this.clock.now(), 'rotated', created.key_id)
+      return created
+    })
+  }
+
+  /** Writes the last-used times gathered since the previous flush; run by the maintenance loop. */
+  flushLastUsed(): void {
+    if (this.lastUsed.size === 0) return
+    const batch = this.lastUsed
+    this.lastUsed = new Map()
+    this.repo.touch(batch)
+  }
+
+  private findOwn(caller: Principal, keyId: string): ApiKeyRow {
+    const key = this.repo.find(caller.accountId, keyId)
+    // Another account's key answers exactly like a missing one (design.md: 404, never 403).
+    if (!key) throw notFound(say`No key ${keyId} in your account; ${op('listKeys')} lists them.`, 'key_id')
+    return key
+  }
+
+  private requireSubset(caller: Principal, scopes: Scope[]) {
+    const extra = scopes.filter((s) => !caller.scopes.includes(s))
+    if (extra.length > 0) {
+      throw forbidden(`Your key cannot grant ${extra.map((s) => `'${s}'`).join(', ')}: a key can only give scopes it has itself.`, 'scopes')
+    }
+  }
+
+  private toCreated(row: ApiKeyRow): Omit<ApiKeyCreated, 'api_key'> {
+    return {
+      key_id: row.id,
+      prefix: row.prefix,
+      name: row.name,
+      scopes: JSON.parse(row.scopes) as Scope[],
+      account_id: row.accountId,
+      site_scoped: row.siteId !== null,
+      created_at: iso(row.createdAt),
+    }
+  }
+
+  private toListItem(row: ApiKeyRow): KeyListItem {
+    return {
+      key_id: row.id,
+      prefix: row.prefix,
+      name: row.name,
+      scopes: JSON.parse(row.scopes) as Scope[],
+      site_scoped: row.siteId !== null,
+      status: (row.revokedReason ?? 'active') as KeyListItem['status'],
+      created_at: iso(row.createdAt),
+      last_used_at: row.lastUsedAt === null ? null : iso(row.lastUsedAt),
+      revoked_at: row.revokedAt === null ? null : iso(row.revokedAt),
+    }
+  }
+}
+
+export const sha256 = (text: string) => new Bun.CryptoHasher('sha256').update(text).digest('hex')
+const randomHex = (bytes: number) => Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString('hex')
+const orderScopes = (scopes: Scope[]) => SCOPES.filter((s) => scopes.includes(s))

@@ -1,0 +1,62 @@
+import type { FileHandle } from 'node:fs/promises'
+import { FileError } from '../../drivers/files/errors'
+import { SITE_OWNER, SiteHome } from '../../drivers/files/home'
+import type { ContainerRuntime } from '../../drivers/runtime/types'
+import { conflict } from '../errors'
+import type { PlansService } from '../plans/service'
+import type { SiteRow } from '../../store/schema'
+import type { SiteLog } from './views'
+import { logSource, type LogType } from './sources'
+import { tailLines } from './tail'
+
+/**
+ * GET /sites/{slug}/logs/: the newest lines of a site's log, read from its volume on the host
+ * (no engine call, and it works while the container is stopped). The tenant owns ~/logs, so the
+ * file is opened the way the files API opens every path (src/drivers/files/resolver.ts: no
+ * symlink anywhere in the path) and must be a regular file.
+ */
+export class LogsService {
+  constructor(private plans: Pick<PlansService, 'get'>, private runtime: Pick<ContainerRuntime, 'homePath'>) {}
+
+  async read(site: SiteRow, q: { type?: LogType; lines?: number; search?: string }): Promise<SiteLog> {
+    const type = q.type ?? 'error'
+    const source = logSource(this.plans.get(site.planSlug).hosting_type, type)
+    if (source.file === null) return { type, file: null, lines: [] }
+    const file = await openLog(await this.runtime.homePath(site.slug), source.file)
+    if (!file) return { type, file: source.file, lines: [] }
+    try {
+      const filter = source.filter?.()
+      const search = q.search || undefined
+      const keep = filter || search ? (line: string) => (!filter || filter(line)) && (search === undefined || line.includes(search)) : undefined
+      return { type, file: source.file, lines: await tailLines(file, { lines: q.lines ?? 100, keep }) }
+    } finally {
+      await file.close()
+    }
+  }
+}
+
+/**
+ * The log at `path` under the home at `hostPath`, open for reading; null when it (or its
+ * folder) does not exist yet. 409 (`param: type`) when the tenant replaced it, or a folder on
+ * the way, with a symlink or anything but a regular file.
+ */
+async function openLog(hostPath: string, path: string): Promise<FileHandle | null> {
+  let home: SiteHome
+  try {
+    home = SiteHome.open(hostPath, SITE_OWNER)
+  } catch (err) {
+    // The volume's folder itself is gone: no log either.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw err
+  }
+  try {
+    return await home.openForReading(path)
+  } catch (err) {
+    if (!(err instanceof FileError)) throw err
+    if (err.problem === 'not_found') return null
+    const what = err.problem === 'wrong_type' ? 'is not a regular file (a folder, FIFO, socket or device)' : 'goes through a symbolic link (or a file where a folder should be), which Berth never follows'
+    throw conflict(`~/${path} ${what}; delete it and the web server writes a new one when the site restarts.`, 'type')
+  } finally {
+    home.close()
+  }
+}

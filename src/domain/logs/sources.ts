@@ -1,0 +1,59 @@
+import type { HostingType } from '../enums'
+
+export type LogType = 'error' | 'access' | 'php'
+
+/** Where one log type of one site image is read from, and which of its lines count. */
+export interface LogSource {
+  /** Path of the file under the site's home, as the agent sees it; null when the image has none. */
+  file: string | null
+  /** Builds a fresh line filter per request (filters may keep state); undefined keeps every line. */
+  filter?: () => (line: string) => boolean
+}
+
+/**
+ * The logs of each site image (src/drivers/runtime/image-*.ts), all under ~/logs:
+ *
+ * berth/php (vps, dedicated): `error` is nginx's error.log, `access` nginx's access.log
+ * (combined format), `php` PHP-FPM's php.log (FPM notices and PHP errors, warnings and
+ * error_log() calls).
+ *
+ * berth/static (shared): busybox httpd -vv writes everything to access.log, two lines per
+ * request (`[addr]:port: url:/path`, then `[addr]:port: response:404`). `access` is that file;
+ * `error` is the same file without the successful requests: the url and response lines of every
+ * request answered 400 or more, and any other message httpd writes there. There is no PHP on
+ * this image, so `php` is always empty (`file: null`).
+ */
+export function logSource(hostingType: HostingType, type: LogType): LogSource {
+  if (hostingType === 'shared') {
+    if (type === 'php') return { file: null }
+    if (type === 'error') return { file: 'logs/access.log', filter: busyboxErrors }
+    return { file: 'logs/access.log' }
+  }
+  return { file: { error: 'logs/error.log', access: 'logs/access.log', php: 'logs/php.log' }[type] }
+}
+
+const BUSYBOX_RECORD = /^(.*?): (url|response):(\S*)/
+/** Connections remembered while pairing; a log never has this many requests in flight. */
+const MAX_PENDING = 10_000
+
+/**
+ * The static image's error lines, fed newest first: a `response:` line decides whether the
+ * `url:` line of the same connection (above it) is kept too. A url line whose response is not
+ * in the log (a request still running) is left out.
+ */
+export function busyboxErrors(): (line: string) => boolean {
+  const failed = new Set<string>()
+  return (line) => {
+    const record = BUSYBOX_RECORD.exec(line)
+    if (!record) return true
+    const [, peer, kind, value] = record as unknown as [string, string, string, string]
+    if (kind === 'response') {
+      const status = Number(value)
+      if (!(status >= 400)) return false
+      if (failed.size >= MAX_PENDING) failed.clear()
+      failed.add(peer)
+      return true
+    }
+    return failed.delete(peer)
+  }
+}

@@ -1,0 +1,90 @@
+import type { AiModule, PlanSeed, Track } from '../../config/schema'
+import type { PlanRow } from '../../store/schema'
+import type { Store } from '../../store/store'
+import { invalid, notFound, op, say } from '../errors'
+import type { Plan } from './views'
+import type { PlansRepository } from './repository'
+
+/**
+ * The public catalog. Plans are read on every GET /plans/ and on every checkout, and change only
+ * through `berth plans ...`, so the service keeps them in memory and reloads them when the store's
+ * version moves (which also catches an admin command run by another process).
+ */
+export class PlansService {
+  private cache: { version: number; plans: Plan[]; json: Map<string, string> } | undefined
+
+  constructor(private repo: PlansRepository, private store: Store, private prefix: string) {}
+
+  /** The catalog in order; deprecated plans only when asked. */
+  list(filter: { track?: Track; includeDeprecated?: boolean } = {}): Plan[] {
+    return this.all().filter((p) => (filter.includeDeprecated || !p.deprecated) && (!filter.track || p.track === filter.track))
+  }
+
+  /**
+   * `list(filter)` serialized as JSON, kept until the catalog changes: GET /plans/ answers the
+   * same bytes every time, and serializing (and checking) them once is what brings the route to
+   * 0.8 of a bare Bun.serve (bench/, issue 2).
+   */
+  listJson(filter: { track?: Track; includeDeprecated?: boolean } = {}): string {
+    const key = `${filter.track ?? ''}|${filter.includeDeprecated ? 1 : 0}`
+    const cache = this.all() && this.cache!
+    let json = cache.json.get(key)
+    if (json === undefined) cache.json.set(key, (json = JSON.stringify(this.list(filter))))
+    return json
+  }
+
+  /** One plan, deprecated or not; NotFoundError when unknown. */
+  get(slug: string): Plan {
+    const plan = this.all().find((p) => p.slug === slug)
+    if (!plan) throw notFound(say`No plan '${slug}'; ${op('listPlans')} lists the plans on sale.`, 'plan_slug')
+    return plan
+  }
+
+  /** A plan that can be bought or moved to: known and not deprecated, else 422 on `param`. */
+  requireActive(slug: string, param: string): Plan {
+    const plan = this.all().find((p) => p.slug === slug)
+    if (!plan) throw invalid(param, say`No plan '${slug}'; ${op('listPlans')} lists the plans on sale.`)
+    if (plan.deprecated) throw invalid(param, say`Plan '${slug}' is deprecated and no longer sold; pick one from ${op('listPlans')}.`)
+    return plan
+  }
+
+  add(seed: PlanSeed): Plan {
+    if (this.repo.find(seed.slug)) throw invalid('slug', `Plan '${seed.slug}' already exists.`)
+    return this.toPlan(this.repo.insert(seed))
+  }
+
+  setDeprecated(slug: string, deprecated: boolean): Plan {
+    const row = this.repo.setDeprecated(slug, deprecated)
+    if (!row) throw notFound(`No plan '${slug}'.`, 'plan_slug')
+    return this.toPlan(row)
+  }
+
+  private all(): Plan[] {
+    const version = this.store.version()
+    if (this.cache?.version !== version) this.cache = { version, plans: this.repo.all().map((r) => this.toPlan(r)), json: new Map() }
+    return this.cache.plans
+  }
+
+  private toPlan(row: PlanRow): Plan {
+    const premium = row.hostingType === 'vps' || row.hostingType === 'dedicated'
+    return {
+      slug: row.slug,
+      name: row.name,
+      track: row.track as Plan['track'],
+      hosting_type: row.hostingType as Plan['hosting_type'],
+      price: { monthly: row.priceMonthlyCents / 100, annual: row.priceAnnualCents / 100, currency: 'CAD' },
+      features: {
+        max_sites: row.maxSites,
+        ai_modules: JSON.parse(row.aiModules) as AiModule[],
+        free_domain_annual: row.freeDomainAnnual,
+        memory_mb: row.memoryMb,
+        cpu_cores: row.cpuCores,
+        disk_gb: row.diskGb,
+        snapshots: premium,
+        ssh: premium,
+      },
+      skus: { monthly: `${this.prefix}_${row.slug}_monthly`, annual: `${this.prefix}_${row.slug}_annual` },
+      deprecated: row.deprecated,
+    }
+  }
+}

@@ -1,0 +1,61 @@
+import type { SiteStatus } from '../enums'
+import type { SiteRow } from '../../store/schema'
+import type { Store } from '../../store/store'
+import type { SitesRepository } from './repository'
+import type { SiteRunner } from './runner'
+
+/** What the edge does for a site: proxy to it, or answer with one of its own pages. */
+export type SiteState = 'serving' | 'stopped' | 'provisioning' | 'pending_deletion' | 'failed'
+
+export interface SiteTarget {
+  siteId: string
+  slug: string
+  state: SiteState
+  upstream?: { address: string; port: number }
+}
+
+/** The edge's state of each site status (a deleted site is not found at all). */
+const STATE: Record<Exclude<SiteStatus, 'deleted'>, SiteState> = {
+  active: 'serving',
+  provisioning: 'provisioning',
+  suspended: 'stopped',
+  pending_deletion: 'pending_deletion',
+  failed: 'failed',
+}
+
+/**
+ * Answers the edge proxy's question, "which container serves this slug?", on every proxied
+ * request: the site from memory, reloaded when the store's version moves; its endpoint from the
+ * SiteRunner (which looks a running site up in the engine once after a restart).
+ */
+export class SiteDirectory {
+  private cache = new Map<string, SiteRow | null>()
+  private version = -1
+
+  constructor(private d: { store: Store; sites: Pick<SitesRepository, 'findLiveBySlug'>; runner: Pick<SiteRunner, 'endpointOf'> }) {}
+
+  async resolve(slug: string): Promise<SiteTarget | null> {
+    const site = this.site(slug)
+    if (!site || site.status === 'deleted') return null
+    const state = STATE[site.status]
+    if (state !== 'serving') return { siteId: site.id, slug, state }
+    const endpoint = await this.d.runner.endpointOf(slug)
+    if (!endpoint) return { siteId: site.id, slug, state: 'stopped' }
+    return { siteId: site.id, slug, state, upstream: { address: endpoint.address, port: endpoint.port } }
+  }
+
+  private site(slug: string): SiteRow | null {
+    const version = this.d.store.version()
+    if (version !== this.version) {
+      this.cache.clear()
+      this.version = version
+    }
+    let site = this.cache.get(slug)
+    if (site === undefined) {
+      site = this.d.sites.findLiveBySlug(slug) ?? null
+      if (this.cache.size > 10_000) this.cache.clear()
+      this.cache.set(slug, site)
+    }
+    return site
+  }
+}

@@ -1,0 +1,138 @@
+import type { JobRunner } from '../../jobs/runner'
+import { iso, type Clock } from '../../lib/clock'
+import type { Logger } from '../../lib/logger'
+import type { SiteRow } from '../../store/schema'
+import type { Store } from '../../store/store'
+import type { BillingRepository } from '../billing/repository'
+import type { SiteStatus } from '../enums'
+import { conflict, op, say } from '../errors'
+import type { Plan } from '../plans/views'
+import type { PlansService } from '../plans/service'
+import { APPLY_JOBS } from './apply'
+import { requireChangeable } from './guard'
+import type { SitesRepository } from './repository'
+import type { SiteRunner } from './runner'
+import type { SitesService } from './service'
+import type { SiteView } from './views'
+
+/** The grace period between a site's deletion and the reaper (spec part 8). */
+export const DELETION_GRACE_MS = 7 * 24 * 3600_000
+
+/** Site statuses delete accepts; `provisioning` must finish first, `pending_deletion` is there already. */
+const DELETABLE = new Set<SiteStatus>(['active', 'suspended', 'failed'])
+
+export interface SiteLifecycleDeps {
+  store: Store
+  clock: Clock
+  sites: SitesRepository
+  views: Pick<SitesService, 'view'>
+  billing: Pick<BillingRepository, 'findSubscriptionById' | 'changePlan'>
+  plans: Pick<PlansService, 'requireActive'>
+  jobs: Pick<JobRunner, 'enqueue' | 'kick'>
+  runner: Pick<SiteRunner, 'stop'>
+  log: Logger
+}
+
+/**
+ * A site's plan changes and its deletion and restore (design.md, Sites: scale and delete).
+ *
+ * Each operation records the new desired state in one transaction and answers at once; the
+ * container follows in the background (the apply jobs; the site's `applying` shows it), and the
+ * reconcile pass finishes what the engine could not do (it is down): the store is the desired
+ * state (design.md, Durability), and the change has been made as far as money and access go.
+ * The sites passed in come from the SiteGuard (the caller's own); each change checks the site's
+ * state again inside its transaction.
+ */
+export class SiteLifecycle {
+  constructor(private d: SiteLifecycleDeps) {}
+
+  /**
+   * Moves the site, and the subscription it is billed under, to `newPlan`. The plan belongs to
+   * the subscription, so on an agency subscription every site under it moves (each is resized);
+   * the target plan must hold all of them (`max_sites`), else 409. The same plan again is a
+   * no-op that answers the site as it is, so a retry is safe (still 409 while the site cannot
+   * change: pending deletion, provisioning...).
+   */
+  scale(site: SiteRow, newPlan: string): SiteView {
+    // 404 (not yours: the guard), then 422 (no such plan on sale), then 409 (not in a state to change).
+    const plan = this.d.plans.requireActive(newPlan, 'new_plan')
+    requireChangeable(site)
+    if (plan.slug === site.planSlug) return this.d.views.view(site)
+    const slug = site.slug
+    const moved = this.d.store.write(() => {
+      const current = requireChangeable(this.d.sites.find(site.id)!)
+      const subscription = current.subscriptionId ? this.d.billing.findSubscriptionById(current.subscriptionId) : undefined
+      if (subscription && subscription.status !== 'active') {
+        throw conflict(`The subscription of site '${slug}' is ${subscription.status}; only an active subscription can change plan.`)
+      }
+      const group = subscription ? this.d.sites.listForSubscription(subscription.id) : [current]
+      if (group.length > plan.features.max_sites) {
+        throw conflict(
+          say`Plan '${plan.slug}' holds ${plan.features.max_sites} site${plan.features.max_sites === 1 ? '' : 's'}, and the subscription of '${slug}' has ${group.length}; delete sites first or pick a plan with room (${op('listPlans')}).`,
+          'new_plan',
+        )
+      }
+      const now = this.d.clock.now()
+      if (subscription) this.d.billing.changePlan(subscription.id, plan.slug, periodAmountCents(plan, subscription.billingPeriod), now)
+      this.d.sites.setPlan(group.map((s) => s.id), plan.slug, now)
+      for (const s of group) if (s.status === 'active') this.d.jobs.enqueue(APPLY_JOBS.scale, s.id)
+      return group.map((s) => this.d.sites.find(s.id)!)
+    })
+    this.d.jobs.kick()
+    this.d.log.info('site scaled', { site: slug, from: site.planSlug, to: plan.slug, sites: moved.map((s) => s.slug) })
+    return this.d.views.view(moved.find((s) => s.id === site.id)!)
+  }
+
+  /**
+   * `pending_deletion` until now + 7 days, the container stopped (the edge shows its
+   * pending-deletion page at once, from the store). 409 while provisioning and when already
+   * pending.
+   */
+  async delete(site: SiteRow): Promise<SiteView> {
+    const slug = site.slug
+    const scheduled = this.d.store.write(() => {
+      const current = this.d.sites.find(site.id)!
+      if (current.status === 'pending_deletion') {
+        throw conflict(say`Site '${slug}' is already scheduled for deletion on ${iso(current.deletionScheduledFor!)}; ${op('restoreSite', { tenant_slug: slug })} to keep it.`)
+      }
+      if (!DELETABLE.has(current.status)) throw conflict(say`Site '${slug}' is still being set up; retry when ${op('getSite', { tenant_slug: slug })} shows status active.`)
+      const now = this.d.clock.now()
+      return this.d.sites.scheduleDeletion(site.id, now + DELETION_GRACE_MS, now)
+    })
+    this.d.log.info('site scheduled for deletion', { site: slug, at: iso(scheduled.deletionScheduledFor!) })
+    await this.d.runner.stop(slug).catch((err) => this.d.log.warn('could not stop a site scheduled for deletion; the reconcile pass will', { site: slug, error: (err as Error).message }))
+    return this.d.views.view(scheduled)
+  }
+
+  /**
+   * Undoes a deletion within the grace period. The site returns to what it was: `failed` when
+   * its provisioning had failed (it keeps its error), `suspended` when its subscription is no
+   * longer active, else `active`, its container started in the background (`applying: restore`).
+   */
+  restore(site: SiteRow): SiteView {
+    const slug = site.slug
+    const restored = this.d.store.write(() => {
+      const current = this.d.sites.find(site.id)!
+      if (current.status !== 'pending_deletion') throw conflict(`Site '${slug}' is not scheduled for deletion (status ${current.status}); there is nothing to restore.`)
+      const now = this.d.clock.now()
+      if (current.deletionScheduledFor! <= now) throw conflict(`The grace period of site '${slug}' ended on ${iso(current.deletionScheduledFor!)}; it is being deleted and cannot be restored.`)
+      const row = this.d.sites.cancelDeletion(site.id, this.statusAfterRestore(current), now)
+      if (row.status === 'active') this.d.jobs.enqueue(APPLY_JOBS.restore, row.id)
+      return row
+    })
+    this.d.jobs.kick()
+    this.d.log.info('site restored', { site: slug, status: restored.status })
+    return this.d.views.view(restored)
+  }
+
+  private statusAfterRestore(site: SiteRow): SiteStatus {
+    if (site.error !== null) return 'failed'
+    const subscription = site.subscriptionId ? this.d.billing.findSubscriptionById(site.subscriptionId) : undefined
+    return subscription && subscription.status !== 'active' ? 'suspended' : 'active'
+  }
+}
+
+/** What one billing period of `plan` costs, in CAD cents. */
+function periodAmountCents(plan: Plan, period: string): number {
+  return Math.round((period === 'annual' ? plan.price.annual : plan.price.monthly) * 100)
+}

@@ -1,0 +1,127 @@
+import type { HostingType } from '../enums'
+import { HostPortTakenError, type ContainerRuntime, type SiteEndpoint, type SiteSpec } from '../../drivers/runtime/types'
+import type { Logger } from '../../lib/logger'
+import type { SiteRow } from '../../store/schema'
+import type { PlansService } from '../plans/service'
+import type { SitesRepository } from './repository'
+
+/** How long a (re)started container may take to answer its first HTTP request. */
+const FIRST_ANSWER_TIMEOUT_MS = 20_000
+
+export interface SiteRunnerDeps {
+  sites: Pick<SitesRepository, 'replaceSshPort'>
+  plans: Pick<PlansService, 'get'>
+  runtime: ContainerRuntime
+  /** config `containers`: the image of each hosting type and the process limit of every site. */
+  containers: { images: Record<HostingType, string>; pidsLimit: number }
+  log: Logger
+}
+
+/**
+ * The one place that brings a site's container in line with its record in the store, and that
+ * knows where each running site answers. Provisioning, scale and restore (the apply job),
+ * archive restores, the deletion reaper and the reconcile pass all go through it, so they agree
+ * on the container's spec, on what a taken SSH port means and on the endpoint table the edge
+ * reads.
+ */
+export class SiteRunner {
+  /** Where each running site answers, as last seen by `run` or the engine. */
+  private endpoints = new Map<string, SiteEndpoint>()
+
+  constructor(private d: SiteRunnerDeps) {}
+
+  /** The runtime spec of a site: its plan's limits and the image of its hosting type. */
+  spec(site: SiteRow): SiteSpec {
+    const plan = this.d.plans.get(site.planSlug)
+    return {
+      siteId: site.id,
+      slug: site.slug,
+      hostingType: plan.hosting_type,
+      image: this.d.containers.images[plan.hosting_type],
+      memoryMb: plan.features.memory_mb,
+      cpuCores: plan.features.cpu_cores,
+      pidsLimit: this.d.containers.pidsLimit,
+      diskGb: plan.features.disk_gb,
+      sshPort: plan.features.ssh ? site.sshPort : null,
+    }
+  }
+
+  /**
+   * Runs the site's container as its record says (created, started, resized in place or
+   * recreated on its volume, files kept) and records where it answers; with `waitForAnswer`,
+   * resolves only once its web server answers. When the site's SSH port turns out to be taken on
+   * the host, the site gets another port in the store and the error is thrown: the next run (a
+   * job's retry, the reconcile pass) uses the new port. Idempotent.
+   */
+  async run(site: SiteRow, opts: { waitForAnswer?: boolean } = {}): Promise<SiteEndpoint> {
+    let endpoint: SiteEndpoint
+    try {
+      endpoint = await this.d.runtime.ensureSite(this.spec(site))
+    } catch (err) {
+      if (err instanceof HostPortTakenError) {
+        this.d.sites.replaceSshPort(site.id, err.port)
+        this.d.log.warn('the SSH port of a site is taken on this machine; it moves to another', { site: site.slug, port: err.port })
+      }
+      throw err
+    }
+    this.endpoints.set(site.slug, endpoint)
+    if (opts.waitForAnswer) await waitForAnswer(endpoint)
+    return endpoint
+  }
+
+  /** Stops the site's container (files and network kept); the edge stops sending it requests at once. */
+  async stop(slug: string): Promise<void> {
+    this.endpoints.delete(slug)
+    await this.d.runtime.stopSite(slug)
+  }
+
+  /** Removes the site's container and network, and its files when `volume` is true. */
+  async remove(slug: string, opts: { volume: boolean }): Promise<void> {
+    this.endpoints.delete(slug)
+    await this.d.runtime.removeSite(slug, opts)
+  }
+
+  /**
+   * Creates, in the background, the network and volume of a site that a checkout has just
+   * reserved, so that provisioning after payment only makes the container. Best effort:
+   * provisioning creates whatever is missing.
+   */
+  prepare(site: { id: string; slug: string }): void {
+    this.d.runtime.prepareSite({ siteId: site.id, slug: site.slug }).catch((err) => this.d.log.warn('could not prepare a reserved site', { site: site.slug, error: (err as Error).message }))
+  }
+
+  /** Undoes `prepare` for a reservation that ended without a site (canceled, expired), in the background. */
+  release(slug: string): void {
+    this.remove(slug, { volume: true }).catch((err) => this.d.log.warn('could not release a reserved site', { site: slug, error: (err as Error).message }))
+  }
+
+  /**
+   * Where the running site answers: from memory, or, for a site not seen since Berth started,
+   * from the engine (once); null when its container is not running.
+   */
+  async endpointOf(slug: string): Promise<SiteEndpoint | null> {
+    const known = this.endpoints.get(slug)
+    if (known) return known
+    const found = await this.d.runtime.inspectSite(slug).catch(() => null)
+    if (!found?.running || !found.endpoint) return null
+    this.endpoints.set(slug, found.endpoint)
+    return found.endpoint
+  }
+}
+
+/** Polls the container's web server until it answers anything, every 5 ms. */
+export async function waitForAnswer(endpoint: SiteEndpoint, timeoutMs = FIRST_ANSWER_TIMEOUT_MS): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  let lastError = ''
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(`http://${endpoint.address}:${endpoint.port}/`, { signal: AbortSignal.timeout(1000) })
+      await res.arrayBuffer()
+      return
+    } catch (err) {
+      lastError = (err as Error).message
+      await Bun.sleep(5)
+    }
+  }
+  throw new Error(`the site's web server did not answer within ${timeoutMs / 1000} s (${lastError})`)
+}

@@ -1,0 +1,22 @@
+import { Type as t, type Static } from '@sinclair/typebox'
+import { DateTime, Nullable, Uuid } from '../schema'
+import { HostingTypeSchema, VisibleSiteStatusSchema } from '../enums'
+
+export const Site = t.Object({
+  slug: t.String({ description: 'Also the {tenant_slug} of /sites/{tenant_slug}/... routes.' }),
+  plan: t.String(),
+  hosting_type: HostingTypeSchema,
+  status: VisibleSiteStatusSchema,
+  url: t.String({ description: 'Where the site answers: http(s)://{slug}.{sites_domain}.' }),
+  domains: t.Array(t.String(), { description: 'Custom domains linked to the site.' }),
+  modules: t.Record(t.String(), t.Boolean(), { description: 'AI modules the plan includes, each with whether it is on.' }),
+  resources: t.Object({ memory_mb: t.Integer(), cpu_cores: t.Integer(), disk_gb: t.Integer() }),
+  subscription_id: Nullable(Uuid()),
+  created_at: DateTime(),
+  error: Nullable(t.String({ description: 'Why provisioning failed, for failed sites.' })),
+  deletion_scheduled_for: Nullable(DateTime()),
+  applying: Nullable(t.Union([t.Literal('scale'), t.Literal('restore')], {
+    description: "A change being applied to the site's container in the background, after the answer that recorded it: scale (the new plan's limits or image) or restore (the container started again after a canceled deletion). null once the container is in line; poll the site until then.",
+  })),
+})
+export type SiteView = Static<typeof Site>

@@ -1,0 +1,104 @@
+import SSH_KEYS_AGENT from '../../../agent/ssh-keys.sh' with { type: 'text' }
+import type { ContainerRuntime } from '../../drivers/runtime/types'
+import type { SiteRow } from '../../store/schema'
+import { conflict, forbidden, invalid, notFound, op, say } from '../errors'
+import type { PlansService } from '../plans/service'
+import type { SshInfoView, SshKeyAddedView, SshKeyItem } from './views'
+import { fingerprintOf, parsePublicKey, PublicKeyError, type PublicKey } from './public-key'
+
+/** The login name in every site image (uid 1000). */
+export const SSH_USER = 'site'
+const HOST_KEYS = '~/.ssh/host/*.pub'
+const AGENT_REFUSED = 3
+
+/**
+ * SSH into vps and dedicated sites (design.md "Files, logs, SSH, claim"): where to connect, the
+ * host keys to trust, and the public keys allowed in. sshd runs in the site's container as the
+ * site user (berth/php); keys go to ~/.ssh/authorized_keys through the in-container agent.
+ */
+export class SshService {
+  constructor(private d: { ssh: { host: string }; plans: Pick<PlansService, 'get'>; runtime: Pick<ContainerRuntime, 'exec'> }) {}
+
+  async info(owned: SiteRow): Promise<SshInfoView> {
+    const site = this.requireSsh(owned)
+    const host = this.d.ssh.host
+    const port = site.sshPort!
+    const hostKeys = await this.hostKeys(site)
+    const hostName = port === 22 ? host : `[${host}]:${port}`
+    return {
+      host,
+      port,
+      username: SSH_USER,
+      command: `ssh -p ${port} ${SSH_USER}@${host}`,
+      host_keys: hostKeys,
+      known_hosts: hostKeys.map((k) => `${hostName} ${k.public_key}`),
+    }
+  }
+
+  async listKeys(site: SiteRow): Promise<SshKeyItem[]> {
+    return (await this.installed(this.requireSsh(site))).map(view)
+  }
+
+  /** Installs one public key line; installing a key already there changes nothing. */
+  async addKey(owned: SiteRow, line: string): Promise<SshKeyAddedView> {
+    const site = this.requireSsh(owned)
+    let key: PublicKey
+    try {
+      key = parsePublicKey(line)
+    } catch (err) {
+      if (err instanceof PublicKeyError) throw invalid('public_key', err.message)
+      throw err
+    }
+    const out = await this.agent(site, ['add', key.blob, key.line])
+    return { ...view(key), added: out.trim() === 'added' }
+  }
+
+  async removeKey(owned: SiteRow, keyId: string): Promise<SshKeyItem> {
+    const site = this.requireSsh(owned)
+    const slug = site.slug
+    const key = (await this.installed(site)).find((k) => k.id === keyId)
+    if (!key) throw notFound(say`No key ${keyId} on site '${slug}'; ${op('listSshKeys', { tenant_slug: slug })} lists them.`, 'key_id')
+    await this.agent(site, ['remove', key.blob])
+    return view(key)
+  }
+
+  /** The keys in ~/.ssh/authorized_keys; lines that are not one valid key (the tenant's own) are skipped. */
+  private async installed(site: SiteRow): Promise<PublicKey[]> {
+    return (await this.agent(site, ['list'])).split('\n').flatMap((line) => {
+      if (!line.trim() || line.startsWith('#')) return []
+      try {
+        return [parsePublicKey(line)]
+      } catch {
+        return []
+      }
+    })
+  }
+
+  private requireSsh(site: SiteRow): SiteRow {
+    const plan = this.d.plans.get(site.planSlug)
+    if (!plan.features.ssh) {
+      throw forbidden(say`The ${plan.slug} plan has no SSH; scale to a vps or dedicated plan (${op('scaleSite', { tenant_slug: site.slug })}).`)
+    }
+    if (site.sshPort === null) throw conflict(`SSH for '${site.slug}' is being set up; retry in a minute.`)
+    return site
+  }
+
+  private async hostKeys(site: SiteRow) {
+    const result = await this.d.runtime.exec(site.slug, ['sh', '-c', `cat ${HOST_KEYS} 2>/dev/null || true`], { timeoutMs: 10_000 }).catch(() => null)
+    if (!result) return []
+    return result.output.split('\n').map((l) => l.trim().split(/\s+/)).filter((f) => f.length >= 2 && /^[A-Za-z0-9+/]+={0,2}$/.test(f[1]!)).map(([type, blob]) => ({
+      type: type!,
+      public_key: `${type} ${blob}`,
+      fingerprint: fingerprintOf(blob!),
+    }))
+  }
+
+  private async agent(site: SiteRow, args: string[]): Promise<string> {
+    const result = await this.d.runtime.exec(site.slug, ['sh', '-c', SSH_KEYS_AGENT, 'berth-agent', ...args], { timeoutMs: 10_000 })
+    if (result.exitCode === AGENT_REFUSED) throw conflict(`${result.output.trim().split('\n').pop()}.`)
+    if (result.exitCode !== 0) throw new Error(`ssh key agent failed (${result.exitCode}): ${result.output.trim().slice(0, 300)}`)
+    return result.output
+  }
+}
+
+const view = (k: PublicKey) => ({ key_id: k.id, type: k.type, fingerprint: k.fingerprint, comment: k.comment })

@@ -1,0 +1,31 @@
+import { Type as t, type Static } from '@sinclair/typebox'
+
+export const SshHostKey = t.Object({
+  type: t.String(),
+  public_key: t.String({ description: 'The host key as it appears in known_hosts (type and base64).' }),
+  fingerprint: t.String({ description: 'SHA256:... as ssh-keygen -l prints it; compare with what ssh shows on first connection.' }),
+})
+
+export const SshInfo = t.Object({
+  host: t.String(),
+  port: t.Integer(),
+  username: t.String(),
+  command: t.String({ description: 'A ready command line; add -i KEYFILE when the key is not your default.' }),
+  host_keys: t.Array(SshHostKey, { description: 'Empty while the site is not running.' }),
+  known_hosts: t.Array(t.String(), { description: 'Lines for ~/.ssh/known_hosts, so the first connection needs no prompt.' }),
+})
+
+export const SshKeyView = t.Object({
+  key_id: t.String({ description: 'Hex SHA-256 of the key; the key is removed by this id.' }),
+  type: t.String(),
+  fingerprint: t.String(),
+  comment: t.String(),
+})
+
+export const SshKeyAdded = t.Object({
+  ...SshKeyView.properties,
+  added: t.Boolean({ description: 'false when the key was already installed (nothing changed).' }),
+})
+export type SshInfoView = Static<typeof SshInfo>
+export type SshKeyItem = Static<typeof SshKeyView>
+export type SshKeyAddedView = Static<typeof SshKeyAdded>

@@ -1,0 +1,10 @@
+/** What the platform says about itself (GET /status/ and, later, the discovery documents). */
+export interface StatusInfo {
+  region: string
+  provider: string
+  version: string
+  /** The payment processor taking payments (`local`: the built-in test processor). */
+  processor: string
+  /** True while no real money moves. */
+  testMode: boolean
+}
