@@ -44,6 +44,7 @@ describe('POST /sites/{slug}/scale/', () => {
   it('moves a shared site to a vps plan: new limits and image, the subscription follows', async () => {
     const { slug, key } = await buy()
     const res = await h.call('POST', sites(`${slug}/scale/`), { key, body: { new_plan: 'business' } })
+    await h.services.jobs.drain()
     expect(res.status, res.text).toBe(200)
     expect(res.json.data).toMatchObject({ slug, plan: 'business', hosting_type: 'vps', status: 'active', resources: { memory_mb: 1024, cpu_cores: 1, disk_gb: 20 } })
     const ensured = runtime.callsOf('ensureSite', slug).at(-1) as { spec: { image: string; memoryMb: number; cpuCores: number } }
@@ -56,6 +57,7 @@ describe('POST /sites/{slug}/scale/', () => {
     const { slug, key } = await buy()
     const before = runtime.callsOf('ensureSite', slug).length
     const res = await h.call('POST', sites(`${slug}/scale/`), { key, body: { new_plan: 'starter' } })
+    await h.services.jobs.drain()
     expect(res.status).toBe(200)
     expect(res.json.data.plan).toBe('starter')
     expect(runtime.callsOf('ensureSite', slug)).toHaveLength(before)
@@ -65,6 +67,7 @@ describe('POST /sites/{slug}/scale/', () => {
     const { slug, key } = await buy()
     for (const plan of ['platinum', 'legacy-basic']) {
       const res = await h.call('POST', sites(`${slug}/scale/`), { key, body: { new_plan: plan } })
+      await h.services.jobs.drain()
       expect(res.status).toBe(422)
       expect(res.json.error.param).toBe('new_plan')
     }
@@ -85,9 +88,11 @@ describe('POST /sites/{slug}/scale/', () => {
     expect((await h.call('POST', sites('create/'), { key: first.key, body: { slug: second } })).status).toBe(201)
     await h.services.jobs.drain()
     const small = await h.call('POST', sites(`${first.slug}/scale/`), { key: first.key, body: { new_plan: 'business' } })
+    await h.services.jobs.drain()
     expect(small.status).toBe(409)
     expect(small.json.error.param).toBe('new_plan')
     const res = await h.call('POST', sites(`${first.slug}/scale/`), { key: first.key, body: { new_plan: 'agency-vps' } })
+    await h.services.jobs.drain()
     expect(res.status).toBe(200)
     expect(siteRow(second).plan_slug).toBe('agency-vps')
     expect((runtime.callsOf('ensureSite', second).at(-1) as { spec: { image: string } }).spec.image).toBe('berth/php:1')
@@ -121,6 +126,7 @@ describe('DELETE /sites/{slug}/delete/ and POST /sites/{slug}/restore/', () => {
 
     h.clock.advance(3 * 24 * HOUR)
     const restored = await h.call('POST', sites(`${slug}/restore/`), { key })
+    await h.services.jobs.drain()
     expect(restored.status).toBe(200)
     expect(restored.json.data).toMatchObject({ status: 'active', deletion_scheduled_for: null })
     expect(runtime.sites.get(slug)?.running).toBe(true)
@@ -146,6 +152,7 @@ describe('DELETE /sites/{slug}/delete/ and POST /sites/{slug}/restore/', () => {
     expect((await h.call('DELETE', sites(`${slug}/delete/`), { key })).status).toBe(200)
     const ensures = runtime.callsOf('ensureSite', slug).length
     const restored = await h.call('POST', sites(`${slug}/restore/`), { key })
+    await h.services.jobs.drain()
     expect(restored.json.data).toMatchObject({ status: 'failed', error: 'Provisioning failed: test' })
     expect(runtime.callsOf('ensureSite', slug)).toHaveLength(ensures)
   })
