@@ -8,6 +8,16 @@ import { api, startBerth, type Berth } from './helpers/binary'
 import { buyDirect, readyCheckout, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
 import { execIn } from './helpers/sites'
 
+/** Scale and restore answer at once; the container follows (the site's `applying` until it has). */
+async function applied(url: string, slug: string, key: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    const res = await api(url, 'GET', `/sites/${slug}/`, { key })
+    if (res.json?.data?.applying === null) return
+    await Bun.sleep(50)
+  }
+  throw new Error(`site ${slug} is still applying a change after 30 s`)
+}
+
 /**
  * Scale, delete, restore and the deletion reaper on the compiled binary and a real Docker engine.
  * The reaper test restarts the binary a week later with dev.clock_offset_seconds on the same
@@ -40,6 +50,7 @@ describe('scale', () => {
     await execIn(before.Id, ['sh', '-c', `echo ${marker} > /home/site/public/marker.txt`])
 
     const res = await api(berth.url, 'POST', `/sites/${slug}/scale/`, { key, body: { new_plan: 'business' } })
+    await applied(berth.url, slug, key)
     expect(res.status, res.text).toBe(200)
     expect(res.json.data).toMatchObject({ slug, plan: 'business', hosting_type: 'vps', status: 'active', resources: { memory_mb: 1024, cpu_cores: 1, disk_gb: 20 } })
 
@@ -73,6 +84,7 @@ describe('scale', () => {
 
     // vps to dedicated runs the same image: the limits change in place, nothing restarts.
     const bigger = await api(berth.url, 'POST', `/sites/${slug}/scale/`, { key, body: { new_plan: 'performance' } })
+    await applied(berth.url, slug, key)
     expect(bigger.status, bigger.text).toBe(200)
     const resized = await containerOf(slug)
     expect(resized.Id).toBe(after.Id)
@@ -133,6 +145,7 @@ describe('delete and restore', () => {
     expect((await containerOf(slug)).State.Running).toBe(false)
 
     const restored = await api(berth.url, 'POST', `/sites/${slug}/restore/`, { key })
+    await applied(berth.url, slug, key)
     expect(restored.status, restored.text).toBe(200)
     expect(restored.json.data).toMatchObject({ status: 'active', deletion_scheduled_for: null })
     expect((await containerOf(slug)).State.Running).toBe(true)
