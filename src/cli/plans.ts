@@ -2,7 +2,7 @@ import { checkPlans, ConfigError } from '../config/config'
 import { AI_MODULES, HOSTING_TYPES, TRACKS } from '../config/schema'
 import { buildServices } from '../compose'
 import type { Plan } from '../api/plans/model'
-import { AppError } from '../api/http/errors'
+import { DomainError } from '../domain/errors'
 import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command, type CommandContext } from './command'
 import { configFrom } from './config-flags'
 
@@ -11,7 +11,7 @@ function withPlans<T>(ctx: CommandContext, fn: (s: ReturnType<typeof buildServic
   try {
     return fn(services)
   } catch (err) {
-    if (err instanceof AppError) throw new UsageError(err.message)
+    if (err instanceof DomainError) throw new UsageError(err.message)
     throw err
   } finally {
     services.store.close()
