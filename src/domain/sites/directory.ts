@@ -1,18 +1,9 @@
+import type { SiteState, SiteTarget } from '../../edge/types'
 import type { SiteStatus } from '../enums'
 import type { SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import type { SitesRepository } from './repository'
 import type { SiteRunner } from './runner'
-
-/** What the edge does for a site: proxy to it, or answer with one of its own pages. */
-export type SiteState = 'serving' | 'stopped' | 'provisioning' | 'pending_deletion' | 'failed'
-
-export interface SiteTarget {
-  siteId: string
-  slug: string
-  state: SiteState
-  upstream?: { address: string; port: number }
-}
 
 /** The edge's state of each site status (a deleted site is not found at all). */
 const STATE: Record<Exclude<SiteStatus, 'deleted'>, SiteState> = {
