@@ -1,5 +1,17 @@
 import { defineConfig } from 'vitest/config'
 
+/**
+ * Three tiers, each runnable on its own (`bun run test:unit`, `test:service`, `test:e2e`):
+ * - unit: `*.test.ts`. No Docker engine, no build: pure code, and the API in-process on a
+ *   temporary SQLite file with the RecordingRuntime double (test/helpers). Under a minute.
+ * - service: `*.service.test.ts`. In-process on real SQLite and the real Docker engine, with the
+ *   site images built (`berth images build`).
+ * - e2e: `*.e2e.test.ts`. The compiled dist/berth as a process over real sockets, on real Docker.
+ */
+const SERVICE = '**/*.service.test.ts'
+const E2E = '**/*.e2e.test.ts'
+const ALL = ['src/**/*.test.ts', 'test/**/*.test.ts']
+
 export default defineConfig({
   // Files Bun imports `with { type: 'text' }` (the in-container agent's scripts) load as text here too.
   plugins: [{
@@ -9,12 +21,16 @@ export default defineConfig({
     },
   }],
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
     pool: 'threads',
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // End-to-end suites start dist/berth on their own ports and data folders; files run in
     // parallel on the machine's cores.
     fileParallelism: true,
+    projects: [
+      { extends: true, test: { name: 'unit', include: ALL, exclude: [SERVICE, E2E, '**/node_modules/**'] } },
+      { extends: true, test: { name: 'service', include: ALL.map((g) => g.replace('*.test.ts', '*.service.test.ts')) } },
+      { extends: true, test: { name: 'e2e', include: ALL.map((g) => g.replace('*.test.ts', '*.e2e.test.ts')) } },
+    ],
   },
 })

@@ -1,11 +1,25 @@
 #!/usr/bin/env bash
 # The README's second command: install what the tests need (Docker, dig, ssh, Chromium, ...),
-# build dist/berth, and run the whole suite (unit, in-process routes, end-to-end on the binary).
+# build dist/berth, and run the whole suite: the unit, service and end-to-end tiers.
+#
+#   scripts/test.sh                 every tier (CI runs this)
+#   scripts/test.sh unit [args]     only the unit tier: no Docker, no build (bun must be installed)
+#   scripts/test.sh service [args]  only the service tier: in-process on real Docker
+#   scripts/test.sh e2e [args]      only the end-to-end tier: the compiled binary on real Docker
+# Other arguments go to vitest: scripts/test.sh src/api/keys
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tier=()
+case "${1:-}" in
+  unit|service|e2e) tier=(--project "$1"); shift ;;
+esac
+if [ "${tier[*]}" = "--project unit" ]; then
+  [ -d node_modules ] || bun install --frozen-lockfile
+  exec bun --bun vitest run --pool=threads "${tier[@]}" "$@"
+fi
 scripts/setup.sh systemd bind9-dnsutils openssh-client chromium busybox-static debootstrap
 bun run typecheck
 bun run build
-# The site images the end-to-end tests run (built locally, no registry; quick when present).
+# The site images the service and end-to-end tests run (built locally, no registry; quick when present).
 dist/berth images build
-exec bun --bun vitest run --pool=threads "$@"
+exec bun --bun vitest run --pool=threads "${tier[@]}" "$@"

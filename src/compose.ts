@@ -1,4 +1,5 @@
 import { join } from 'node:path'
+import { hostPortFree } from './lib/ports'
 import { AccountsRepository } from './domain/accounts/repository'
 import { AuthService } from './domain/auth/service'
 import { ClientAddress } from './api/http/client-address'
@@ -200,19 +201,6 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     files: new FilesService(runtime, restores),
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs }),
     siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), edgeMetrics, runtime, log),
-  }
-}
-
-/**
- * True when nothing listens on the host port: a probe bind, closed at once. Docker's userland
- * proxy binds every published port, so ports of other engines' users show as taken too.
- */
-function hostPortFree(address: string, port: number): boolean {
-  try {
-    Bun.listen({ hostname: address, port, socket: { data() {} } }).stop(true)
-    return true
-  } catch {
-    return false
   }
 }
 

@@ -30,7 +30,7 @@ export const SCOPES = valuesOf(ScopeSchema)
  * same schemas. Statuses a view never shows (a site's `deleted`, an archive's `deleted`) are
  * left out of the view's schema, not written twice.
  */
-/** The statuses a site shows: every one but `deleted` (a deleted site is not listed and answers 404). */
+/** The statuses a site shows: every one but `deleted` (a deleted site is not listed and answers not_found). */
 export const VisibleSiteStatusSchema = t.Union([t.Literal('provisioning'), t.Literal('active'), t.Literal('suspended'), t.Literal('pending_deletion'), t.Literal('failed')])
 export const SiteStatusSchema = t.Union([...VisibleSiteStatusSchema.anyOf, t.Literal('deleted')])
 export type SiteStatus = Static<typeof SiteStatusSchema>

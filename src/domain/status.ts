@@ -1,4 +1,4 @@
-/** What the platform says about itself (GET /status/ and, later, the discovery documents). */
+/** What the platform says about itself (getStatus and, later, the discovery documents). */
 export interface StatusInfo {
   region: string
   provider: string

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { memoryLogger } from '../lib/logger'
 import { EdgeMetrics } from './metrics'
 import { createEdgeProxy, parseSiteHost } from './proxy'
-import { closedPort, patternBytes, sha256, startRawUpstream, type RawUpstream } from './test-upstreams'
+import { closedPort, patternBytes, sha256, startRawUpstream, type RawUpstream } from '../../test/helpers/upstreams'
 import type { EdgeProxy, EdgeRequestRecord, SiteTarget } from './types'
 
 const BIG = patternBytes(5 * 1024 * 1024, 7)

@@ -7,6 +7,7 @@ import { loadConfig, type LoadOptions } from '../../src/config/config'
 import type { ContainerRuntime } from '../../src/drivers/runtime/types'
 import { ManualClock } from '../../src/lib/clock'
 import { memoryLogger } from '../../src/lib/logger'
+import { RecordingRuntime } from './recording-runtime'
 
 export interface CallOptions {
   body?: unknown
@@ -26,8 +27,11 @@ export interface CallResult {
 /**
  * The whole API in-process on a real SQLite file in a temporary folder, with a manual clock and
  * an in-memory log. `call` sends real Request objects through Elysia's handler.
+ *
+ * The container runtime is a RecordingRuntime unless the test passes its own, or `'docker'` for the
+ * real engine: only service-tier suites (`*.service.test.ts`) may ask for Docker.
  */
-export function inProcess(options: { env?: Record<string, string>; file?: string | null; runtime?: ContainerRuntime } & Pick<LoadOptions, 'flags'> = {}) {
+export function inProcess(options: { env?: Record<string, string>; file?: string | null; runtime?: ContainerRuntime | 'docker' } & Pick<LoadOptions, 'flags'> = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'berth-test-'))
   // In-process requests have no socket; they come from 127.0.0.1, trusted here so tests can pose
   // as many clients through X-Forwarded-For.
@@ -38,7 +42,9 @@ export function inProcess(options: { env?: Record<string, string>; file?: string
   })
   const clock = new ManualClock(Date.UTC(2026, 10, 1))
   const log = memoryLogger()
-  const services: Services = buildServices(config, { clock, log, runtime: options.runtime })
+  const recording = options.runtime === undefined ? new RecordingRuntime() : null
+  const runtime = options.runtime === 'docker' ? undefined : (options.runtime ?? recording!)
+  const services: Services = buildServices(config, { clock, log, runtime })
   const app = createApp(services)
   async function call(method: string, path: string, opts: CallOptions = {}): Promise<CallResult> {
     const headers: Record<string, string> = { ...opts.headers }
@@ -73,6 +79,7 @@ export function inProcess(options: { env?: Record<string, string>; file?: string
       const managed = await services.runtime.listManaged().catch(() => [])
       await Promise.all(managed.map((c) => services.runtime.removeSite(c.slug, { volume: true }).catch(() => {})))
       services.store.close()
+      recording?.close()
       rmSync(dir, { recursive: true, force: true })
     },
   }

@@ -7,7 +7,7 @@ import type { ArchivesRepository } from './repository'
  * home while the site is frozen, but the files API writes from the host, where no freeze stops
  * it: a write landing in the swap would be lost, or would leave a file of neither version.
  *
- * - A change (write, upload, mkdir, delete) calls `beginChange` first: it answers 409 while one
+ * - A change (write, upload, mkdir, delete) calls `beginChange` first: it answers conflict while one
  *   of the site's archives is `restoring` (from the moment the restore is accepted until it is
  *   done or has failed), and otherwise counts the change until it ends.
  * - The restore job, before the swap, waits (`drained`) for the changes counted before its
@@ -24,7 +24,7 @@ export class RestoreGuard {
   constructor(private repo: ArchivesRepository) {}
 
   /**
-   * 409 CONFLICT while a restore of `site` runs; otherwise counts a change of its files and
+   * conflict while a restore of `site` runs; otherwise counts a change of its files and
    * returns the function that ends it (call it once, when the change has finished or failed).
    */
   beginChange(site: Pick<SiteRow, 'id' | 'slug'>): () => void {

@@ -58,8 +58,8 @@ export class ArchivesService {
   }
 
   /**
-   * POST /sites/{slug}/snapshot/: records a snapshot in `creating` and queues the job that makes
-   * it. 403 on a plan without snapshots; 409 when the site holds `snapshots_per_site` already.
+   * createSnapshot: records a snapshot in `creating` and queues the job that makes
+   * it. forbidden on a plan without snapshots; conflict when the site holds `snapshots_per_site` already.
    */
   createSnapshot(owned: SiteRow): ArchiveView {
     const slug = owned.slug
@@ -78,7 +78,7 @@ export class ArchivesService {
 
   /**
    * Starts putting a ready archive back on its site; answers the archive in `restoring`, `ready`
-   * again with a new `restored_at` once the site serves the restored files. 409 when the archive
+   * again with a new `restored_at` once the site serves the restored files. conflict when the archive
    * is not ready or another restore of the site is running.
    */
   restore(owned: SiteRow, kind: ArchiveKind, id: string): ArchiveView {
@@ -101,7 +101,7 @@ export class ArchivesService {
     return archiveView(row)
   }
 
-  /** DELETE /sites/{slug}/snapshots/{id}/: the row and the stored file go at once. */
+  /** deleteSnapshot: the row and the stored file go at once. */
   async deleteSnapshot(site: SiteRow, id: string): Promise<{ id: string; deleted: true }> {
     const slug = site.slug
     const archive = this.requireArchive(site, 'snapshot', id)

@@ -36,7 +36,7 @@ export interface CheckoutServiceDeps {
 
 /**
  * ACP checkout sessions: the spec's state table plus design.md's rules. Every call after creation
- * proves itself with the checkout secret; a wrong one answers 404 as if the session did not exist.
+ * proves itself with the checkout secret; a wrong one answers not_found as if the session did not exist.
  * A paid session creates, in one transaction, the account (when anonymous), subscription, payment
  * and site, and queues provisioning; the new account's key is shown exactly once.
  */
@@ -102,7 +102,7 @@ export class CheckoutService {
   /**
    * Pays for a ready session: with `processor_checkout` (the default) the session waits for the
    * hosted page (`awaiting_payment`, with its URL); with `processor_payment_method` the method is
-   * charged at once and the session is `completed`, its site provisioning (402 on a decline: the
+   * charged at once and the session is `completed`, its site provisioning (payment_declined on a decline: the
    * session stays ready).
    */
   async complete(id: string, secret: string | undefined, input: { payment_method?: PaymentMethodKind; payment_method_id?: string }): Promise<CheckoutView> {

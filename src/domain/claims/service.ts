@@ -40,8 +40,8 @@ export class ClaimsService {
   }
 
   /**
-   * POST /keys/claim/request/: records a token and has the agent write it into the site. 422 for
-   * an unknown site, one with an active claimed key, or one with a token pending; 409 when the
+   * requestClaim: records a token and has the agent write it into the site. invalid for
+   * an unknown site, one with an active claimed key, or one with a token pending; conflict when the
    * agent refuses (a symbolic link planted at the folder) or the site is not running.
    */
   async request(slug: string): Promise<ClaimRequestedView> {
@@ -78,8 +78,8 @@ export class ClaimsService {
   }
 
   /**
-   * POST /keys/claim/: trades a token for a site-scoped key (read, write) of the site's account.
-   * 422 for a token that is unknown, expired or used; of two concurrent claims exactly one wins.
+   * claimKey: trades a token for a site-scoped key (read, write) of the site's account.
+   * invalid for a token that is unknown, expired or used; of two concurrent claims exactly one wins.
    */
   claim(token: string): ClaimedKeyView {
     return this.d.store.write(() => {

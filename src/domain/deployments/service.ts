@@ -11,14 +11,14 @@ export const DEPLOY_JOB = 'deploy_site'
 export const KEPT_DEPLOYMENTS = 20
 
 /**
- * POST /sites/{slug}/deploy/ and the deployment list. A deploy answers at once with the record
+ * deploySite and the deployment list. A deploy answers at once with the record
  * `queued`; the deploy job (deployer.ts) reloads the web server and runs the site's hook.
  */
 export class DeploymentsService {
   constructor(private d: { store: Store; clock: Clock; repo: DeploymentsRepository; jobs: Pick<JobRunner, 'enqueue' | 'kick'> }) {}
 
   /**
-   * Queues a deployment of the site (409 unless it is active). While one is still queued, that
+   * Queues a deployment of the site (conflict unless it is active). While one is still queued, that
    * one is returned instead of a second: it has not started, so it will deploy the files as they
    * are when it runs. One that is running is followed by the new one.
    */

@@ -23,8 +23,8 @@ const BODY_SLACK = 64 * 1024
  * - write: JSON may escape a byte of text as six (`\u001f`), so 6 x 1 MiB + slack;
  * - upload: base64 is 4 characters per 3 bytes, and some encoders escape `/` as `\/`, so
  *   4/3 x 10 MiB x 1.05 + slack (about 14.7 MB).
- * Past these the body parser answers 413 before reading further; within them, the service
- * checks the decoded size exactly and answers 413 naming the field.
+ * Past these the body parser answers too_large before reading further; within them, the service
+ * checks the decoded size exactly and answers too_large naming the field.
  */
 export const FILE_BODY_LIMITS = {
   write: { bytes: 6 * FILE_LIMITS.writeBytes + BODY_SLACK, param: 'content' },

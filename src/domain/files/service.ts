@@ -14,9 +14,9 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
  * engine call, no exec in the container). Path safety is entirely the files driver's
  * (src/drivers/files/resolver.ts); this maps its outcomes to domain errors and enforces the limits.
  *
- * The site comes from the SiteGuard: the caller's (404 otherwise), and for changes changeable
- * (409 while provisioning, suspended or pending deletion). Changes also need no restore running
- * (409: the restore swaps the whole home; RestoreGuard makes it wait for the changes already
+ * The site comes from the SiteGuard: the caller's (not_found otherwise), and for changes changeable
+ * (conflict while provisioning, suspended or pending deletion). Changes also need no restore running
+ * (conflict: the restore swaps the whole home; RestoreGuard makes it wait for the changes already
  * running).
  */
 export class FilesService {
@@ -55,7 +55,7 @@ export class FilesService {
     return this.change(site, 'path', (home) => home.remove(input.path))
   }
 
-  /** `inHome` for a change: 409 while a restore of the site runs; else counted, so a restore accepted meanwhile waits for it. */
+  /** `inHome` for a change: conflict while a restore of the site runs; else counted, so a restore accepted meanwhile waits for it. */
   private async change<T>(site: SiteRow, contentParam: string, fn: (home: SiteHome) => T | Promise<T>): Promise<T> {
     const end = this.restores.beginChange(site)
     try {
@@ -102,7 +102,7 @@ function toDomainError(err: FileError, contentParam: string): DomainError {
   }
 }
 
-/** The bytes of `content_b64`: 422 when it is not base64, 413 past the upload limit (checked before decoding). */
+/** The bytes of `content_b64`: invalid when it is not base64, too_large past the upload limit (checked before decoding). */
 function decodeBase64(text: string): Buffer {
   const padded = text.endsWith('=')
   if (!BASE64.test(text) || text.length % 4 === 1 || (padded && text.length % 4 !== 0)) {

@@ -92,7 +92,7 @@ export class KeysService {
     return { api_key: apiKey, ...this.toCreated(row) }
   }
 
-  /** POST /keys/create/: the new key's scopes must be a subset of the caller's. */
+  /** createKey: the new key's scopes must be a subset of the caller's. */
   create(caller: Principal, input: { name?: string; scopes?: Scope[] }): ApiKeyCreated {
     const scopes = input.scopes ? [...new Set(input.scopes)] : caller.scopes
     if (scopes.length === 0) throw invalid('scopes', 'Give at least one scope: read, write or admin.')
@@ -134,7 +134,7 @@ export class KeysService {
 
   private findOwn(caller: Principal, keyId: string): ApiKeyRow {
     const key = this.repo.find(caller.accountId, keyId)
-    // Another account's key answers exactly like a missing one (design.md: 404, never 403).
+    // Another account's key answers exactly like a missing one (design.md: not_found, never forbidden).
     if (!key) throw notFound(say`No key ${keyId} in your account; ${op('listKeys')} lists them.`, 'key_id')
     return key
   }

@@ -10,7 +10,7 @@ import { logSource, type LogType } from './sources'
 import { tailLines } from './tail'
 
 /**
- * GET /sites/{slug}/logs/: the newest lines of a site's log, read from its volume on the host
+ * getSiteLogs: the newest lines of a site's log, read from its volume on the host
  * (no engine call, and it works while the container is stopped). The tenant owns ~/logs, so the
  * file is opened the way the files API opens every path (src/drivers/files/resolver.ts: no
  * symlink anywhere in the path) and must be a regular file.
@@ -37,7 +37,7 @@ export class LogsService {
 
 /**
  * The log at `path` under the home at `hostPath`, open for reading; null when it (or its
- * folder) does not exist yet. 409 (`param: type`) when the tenant replaced it, or a folder on
+ * folder) does not exist yet. conflict (`param: type`) when the tenant replaced it, or a folder on
  * the way, with a symlink or anything but a regular file.
  */
 async function openLog(hostPath: string, path: string): Promise<FileHandle | null> {

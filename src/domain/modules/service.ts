@@ -34,9 +34,9 @@ export class ModulesService {
   }
 
   /**
-   * Sets the module to `enabled`, or flips it when undefined. 404 for a module name Berth does
-   * not have, 403 when the plan lacks the module (turning an excluded module off is allowed, so
-   * a site that changed plan can clean up), 409 while the site cannot change.
+   * Sets the module to `enabled`, or flips it when undefined. not_found for a module name Berth does
+   * not have, forbidden when the plan lacks the module (turning an excluded module off is allowed, so
+   * a site that changed plan can clean up), conflict while the site cannot change.
    */
   async toggle(site: SiteRow, name: string, enabled: boolean | undefined): Promise<ModuleState> {
     const slug = site.slug

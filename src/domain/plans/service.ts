@@ -6,7 +6,7 @@ import type { Plan } from './views'
 import type { PlansRepository } from './repository'
 
 /**
- * The public catalog. Plans are read on every GET /plans/ and on every checkout, and change only
+ * The public catalog. Plans are read on every listPlans and on every checkout, and change only
  * through `berth plans ...`, so the service keeps them in memory and reloads them when the store's
  * version moves (which also catches an admin command run by another process).
  */
@@ -21,7 +21,7 @@ export class PlansService {
   }
 
   /**
-   * `list(filter)` serialized as JSON, kept until the catalog changes: GET /plans/ answers the
+   * `list(filter)` serialized as JSON, kept until the catalog changes: listPlans answers the
    * same bytes every time, and serializing (and checking) them once is what brings the route to
    * 0.8 of a bare Bun.serve (bench/, issue 2).
    */
@@ -40,7 +40,7 @@ export class PlansService {
     return plan
   }
 
-  /** A plan that can be bought or moved to: known and not deprecated, else 422 on `param`. */
+  /** A plan that can be bought or moved to: known and not deprecated, else invalid on `param`. */
   requireActive(slug: string, param: string): Plan {
     const plan = this.all().find((p) => p.slug === slug)
     if (!plan) throw invalid(param, say`No plan '${slug}'; ${op('listPlans')} lists the plans on sale.`)

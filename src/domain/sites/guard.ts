@@ -20,7 +20,7 @@ const NOT_CHANGEABLE: Partial<Record<SiteRow['status'], (slug: string) => Messag
 /**
  * Resolves the site of a request once, with its caller: each door calls it before the operation
  * (REST: the `site` declaration of a route), and the services take the site row it returns.
- * Another account's site answers exactly like a missing one (404, never 403: design.md).
+ * Another account's site answers exactly like a missing one (not_found, never forbidden: design.md).
  */
 export class SiteGuard {
   constructor(private sites: Pick<SitesRepository, 'findOwned'>) {}
@@ -33,7 +33,7 @@ export class SiteGuard {
 }
 
 /**
- * The site when its state lets it change, else 409 saying what to do. For services that check
+ * The site when its state lets it change, else conflict saying what to do. For services that check
  * again inside their own transaction, or later than the guard (scale checks its plan first).
  */
 export function requireChangeable(site: SiteRow): SiteRow {

@@ -49,12 +49,12 @@ export class SiteLifecycle {
   /**
    * Moves the site, and the subscription it is billed under, to `newPlan`. The plan belongs to
    * the subscription, so on an agency subscription every site under it moves (each is resized);
-   * the target plan must hold all of them (`max_sites`), else 409. The same plan again is a
-   * no-op that answers the site as it is, so a retry is safe (still 409 while the site cannot
+   * the target plan must hold all of them (`max_sites`), else conflict. The same plan again is a
+   * no-op that answers the site as it is, so a retry is safe (still conflict while the site cannot
    * change: pending deletion, provisioning...).
    */
   scale(site: SiteRow, newPlan: string): SiteView {
-    // 404 (not yours: the guard), then 422 (no such plan on sale), then 409 (not in a state to change).
+    // not_found (not yours: the guard), then invalid (no such plan on sale), then conflict (not in a state to change).
     const plan = this.d.plans.requireActive(newPlan, 'new_plan')
     requireChangeable(site)
     if (plan.slug === site.planSlug) return this.d.views.view(site)
@@ -85,7 +85,7 @@ export class SiteLifecycle {
 
   /**
    * `pending_deletion` until now + 7 days, the container stopped (the edge shows its
-   * pending-deletion page at once, from the store). 409 while provisioning and when already
+   * pending-deletion page at once, from the store). conflict while provisioning and when already
    * pending.
    */
   async delete(site: SiteRow): Promise<SiteView> {

@@ -37,7 +37,7 @@ export interface ReapReport {
  * The deletion reaper (design.md, Sites: delete), run by every reconcile pass: a site whose
  * 7-day grace period has ended at the injected clock's now loses its container, network and
  * volume (files), its archives and other data (`purgers`), and its site-scoped keys (revoked,
- * so they answer 401); the subscription ends when no other live site uses it; the site becomes
+ * so they answer unauthorized); the subscription ends when no other live site uses it; the site becomes
  * `deleted` (not listed, slug free again).
  *
  * Order: everything outside the store first, the store last in one transaction. A failure or

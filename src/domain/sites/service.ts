@@ -66,7 +66,7 @@ export class SitesService {
     return site
   }
 
-  /** A new site under an agency subscription with room left, else 403. */
+  /** A new site under an agency subscription with room left, else forbidden. */
   create(p: Principal, input: { slug: string; subscription_id?: string }): SiteView {
     const site = this.d.store.write(() => {
       const unavailable = this.slugUnavailable(input.slug)
@@ -102,7 +102,7 @@ export class SitesService {
       slug: site.slug,
       plan: site.planSlug,
       hosting_type: plan.hosting_type,
-      // A deleted site is never shown: not listed, and 404 on its routes.
+      // A deleted site is never shown: not listed, and not_found on its routes.
       status: site.status as SiteView['status'],
       url: this.siteUrl(site.slug),
       domains: [],

@@ -2,6 +2,7 @@ import type Docker from 'dockerode'
 import type { Logger } from '../../lib/logger'
 import { engineCall, ignoring, openEngine, orNull, statusOf } from './engine'
 import { KeyedLock } from './keyed-lock'
+import { hostPortFree } from '../../lib/ports'
 import {
   containerOptions, LABEL, limitsOf, siteFilter, siteLabels, siteNames, SITE_HOME, SITE_PORT, SITE_USER, specHash, type SiteNames,
 } from './site-container'
@@ -239,8 +240,10 @@ export class DockerRuntime implements ContainerRuntime {
     try {
       await container.start()
     } catch (err) {
-      // The engine answers 500 "Bind for 0.0.0.0:2200 failed: port is already allocated".
-      if (spec.sshPort && /port is already allocated|address already in use/i.test((err as Error).message)) {
+      // A start the engine refuses (500) while something else holds the SSH port: probe the port
+      // itself rather than read the engine's message, whose wording changes between versions.
+      const sshAddress = this.opts.sshListenAddress ?? '0.0.0.0'
+      if (spec.sshPort && statusOf(err) === 500 && !hostPortFree(sshAddress, spec.sshPort)) {
         throw new HostPortTakenError(spec.sshPort, `Host port ${spec.sshPort} for the SSH of '${spec.slug}' is taken on this machine.`)
       }
       throw err

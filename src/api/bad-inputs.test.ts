@@ -12,7 +12,7 @@
  * `auth` sends a raw Authorization header instead.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { inProcess } from './helpers/in-process'
+import { inProcess } from '../../test/helpers/in-process'
 
 type FixtureKey = 'admin' | 'reader' | 'revoked' | 'rotated'
 

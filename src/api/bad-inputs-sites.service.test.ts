@@ -6,9 +6,9 @@
  * metrics, snapshot, SSH, module and claim routes are in bad-inputs-site-features.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { bothWays, checkRow, SQL, TEN_MB, TEN_MB_JSON, UNKNOWN_UUID, V1, type Row } from './helpers/bad-inputs'
-import { inProcess } from './helpers/in-process'
-import { siteFixture, type SiteFixture } from './helpers/site-fixture'
+import { bothWays, checkRow, SQL, TEN_MB, TEN_MB_JSON, UNKNOWN_UUID, V1, type Row } from '../../test/helpers/bad-inputs'
+import { inProcess } from '../../test/helpers/in-process'
+import { siteFixture, type SiteFixture } from '../../test/helpers/site-fixture'
 
 const S = `${V1}/sites/{shared}`
 const F = `${S}/files`
@@ -252,7 +252,7 @@ const fileRows: Row[] = [
   ...bothWays({ name: 'delete file: path empty', method: 'POST', path: `${F}/delete/`, body: { path: '' }, expect: [422, 'VALIDATION_ERROR', 'path'] }),
 ]
 
-const h = inProcess()
+const h = inProcess({ runtime: 'docker' })
 let f: SiteFixture
 beforeAll(async () => {
   f = await siteFixture(h)

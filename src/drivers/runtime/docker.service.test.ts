@@ -10,7 +10,7 @@ import { DEFAULT_PAGE_TITLE } from './default-page'
 import { DockerRuntime } from './docker'
 import { buildImages, IMAGES } from './images'
 import { LABEL } from './site-container'
-import { RuntimeUnavailableError, type ExecResult, type SiteEndpoint, type SiteSpec } from './types'
+import { HostPortTakenError, RuntimeUnavailableError, type ExecResult, type SiteEndpoint, type SiteSpec } from './types'
 
 // Runs against the real engine. Each run has its own instance id, so parallel runs (and other
 // suites sharing the engine) never see each other's sites; afterAll removes everything labelled
@@ -294,6 +294,22 @@ describe('DockerRuntime', () => {
     }
     expect((await docker.getContainer(ep.containerId).inspect()).State.Paused).toBe(false)
     await runtime.removeSite('race', { volume: true })
+  }, 60_000)
+
+  it('reports a taken SSH host port as HostPortTakenError, and starts once the port is free', async () => {
+    const holder = Bun.listen({ hostname: '0.0.0.0', port: 0, socket: { data() {} } })
+    const port = holder.port
+    try {
+      const err = await runtime.ensureSite(spec('porty', { sshPort: port })).catch((e: unknown) => e)
+      expect(err).toBeInstanceOf(HostPortTakenError)
+      expect((err as HostPortTakenError).port).toBe(port)
+    } finally {
+      holder.stop(true)
+    }
+    const ep = await runtime.ensureSite(spec('porty', { sshPort: port }))
+    expect((await runtime.inspectSite('porty'))?.running).toBe(true)
+    expect(ep.port).toBe(8080)
+    await runtime.removeSite('porty', { volume: true })
   }, 60_000)
 
   it('reports an engine that is not there as RuntimeUnavailableError', async () => {

@@ -6,7 +6,7 @@ import { inProcess } from '../../../test/helpers/in-process'
  * The claim flow on real purchased sites (real SQLite, real Docker, the real agent script run in
  * the container), through the in-process API with a manual clock.
  */
-const h = inProcess()
+const h = inProcess({ runtime: 'docker' })
 afterAll(() => h.close())
 const docker = new Docker({ socketPath: '/var/run/docker.sock' })
 

@@ -6,9 +6,9 @@
  * (deployments, archives, authorized_keys, module states, claim tokens, keys...).
  */
 import { afterAll, beforeAll, describe, it } from 'vitest'
-import { bothWays, checkRow, SQL, TEN_MB, TEN_MB_JSON, UNKNOWN_UUID, V1, type Row } from './helpers/bad-inputs'
-import { inProcess } from './helpers/in-process'
-import { ED25519, siteFixture, type SiteFixture } from './helpers/site-fixture'
+import { bothWays, checkRow, SQL, TEN_MB, TEN_MB_JSON, UNKNOWN_UUID, V1, type Row } from '../../test/helpers/bad-inputs'
+import { inProcess } from '../../test/helpers/in-process'
+import { ED25519, siteFixture, type SiteFixture } from '../../test/helpers/site-fixture'
 
 const S = `${V1}/sites/{shared}`
 const P = `${V1}/sites/{vps}`
@@ -203,7 +203,7 @@ const claimRows: Row[] = [
   ...bothWays({ name: 'claim: a token already used', method: 'POST', path: `${V1}/keys/claim/`, as: null, body: { claim_token: '{usedToken}' }, expect: [422, 'VALIDATION_ERROR', 'claim_token'], counted: true }),
 ]
 
-const h = inProcess()
+const h = inProcess({ runtime: 'docker' })
 let f: SiteFixture
 beforeAll(async () => {
   f = await siteFixture(h)
