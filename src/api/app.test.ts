@@ -51,9 +51,17 @@ describe('OpenAPI document', () => {
       for (const op of Object.values(ops)) {
         const success = Object.keys(op.responses).find((s) => s.startsWith('2'))
         expect(op.responses[success!].content['application/json'].schema.properties.ok).toBeDefined()
-        expect(op.responses.default.content['application/json'].schema.$ref).toBe('#/components/schemas/Error')
+        // Error answers are listed status by status, each the shared envelope; none left to `default`.
+        expect(op.responses.default).toBeUndefined()
+        for (const [status, response] of Object.entries(op.responses as Record<string, any>)) {
+          if (status.startsWith('2')) continue
+          expect(response.$ref, status).toMatch(/^#\/components\/responses\//)
+          expect(doc.components.responses[response.$ref.split('/').pop()].content['application/json'].schema.$ref).toBe('#/components/schemas/Error')
+        }
+        expect(Object.keys(op.responses)).toContain('500')
         expect(['public', 'read', 'write', 'admin']).toContain(op[ACCESS_EXTENSION])
-        expect(op.security).toEqual(op[ACCESS_EXTENSION] === 'public' ? [] : [{ bearer: [] }])
+        const optional = op['x-berth-optional-scope'] !== undefined
+        expect(op.security).toEqual(op[ACCESS_EXTENSION] === 'public' ? (optional ? [{}, { bearer: [] }] : []) : [{ bearer: [] }])
       }
     }
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' })

@@ -1,7 +1,9 @@
 import { filterPaths, registerSchemaPath } from '@elysiajs/swagger/utils'
 import type { AnyElysia } from 'elysia'
-import { ACCESS_EXTENSION } from './http/access'
+import { ACCESS_EXTENSION, OPTIONAL_SCOPE_EXTENSION, SITE_EXTENSION } from './http/access'
+import { ERROR_STATUSES, ERRORS_EXTENSION, type ErrorStatus } from './http/error-docs'
 import { ErrorEnvelope } from './http/schemas'
+import { exampleOf } from './openapi-examples'
 
 const API_PREFIX = '/api/v1'
 
@@ -26,20 +28,35 @@ export function buildOpenApi(app: AnyElysia, info: { baseUrl: string; version: s
       contentType: 'application/json',
     })
   }
-  const filtered = filterPaths(paths, { excludeStaticFile: false, exclude: [] }) as typeof paths
-  for (const operations of Object.values(filtered)) {
-    for (const op of Object.values(operations)) {
-      const responses = op.responses as Record<string, unknown>
-      responses.default = {
-        description: 'Error: the envelope with ok false; see error.code and error.param.',
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-      }
+  // A copy: the route table's schema objects are the ones Elysia validates with, messages included.
+  const filtered = JSON.parse(JSON.stringify(filterPaths(paths, { excludeStaticFile: false, exclude: [] }))) as typeof paths
+  stripCustomMessages(filtered)
+  for (const [path, operations] of Object.entries(filtered)) {
+    for (const [method, op] of Object.entries(operations)) {
+      const responses = op.responses as Record<string, Record<string, any>>
       for (const [status, response] of Object.entries(responses)) {
-        if (status !== 'default') (response as Record<string, unknown>).description ??= status.startsWith('2') ? 'Success' : 'Error'
+        response.description ??= 'Success'
+        const media = response.content?.['application/json']
+        if (media?.schema) media.example = exampleOf(media.schema)
+        if (!status.startsWith('2')) throw new Error(`${method.toUpperCase()} ${path}: declare error answers with errors: [${status}], not as a response schema`)
       }
+      for (const status of errorStatusesOf(method, op)) responses[status] = { $ref: `#/components/responses/${ERROR_STATUSES[status].name}` }
+      delete op[ERRORS_EXTENSION]
       // A body whose fields are all optional (or that has none: NoBody) may be left out.
-      const body = op.requestBody as { required?: boolean; content?: Record<string, { schema?: { required?: string[] } }> } | undefined
-      if (body && !body.content?.['application/json']?.schema?.required?.length) body.required = false
+      const body = op.requestBody as { required?: boolean; content?: Record<string, { schema?: { required?: string[] }; example?: unknown }> } | undefined
+      const bodyMedia = body?.content?.['application/json']
+      if (body && !bodyMedia?.schema?.required?.length) body.required = false
+      if (bodyMedia?.schema) bodyMedia.example = exampleOf(bodyMedia.schema)
+      for (const param of (op.parameters ?? []) as { name: string; schema?: Record<string, unknown>; example?: unknown; examples?: unknown }[]) {
+        // The plugin lifts a parameter schema's `examples` array onto the parameter, where
+        // OpenAPI expects a map of Example Objects: keep the first as the parameter's example.
+        if (Array.isArray(param.examples)) {
+          param.example = param.examples[0]
+          delete param.examples
+        }
+        param.example ??= exampleOf(param.schema, param.name)
+      }
+      if (op[OPTIONAL_SCOPE_EXTENSION] !== undefined) op.security = [{}, { bearer: [] }]
       if (op.security === undefined) op.security = []
       if (op[ACCESS_EXTENSION] === undefined) op[ACCESS_EXTENSION] = 'unset'
     }
@@ -51,15 +68,76 @@ export function buildOpenApi(app: AnyElysia, info: { baseUrl: string; version: s
       version: '1.0',
       description: `Self-service web hosting for agents: plans, checkout, sites, files, DNS, domains, keys.${info.testMode ? ' This server is in test mode: payments use the built-in test processor.' : ''}`,
       'x-berth-version': info.version,
+      license: { name: 'Proprietary: the terms of the hoster running this server', url: `${info.baseUrl.replace(/\/api\/v1$/, '')}/terms` },
     },
     servers: [{ url: info.baseUrl }],
-    tags: [
-      { name: 'Discovery' }, { name: 'Plans' }, { name: 'Identity' }, { name: 'Keys' }, { name: 'Checkout' }, { name: 'Sites' },
-    ],
+    tags: TAGS,
     paths: filtered,
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key: {prefix}_ followed by 48 hex characters.' } },
       schemas: { Error: ErrorEnvelope },
+      responses: errorResponses(),
     },
   }
+}
+
+/** The operations' groups, in the order a newcomer meets them. */
+const TAGS = [
+  { name: 'Discovery', description: 'What this server is and whether it is up; no key needed.' },
+  { name: 'Plans', description: 'The hosting plans on sale, with prices, limits and features.' },
+  { name: 'Identity', description: 'Register an account (its first key comes back once) and ask who a key belongs to.' },
+  { name: 'Keys', description: "The account's API keys (scopes read, write, admin) and the claim flow that gives an agent with shell access a key for its own site." },
+  { name: 'Checkout', description: 'Agentic Commerce Protocol checkout: create a session for a plan, name the site, pay; the site provisions once paid.' },
+  { name: 'Sites', description: 'Sites in the account: list, create under an agency plan, scale to another plan, delete and restore.' },
+  { name: 'Modules', description: "Optional features of a site's container, turned on and off per site as the plan allows." },
+  { name: 'SSH', description: "SSH access to a site's container: the host port and the authorized public keys." },
+  { name: 'Logs', description: "The newest lines of a site's access and error logs." },
+  { name: 'Files', description: "A site's home folder: list, read, write, upload, make folders and delete, never outside the home." },
+  { name: 'Deployments', description: "Deploys of a site: each restarts the site's services and is kept as a record." },
+  { name: 'Metrics', description: "A site's traffic per UTC day, counted by the edge, and its current CPU, memory and disk use." },
+  { name: 'Snapshots and backups', description: "Archives of a site's files: snapshots taken on request, backups taken on a schedule, and restores from either." },
+]
+
+/**
+ * The error statuses an operation can answer: implied by its declarations (keyed: 401, 403;
+ * on a site: 404 and 503, and 409 when it changes the site; a body: 400, 413; rate-limited: 429;
+ * always 422, for a query parameter the route does not take, and 500), plus its own `errors: [...]`.
+ */
+function errorStatusesOf(method: string, op: Record<string, any>): ErrorStatus[] {
+  // Every API route refuses unknown query parameters (strict-query.ts), so 422 is always possible.
+  const statuses = new Set<ErrorStatus>([422, 500])
+  const keyed = op[ACCESS_EXTENSION] !== 'public' || op[OPTIONAL_SCOPE_EXTENSION] !== undefined
+  if (keyed) statuses.add(401).add(403)
+  if (op[SITE_EXTENSION] !== undefined) statuses.add(404).add(503)
+  if (op[SITE_EXTENSION] === 'changeable') statuses.add(409)
+  if (method !== 'get') statuses.add(400).add(413)
+  if (op['x-berth-rate-limit'] !== undefined) statuses.add(429)
+  for (const s of (op[ERRORS_EXTENSION] ?? []) as ErrorStatus[]) statuses.add(s)
+  return [...statuses].sort((a, b) => a - b)
+}
+
+/** One shared response per error status: the envelope, the codes it carries, an example. */
+function errorResponses() {
+  return Object.fromEntries(Object.values(ERROR_STATUSES).map((e) => [e.name, {
+    description: `${e.description} error.code: ${e.codes.join(' or ')}.`,
+    content: {
+      'application/json': {
+        schema: { $ref: '#/components/schemas/Error' },
+        example: { ok: false, error: { code: e.codes[0], message: e.description, param: null }, meta: { request_id: '0b6f7c1e-5d1a-4c8e-9f3a-2e4d5c6b7a80', timestamp: '2026-11-24T12:00:00.000Z' } },
+      },
+    },
+  }]))
+}
+
+/**
+ * Removes the validator's own error messages (`error: '...'` in a TypeBox schema, which the
+ * server uses for its 422 text) from the published schemas: not a JSON Schema keyword.
+ * A property named `error` (an object schema) stays.
+ */
+function stripCustomMessages(node: unknown): void {
+  if (Array.isArray(node)) return node.forEach(stripCustomMessages)
+  if (typeof node !== 'object' || node === null) return
+  const obj = node as Record<string, unknown>
+  if ('error' in obj && (typeof obj.error === 'string' || typeof obj.error === 'function')) delete obj.error
+  for (const value of Object.values(obj)) stripCustomMessages(value)
 }

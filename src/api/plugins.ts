@@ -1,13 +1,14 @@
 import { Elysia } from 'elysia'
 import { access } from './http/access'
+import { documentedErrors } from './http/error-docs'
 import type { ClientAddress } from './http/client-address'
 import type { KeysService } from '../domain/keys/service'
 import { rateLimit } from './rate-limits/plugin'
 import type { RateLimiter } from '../domain/rate-limits/service'
 import type { SiteGuard } from '../domain/sites/guard'
 
-/** The per-route declarations every feature's routes use: `public`/`scope`, `site` and `rateLimit`. */
+/** The per-route declarations every feature's routes use: `public`/`scope`, `site`, `rateLimit` and `errors`. */
 export const apiPlugins = (deps: { keys: KeysService; guard: SiteGuard; limiter: RateLimiter; clients: ClientAddress }) =>
-  new Elysia({ name: 'api-plugins' }).use(access(deps.keys, deps.guard)).use(rateLimit(deps.limiter, deps.clients))
+  new Elysia({ name: 'api-plugins' }).use(access(deps.keys, deps.guard)).use(rateLimit(deps.limiter, deps.clients)).use(documentedErrors())
 
 export type ApiPlugins = ReturnType<typeof apiPlugins>

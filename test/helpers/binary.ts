@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { checkerFor } from './answer-checker'
 
 export const BINARY = resolve(import.meta.dirname, '..', '..', 'dist', 'berth')
 
@@ -101,13 +102,16 @@ async function waitReady(url: string, exitCode: () => number | null, log: () => 
   throw new Error(`berth did not answer within 15 s:\n${log()}`)
 }
 
-/** fetch + JSON for end-to-end tests. */
+/** fetch + JSON for end-to-end tests; throws when the answer is not one openapi.json describes. */
 export async function api(url: string, method: string, path: string, opts: { body?: unknown; key?: string; headers?: Record<string, string> } = {}) {
   const headers: Record<string, string> = { ...opts.headers }
   if (opts.key) headers.authorization = `Bearer ${opts.key}`
   if (opts.body !== undefined) headers['content-type'] = 'application/json'
   const res = await fetch(`${url}/api/v1${path}`, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) })
   const text = await res.text()
+  // Every answer must be one the published document describes (issue 15).
+  const checker = await checkerFor(url, async () => (await fetch(`${url}/api/v1/openapi.json`)).json() as Promise<Record<string, any>>)
+  checker.check(method, `/api/v1${path}`, res.status, res.headers.get('content-type'), text)
   let json: any
   try {
     json = JSON.parse(text)

@@ -8,6 +8,7 @@ import type { ContainerRuntime } from '../../src/drivers/runtime/types'
 import { ManualClock } from '../../src/lib/clock'
 import { memoryLogger } from '../../src/lib/logger'
 import { RecordingRuntime } from './recording-runtime'
+import { AnswerChecker } from './answer-checker'
 
 export interface CallOptions {
   body?: unknown
@@ -46,6 +47,7 @@ export function inProcess(options: { env?: Record<string, string>; file?: string
   const runtime = options.runtime === 'docker' ? undefined : (options.runtime ?? recording!)
   const services: Services = buildServices(config, { clock, log, runtime })
   const app = createApp(services)
+  let checker: AnswerChecker | undefined
   async function call(method: string, path: string, opts: CallOptions = {}): Promise<CallResult> {
     const headers: Record<string, string> = { ...opts.headers }
     if (opts.key) headers.authorization = `Bearer ${opts.key}`
@@ -56,6 +58,11 @@ export function inProcess(options: { env?: Record<string, string>; file?: string
     }
     const res = await app.handle(new Request(`http://localhost${path}`, { method, headers, body }))
     const text = await res.text()
+    // Every answer must be one the published document describes (issue 15).
+    if (path.startsWith('/api/v1/') && !path.startsWith('/api/v1/openapi.json')) {
+      checker ??= new AnswerChecker(await (await app.handle(new Request('http://localhost/api/v1/openapi.json'))).json() as Record<string, any>)
+      checker.check(method, path, res.status, res.headers.get('content-type'), text)
+    }
     let json: any
     try {
       json = JSON.parse(text)

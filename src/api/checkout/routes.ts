@@ -32,6 +32,7 @@ export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService) =
       params: CheckoutParams,
       query: CheckoutSecretQuery,
       response: ok(CheckoutSession),
+      errors: [404],
       detail: { tags, summary: 'Poll a checkout session; the first poll after payment carries api_key once', operationId: 'getCheckout' },
     })
     .post('/acp/checkouts/:checkout_id/update/', ({ params, query, request, body }) => checkout.update(params.checkout_id, secretOf(query, request), body), {
@@ -40,6 +41,7 @@ export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService) =
       query: CheckoutSecretQuery,
       body: UpdateCheckoutBody,
       response: ok(CheckoutSession),
+      errors: [404, 409],
       detail: { tags, summary: 'Set buyer_email and requested_slug (ready once the slug is set)', operationId: 'updateCheckout' },
     })
     .post('/acp/checkouts/:checkout_id/complete/', async ({ params, query, request, body, set }) => {
@@ -53,6 +55,7 @@ export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService) =
       query: CheckoutSecretQuery,
       body: CompleteCheckoutBody,
       response: { ...ok(CheckoutSession), ...ok(CheckoutSession, 201) },
+      errors: [402, 404, 409],
       detail: { tags, summary: 'Pay: 200 with a hosted payment URL, or 201 completed for a direct payment', operationId: 'completeCheckout' },
     })
     .post('/acp/checkouts/:checkout_id/cancel/', ({ params, query, request }) => checkout.cancel(params.checkout_id, secretOf(query, request)), {
@@ -61,5 +64,6 @@ export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService) =
       query: CheckoutSecretQuery,
       body: NoBody,
       response: ok(CheckoutSession),
+      errors: [404, 409],
       detail: { tags, summary: 'Cancel an unpaid session', operationId: 'cancelCheckout' },
     })

@@ -18,6 +18,7 @@ export const claimRoutes = (plugins: ApiPlugins, claims: ClaimsService) =>
       rateLimit: 'claim_request',
       body: ClaimRequestBody,
       response: ok(ClaimRequested, 201),
+      errors: [409, 503],
       detail: { tags, summary: "Have Berth's agent write a claim token into the site's files", operationId: 'requestClaim' },
     })
     .post('/keys/claim/', ({ body, set }) => {

@@ -17,6 +17,7 @@ export const fileRoutes = (plugins: ApiPlugins, files: FilesService) =>
       params: SiteParams,
       query: ListQuery,
       response: ok(FileListing),
+      errors: [409],
       detail: { tags, summary: "List a folder of the site's home", operationId: 'listFiles' },
     })
     .get('/sites/:tenant_slug/files/read/', ({ site, query }) => files.read(site, query.path), {
@@ -25,6 +26,7 @@ export const fileRoutes = (plugins: ApiPlugins, files: FilesService) =>
       params: SiteParams,
       query: ReadQuery,
       response: ok(FileContent),
+      errors: [409, 413, 415],
       detail: { tags, summary: 'Read a text file (UTF-8, at most 512 KB; 413 over it, 415 when not text)', operationId: 'readFile' },
     })
     .post('/sites/:tenant_slug/files/write/', ({ site, body }) => files.write(site, body), {

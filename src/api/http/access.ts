@@ -7,6 +7,10 @@ import { ForbiddenError, NotFoundError, UnauthorizedError } from './errors'
 
 /** The OpenAPI extension every operation carries; the route-table test requires it on each route. */
 export const ACCESS_EXTENSION = 'x-berth-access'
+/** What a site route needs of its site (`owned`, `changeable`); the document turns it into 404/409/503 answers. */
+export const SITE_EXTENSION = 'x-berth-site'
+/** The scope a key sent to a public route must hold (`optionalScope`). */
+export const OPTIONAL_SCOPE_EXTENSION = 'x-berth-optional-scope'
 
 /**
  * Declares who may call a route. Every route states exactly one of:
@@ -49,6 +53,7 @@ export function access(keys: KeysService, guard: SiteGuard) {
       },
     }),
     optionalScope: (scope: Scope) => ({
+      detail: { [OPTIONAL_SCOPE_EXTENSION]: scope } as DocumentDecoration,
       transform({ request }) {
         const header = request.headers.get('authorization')
         if (!header) return
@@ -62,6 +67,7 @@ export function access(keys: KeysService, guard: SiteGuard) {
       },
     }),
     site: (need: SiteNeed) => ({
+      detail: { [SITE_EXTENSION]: need } as DocumentDecoration,
       resolve({ request, params }): { site: SiteRow } {
         const slug = (params as Record<string, string>).tenant_slug!
         return { site: guard.require(principals.get(request)!, slug, need) }

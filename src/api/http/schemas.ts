@@ -10,11 +10,14 @@ export const Meta = t.Object({
 /** The success envelope around `data`; used as the response schema of every JSON route. */
 export const Envelope = <T extends TSchema>(data: T) => t.Object({ ok: t.Literal(true), data, meta: Meta })
 
-/** The error envelope; documented as every operation's `default` response. */
+/** Every `error.code` the API answers with. */
+export const ERROR_CODES = ['VALIDATION_ERROR', 'UNAUTHORIZED', 'PAYMENT_DECLINED', 'FORBIDDEN', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED', 'INTERNAL_ERROR', 'UNAVAILABLE']
+
+/** The error envelope; each operation's error answers (#/components/responses/...) use it. */
 export const ErrorEnvelope = t.Object({
   ok: t.Literal(false),
   error: t.Object({
-    code: t.String({ description: 'VALIDATION_ERROR, UNAUTHORIZED, PAYMENT_DECLINED, FORBIDDEN, NOT_FOUND, METHOD_NOT_ALLOWED, CONFLICT, PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, RATE_LIMITED, INTERNAL_ERROR or UNAVAILABLE' }),
+    code: t.Unsafe<string>({ type: 'string', enum: ERROR_CODES, description: 'What kind of failure: one value per status (see each operation\'s error answers).' }),
     message: t.String({ description: 'What went wrong and what to do next, in one sentence.' }),
     param: t.Union([t.String(), t.Null()], { description: 'The offending parameter, dotted for nested fields (contact.phone); null when no single parameter is at fault.' }),
   }),
@@ -38,7 +41,7 @@ export { DateTime, Nullable, Uuid } from '../../domain/schema'
 /**
  * A query string of a route that takes parameters. An unknown one is refused with 422 naming it,
  * so a typo (`include_revoke`) fails loudly instead of quietly changing the answer. Routes that
- * take no parameters declare no query schema and ignore the query string.
+ * take no parameters declare no query schema, and refuse any query parameter (strict-query.ts).
  */
 export const Query = <T extends TProperties>(properties: T) => t.Object(properties, { additionalProperties: false })
 

@@ -27,6 +27,7 @@ export const keyRoutes = (plugins: ApiPlugins, keys: KeysService) =>
       params: KeyIdParams,
       body: NoBody,
       response: ok(KeyListItem),
+      errors: [404, 409],
       detail: { tags: ['Keys'], summary: 'Revoke a key (it fails on its next request)', operationId: 'revokeKey' },
     })
     .post('/keys/:key_id/rotate/', ({ principal, params }) => keys.rotate(principal, params.key_id), {
@@ -34,5 +35,6 @@ export const keyRoutes = (plugins: ApiPlugins, keys: KeysService) =>
       params: KeyIdParams,
       body: NoBody,
       response: ok(ApiKeyCreated),
+      errors: [404, 409],
       detail: { tags: ['Keys'], summary: 'Replace a key with a new one; the old one fails at once', operationId: 'rotateKey' },
     })

@@ -14,5 +14,6 @@ export const logRoutes = (plugins: ApiPlugins, logs: LogsService) =>
       params: SiteParams,
       query: LogQuery,
       response: ok(SiteLog),
+      errors: [409],
       detail: { tags: ['Logs'], summary: "The newest lines of one of the site's logs", operationId: 'getSiteLogs' },
     })

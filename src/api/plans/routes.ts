@@ -40,5 +40,6 @@ export const planRoutes = (plugins: ApiPlugins, plans: PlansService) =>
       public: true,
       params: PlanSlugParams,
       response: ok(Plan),
+      errors: [404],
       detail: { tags: ['Plans'], summary: 'Get one plan (deprecated ones too)', operationId: 'getPlan' },
     })

@@ -16,6 +16,7 @@ export const siteLifecycleRoutes = (plugins: ApiPlugins, lifecycle: SiteLifecycl
       params: SiteParams,
       body: ScaleBody,
       response: ok(Site),
+      errors: [409],
       detail: { tags, summary: 'Move the site (and its subscription) to another plan; files kept', operationId: 'scaleSite' },
     })
     .delete('/sites/:tenant_slug/delete/', ({ site }) => lifecycle.delete(site), {
@@ -24,6 +25,7 @@ export const siteLifecycleRoutes = (plugins: ApiPlugins, lifecycle: SiteLifecycl
       params: SiteParams,
       body: NoBody,
       response: ok(Site),
+      errors: [409],
       detail: { tags, summary: 'Schedule the site for deletion in 7 days; it stops serving at once', operationId: 'deleteSite' },
     })
     .post('/sites/:tenant_slug/restore/', ({ site }) => lifecycle.restore(site), {
@@ -32,5 +34,6 @@ export const siteLifecycleRoutes = (plugins: ApiPlugins, lifecycle: SiteLifecycl
       params: SiteParams,
       body: NoBody,
       response: ok(Site),
+      errors: [409],
       detail: { tags, summary: 'Cancel a scheduled deletion within its grace period', operationId: 'restoreSite' },
     })

@@ -10,7 +10,7 @@ export const FileEntry = t.Object({
   }),
   size: t.Integer({ description: 'Bytes (for a symlink, the length of its target).' }),
   modified_at: DateTime(),
-  mode: t.String({ pattern: '^[0-7]{4}$', description: 'Permission bits in octal, such as 0644.' }),
+  mode: t.String({ pattern: '^[0-7]{4}$', examples: ['0644'], description: 'Permission bits in octal, such as 0644.' }),
 })
 
 export const FileListing = t.Object({
