@@ -36,6 +36,20 @@ const BY_NAME: Record<string, string> = {
   prefix: 'bth_4f1c2a9e',
   payment_method_id: 'pm_card_visa',
   checkout_secret: 'cs_secret_9d8c7b6a5f4e3d2c1b0a',
+  region: 'ca-east-1',
+  provider: 'Example Hosting',
+  version: '0.1.0',
+  payment_processor: 'builtin',
+  token_path: '~/.svc/.claim_token',
+  host: 'ssh.example.com',
+  username: 'acme-shop',
+  command: 'ssh -p 2201 acme-shop@ssh.example.com',
+  comment: 'agent@example.com',
+  file: 'logs/error.log',
+  line: '2026/11/24 12:00:00 [error] 7#7: *1 open() "/home/site/public/missing.html" failed (2: No such file or directory)',
+  domain: 'acme-shop.com',
+  description: 'A short description.',
+  output: 'Restarted the web server.',
 }
 
 export function exampleOf(schema: Schema | undefined, name = '', resolve: (ref: string) => Schema | undefined = () => undefined, depth = 0): unknown {
@@ -97,7 +111,7 @@ function stringExample(schema: Schema, name: string): string {
     case 'uri':
       return 'https://acme-shop.example.com/'
   }
-  let value = BY_NAME[name] ?? (name.endsWith('_id') || name === 'id' ? SAMPLE_UUID : name.endsWith('_at') ? SAMPLE_TIME : name.endsWith('url') ? 'https://acme-shop.example.com/' : 'text')
+  let value = BY_NAME[name] ?? (name === 'error' ? 'What went wrong.' : name.endsWith('_id') || name === 'id' ? SAMPLE_UUID : name.endsWith('_at') ? SAMPLE_TIME : name.endsWith('url') ? 'https://acme-shop.example.com/' : 'text')
   if (schema.maxLength !== undefined && value.length > schema.maxLength) value = value.slice(0, schema.maxLength)
   if (schema.minLength !== undefined && value.length < schema.minLength) value = value.padEnd(schema.minLength, 'x')
   return value

@@ -3,7 +3,7 @@ import { DateTime } from '../schema'
 import { FILE_LIMITS } from './limits'
 
 export const FileEntry = t.Object({
-  name: t.String({ description: "The entry's own name; '' for the home itself." }),
+  name: t.String({ examples: ['index.html'], description: "The entry's own name; '' for the home itself." }),
   path: t.String({ description: 'Relative to the home, with / separators.' }),
   type: t.Union([t.Literal('file'), t.Literal('dir'), t.Literal('symlink'), t.Literal('other')], {
     description: 'other: a FIFO, socket or device node, listed but never opened. Symlinks are listed, never followed.',

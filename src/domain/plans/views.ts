@@ -2,28 +2,28 @@ import { Type as t, type Static } from '@sinclair/typebox'
 import { AiModuleSchema, HostingTypeSchema, TrackSchema as Track } from '../enums'
 
 export const Plan = t.Object({
-  slug: t.String({ description: 'Plan identifier, used in SKUs and in /plans/{plan_slug}/.' }),
-  name: t.String(),
+  slug: t.String({ examples: ['starter'], description: 'Plan identifier, used in SKUs and in /plans/{plan_slug}/.' }),
+  name: t.String({ examples: ['Starter'] }),
   track: Track,
   hosting_type: HostingTypeSchema,
   price: t.Object({
-    monthly: t.Number({ description: 'CAD per month.' }),
-    annual: t.Number({ description: 'CAD per year.' }),
+    monthly: t.Number({ examples: [9], description: 'CAD per month.' }),
+    annual: t.Number({ examples: [90], description: 'CAD per year.' }),
     currency: t.Literal('CAD'),
   }),
   features: t.Object({
-    max_sites: t.Integer(),
+    max_sites: t.Integer({ examples: [1] }),
     ai_modules: t.Array(AiModuleSchema),
     free_domain_annual: t.Boolean({ description: 'A first domain is free with annual billing.' }),
-    memory_mb: t.Integer({ description: 'Memory limit of each site container.' }),
+    memory_mb: t.Integer({ examples: [512], description: 'Memory limit of each site container.' }),
     cpu_cores: t.Integer({ description: 'CPU limit of each site container.' }),
-    disk_gb: t.Integer({ description: 'Disk quota of each site.' }),
+    disk_gb: t.Integer({ examples: [5], description: 'Disk quota of each site.' }),
     snapshots: t.Boolean({ description: 'On-demand snapshots (vps and dedicated).' }),
     ssh: t.Boolean({ description: 'SSH access (vps and dedicated).' }),
   }),
   skus: t.Object({
-    monthly: t.String({ description: 'The SKU to check out with monthly billing.' }),
-    annual: t.String({ description: 'The SKU to check out with annual billing.' }),
+    monthly: t.String({ examples: ['svc_starter_monthly'], description: 'The SKU to check out with monthly billing.' }),
+    annual: t.String({ examples: ['svc_starter_annual'], description: 'The SKU to check out with annual billing.' }),
   }),
   deprecated: t.Boolean({ description: 'Deprecated plans cannot be bought; they are listed only with include_deprecated=true.' }),
 })
