@@ -84,7 +84,7 @@ export function createApp(s: ApiDeps) {
   let lookup: MethodLookup = () => []
   let route: (ref: OperationRef) => string = (ref) => ref.operation
   let queryRules: ReadonlyMap<string, QueryRule> = new Map()
-  const plugins = apiPlugins({ keys: s.keys, guard: s.guard, limiter: s.limiter, clients: s.clients })
+  const plugins = apiPlugins({ keys: s.keys, guard: s.guard, checkouts: s.checkout, limiter: s.limiter, clients: s.clients })
   const api = new Elysia({ prefix: '/api/v1', normalize: false, encodeSchema: false })
     .use(statusRoutes(plugins, s.status))
     .use(planRoutes(plugins, s.plans))

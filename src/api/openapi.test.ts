@@ -79,9 +79,9 @@ describe('the published OpenAPI document', () => {
     walk(doc, '#')
     expect(messages).toEqual([])
     // ...and still answer: the custom message of the slug pattern.
-    const res = await h.call('DELETE', '/api/v1/sites/acme/ssh/keys/not-hex/', { key: (await h.register()).key })
+    const res = await h.call('POST', '/api/v1/sites/create/', { key: (await h.register()).key, body: { slug: 'Not A Slug' } })
     expect(res.status).toBe(422)
-    expect(res.json.error).toMatchObject({ param: 'key_id' })
-    expect(res.json.error.message).toContain('64 hex characters')
+    expect(res.json.error).toMatchObject({ param: 'slug' })
+    expect(res.json.error.message).toMatch(/lowercase/i)
   })
 })

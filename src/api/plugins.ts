@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import { access } from './http/access'
+import { access, type CheckoutProof } from './http/access'
 import { documentedErrors } from './http/error-docs'
 import type { ClientAddress } from './http/client-address'
 import type { KeysService } from '../domain/keys/service'
@@ -7,8 +7,8 @@ import { rateLimit } from './rate-limits/plugin'
 import type { RateLimiter } from '../domain/rate-limits/service'
 import type { SiteGuard } from '../domain/sites/guard'
 
-/** The per-route declarations every feature's routes use: `public`/`scope`, `site`, `rateLimit` and `errors`. */
-export const apiPlugins = (deps: { keys: KeysService; guard: SiteGuard; limiter: RateLimiter; clients: ClientAddress }) =>
-  new Elysia({ name: 'api-plugins' }).use(access(deps.keys, deps.guard)).use(rateLimit(deps.limiter, deps.clients)).use(documentedErrors())
+/** The per-route declarations every feature's routes use: `public`/`scope`, `site`, `checkoutSecret`, `rateLimit` and `errors`. */
+export const apiPlugins = (deps: { keys: KeysService; guard: SiteGuard; checkouts: CheckoutProof; limiter: RateLimiter; clients: ClientAddress }) =>
+  new Elysia({ name: 'api-plugins' }).use(access(deps.keys, deps.guard, deps.checkouts)).use(rateLimit(deps.limiter, deps.clients)).use(documentedErrors())
 
 export type ApiPlugins = ReturnType<typeof apiPlugins>

@@ -1,12 +1,10 @@
 import { Elysia } from 'elysia'
 import { NoBody, ok } from '../http/schemas'
+import { checkoutSecretOf as secretOf } from '../http/access'
 import type { ApiPlugins } from '../plugins'
 import { CheckoutParams, CheckoutSecretQuery, CheckoutSession, CompleteCheckoutBody, CreateCheckoutBody, UpdateCheckoutBody } from './model'
 import type { CheckoutService } from '../../domain/checkout/service'
 
-/** The checkout secret, from the query or the X-Checkout-Secret header (spec part 5.6). */
-const secretOf = (query: { checkout_secret?: string }, request: Request) =>
-  query.checkout_secret ?? request.headers.get('x-checkout-secret') ?? undefined
 
 const tags = ['Checkout']
 
@@ -26,8 +24,9 @@ export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService) =
       response: ok(CheckoutSession, 201),
       detail: { tags, summary: 'Create a checkout session for a SKU (a bearer key is optional)', operationId: 'createCheckout' },
     })
-    .get('/acp/checkouts/:checkout_id/', ({ params, query, request }) => checkout.get(params.checkout_id, secretOf(query, request)), {
+    .get('/acp/checkouts/:checkout_id/', ({ params, request }) => checkout.get(params.checkout_id, secretOf(request)), {
       public: true,
+      checkoutSecret: true,
       rateLimit: 'checkout_poll',
       params: CheckoutParams,
       query: CheckoutSecretQuery,
@@ -35,8 +34,9 @@ export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService) =
       errors: [404],
       detail: { tags, summary: 'Poll a checkout session; the first poll after payment carries api_key once', operationId: 'getCheckout' },
     })
-    .post('/acp/checkouts/:checkout_id/update/', ({ params, query, request, body }) => checkout.update(params.checkout_id, secretOf(query, request), body), {
+    .post('/acp/checkouts/:checkout_id/update/', ({ params, request, body }) => checkout.update(params.checkout_id, secretOf(request), body), {
       public: true,
+      checkoutSecret: true,
       params: CheckoutParams,
       query: CheckoutSecretQuery,
       body: UpdateCheckoutBody,
@@ -44,13 +44,14 @@ export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService) =
       errors: [404, 409],
       detail: { tags, summary: 'Set buyer_email and requested_slug (ready once the slug is set)', operationId: 'updateCheckout' },
     })
-    .post('/acp/checkouts/:checkout_id/complete/', async ({ params, query, request, body, set }) => {
-      const view = await checkout.complete(params.checkout_id, secretOf(query, request), body)
+    .post('/acp/checkouts/:checkout_id/complete/', async ({ params, request, body, set }) => {
+      const view = await checkout.complete(params.checkout_id, secretOf(request), body)
       // 201: the payment went through and the site is being made; 200: the hosted page awaits it.
       set.status = view.status === 'completed' ? 201 : 200
       return view
     }, {
       public: true,
+      checkoutSecret: true,
       params: CheckoutParams,
       query: CheckoutSecretQuery,
       body: CompleteCheckoutBody,
@@ -58,8 +59,9 @@ export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService) =
       errors: [402, 404, 409],
       detail: { tags, summary: 'Pay: 200 with a hosted payment URL, or 201 completed for a direct payment', operationId: 'completeCheckout' },
     })
-    .post('/acp/checkouts/:checkout_id/cancel/', ({ params, query, request }) => checkout.cancel(params.checkout_id, secretOf(query, request)), {
+    .post('/acp/checkouts/:checkout_id/cancel/', ({ params, request }) => checkout.cancel(params.checkout_id, secretOf(request)), {
       public: true,
+      checkoutSecret: true,
       params: CheckoutParams,
       query: CheckoutSecretQuery,
       body: NoBody,

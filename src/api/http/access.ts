@@ -1,7 +1,7 @@
 import { Elysia, type DocumentDecoration } from 'elysia'
 import type { Scope } from '../keys/model'
 import type { KeysService, Principal } from '../../domain/keys/service'
-import type { SiteGuard, SiteNeed } from '../../domain/sites/guard'
+import { requireChangeable, type SiteGuard, type SiteNeed } from '../../domain/sites/guard'
 import type { SiteRow } from '../../store/schema'
 import { ForbiddenError, NotFoundError, UnauthorizedError } from './errors'
 
@@ -22,16 +22,31 @@ export const OPTIONAL_SCOPE_EXTENSION = 'x-berth-optional-scope'
  * that account) also declares `{ optionalScope: 'admin' }`: no key is fine, and a key that is sent
  * must be valid, hold the scope and not be site-scoped; the handler gets it as `caller` (or null).
  *
- * The check runs in the transform stage, before the body and query are validated: a caller
- * without a valid key learns nothing about what a valid request would look like (401 first).
- *
  * A route on one site (`/sites/:tenant_slug/...`) also declares what it needs of the site,
  * `{ site: 'owned' }` for reads or `{ site: 'changeable' }` for changes, and its handler gets the
- * site (the SiteGuard's answer: 404 for another account's, 409 when it cannot change now). That
- * check runs after validation, as the operation's own checks always have.
+ * site (the SiteGuard's answer: 404 for another account's, 409 when it cannot change now).
+ * A route on one checkout session declares `{ checkoutSecret: true }`: the secret from the query
+ * or the X-Checkout-Secret header must be the session's, else 404 as if it did not exist.
+ *
+ * The one rule: **who may touch what is settled before the request is validated.** The key, its
+ * scope, the site's ownership and the checkout secret are all checked in the transform stage,
+ * before the body, query and path parameters are, so a caller without the right credentials
+ * learns nothing from a 422 about what exists or what a valid request looks like: 401, 403 or
+ * 404 first, whatever the body. What the site's state allows (409) is checked after validation,
+ * as the operation's own checks are, so that only a valid request of the owner learns it.
  */
-export function access(keys: KeysService, guard: SiteGuard) {
+export function access(keys: KeysService, guard: SiteGuard, checkouts: CheckoutProof) {
   const principals = new WeakMap<Request, Principal>()
+  const sites = new WeakMap<Request, SiteRow>()
+  /** The caller of a keyed route, authenticated once per request by whichever check runs first. */
+  const principalOf = (request: Request): Principal => {
+    let principal = principals.get(request)
+    if (!principal) {
+      principal = authenticate(keys, request.headers.get('authorization'))
+      principals.set(request, principal)
+    }
+    return principal
+  }
   return new Elysia({ name: 'access' }).macro({
     public: (enabled: true) => ({
       detail: { [ACCESS_EXTENSION]: enabled ? 'public' : 'unset', security: [] } as DocumentDecoration,
@@ -39,14 +54,13 @@ export function access(keys: KeysService, guard: SiteGuard) {
     scope: (scope: Scope) => ({
       detail: { [ACCESS_EXTENSION]: scope, security: [{ bearer: [] }] } as DocumentDecoration,
       transform({ request, params }) {
-        const principal = authenticate(keys, request.headers.get('authorization'))
+        const principal = principalOf(request)
         requireScope(principal, scope)
         if (principal.siteSlug !== null) {
           const slug = (params as Record<string, string | undefined> | undefined)?.tenant_slug
           if (slug === undefined) throw siteKeyOutside(principal.siteSlug)
           if (slug !== principal.siteSlug) throw new NotFoundError(`No site '${slug}' in your account; this key works only on /sites/${principal.siteSlug}/.`, 'tenant_slug')
         }
-        principals.set(request, principal)
       },
       resolve({ request }): { principal: Principal } {
         return { principal: principals.get(request)! }
@@ -57,10 +71,9 @@ export function access(keys: KeysService, guard: SiteGuard) {
       transform({ request }) {
         const header = request.headers.get('authorization')
         if (!header) return
-        const principal = authenticate(keys, header)
+        const principal = principalOf(request)
         requireScope(principal, scope)
         if (principal.siteSlug !== null) throw siteKeyOutside(principal.siteSlug)
-        principals.set(request, principal)
       },
       resolve({ request }): { caller: Principal | null } {
         return { caller: principals.get(request) ?? null }
@@ -68,12 +81,37 @@ export function access(keys: KeysService, guard: SiteGuard) {
     }),
     site: (need: SiteNeed) => ({
       detail: { [SITE_EXTENSION]: need } as DocumentDecoration,
-      resolve({ request, params }): { site: SiteRow } {
+      // Ownership before validation: another account's site is 404 whatever the body or query.
+      transform({ request, params }) {
         const slug = (params as Record<string, string>).tenant_slug!
-        return { site: guard.require(principals.get(request)!, slug, need) }
+        sites.set(request, guard.require(principalOf(request), slug, 'owned'))
+      },
+      // Its state after validation, as the operation's own checks: 409 for a valid request only.
+      resolve({ request }): { site: SiteRow } {
+        const site = sites.get(request)!
+        return { site: need === 'changeable' ? requireChangeable(site) : site }
+      },
+    }),
+    checkoutSecret: (enabled: true) => ({
+      // The session's secret before validation: a stranger learns nothing from a 422.
+      transform({ request, params }) {
+        if (enabled) checkouts.prove((params as Record<string, string>).checkout_id!, checkoutSecretOf(request))
       },
     }),
   })
+}
+
+/** What the access plugin needs of checkouts: the proof that the caller holds a session's secret. */
+export interface CheckoutProof {
+  /** Throws not_found unless `secret` is the session's. */
+  prove(id: string, secret: string | undefined): void
+}
+
+/** The checkout secret of a request: `?checkout_secret=` or the X-Checkout-Secret header (spec part 5.6). */
+export function checkoutSecretOf(request: Request): string | undefined {
+  const mark = request.url.indexOf('?')
+  const fromQuery = mark < 0 ? null : new URLSearchParams(request.url.slice(mark + 1)).get('checkout_secret')
+  return fromQuery ?? request.headers.get('x-checkout-secret') ?? undefined
 }
 
 /** The principal of an `Authorization: Bearer <key>` header (RFC 6750 section 2.1), else 401. */

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest'
+import { buyInProcess } from '../../../test/helpers/home-runtime'
 import { inProcess } from '../../../test/helpers/in-process'
 
 /**
@@ -8,6 +9,8 @@ import { inProcess } from '../../../test/helpers/in-process'
  */
 const h = inProcess()
 afterAll(() => h.close())
+/** A site of the caller's own: validation answers only to the owner (another's site is 404 first). */
+const mine = buyInProcess(h, 'svc_starter_monthly', 'ops')
 
 describe('site operation routes', () => {
   it.each([
@@ -20,12 +23,19 @@ describe('site operation routes', () => {
     ['/metrics/?days=0', 'days', /'days' must be an integer from 1 to 90 \(got 0\)/],
     ['/metrics/?days=91', 'days', /from 1 to 90/],
     ['/metrics/?days=x', 'days', /integer/],
-  ])('GET /sites/{slug}%s answers 422 naming the parameter', async (path, param, message) => {
-    const { key } = await h.register()
-    const res = await h.call('GET', `/api/v1/sites/some-site${path}`, { key })
+  ])('GET /sites/{slug}%s answers 422 naming the parameter to the owner, and 404 to anyone else', async (path, param, message) => {
+    const { slug, key } = await mine
+    const res = await h.call('GET', `/api/v1/sites/${slug}${path}`, { key })
     expect(res.status).toBe(422)
     expect(res.json.error).toMatchObject({ code: 'VALIDATION_ERROR', param })
     expect(res.json.error.message).toMatch(message)
+    // Another account's key learns nothing from the same bad query: the site is not found first.
+    const stranger = await h.register()
+    for (const target of [slug, 'no-such-site']) {
+      const other = await h.call('GET', `/api/v1/sites/${target}${path}`, { key: stranger.key })
+      expect(other.status, target).toBe(404)
+      expect(other.json.error).toMatchObject({ code: 'NOT_FOUND', param: 'tenant_slug' })
+    }
   })
 
   it.each([
@@ -39,8 +49,8 @@ describe('site operation routes', () => {
 
   it('needs a key, and a deployment id that is a UUID', async () => {
     expect((await h.call('GET', '/api/v1/sites/x/logs/')).status).toBe(401)
-    const { key } = await h.register()
-    const res = await h.call('GET', '/api/v1/sites/some-site/deployments/42/', { key })
+    const { slug, key } = await mine
+    const res = await h.call('GET', `/api/v1/sites/${slug}/deployments/42/`, { key })
     expect(res.status).toBe(422)
     expect(res.json.error.param).toBe('deployment_id')
   })

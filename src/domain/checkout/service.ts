@@ -202,12 +202,21 @@ export class CheckoutService {
     return result
   }
 
-  private authorize(id: string, secret: string | undefined): CheckoutRow {
+  /**
+   * Throws not_found unless `secret` is the session's: each door checks it before anything else
+   * about the request, so a stranger learns nothing (design.md, Checkout). No side effects.
+   */
+  prove(id: string, secret: string | undefined): CheckoutRow {
     const row = this.d.repo.find(id)
     // A wrong or missing secret answers exactly like an unknown session (design.md, Checkout).
     if (!row || !secret || !timingSafeEqual(row.secretHash, sha256(secret))) {
       throw notFound(`No checkout ${id} with that checkout_secret; send the checkout_secret that creating the checkout returned.`, 'checkout_id')
     }
+    return row
+  }
+
+  private authorize(id: string, secret: string | undefined): CheckoutRow {
+    const row = this.prove(id, secret)
     if (['not_ready', 'ready', 'awaiting_payment'].includes(row.status) && row.expiresAt <= this.d.clock.now()) {
       if (row.requestedSlug && row.status !== 'not_ready') this.d.sites.release(row.requestedSlug)
       return this.d.repo.update(row.id, { status: 'canceled', error: 'Expired 24 h after creation without payment.', updatedAt: this.d.clock.now() })
