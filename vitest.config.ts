@@ -7,9 +7,12 @@ import { defineConfig } from 'vitest/config'
  * - service: `*.service.test.ts`. In-process on real SQLite and the real Docker engine, with the
  *   site images built (`berth images build`).
  * - e2e: `*.e2e.test.ts`. The compiled dist/berth as a process over real sockets, on real Docker.
+ * - solo: `*.solo.e2e.test.ts`. End-to-end tests that disturb the whole machine (they restart the
+ *   Docker engine): run after the others, one file at a time (scripts/test.sh).
  */
 const SERVICE = '**/*.service.test.ts'
 const E2E = '**/*.e2e.test.ts'
+const SOLO = '**/*.solo.e2e.test.ts'
 const ALL = ['src/**/*.test.ts', 'test/**/*.test.ts']
 
 export default defineConfig({
@@ -30,7 +33,8 @@ export default defineConfig({
     projects: [
       { extends: true, test: { name: 'unit', include: ALL, exclude: [SERVICE, E2E, '**/node_modules/**'] } },
       { extends: true, test: { name: 'service', include: ALL.map((g) => g.replace('*.test.ts', '*.service.test.ts')) } },
-      { extends: true, test: { name: 'e2e', include: ALL.map((g) => g.replace('*.test.ts', '*.e2e.test.ts')) } },
+      { extends: true, test: { name: 'e2e', include: ALL.map((g) => g.replace('*.test.ts', '*.e2e.test.ts')), exclude: [SOLO, '**/node_modules/**'] } },
+      { extends: true, test: { name: 'solo', include: ALL.map((g) => g.replace('*.test.ts', '*.solo.e2e.test.ts')), fileParallelism: false } },
     ],
   },
 })

@@ -5,7 +5,8 @@
 #   scripts/test.sh                 every tier (CI runs this)
 #   scripts/test.sh unit [args]     only the unit tier: no Docker, no build (bun must be installed)
 #   scripts/test.sh service [args]  only the service tier: in-process on real Docker
-#   scripts/test.sh e2e [args]      only the end-to-end tier: the compiled binary on real Docker
+#   scripts/test.sh e2e [args]      only the end-to-end tier: the compiled binary on real Docker,
+#                                   then its solo part (tests that restart the Docker engine)
 # Other arguments go to vitest: scripts/test.sh src/api/keys
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,4 +23,14 @@ bun run typecheck
 bun run build
 # The site images the service and end-to-end tests run (built locally, no registry; quick when present).
 dist/berth images build
-exec bun --bun vitest run --pool=threads "${tier[@]}" "$@"
+if [ $# -gt 0 ]; then
+  # Files or filters named: one run, with any tier they belong to.
+  exec bun --bun vitest run --pool=threads "${tier[@]}" "$@"
+fi
+case "${tier[*]}" in
+  "--project service") exec bun --bun vitest run --pool=threads --project service ;;
+  "--project e2e") bun --bun vitest run --pool=threads --project e2e ;;
+  *) bun --bun vitest run --pool=threads --project unit --project service --project e2e ;;
+esac
+# The solo tier restarts the Docker engine, so it runs last and alone.
+exec bun --bun vitest run --pool=threads --project solo

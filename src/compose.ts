@@ -39,6 +39,7 @@ import { ClaimsService } from './domain/claims/service'
 import { SshService } from './domain/ssh/service'
 import { recordOnlyModules } from './modules/catalog'
 import { Reconciler } from './domain/sites/reconciler'
+import { SiteHealer } from './domain/sites/healer'
 import { EdgeMetrics } from './edge/metrics'
 import { Deployer } from './domain/deployments/deployer'
 import { DeploymentsRepository } from './domain/deployments/repository'
@@ -90,6 +91,8 @@ export interface Services {
   checkout: CheckoutService
   directory: SiteDirectory
   reconciler: Reconciler
+  /** Brings an active site's container back as soon as the engine reports it gone. */
+  healer: SiteHealer
   /** Requests, bytes and latency per site, counted by the edge proxy. */
   metrics: EdgeMetrics
   /** Site logs, read from the volumes. */
@@ -196,6 +199,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     checkout,
     directory: new SiteDirectory({ store, sites: sitesRepo, runner }),
     reconciler: new Reconciler({ sites: sitesRepo, runner, runtime, jobs, reaper, log }),
+    healer: new SiteHealer({ sites: sitesRepo, runner, log }),
     metrics: edgeMetrics,
     logs: new LogsService(plans, runtime),
     files: new FilesService(runtime, restores),
@@ -213,6 +217,22 @@ function instanceIdOf(store: Store): string {
     store.db.insert(settings).values({ key: 'instance_id', value: id }).run()
     return id
   })
+}
+
+/**
+ * Follows the engine's events for this instance's containers: a site's container that dies or is
+ * removed is brought back at once (SiteHealer); when the event stream was lost (the engine
+ * restarted), a reconcile pass compares everything. Returns the stop function.
+ */
+export function followContainerEvents(s: Services): () => void {
+  const watch = s.runtime.watch({
+    onEvent: (e) => s.healer.onEvent(e),
+    onReconnect: () => void s.reconciler.reconcile().catch((err) => s.log.error('reconcile failed', { error: (err as Error).message })),
+  })
+  return () => {
+    s.healer.stop()
+    watch.close()
+  }
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Server } from 'bun'
 import { createApp } from './api/app'
 import { serializedResponse } from './api/http/envelope'
 import { checkedPlanList } from './api/plans/routes'
-import { runMaintenance, type Services } from './compose'
+import { followContainerEvents, runMaintenance, type Services } from './compose'
 import { createEdgeProxy, parseSiteHost } from './edge/proxy'
 
 export interface RunningServer {
@@ -70,7 +70,12 @@ export function startServer(s: Services): RunningServer {
   s.clients.attach(server)
   s.jobs.start()
   const reconcile = () => s.reconciler.reconcile().catch((err) => s.log.error('reconcile failed', { error: (err as Error).message }))
-  const first = setTimeout(reconcile, START_RECONCILE_DELAY_MS)
+  let unfollow = () => {}
+  const first = setTimeout(() => {
+    // Events first, then the pass: a container that dies during the pass is seen either way.
+    unfollow = followContainerEvents(s)
+    void reconcile()
+  }, START_RECONCILE_DELAY_MS)
   const timers = [
     setInterval(() => {
       try {
@@ -87,6 +92,7 @@ export function startServer(s: Services): RunningServer {
     url,
     async stop() {
       clearTimeout(first)
+      unfollow()
       timers.forEach(clearInterval)
       await server.stop()
       await s.jobs.stop()

@@ -14,6 +14,7 @@ interface PageSpec {
 const PAGES: Record<PageKind, PageSpec> = {
   unknown: { status: 404, title: 'No site at {host}', text: 'Nothing is hosted at this address. Check the spelling of the name.' },
   provisioning: { status: 503, title: 'This site is being set up', text: 'It will be online in a moment; this page reloads on its own.', retryAfter: 10 },
+  recovering: { status: 503, title: 'This site is being brought back', text: 'Its server stopped and is restarting; this page reloads on its own in a few seconds.', retryAfter: 2 },
   stopped: { status: 503, title: 'This site is not running', text: 'It has been stopped or suspended. Try again later.' },
   failed: { status: 503, title: 'This site is not available', text: 'It could not be started. Try again later.' },
   pending_deletion: { status: 404, title: 'This site has been scheduled for deletion', text: 'It no longer serves pages. Its owner can still restore it for a few days.' },
@@ -30,7 +31,7 @@ export interface StatusPage {
 
 /**
  * The edge's own short HTML page for `kind`: no external assets, never cached, and, while a site
- * is being set up, a refresh so a visitor lands on the site once it is up. `host` appears only
+ * is being set up or brought back, a refresh so a visitor lands on the site once it is up. `host` appears only
  * on the unknown-host page.
  *
  * @example
@@ -39,7 +40,7 @@ export interface StatusPage {
 export function renderPage(kind: PageKind, host: string, siteUrl: string): StatusPage {
   const spec = PAGES[kind]
   const title = escapeHtml(spec.title.replace('{host}', host))
-  const refresh = kind === 'provisioning' ? `<meta http-equiv="refresh" content="${spec.retryAfter}">` : ''
+  const refresh = kind === 'provisioning' || kind === 'recovering' ? `<meta http-equiv="refresh" content="${spec.retryAfter}">` : ''
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">${refresh}<title>${title}</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem;color:#222}small{color:#666}</style></head><body><h1>${title}</h1><p>${escapeHtml(spec.text)}</p><p><small>${spec.status} &middot; served by the hosting edge at <a href="${escapeHtml(siteUrl)}">${escapeHtml(siteUrl)}</a></small></p></body></html>\n`
   const headers: Record<string, string> = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }
   if (spec.retryAfter !== undefined) headers['retry-after'] = String(spec.retryAfter)

@@ -138,6 +138,7 @@ beforeAll(async () => {
     site('broken', 'failed'),
     site('doomed', 'pending_deletion'),
     site('nocontainer', 'serving'),
+    site('coming-back', 'recovering'),
   ]) {
     sites.set(s.slug, s)
   }
@@ -372,14 +373,19 @@ describe('sites that are not serving', () => {
     ['paused', 503, 'This site is not running'],
     ['broken', 503, 'This site is not available'],
     ['doomed', 404, 'This site has been scheduled for deletion'],
-    ['nocontainer', 503, 'This site is not running'],
+    ['nocontainer', 503, 'This site is being brought back'],
+    ['coming-back', 503, 'This site is being brought back'],
   ])('%s answers %i with its page', async (slug, status, text) => {
+    const started = performance.now()
     const res = await visit(slug, '/anything')
+    // Answered by the edge itself, without trying a container: well under 50 ms.
+    expect(performance.now() - started).toBeLessThan(50)
     expect(res.status).toBe(status)
     expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8')
     expect(res.headers.get('cache-control')).toBe('no-store')
     expect(await res.text()).toContain(text)
     if (slug === 'setup') expect(res.headers.get('retry-after')).toBe('10')
+    if (slug === 'coming-back' || slug === 'nocontainer') expect(res.headers.get('retry-after')).toBe('2')
   })
 
   it('answers 404 for an unknown host, naming it safely', async () => {

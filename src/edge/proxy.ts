@@ -9,6 +9,8 @@ export { parseSiteHost } from './host'
 export type { EdgeMetricsSink, EdgeProxy, EdgeProxyDeps, EdgeRequestRecord, SiteState, SiteTarget } from './types'
 
 const DEFAULT_TIMEOUT_MS = 60_000
+/** Containers are on this host: a connect slower than this (one SYN retransmit, at 1 s, fits) is to an address nobody holds. */
+const DEFAULT_CONNECT_TIMEOUT_MS = 2_000
 /** A failing site is logged at most this often, so a dead container under load cannot flood the log. */
 const LOG_EVERY_MS = 10_000
 /** nginx logs a request whose client went away before the answer as 499; the metrics do the same. */
@@ -30,7 +32,7 @@ const CLIENT_CLOSED = 499
 export function createEdgeProxy(deps: EdgeProxyDeps): EdgeProxy {
   const timeoutMs = deps.upstreamTimeoutMs ?? DEFAULT_TIMEOUT_MS
   const idleTimeoutMs = deps.idleTimeoutMs ?? 30_000
-  const pool = new UpstreamPool(deps.maxIdlePerUpstream ?? 64, idleTimeoutMs, timeoutMs)
+  const pool = new UpstreamPool(deps.maxIdlePerUpstream ?? 64, idleTimeoutMs, Math.min(deps.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, timeoutMs))
   const waiting = new Set<Exchange>()
   const lastLogged = new Map<string, number>()
   const sitePages = new Map<PageKind, StatusPage>()
@@ -150,7 +152,7 @@ export function createEdgeProxy(deps: EdgeProxyDeps): EdgeProxy {
 
 /** A serving site without a known upstream has no container running: it shows as stopped. */
 function pageFor(state: SiteState): PageKind {
-  return state === 'serving' ? 'stopped' : state
+  return state === 'serving' ? 'recovering' : state
 }
 
 /**

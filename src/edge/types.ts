@@ -1,7 +1,11 @@
 import type { Logger } from '../lib/logger'
 
-/** What the edge does with a site's traffic; `serving` is the only state that reaches a container. */
-export type SiteState = 'serving' | 'stopped' | 'provisioning' | 'pending_deletion' | 'failed'
+/**
+ * What the edge does with a site's traffic; `serving` is the only state that reaches a container.
+ * `recovering`: the site should serve but its container is not running (it died or was removed;
+ * it is being brought back), so the edge answers at once instead of trying it.
+ */
+export type SiteState = 'serving' | 'recovering' | 'stopped' | 'provisioning' | 'pending_deletion' | 'failed'
 
 /** The answer to "who serves this host?", given by the site directory on every request. */
 export interface SiteTarget {
@@ -38,6 +42,11 @@ export interface EdgeProxyDeps {
   siteUrl: string
   /** Longest wait for the first byte of the container's response; 504 after it. Default 60 s. */
   upstreamTimeoutMs?: number
+  /**
+   * Longest wait for a connection to a container; 502 after it. Default 2 s: containers are on
+   * this host, so a connect that takes longer is to an address nobody holds any more.
+   */
+  connectTimeoutMs?: number
   /** Idle keep-alive connections kept per container (nginx's `keepalive`). Default 64. */
   maxIdlePerUpstream?: number
   /** An idle keep-alive connection is closed after this long. Default 30 s. */

@@ -1,6 +1,6 @@
 import type { Server } from 'bun'
 import {
-  SiteNotRunnableError, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteRuntimeState, type SiteSpec, type SiteStats,
+  SiteNotRunnableError, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteEvent, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch,
 } from '../../src/drivers/runtime/types'
 
 export type RuntimeCall =
@@ -88,6 +88,19 @@ export class RecordingRuntime implements ContainerRuntime {
 
   async stats(): Promise<SiteStats | null> {
     return null
+  }
+
+  /** Who watches this runtime's events (the composition root's healer), for `emit`. */
+  watchers: { onEvent(e: SiteEvent): void; onReconnect(): void }[] = []
+
+  watch(handlers: { onEvent(e: SiteEvent): void; onReconnect(): void }): SiteWatch {
+    this.watchers.push(handlers)
+    return { close: () => void this.watchers.splice(this.watchers.indexOf(handlers), 1) }
+  }
+
+  /** Reports an event to the watchers, as the engine would (a test's "docker kill"). */
+  emit(e: SiteEvent): void {
+    for (const w of this.watchers) w.onEvent(e)
   }
 
   private endpoint(): SiteEndpoint {

@@ -67,7 +67,7 @@ describe('checkout sessions: a wrong secret is 404 whatever the body', () => {
     ['complete', { payment_method: 'bitcoin', payment_method_id: ['x'] }],
     ['cancel', { reason: 'a field the route does not take' }],
   ])('%s with a wrong secret, a missing one, and the header form: 404 naming checkout_id', async (action, body) => {
-    for (const opts of [
+    for (const opts of <{ path: string; headers: Record<string, string> }[]>[
       { path: `${V1}/acp/checkouts/${session.id}/${action}/?checkout_secret=cks_wrong`, headers: {} },
       { path: `${V1}/acp/checkouts/${session.id}/${action}/`, headers: {} },
       { path: `${V1}/acp/checkouts/${session.id}/${action}/`, headers: { 'x-checkout-secret': 'cks_wrong' } },

@@ -31,7 +31,8 @@ export class SiteDirectory {
     const state = STATE[site.status]
     if (state !== 'serving') return { siteId: site.id, slug, state }
     const endpoint = await this.d.runner.endpointOf(slug)
-    if (!endpoint) return { siteId: site.id, slug, state: 'stopped' }
+    // Active but its container is not running: it died or was removed, and is being brought back.
+    if (!endpoint) return { siteId: site.id, slug, state: 'recovering' }
     return { siteId: site.id, slug, state, upstream: { address: endpoint.address, port: endpoint.port } }
   }
 

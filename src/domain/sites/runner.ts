@@ -27,6 +27,10 @@ export interface SiteRunnerDeps {
 export class SiteRunner {
   /** Where each running site answers, as last seen by `run` or the engine. */
   private endpoints = new Map<string, SiteEndpoint>()
+  /** Sites whose container is known not to run: the edge answers them without asking the engine. */
+  private down = new Set<string>()
+  /** Sites with a `run` under way, and a promise settled when the last one ends. */
+  private busy = new Map<string, { count: number; promise: Promise<void>; resolve: () => void }>()
 
   constructor(private d: SiteRunnerDeps) {}
 
@@ -54,31 +58,85 @@ export class SiteRunner {
    * job's retry, the reconcile pass) uses the new port. Idempotent.
    */
   async run(site: SiteRow, opts: { waitForAnswer?: boolean } = {}): Promise<SiteEndpoint> {
-    let endpoint: SiteEndpoint
+    const done = this.begin(site.slug)
     try {
-      endpoint = await this.d.runtime.ensureSite(this.spec(site))
-    } catch (err) {
-      if (err instanceof HostPortTakenError) {
-        this.d.sites.replaceSshPort(site.id, err.port)
-        this.d.log.warn('the SSH port of a site is taken on this machine; it moves to another', { site: site.slug, port: err.port })
+      let endpoint: SiteEndpoint
+      try {
+        endpoint = await this.d.runtime.ensureSite(this.spec(site))
+      } catch (err) {
+        if (err instanceof HostPortTakenError) {
+          this.d.sites.replaceSshPort(site.id, err.port)
+          this.d.log.warn('the SSH port of a site is taken on this machine; it moves to another', { site: site.slug, port: err.port })
+        }
+        throw err
       }
-      throw err
+      // With waitForAnswer, the edge keeps answering "being brought back" until the site answers.
+      if (opts.waitForAnswer) await waitForAnswer(endpoint)
+      this.endpoints.set(site.slug, endpoint)
+      this.down.delete(site.slug)
+      return endpoint
+    } finally {
+      done()
     }
-    this.endpoints.set(site.slug, endpoint)
-    if (opts.waitForAnswer) await waitForAnswer(endpoint)
-    return endpoint
   }
 
   /** Stops the site's container (files and network kept); the edge stops sending it requests at once. */
   async stop(slug: string): Promise<void> {
-    this.endpoints.delete(slug)
+    this.markDown(slug)
     await this.d.runtime.stopSite(slug)
   }
 
   /** Removes the site's container and network, and its files when `volume` is true. */
   async remove(slug: string, opts: { volume: boolean }): Promise<void> {
-    this.endpoints.delete(slug)
+    this.markDown(slug)
     await this.d.runtime.removeSite(slug, opts)
+  }
+
+  /**
+   * The site's container is not running (it died, was stopped or removed, by Berth or behind
+   * its back): the edge answers at once without trying it, until a `run` brings it back. With the
+   * container's id, only if it is the one the site runs on (else false: a stale event).
+   */
+  markDown(slug: string, containerId?: string): boolean {
+    // An event of a container since replaced (the old one of a recreate) says nothing of the new.
+    const known = this.endpoints.get(slug)
+    if (containerId !== undefined && known && known.containerId !== containerId) return false
+    this.endpoints.delete(slug)
+    this.down.add(slug)
+    return true
+  }
+
+  /**
+   * The site's container was started by someone other than `run` (docker start by hand): look
+   * it up again on the next request. Ignored while a `run` of the site is under way (its own
+   * start), which records the endpoint itself once the site answers.
+   */
+  markStarted(slug: string): void {
+    if (this.busy.has(slug)) return
+    this.endpoints.delete(slug)
+    this.down.delete(slug)
+  }
+
+  /** True when the site's container is known to run and answer (a `run` succeeded since it last went down). */
+  isUp(slug: string): boolean {
+    return this.endpoints.has(slug)
+  }
+
+  /** Resolves once no `run` of the site is under way. */
+  async settled(slug: string): Promise<void> {
+    while (this.busy.has(slug)) await this.busy.get(slug)!.promise
+  }
+
+  private begin(slug: string): () => void {
+    const outer = this.busy.get(slug)
+    const entry = outer ?? { count: 0, ...Promise.withResolvers<void>() }
+    entry.count++
+    this.busy.set(slug, entry)
+    return () => {
+      if (--entry.count > 0) return
+      this.busy.delete(slug)
+      entry.resolve()
+    }
   }
 
   /**
@@ -102,8 +160,18 @@ export class SiteRunner {
   async endpointOf(slug: string): Promise<SiteEndpoint | null> {
     const known = this.endpoints.get(slug)
     if (known) return known
-    const found = await this.d.runtime.inspectSite(slug).catch(() => null)
-    if (!found?.running || !found.endpoint) return null
+    if (this.down.has(slug)) return null
+    let found: Awaited<ReturnType<ContainerRuntime['inspectSite']>>
+    try {
+      found = await this.d.runtime.inspectSite(slug)
+    } catch {
+      return null // the engine did not answer: nothing is known, ask again next time
+    }
+    if (!found?.running || !found.endpoint) {
+      // Known down until a run or a start event says otherwise: no engine call per request.
+      this.down.add(slug)
+      return null
+    }
     this.endpoints.set(slug, found.endpoint)
     return found.endpoint
   }

@@ -1,6 +1,7 @@
 import type Docker from 'dockerode'
 import type { Logger } from '../../lib/logger'
 import { engineCall, ignoring, openEngine, orNull, statusOf } from './engine'
+import { watchSiteEvents } from './events'
 import { KeyedLock } from './keyed-lock'
 import { hostPortFree } from '../../lib/ports'
 import {
@@ -10,7 +11,7 @@ import { SiteNetworks } from './site-network'
 import { siteAddresses } from './subnets'
 import { PassThrough } from 'node:stream'
 import {
-  HostPortTakenError, SiteNotRunnableError, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteRuntimeState, type SiteSpec, type SiteStats,
+  HostPortTakenError, SiteNotRunnableError, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteEvent, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch,
 } from './types'
 
 export interface DockerRuntimeOptions {
@@ -59,6 +60,10 @@ export class DockerRuntime implements ContainerRuntime {
       this.networks = new SiteNetworks(docker, this.opts.subnetPool, this.opts.log)
     })
     return this.loading
+  }
+
+  watch(handlers: { onEvent(e: SiteEvent): void; onReconnect(): void }): SiteWatch {
+    return watchSiteEvents({ socketPath: this.opts.socketPath, instanceId: this.opts.instanceId, log: this.opts.log }, handlers)
   }
 
   async ping(): Promise<boolean> {

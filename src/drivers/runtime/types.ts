@@ -107,6 +107,27 @@ export interface ContainerRuntime {
   withSitePaused<T>(slug: string, fn: () => Promise<T>): Promise<T>
   /** Current CPU (percent of one core) and memory of the running container, or null. */
   stats(slug: string): Promise<SiteStats | null>
+  /**
+   * Reports what happens to this instance's site containers as it happens (started, died,
+   * stopped, killed, out of memory, removed), whoever caused it. When the runtime lost track for
+   * a while (the engine restarted), `onReconnect` runs once it follows again: compare everything.
+   */
+  watch(handlers: { onEvent(e: SiteEvent): void; onReconnect(): void }): SiteWatch
+}
+
+export type SiteEventAction = 'start' | 'die' | 'stop' | 'kill' | 'oom' | 'destroy'
+
+/** Something that happened to a site's container. */
+export interface SiteEvent {
+  action: SiteEventAction
+  slug: string
+  siteId: string
+  /** The container it happened to: an event of a container since replaced is stale. */
+  containerId: string
+}
+
+export interface SiteWatch {
+  close(): void
 }
 
 export interface ExecResult {
