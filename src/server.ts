@@ -4,6 +4,9 @@ import { serializedResponse } from './api/http/envelope'
 import { checkedPlanList } from './api/plans/routes'
 import { followContainerEvents, runMaintenance, type Services } from './compose'
 import { createEdgeProxy, parseSiteHost } from './edge/proxy'
+import { viaMcp } from './api/http/doors'
+import { createMcpHandler } from './api/mcp/server'
+import { buildOpenApi } from './api/openapi'
 
 export interface RunningServer {
   server: Server<undefined>
@@ -44,8 +47,21 @@ export function startServer(s: Services): RunningServer {
     const host = request.headers.get('host') ?? ''
     return host !== '' && !isHost(host, siteHost) && parseSiteHost(host, domain) !== null
   }
+  let openapi: ReturnType<typeof buildOpenApi> | undefined
+  const mcp = createMcpHandler({
+    dispatch: (request) => app.handle(request),
+    openapi: () => (openapi ??= buildOpenApi(app, { baseUrl: s.config.server.baseUrl, version: s.status.version, testMode: s.status.testMode })),
+    tag: (request, client) => {
+      s.clients.peers.set(request, client)
+      viaMcp.add(request)
+    },
+    version: s.status.version,
+    siteUrl: s.config.server.siteUrl,
+    log: s.log,
+  })
   const dispatch = (request: Request, srv: Server<undefined>) => {
     if (forSite(request)) return edge.handle(request, s.clients.ofPeer(request, srv.requestIP(request)?.address))
+    if (isMcpPath(request.url)) return mcp.handle(request, s.clients.ofPeer(request, srv.requestIP(request)?.address))
     return app.fetch(request)
   }
   /**
@@ -93,12 +109,20 @@ export function startServer(s: Services): RunningServer {
     async stop() {
       clearTimeout(first)
       unfollow()
+      mcp.close()
       timers.forEach(clearInterval)
       await server.stop()
       await s.jobs.stop()
       runMaintenance(s)
     },
   }
+}
+
+/** True for the MCP endpoint, `/mcp/` or `/mcp`, with or without a query. */
+function isMcpPath(url: string): boolean {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  const path = url.slice(start, url.indexOf('?', start) === -1 ? undefined : url.indexOf('?', start))
+  return path === '/mcp/' || path === '/mcp'
 }
 
 /** True when a Host header names `hostname`, with or without a port. */

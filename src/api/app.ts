@@ -25,6 +25,8 @@ import { jsonBody } from './http/body'
 import { envelope, type MethodLookup } from './http/envelope'
 import { methodLookup } from './http/method-lookup'
 import { operationRenderer } from './http/operation-routes'
+import { viaMcp } from './http/doors'
+import { toolName } from './mcp/tools'
 import type { OperationRef } from '../domain/errors'
 import { strictQuery, type QueryRule } from './http/strict-query'
 import { QUERY_PARAM } from './http/schemas'
@@ -107,7 +109,7 @@ export function createApp(s: ApiDeps) {
   // Elysia) runs TypeBox's interpreted encode on every response, 60-76% of the CPU of
   // GET /plans/ and /auth/whoami/ (bench/, issue 2). Responses are still validated.
   const app: AnyElysia = new Elysia({ name: 'berth', normalize: false, encodeSchema: false })
-    .use(envelope({ log: s.log, methodsFor: (path) => lookup(path), route: (ref) => route(ref) }))
+    .use(envelope({ log: s.log, methodsFor: (path) => lookup(path), route: (ref, request) => (viaMcp.has(request) ? toolName(ref.operation) : route(ref)) }))
     .use(jsonBody(s.config.server.maxBodyBytes, fileBodyLimit))
     .use(strictQuery(() => queryRules))
     .use(plugins)

@@ -3,7 +3,7 @@ import type { Scope } from '../keys/model'
 import type { KeysService, Principal } from '../../domain/keys/service'
 import { requireChangeable, type SiteGuard, type SiteNeed } from '../../domain/sites/guard'
 import type { SiteRow } from '../../store/schema'
-import { ForbiddenError, NotFoundError, UnauthorizedError } from './errors'
+import { forbidden, notFound, op, say, unauthorized } from '../../domain/errors'
 
 /** The OpenAPI extension every operation carries; the route-table test requires it on each route. */
 export const ACCESS_EXTENSION = 'x-berth-access'
@@ -59,7 +59,7 @@ export function access(keys: KeysService, guard: SiteGuard, checkouts: CheckoutP
         if (principal.siteSlug !== null) {
           const slug = (params as Record<string, string | undefined> | undefined)?.tenant_slug
           if (slug === undefined) throw siteKeyOutside(principal.siteSlug)
-          if (slug !== principal.siteSlug) throw new NotFoundError(`No site '${slug}' in your account; this key works only on /sites/${principal.siteSlug}/.`, 'tenant_slug')
+          if (slug !== principal.siteSlug) throw notFound(say`No site '${slug}' in your account; this key works only on its own site, '${principal.siteSlug}' (${op('getSite', { tenant_slug: principal.siteSlug })}).`, 'tenant_slug')
         }
       },
       resolve({ request }): { principal: Principal } {
@@ -116,7 +116,7 @@ export function checkoutSecretOf(request: Request): string | undefined {
 
 /** The principal of an `Authorization: Bearer <key>` header (RFC 6750 section 2.1), else 401. */
 function authenticate(keys: KeysService, header: string | null): Principal {
-  if (!header) throw new UnauthorizedError(`Send your API key as "Authorization: Bearer ${keys.prefix}_..."; POST /auth/register/ gives you one.`)
+  if (!header) throw unauthorized(say`Send your API key as "Authorization: Bearer ${keys.prefix}_..."; ${op('register')} gives you one.`)
   const space = header.indexOf(' ')
   const key = space > 0 && header.slice(0, space).toLowerCase() === 'bearer' ? header.slice(space + 1).trim() : ''
   return keys.authenticate(key)
@@ -124,8 +124,8 @@ function authenticate(keys: KeysService, header: string | null): Principal {
 
 function requireScope(principal: Principal, scope: Scope): void {
   if (!principal.scopes.includes(scope)) {
-    throw new ForbiddenError(`This key lacks the '${scope}' scope; use a key that has it (GET /keys/ lists yours).`)
+    throw forbidden(say`This key lacks the '${scope}' scope; use a key that has it (${op('listKeys')} lists yours).`)
   }
 }
 
-const siteKeyOutside = (slug: string) => new ForbiddenError(`This key works only on /sites/${slug}/...; use an account key here.`)
+const siteKeyOutside = (slug: string) => forbidden(say`This key works only on its own site, '${slug}' (${op('getSite', { tenant_slug: slug })}); use an account key here.`)

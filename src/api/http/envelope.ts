@@ -12,7 +12,7 @@ export type MethodLookup = (path: string) => string[]
  * on failure, with `meta.request_id` also sent as `X-Request-Id`. Handlers return plain data;
  * Response objects (HTML pages, proxied sites) pass through untouched.
  */
-export function envelope(deps: { log: Logger; methodsFor: MethodLookup; route: (ref: OperationRef) => string }) {
+export function envelope(deps: { log: Logger; methodsFor: MethodLookup; route: (ref: OperationRef, request: Request) => string }) {
   return new Elysia({ name: 'envelope' })
     .onRequest(({ set }) => {
       set.headers['x-request-id'] = crypto.randomUUID()
@@ -23,7 +23,7 @@ export function envelope(deps: { log: Logger; methodsFor: MethodLookup; route: (
     })
     .onError({ as: 'global' }, ({ code, error, set, request, path }) => {
       const requestId = (set.headers['x-request-id'] as string | undefined) ?? crypto.randomUUID()
-      const appError = classify(code, error, request.method, path, deps)
+      const appError = classify(code, error, request, path, deps)
       if (appError.status >= 500) {
         deps.log.error('request failed', { request_id: requestId, method: request.method, path, error: errorDetails(error) })
       }
@@ -53,12 +53,13 @@ export function errorResponse(err: AppError, requestId: string): Response {
   })
 }
 
-function classify(code: string | number, error: unknown, method: string, path: string, deps: { methodsFor: MethodLookup; route: (ref: OperationRef) => string }): AppError {
+function classify(code: string | number, error: unknown, request: Request, path: string, deps: { methodsFor: MethodLookup; route: (ref: OperationRef, request: Request) => string }): AppError {
+  const method = request.method
   if (error instanceof AppError) return error
   // The domain's errors, and the driver errors that mean something to the caller (design.md:
   // 503 when Docker is down).
   const domain = asDomainError(error)
-  if (domain) return fromDomainError(domain, deps.route)
+  if (domain) return fromDomainError(domain, (ref) => deps.route(ref, request))
   // Elysia wraps what a parse hook throws (our 400 and 413) in its own ParseError.
   if (code === 'PARSE' && (error as { cause?: unknown }).cause instanceof AppError) return (error as { cause: AppError }).cause
   if (error instanceof ElysiaValidationError) return toValidationError(error)
