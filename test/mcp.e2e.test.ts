@@ -88,7 +88,7 @@ describe('MCP at /mcp/', () => {
     const logs = await call(owner, 'get_site_logs', { tenant_slug: slug, type: 'access', lines: 50 })
     expect(logs.lines.join('\n')).toContain('/hello.html')
     const sites = await owner.readResource({ uri: 'berth://sites' })
-    expect(sites.contents[0]!.text).toContain(slug)
+    expect((sites.contents[0] as { text: string }).text).toContain(slug)
   }, 120_000)
 
   it('recovers a key through the claim tools: the token is written into the site, traded for a site key', async () => {

@@ -5,10 +5,11 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import {
-  CallToolRequestSchema, GetPromptRequestSchema, ListPromptsRequestSchema, ListResourcesRequestSchema, ListResourceTemplatesRequestSchema,
+  CallToolRequestSchema, CompleteRequestSchema, GetPromptRequestSchema, ListPromptsRequestSchema, ListResourcesRequestSchema, ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema, McpError, ErrorCode, ReadResourceRequestSchema, SetLevelRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js'
 import type { Logger } from '../../lib/logger'
+import { SessionEventStore } from './event-store'
 import type { ToolDef, ToolResult } from './tools'
 
 type Caller = { authorization?: string; client: string }
@@ -16,6 +17,10 @@ type Caller = { authorization?: string; client: string }
 export function newTransport(opts: { onsessioninitialized(id: string): void; onsessionclosed(id: string): void }) {
   return new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: () => crypto.randomUUID(),
+    // Resumable SSE streams: each starts with a priming event id, and a client that lost its
+    // stream reconnects with Last-Event-ID after `retry` ms.
+    eventStore: new SessionEventStore(),
+    retryInterval: 1_000,
     onsessioninitialized: opts.onsessioninitialized,
     onsessionclosed: opts.onsessionclosed,
   })
@@ -59,7 +64,7 @@ const PROMPTS = [
 export function newServer(d: { name: string; version: string; instructions: string; catalog(): ToolDef[]; call(name: string, args: Record<string, unknown>, caller: Caller): Promise<ToolResult>; log: Logger }) {
   const server = new Server(
     { name: d.name, title: 'Berth hosting', version: d.version },
-    { capabilities: { tools: { listChanged: false }, resources: { listChanged: false }, prompts: { listChanged: false }, logging: {} }, instructions: d.instructions },
+    { capabilities: { tools: { listChanged: false }, resources: { listChanged: false }, prompts: { listChanged: false }, logging: {}, completions: {} }, instructions: d.instructions },
   )
   const callerOf = (extra: { authInfo?: { extra?: Record<string, unknown> } }): Caller => {
     const e = extra.authInfo?.extra ?? {}
@@ -101,6 +106,20 @@ export function newServer(d: { name: string; version: string; instructions: stri
     const args = (req.params.arguments ?? {}) as Record<string, string>
     for (const a of prompt.arguments) if (a.required && !args[a.name]) throw new McpError(ErrorCode.InvalidParams, `Prompt ${prompt.name} needs the argument '${a.name}': ${a.description}`)
     return { description: prompt.description, messages: [{ role: 'user' as const, content: { type: 'text' as const, text: prompt.text(args) } }] }
+  })
+
+  // Completion of prompt arguments and of the site template's slug: plans from the catalog, the
+  // caller's sites from their key.
+  server.setRequestHandler(CompleteRequestSchema, async (req, extra) => {
+    const { ref, argument } = req.params
+    const wanted = argument.name === 'plan' ? 'plans' : argument.name === 'slug' && ref.type === 'ref/prompt' ? null : argument.name === 'tenant_slug' ? 'sites' : null
+    let values: string[] = []
+    if (wanted) {
+      const result = await d.call(wanted === 'plans' ? 'list_plans' : 'list_sites', {}, callerOf(extra))
+      const items = (result.structuredContent?.items ?? []) as { slug: string }[]
+      values = result.isError ? [] : items.map((i) => i.slug).filter((s) => s.startsWith(argument.value)).slice(0, 100)
+    }
+    return { completion: { values, total: values.length, hasMore: false } }
   })
 
   server.setRequestHandler(SetLevelRequestSchema, async () => ({}))

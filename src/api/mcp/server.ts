@@ -45,6 +45,7 @@ export function createMcpHandler(deps: McpDeps) {
     return { tools, byName: byName! }
   }
   const origin = new URL(deps.siteUrl).origin
+  const allowedHosts = new Set([new URL(deps.siteUrl).hostname.toLowerCase(), ...LOOPBACK_NAMES])
 
   /** Runs one tool as its REST route, with the caller's key and address. */
   const call = async (name: string, args: Record<string, unknown>, auth: { authorization?: string; client: string }): Promise<ToolResult> => {
@@ -73,6 +74,8 @@ export function createMcpHandler(deps: McpDeps) {
     tools: () => catalog().tools,
     call,
     async handle(request: Request, clientAddress: string): Promise<Response> {
+      const refused = rebinding(request, allowedHosts)
+      if (refused) return jsonRpcError(403, -32000, refused)
       sdk ??= import('./sdk')
       const { newTransport, newServer } = await sdk
       const authInfo = { token: '', clientId: clientAddress, scopes: [], extra: { authorization: request.headers.get('authorization') ?? undefined, client: clientAddress } }
@@ -105,6 +108,40 @@ export function createMcpHandler(deps: McpDeps) {
 }
 
 export type McpHandler = ReturnType<typeof createMcpHandler>
+
+const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]']
+
+/**
+ * DNS-rebinding protection (MCP transports, Security Warning): a browser tricked into sending
+ * requests to this server carries a foreign Host or Origin. Only the site URL's host and the
+ * loopback names are accepted, in both headers (the Origin only when sent). Why not, or null.
+ */
+function rebinding(request: Request, allowed: ReadonlySet<string>): string | null {
+  const host = hostnameOf(request.headers.get('host') ?? '')
+  if (!allowed.has(host)) return `Host '${host}' is not this server's; use the address of site_url.`
+  const originHeader = request.headers.get('origin')
+  if (originHeader && originHeader !== 'null') {
+    let originHost: string
+    try {
+      originHost = new URL(originHeader).hostname.toLowerCase()
+    } catch {
+      return 'The Origin header is not a URL.'
+    }
+    if (originHost.startsWith('[') === false && originHost.includes(':')) originHost = `[${originHost}]`
+    if (!allowed.has(originHost)) return `Origin '${originHeader}' may not call this server.`
+  } else if (originHeader === 'null') {
+    return "Origin 'null' may not call this server."
+  }
+  return null
+}
+
+/** The host name of a Host header, lowercase, without its port ([::1] kept bracketed). */
+function hostnameOf(header: string): string {
+  const h = header.trim().toLowerCase()
+  if (h.startsWith('[')) return h.slice(0, h.indexOf(']') + 1)
+  const colon = h.indexOf(':')
+  return colon < 0 ? h : h.slice(0, colon)
+}
 
 function jsonRpcError(status: number, code: number, message: string): Response {
   return new Response(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }), { status, headers: { 'content-type': 'application/json' } })

@@ -87,7 +87,7 @@ export function toolsFromOpenApi(doc: Schema): ToolDef[] {
       for (const name of (body?.required ?? []) as string[]) if (!required.includes(name)) required.push(name)
       const read = method === 'get'
       const name = toolName(op.operationId)
-      const access = op['x-berth-access'] === 'public' ? (op['x-berth-optional-scope'] ? `no key needed (a key with ${op['x-berth-optional-scope']} is optional)` : 'no key needed') : `a key with the ${op['x-berth-access']} scope`
+      const access = op['x-berth-access'] === 'public' ? (op['x-berth-optional-scope'] ? `no key (a key with the ${op['x-berth-optional-scope']} scope is optional)` : 'no key') : `a key with the ${op['x-berth-access']} scope`
       tools.push({
         name,
         title: op.summary ?? name,
