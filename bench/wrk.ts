@@ -14,6 +14,8 @@ export interface WrkTarget {
   /** The server process, so its own CPU time is not counted as contention. */
   pid: number
   headers?: Record<string, string>
+  /** A wrk Lua script (method, body), for POST targets. */
+  script?: string
 }
 
 export interface WrkResult {
@@ -48,6 +50,7 @@ async function runWrk(target: WrkTarget, seconds: number): Promise<WrkResult> {
   const serverBefore = processTicks(target.pid)
   const args = ['wrk', `-t${WRK_SETTINGS.threads}`, `-c${WRK_SETTINGS.connections}`, `-d${seconds}s`, '--latency']
   for (const [name, value] of Object.entries(target.headers ?? {})) args.push('-H', `${name}: ${value}`)
+  if (target.script) args.push('-s', target.script)
   args.push(target.url)
   const proc = track(spawn(args, { stdout: 'pipe', stderr: 'pipe' }))
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])

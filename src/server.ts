@@ -49,10 +49,11 @@ export function startServer(s: Services): RunningServer {
   }
   let openapi: ReturnType<typeof buildOpenApi> | undefined
   const mcp = createMcpHandler({
-    dispatch: (request) => app.handle(request),
+    // A tool call's request takes the same way as one from the listener, the catalog's fast path included.
+    dispatch: (request) => (request.method === 'GET' && isPlansList(request.url) ? Promise.resolve(serializedResponse(checkedPlanList(s.plans), crypto.randomUUID())) : app.handle(request)),
     openapi: () => (openapi ??= buildOpenApi(app, { baseUrl: s.config.server.baseUrl, version: s.status.version, testMode: s.status.testMode })),
-    tag: (request, client) => {
-      s.clients.peers.set(request, client)
+    tag: (request, outer) => {
+      s.clients.outer.set(request, outer)
       viaMcp.add(request)
     },
     version: s.status.version,
@@ -61,7 +62,7 @@ export function startServer(s: Services): RunningServer {
   })
   const dispatch = (request: Request, srv: Server<undefined>) => {
     if (forSite(request)) return edge.handle(request, s.clients.ofPeer(request, srv.requestIP(request)?.address))
-    if (isMcpPath(request.url)) return mcp.handle(request, s.clients.ofPeer(request, srv.requestIP(request)?.address))
+    if (isMcpPath(request.url)) return mcp.handle(request)
     return app.fetch(request)
   }
   /**
@@ -116,6 +117,13 @@ export function startServer(s: Services): RunningServer {
       runMaintenance(s)
     },
   }
+}
+
+/** True for GET /api/v1/plans/ (or without the slash) with no query: the catalog's fast path. */
+function isPlansList(url: string): boolean {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  const path = url.slice(start)
+  return path === '/api/v1/plans/' || path === '/api/v1/plans'
 }
 
 /** True for the MCP endpoint, `/mcp/` or `/mcp`, with or without a query. */

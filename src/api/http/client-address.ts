@@ -10,6 +10,8 @@ export class ClientAddress {
   private ranges: [ipaddr.IPv4 | ipaddr.IPv6, number][]
   /** Peer addresses set by hand, for requests that did not come through the listener (tests). */
   readonly peers = new WeakMap<Request, string>()
+  /** Requests made in-process on behalf of another (an MCP tool call's): they come from its client. */
+  readonly outer = new WeakMap<Request, Request>()
   private listener: { requestIP(request: Request): { address: string } | null } | undefined
 
   constructor(trustedProxies: string[], private fallbackPeer = '127.0.0.1') {
@@ -30,6 +32,8 @@ export class ClientAddress {
 
   /** The client's address, normalised (IPv4-mapped IPv6 becomes IPv4). */
   of(request: Request): string {
+    const outer = this.outer.get(request)
+    if (outer) return this.of(outer)
     return this.ofPeer(request, this.peers.get(request) ?? this.listener?.requestIP(request)?.address)
   }
 

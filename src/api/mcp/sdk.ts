@@ -12,13 +12,16 @@ import type { Logger } from '../../lib/logger'
 import { SessionEventStore } from './event-store'
 import type { ToolDef, ToolResult } from './tools'
 
-type Caller = { authorization?: string; client: string }
+import type { Caller } from './server'
 
 export function newTransport(opts: { onsessioninitialized(id: string): void; onsessionclosed(id: string): void }) {
   return new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: () => crypto.randomUUID(),
-    // Resumable SSE streams: each starts with a priming event id, and a client that lost its
-    // stream reconnects with Last-Event-ID after `retry` ms.
+    // A tool call's answer is one JSON reply: every operation answers at once (slow work runs as
+    // jobs the agent polls), so a stream per call would only cost time. The GET stream for
+    // server messages stays SSE and resumable: events carry ids, and a client that lost it
+    // reconnects with Last-Event-ID after `retry` ms.
+    enableJsonResponse: true,
     eventStore: new SessionEventStore(),
     retryInterval: 1_000,
     onsessioninitialized: opts.onsessioninitialized,
@@ -66,10 +69,7 @@ export function newServer(d: { name: string; version: string; instructions: stri
     { name: d.name, title: 'Berth hosting', version: d.version },
     { capabilities: { tools: { listChanged: false }, resources: { listChanged: false }, prompts: { listChanged: false }, logging: {}, completions: {} }, instructions: d.instructions },
   )
-  const callerOf = (extra: { authInfo?: { extra?: Record<string, unknown> } }): Caller => {
-    const e = extra.authInfo?.extra ?? {}
-    return { authorization: e.authorization as string | undefined, client: (e.client as string | undefined) ?? '127.0.0.1' }
-  }
+  const callerOf = (extra: { authInfo?: { extra?: Record<string, unknown> } }): Caller => extra.authInfo!.extra as unknown as Caller
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: d.catalog().map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema, annotations: t.annotations })),

@@ -148,21 +148,39 @@ export class ToolInputError extends Error {
   }
 }
 
+/**
+ * The tool result of the REST answer as JSON text, built around the envelope's `data` bytes
+ * without parsing and serializing them again (the hot path of MCP: bench/mcp.ts). The envelope
+ * is always `{"ok":true,"data":...,"meta":{...}}` (api/http/envelope.ts).
+ */
+export async function resultJsonOf(res: Response): Promise<string> {
+  const text = await res.text()
+  const start = text.startsWith('{"ok":true,"data":') ? 18 : -1
+  const end = text.lastIndexOf(',"meta":{')
+  if (start < 0 || end < start) return JSON.stringify(parsedResult(text, res.status))
+  const data = text.slice(start, end)
+  const structured = data.startsWith('{') ? data : `{"items":${data}}`
+  return `{"content":[{"type":"text","text":${JSON.stringify(data)}}],"structuredContent":${structured}}`
+}
+
 /** The tool result of the REST answer: `data` as structured content, or the error with isError. */
 export async function resultOf(res: Response): Promise<ToolResult> {
-  const text = await res.text()
+  return JSON.parse(await resultJsonOf(res)) as ToolResult
+}
+
+function parsedResult(text: string, status: number): ToolResult {
   let envelope: { ok?: boolean; data?: unknown; error?: { code: string; message: string; param: string | null } }
   try {
     envelope = JSON.parse(text)
   } catch {
-    return errorResult('INTERNAL_ERROR', `The operation answered ${res.status} without the envelope; retry.`, null)
+    return errorResult('INTERNAL_ERROR', `The operation answered ${status} without the envelope; retry.`, null)
   }
   if (envelope.ok) {
     const data = envelope.data
     const structured = data !== null && typeof data === 'object' && !Array.isArray(data) ? (data as Record<string, unknown>) : { items: data }
     return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: structured }
   }
-  const e = envelope.error ?? { code: 'INTERNAL_ERROR', message: `The operation answered ${res.status}.`, param: null }
+  const e = envelope.error ?? { code: 'INTERNAL_ERROR', message: `The operation answered ${status}.`, param: null }
   return errorResult(e.code, e.message, e.param)
 }
 
