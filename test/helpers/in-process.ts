@@ -14,6 +14,8 @@ export interface CallOptions {
   body?: unknown
   /** Sent as-is when a string, JSON-encoded otherwise. */
   rawBody?: string
+  /** Sent as these exact bytes (for bodies that are not valid UTF-8). */
+  rawBytes?: Uint8Array<ArrayBuffer>
   key?: string
   headers?: Record<string, string>
 }
@@ -51,7 +53,7 @@ export function inProcess(options: { env?: Record<string, string>; file?: string
   async function call(method: string, path: string, opts: CallOptions = {}): Promise<CallResult> {
     const headers: Record<string, string> = { ...opts.headers }
     if (opts.key) headers.authorization = `Bearer ${opts.key}`
-    let body: string | undefined = opts.rawBody
+    let body: string | Uint8Array<ArrayBuffer> | undefined = opts.rawBytes ?? opts.rawBody
     if (opts.body !== undefined) {
       body = JSON.stringify(opts.body)
       headers['content-type'] ??= 'application/json'

@@ -1,10 +1,10 @@
 import { t } from 'elysia'
 import { KeyName, ScopeSchema } from '../keys/model'
-import { Body, Nullable, Uuid } from '../http/schemas'
+import { Body, Nullable, Text, Uuid } from '../http/schemas'
 import { Whoami } from '../../domain/auth/views'
 export { Whoami }
 
 export const RegisterBody = Body({
   name: t.Optional(KeyName),
-  email: t.Optional(t.String({ format: 'email', maxLength: 254, description: 'Optional contact address for the account.' })),
+  email: t.Optional(Text({ format: 'email', maxLength: 254, description: 'Optional contact address for the account.' })),
 })

@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { SLUG_PATTERN } from '../../domain/slugs'
-import { Body, DateTime, Nullable, Query, Uuid } from '../http/schemas'
+import { Body, DateTime, Nullable, Query, Text, Uuid } from '../http/schemas'
 import { CheckoutSession } from '../../domain/checkout/views'
 export { CheckoutSession }
 
@@ -8,17 +8,17 @@ export const CHECKOUT_STATUSES = ['not_ready', 'ready', 'awaiting_payment', 'in_
 export type CheckoutStatus = (typeof CHECKOUT_STATUSES)[number]
 
 export const CreateCheckoutBody = Body({
-  sku: t.String({ minLength: 1, maxLength: 100, description: 'From GET /plans/: plan.skus.monthly or plan.skus.annual.' }),
+  sku: Text({ minLength: 1, maxLength: 100, description: 'From GET /plans/: plan.skus.monthly or plan.skus.annual.' }),
 })
 
 export const UpdateCheckoutBody = Body({
-  buyer_email: t.Optional(t.String({ format: 'email', maxLength: 254 })),
+  buyer_email: t.Optional(Text({ format: 'email', maxLength: 254, description: 'Where receipts go.' })),
   requested_slug: t.Optional(t.String({ pattern: SLUG_PATTERN, minLength: 3, maxLength: 50, error: 'must be 3 to 50 lowercase letters, digits and hyphens, starting and ending with a letter or digit' })),
 })
 
 export const CompleteCheckoutBody = Body({
   payment_method: t.Optional(t.Union([t.Literal('processor_checkout'), t.Literal('processor_payment_method')], { description: 'Default processor_checkout (a hosted payment page).' })),
-  payment_method_id: t.Optional(t.String({ minLength: 1, maxLength: 200, description: 'Required for processor_payment_method; in test mode pm_card_visa or pm_card_mastercard pay, pm_card_visa_chargeDeclined declines.' })),
+  payment_method_id: t.Optional(Text({ minLength: 1, maxLength: 200, description: 'Required for processor_payment_method; in test mode pm_card_visa or pm_card_mastercard pay, pm_card_visa_chargeDeclined declines.' })),
 })
 
 export const CheckoutParams = t.Object({ checkout_id: Uuid() })

@@ -1,13 +1,13 @@
 import { t } from 'elysia'
 import { ScopeSchema } from '../../domain/enums'
-import { Body, DateTime } from '../http/schemas'
+import { Body, DateTime, Text } from '../http/schemas'
 import { ClaimRequested, ClaimedKey } from '../../domain/claims/views'
 export { ClaimRequested, ClaimedKey }
 
 export const ClaimRequestBody = Body({
-  site_slug: t.String({ minLength: 1, maxLength: 100, description: 'The site whose files you can read.' }),
+  site_slug: Text({ minLength: 1, maxLength: 100, description: 'The site whose files you can read.' }),
 })
 
 export const ClaimBody = Body({
-  claim_token: t.String({ minLength: 1, maxLength: 200, description: 'The contents of the token file, without the trailing newline.' }),
+  claim_token: Text({ minLength: 1, maxLength: 200, description: 'The contents of the token file, without the trailing newline.' }),
 })

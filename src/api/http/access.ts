@@ -83,7 +83,9 @@ export function access(keys: KeysService, guard: SiteGuard, checkouts: CheckoutP
       detail: { [SITE_EXTENSION]: need } as DocumentDecoration,
       // Ownership before validation: another account's site is 404 whatever the body or query.
       transform({ request, params }) {
-        const slug = (params as Record<string, string>).tenant_slug!
+        const slug = (params as Record<string, string | null>).tenant_slug
+        // Not even a string (broken percent-encoding): validation answers what is wrong with it.
+        if (typeof slug !== 'string') return
         sites.set(request, guard.require(principalOf(request), slug, 'owned'))
       },
       // Its state after validation, as the operation's own checks: 409 for a valid request only.

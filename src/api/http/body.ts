@@ -6,6 +6,7 @@ export type RouteBodyLimit = (path: string) => { bytes: number; param: string } 
 
 /**
  * Parses every request body as JSON, whatever its Content-Type (agents often forget the header),
+ * after decoding it as strict UTF-8 (400 for any other bytes),
  * enforcing a byte limit before the body is read when Content-Length is given and while it is read
  * when it is chunked. An empty body is `{}`, so routes whose fields are all optional need none.
  * `routeLimit` raises the limit for the few routes that carry file content; their 413 names
@@ -33,7 +34,7 @@ async function readLimited(request: Request, limit: number, param: string | null
   if (declared !== null) {
     if (!/^\d+$/.test(declared)) throw new BadRequestError('Content-Length must be a whole number of bytes.')
     if (Number(declared) > limit) throw tooLarge(`${declared} bytes`, limit, param)
-    return request.text()
+    return utf8(new Uint8Array(await request.arrayBuffer()))
   }
   if (!request.body) return ''
   const reader = request.body.getReader()
@@ -49,8 +50,23 @@ async function readLimited(request: Request, limit: number, param: string | null
     }
     chunks.push(value)
   }
-  return new TextDecoder().decode(Buffer.concat(chunks))
+  return utf8(Buffer.concat(chunks))
 }
+
+/**
+ * The body as text, strictly: bytes that are not UTF-8 answer 400 instead of being decoded with
+ * U+FFFD replacements and acted on (a folder named with replacement characters). A leading
+ * UTF-8 byte order mark is dropped, as JSON parsers may (RFC 8259 section 8.1).
+ */
+function utf8(bytes: Uint8Array): string {
+  try {
+    return STRICT_UTF8.decode(bytes)
+  } catch {
+    throw new BadRequestError('The body is not valid UTF-8; send JSON text encoded as UTF-8.')
+  }
+}
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true })
 
 /**
  * Deeper nesting than any route accepts. Checked on the text before parsing: validators and

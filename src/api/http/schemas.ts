@@ -69,3 +69,18 @@ export const Body = <T extends TProperties>(properties: T, options: { descriptio
  * instead of deleting the site.
  */
 export const NoBody = Body({}, { description: 'None: send no body, or {}.' })
+
+/**
+ * Plain text (names, labels, identifiers, emails): no control characters (C0 including tab and
+ * newline, DEL, C1) and no unpaired UTF-16 surrogates (`\ud800` in JSON), which would print as
+ * garbage, reach logs as escape sequences, or turn into U+FFFD on the way to storage. 422 naming
+ * the field otherwise. The pattern reads the same with and without the regex `u` flag.
+ */
+export const TEXT_PATTERN = '^(?:[^\\u0000-\\u001F\\u007F-\\u009F\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])*$'
+const TEXT_REGEX = new RegExp(TEXT_PATTERN)
+
+/** True when `value` holds a character `Text` refuses (validation.ts names the reason). */
+export const notPlainText = (value: string) => !TEXT_REGEX.test(value)
+
+export const Text = (options: { minLength?: number; maxLength: number; description?: string; format?: 'email'; examples?: string[] }) =>
+  t.String({ ...options, pattern: TEXT_PATTERN })

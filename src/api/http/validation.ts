@@ -1,6 +1,6 @@
 import type { ValidationError as ElysiaValidationError } from 'elysia'
 import { ValidationError } from './errors'
-import { QUERY_PARAM } from './schemas'
+import { notPlainText, QUERY_PARAM, TEXT_PATTERN } from './schemas'
 
 interface SchemaLike {
   type?: string
@@ -72,6 +72,7 @@ function describe(label: string, value: unknown, declared: SchemaLike, where: st
   switch (schema.type) {
     case 'string':
       if (typeof value !== 'string') return `${field} must be a string${got}.`
+      if (schema.pattern === TEXT_PATTERN && notPlainText(value)) return `${field} must be plain text: no control characters (NUL, tab, newline, ESC...) and no unpaired surrogates${got}.`
       if (schema.format === 'uuid') return `${field} must be a UUID such as 123e4567-e89b-42d3-a456-426614174000${got}.`
       if (schema.format === 'email') return `${field} must be an email address${got}.`
       if (schema.minLength !== undefined && value.length < schema.minLength) return schema.minLength === 1 ? `${field} must not be empty.` : `${field} must be at least ${schema.minLength} characters${got}.`

@@ -1,12 +1,12 @@
 import { t, type Static } from 'elysia'
 import { ScopeSchema } from '../../domain/enums'
-import { Body, DateTime, Nullable, Query, Uuid } from '../http/schemas'
+import { Body, DateTime, Nullable, Query, Text, Uuid } from '../http/schemas'
 import { ApiKeyCreated, KeyListItem } from '../../domain/keys/views'
 export { ApiKeyCreated, KeyListItem }
 
 export { SCOPES, ScopeSchema, type Scope } from '../../domain/enums'
 
-export const KeyName = t.String({ minLength: 1, maxLength: 100, description: 'A label for the key, shown in listings.' })
+export const KeyName = Text({ minLength: 1, maxLength: 100, description: 'A label for the key, shown in listings.' })
 
 export const CreateKeyBody = Body({
   name: t.Optional(KeyName),

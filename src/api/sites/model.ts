@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { SLUG_PATTERN } from '../../domain/slugs'
-import { Body, DateTime, Nullable, Uuid } from '../http/schemas'
+import { Body, DateTime, Nullable, Text, Uuid } from '../http/schemas'
 import { HostingTypeSchema } from '../../domain/enums'
 import { Site } from '../../domain/sites/views'
 export { Site }
@@ -13,5 +13,5 @@ export const CreateSiteBody = Body({
 })
 
 export const ScaleBody = Body({
-  new_plan: t.String({ minLength: 1, maxLength: 100, description: 'Slug of an active plan (GET /plans/); the site and its subscription move to it.' }),
+  new_plan: Text({ minLength: 1, maxLength: 100, description: 'Slug of an active plan (GET /plans/); the site and its subscription move to it.' }),
 })

@@ -6,6 +6,14 @@ import type { RestoreGuard } from '../archives/restore-guard'
 import { conflict, DomainError, invalid, notFound, op, say, tooLarge } from '../errors'
 import { FILE_LIMITS } from './limits'
 
+/**
+ * Text that UTF-8 can carry: an unpaired surrogate (`\ud800` in JSON) would be stored as U+FFFD, a
+ * different name or content than the one sent. invalid (422) naming the field instead.
+ */
+function wellFormed(value: string, field: string): void {
+  if (!value.isWellFormed()) throw invalid(field, `'${field}' has an unpaired surrogate (such as \\ud800 in JSON), which UTF-8 cannot store; send well-formed Unicode text.`)
+}
+
 /** Standard base64 (RFC 4648 section 4), padding optional. */
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
 
@@ -27,14 +35,18 @@ export class FilesService {
   ) {}
 
   list(site: SiteRow, path = '') {
+    wellFormed(path, 'path')
     return this.inHome(site.slug, 'path', (home) => home.list(path, FILE_LIMITS.listEntries))
   }
 
   read(site: SiteRow, path: string) {
+    wellFormed(path, 'path')
     return this.inHome(site.slug, 'path', (home) => home.read(path, FILE_LIMITS.readBytes))
   }
 
   write(site: SiteRow, input: { path: string; content: string }) {
+    wellFormed(input.path, 'path')
+    wellFormed(input.content, 'content')
     const size = Buffer.byteLength(input.content, 'utf8')
     if (size > FILE_LIMITS.writeBytes) {
       throw tooLarge(say`content is ${size} bytes in UTF-8; writes take at most ${FILE_LIMITS.writeBytes}. Use ${op('uploadFile', { tenant_slug: site.slug })} (up to ${FILE_LIMITS.uploadBytes} bytes) for larger files.`, 'content')
@@ -43,15 +55,18 @@ export class FilesService {
   }
 
   upload(site: SiteRow, input: { path: string; content_b64: string }) {
+    wellFormed(input.path, 'path')
     const data = decodeBase64(input.content_b64)
     return this.change(site, 'content_b64', (home) => home.write(input.path, data))
   }
 
   mkdir(site: SiteRow, input: { path: string }) {
+    wellFormed(input.path, 'path')
     return this.change(site, 'path', (home) => home.mkdir(input.path))
   }
 
   delete(site: SiteRow, input: { path: string }) {
+    wellFormed(input.path, 'path')
     return this.change(site, 'path', (home) => home.remove(input.path))
   }
 

@@ -39,7 +39,7 @@ export function parsePublicKey(input: string): PublicKey {
   if (/-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/.test(text)) throw new PublicKeyError('This is a private key; keep it secret and send the public key line instead (the .pub file beside it).')
   if (/[\r\n]/.test(text)) throw new PublicKeyError('Send exactly one public key line; this has several lines (install keys one at a time).')
   // Control characters have no place in a key line and could end it early in the file.
-  if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(text)) throw new PublicKeyError('The key line holds control characters; send the line as ssh-keygen wrote it.')
+  if (/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/.test(text) || !text.isWellFormed()) throw new PublicKeyError('The key line holds control characters or broken text; send the line as ssh-keygen wrote it.')
   const { options, rest } = splitOptions(text.trim())
   const [type, blob, ...commentParts] = rest.split(/[ \t]+/)
   if (!type || !TYPES.has(type)) throw new PublicKeyError(`Unsupported key type '${type ?? ''}'; use ssh-ed25519, ssh-rsa (${MIN_RSA_BITS} bits or more) or ecdsa-sha2-nistp256/384/521.`)
