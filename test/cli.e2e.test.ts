@@ -59,6 +59,12 @@ describe('berth command line', () => {
     expect(run([...base, '--track', 'agency', '--ai-modules', 'mindreading']).code).toBe(2)
     expect(run(['plans', 'add', '--data-dir', dataDir, '--slug', 'starter', '--name', 'Dup', '--track', 'agency', '--hosting-type', 'vps', '--monthly', '5']).code).toBe(2)
     expect(run(['plans', 'deprecate', 'no-such-plan', '--data-dir', dataDir]).code).toBe(2)
+    // A plan name is shown on pages and in answers: plain text only (issue 9).
+    for (const name of ['Ok\u001b[31m', 'Ok\nplan', 'Ok\u0007', 'Ok\u0085']) {
+      const bad = run(['plans', 'add', '--data-dir', dataDir, '--slug', 'ok-plan', '--name', name, '--track', 'agency', '--hosting-type', 'vps', '--monthly', '5'])
+      expect(bad.code, JSON.stringify(name)).toBe(2)
+      expect(bad.err).toContain('--name must be plain text')
+    }
     const list = JSON.parse(run(['plans', 'list', '--json', '--data-dir', dataDir]).out)
     expect(list.map((p: { slug: string }) => p.slug)).not.toContain('ok-plan')
     expect(list.find((p: { slug: string }) => p.slug === 'starter').name).toBe('Starter')

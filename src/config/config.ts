@@ -244,7 +244,7 @@ export function checkPlans(input: unknown, file: string | null): PlanSeed[] {
     const modules = p.ai_modules ?? []
     if (!Array.isArray(modules) || modules.some((m) => !AI_MODULES.includes(m))) fail('ai_modules', `must list only ${AI_MODULES.join(', ')}`)
     return {
-      slug, name: str('name'), track, hosting_type: hostingType,
+      slug, name: plainName(str('name'), () => fail('name', 'must be plain text, at most 100 characters: no control characters (tab, newline, ESC...) and no unpaired surrogates')), track, hosting_type: hostingType,
       price_monthly: price as number,
       price_annual: typeof p.price_annual === 'number' ? p.price_annual : undefined,
       max_sites: int('max_sites', 1),
@@ -259,3 +259,9 @@ export function checkPlans(input: unknown, file: string | null): PlanSeed[] {
 const PLAN_FIELDS = ['slug', 'name', 'track', 'hosting_type', 'price_monthly', 'price_annual', 'max_sites', 'ai_modules', 'free_domain_annual', 'memory_mb', 'cpu_cores', 'disk_gb', 'deprecated']
 
 export const PLAN_SLUG = /^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$/
+
+/** A plan's display name as it may appear on pages and in answers: plain text, at most 100 characters. */
+function plainName(name: string, fail: () => never): string {
+  if (name.length > 100 || /[\u0000-\u001f\u007f-\u009f]/.test(name) || !name.isWellFormed()) fail()
+  return name
+}
