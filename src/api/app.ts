@@ -110,7 +110,7 @@ export function createApp(s: ApiDeps) {
   // GET /plans/ and /auth/whoami/ (bench/, issue 2). Responses are still validated.
   const app: AnyElysia = new Elysia({ name: 'berth', normalize: false, encodeSchema: false })
     .use(envelope({ log: s.log, methodsFor: (path) => lookup(path), route: (ref, request) => (viaMcp.has(request) ? toolName(ref.operation) : route(ref)) }))
-    .use(jsonBody(s.config.server.maxBodyBytes, fileBodyLimit))
+    .use(jsonBody(s.config.server.maxBodyBytes, fileBodyLimit, (path) => /^\/pay\/[^/]+\/$/.test(path)))
     .use(strictQuery(() => queryRules))
     .use(plugins)
     .use(api)

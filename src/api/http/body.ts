@@ -12,11 +12,16 @@ export type RouteBodyLimit = (path: string) => { bytes: number; param: string } 
  * `routeLimit` raises the limit for the few routes that carry file content; their 413 names
  * the field that holds it.
  */
-export function jsonBody(limitBytes: number, routeLimit: RouteBodyLimit = () => undefined) {
+export function jsonBody(limitBytes: number, routeLimit: RouteBodyLimit = () => undefined, formRoute: (path: string) => boolean = () => false) {
   return new Elysia({ name: 'json-body' }).onParse({ as: 'global' }, async ({ request, path }) => {
     if (request.method === 'GET' || request.method === 'HEAD' || request.method === 'OPTIONS') return
     const route = routeLimit(path)
     const text = await readLimited(request, route ? Math.max(route.bytes, limitBytes) : limitBytes, route?.param ?? null)
+    // The one HTML form Berth serves (the test processor's payment page) posts url-encoded
+    // fields; only its route reads them, and only when the form says that is what it sends.
+    if (formRoute(path) && (request.headers.get('content-type') ?? '').startsWith('application/x-www-form-urlencoded')) {
+      return Object.fromEntries(new URLSearchParams(text))
+    }
     if (text.trim() === '') return {}
     if (nestingDepth(text) > MAX_DEPTH) {
       throw new BadRequestError(`The body nests arrays or objects more than ${MAX_DEPTH} levels deep; no route takes anything near that.`)

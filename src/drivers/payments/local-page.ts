@@ -3,17 +3,20 @@ import type { HostedSessionInfo } from './local'
 const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
 /**
- * The built-in processor's hosted payment page: a real card form, plainly marked TEST MODE. The
- * Pay button posts JSON to ./confirm and shows the outcome; no real card is ever accepted.
+ * The built-in processor's hosted payment page: a real card form, plainly marked TEST MODE; no
+ * real card is ever accepted. The form posts itself (method post, back to this page, with a CSRF
+ * token), so it pays without scripts and card fields never travel in a URL; with scripts, the
+ * Pay button posts JSON to ./confirm instead and shows the outcome in place. `error` is the
+ * outcome of a form post that did not pay, shown above the form.
  */
-export function renderPaymentPage(ref: string, session: HostedSessionInfo | null): string {
+export function renderPaymentPage(ref: string, session: HostedSessionInfo | null, opts: { csrf?: string; error?: string } = {}): string {
   const body = !session
     ? '<h1>Payment page not found</h1><p>This link is wrong or has expired.</p>'
     : session.state === 'paid' || session.state === 'processing'
       ? paidBlock()
       : session.state === 'closed'
         ? '<h1>This checkout is closed</h1><p>It was canceled or expired. Start a new checkout.</p>'
-        : form(ref, session)
+        : form(ref, session, opts.csrf ?? '', opts.error)
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${session ? 'Pay ' + money(session) : 'Payment'} · Berth (test mode)</title>
@@ -36,16 +39,17 @@ code{background:#eef0f4;padding:0 .3rem;border-radius:4px}
 
 const money = (s: HostedSessionInfo) => `${(s.amountCents / 100).toFixed(2)} ${s.currency}`
 
-function form(ref: string, s: HostedSessionInfo): string {
+function form(ref: string, s: HostedSessionInfo, csrf: string, error?: string): string {
   return `<p class="muted">Berth hosting</p>
 <div class="amount" data-testid="amount">${escape(money(s))}</div>
 <p>${escape(s.description)}</p>
-<form id="pay" novalidate>
+<form id="pay" method="post" action="${escape(`/pay/${ref}/`)}" novalidate>
+<input type="hidden" name="csrf" value="${escape(csrf)}">
 <label for="card">Card number</label><input id="card" name="card" inputmode="numeric" autocomplete="cc-number" placeholder="4242 4242 4242 4242" required>
 <div class="row"><div><label for="exp">Expiry (MM/YY)</label><input id="exp" name="exp" placeholder="12/34" autocomplete="cc-exp" required></div>
 <div><label for="cvc">CVC</label><input id="cvc" name="cvc" inputmode="numeric" placeholder="123" autocomplete="cc-csc" required></div></div>
 <button id="submit" type="submit">Pay ${escape(money(s))}</button>
-<div class="error" id="message" role="alert"></div>
+<div class="error" id="message" role="alert">${error ? escape(error) : ''}</div>
 </form>
 <p class="muted">Test cards: <code>4242 4242 4242 4242</code> pays, <code>4000 0000 0000 0002</code> is declined. Any future expiry and any 3-digit CVC.</p>
 <script>
