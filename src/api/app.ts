@@ -26,7 +26,9 @@ import { envelope, type MethodLookup } from './http/envelope'
 import { methodLookup } from './http/method-lookup'
 import { operationRenderer } from './http/operation-routes'
 import { viaMcp } from './http/doors'
-import { toolName } from './mcp/tools'
+import { toolName, toolsFromOpenApi, type ToolDef } from './mcp/tools'
+import { discoveryRoutes } from './discovery/routes'
+import { LOCAL_PAYMENT_METHODS } from '../drivers/payments/local'
 import type { OperationRef } from '../domain/errors'
 import { strictQuery, type QueryRule } from './http/strict-query'
 import { QUERY_PARAM } from './http/schemas'
@@ -105,6 +107,8 @@ export function createApp(s: ApiDeps) {
     .use(archiveRoutes(plugins, s.archives))
 
   let openapi: ReturnType<typeof buildOpenApi> | undefined
+  const document = () => (openapi ??= buildOpenApi(app, { baseUrl: s.config.server.baseUrl, version: s.status.version, testMode: s.status.testMode }))
+  let tools: ToolDef[] | undefined
   // encodeSchema off: with it, any response schema holding a t.Integer (a transform type in
   // Elysia) runs TypeBox's interpreted encode on every response, 60-76% of the CPU of
   // GET /plans/ and /auth/whoami/ (bench/, issue 2). Responses are still validated.
@@ -115,7 +119,11 @@ export function createApp(s: ApiDeps) {
     .use(plugins)
     .use(api)
     .use(payRoutes(plugins, s.processor))
-    .get('/api/v1/openapi.json', () => Response.json((openapi ??= buildOpenApi(app, { baseUrl: s.config.server.baseUrl, version: s.status.version, testMode: s.status.testMode }))), {
+    .use(discoveryRoutes({ config: s.config, status: s.status, plans: s.plans, tools: () => (tools ??= toolsFromOpenApi(document())), testPaymentMethods: LOCAL_PAYMENT_METHODS }))
+    // The API's root names no resource: it sends an agent that opens base_url to the document
+    // that describes everything under it.
+    .get('/api/v1/', () => new Response(null, { status: 302, headers: { location: '/api/v1/openapi.json' } }), { public: true, detail: { hide: true } })
+    .get('/api/v1/openapi.json', () => Response.json(document()), {
       public: true,
       detail: { hide: true },
     })
@@ -137,7 +145,7 @@ export type App = ReturnType<typeof createApp>
 function queryRulesOf(routes: { method: string; path: string; hooks: unknown }[]): Map<string, QueryRule> {
   const rules = new Map<string, QueryRule>()
   for (const r of routes) {
-    if (!r.path.startsWith('/api/v1/') || r.path.startsWith('/api/v1/openapi') || r.path.startsWith('/api/v1/docs')) continue
+    if (!r.path.startsWith('/api/v1/') || r.path.startsWith('/api/v1/openapi') || r.path.startsWith('/api/v1/docs') || r.path === '/api/v1/') continue
     const query = (r.hooks as { query?: { properties?: Record<string, Record<string, unknown>> } }).query
     const integers = new Set(Object.entries(query?.properties ?? {}).filter(([, schema]) => schema[QUERY_PARAM] !== undefined).map(([name]) => name))
     if (!query || integers.size > 0) rules.set(`${r.method} ${r.path}`, { none: !query, integers })

@@ -21,7 +21,7 @@ export interface Config {
     provider: string
     logLevel: 'error' | 'warn' | 'info' | 'debug'
   }
-  brand: { prefix: string }
+  brand: { prefix: string; name: string; contactEmail: string }
   sites: { domain: string }
   payments: { processor: 'local' }
   containers: {
@@ -176,7 +176,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       provider: get<string>('server.provider'),
       logLevel: get<Config['server']['logLevel']>('server.log_level'),
     },
-    brand: { prefix: get<string>('brand.prefix') },
+    brand: { prefix: get<string>('brand.prefix'), name: get<string>('brand.name'), contactEmail: get<string>('brand.contact_email') },
     sites: { domain: get<string>('sites.domain').toLowerCase() },
     payments: { processor: get<'local'>('payments.processor') },
     containers: {

@@ -1,3 +1,4 @@
+import { escapeHtml } from '../lib/html'
 import type { SiteState } from './types'
 
 /** Why the edge answered itself instead of the site's container. */
@@ -50,8 +51,4 @@ export function renderPage(kind: PageKind, host: string, siteUrl: string): Statu
 /** A fresh Response for a rendered page. */
 export function pageResponse(page: StatusPage): Response {
   return new Response(page.body, { status: page.status, headers: page.headers })
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 }

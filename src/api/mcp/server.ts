@@ -1,4 +1,5 @@
 import type { Logger } from '../../lib/logger'
+import { INSTRUCTIONS } from './catalog'
 import { errorResult, requestFor, resultJsonOf, ToolInputError, toolsFromOpenApi, type ToolDef, type ToolResult } from './tools'
 
 /** What the MCP door needs: the REST app to dispatch to, its document, and who the caller is. */
@@ -34,7 +35,6 @@ interface Session {
   lastSeen: number
 }
 
-const INSTRUCTIONS = `Berth sells and runs web hosting for agents. Flow: list_plans; register (gives an API key; send it as "Authorization: Bearer <key>" on the MCP HTTP requests); create_checkout with a SKU; update_checkout with requested_slug (and buyer_email); complete_checkout with payment_method "processor_payment_method" and payment_method_id (pm_card_visa in test mode); poll get_site until status is active; then write_file, deploy_site, get_site_logs and the other site tools. Every tool mirrors one REST route; errors come back with isError and the API's code, message and param, and say what to do next.`
 
 /**
  * MCP over Streamable HTTP at /mcp/ (and /mcp), in the same listener as the API, with the

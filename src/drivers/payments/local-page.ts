@@ -1,6 +1,6 @@
 import type { HostedSessionInfo } from './local'
 
-const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+import { escapeHtml as escape } from '../../lib/html'
 
 /**
  * The built-in processor's hosted payment page: a real card form, plainly marked TEST MODE; no
