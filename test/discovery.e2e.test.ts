@@ -63,6 +63,8 @@ describe('discovery documents of the binary', () => {
     // Each document links to the others and to the API's own documents.
     for (const path of [...Object.keys(DOCUMENTS), '/api/v1/openapi.json', '/logo.svg', '/mcp/']) expect(links, path).toContain(`${berth.url}${path}`)
     for (const link of links) {
+      // api_base_url is a base agents append paths to (ACP discovery), not a document.
+      if (link === `${berth.url}/api/v1`) continue
       if (new URL(link).pathname === '/mcp/') {
         // The MCP endpoint answers POSTs: an initialize is its 200.
         const init = await fetch(link, {

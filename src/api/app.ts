@@ -120,9 +120,6 @@ export function createApp(s: ApiDeps) {
     .use(api)
     .use(payRoutes(plugins, s.processor))
     .use(discoveryRoutes({ config: s.config, status: s.status, plans: s.plans, tools: () => (tools ??= toolsFromOpenApi(document())), testPaymentMethods: LOCAL_PAYMENT_METHODS }))
-    // The API's root names no resource: it sends an agent that opens base_url to the document
-    // that describes everything under it.
-    .get('/api/v1/', () => new Response(null, { status: 302, headers: { location: '/api/v1/openapi.json' } }), { public: true, detail: { hide: true } })
     .get('/api/v1/openapi.json', () => Response.json(document()), {
       public: true,
       detail: { hide: true },
@@ -145,7 +142,7 @@ export type App = ReturnType<typeof createApp>
 function queryRulesOf(routes: { method: string; path: string; hooks: unknown }[]): Map<string, QueryRule> {
   const rules = new Map<string, QueryRule>()
   for (const r of routes) {
-    if (!r.path.startsWith('/api/v1/') || r.path.startsWith('/api/v1/openapi') || r.path.startsWith('/api/v1/docs') || r.path === '/api/v1/') continue
+    if (!r.path.startsWith('/api/v1/') || r.path.startsWith('/api/v1/openapi') || r.path.startsWith('/api/v1/docs')) continue
     const query = (r.hooks as { query?: { properties?: Record<string, Record<string, unknown>> } }).query
     const integers = new Set(Object.entries(query?.properties ?? {}).filter(([, schema]) => schema[QUERY_PARAM] !== undefined).map(([name]) => name))
     if (!query || integers.size > 0) rules.set(`${r.method} ${r.path}`, { none: !query, integers })
