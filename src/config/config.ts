@@ -24,6 +24,9 @@ export interface Config {
   brand: { prefix: string; name: string; contactEmail: string }
   sites: { domain: string }
   payments: { processor: 'local' }
+  /** Berth's authoritative DNS server; `listen` null when off. */
+  dns: { listen: { hostname: string; port: number } | null; nameservers: string[]; publicIpv4: string; publicIpv6: string | null }
+  registrar: { driver: 'sandbox' | 'opensrs'; opensrs: { url: string; user: string; key: string }; pricePercent: number }
   containers: {
     dockerSocket: string
     subnetPool: string
@@ -159,6 +162,9 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
     const ok = entry.includes('/') ? safe(() => ipaddr.parseCIDR(entry)) : ipaddr.isValid(entry)
     if (!ok) throw new ConfigError(`server.trusted_proxies: '${entry}' is not an IP address or CIDR range`)
   }
+  if (get<string>('registrar.driver') === 'opensrs' && (!get<string>('registrar.opensrs_user') || !get<string>('registrar.opensrs_key'))) {
+    throw new ConfigError('registrar.driver is opensrs but registrar.opensrs_user or registrar.opensrs_key is empty: set both (the key with BERTH_REGISTRAR_OPENSRS_KEY)')
+  }
   const rateLimits: Config['rateLimits'] = {}
   for (const spec of KEYS.filter((k) => k.section === 'rate_limits')) {
     rateLimits[spec.key] = parseRate(get<string>(`rate_limits.${spec.key}`))!
@@ -179,6 +185,17 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
     brand: { prefix: get<string>('brand.prefix'), name: get<string>('brand.name'), contactEmail: get<string>('brand.contact_email') },
     sites: { domain: get<string>('sites.domain').toLowerCase() },
     payments: { processor: get<'local'>('payments.processor') },
+    dns: {
+      listen: get<string>('dns.listen') === 'off' ? null : parseListen(get<string>('dns.listen'))!,
+      nameservers: nameserversOf(get<string[]>('dns.nameservers'), get<string>('sites.domain').toLowerCase()),
+      publicIpv4: get<string>('dns.public_ipv4'),
+      publicIpv6: get<string>('dns.public_ipv6') || null,
+    },
+    registrar: {
+      driver: get<'sandbox' | 'opensrs'>('registrar.driver'),
+      opensrs: { url: get<string>('registrar.opensrs_url'), user: get<string>('registrar.opensrs_user'), key: get<string>('registrar.opensrs_key') },
+      pricePercent: get<number>('registrar.price_percent'),
+    },
     containers: {
       dockerSocket: get<string>('containers.docker_socket'),
       subnetPool: get<string>('containers.subnet_pool'),
@@ -206,6 +223,12 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
     plans: raw.plans === undefined ? DEFAULT_PLANS : checkPlans(raw.plans, file),
     dev: { clockOffsetSeconds: get<number>('dev.clock_offset_seconds') },
   }
+}
+
+/** The configured nameservers, lower-case; by default two names under the sites domain. */
+function nameserversOf(configured: string[], sitesDomain: string): string[] {
+  const names = configured.map((n) => n.toLowerCase().replace(/\.$/, ''))
+  return names.length > 0 ? names : [`ns1.${sitesDomain}`, `ns2.${sitesDomain}`]
 }
 
 const safe = (fn: () => unknown) => {

@@ -73,3 +73,11 @@ export const KEY_REVOKED_REASONS = valuesOf(KeyRevokedSchema)
 /** Whether a checkout's new key is still to be shown (`pending`: on the next poll). */
 export const API_KEY_STATES = ['none', 'pending', 'delivered'] as const
 export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const
+
+export const DnsRecordTypeSchema = t.Union([t.Literal('A'), t.Literal('AAAA'), t.Literal('CNAME'), t.Literal('MX'), t.Literal('TXT'), t.Literal('SRV')])
+export type DnsRecordType = Static<typeof DnsRecordTypeSchema>
+export const DNS_RECORD_TYPES = valuesOf(DnsRecordTypeSchema)
+
+/** `active` until expiry; `expired` after it when not renewed. */
+export const DomainStatusSchema = t.Union([t.Literal('active'), t.Literal('expired')])
+export const DOMAIN_STATUSES = valuesOf(DomainStatusSchema)

@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import {
   ACCOUNT_STATUSES, API_KEY_STATES, ARCHIVE_KINDS, ARCHIVE_STATUSES, BILLING_PERIODS, CHECKOUT_STATUSES, DEPLOYMENT_STATUSES, HOSTING_TYPES, JOB_STATUSES,
-  KEY_REVOKED_REASONS, PAYMENT_METHOD_KINDS, PAYMENT_STATUSES, SITE_STATUSES, SUBSCRIPTION_STATUSES, TRACKS,
+  KEY_REVOKED_REASONS, PAYMENT_METHOD_KINDS, DNS_RECORD_TYPES, DOMAIN_STATUSES, PAYMENT_STATUSES, SITE_STATUSES, SUBSCRIPTION_STATUSES, TRACKS,
 } from '../domain/enums'
 
 /**
@@ -20,6 +20,13 @@ export const accounts = sqliteTable('accounts', {
   language: text('language').notNull().default('en'),
   /** `active` or `anonymized` (after DELETE /account/delete/). */
   status: text('status', { enum: ACCOUNT_STATUSES }).notNull().default('active'),
+  /**
+   * The payment method on file: the id of the last method that paid a checkout directly
+   * (`processor_payment_method`), charged for domain registrations and renewals.
+   */
+  paymentMethodId: text('payment_method_id'),
+  /** How the processor describes it ("visa ending 4242 (test)"); never a card number. */
+  paymentMethodLabel: text('payment_method_label'),
   createdAt: integer('created_at').notNull(),
   updatedAt: integer('updated_at').notNull(),
 }, (t) => [index('accounts_email').on(t.email)])
@@ -275,3 +282,60 @@ export type ClaimTokenRow = typeof claimTokens.$inferSelect
 export type DeploymentRow = typeof deployments.$inferSelect
 export type ArchiveRow = typeof archives.$inferSelect
 export type SiteMetricsDayRow = typeof siteMetricsDaily.$inferSelect
+
+/**
+ * Domains registered through the registrar driver (design.md, DNS, domains, TLS). Berth serves
+ * their DNS; `site_id` is the site they are linked to, whose edge route they join.
+ */
+export const domains = sqliteTable('domains', {
+  id: text('id').primaryKey(),
+  accountId: text('account_id').notNull().references(() => accounts.id),
+  /** Lower-case A-label, no trailing dot. */
+  name: text('name').notNull(),
+  status: text('status', { enum: DOMAIN_STATUSES }).notNull(),
+  /** `sandbox` or `opensrs`, and whether nothing was registered for real. */
+  registrar: text('registrar').notNull(),
+  sandbox: integer('sandbox', { mode: 'boolean' }).notNull(),
+  registrarRef: text('registrar_ref').notNull(),
+  expiresAt: integer('expires_at').notNull(),
+  autoRenew: integer('auto_renew', { mode: 'boolean' }).notNull().default(true),
+  locked: integer('locked', { mode: 'boolean' }).notNull().default(true),
+  privacy: integer('privacy', { mode: 'boolean' }).notNull().default(true),
+  /** JSON array of the nameservers set at the registrar. */
+  nameservers: text('nameservers').notNull(),
+  siteId: text('site_id').references(() => sites.id),
+  /** CAD cents per year of renewal, quoted at registration. */
+  renewCents: integer('renew_cents').notNull(),
+  /** True for the free first domain of an annual plan with free_domain_annual. */
+  freeFirstYear: integer('free_first_year', { mode: 'boolean' }).notNull().default(false),
+  /** The WHOIS contact as given (JSON), for renewals and transfers. */
+  contact: text('contact').notNull(),
+  caLegalType: text('ca_legal_type'),
+  /** Why the last automatic renewal failed, while it keeps failing. */
+  renewError: text('renew_error'),
+  createdAt: integer('created_at').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+}, (t) => [uniqueIndex('domains_name').on(t.name), index('domains_account').on(t.accountId), index('domains_site').on(t.siteId), index('domains_expiry').on(t.autoRenew, t.expiresAt)])
+
+/**
+ * DNS records agents create, under a site's own name (`site_id`) or a domain (`domain_id`).
+ * A record is addressed by (type, subdomain, value): creating it twice changes nothing.
+ */
+export const dnsRecords = sqliteTable('dns_records', {
+  id: text('id').primaryKey(),
+  siteId: text('site_id').references(() => sites.id),
+  domainId: text('domain_id').references(() => domains.id),
+  type: text('type', { enum: DNS_RECORD_TYPES }).notNull(),
+  /** Relative to the owner's name, lower-case; empty for the name itself. */
+  subdomain: text('subdomain').notNull(),
+  /** Canonical text form (`10 mail.example.com` for MX). */
+  value: text('value').notNull(),
+  ttl: integer('ttl').notNull(),
+  createdAt: integer('created_at').notNull(),
+}, (t) => [
+  uniqueIndex('dns_records_site_key').on(t.siteId, t.type, t.subdomain, t.value).where(sql`site_id IS NOT NULL`),
+  uniqueIndex('dns_records_domain_key').on(t.domainId, t.type, t.subdomain, t.value).where(sql`domain_id IS NOT NULL`),
+])
+
+export type DomainRow = typeof domains.$inferSelect
+export type DnsRecordRow = typeof dnsRecords.$inferSelect

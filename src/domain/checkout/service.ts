@@ -27,7 +27,7 @@ export interface CheckoutServiceDeps {
   repo: CheckoutRepository
   plans: Pick<PlansService, 'get' | 'requireActive'>
   processor: PaymentProcessor
-  accounts: Pick<AccountsRepository, 'insert'>
+  accounts: Pick<AccountsRepository, 'insert' | 'setPaymentMethod'>
   keys: Pick<KeysService, 'issue'>
   billing: Pick<BillingRepository, 'insertSubscription' | 'insertPayment'>
   sites: Pick<SitesService, 'slugUnavailable' | 'prepare' | 'release' | 'createRecord' | 'siteUrl'>
@@ -123,7 +123,7 @@ export class CheckoutService {
     if (!input.payment_method_id) throw invalid('payment_method_id', `payment_method_id is required with processor_payment_method${this.d.processor.testMode ? ' (test mode: pm_card_visa pays)' : ''}.`)
     const charge = await this.guard(() => this.d.processor.charge({ reference: row.id, amountCents: row.amountCents, currency: 'cad', paymentMethodId: input.payment_method_id!, description }))
     if (!charge.ok) throw paymentDeclined(`${charge.message} The session is still ready: try another payment method.`)
-    const { session, apiKey } = this.fulfil(row.id, { paymentRef: charge.paymentRef, methodLabel: charge.methodLabel, method })
+    const { session, apiKey } = this.fulfil(row.id, { paymentRef: charge.paymentRef, methodLabel: charge.methodLabel, method, methodId: input.payment_method_id! })
     return apiKey ? { ...this.view(session), api_key: apiKey } : this.view(session)
   }
 
@@ -172,7 +172,7 @@ export class CheckoutService {
    * subscription, payment, site, provisioning job. Idempotent: a completed session is returned
    * as it is.
    */
-  private fulfil(id: string, payment: { paymentRef: string; methodLabel: string; method: PaymentMethodKind }): { session: CheckoutRow; apiKey: string | null } {
+  private fulfil(id: string, payment: { paymentRef: string; methodLabel: string; method: PaymentMethodKind; methodId?: string }): { session: CheckoutRow; apiKey: string | null } {
     const result = this.d.store.write(() => {
       const row = this.d.repo.find(id)!
       if (row.status === 'completed') return { session: row, apiKey: null }
@@ -187,6 +187,8 @@ export class CheckoutService {
         id: crypto.randomUUID(), accountId, checkoutId: row.id, subscriptionId: subscription.id, amountCents: row.amountCents, currency: row.currency,
         status: 'succeeded', processor: this.d.processor.name, processorRef: payment.paymentRef, methodLabel: payment.methodLabel, testMode: this.d.processor.testMode, createdAt: now,
       })
+      // A method that paid directly is kept on file: domain registrations and renewals charge it.
+      if (payment.methodId) this.d.accounts.setPaymentMethod(accountId, payment.methodId, payment.methodLabel, now)
       const site = this.d.sites.createRecord({ id: row.siteId, accountId, subscriptionId: subscription.id, slug: row.requestedSlug!, planSlug: row.planSlug })
       // The key is shown once: in this response for a direct payment, else on the next poll.
       const direct = payment.method === 'processor_payment_method'
