@@ -48,8 +48,15 @@ import { LogsService } from './domain/logs/service'
 import { FilesService } from './domain/files/service'
 import { MetricsRepository } from './domain/metrics/repository'
 import { SiteMetricsService } from './domain/metrics/service'
+import { DnsRepository } from './domain/dns/repository'
+import { DnsService } from './domain/dns/service'
+import { ZoneBook } from './domain/dns/zones'
+import { DomainsRepository } from './domain/domains/repository'
+import { DomainsService } from './domain/domains/service'
+import { DomainRenewals } from './domain/domains/renewals'
+import { selectRegistrar } from './drivers/registrar/select'
 import { eq } from 'drizzle-orm'
-import { settings } from './store/schema'
+import { settings, type SiteRow } from './store/schema'
 import type { Config } from './config/config'
 import { shiftedClock, type Clock } from './lib/clock'
 import { createLogger, type Logger } from './lib/logger'
@@ -102,6 +109,13 @@ export interface Services {
   deployments: DeploymentsService
   /** Stored edge counts per site and day, and the containers' current resource use. */
   siteMetrics: SiteMetricsService
+  /** DNS records of sites and domains. */
+  dns: DnsService
+  /** Berth's zones, read by the DNS server. */
+  zones: ZoneBook
+  domains: DomainsService
+  /** Renews domains with auto-renew before they expire; run by maintenance. */
+  renewals: DomainRenewals
 }
 
 export const databasePath = (config: Config) => join(config.server.dataDir, 'berth.db')
@@ -157,14 +171,26 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     [CREATE_ARCHIVE_JOB]: new CreateArchiveJob(archiveWork),
     [RESTORE_ARCHIVE_JOB]: new RestoreArchiveJob(archiveWork),
   })
-  const sites = new SitesService({ store, clock, sites: sitesRepo, checkouts: checkoutRepo, billing: billingRepo, plans, jobs, runner, siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain })
+  // Names: DNS records, zones and domains.
+  const dnsRepo = new DnsRepository(store)
+  const domainsRepo = new DomainsRepository(store)
+  const zoneSettings = { sitesDomain: config.sites.domain, nameservers: config.dns.nameservers, publicIpv4: config.dns.publicIpv4, publicIpv6: config.dns.publicIpv6 }
+  const dns = new DnsService({ store, clock, repo: dnsRepo, settings: zoneSettings, unlinkSite: (siteId, at) => domainsRepo.unlinkSite(siteId, at) })
+  const zones = new ZoneBook({ store, repo: dnsRepo, clock, settings: zoneSettings })
+  const names = { linkedDomains: (ids: string[]) => domainsRepo.linkedTo(ids), recordsOf: (rows: SiteRow[]) => dns.recordsOfSites(rows) }
+  const sites = new SitesService({ store, clock, sites: sitesRepo, checkouts: checkoutRepo, billing: billingRepo, plans, jobs, runner, siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain, names })
+  const registrar = selectRegistrar(config, clock)
+  const domains = new DomainsService({
+    store, clock, log, repo: domainsRepo, registrar, processor, accounts, billing: billingRepo, plans, sites: sitesRepo, dns,
+    nameservers: config.dns.nameservers, pricePercent: config.registrar.pricePercent,
+  })
   const checkout = new CheckoutService({ store, clock, log, prefix, repo: checkoutRepo, plans, processor, accounts, keys, billing: billingRepo, sites, jobs })
   // The processor's events (a hosted payment going through) move checkouts on.
   processor.onEvent((event) => checkout.onProcessorEvent(event))
   const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: sitesRepo, plans, jobs, config: config.archives, workDir: archiveWork.workDir, log })
   // What else a reaped site owns, removed after its container and volume: its snapshots and
   // backups (rows and stored files); DNS records later likewise.
-  const reaper = new SiteReaper({ store, clock, sites: sitesRepo, keys: keysRepo, billing: billingRepo, runner, purgers: [archives], log })
+  const reaper = new SiteReaper({ store, clock, sites: sitesRepo, keys: keysRepo, billing: billingRepo, runner, purgers: [archives, dns], log })
   const edgeMetrics = new EdgeMetrics()
   return {
     config,
@@ -182,6 +208,8 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
       version: VERSION,
       processor: processor.name,
       testMode: processor.testMode,
+      dns: { port: config.dns.listen?.port ?? null, nameservers: config.dns.nameservers },
+      registrar: { name: registrar.name, sandbox: registrar.sandbox },
     },
     instanceId,
     processor,
@@ -197,7 +225,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     reaper,
     archives,
     checkout,
-    directory: new SiteDirectory({ store, sites: sitesRepo, runner }),
+    directory: new SiteDirectory({ store, sites: sitesRepo, runner, domains: domainsRepo }),
     reconciler: new Reconciler({ sites: sitesRepo, runner, runtime, jobs, reaper, log }),
     healer: new SiteHealer({ sites: sitesRepo, runner, log }),
     metrics: edgeMetrics,
@@ -205,6 +233,10 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     files: new FilesService(runtime, restores),
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs }),
     siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), edgeMetrics, runtime, log),
+    dns,
+    zones,
+    domains,
+    renewals: new DomainRenewals({ repo: domainsRepo, domains, accounts, billing: billingRepo, clock, log, store }),
   }
 }
 
@@ -246,4 +278,5 @@ export function runMaintenance(s: Services): void {
   s.checkout.expireOld()
   s.siteMetrics.persist()
   void s.archives.maintain()
+  void s.renewals.renewDue()
 }

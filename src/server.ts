@@ -4,9 +4,11 @@ import { serializedResponse } from './api/http/envelope'
 import { checkedPlanList } from './api/plans/routes'
 import { followContainerEvents, runMaintenance, type Services } from './compose'
 import { createEdgeProxy, parseSiteHost } from './edge/proxy'
+import { hostNameOf } from './edge/host'
 import { viaMcp } from './api/http/doors'
 import { createMcpHandler } from './api/mcp/server'
 import { buildOpenApi } from './api/openapi'
+import { startDnsServer } from './dns/server'
 
 export interface RunningServer {
   server: Server<undefined>
@@ -32,9 +34,16 @@ export function startServer(s: Services): RunningServer {
   app.compile()
   const siteHost = new URL(s.config.server.siteUrl).hostname
   const domain = s.config.sites.domain
+  /** The slug a Host header names: `{slug}.{sites_domain}`, or a domain linked to a site. */
+  const slugOf = (host: string) => {
+    const slug = parseSiteHost(host, domain)
+    if (slug !== null) return slug
+    const name = hostNameOf(host)
+    return name === null ? null : s.directory.slugForDomain(name)
+  }
   const edge = createEdgeProxy({
     resolve: (host) => {
-      const slug = parseSiteHost(host, domain)
+      const slug = slugOf(host)
       return slug === null ? null : s.directory.resolve(slug)
     },
     metrics: s.metrics,
@@ -45,7 +54,7 @@ export function startServer(s: Services): RunningServer {
   /** True when the request is for a site (`{slug}.{sites_domain}`), not for Berth itself. */
   const forSite = (request: Request) => {
     const host = request.headers.get('host') ?? ''
-    return host !== '' && !isHost(host, siteHost) && parseSiteHost(host, domain) !== null
+    return host !== '' && !isHost(host, siteHost) && slugOf(host) !== null
   }
   let openapi: ReturnType<typeof buildOpenApi> | undefined
   const mcp = createMcpHandler({
@@ -86,6 +95,15 @@ export function startServer(s: Services): RunningServer {
   })
   s.clients.attach(server)
   s.jobs.start()
+  // Berth's authoritative DNS (design.md, DNS details); a port it cannot take is logged and the
+  // rest of Berth keeps serving.
+  const dnsListen = s.config.dns.listen
+  const dns = dnsListen
+    ? startDnsServer({ authority: s.zones, hostname: dnsListen.hostname, port: dnsListen.port, log: s.log }).catch((err) => {
+        s.log.error('the DNS server could not start; set dns.listen to a free port (or off)', { listen: `${dnsListen.hostname}:${dnsListen.port}`, error: (err as Error).message })
+        return null
+      })
+    : Promise.resolve(null)
   const reconcile = () => s.reconciler.reconcile().catch((err) => s.log.error('reconcile failed', { error: (err as Error).message }))
   let unfollow = () => {}
   const first = setTimeout(() => {
@@ -113,6 +131,7 @@ export function startServer(s: Services): RunningServer {
       mcp.close()
       timers.forEach(clearInterval)
       await server.stop()
+      await (await dns)?.stop()
       await s.jobs.stop()
       runMaintenance(s)
     },

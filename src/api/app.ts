@@ -50,6 +50,10 @@ import { deploymentRoutes } from './deployments/routes'
 import { metricsRoutes } from './metrics/routes'
 import { siteLifecycleRoutes } from './sites/lifecycle-routes'
 import { archiveRoutes } from './archives/routes'
+import { dnsRoutes } from './dns/routes'
+import { domainRoutes } from './domains/routes'
+import type { DnsService } from '../domain/dns/service'
+import type { DomainsService } from '../domain/domains/service'
 
 /**
  * What the REST door needs: the domain's services (built by the composition root, src/compose.ts),
@@ -77,6 +81,8 @@ export interface ApiDeps {
   deployments: DeploymentsService
   siteMetrics: SiteMetricsService
   archives: ArchivesService
+  dns: DnsService
+  domains: DomainsService
 }
 
 /**
@@ -105,6 +111,8 @@ export function createApp(s: ApiDeps) {
     .use(metricsRoutes(plugins, s.siteMetrics))
     .use(siteLifecycleRoutes(plugins, s.lifecycle))
     .use(archiveRoutes(plugins, s.archives))
+    .use(dnsRoutes(plugins, s.dns))
+    .use(domainRoutes(plugins, s.domains))
 
   let openapi: ReturnType<typeof buildOpenApi> | undefined
   const document = () => (openapi ??= buildOpenApi(app, { baseUrl: s.config.server.baseUrl, version: s.status.version, testMode: s.status.testMode }))

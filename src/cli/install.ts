@@ -33,7 +33,7 @@ export const installCommand: Command = {
     const configPath = at('/etc/berth/berth.toml')
     if (existsSync(configPath)) written.config = 'kept'
     else {
-      writeFileSync(configPath, renderConfigFile({ 'server.data_dir': '/var/lib/berth' }), { mode: 0o640 })
+      writeFileSync(configPath, renderConfigFile({ 'server.data_dir': '/var/lib/berth', 'dns.listen': '0.0.0.0:53' }), { mode: 0o640 })
       written.config = 'written'
     }
     writeFileSync(at('/etc/systemd/system/berth.service'), renderUnit('/usr/local/bin/berth'), { mode: 0o644 })

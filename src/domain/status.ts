@@ -7,4 +7,6 @@ export interface StatusInfo {
   processor: string
   /** True while no real money moves. */
   testMode: boolean
+  dns: { port: number | null; nameservers: string[] }
+  registrar: { name: string; sandbox: boolean }
 }

@@ -28,3 +28,15 @@ export function parseSiteHost(host: string, sitesDomain: string): string | null 
   const slug = name.slice(0, labelEnd)
   return SLUG.test(slug) ? slug : null
 }
+
+/** The host name of a Host header: lower-case, without port or trailing dot (null for IP literals in brackets). */
+export function hostNameOf(host: string): string | null {
+  let name = host.toLowerCase()
+  if (name.startsWith('[')) return null
+  const colon = name.lastIndexOf(':')
+  if (colon !== -1) {
+    if (!/^\d{1,5}$/.test(name.slice(colon + 1))) return null
+    name = name.slice(0, colon)
+  }
+  return name.endsWith('.') ? name.slice(0, -1) : name
+}

@@ -48,7 +48,8 @@ export async function startBerth(opts: { dataDir?: string; env?: Record<string, 
   let proc!: Subprocess
   const launch = async () => {
     proc = spawn([BINARY, 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir, '--site-url', url, ...(opts.args ?? [])], {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', ...opts.env },
+      // Many instances run at once: none listens for DNS unless a test asks (BERTH_DNS_LISTEN).
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', BERTH_DNS_LISTEN: 'off', ...opts.env },
       stdout: 'pipe',
       stderr: 'pipe',
     })

@@ -1,4 +1,4 @@
-import type { TProperties } from '@sinclair/typebox'
+import { Type, type IntegerOptions, type TProperties } from '@sinclair/typebox'
 import { t, type TSchema } from 'elysia'
 
 /** `meta` of every response. */
@@ -55,6 +55,12 @@ export const QUERY_PARAM = 'x-query-param'
  */
 export const QueryInteger = (name: string, options: { minimum: number; maximum: number; default?: number; description?: string }) =>
   t.Integer({ ...options, [QUERY_PARAM]: name })
+
+/**
+ * An integer in a JSON body. Elysia's t.Integer also takes a numeric string ("3600") and converts
+ * it; a JSON body says what it means, so a string there is refused with 422 like any wrong type.
+ */
+export const JsonInteger = (options: IntegerOptions) => Type.Integer(options)
 
 /**
  * A request body: unknown fields are refused with 422 naming the field, so a typo such as

@@ -40,11 +40,13 @@ export interface ToolResult {
 const DESTRUCTIVE = new Set([
   'revokeKey', 'rotateKey', 'completeCheckout', 'cancelCheckout', 'writeFile', 'uploadFile', 'deleteFile',
   'restoreSnapshot', 'restoreBackup', 'scaleSite', 'deploySite', 'removeSshKey', 'deleteSite', 'deleteSnapshot',
+  'changeSiteDns', 'removeDomainDns', 'registerDomain', 'linkDomain',
 ])
 /** Operations whose repeat with the same input changes nothing more, beyond reads. */
 const IDEMPOTENT = new Set([
   'updateCheckout', 'cancelCheckout', 'writeFile', 'uploadFile', 'makeDirectory', 'deleteFile', 'addSshKey', 'removeSshKey',
   'toggleModule', 'revokeKey', 'scaleSite', 'deleteSite', 'restoreSite', 'deleteSnapshot', 'requestClaim',
+  'addDomainDns', 'linkDomain', 'updateDomainSettings',
 ])
 
 /** What a parameter without its own description means, by name. */
@@ -58,6 +60,7 @@ const PARAM_TEXT: Record<string, string> = {
   backup_id: 'A backup id, as list_backups shows it.',
   deployment_id: 'A deployment id, as list_deployments shows it.',
   module_name: 'A module name, as list_modules shows it.',
+  domain_name: 'One of your domains, as list_domains shows it.',
 }
 
 /** `listPlans` → `list_plans`. */

@@ -11,6 +11,14 @@ export const PlatformStatus = t.Object({
   version: t.String({ description: 'Version of the berth binary.' }),
   test_mode: t.Boolean({ description: 'True while the built-in test processor takes payments: no real money moves.' }),
   payment_processor: t.String(),
+  dns: t.Object({
+    port: t.Union([t.Integer(), t.Null()], { description: "The authoritative DNS server's port (UDP and TCP); null when it is off." }),
+    nameservers: t.Array(t.String(), { description: 'The nameservers of every zone Berth serves; set them at your registrar.' }),
+  }),
+  registrar: t.Object({
+    name: t.String({ examples: ['sandbox'] }),
+    sandbox: t.Boolean({ description: 'True when domain registrations are recorded locally only.' }),
+  }),
 })
 
 export const statusRoutes = (plugins: ApiPlugins, info: StatusInfo) =>
@@ -24,6 +32,8 @@ export const statusRoutes = (plugins: ApiPlugins, info: StatusInfo) =>
       version: info.version,
       test_mode: info.testMode,
       payment_processor: info.processor,
+      dns: info.dns,
+      registrar: info.registrar,
     }), {
       public: true,
       response: ok(PlatformStatus),

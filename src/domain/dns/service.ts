@@ -27,7 +27,7 @@ interface Owner {
  * and deleting a missing one is 404 (design.md, DNS details). Zones pick changes up at once.
  */
 export class DnsService {
-  constructor(private d: { store: Store; clock: Clock; repo: DnsRepository; settings: ZoneSettings }) {}
+  constructor(private d: { store: Store; clock: Clock; repo: DnsRepository; settings: ZoneSettings; unlinkSite?: (siteId: string, at: number) => void }) {}
 
   siteName(site: Pick<SiteRow, 'slug'>): string {
     return `${site.slug}.${this.d.settings.sitesDomain}`
@@ -60,9 +60,12 @@ export class DnsService {
     return this.remove(this.domainOwner(domain), input)
   }
 
-  /** Removes every record of a reaped site (SiteReaper's purger). */
-  purgeSite(site: SiteRow): void {
-    this.d.store.write(() => this.d.repo.removeAllOf({ siteId: site.id }))
+  /** Removes every record of a reaped site, and unlinks its domains (SiteReaper's purger). */
+  async removeAllFor(siteId: string): Promise<void> {
+    this.d.store.write(() => {
+      this.d.repo.removeAllOf({ siteId })
+      this.d.unlinkSite?.(siteId, this.d.clock.now())
+    })
   }
 
   private create(owner: Owner, input: RecordInput): DnsChangeView {
@@ -108,12 +111,12 @@ export class DnsService {
 
   private zoneOf(owner: Owner): DnsZone {
     const s = this.d.settings
-    return {
-      name: owner.name,
-      nameservers: s.nameservers,
-      records: this.d.repo.list(owner.key).map((r) => view(r, owner.name)),
-      default_addresses: owner.hasDefaults ? [s.publicIpv4, ...(s.publicIpv6 ? [s.publicIpv6] : [])] : [],
-    }
+    const rows = this.d.repo.list(owner.key)
+    // What the name answers besides its own records (the zone book's rule): the box's IPv4 unless
+    // it has its own A, the IPv6 unless its own AAAA, neither beside a CNAME.
+    const own = new Set(rows.filter((r) => r.subdomain === '').map((r) => r.type))
+    const defaults = !owner.hasDefaults || own.has('CNAME') ? [] : [...(own.has('A') ? [] : [s.publicIpv4]), ...(s.publicIpv6 && !own.has('AAAA') ? [s.publicIpv6] : [])]
+    return { name: owner.name, nameservers: s.nameservers, records: rows.map((r) => view(r, owner.name)), default_addresses: defaults }
   }
 
   private siteOwner(site: SiteRow): Owner {

@@ -15,7 +15,7 @@ export const DnsZoneView = t.Object({
   name: t.String({ examples: ['acme.sites.example.com'], description: 'The name the records live under.' }),
   nameservers: t.Array(t.String(), { description: "Berth's nameservers, which answer for this name." }),
   records: t.Array(DnsRecord, { description: 'The records you created.' }),
-  default_addresses: t.Array(t.String(), { description: "The box's addresses the name answers while you set no A, AAAA or CNAME of your own (empty for an unlinked domain)." }),
+  default_addresses: t.Array(t.String(), { description: "The box's addresses the name answers besides its own records: the IPv4 until you set an A, the IPv6 until you set an AAAA, neither with a CNAME (empty for an unlinked domain)." }),
 })
 export type DnsZone = Static<typeof DnsZoneView>
 

@@ -17,6 +17,12 @@ const NS_TTL = 3600
 const DEFAULT_ADDRESS_TTL = 300
 const SOA_TIMERS = { refresh: 3600, retry: 600, expire: 1_209_600, minimum: 300 }
 
+/** Which default addresses a name gets: IPv4 (A), IPv6 (AAAA). */
+interface Families {
+  v4: boolean
+  v6: boolean
+}
+
 interface BuiltZone extends Zone {
   fingerprint: string
 }
@@ -75,7 +81,7 @@ export class ZoneBook implements Authority {
     this.apexRecords(sitesZone)
     this.addresses(sitesZone, s.sitesDomain)
     for (const ns of s.nameservers) if (inZone(ns, s.sitesDomain) && ns !== s.sitesDomain) this.addresses(sitesZone, ns)
-    for (const site of sites) sitesZone.addOwned(`${site.slug}.${s.sitesDomain}`, bySite.get(site.id) ?? [], (name) => this.addresses(sitesZone, name))
+    for (const site of sites) sitesZone.addOwned(`${site.slug}.${s.sitesDomain}`, bySite.get(site.id) ?? [], (name, families) => this.addresses(sitesZone, name, families))
     next.set(s.sitesDomain, this.seal(sitesZone))
 
     for (const domain of domains) {
@@ -83,8 +89,8 @@ export class ZoneBook implements Authority {
       const zone = new ZoneContent(domain.name)
       this.apexRecords(zone)
       const own = byDomain.get(domain.id) ?? []
-      zone.addOwned(domain.name, own, (name) => {
-        if (domain.siteId) this.addresses(zone, name)
+      zone.addOwned(domain.name, own, (name, families) => {
+        if (domain.siteId) this.addresses(zone, name, families)
       })
       // A linked domain's `www` answers the site too, unless the agent set records there.
       if (domain.siteId && !own.some((r) => r.subdomain === 'www')) this.addresses(zone, `www.${domain.name}`)
@@ -97,9 +103,9 @@ export class ZoneBook implements Authority {
     for (const ns of this.d.settings.nameservers) zone.add({ name: zone.apex, type: 'NS', ttl: NS_TTL, data: ns })
   }
 
-  private addresses(zone: ZoneContent, name: string): void {
-    zone.add({ name, type: 'A', ttl: DEFAULT_ADDRESS_TTL, data: this.d.settings.publicIpv4 })
-    if (this.d.settings.publicIpv6) zone.add({ name, type: 'AAAA', ttl: DEFAULT_ADDRESS_TTL, data: this.d.settings.publicIpv6 })
+  private addresses(zone: ZoneContent, name: string, families: Families = { v4: true, v6: true }): void {
+    if (families.v4) zone.add({ name, type: 'A', ttl: DEFAULT_ADDRESS_TTL, data: this.d.settings.publicIpv4 })
+    if (families.v6 && this.d.settings.publicIpv6) zone.add({ name, type: 'AAAA', ttl: DEFAULT_ADDRESS_TTL, data: this.d.settings.publicIpv6 })
   }
 
   /** Adds the SOA, with a serial that grows when the zone's content changed since the last build. */
@@ -139,9 +145,13 @@ class ZoneContent {
    * The records an owner (a site's name, a domain) created under `owner`, plus its default
    * addresses at the owner's name when it set no A, AAAA or CNAME there itself.
    */
-  addOwned(owner: string, rows: DnsRecordRow[], defaults: (name: string) => void): void {
+  addOwned(owner: string, rows: DnsRecordRow[], defaults: (name: string, families: Families) => void): void {
     for (const r of rows) this.add(toDnsRecord(r.type, r.value, r.subdomain ? `${r.subdomain}.${owner}` : owner, r.ttl))
-    if (!rows.some((r) => r.subdomain === '' && (r.type === 'A' || r.type === 'AAAA' || r.type === 'CNAME'))) defaults(owner)
+    const own = new Set(rows.filter((r) => r.subdomain === '').map((r) => r.type))
+    // An own A replaces the default IPv4 only, an own AAAA the IPv6 only; a CNAME both.
+    if (own.has('CNAME')) return
+    const families = { v4: !own.has('A'), v6: !own.has('AAAA') }
+    if (families.v4 || families.v6) defaults(owner, families)
   }
 
   lookup(name: string): DnsRecord[] | null {

@@ -23,7 +23,33 @@ export class SiteDirectory {
   private cache = new Map<string, SiteRow | null>()
   private version = -1
 
-  constructor(private d: { store: Store; sites: Pick<SitesRepository, 'findLiveBySlug'>; runner: Pick<SiteRunner, 'endpointOf'> }) {}
+  /** Linked domain names (and their www) to the slug of their site, rebuilt with the cache. */
+  private linked: Map<string, string> | null = null
+
+  constructor(private d: {
+    store: Store
+    sites: Pick<SitesRepository, 'findLiveBySlug' | 'find'>
+    runner: Pick<SiteRunner, 'endpointOf'>
+    domains: { linked(): { name: string; siteId: string }[] }
+  }) {}
+
+  /**
+   * The slug of the site a linked domain (or its `www.`) is routed to, or null for a name no site
+   * has. Cheap on every request: one map lookup while the store does not change.
+   */
+  slugForDomain(name: string): string | null {
+    this.site('')
+    if (!this.linked) {
+      this.linked = new Map()
+      for (const d of this.d.domains.linked()) {
+        const site = this.d.sites.find(d.siteId)
+        if (!site || site.status === 'deleted') continue
+        this.linked.set(d.name, site.slug)
+        this.linked.set(`www.${d.name}`, site.slug)
+      }
+    }
+    return this.linked.get(name) ?? null
+  }
 
   async resolve(slug: string): Promise<SiteTarget | null> {
     const site = this.site(slug)
@@ -40,6 +66,7 @@ export class SiteDirectory {
     const version = this.d.store.version()
     if (version !== this.version) {
       this.cache.clear()
+      this.linked = null
       this.version = version
     }
     let site = this.cache.get(slug)

@@ -14,6 +14,7 @@ import { PROVISION_JOB } from './provisioning'
 import type { SitesRepository } from './repository'
 import type { SiteRunner } from './runner'
 import type { SiteView } from './views'
+import type { DnsRecordView } from '../dns/views'
 
 export interface SitesServiceDeps {
   store: Store
@@ -27,6 +28,8 @@ export interface SitesServiceDeps {
   /** config `server.site_url` and `sites.domain`: where sites answer. */
   siteUrl: string
   sitesDomain: string
+  /** The site's names: linked domains and DNS records (design.md, DNS, domains, TLS). */
+  names: { linkedDomains(siteIds: string[]): Map<string, string[]>; recordsOf(sites: SiteRow[]): Map<string, DnsRecordView[]> }
 }
 
 /** Sites as their owners see them, and the creation of new ones. */
@@ -105,7 +108,8 @@ export class SitesService {
       // A deleted site is never shown: not listed, and not_found on its routes.
       status: site.status as SiteView['status'],
       url: this.siteUrl(site.slug),
-      domains: [],
+      domains: this.d.names.linkedDomains([site.id]).get(site.id) ?? [],
+      dns_records: this.d.names.recordsOf([site]).get(site.id) ?? [],
       modules: Object.fromEntries(plan.features.ai_modules.map((m) => [m, enabled[m] ?? false])),
       resources: { memory_mb: plan.features.memory_mb, cpu_cores: plan.features.cpu_cores, disk_gb: plan.features.disk_gb },
       subscription_id: site.subscriptionId,

@@ -1,0 +1,45 @@
+import { t } from 'elysia'
+import { CA_LEGAL_TYPES } from '../../domain/domains/names'
+import { Body, JsonInteger, Query, Text } from '../http/schemas'
+import { RecordFields } from '../dns/model'
+import { Domain, DomainRegistered, DomainSearch } from '../../domain/domains/views'
+export { Domain, DomainRegistered, DomainSearch }
+
+export const DomainParams = t.Object({
+  domain_name: t.String({ maxLength: 300, examples: ['my-shop.ca'], description: 'One of your domains (GET /domains/).' }),
+})
+
+export const DomainSearchQuery = Query({
+  domain: Text({ minLength: 1, maxLength: 300, description: 'The name to check, like my-shop.ca.', examples: ['my-shop.ca'] }),
+})
+
+const ContactText = (description: string, examples: string[], maxLength = 100) => Text({ minLength: 1, maxLength, description, examples })
+
+export const RegisterDomainBody = Body({
+  domain: Text({ minLength: 1, maxLength: 300, examples: ['my-shop.ca'] }),
+  period: JsonInteger({ minimum: 1, maximum: 10, default: 1, description: 'Years, 1 to 10.' }),
+  ca_legal_type: t.Optional(t.Union(CA_LEGAL_TYPES.map((v) => t.Literal(v)), { description: "Required for .ca names: the owner's CIRA legal type (CCO: Canadian corporation, CCT: Canadian citizen, RES: permanent resident, ...)." })),
+  contact: t.Object({
+    first_name: ContactText('WHOIS contact first name.', ['Ada']),
+    last_name: ContactText('WHOIS contact last name.', ['Lovelace']),
+    email: Text({ minLength: 3, maxLength: 254, format: 'email', examples: ['ada@example.com'] }),
+    phone: t.String({ pattern: '^\\+[0-9]{1,3}\\.[0-9]{4,14}$', examples: ['+1.5555551234'], error: "must be +<country code>.<digits>, like +1.5555551234" }),
+    address1: ContactText('Street address.', ['100 King St W'], 200),
+    city: ContactText('City.', ['Toronto']),
+    state: ContactText('Province or state.', ['ON']),
+    postal_code: ContactText('Postal code.', ['M5X 1A9'], 20),
+    country: t.String({ pattern: '^[A-Z]{2}$', default: 'CA', examples: ['CA'], error: 'must be a two-letter ISO 3166 country code in capitals, like CA' }),
+  }, { additionalProperties: false, description: 'Complete WHOIS contact data; every field is required except country (default CA).' }),
+})
+
+export const DomainDnsBody = Body({ ...RecordFields })
+
+export const LinkDomainBody = Body({
+  tenant_slug: t.Union([t.String({ maxLength: 100, examples: ['acme'] }), t.Null()], { description: 'The slug of one of your sites; null unlinks the domain.' }),
+})
+
+export const DomainSettingsBody = Body({
+  auto_renew: t.Optional(t.Boolean({ description: 'Renew a year at a time, 30 days before expiry, with the payment method on file.' })),
+  locked: t.Optional(t.Boolean({ description: 'Registrar lock (refuses transfers out).' })),
+  privacy: t.Optional(t.Boolean({ description: 'WHOIS privacy.' })),
+})

@@ -1,0 +1,145 @@
+import * as packet from 'dns-packet'
+import type { Authority, DnsRecord, Zone } from './types'
+
+/**
+ * The answer to one DNS message, as an authoritative-only server gives it (design.md, DNS
+ * details; RFC 1034 4.3.2, RFC 2308, RFC 6891):
+ *
+ * - AA on every answer from a zone; RD is echoed, RA never set (no recursion here).
+ * - A name outside every zone is REFUSED; an unknown name in a zone is NXDOMAIN and a known name
+ *   without the asked type is NODATA, both with the zone's SOA in the authority section, its TTL
+ *   capped at the SOA minimum (the negative-caching time).
+ * - Names match case-insensitively and the question comes back exactly as asked (resolvers
+ *   using 0x20 case randomisation check it).
+ * - A CNAME is followed inside the same zone; the resolver follows it elsewhere.
+ * - EDNS0: an OPT in the query gets one back advertising 1232 bytes (the DNS flag day size); a
+ *   version above 0 is BADVERS. Over UDP the answer must fit 512 bytes, or the size the client
+ *   advertised (up to 1232); one that does not is sent empty with TC, and the client asks again
+ *   over TCP, where it comes whole.
+ * - Zone transfers (AXFR, IXFR) are REFUSED; opcodes other than QUERY are NOTIMP; a message that
+ *   does not parse, or holds other than one question, is FORMERR. A response is never answered.
+ */
+
+export type Transport = 'udp' | 'tcp'
+
+const RCODE = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4, REFUSED: 5 } as const
+/** The payload size Berth advertises and the most it sends over UDP (RFC 9715's advice). */
+export const EDNS_UDP_SIZE = 1232
+const CLASSIC_UDP_SIZE = 512
+const TCP_MAX = 65_535
+const MAX_CNAME_HOPS = 8
+
+type Packet = packet.Packet
+type Answer = packet.Answer
+type Question = packet.Question
+
+/** The bytes to send back for `query`, or null when nothing is to be sent (not a query at all). */
+export function respond(query: Buffer, authority: Authority, transport: Transport): Buffer | null {
+  if (query.length < 12) return null
+  const id = query.readUInt16BE(0)
+  const flags = query.readUInt16BE(2)
+  if (flags & 0x8000) return null // a response: answering it could loop between two servers
+  const rd = flags & packet.RECURSION_DESIRED
+  const opcode = (flags >> 11) & 0xf
+
+  let decoded: Packet
+  try {
+    decoded = packet.decode(query)
+  } catch {
+    return headerOnly(id, rd, opcode, RCODE.FORMERR)
+  }
+  const questions = decoded.questions ?? []
+  const opts = (decoded.additionals ?? []).filter((a) => a.type === 'OPT') as packet.OptAnswer[]
+  const opt = opts[0]
+  const reply = (rcode: number, sections: Partial<Pick<Packet, 'answers' | 'authorities'>> = {}, aa = false, ednsError = 0): Buffer =>
+    encodeFitting({
+      id,
+      type: 'response',
+      flags: (opcode << 11) | rd | (aa ? packet.AUTHORITATIVE_ANSWER : 0) | (rcode & 0xf),
+      questions,
+      answers: sections.answers ?? [],
+      authorities: sections.authorities ?? [],
+      additionals: opt ? [{ name: '.', type: 'OPT', udpPayloadSize: EDNS_UDP_SIZE, extendedRcode: ednsError, ednsVersion: 0, flags: 0, flag_do: false, options: [] } satisfies packet.OptAnswer] : [],
+    }, transport === 'tcp' ? TCP_MAX : opt ? Math.min(Math.max(opt.udpPayloadSize, CLASSIC_UDP_SIZE), EDNS_UDP_SIZE) : CLASSIC_UDP_SIZE)
+
+  if (opcode !== 0) return reply(RCODE.NOTIMP)
+  if (questions.length !== 1 || opts.length > 1) return reply(RCODE.FORMERR)
+  // BADVERS is extended rcode 16: 1 in the OPT's upper bits, 0 in the header (RFC 6891 6.1.3).
+  if (opt && (opt as { ednsVersion?: number }).ednsVersion) return reply(0, {}, false, 1)
+
+  const question = questions[0]!
+  if (question.class !== 'IN' && question.class !== 'ANY') return reply(RCODE.REFUSED)
+  const name = question.name.toLowerCase()
+  const zone = authority.zoneFor(name)
+  if (!zone) return reply(RCODE.REFUSED)
+  if (question.type === 'AXFR' || question.type === 'IXFR') return reply(RCODE.REFUSED)
+
+  const result = resolve(zone, name, question)
+  return reply(result.rcode, result, true)
+}
+
+interface Resolution {
+  rcode: number
+  answers: Answer[]
+  authorities: Answer[]
+}
+
+/** The records that answer `question` in `zone`, following CNAMEs that stay in the zone. */
+function resolve(zone: Zone, name: string, question: Question): Resolution {
+  const answers: Answer[] = []
+  const negative = (rcode: number): Resolution => ({ rcode, answers, authorities: [toAnswer(negativeSoa(zone))] })
+  let current = name
+  for (let hop = 0; hop <= MAX_CNAME_HOPS; hop++) {
+    const records = zone.lookup(current)
+    if (records === null) return negative(RCODE.NXDOMAIN)
+    // The first owner name goes back as the question spelt it.
+    const owner = hop === 0 ? question.name : current
+    const wanted = (question.type as string) === 'ANY' ? anyAnswer(records) : records.filter((r) => r.type === question.type)
+    if (wanted.length > 0) {
+      for (const r of wanted) answers.push(toAnswer(r, owner))
+      return { rcode: RCODE.NOERROR, answers, authorities: [] }
+    }
+    const cname = records.find((r) => r.type === 'CNAME')
+    if (!cname) return negative(RCODE.NOERROR)
+    answers.push(toAnswer(cname, owner))
+    const target = (cname.data as string).toLowerCase()
+    if (!(target === zone.apex || target.endsWith(`.${zone.apex}`))) return { rcode: RCODE.NOERROR, answers, authorities: [] }
+    current = target
+  }
+  // A CNAME loop inside the zone: what has been found so far, as other servers do.
+  return { rcode: RCODE.NOERROR, answers, authorities: [] }
+}
+
+/** RFC 8482: an ANY query gets one RRset, not everything (no amplification through us). */
+function anyAnswer(records: DnsRecord[]): DnsRecord[] {
+  const first = records[0]
+  return first ? records.filter((r) => r.type === first.type) : []
+}
+
+/** The SOA for a negative answer: its TTL is the lesser of its own and the minimum (RFC 2308 3). */
+function negativeSoa(zone: Zone): DnsRecord {
+  return { ...zone.soa, ttl: Math.min(zone.soa.ttl, zone.soa.data.minimum) }
+}
+
+function toAnswer(record: DnsRecord, name = record.name): Answer {
+  return { name, type: record.type, class: 'IN', ttl: record.ttl, data: record.data } as Answer
+}
+
+/**
+ * The encoded message, made to fit `limit` bytes: when it does not, the answer and authority
+ * sections are dropped and TC set, so the client retries over TCP (RFC 2181 9: no partial RRsets).
+ */
+function encodeFitting(message: Packet, limit: number): Buffer {
+  const full = packet.encode(message)
+  if (full.length <= limit) return full
+  const truncated = packet.encode({ ...message, flags: (message.flags ?? 0) | packet.TRUNCATED_RESPONSE, answers: [], authorities: [] })
+  return truncated
+}
+
+/** A header-only answer for a message that could not be read (its question cannot be echoed). */
+function headerOnly(id: number, rd: number, opcode: number, rcode: number): Buffer {
+  const out = Buffer.alloc(12)
+  out.writeUInt16BE(id, 0)
+  out.writeUInt16BE(0x8000 | (opcode << 11) | rd | rcode, 2)
+  return out
+}

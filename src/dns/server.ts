@@ -1,0 +1,133 @@
+import type { Logger } from '../lib/logger'
+import { respond } from './answer'
+import type { Authority } from './types'
+
+export interface DnsServerOptions {
+  authority: Authority
+  hostname: string
+  /** 0 picks a free port (tests); UDP and TCP then share the one the system gave UDP. */
+  port: number
+  log: Logger
+}
+
+export interface RunningDnsServer {
+  port: number
+  stop(): Promise<void>
+}
+
+/** A TCP client that sends nothing for this long is closed (RFC 7766 6.2.3 suggests seconds). */
+const TCP_IDLE_SECONDS = 10
+/** Bytes a TCP client may have unanswered in flight before it is cut off (a slow reader). */
+const TCP_MAX_PENDING = 1 << 20
+const PORT_ATTEMPTS = 5
+
+interface Connection {
+  /** Bytes received and not yet a whole message. */
+  input: Buffer
+  /** Bytes answered and not yet taken by the kernel. */
+  output: Buffer
+}
+
+/**
+ * Berth's authoritative DNS server: UDP and TCP on one port (RFC 7766 makes TCP mandatory).
+ * Answers come from `respond`, which reads the zones the domain layer keeps current; the server
+ * holds no state but its sockets. A message that cannot be answered is dropped or answered with
+ * an error code; nothing a client sends stops the server.
+ */
+export async function startDnsServer(o: DnsServerOptions): Promise<RunningDnsServer> {
+  let lastError: unknown
+  // With port 0, UDP picks the port and TCP must get the same one; retry if TCP finds it taken.
+  for (let attempt = 0; attempt < (o.port === 0 ? PORT_ATTEMPTS : 1); attempt++) {
+    const udp = await Bun.udpSocket({
+      hostname: o.hostname,
+      port: o.port,
+      socket: {
+        data(socket, message, port, address) {
+          const answer = answerSafely(o, message, 'udp')
+          if (answer) socket.send(answer, port, address)
+        },
+        // An answer to a client that has gone comes back as an ICMP error on the next read
+        // (ECONNREFUSED); it concerns that client only, and the socket goes on serving.
+        error() {},
+      },
+    })
+    try {
+      const tcp = listenTcp(o, udp.port)
+      o.log.info('DNS server listening', { listen: `${o.hostname}:${udp.port}`, transports: 'udp,tcp' })
+      return {
+        port: udp.port,
+        async stop() {
+          udp.close()
+          tcp.stop(true)
+        },
+      }
+    } catch (err) {
+      udp.close()
+      lastError = err
+    }
+  }
+  throw lastError
+}
+
+function listenTcp(o: DnsServerOptions, port: number) {
+  const connections = new WeakMap<object, Connection>()
+  const flush = (socket: Bun.Socket<undefined>, c: Connection) => {
+    if (c.output.length === 0) return
+    const written = socket.write(c.output)
+    c.output = written >= c.output.length ? Buffer.alloc(0) : c.output.subarray(Math.max(written, 0))
+  }
+  return Bun.listen({
+    hostname: o.hostname,
+    port,
+    socket: {
+      open(socket) {
+        connections.set(socket, { input: Buffer.alloc(0), output: Buffer.alloc(0) })
+        socket.timeout(TCP_IDLE_SECONDS)
+      },
+      data(socket, chunk) {
+        const c = connections.get(socket)
+        if (!c) return
+        c.input = c.input.length ? Buffer.concat([c.input, chunk]) : Buffer.from(chunk)
+        // Messages are length-prefixed (RFC 1035 4.2.2) and may be pipelined; answer each whole one.
+        while (c.input.length >= 2) {
+          const length = c.input.readUInt16BE(0)
+          if (c.input.length < 2 + length) break
+          const message = c.input.subarray(2, 2 + length)
+          c.input = c.input.subarray(2 + length)
+          const answer = answerSafely(o, message, 'tcp')
+          if (!answer) continue
+          const prefix = Buffer.alloc(2)
+          prefix.writeUInt16BE(answer.length)
+          c.output = Buffer.concat([c.output, prefix, answer])
+        }
+        if (c.output.length > TCP_MAX_PENDING) {
+          socket.end()
+          return
+        }
+        socket.timeout(TCP_IDLE_SECONDS)
+        flush(socket, c)
+      },
+      drain(socket) {
+        const c = connections.get(socket)
+        if (c) flush(socket, c)
+      },
+      timeout(socket) {
+        socket.end()
+      },
+      error() {},
+      close(socket) {
+        connections.delete(socket)
+      },
+    },
+  })
+}
+
+/** `respond`, with any failure of ours logged and answered by silence rather than a crash. */
+function answerSafely(o: DnsServerOptions, message: Uint8Array, transport: 'udp' | 'tcp'): Buffer | null {
+  try {
+    return respond(Buffer.isBuffer(message) ? message : Buffer.from(message), o.authority, transport)
+  } catch (err) {
+    o.log.error('DNS answer failed', { error: (err as Error).message, transport })
+    return null
+  }
+}
