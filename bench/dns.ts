@@ -125,7 +125,7 @@ function startNsd(root: string, port: number, records: string[]) {
   mkdirSync(d, { recursive: true })
   writeFileSync(join(d, 'localhost.zone'), records.join('\n') + '\n')
   writeFileSync(join(d, 'nsd.conf'), [
-    'server:', `  ip-address: 127.0.0.1@${port}`, '  server-count: 1', '  username: ""', `  zonesdir: "${d}"`, '  database: ""',
+    'server:', `  ip-address: 127.0.0.1@${port}`, '  server-count: 1', '  minimal-responses: yes', '  rrl-ratelimit: 0', '  rrl-whitelist-ratelimit: 0', '  username: ""', `  zonesdir: "${d}"`, '  database: ""',
     `  pidfile: "${d}/nsd.pid"`, `  xfrdfile: "${d}/xfrd.state"`, `  zonelistfile: "${d}/zone.list"`, `  logfile: "${d}/nsd.log"`, '  verbosity: 0',
     'remote-control:', '  control-enable: no',
     'zone:', '  name: localhost', '  zonefile: localhost.zone', '',

@@ -36,6 +36,10 @@ const authority: Authority = { zoneFor: (name) => (name === 'example.test' || na
 function query(name: string, type: string, extra: Partial<packet.Packet> = {}): Buffer {
   return packet.encode({ id: 4242, type: 'query', flags: packet.RECURSION_DESIRED, questions: [{ name, type: type as 'A', class: 'IN' }], ...extra })
 }
+const withId = (message: Buffer, id: number) => {
+  message.writeUInt16BE(id, 0)
+  return message
+}
 const edns = (udpPayloadSize = 4096, ednsVersion = 0) => ({ additionals: [{ name: '.', type: 'OPT', udpPayloadSize, ednsVersion, extendedRcode: 0, flags: 0, flag_do: false, options: [] } as packet.Answer] })
 
 /** A decoded answer, loosely typed: the tests read whichever fields they check. */
@@ -159,6 +163,23 @@ describe('the DNS answer', () => {
     response.writeUInt16BE(response.readUInt16BE(2) | 0x8000, 2)
     expect(respond(response, authority, 'udp')).toBeNull()
     expect(respond(Buffer.from([1, 2, 3]), authority, 'udp')).toBeNull()
+  })
+
+  it('reuses an answer for the same query only until the zones change, with each query\'s id and case', () => {
+    let generation = 1
+    const records = new Map<string, DnsRecord[]>([['a.example.test', [{ name: 'a.example.test', type: 'A', ttl: 60, data: '192.0.2.1' }]]])
+    const changing: Authority = {
+      zoneFor: (name) => (name.endsWith('example.test') ? { apex: 'example.test', soa: SOA, lookup: (n) => records.get(n) ?? null } : null),
+      generation: () => generation,
+    }
+    const asked = (id: number, name: string) => packet.decode(respond(withId(query(name, 'A'), id), changing, 'udp')!) as unknown as Decoded
+    expect(asked(1, 'a.example.test')).toMatchObject({ id: 1, answers: [expect.objectContaining({ data: '192.0.2.1' })] })
+    expect(asked(2, 'a.example.test').id).toBe(2)
+    expect(asked(3, 'A.Example.Test').answers[0].name).toBe('A.Example.Test')
+    records.set('a.example.test', [{ name: 'a.example.test', type: 'A', ttl: 60, data: '192.0.2.2' }])
+    expect(asked(4, 'a.example.test').answers[0].data).toBe('192.0.2.1')
+    generation++
+    expect(asked(5, 'a.example.test')).toMatchObject({ id: 5, answers: [expect.objectContaining({ data: '192.0.2.2' })] })
   })
 
   it('never throws on random bytes or truncated queries', () => {

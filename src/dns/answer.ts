@@ -33,8 +33,38 @@ type Packet = packet.Packet
 type Answer = packet.Answer
 type Question = packet.Question
 
-/** The bytes to send back for `query`, or null when nothing is to be sent (not a query at all). */
+/** Answers kept per authority: at most this many, all dropped when its generation moves. */
+const CACHE_ENTRIES = 10_000
+const caches = new WeakMap<Authority, { generation: number; answers: Map<string, Buffer> }>()
+
+/**
+ * The bytes to send back for `query`, or null when nothing is to be sent (not a query at all).
+ *
+ * The same query (every byte but the id, the name's case included) gets the same answer until
+ * the zones change, so answers are kept by those bytes when the authority tells its generation:
+ * building one with dns-packet is most of the time spent per query.
+ */
 export function respond(query: Buffer, authority: Authority, transport: Transport): Buffer | null {
+  if (!authority.generation || query.length < 12) return build(query, authority, transport)
+  const generation = authority.generation()
+  let cache = caches.get(authority)
+  if (!cache || cache.generation !== generation) caches.set(authority, (cache = { generation, answers: new Map() }))
+  const key = transport + query.toString('latin1', 2)
+  const kept = cache.answers.get(key)
+  if (kept) {
+    const out = Buffer.from(kept)
+    query.copy(out, 0, 0, 2)
+    return out
+  }
+  const answer = build(query, authority, transport)
+  if (answer) {
+    if (cache.answers.size >= CACHE_ENTRIES) cache.answers.clear()
+    cache.answers.set(key, answer)
+  }
+  return answer
+}
+
+function build(query: Buffer, authority: Authority, transport: Transport): Buffer | null {
   if (query.length < 12) return null
   const id = query.readUInt16BE(0)
   const flags = query.readUInt16BE(2)

@@ -55,4 +55,9 @@ export interface Authority {
    * with (`.apex`); null when `name` is outside every zone (the server answers REFUSED).
    */
   zoneFor(name: string): Zone | null
+  /**
+   * A number that moves whenever any zone may have changed. When given, the server keeps the
+   * bytes of recent answers and reuses them until it moves; without it, every answer is built.
+   */
+  generation?(): number
 }

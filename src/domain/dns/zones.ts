@@ -55,6 +55,11 @@ export class ZoneBook implements Authority {
     }
   }
 
+  generation(): number {
+    this.refresh()
+    return this.version
+  }
+
   /** The zone's current SOA serial (GET /status/ and tests), or null when Berth has no such zone. */
   serialOf(apex: string): number | null {
     this.refresh()
