@@ -96,6 +96,8 @@ const TAGS = [
   { name: 'Deployments', description: "Deploys of a site: each restarts the site's services and is kept as a record." },
   { name: 'Metrics', description: "A site's traffic per UTC day, counted by the edge, and its current CPU, memory and disk use." },
   { name: 'Snapshots and backups', description: "Archives of a site's files: snapshots taken on request, backups taken on a schedule, and restores from either." },
+  { name: 'DNS', description: "A site's DNS records under its own name (A, AAAA, CNAME, MX, TXT, SRV), served by Berth's authoritative DNS server at once." },
+  { name: 'Domains', description: "Domains through the registrar: search with CAD prices, register (paid with the account's payment method), DNS records, link to a site, settings." },
 ]
 
 /**
