@@ -30,3 +30,10 @@ export class ManualClock implements Clock {
 }
 
 export const iso = (ms: number) => new Date(ms).toISOString()
+
+/** `ms` plus whole calendar years (29 February becomes 1 March in a common year, as registries count). */
+export function addYears(ms: number, years: number): number {
+  const d = new Date(ms)
+  d.setUTCFullYear(d.getUTCFullYear() + years)
+  return d.getTime()
+}

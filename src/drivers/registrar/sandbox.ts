@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
-import type { Clock } from '../../lib/clock'
+import { addYears, type Clock } from '../../lib/clock'
 import { RegistrarError, type DomainQuote, type RegisterInput, type RegisteredDomain, type Registrar } from './types'
 
 interface SandboxDomain {
@@ -115,9 +115,3 @@ export class SandboxRegistrar implements Registrar {
 const firstLabel = (domain: string) => domain.slice(0, domain.indexOf('.'))
 const tldOf = (domain: string) => domain.slice(domain.lastIndexOf('.') + 1)
 
-/** `ms` plus whole calendar years (29 February becomes 1 March in a common year, as registries do). */
-function addYears(ms: number, years: number): number {
-  const d = new Date(ms)
-  d.setUTCFullYear(d.getUTCFullYear() + years)
-  return d.getTime()
-}
