@@ -18,7 +18,7 @@ if [ "${tier[*]}" = "--project unit" ]; then
   [ -d node_modules ] || bun install --frozen-lockfile
   exec bun --bun vitest run --pool=threads "${tier[@]}" "$@"
 fi
-scripts/setup.sh systemd bind9-dnsutils openssh-client chromium busybox-static debootstrap
+scripts/setup.sh systemd bind9-dnsutils openssh-client chromium busybox-static debootstrap pebble openssl
 bun run typecheck
 bun run build
 # The site images the service and end-to-end tests run (built locally, no registry; quick when present).
