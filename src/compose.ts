@@ -51,6 +51,11 @@ import { SiteMetricsService } from './domain/metrics/service'
 import { DnsRepository } from './domain/dns/repository'
 import { DnsService } from './domain/dns/service'
 import { ZoneBook } from './domain/dns/zones'
+import { ChallengeBook } from './domain/tls/challenges'
+import { CertificateManager, ISSUE_CERTIFICATE_JOB } from './domain/tls/manager'
+import { Preflight } from './domain/tls/preflight'
+import { CertificatesRepository } from './domain/tls/repository'
+import { AcmeIssuer } from './drivers/certs/acme'
 import { DomainsRepository } from './domain/domains/repository'
 import { DomainsService } from './domain/domains/service'
 import { DomainRenewals } from './domain/domains/renewals'
@@ -114,6 +119,10 @@ export interface Services {
   /** Berth's zones, read by the DNS server. */
   zones: ZoneBook
   domains: DomainsService
+  /** ACME challenges of open orders: HTTP-01 tokens for the edge, DNS-01 TXT for the zones. */
+  challenges: ChallengeBook
+  /** Certificates for every name served, obtained and renewed in jobs (issue 12). */
+  certs: CertificateManager
   /** Renews domains with auto-renew before they expire; run by maintenance. */
   renewals: DomainRenewals
 }
@@ -163,7 +172,10 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   const restores = new RestoreGuard(archivesRepo)
   const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: sitesRepo, backupsKept: config.archives.backupsKept, clock, log, workDir: join(config.archives.dir, '.work') }
   const applySite = new ApplySiteJob({ sites: sitesRepo, runner, log })
+  // Certificates: the manager is made below, once the names it serves are; its job calls it then.
+  let certs!: CertificateManager
   const jobs = new JobRunner(store, clock, log, {
+    [ISSUE_CERTIFICATE_JOB]: { run: (id) => certs.issue(id), failed: async () => {}, attempts: 1 },
     [PROVISION_JOB]: new Provisioner({ sites: sitesRepo, runner, clock, log, onFailed: (site, error) => billing.refundPurchaseOf(site, error) }),
     [APPLY_JOBS.scale]: applySite,
     [APPLY_JOBS.restore]: applySite,
@@ -176,13 +188,20 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   const domainsRepo = new DomainsRepository(store)
   const zoneSettings = { sitesDomain: config.sites.domain, nameservers: config.dns.nameservers, publicIpv4: config.dns.publicIpv4, publicIpv6: config.dns.publicIpv6 }
   const dns = new DnsService({ store, clock, repo: dnsRepo, settings: zoneSettings, unlinkSite: (siteId, at) => domainsRepo.unlinkSite(siteId, at) })
-  const zones = new ZoneBook({ store, repo: dnsRepo, clock, settings: zoneSettings })
-  const names = { linkedDomains: (ids: string[]) => domainsRepo.linkedTo(ids), recordsOf: (rows: SiteRow[]) => dns.recordsOfSites(rows) }
+  const challenges = new ChallengeBook()
+  const zones = new ZoneBook({ store, repo: dnsRepo, clock, settings: zoneSettings, challenges })
+  certs = new CertificateManager({
+    store, clock, log, repo: new CertificatesRepository(store), issuer: selectIssuer(config, log), challenges, jobs,
+    preflight: new Preflight({ resolver: config.tls.preflightResolver, publicIpv4: config.dns.publicIpv4, nameservers: config.dns.nameservers }),
+    dir: join(config.server.dataDir, 'tls', 'certs'), sitesDomain: config.sites.domain, apiHost: apiHostOf(config), wildcard: config.tls.wildcard,
+    sources: () => dnsRepo.zoneSources(),
+  })
+  const names = { linkedDomains: (ids: string[]) => domainsRepo.linkedTo(ids), recordsOf: (rows: SiteRow[]) => dns.recordsOfSites(rows), tls: (siteId: string) => certs.forSite(siteId) }
   const sites = new SitesService({ store, clock, sites: sitesRepo, checkouts: checkoutRepo, billing: billingRepo, plans, jobs, runner, siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain, names })
   const registrar = selectRegistrar(config, clock)
   const domains = new DomainsService({
     store, clock, log, repo: domainsRepo, registrar, processor, accounts, billing: billingRepo, plans, sites: sitesRepo, dns,
-    nameservers: config.dns.nameservers, pricePercent: config.registrar.pricePercent,
+    nameservers: config.dns.nameservers, pricePercent: config.registrar.pricePercent, tls: (domainId) => certs.forDomain(domainId),
   })
   const checkout = new CheckoutService({ store, clock, log, prefix, repo: checkoutRepo, plans, processor, accounts, keys, billing: billingRepo, sites, jobs })
   // The processor's events (a hosted payment going through) move checkouts on.
@@ -236,8 +255,25 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     dns,
     zones,
     domains,
+    challenges,
+    certs,
     renewals: new DomainRenewals({ repo: domainsRepo, domains, accounts, billing: billingRepo, clock, log, store }),
   }
+}
+
+/** The ACME issuer when a CA is configured and HTTPS listens; null otherwise (no certificates). */
+function selectIssuer(config: Config, log: Logger): AcmeIssuer | null {
+  const acme = config.tls.acme
+  if (!acme || !config.tls.listen) return null
+  return new AcmeIssuer({ ...acme, dir: join(config.server.dataDir, 'tls', 'acme'), log })
+}
+
+/** site_url's host when it is a name of its own (not an address, localhost or a site name): the API's certificate. */
+function apiHostOf(config: Config): string | null {
+  const host = new URL(config.server.siteUrl).hostname
+  if (/^[\d.]+$/.test(host) || host.includes(':') || host.startsWith('[') || host === 'localhost' || host.endsWith('.localhost')) return null
+  if (host === config.sites.domain || host.endsWith(`.${config.sites.domain}`)) return null
+  return host
 }
 
 /** The installation's random id, created on first start and kept in the store. */

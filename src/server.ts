@@ -9,6 +9,9 @@ import { viaMcp } from './api/http/doors'
 import { createMcpHandler } from './api/mcp/server'
 import { buildOpenApi } from './api/openapi'
 import { startDnsServer } from './dns/server'
+import { ACME_CHALLENGE_PATH } from './domain/tls/challenges'
+import type { ServedCertificate } from './domain/tls/manager'
+import { HttpsListener } from './edge/https'
 
 export interface RunningServer {
   server: Server<undefined>
@@ -69,7 +72,38 @@ export function startServer(s: Services): RunningServer {
     siteUrl: s.config.server.siteUrl,
     log: s.log,
   })
-  const dispatch = (request: Request, srv: Server<undefined>) => {
+  // HTTPS (issue 12): the same dispatch behind a TLS listener, certificates from the manager.
+  const tlsListen = s.config.tls.listen
+  let served: ServedCertificate[] = []
+  const https: HttpsListener | null = tlsListen && s.certs.enabled
+    ? new HttpsListener({
+        hostname: tlsListen.hostname,
+        port: tlsListen.port,
+        log: s.log,
+        fetch: (request, srv): Response | Promise<Response> => {
+          // Rate limits and logs read the client's address; this listener's peers are its own.
+          s.clients.peers.set(request, srv.requestIP(request)?.address ?? '')
+          return dispatch(request, srv, true)
+        },
+      })
+    : null
+  const refreshCertificates = () => {
+    served = s.certs.served()
+    https?.update(served)
+  }
+  const dispatch = (request: Request, srv: Server<undefined>, secure = false): Response | Promise<Response> => {
+    const path = pathOf(request.url)
+    if (path.startsWith(ACME_CHALLENGE_PATH)) {
+      const answer = s.challenges.httpAnswer(path.slice(ACME_CHALLENGE_PATH.length))
+      if (answer !== undefined) return new Response(answer, { headers: { 'content-type': 'text/plain' } })
+    } else if (!secure && https?.port) {
+      // Once a name has a certificate, its plain-HTTP requests go to HTTPS (the challenge path excepted).
+      const host = (request.headers.get('host') ?? '').toLowerCase().replace(/:\d+$/, '')
+      if (host && s.certs.covers(host, served)) {
+        const port: string = https.port === 443 ? '' : `:${https.port}`
+        return new Response(null, { status: 308, headers: { location: `https://${host}${port}${path}` } })
+      }
+    }
     if (forSite(request)) return edge.handle(request, s.clients.ofPeer(request, srv.requestIP(request)?.address))
     if (isMcpPath(request.url)) return mcp.handle(request)
     return app.fetch(request)
@@ -95,6 +129,11 @@ export function startServer(s: Services): RunningServer {
   })
   s.clients.attach(server)
   s.jobs.start()
+  if (https) {
+    s.certs.subscribe(refreshCertificates)
+    refreshCertificates()
+  }
+  s.certs.start()
   // Berth's authoritative DNS (design.md, DNS details); a port it cannot take is logged and the
   // rest of Berth keeps serving.
   const dnsListen = s.config.dns.listen
@@ -130,7 +169,9 @@ export function startServer(s: Services): RunningServer {
       unfollow()
       mcp.close()
       timers.forEach(clearInterval)
+      s.certs.stop()
       await server.stop()
+      await https?.stop()
       await (await dns)?.stop()
       await s.jobs.stop()
       runMaintenance(s)
@@ -143,6 +184,11 @@ function isPlansList(url: string): boolean {
   const start = url.indexOf('/', url.indexOf('//') + 2)
   const path = url.slice(start)
   return path === '/api/v1/plans/' || path === '/api/v1/plans'
+}
+
+/** The path and query of a request URL (what a redirect keeps). */
+function pathOf(url: string): string {
+  return url.slice(url.indexOf('/', url.indexOf('//') + 2))
 }
 
 /** True for the MCP endpoint, `/mcp/` or `/mcp`, with or without a query. */

@@ -2,6 +2,9 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, writeFileSync } from 'n
 import { basename, join } from 'node:path'
 import { renderConfigFile } from '../install/config-file'
 import { renderUnit } from '../install/unit'
+import { MIGRATE_SYSCTL } from '../edge/https'
+
+const SYSCTL_FILE = '/etc/sysctl.d/60-berth.conf'
 import { COMMON_OPTIONS, type Command } from './command'
 
 export const installCommand: Command = {
@@ -33,11 +36,16 @@ export const installCommand: Command = {
     const configPath = at('/etc/berth/berth.toml')
     if (existsSync(configPath)) written.config = 'kept'
     else {
-      writeFileSync(configPath, renderConfigFile({ 'server.data_dir': '/var/lib/berth', 'dns.listen': '0.0.0.0:53' }), { mode: 0o640 })
+      writeFileSync(configPath, renderConfigFile({ 'server.data_dir': '/var/lib/berth', 'dns.listen': '0.0.0.0:53', 'tls.listen': '0.0.0.0:443' }), { mode: 0o640 })
       written.config = 'written'
     }
     writeFileSync(at('/etc/systemd/system/berth.service'), renderUnit('/usr/local/bin/berth'), { mode: 0o644 })
     written.unit = 'written'
+    // A renewed certificate opens a new HTTPS listener beside the old one (SO_REUSEPORT); with this
+    // the kernel hands the old one's queued connections to the new one instead of resetting them.
+    mkdirSync(at('/etc/sysctl.d'), { recursive: true })
+    writeFileSync(at(SYSCTL_FILE), `${MIGRATE_SYSCTL} = 1\n`, { mode: 0o644 })
+    written.sysctl = 'written'
 
     const self = process.execPath
     if (ctx.values['no-binary'] === true) written.binary = 'skipped'
@@ -50,6 +58,8 @@ export const installCommand: Command = {
     }
 
     if (root === '/') {
+      const sysctl = Bun.spawnSync(['sysctl', '-q', '-p', SYSCTL_FILE], { stderr: 'pipe' })
+      if (sysctl.exitCode === 0) written.sysctl = 'written and applied'
       const reload = Bun.spawnSync(['systemctl', 'daemon-reload'], { stderr: 'pipe' })
       written.systemd = reload.exitCode === 0 ? 'reloaded' : 'not reloaded (systemctl unavailable)'
     }

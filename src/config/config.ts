@@ -27,6 +27,13 @@ export interface Config {
   /** Berth's authoritative DNS server; `listen` null when off. */
   dns: { listen: { hostname: string; port: number } | null; nameservers: string[]; publicIpv4: string; publicIpv6: string | null }
   registrar: { driver: 'sandbox' | 'opensrs'; opensrs: { url: string; user: string; key: string }; pricePercent: number }
+  /** HTTPS and certificates; `acme` null when no CA is configured (no certificates), `listen` null when off. */
+  tls: {
+    listen: { hostname: string; port: number } | null
+    acme: { directoryUrl: string; email: string; termsAgreed: boolean; eab: { kid: string; hmacKey: string } | null; caBundle: string | null } | null
+    wildcard: boolean
+    preflightResolver: { hostname: string; port: number } | null
+  }
   containers: {
     dockerSocket: string
     subnetPool: string
@@ -162,6 +169,17 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
     const ok = entry.includes('/') ? safe(() => ipaddr.parseCIDR(entry)) : ipaddr.isValid(entry)
     if (!ok) throw new ConfigError(`server.trusted_proxies: '${entry}' is not an IP address or CIDR range`)
   }
+  if (get<string>('tls.acme_directory') && !get<boolean>('tls.acme_terms_agreed')) {
+    throw new ConfigError("tls.acme_directory is set but tls.acme_terms_agreed is false: read the CA's terms of service and set tls.acme_terms_agreed = true")
+  }
+  if (get<string>('tls.acme_directory') && !get<string>('tls.acme_email')) {
+    throw new ConfigError('tls.acme_directory is set but tls.acme_email is empty: give the address the CA writes to about expiring certificates')
+  }
+  if (Boolean(get<string>('tls.eab_kid')) !== Boolean(get<string>('tls.eab_hmac_key'))) {
+    throw new ConfigError('tls.eab_kid and tls.eab_hmac_key go together: set both (from your CA\'s account page) or neither')
+  }
+  const caBundleFile = get<string>('tls.ca_bundle')
+  if (caBundleFile && !existsSync(caBundleFile)) throw new ConfigError(`tls.ca_bundle names ${caBundleFile}, which does not exist`)
   if (get<string>('registrar.driver') === 'opensrs' && (!get<string>('registrar.opensrs_user') || !get<string>('registrar.opensrs_key'))) {
     throw new ConfigError('registrar.driver is opensrs but registrar.opensrs_user or registrar.opensrs_key is empty: set both (the key with BERTH_REGISTRAR_OPENSRS_KEY)')
   }
@@ -190,6 +208,20 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       nameservers: nameserversOf(get<string[]>('dns.nameservers'), get<string>('sites.domain').toLowerCase()),
       publicIpv4: get<string>('dns.public_ipv4'),
       publicIpv6: get<string>('dns.public_ipv6') || null,
+    },
+    tls: {
+      listen: get<string>('tls.listen') === 'off' ? null : parseListen(get<string>('tls.listen'))!,
+      acme: get<string>('tls.acme_directory')
+        ? {
+            directoryUrl: get<string>('tls.acme_directory'),
+            email: get<string>('tls.acme_email'),
+            termsAgreed: get<boolean>('tls.acme_terms_agreed'),
+            eab: get<string>('tls.eab_kid') ? { kid: get<string>('tls.eab_kid'), hmacKey: get<string>('tls.eab_hmac_key') } : null,
+            caBundle: caBundleFile ? readFileSync(caBundleFile, 'utf8') : null,
+          }
+        : null,
+      wildcard: get<boolean>('tls.wildcard'),
+      preflightResolver: get<string>('tls.preflight_resolver') === 'system' ? null : parseListen(get<string>('tls.preflight_resolver'))!,
     },
     registrar: {
       driver: get<'sandbox' | 'opensrs'>('registrar.driver'),

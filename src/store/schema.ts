@@ -339,3 +339,31 @@ export const dnsRecords = sqliteTable('dns_records', {
 
 export type DomainRow = typeof domains.$inferSelect
 export type DnsRecordRow = typeof dnsRecords.$inferSelect
+
+/**
+ * A certificate Berth wants and what it has of it (design.md, Certificates): one per site name
+ * (or one wildcard for all of them), per linked domain (with its www) and for the API's host.
+ * The certificate and its key are files in `{data_dir}/tls/`, named by `id`, mode 0600.
+ */
+export const certificates = sqliteTable('certificates', {
+  id: text('id').primaryKey(),
+  /** What it is for: `site:{id}`, `domain:{id}`, `wildcard` or `api`; one row each. */
+  subject: text('subject').notNull(),
+  /** JSON array of the names, the first being the common name. */
+  names: text('names').notNull(),
+  challenge: text('challenge', { enum: ['http-01', 'dns-01'] }).notNull(),
+  status: text('status', { enum: ['pending', 'active', 'renewing', 'failed'] }).notNull(),
+  serial: text('serial'),
+  notBefore: integer('not_before'),
+  notAfter: integer('not_after'),
+  /** When to renew: the CA's ARI window or two thirds of the lifetime. */
+  renewAt: integer('renew_at'),
+  lastError: text('last_error'),
+  /** Failures in a row, for the back-off (1 h doubling to 24 h). */
+  failures: integer('failures').notNull().default(0),
+  nextAttemptAt: integer('next_attempt_at').notNull(),
+  createdAt: integer('created_at').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+}, (t) => [uniqueIndex('certificates_subject').on(t.subject), index('certificates_due').on(t.nextAttemptAt)])
+
+export type CertificateRow = typeof certificates.$inferSelect

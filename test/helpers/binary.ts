@@ -39,9 +39,9 @@ export interface Berth {
  * Starts dist/berth serve on a free loopback port with a fresh data folder (or the one given)
  * and waits for GET /api/v1/status/ to answer 200.
  */
-export async function startBerth(opts: { dataDir?: string; env?: Record<string, string>; args?: string[] } = {}): Promise<Berth> {
+export async function startBerth(opts: { dataDir?: string; env?: Record<string, string>; args?: string[]; port?: number } = {}): Promise<Berth> {
   if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing; run bun run build`)
-  const port = await freePort()
+  const port = opts.port ?? (await freePort())
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'berth-e2e-'))
   const url = `http://127.0.0.1:${port}`
   let log = ''

@@ -19,7 +19,7 @@ export interface Pebble {
   stop(): Promise<void>
 }
 
-export async function startPebble(opts: { httpPort: number; dnsServer: string; env?: Record<string, string> }): Promise<Pebble> {
+export async function startPebble(opts: { httpPort: number; dnsServer: string; validitySeconds?: number; env?: Record<string, string> }): Promise<Pebble> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-pebble-'))
   const key = join(dir, 'key.pem')
   const cert = join(dir, 'cert.pem')
@@ -28,7 +28,7 @@ export async function startPebble(opts: { httpPort: number; dnsServer: string; e
   if (made.exitCode !== 0) throw new Error(`openssl: ${made.stderr.toString()}`)
   const [port, management] = [await freePort(), await freePort()]
   writeFileSync(join(dir, 'pebble.json'), JSON.stringify({
-    pebble: { listenAddress: `127.0.0.1:${port}`, managementListenAddress: `127.0.0.1:${management}`, certificate: cert, privateKey: key, httpPort: opts.httpPort, tlsPort: await freePort(), ocspResponderURL: '', externalAccountBindingRequired: false },
+    pebble: { listenAddress: `127.0.0.1:${port}`, managementListenAddress: `127.0.0.1:${management}`, certificate: cert, privateKey: key, httpPort: opts.httpPort, tlsPort: await freePort(), ocspResponderURL: '', externalAccountBindingRequired: false, ...(opts.validitySeconds ? { certificateValidityPeriod: opts.validitySeconds } : {}) },
   }))
   let log = ''
   const proc: Subprocess = spawn(['pebble', '-config', join(dir, 'pebble.json'), '-dnsserver', opts.dnsServer], {

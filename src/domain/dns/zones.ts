@@ -15,6 +15,8 @@ export interface ZoneSettings {
 /** TTLs of what Berth adds itself: NS and SOA change rarely; default addresses may be replaced. */
 const NS_TTL = 3600
 const DEFAULT_ADDRESS_TTL = 300
+/** ACME DNS-01 answers live minutes; a short TTL keeps a retried order from seeing an old value. */
+const CHALLENGE_TTL = 10
 const SOA_TIMERS = { refresh: 3600, retry: 600, expire: 1_209_600, minimum: 300 }
 
 /** Which default addresses a name gets: IPv4 (A), IPv6 (AAAA). */
@@ -39,8 +41,14 @@ interface BuiltZone extends Zone {
 export class ZoneBook implements Authority {
   private zones = new Map<string, BuiltZone>()
   private version = -1
+  private challengeVersion = -1
+  private builds = 0
 
-  constructor(private d: { store: Store; repo: DnsRepository; clock: Clock; settings: ZoneSettings }) {}
+  /**
+   * `challenges`: the ACME DNS-01 TXT records of open orders (src/domain/tls/challenges.ts),
+   * served in whichever zone holds their name while the order is open.
+   */
+  constructor(private d: { store: Store; repo: DnsRepository; clock: Clock; settings: ZoneSettings; challenges?: { txtRecords(): { name: string; values: string[] }[]; generation(): number } }) {}
 
   zoneFor(name: string): Zone | null {
     this.refresh()
@@ -57,7 +65,7 @@ export class ZoneBook implements Authority {
 
   generation(): number {
     this.refresh()
-    return this.version
+    return this.builds
   }
 
   /** The zone's current SOA serial (GET /status/ and tests), or null when Berth has no such zone. */
@@ -74,8 +82,15 @@ export class ZoneBook implements Authority {
 
   private refresh(): void {
     const version = this.d.store.version()
-    if (version === this.version) return
+    const challengeVersion = this.d.challenges?.generation() ?? 0
+    if (version === this.version && challengeVersion === this.challengeVersion) return
     this.version = version
+    this.challengeVersion = challengeVersion
+    this.builds++
+    const challengeRecords = (this.d.challenges?.txtRecords() ?? []).flatMap(({ name, values }) => values.map((v): DnsRecord => ({ name, type: 'TXT', ttl: CHALLENGE_TTL, data: [v] })))
+    const addChallenges = (zone: ZoneContent, others: string[]) => {
+      for (const r of challengeRecords) if (inZone(r.name, zone.apex) && !others.some((o) => o !== zone.apex && inZone(o, zone.apex) && inZone(r.name, o))) zone.add(r)
+    }
     const { sites, domains, records } = this.d.repo.zoneSources()
     const bySite = group(records.filter((r) => r.siteId !== null), (r) => r.siteId!)
     const byDomain = group(records.filter((r) => r.domainId !== null), (r) => r.domainId!)
@@ -87,6 +102,7 @@ export class ZoneBook implements Authority {
     this.addresses(sitesZone, s.sitesDomain)
     for (const ns of s.nameservers) if (inZone(ns, s.sitesDomain) && ns !== s.sitesDomain) this.addresses(sitesZone, ns)
     for (const site of sites) sitesZone.addOwned(`${site.slug}.${s.sitesDomain}`, bySite.get(site.id) ?? [], (name, families) => this.addresses(sitesZone, name, families))
+    addChallenges(sitesZone, domains.map((d) => d.name))
     next.set(s.sitesDomain, this.seal(sitesZone))
 
     for (const domain of domains) {
@@ -99,6 +115,7 @@ export class ZoneBook implements Authority {
       })
       // A linked domain's `www` answers the site too, unless the agent set records there.
       if (domain.siteId && !own.some((r) => r.subdomain === 'www')) this.addresses(zone, `www.${domain.name}`)
+      addChallenges(zone, [])
       next.set(domain.name, this.seal(zone))
     }
     this.zones = next

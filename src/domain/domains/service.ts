@@ -14,6 +14,7 @@ import { conflict, DomainError, invalid, notFound, op, paymentDeclined, say, una
 import type { Principal } from '../keys/service'
 import type { PlansService } from '../plans/service'
 import type { SitesRepository } from '../sites/repository'
+import { NO_TLS, type TlsView } from '../tls/views'
 import { isCa, normalizeDomain } from './names'
 import type { DomainsRepository } from './repository'
 import type { DomainRegisteredView, DomainSearchView, DomainView } from './views'
@@ -46,6 +47,8 @@ interface Deps {
   nameservers: string[]
   /** What agents pay, as a percentage of the registrar's price. */
   pricePercent: number
+  /** The domain's certificate (none while unlinked or without HTTPS). */
+  tls?: (domainId: string) => TlsView
 }
 
 /**
@@ -181,6 +184,7 @@ export class DomainsService {
       renewal_price: d.renewCents / 100,
       registrar: d.registrar,
       sandbox: d.sandbox,
+      tls: this.d.tls?.(d.id) ?? NO_TLS,
       renew_error: d.renewError,
       created_at: new Date(d.createdAt).toISOString(),
     }

@@ -1,3 +1,4 @@
+import { Tls } from '../tls/views'
 import { Type as t, type Static } from '@sinclair/typebox'
 import { DateTime, Nullable } from '../schema'
 import { DomainStatusSchema } from '../enums'
@@ -30,6 +31,7 @@ export const Domain = t.Object({
   renewal_price: Cad('One year of renewal, charged to the payment method on file, in'),
   registrar: t.String({ examples: ['sandbox'] }),
   sandbox: t.Boolean({ description: 'True when nothing was registered for real (the sandbox registrar).' }),
+  tls: Tls,
   renew_error: Nullable(t.String({ description: 'Why the last automatic renewal failed, while it does.' })),
   created_at: DateTime(),
 })

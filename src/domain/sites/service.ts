@@ -1,3 +1,4 @@
+import { NO_TLS, type TlsView } from '../tls/views'
 import type { JobRunner } from '../../jobs/runner'
 import { iso, type Clock } from '../../lib/clock'
 import type { SiteRow } from '../../store/schema'
@@ -29,7 +30,7 @@ export interface SitesServiceDeps {
   siteUrl: string
   sitesDomain: string
   /** The site's names: linked domains and DNS records (design.md, DNS, domains, TLS). */
-  names: { linkedDomains(siteIds: string[]): Map<string, string[]>; recordsOf(sites: SiteRow[]): Map<string, DnsRecordView[]> }
+  names: { linkedDomains(siteIds: string[]): Map<string, string[]>; recordsOf(sites: SiteRow[]): Map<string, DnsRecordView[]>; tls?(siteId: string): TlsView }
 }
 
 /** Sites as their owners see them, and the creation of new ones. */
@@ -110,6 +111,7 @@ export class SitesService {
       url: this.siteUrl(site.slug),
       domains: this.d.names.linkedDomains([site.id]).get(site.id) ?? [],
       dns_records: this.d.names.recordsOf([site]).get(site.id) ?? [],
+      tls: this.d.names.tls?.(site.id) ?? NO_TLS,
       modules: Object.fromEntries(plan.features.ai_modules.map((m) => [m, enabled[m] ?? false])),
       resources: { memory_mb: plan.features.memory_mb, cpu_cores: plan.features.cpu_cores, disk_gb: plan.features.disk_gb },
       subscription_id: site.subscriptionId,

@@ -2,6 +2,7 @@ import { Type as t, type Static } from '@sinclair/typebox'
 import { DateTime, Nullable, Uuid } from '../schema'
 import { HostingTypeSchema, VisibleSiteStatusSchema } from '../enums'
 import { DnsRecord } from '../dns/views'
+import { Tls } from '../tls/views'
 
 export const Site = t.Object({
   slug: t.String({ description: 'Also the {tenant_slug} of /sites/{tenant_slug}/... routes.' }),
@@ -11,6 +12,7 @@ export const Site = t.Object({
   url: t.String({ description: 'Where the site answers: http(s)://{slug}.{sites_domain}.' }),
   domains: t.Array(t.String(), { description: 'Your domains linked to the site (POST /domains/{domain_name}/link/); each and its www are routed here.' }),
   dns_records: t.Array(DnsRecord, { description: "DNS records under the site's own name (POST /sites/{slug}/dns/)." }),
+  tls: Tls,
   modules: t.Record(t.String(), t.Boolean(), { description: 'AI modules the plan includes, each with whether it is on.' }),
   resources: t.Object({ memory_mb: t.Integer(), cpu_cores: t.Integer(), disk_gb: t.Integer() }),
   subscription_id: Nullable(Uuid()),

@@ -1,10 +1,11 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { Agent } from 'node:https'
 import { X509Certificate } from 'node:crypto'
 import { join } from 'node:path'
 import * as x509 from '@peculiar/x509'
 import * as acme from 'acme-client'
 import type { Logger } from '../../lib/logger'
+import { writePrivateFile } from '../../lib/private-file'
 import { IssueError, type CertificateIssuer, type ChallengeSolver, type ChallengeType, type IssuedCertificate } from './types'
 
 export interface AcmeOptions {
@@ -85,7 +86,7 @@ export class AcmeIssuer implements CertificateIssuer {
     this.client ??= (async () => {
       mkdirSync(this.o.dir, { recursive: true, mode: 0o700 })
       const keyFile = join(this.o.dir, 'account.key')
-      if (!existsSync(keyFile)) writePrivate(keyFile, (await acme.crypto.createPrivateEcdsaKey('P-256')).toString())
+      if (!existsSync(keyFile)) writePrivateFile(keyFile, (await acme.crypto.createPrivateEcdsaKey('P-256')).toString())
       const stateFile = join(this.o.dir, 'account.json')
       const state = existsSync(stateFile) ? (JSON.parse(readFileSync(stateFile, 'utf8')) as { directoryUrl: string; accountUrl: string }) : null
       const client = new acme.Client({
@@ -100,7 +101,7 @@ export class AcmeIssuer implements CertificateIssuer {
         this.client = null
         throw classify(err)
       }
-      writePrivate(stateFile, JSON.stringify({ directoryUrl: this.o.directoryUrl, accountUrl: client.getAccountUrl() }))
+      writePrivateFile(stateFile, JSON.stringify({ directoryUrl: this.o.directoryUrl, accountUrl: client.getAccountUrl() }))
       this.o.log.info('ACME account ready', { directory: this.o.directoryUrl, account: client.getAccountUrl() })
       return client
     })()
@@ -133,8 +134,3 @@ function classify(err: unknown): IssueError {
   return new IssueError('refused', message)
 }
 
-function writePrivate(file: string, content: string): void {
-  const temporary = `${file}.${process.pid}.tmp`
-  writeFileSync(temporary, content, { mode: 0o600 })
-  renameSync(temporary, file)
-}

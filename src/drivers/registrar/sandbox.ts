@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { addYears, type Clock } from '../../lib/clock'
+import { writePrivateFile } from '../../lib/private-file'
 import { RegistrarError, type DomainQuote, type RegisterInput, type RegisteredDomain, type Registrar } from './types'
 
 interface SandboxDomain {
@@ -105,9 +106,7 @@ export class SandboxRegistrar implements Registrar {
 
   /** Writes the whole state to a temporary file and renames it over the old one (never half-written). */
   private save(next: Record<string, SandboxDomain>): void {
-    const temporary = `${this.o.file}.${process.pid}.tmp`
-    writeFileSync(temporary, JSON.stringify(next, null, 2), { mode: 0o600 })
-    renameSync(temporary, this.o.file)
+    writePrivateFile(this.o.file, JSON.stringify(next, null, 2))
     this.domains = next
   }
 }

@@ -1,0 +1,35 @@
+import { eq, lte } from 'drizzle-orm'
+import { certificates, type CertificateRow } from '../../store/schema'
+import type { Store } from '../../store/store'
+
+export class CertificatesRepository {
+  constructor(private store: Store) {}
+
+  all(): CertificateRow[] {
+    return this.store.db.select().from(certificates).all()
+  }
+
+  find(id: string): CertificateRow | undefined {
+    return this.store.db.select().from(certificates).where(eq(certificates.id, id)).get()
+  }
+
+  bySubject(subject: string): CertificateRow | undefined {
+    return this.store.db.select().from(certificates).where(eq(certificates.subject, subject)).get()
+  }
+
+  due(now: number): CertificateRow[] {
+    return this.store.db.select().from(certificates).where(lte(certificates.nextAttemptAt, now)).all()
+  }
+
+  insert(row: CertificateRow): void {
+    this.store.db.insert(certificates).values(row).run()
+  }
+
+  update(id: string, set: Partial<CertificateRow>): void {
+    this.store.db.update(certificates).set(set).where(eq(certificates.id, id)).run()
+  }
+
+  remove(id: string): void {
+    this.store.db.delete(certificates).where(eq(certificates.id, id)).run()
+  }
+}

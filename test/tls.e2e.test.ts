@@ -1,0 +1,146 @@
+import { spawnSync } from 'bun'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { api, freePort, startBerth, type Berth } from './helpers/binary'
+import { startPebble, type Pebble } from './helpers/pebble'
+import { buyDirect, uniqueSlug, waitForSite } from './helpers/purchase'
+import { instanceOf, removeInstanceSites } from './helpers/sites'
+
+/**
+ * HTTPS on the compiled binary with certificates from Pebble, Let's Encrypt's test CA: Pebble
+ * resolves names through Berth's own DNS and checks HTTP-01 on Berth's port, as a real CA would
+ * through the internet. curl, trusting only Pebble's root, is the client.
+ */
+const SITES = 'sites.test'
+const CONTACT = { first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com', phone: '+1.5555551234', address1: '100 King St W', city: 'Toronto', state: 'ON', postal_code: 'M5X 1A9', country: 'CA' }
+/** Pebble's certificates live this long here, so renewal (at two thirds) happens within the test. */
+const VALIDITY_SECONDS = 45
+
+let pebble: Pebble
+let berth: Berth
+let tlsPort = 0
+let key = ''
+let slug = ''
+let root = ''
+const dir = mkdtempSync(join(tmpdir(), 'berth-tls-'))
+
+/** curl over HTTPS to `name` on Berth's TLS port, trusting Pebble's root only. */
+function curl(name: string, path = '/', extra: string[] = []): { code: number; body: string; serial: string; error: string } {
+  const p = spawnSync(['curl', '-sS', '--max-time', '5', '--cacert', root, '--resolve', `${name}:${tlsPort}:127.0.0.1`, '-w', '\n%{http_code}', '-v', ...extra, `https://${name}:${tlsPort}${path}`])
+  const out = p.stdout.toString()
+  const cut = out.lastIndexOf('\n')
+  const err = p.stderr.toString()
+  return { code: Number(out.slice(cut + 1)), body: out.slice(0, cut), serial: servedSerial(name), error: p.exitCode === 0 ? '' : err }
+}
+
+/** The serial of the certificate Berth presents for `name` (openssl s_client). */
+function servedSerial(name: string): string {
+  const p = spawnSync(['sh', '-c', `echo | openssl s_client -connect 127.0.0.1:${tlsPort} -servername ${name} 2>/dev/null | openssl x509 -noout -serial`])
+  return p.stdout.toString().trim().replace(/^serial=/, '')
+}
+
+async function tlsOf(path: string, want: (tls: { status: string }) => boolean, timeoutMs = 40_000) {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const res = await api(berth.url, 'GET', path, { key })
+    const tls = res.json.data.tls
+    if (want(tls)) return tls
+    if (Date.now() > deadline) throw new Error(`${path}: tls still ${JSON.stringify(tls)}`)
+    await Bun.sleep(200)
+  }
+}
+
+beforeAll(async () => {
+  const [port, dnsPort] = [await freePort(), await freePort()]
+  tlsPort = await freePort()
+  pebble = await startPebble({ httpPort: port, dnsServer: `127.0.0.1:${dnsPort}`, validitySeconds: VALIDITY_SECONDS })
+  berth = await startBerth({
+    port,
+    env: {
+      BERTH_SITES_DOMAIN: SITES, BERTH_DNS_LISTEN: `127.0.0.1:${dnsPort}`, BERTH_TLS_LISTEN: `127.0.0.1:${tlsPort}`,
+      BERTH_TLS_ACME_DIRECTORY: pebble.directoryUrl, BERTH_TLS_ACME_EMAIL: 'hoster@example.com', BERTH_TLS_ACME_TERMS_AGREED: 'true',
+      BERTH_TLS_CA_BUNDLE: pebble.caBundleFile, BERTH_TLS_PREFLIGHT_RESOLVER: `127.0.0.1:${dnsPort}`, BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour',
+    },
+  })
+  instanceOf(berth)
+  root = join(dir, 'root.pem')
+  writeFileSync(root, await pebble.rootPem())
+  slug = uniqueSlug('tls')
+  key = (await buyDirect(berth.url, { slug })).data.api_key
+  expect(await waitForSite(berth.url, key, slug)).toBe('active')
+}, 120_000)
+afterAll(async () => {
+  await berth?.dispose()
+  await removeInstanceSites(berth)
+  await pebble?.stop()
+})
+
+describe('HTTPS with certificates from Pebble', () => {
+  it('gets a purchased site a certificate by HTTP-01 and serves the site over HTTPS under its name', async () => {
+    const tls = await tlsOf(`/sites/${slug}/`, (t) => t.status === 'active')
+    expect(tls).toMatchObject({ status: 'active', names: [`${slug}.${SITES}`], last_error: null })
+    expect(Date.parse(tls.not_after)).toBeGreaterThan(Date.now())
+    const marker = `over-https-${Math.random().toString(36).slice(2)}`
+    expect((await api(berth.url, 'POST', `/sites/${slug}/files/write/`, { key, body: { path: 'public/index.html', content: marker } })).status).toBe(200)
+    const res = curl(`${slug}.${SITES}`)
+    expect(res.error).toBe('')
+    expect(res.code).toBe(200)
+    expect(res.body).toContain(marker)
+  })
+
+  it('redirects plain HTTP for that name to HTTPS, except the ACME challenge path', async () => {
+    const plain = await fetch(`${berth.url}/about?x=1`, { headers: { host: `${slug}.${SITES}` }, redirect: 'manual' })
+    expect(plain.status).toBe(308)
+    expect(plain.headers.get('location')).toBe(`https://${slug}.${SITES}:${tlsPort}/about?x=1`)
+    const challenge = await fetch(`${berth.url}/.well-known/acme-challenge/unknown-token`, { headers: { host: `${slug}.${SITES}` }, redirect: 'manual' })
+    expect(challenge.status).not.toBe(308)
+  })
+
+  it('gets a linked domain (and its www) a certificate of its own', async () => {
+    const domain = `tls-${Date.now().toString(36)}.com`
+    expect((await api(berth.url, 'POST', '/domains/register/', { key, body: { domain, period: 1, contact: CONTACT } })).status).toBe(201)
+    expect((await api(berth.url, 'POST', `/domains/${domain}/link/`, { key, body: { tenant_slug: slug } })).status).toBe(200)
+    const tls = await tlsOf(`/domains/${domain}/`, (t) => t.status === 'active')
+    expect(tls.names).toEqual([domain, `www.${domain}`])
+    for (const name of [domain, `www.${domain}`]) {
+      const res = curl(name)
+      expect(res.error, name).toBe('')
+      expect(res.code, name).toBe(200)
+    }
+  })
+
+  it("shows failed with the reason for a name whose DNS does not point here, and orders nothing", async () => {
+    const domain = `elsewhere-${Date.now().toString(36)}.com`
+    expect((await api(berth.url, 'POST', '/domains/register/', { key, body: { domain, period: 1, contact: CONTACT } })).status).toBe(201)
+    expect((await api(berth.url, 'POST', `/domains/${domain}/dns/add/`, { key, body: { type: 'A', value: '192.0.2.44' } })).status).toBe(200)
+    expect((await api(berth.url, 'POST', `/domains/${domain}/link/`, { key, body: { tenant_slug: slug } })).status).toBe(200)
+    const tls = await tlsOf(`/domains/${domain}/`, (t) => t.status === 'failed')
+    expect(tls.last_error).toMatch(new RegExp(`${domain.replace('.', '\\.')} answers 192\\.0\\.2\\.44, not this server's 127\\.0\\.0\\.1`))
+    expect(curl(domain).error).not.toBe('')
+  })
+
+  it('renews before expiry: the next handshake presents the new serial, and no request fails meanwhile', async () => {
+    const name = `${slug}.${SITES}`
+    await tlsOf(`/sites/${slug}/`, (t) => t.status === 'active')
+    const first = servedSerial(name)
+    expect(first).toMatch(/^[0-9A-F]+$/)
+    const deadline = Date.now() + VALIDITY_SECONDS * 1000
+    const failures: string[] = []
+    let requests = 0
+    let serial = first
+    while (serial === first && Date.now() < deadline) {
+      const res = curl(name)
+      requests++
+      if (res.code !== 200) failures.push(`${res.code}: ${res.error.split('\n').slice(-3).join(' ')}`)
+      serial = res.serial
+      await Bun.sleep(250)
+    }
+    expect(serial).not.toBe(first)
+    expect(requests).toBeGreaterThan(10)
+    expect(failures).toEqual([])
+    const tls = await tlsOf(`/sites/${slug}/`, (t) => t.status === 'active')
+    expect(tls.last_error).toBeNull()
+  }, 90_000)
+})
