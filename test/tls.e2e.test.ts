@@ -144,3 +144,67 @@ describe('HTTPS with certificates from Pebble', () => {
     expect(tls.last_error).toBeNull()
   }, 90_000)
 })
+
+describe('a damaged certificate file', () => {
+  it('is reported and not served after a restart, the listener keeps serving the others, and a new one is obtained', async () => {
+    const name = `${slug}.${SITES}`
+    await tlsOf(`/sites/${slug}/`, (t) => t.status === 'active')
+    const domains = (await api(berth.url, 'GET', '/domains/', { key })).json.data as { domain: string; tls: { status: string } }[]
+    const healthy = domains.find((d) => d.tls.status === 'active')!.domain
+    const db = new (await import('bun:sqlite')).Database(join(berth.dataDir, 'berth.db'), { readonly: true })
+    const row = db.query("SELECT id FROM certificates WHERE subject LIKE 'site:%'").get() as { id: string }
+    db.close()
+    await berth.stop()
+    writeFileSync(join(berth.dataDir, 'tls', 'certs', `${row.id}.crt`), '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n')
+    await berth.restart()
+    const broken = (await api(berth.url, 'GET', `/sites/${slug}/`, { key })).json.data.tls
+    expect(broken.status === 'failed' || broken.status === 'pending').toBe(true)
+    expect(berth.output()).toMatch(/certificate file not valid/)
+    expect(curl(healthy).code).toBe(200)
+    // The pre-flight passes, so a new certificate comes and is served.
+    await tlsOf(`/sites/${slug}/`, (t) => t.status === 'active')
+    expect(curl(name).code).toBe(200)
+  }, 60_000)
+})
+
+describe('the wildcard of sites_domain by DNS-01', () => {
+  let wildPebble: Pebble
+  let wild: Berth
+  let wildTls = 0
+  let wildRoot = ''
+  beforeAll(async () => {
+    const [port, dnsPort] = [await freePort(), await freePort()]
+    wildTls = await freePort()
+    wildPebble = await startPebble({ httpPort: port, dnsServer: `127.0.0.1:${dnsPort}` })
+    wild = await startBerth({
+      port,
+      env: {
+        BERTH_SITES_DOMAIN: 'wild.test', BERTH_DNS_LISTEN: `127.0.0.1:${dnsPort}`, BERTH_TLS_LISTEN: `127.0.0.1:${wildTls}`, BERTH_TLS_WILDCARD: 'true',
+        BERTH_TLS_ACME_DIRECTORY: wildPebble.directoryUrl, BERTH_TLS_ACME_EMAIL: 'hoster@example.com', BERTH_TLS_ACME_TERMS_AGREED: 'true',
+        BERTH_TLS_CA_BUNDLE: wildPebble.caBundleFile, BERTH_TLS_PREFLIGHT_RESOLVER: `127.0.0.1:${dnsPort}`,
+      },
+    })
+    wildRoot = join(dir, 'wild-root.pem')
+    writeFileSync(wildRoot, await wildPebble.rootPem())
+  }, 60_000)
+  afterAll(async () => {
+    await wild?.dispose()
+    await wildPebble?.stop()
+  })
+
+  it('gets one certificate for *.wild.test through Berth\'s own DNS, presented for any site name', async () => {
+    const deadline = Date.now() + 30_000
+    const handshake = (name: string) =>
+      spawnSync(['sh', '-c', `echo | openssl s_client -connect 127.0.0.1:${wildTls} -servername ${name} -CAfile ${wildRoot} -verify_return_error -verify_hostname ${name} 2>&1`]).stdout.toString()
+    let out = handshake('any-site.wild.test')
+    while (!/Verify return code: 0 \(ok\)/.test(out) && Date.now() < deadline) {
+      await Bun.sleep(300)
+      out = handshake('any-site.wild.test')
+    }
+    expect(out).toMatch(/Verify return code: 0 \(ok\)/)
+    expect(handshake('another.wild.test')).toMatch(/Verify return code: 0 \(ok\)/)
+    const issued = wild.output().split('\n').find((l) => l.includes('"certificate issued"'))
+    expect(issued, wild.output().slice(-2000)).toBeDefined()
+    expect(JSON.parse(issued!).names).toEqual(['*.wild.test', 'wild.test'])
+  }, 40_000)
+})
