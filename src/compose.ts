@@ -29,7 +29,12 @@ import { CREATE_ARCHIVE_JOB, CreateArchiveJob, RESTORE_ARCHIVE_JOB, RestoreArchi
 import { RestoreGuard } from './domain/archives/restore-guard'
 import { ArchivesService } from './domain/archives/service'
 import { LocalArchiveStore } from './drivers/archives/local'
-import { LocalProcessor } from './drivers/payments/local'
+import { selectProcessor } from './drivers/payments/select'
+import type { PaymentProcessor } from './drivers/payments/types'
+import { LocalLedgerStore } from './domain/billing/local-ledger'
+import { PortalLinks } from './domain/billing/portal-links'
+import { SubscriptionBilling } from './domain/billing/subscriptions'
+import { AccountsService } from './domain/accounts/service'
 import { DockerRuntime } from './drivers/runtime/docker'
 import type { ContainerRuntime } from './drivers/runtime/types'
 import { JobRunner } from './jobs/runner'
@@ -83,7 +88,8 @@ export interface Services {
   status: StatusInfo
   /** Random id of this installation, in the names and labels of its containers. */
   instanceId: string
-  processor: LocalProcessor
+  /** The payment processor the config names: the built-in test-mode one or Stripe. */
+  processor: PaymentProcessor
   runtime: ContainerRuntime
   jobs: JobRunner
   /** Brings sites' containers in line with the store; knows where each running site answers. */
@@ -125,6 +131,14 @@ export interface Services {
   certs: CertificateManager
   /** Renews domains with auto-renew before they expire; run by maintenance. */
   renewals: DomainRenewals
+  /** Subscriptions after the purchase: renewals, retries, suspension, cancellation, proration. */
+  subscriptions: SubscriptionBilling
+  billing: BillingRepository
+  /** Signed links to the built-in billing portal. */
+  portalLinks: PortalLinks
+  accountsRepo: AccountsRepository
+  /** Account update and deletion, and the billing portal's link. */
+  accounts: AccountsService
 }
 
 export const databasePath = (config: Config) => join(config.server.dataDir, 'berth.db')
@@ -161,7 +175,16 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   const instanceId = instanceIdOf(store)
   const runtime = opts.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, log })
   const hostedSessions = new HostedSessions({ repo: checkoutRepo, plans })
-  const processor = new LocalProcessor(config.server.siteUrl, (ref) => hostedSessions.find(ref), () => clock.now())
+  const portalLinks = new PortalLinks({ siteUrl: config.server.siteUrl, secret: secretOf(store, 'portal_secret'), clock })
+  const processor = selectProcessor(config, {
+    local: { lookup: (ref) => hostedSessions.find(ref), ledger: new LocalLedgerStore(store, clock), portal: portalLinks, now: () => clock.now(), delayMs: config.dev.paymentDelayMs },
+    stripeEvents: {
+      firstTime: (id) => billingRepo.eventSeen(id) === false,
+      markSeen: (id) => billingRepo.firstTimeEvent(id, 'stripe', 'webhook', clock.now()),
+    },
+    clock,
+    log,
+  })
   const archiveFiles = new LocalArchiveStore(config.archives.dir)
 
   // Sites and their containers.
@@ -203,9 +226,12 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     store, clock, log, repo: domainsRepo, registrar, processor, accounts, billing: billingRepo, plans, sites: sitesRepo, dns,
     nameservers: config.dns.nameservers, pricePercent: config.registrar.pricePercent, tls: (domainId) => certs.forDomain(domainId),
   })
+  const subscriptions = new SubscriptionBilling({ store, clock, log, repo: billingRepo, accounts, sites: sitesRepo, plans, jobs, runner, processor })
   const checkout = new CheckoutService({ store, clock, log, prefix, repo: checkoutRepo, plans, processor, accounts, keys, billing: billingRepo, sites, jobs })
   // The processor's events (a hosted payment going through) move checkouts on.
   processor.onEvent((event) => checkout.onProcessorEvent(event))
+  // A card replaced at the processor (Stripe's portal) goes on file and pays what is unpaid.
+  processor.onEvent((event) => subscriptions.onProcessorEvent(event))
   const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: sitesRepo, plans, jobs, config: config.archives, workDir: archiveWork.workDir, log })
   // What else a reaped site owns, removed after its container and volume: its snapshots and
   // backups (rows and stored files); DNS records later likewise.
@@ -240,7 +266,14 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     modules: new ModulesService(store, clock, log, plans, recordOnlyModules()),
     ssh: new SshService({ ssh: config.ssh, plans, runtime }),
     claims: new ClaimsService({ store, clock, log, repo: new ClaimsRepository(store), sites: sitesRepo, keys, runtime, prefix }),
-    lifecycle: new SiteLifecycle({ store, clock, sites: sitesRepo, views: sites, billing: billingRepo, plans, jobs, runner, log }),
+    lifecycle: new SiteLifecycle({ store, clock, sites: sitesRepo, views: sites, billing: billingRepo, money: subscriptions, plans, jobs, runner, log }),
+    subscriptions,
+    billing: billingRepo,
+    portalLinks,
+    accountsRepo: accounts,
+    accounts: new AccountsService({
+      store, clock, log, repo: accounts, keys: keysRepo, billing: billingRepo, subscriptions, sites: sitesRepo, domains: domainsRepo, runner, processor, siteUrl: config.server.siteUrl,
+    }),
     reaper,
     archives,
     checkout,
@@ -274,6 +307,17 @@ function apiHostOf(config: Config): string | null {
   if (/^[\d.]+$/.test(host) || host.includes(':') || host.startsWith('[') || host === 'localhost' || host.endsWith('.localhost')) return null
   if (host === config.sites.domain || host.endsWith(`.${config.sites.domain}`)) return null
   return host
+}
+
+/** A random secret of this installation (32 bytes), created on first use and kept in the store. */
+function secretOf(store: Store, key: string): Buffer {
+  return store.write(() => {
+    const row = store.db.select().from(settings).where(eq(settings.key, key)).get()
+    if (row) return Buffer.from(row.value, 'hex')
+    const secret = Buffer.from(crypto.getRandomValues(new Uint8Array(32)))
+    store.db.insert(settings).values({ key, value: secret.toString('hex') }).run()
+    return secret
+  })
 }
 
 /** The installation's random id, created on first start and kept in the store. */
@@ -315,4 +359,5 @@ export function runMaintenance(s: Services): void {
   s.siteMetrics.persist()
   void s.archives.maintain()
   void s.renewals.renewDue()
+  void s.subscriptions.runDue()
 }

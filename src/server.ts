@@ -12,6 +12,7 @@ import { startDnsServer } from './dns/server'
 import { ACME_CHALLENGE_PATH } from './domain/tls/challenges'
 import type { ServedCertificate } from './domain/tls/manager'
 import { HttpsListener } from './edge/https'
+import { WEBHOOK_PATH, webhookHandler } from './api/webhooks/handler'
 
 export interface RunningServer {
   server: Server<undefined>
@@ -72,6 +73,7 @@ export function startServer(s: Services): RunningServer {
     siteUrl: s.config.server.siteUrl,
     log: s.log,
   })
+  const webhook = webhookHandler(s.processor, s.log)
   // HTTPS (issue 12): the same dispatch behind a TLS listener, certificates from the manager.
   const tlsListen = s.config.tls.listen
   let served: ServedCertificate[] = []
@@ -80,11 +82,7 @@ export function startServer(s: Services): RunningServer {
         hostname: tlsListen.hostname,
         port: tlsListen.port,
         log: s.log,
-        fetch: (request, srv): Response | Promise<Response> => {
-          // Rate limits and logs read the client's address; this listener's peers are its own.
-          s.clients.peers.set(request, srv.requestIP(request)?.address ?? '')
-          return dispatch(request, srv, true)
-        },
+        fetch: (request, srv): Response | Promise<Response> => dispatch(request, srv, true),
       })
     : null
   const refreshCertificates = () => {
@@ -105,6 +103,10 @@ export function startServer(s: Services): RunningServer {
       }
     }
     if (forSite(request)) return edge.handle(request, s.clients.ofPeer(request, srv.requestIP(request)?.address))
+    const hook = path.startsWith('/webhooks/') ? WEBHOOK_PATH.exec(path) : null
+    if (hook) return webhook(request, hook[1]!)
+    // Rate limits and logs read the client's address; the HTTPS listener's peers are its own.
+    if (secure) s.clients.peers.set(request, srv.requestIP(request)?.address ?? '')
     if (isMcpPath(request.url)) return mcp.handle(request)
     return app.fetch(request)
   }

@@ -17,7 +17,6 @@ import type { SiteLifecycle } from '../domain/sites/lifecycle'
 import type { SitesService } from '../domain/sites/service'
 import type { SshService } from '../domain/ssh/service'
 import type { StatusInfo } from '../domain/status'
-import type { LocalProcessor } from '../drivers/payments/local'
 import type { Logger } from '../lib/logger'
 import type { ClientAddress } from './http/client-address'
 import { authRoutes } from './auth/routes'
@@ -28,7 +27,7 @@ import { operationRenderer } from './http/operation-routes'
 import { viaMcp } from './http/doors'
 import { toolName, toolsFromOpenApi, type ToolDef } from './mcp/tools'
 import { discoveryRoutes } from './discovery/routes'
-import { LOCAL_PAYMENT_METHODS } from '../drivers/payments/local'
+import { LOCAL_PAYMENT_METHODS, LocalProcessor } from '../drivers/payments/local'
 import type { OperationRef } from '../domain/errors'
 import { strictQuery, type QueryRule } from './http/strict-query'
 import { QUERY_PARAM } from './http/schemas'
@@ -54,6 +53,14 @@ import { dnsRoutes } from './dns/routes'
 import { domainRoutes } from './domains/routes'
 import type { DnsService } from '../domain/dns/service'
 import type { DomainsService } from '../domain/domains/service'
+import type { AccountsService } from '../domain/accounts/service'
+import type { SubscriptionBilling } from '../domain/billing/subscriptions'
+import type { PortalLinks } from '../domain/billing/portal-links'
+import type { PaymentProcessor } from '../drivers/payments/types'
+import type { BillingRepository } from '../domain/billing/repository'
+import type { AccountsRepository } from '../domain/accounts/repository'
+import { accountRoutes } from './account/routes'
+import { isPortalForm, portalRoutes } from './portal/routes'
 
 /**
  * What the REST door needs: the domain's services (built by the composition root, src/compose.ts),
@@ -70,7 +77,13 @@ export interface ApiDeps {
   clients: ClientAddress
   guard: SiteGuard
   checkout: CheckoutService
-  processor: LocalProcessor
+  /** The live payment processor; the built-in one also serves its hosted page and the billing portal. */
+  processor: PaymentProcessor
+  accounts: AccountsService
+  subscriptions: SubscriptionBilling
+  billing: BillingRepository
+  portalLinks: PortalLinks
+  accountsRepo: AccountsRepository
   sites: SitesService
   lifecycle: SiteLifecycle
   modules: ModulesService
@@ -113,6 +126,7 @@ export function createApp(s: ApiDeps) {
     .use(archiveRoutes(plugins, s.archives))
     .use(dnsRoutes(plugins, s.dns))
     .use(domainRoutes(plugins, s.domains))
+    .use(accountRoutes(plugins, s.accounts, s.subscriptions))
 
   let openapi: ReturnType<typeof buildOpenApi> | undefined
   const document = () => (openapi ??= buildOpenApi(app, { baseUrl: s.config.server.baseUrl, version: s.status.version, testMode: s.status.testMode }))
@@ -122,11 +136,12 @@ export function createApp(s: ApiDeps) {
   // GET /plans/ and /auth/whoami/ (bench/, issue 2). Responses are still validated.
   const app: AnyElysia = new Elysia({ name: 'berth', normalize: false, encodeSchema: false })
     .use(envelope({ log: s.log, methodsFor: (path) => lookup(path), route: (ref, request) => (viaMcp.has(request) ? toolName(ref.operation) : route(ref)) }))
-    .use(jsonBody(s.config.server.maxBodyBytes, fileBodyLimit, (path) => /^\/pay\/[^/]+\/$/.test(path)))
+    .use(jsonBody(s.config.server.maxBodyBytes, fileBodyLimit, (path) => /^\/pay\/[^/]+\/$/.test(path) || isPortalForm(path)))
     .use(strictQuery(() => queryRules))
     .use(plugins)
     .use(api)
-    .use(payRoutes(plugins, s.processor))
+    .use(s.processor instanceof LocalProcessor ? payRoutes(plugins, s.processor) : new Elysia({ name: 'pay-routes' }))
+    .use(s.processor instanceof LocalProcessor ? portalRoutes(plugins, { processor: s.processor, links: s.portalLinks, subscriptions: s.subscriptions, billing: s.billing, accounts: s.accountsRepo }) : new Elysia({ name: 'portal-routes' }))
     .use(discoveryRoutes({ config: s.config, status: s.status, plans: s.plans, tools: () => (tools ??= toolsFromOpenApi(document())), testPaymentMethods: LOCAL_PAYMENT_METHODS }))
     .get('/api/v1/openapi.json', () => Response.json(document()), {
       public: true,

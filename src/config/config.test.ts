@@ -58,9 +58,21 @@ describe('loadConfig', () => {
     ['a bad rate', { env: { BERTH_RATE_LIMITS_REGISTER: '5 per hour' } }, /rate_limits\.register .* must look like 5\/hour/],
     ['a bad trusted proxy', { env: { BERTH_SERVER_TRUSTED_PROXIES: '10.0.0.0/99' } }, /trusted_proxies: '10\.0\.0\.0\/99'/],
     ['an uppercase prefix', { env: { BERTH_BRAND_PREFIX: 'SVC' } }, /brand\.prefix .* lowercase/],
-    ['an unknown processor', { env: { BERTH_PAYMENTS_PROCESSOR: 'paypal' } }, /payments\.processor/],
+    ['an unknown processor', { env: { BERTH_PAYMENTS_PROCESSOR: 'paypal' } }, /payments\.processor .* must be 'local' or 'stripe'/],
+    ['stripe without a secret key', { env: { BERTH_PAYMENTS_PROCESSOR: 'stripe', BERTH_PAYMENTS_STRIPE_WEBHOOK_SECRET: 'whsec_abc' } }, /payments\.stripe_secret_key is empty/],
+    ['stripe without a webhook secret', { env: { BERTH_PAYMENTS_PROCESSOR: 'stripe', BERTH_PAYMENTS_STRIPE_SECRET_KEY: 'sk_test_abc' } }, /payments\.stripe_webhook_secret is empty/],
+    ['a publishable key as the secret key', { env: { BERTH_PAYMENTS_STRIPE_SECRET_KEY: 'pk_test_abc' } }, /payments\.stripe_secret_key \(from BERTH_PAYMENTS_STRIPE_SECRET_KEY\) must be a Stripe secret key/],
+    ['a webhook secret that is not one', { env: { BERTH_PAYMENTS_STRIPE_WEBHOOK_SECRET: 'abc' } }, /payments\.stripe_webhook_secret .* must be a webhook signing secret starting with 'whsec_'/],
+    ['a Stripe API base with a path', { env: { BERTH_PAYMENTS_STRIPE_API_BASE: 'http://127.0.0.1:12111/v1' } }, /payments\.stripe_api_base .* without a path/],
   ])('refuses %s with a message naming the key and its source', (_, opts, message) => {
     expect(() => loadConfig({ file: null, env: {}, ...opts })).toThrowError(message)
+  })
+
+  it('reads the Stripe settings, from the file and the environment', () => {
+    expect(loadConfig({ file: null, env: {} }).payments).toEqual({ processor: 'local', stripe: { secretKey: '', webhookSecret: '', apiBase: null } })
+    const path = file('stripe.toml', '[payments]\nprocessor = "stripe"\nstripe_webhook_secret = "whsec_file"\nstripe_api_base = "http://127.0.0.1:12111/"\n')
+    const c = loadConfig({ file: path, env: { BERTH_PAYMENTS_STRIPE_SECRET_KEY: 'sk_live_fromenv' } })
+    expect(c.payments).toEqual({ processor: 'stripe', stripe: { secretKey: 'sk_live_fromenv', webhookSecret: 'whsec_file', apiBase: 'http://127.0.0.1:12111' } })
   })
 
   it('refuses unknown keys, a wrong type in the file, invalid TOML and a missing file', () => {

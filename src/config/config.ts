@@ -23,7 +23,8 @@ export interface Config {
   }
   brand: { prefix: string; name: string; contactEmail: string }
   sites: { domain: string }
-  payments: { processor: 'local' }
+  /** The payment processor; `stripe` holds its keys (`apiBase` null: Stripe's own API). */
+  payments: { processor: 'local' | 'stripe'; stripe: { secretKey: string; webhookSecret: string; apiBase: string | null } }
   /** Berth's authoritative DNS server; `listen` null when off. */
   dns: { listen: { hostname: string; port: number } | null; nameservers: string[]; publicIpv4: string; publicIpv6: string | null }
   registrar: { driver: 'sandbox' | 'opensrs'; opensrs: { url: string; user: string; key: string }; pricePercent: number }
@@ -60,7 +61,7 @@ export interface Config {
   rateLimits: Record<string, { limit: number; windowSeconds: number }>
   plans: PlanSeed[]
   /** For tests only: `clockOffsetSeconds` shifts the system clock of compose.ts (0 = real time). */
-  dev: { clockOffsetSeconds: number }
+  dev: { clockOffsetSeconds: number; paymentDelayMs: number }
 }
 
 /** A config problem the hoster must fix; the CLI prints `message` and exits with status 2. */
@@ -183,6 +184,10 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
   if (get<string>('registrar.driver') === 'opensrs' && (!get<string>('registrar.opensrs_user') || !get<string>('registrar.opensrs_key'))) {
     throw new ConfigError('registrar.driver is opensrs but registrar.opensrs_user or registrar.opensrs_key is empty: set both (the key with BERTH_REGISTRAR_OPENSRS_KEY)')
   }
+  if (get<string>('payments.processor') === 'stripe') {
+    if (!get<string>('payments.stripe_secret_key')) throw new ConfigError("payments.processor is stripe but payments.stripe_secret_key is empty: set it to the secret key from the Stripe Dashboard (Developers > API keys), with BERTH_PAYMENTS_STRIPE_SECRET_KEY rather than in the file")
+    if (!get<string>('payments.stripe_webhook_secret')) throw new ConfigError("payments.processor is stripe but payments.stripe_webhook_secret is empty: add the webhook endpoint {site_url}/webhooks/stripe/ in the Stripe Dashboard and set its signing secret (whsec_...); see docs/payments.md")
+  }
   const rateLimits: Config['rateLimits'] = {}
   for (const spec of KEYS.filter((k) => k.section === 'rate_limits')) {
     rateLimits[spec.key] = parseRate(get<string>(`rate_limits.${spec.key}`))!
@@ -202,7 +207,14 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
     },
     brand: { prefix: get<string>('brand.prefix'), name: get<string>('brand.name'), contactEmail: get<string>('brand.contact_email') },
     sites: { domain: get<string>('sites.domain').toLowerCase() },
-    payments: { processor: get<'local'>('payments.processor') },
+    payments: {
+      processor: get<'local' | 'stripe'>('payments.processor'),
+      stripe: {
+        secretKey: get<string>('payments.stripe_secret_key'),
+        webhookSecret: get<string>('payments.stripe_webhook_secret'),
+        apiBase: get<string>('payments.stripe_api_base').replace(/\/+$/, '') || null,
+      },
+    },
     dns: {
       listen: get<string>('dns.listen') === 'off' ? null : parseListen(get<string>('dns.listen'))!,
       nameservers: nameserversOf(get<string[]>('dns.nameservers'), get<string>('sites.domain').toLowerCase()),
@@ -253,7 +265,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
     },
     rateLimits,
     plans: raw.plans === undefined ? DEFAULT_PLANS : checkPlans(raw.plans, file),
-    dev: { clockOffsetSeconds: get<number>('dev.clock_offset_seconds') },
+    dev: { clockOffsetSeconds: get<number>('dev.clock_offset_seconds'), paymentDelayMs: get<number>('dev.payment_delay_ms') },
   }
 }
 

@@ -65,7 +65,8 @@ export const SubscriptionStatusSchema = t.Union([t.Literal('active'), t.Literal(
 export type SubscriptionStatus = Static<typeof SubscriptionStatusSchema>
 export const SUBSCRIPTION_STATUSES = valuesOf(SubscriptionStatusSchema)
 
-export const PAYMENT_STATUSES = ['succeeded', 'refunded'] as const
+export const PAYMENT_STATUSES = ['pending', 'succeeded', 'failed', 'refunded'] as const
+export const PAYMENT_KINDS = ['purchase', 'renewal', 'proration', 'domain'] as const
 export const ACCOUNT_STATUSES = ['active', 'anonymized'] as const
 /** Why a key stopped working. */
 export const KeyRevokedSchema = t.Union([t.Literal('revoked'), t.Literal('rotated')])

@@ -5,7 +5,7 @@ import type { Logger } from '../lib/logger'
  * `recovering`: the site should serve but its container is not running (it died or was removed;
  * it is being brought back), so the edge answers at once instead of trying it.
  */
-export type SiteState = 'serving' | 'recovering' | 'stopped' | 'provisioning' | 'pending_deletion' | 'failed'
+export type SiteState = 'serving' | 'recovering' | 'stopped' | 'suspended' | 'provisioning' | 'pending_deletion' | 'failed'
 
 /** The answer to "who serves this host?", given by the site directory on every request. */
 export interface SiteTarget {

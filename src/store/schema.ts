@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import {
   ACCOUNT_STATUSES, API_KEY_STATES, ARCHIVE_KINDS, ARCHIVE_STATUSES, BILLING_PERIODS, CHECKOUT_STATUSES, DEPLOYMENT_STATUSES, HOSTING_TYPES, JOB_STATUSES,
-  KEY_REVOKED_REASONS, PAYMENT_METHOD_KINDS, DNS_RECORD_TYPES, DOMAIN_STATUSES, PAYMENT_STATUSES, SITE_STATUSES, SUBSCRIPTION_STATUSES, TRACKS,
+  KEY_REVOKED_REASONS, PAYMENT_METHOD_KINDS, DNS_RECORD_TYPES, DOMAIN_STATUSES, PAYMENT_KINDS, PAYMENT_STATUSES, SITE_STATUSES, SUBSCRIPTION_STATUSES, TRACKS,
 } from '../domain/enums'
 
 /**
@@ -27,6 +27,8 @@ export const accounts = sqliteTable('accounts', {
   paymentMethodId: text('payment_method_id'),
   /** How the processor describes it ("visa ending 4242 (test)"); never a card number. */
   paymentMethodLabel: text('payment_method_label'),
+  /** The processor's customer for this account (Stripe `cus_...`), once a payment made one. */
+  processorCustomerRef: text('processor_customer_ref'),
   createdAt: integer('created_at').notNull(),
   updatedAt: integer('updated_at').notNull(),
 }, (t) => [index('accounts_email').on(t.email)])
@@ -81,14 +83,28 @@ export const subscriptions = sqliteTable('subscriptions', {
   /** `active`, `past_due`, `canceled`, `ended`. */
   status: text('status', { enum: SUBSCRIPTION_STATUSES }).notNull(),
   currentPeriodEnd: integer('current_period_end').notNull(),
+  /** When the period being paid for began (the purchase, then each renewal). */
+  currentPeriodStart: integer('current_period_start'),
   /** CAD cents charged per period. */
   amountCents: integer('amount_cents').notNull().default(0),
   processor: text('processor').notNull().default('local'),
   processorRef: text('processor_ref'),
+  /** Canceled by its owner: it ends at `current_period_end` instead of renewing. */
+  cancelAtPeriodEnd: integer('cancel_at_period_end', { mode: 'boolean' }).notNull().default(false),
+  /** When the renewal job next charges (the period end, then the retries); null when none is due. */
+  nextChargeAt: integer('next_charge_at'),
+  /** Renewal attempts declined for the unpaid period (0 while paid up). */
+  failedCharges: integer('failed_charges').notNull().default(0),
+  /** The period end that went unpaid (`past_due`); its sites are suspended 7 days after it. */
+  unpaidSince: integer('unpaid_since'),
+  /** Why the last renewal charge failed, as the processor said it. */
+  lastChargeError: text('last_charge_error'),
+  /** CAD cents owed back to the account (a downgrade mid-period), taken off the next renewal. */
+  creditCents: integer('credit_cents').notNull().default(0),
   endedAt: integer('ended_at'),
   createdAt: integer('created_at').notNull(),
   updatedAt: integer('updated_at').notNull(),
-}, (t) => [index('subscriptions_account').on(t.accountId, t.status)])
+}, (t) => [index('subscriptions_account').on(t.accountId, t.status), index('subscriptions_due').on(t.nextChargeAt)])
 
 export const sites = sqliteTable('sites', {
   id: text('id').primaryKey(),
@@ -226,8 +242,20 @@ export const payments = sqliteTable('payments', {
   subscriptionId: text('subscription_id'),
   amountCents: integer('amount_cents').notNull(),
   currency: text('currency').notNull(),
-  /** succeeded or refunded. */
+  /** pending (charging), succeeded, failed (declined) or refunded. */
   status: text('status', { enum: PAYMENT_STATUSES }).notNull(),
+  /** What was paid for: purchase, renewal, proration, domain. */
+  kind: text('kind', { enum: PAYMENT_KINDS }).notNull().default('purchase'),
+  /** The receipt's line: plan, period and sites, or the domain. */
+  description: text('description').notNull().default(''),
+  /** The processor's idempotency key for this charge: the same key never charges twice. */
+  idempotencyKey: text('idempotency_key'),
+  /** For a renewal: the period it pays for (start and end, epoch ms). */
+  periodStart: integer('period_start'),
+  periodEnd: integer('period_end'),
+  /** For a declined charge: the processor's code and message. */
+  failureCode: text('failure_code'),
+  failureMessage: text('failure_message'),
   processor: text('processor').notNull(),
   processorRef: text('processor_ref').notNull(),
   /** What paid, as the processor describes it (e.g. "visa ending 4242"); never a card number. */
@@ -237,7 +265,33 @@ export const payments = sqliteTable('payments', {
   refundedAt: integer('refunded_at'),
   refundRef: text('refund_ref'),
   refundReason: text('refund_reason'),
-}, (t) => [index('payments_account').on(t.accountId)])
+}, (t) => [
+  index('payments_account').on(t.accountId),
+  uniqueIndex('payments_idempotency').on(t.idempotencyKey).where(sql`idempotency_key IS NOT NULL`),
+  index('payments_subscription').on(t.subscriptionId, t.status),
+])
+
+/**
+ * The built-in processor's own record of the money it moved (test mode), keyed like Stripe's
+ * idempotency keys: a charge repeated with the same key returns the first outcome.
+ */
+export const localCharges = sqliteTable('local_charges', {
+  idempotencyKey: text('idempotency_key').primaryKey(),
+  paymentRef: text('payment_ref').notNull(),
+  amountCents: integer('amount_cents').notNull(),
+  paymentMethodId: text('payment_method_id').notNull(),
+  /** JSON of the ChargeResult returned the first time. */
+  result: text('result').notNull(),
+  createdAt: integer('created_at').notNull(),
+})
+
+/** Processor webhook events acted on, by the processor's event id: each is acted on once. */
+export const processorEvents = sqliteTable('processor_events', {
+  id: text('id').primaryKey(),
+  processor: text('processor').notNull(),
+  type: text('type').notNull(),
+  receivedAt: integer('received_at').notNull(),
+})
 
 /**
  * Slow work with a state the API can show: provisioning a site, and later deploys, snapshots,

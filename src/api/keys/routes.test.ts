@@ -19,7 +19,7 @@ describe('register and whoami', () => {
     const who = await h.call('GET', '/api/v1/auth/whoami/', { key: d.api_key })
     expect(who.status).toBe(200)
     expect(who.json.data).toEqual({
-      user: { id: d.account_id, email: 'bot@example.com' },
+      user: { id: d.account_id, email: 'bot@example.com', language: 'en', first_name: null, last_name: null },
       api_key: { id: d.key_id, scopes: ['read', 'write', 'admin'], site_scoped: false, site_slug: null },
       account: { sites: 0, active_subscriptions: 0 },
     })

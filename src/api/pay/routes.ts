@@ -1,10 +1,10 @@
-import { timingSafeEqual } from 'node:crypto'
 import { Elysia, t } from 'elysia'
 import type { LocalProcessor } from '../../drivers/payments/local'
 import { renderPaymentPage } from '../../drivers/payments/local-page'
 import { PaymentDeclinedError, ValidationError } from '../http/errors'
 import { Body } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
+import { cookieOf, timingSafeEqualText } from '../http/forms'
 
 const CardBody = Body({
   card_number: t.String({ maxLength: 30 }),
@@ -55,17 +55,3 @@ export const payRoutes = (plugins: ApiPlugins, processor: LocalProcessor) =>
       if (!result.ok) throw new ValidationError(result.field === 'session' ? 'ref' : result.field === 'number' ? 'card_number' : result.field === 'expiry' ? 'exp_month' : 'cvc', result.message)
       return { paid: true }
     }, { public: true, body: CardBody, detail: { hide: true } })
-
-function cookieOf(request: Request, name: string): string | undefined {
-  for (const part of (request.headers.get('cookie') ?? '').split(';')) {
-    const [k, ...v] = part.trim().split('=')
-    if (k === name) return v.join('=')
-  }
-  return undefined
-}
-
-function timingSafeEqualText(a: string, b: string): boolean {
-  const x = Buffer.from(a)
-  const y = Buffer.from(b)
-  return x.length === y.length && timingSafeEqual(x, y)
-}

@@ -15,8 +15,19 @@ export class AccountsRepository {
     return this.store.db.select().from(accounts).where(eq(accounts.id, id)).get()
   }
 
-  /** Keeps `methodId` as the account's payment method on file. */
-  setPaymentMethod(id: string, methodId: string, label: string, at: number): void {
-    this.store.db.update(accounts).set({ paymentMethodId: methodId, paymentMethodLabel: label, updatedAt: at }).where(eq(accounts.id, id)).run()
+  /** Keeps `methodId` as the account's payment method on file (and the processor's customer holding it, when given). */
+  setPaymentMethod(id: string, methodId: string, label: string, at: number, customerRef?: string | null): void {
+    this.store.write(() => {
+      this.store.db.update(accounts).set({ paymentMethodId: methodId, paymentMethodLabel: label, updatedAt: at, ...(customerRef ? { processorCustomerRef: customerRef } : {}) }).where(eq(accounts.id, id)).run()
+    })
+  }
+
+  update(id: string, patch: Partial<Omit<AccountRow, 'id' | 'createdAt'>>): AccountRow {
+    return this.store.write(() => this.store.db.update(accounts).set(patch).where(eq(accounts.id, id)).returning().get()!)
+  }
+
+  /** The account whose processor customer is `customerRef` (a Stripe webhook names the customer). */
+  findByCustomer(customerRef: string): AccountRow | undefined {
+    return this.store.db.select().from(accounts).where(eq(accounts.processorCustomerRef, customerRef)).get()
   }
 }

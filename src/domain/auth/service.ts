@@ -19,7 +19,7 @@ export class AuthService {
 
   whoami(p: Principal) {
     return {
-      user: { id: p.accountId, email: p.email },
+      user: { id: p.accountId, email: p.email, language: p.language, first_name: p.firstName, last_name: p.lastName },
       api_key: { id: p.keyId, scopes: p.scopes, site_scoped: p.siteId !== null, site_slug: p.siteSlug },
       account: { sites: p.sites, active_subscriptions: p.activeSubscriptions },
     }

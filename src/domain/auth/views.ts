@@ -3,7 +3,13 @@ import { Nullable, Uuid } from '../schema'
 import { ScopeSchema } from '../enums'
 
 export const Whoami = t.Object({
-  user: t.Object({ id: Uuid('The account id.'), email: Nullable(t.String()) }),
+  user: t.Object({
+    id: Uuid('The account id.'),
+    email: Nullable(t.String()),
+    language: t.Union([t.Literal('en'), t.Literal('fr')], { description: "The language of Berth's pages (billing portal, receipts) for this account." }),
+    first_name: Nullable(t.String()),
+    last_name: Nullable(t.String()),
+  }),
   api_key: t.Object({
     id: Uuid(),
     scopes: t.Array(ScopeSchema),

@@ -1,21 +1,87 @@
-import { and, eq } from 'drizzle-orm'
-import { payments, subscriptions, type PaymentRow, type SubscriptionRow } from '../../store/schema'
+import { and, desc, eq, inArray, isNotNull, lte } from 'drizzle-orm'
+import { payments, processorEvents, subscriptions, type PaymentRow, type SubscriptionRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 
 /** Subscriptions and payments. Writes join the caller's transaction when there is one. */
 export class BillingRepository {
   constructor(private store: Store) {}
 
-  insertSubscription(row: Omit<SubscriptionRow, 'endedAt' | 'processorRef'> & { processorRef?: string | null }): SubscriptionRow {
-    return this.store.write(() => this.store.db.insert(subscriptions).values(row).returning().get())
+  /** A new subscription, paid up to `currentPeriodEnd`: its first renewal is due then. */
+  insertSubscription(row: Pick<SubscriptionRow, 'id' | 'accountId' | 'planSlug' | 'billingPeriod' | 'status' | 'currentPeriodEnd' | 'amountCents' | 'processor' | 'createdAt' | 'updatedAt'>): SubscriptionRow {
+    return this.store.write(() => this.store.db.insert(subscriptions).values({ ...row, currentPeriodStart: row.createdAt, nextChargeAt: row.currentPeriodEnd }).returning().get())
   }
 
-  insertPayment(row: Omit<PaymentRow, 'refundedAt' | 'refundRef' | 'refundReason'>): PaymentRow {
+  insertPayment(row: NewPayment): PaymentRow {
     return this.store.write(() => this.store.db.insert(payments).values(row).returning().get())
+  }
+
+  updatePayment(id: string, patch: Partial<Omit<PaymentRow, 'id'>>): PaymentRow {
+    return this.store.write(() => this.store.db.update(payments).set(patch).where(eq(payments.id, id)).returning().get()!)
+  }
+
+  paymentByKey(idempotencyKey: string): PaymentRow | undefined {
+    return this.store.db.select().from(payments).where(eq(payments.idempotencyKey, idempotencyKey)).get()
+  }
+
+  updateSubscription(id: string, patch: Partial<Omit<SubscriptionRow, 'id'>>): SubscriptionRow {
+    return this.store.write(() => this.store.db.update(subscriptions).set(patch).where(eq(subscriptions.id, id)).returning().get()!)
+  }
+
+  /** Subscriptions whose renewal (or a retry of it) is due at `now`. */
+  dueForCharge(now: number): SubscriptionRow[] {
+    return this.store.db.select().from(subscriptions)
+      .where(and(inArray(subscriptions.status, ['active', 'past_due']), isNotNull(subscriptions.nextChargeAt), lte(subscriptions.nextChargeAt, now))).all()
+  }
+
+  /** Past-due subscriptions unpaid since before `before`. */
+  unpaidSince(before: number): SubscriptionRow[] {
+    return this.store.db.select().from(subscriptions).where(and(eq(subscriptions.status, 'past_due'), lte(subscriptions.unpaidSince, before))).all()
+  }
+
+  /** Canceled-at-period-end subscriptions whose period has ended (or that are unpaid). */
+  endingBy(now: number): SubscriptionRow[] {
+    return this.store.db.select().from(subscriptions)
+      .where(and(inArray(subscriptions.status, ['active', 'past_due']), eq(subscriptions.cancelAtPeriodEnd, true))).all()
+      .filter((s) => s.status === 'past_due' || s.currentPeriodEnd <= now)
+  }
+
+  /** Every subscription of the account, newest first. */
+  subscriptionsOf(accountId: string): SubscriptionRow[] {
+    return this.store.db.select().from(subscriptions).where(eq(subscriptions.accountId, accountId)).orderBy(desc(subscriptions.createdAt)).all()
+  }
+
+  /** Payments of the account (pending ones included), newest first. */
+  paymentsOf(accountId: string): PaymentRow[] {
+    return this.store.db.select().from(payments).where(eq(payments.accountId, accountId)).orderBy(desc(payments.createdAt)).all()
+  }
+
+  findPayment(accountId: string, id: string): PaymentRow | undefined {
+    return this.store.db.select().from(payments).where(and(eq(payments.id, id), eq(payments.accountId, accountId))).get()
+  }
+
+  /** True when the processor event `id` was acted on already. */
+  eventSeen(id: string): boolean {
+    return this.store.db.select().from(processorEvents).where(eq(processorEvents.id, id)).get() !== undefined
+  }
+
+  /**
+   * Records a processor event id; false when it was recorded before (the event was acted on).
+   * Called inside the transaction that acts on the event, so both or neither happen.
+   */
+  firstTimeEvent(id: string, processor: string, type: string, at: number): boolean {
+    return this.store.write(() => {
+      const inserted = this.store.db.insert(processorEvents).values({ id, processor, type, receivedAt: at }).onConflictDoNothing().returning().all()
+      return inserted.length === 1
+    })
   }
 
   findSubscription(accountId: string, id: string): SubscriptionRow | undefined {
     return this.store.db.select().from(subscriptions).where(and(eq(subscriptions.id, id), eq(subscriptions.accountId, accountId))).get()
+  }
+
+  /** Subscriptions that are paid for or being collected (active, past_due). */
+  liveSubscriptions(accountId: string): SubscriptionRow[] {
+    return this.store.db.select().from(subscriptions).where(and(eq(subscriptions.accountId, accountId), inArray(subscriptions.status, ['active', 'past_due']))).all()
   }
 
   activeSubscriptions(accountId: string): SubscriptionRow[] {
@@ -45,7 +111,10 @@ export class BillingRepository {
 
   endSubscription(id: string, at: number, status: 'canceled' | 'ended'): void {
     this.store.write(() => {
-      this.store.db.update(subscriptions).set({ status, endedAt: at, updatedAt: at }).where(eq(subscriptions.id, id)).run()
+      this.store.db.update(subscriptions).set({ status, endedAt: at, nextChargeAt: null, updatedAt: at }).where(eq(subscriptions.id, id)).run()
     })
   }
 }
+
+/** A payment row as written: the optional columns default. */
+export type NewPayment = Omit<PaymentRow, 'refundedAt' | 'refundRef' | 'refundReason' | 'kind' | 'description' | 'idempotencyKey' | 'periodStart' | 'periodEnd' | 'failureCode' | 'failureMessage'> & Partial<Pick<PaymentRow, 'kind' | 'description' | 'idempotencyKey' | 'periodStart' | 'periodEnd' | 'failureCode' | 'failureMessage'>>

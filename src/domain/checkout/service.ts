@@ -14,9 +14,9 @@ import type { SitesService } from '../sites/service'
 import type { CheckoutView } from './views'
 import type { CheckoutRepository } from './repository'
 import type { PaymentMethodKind } from '../enums'
+import { PERIOD_MS, toCents } from '../money'
 
 const SESSION_LIFETIME_MS = 24 * 3600_000
-const PERIOD_MS = { monthly: 30 * 24 * 3600_000, annual: 365 * 24 * 3600_000 } as const
 
 export interface CheckoutServiceDeps {
   store: Store
@@ -27,7 +27,7 @@ export interface CheckoutServiceDeps {
   repo: CheckoutRepository
   plans: Pick<PlansService, 'get' | 'requireActive'>
   processor: PaymentProcessor
-  accounts: Pick<AccountsRepository, 'insert' | 'setPaymentMethod'>
+  accounts: Pick<AccountsRepository, 'insert' | 'setPaymentMethod' | 'find'>
   keys: Pick<KeysService, 'issue'>
   billing: Pick<BillingRepository, 'insertSubscription' | 'insertPayment'>
   sites: Pick<SitesService, 'slugUnavailable' | 'prepare' | 'release' | 'createRecord' | 'siteUrl'>
@@ -54,7 +54,7 @@ export class CheckoutService {
       planSlug: plan.slug,
       billingPeriod: period,
       status: 'not_ready',
-      amountCents: Math.round((period === 'monthly' ? plan.price.monthly : plan.price.annual) * 100),
+      amountCents: toCents(period === 'monthly' ? plan.price.monthly : plan.price.annual),
       currency: 'CAD',
       accountId: principal?.accountId ?? null,
       anonymous: principal === null,
@@ -121,9 +121,13 @@ export class CheckoutService {
       return this.view(updated)
     }
     if (!input.payment_method_id) throw invalid('payment_method_id', `payment_method_id is required with processor_payment_method${this.d.processor.testMode ? ' (test mode: pm_card_visa pays)' : ''}.`)
-    const charge = await this.guard(() => this.d.processor.charge({ reference: row.id, amountCents: row.amountCents, currency: 'cad', paymentMethodId: input.payment_method_id!, description }))
+    const account = row.accountId ? this.d.accounts.find(row.accountId) : undefined
+    const charge = await this.guard(() => this.d.processor.charge({
+      reference: row.id, idempotencyKey: `checkout:${row.id}:${input.payment_method_id}`, amountCents: row.amountCents, currency: 'cad', paymentMethodId: input.payment_method_id!, description,
+      customerRef: account?.processorCustomerRef ?? null, customerEmail: account?.email ?? row.buyerEmail,
+    }))
     if (!charge.ok) throw paymentDeclined(`${charge.message} The session is still ready: try another payment method.`)
-    const { session, apiKey } = this.fulfil(row.id, { paymentRef: charge.paymentRef, methodLabel: charge.methodLabel, method, methodId: input.payment_method_id! })
+    const { session, apiKey } = this.fulfil(row.id, { paymentRef: charge.paymentRef, methodLabel: charge.methodLabel, method, methodId: charge.paymentMethodId, customerRef: charge.customerRef, description })
     return apiKey ? { ...this.view(session), api_key: apiKey } : this.view(session)
   }
 
@@ -152,6 +156,7 @@ export class CheckoutService {
    * then paid (the session is fulfilled). Idempotent: a repeated event changes nothing.
    */
   async onProcessorEvent(event: ProcessorEvent): Promise<void> {
+    if (event.type === 'payment_method.updated') return
     const row = this.d.repo.findByProcessorRef(event.sessionRef)
     if (!row || row.id !== event.reference) {
       this.d.log.warn('processor event for an unknown session', { session: event.sessionRef })
@@ -163,8 +168,21 @@ export class CheckoutService {
       })
       return
     }
+    if (event.type === 'checkout.expired') {
+      this.d.store.write(() => {
+        const fresh = this.d.repo.find(row.id)!
+        if (fresh.status !== 'awaiting_payment' && fresh.status !== 'in_progress') return
+        this.d.repo.update(row.id, { status: 'canceled', error: 'The payment page expired or the payment failed; start a new checkout.', updatedAt: this.d.clock.now() })
+        if (fresh.requestedSlug) this.d.sites.release(fresh.requestedSlug)
+      })
+      return
+    }
     if (event.amountCents !== row.amountCents) this.d.log.error('paid amount differs from the session', { session: row.id, paid: event.amountCents, expected: row.amountCents })
-    this.fulfil(row.id, { paymentRef: event.paymentRef, methodLabel: event.methodLabel, method: 'processor_checkout' })
+    const plan = this.d.plans.get(row.planSlug)
+    this.fulfil(row.id, {
+      paymentRef: event.paymentRef, methodLabel: event.methodLabel, method: 'processor_checkout', methodId: event.paymentMethodId, customerRef: event.customerRef ?? null,
+      description: `${plan.name} (${row.billingPeriod}) for ${row.requestedSlug}`,
+    })
   }
 
   /**
@@ -172,7 +190,7 @@ export class CheckoutService {
    * subscription, payment, site, provisioning job. Idempotent: a completed session is returned
    * as it is.
    */
-  private fulfil(id: string, payment: { paymentRef: string; methodLabel: string; method: PaymentMethodKind; methodId?: string }): { session: CheckoutRow; apiKey: string | null } {
+  private fulfil(id: string, payment: { paymentRef: string; methodLabel: string; method: PaymentMethodKind; methodId?: string; customerRef?: string | null; description: string }): { session: CheckoutRow; apiKey: string | null } {
     const result = this.d.store.write(() => {
       const row = this.d.repo.find(id)!
       if (row.status === 'completed') return { session: row, apiKey: null }
@@ -186,9 +204,10 @@ export class CheckoutService {
       this.d.billing.insertPayment({
         id: crypto.randomUUID(), accountId, checkoutId: row.id, subscriptionId: subscription.id, amountCents: row.amountCents, currency: row.currency,
         status: 'succeeded', processor: this.d.processor.name, processorRef: payment.paymentRef, methodLabel: payment.methodLabel, testMode: this.d.processor.testMode, createdAt: now,
+        kind: 'purchase', description: `${payment.description}, ${iso(now).slice(0, 10)} to ${iso(now + PERIOD_MS[period]).slice(0, 10)}`, periodStart: now, periodEnd: now + PERIOD_MS[period],
       })
-      // A method that paid directly is kept on file: domain registrations and renewals charge it.
-      if (payment.methodId) this.d.accounts.setPaymentMethod(accountId, payment.methodId, payment.methodLabel, now)
+      // The method that paid is kept on file: renewals, prorations and domains charge it.
+      if (payment.methodId) this.d.accounts.setPaymentMethod(accountId, payment.methodId, payment.methodLabel, now, payment.customerRef)
       const site = this.d.sites.createRecord({ id: row.siteId, accountId, subscriptionId: subscription.id, slug: row.requestedSlug!, planSlug: row.planSlug })
       // The key is shown once: in this response for a direct payment, else on the next poll.
       const direct = payment.method === 'processor_payment_method'

@@ -46,8 +46,8 @@ export class DomainRenewals {
     const account = this.d.accounts.find(domain.accountId)
     const amount = domain.renewCents
     try {
-      if (!account?.paymentMethodId) throw new Error('no payment method on file; pay a checkout with processor_payment_method to keep one')
-      const charge = await this.d.domains.charge(account.paymentMethodId, amount, `Domain ${domain.name}, renewal for 1 year`, domain.name)
+      if (!account?.paymentMethodId) throw new Error('no payment method on file; add one through the billing portal (GET /account/billing-portal/)')
+      const charge = await this.d.domains.charge(account, amount, `Domain ${domain.name}, renewal for 1 year`, domain.name, `domain-renewal:${domain.id}:${domain.expiresAt}`)
       let expiresAt: number
       try {
         expiresAt = (await this.d.domains.registrar(() => this.d.domains.registrarDriver().renew({ domain: domain.name, periodYears: 1, currentExpiry: domain.expiresAt }))).expiresAt
@@ -60,6 +60,7 @@ export class DomainRenewals {
         this.d.billing.insertPayment({
           id: crypto.randomUUID(), accountId: domain.accountId, checkoutId: null, subscriptionId: null, amountCents: amount, currency: 'cad', status: 'succeeded',
           processor: charge.processor, processorRef: charge.paymentRef, methodLabel: charge.methodLabel, testMode: charge.testMode, createdAt: now,
+          kind: 'domain', description: `Domain ${domain.name}, renewal for 1 year`,
         })
         this.d.repo.update(domain.id, { expiresAt, renewError: null, updatedAt: now })
       })

@@ -87,7 +87,7 @@ export class DomainsService {
     if (amount > 0 && !account.paymentMethodId) {
       throw paymentDeclined(say`No payment method on file to pay ${money(amount)} CAD for ${domain}: one is kept when a checkout is paid with processor_payment_method (${op('createCheckout')}). Nothing was registered.`, null)
     }
-    const charge = amount > 0 ? await this.charge(account.paymentMethodId!, amount, `Domain ${domain}, ${input.period} year${input.period > 1 ? 's' : ''}`, domain) : null
+    const charge = amount > 0 ? await this.charge(account, amount, `Domain ${domain}, ${input.period} year${input.period > 1 ? 's' : ''}`, domain) : null
     let registered
     try {
       registered = await this.registrar(() => this.d.registrar.register({
@@ -104,6 +104,7 @@ export class DomainsService {
         this.d.billing.insertPayment({
           id: crypto.randomUUID(), accountId: p.accountId, checkoutId: null, subscriptionId: null, amountCents: amount, currency: 'cad', status: 'succeeded',
           processor: charge.processor, processorRef: charge.paymentRef, methodLabel: charge.methodLabel, testMode: charge.testMode, createdAt: now,
+          kind: 'domain', description: `Domain ${domain}, registration for ${input.period} year${input.period > 1 ? 's' : ''}`,
         })
       }
       return this.d.repo.insert({
@@ -206,15 +207,17 @@ export class DomainsService {
   }
 
   /** Charges the method on file; a decline is 402 with nothing registered. */
-  async charge(methodId: string, amountCents: number, description: string, domain: string) {
+  async charge(account: { paymentMethodId: string | null; processorCustomerRef: string | null }, amountCents: number, description: string, domain: string, idempotencyKey = `domain:${domain}:${crypto.randomUUID()}`) {
     let result
     try {
-      result = await this.d.processor.charge({ reference: `domain:${domain}`, amountCents, currency: 'cad', paymentMethodId: methodId, description })
+      result = await this.d.processor.charge({
+        reference: `domain:${domain}`, idempotencyKey, amountCents, currency: 'cad', paymentMethodId: account.paymentMethodId!, description, customerRef: account.processorCustomerRef, offSession: true,
+      })
     } catch (err) {
       if (err instanceof ProcessorUnavailableError) throw unavailable('The payment processor cannot be reached; nothing was charged or registered. Retry in a minute.')
       throw err
     }
-    if (!result.ok) throw paymentDeclined(`The payment method on file was declined (${result.message}) for ${money(amountCents)} CAD; nothing was registered. Pay a checkout with another method to replace it.`, null)
+    if (!result.ok) throw paymentDeclined(`The payment method on file was declined (${result.message}) for ${money(amountCents)} CAD; nothing was registered. Replace the card on file through ${op('getBillingPortal')} and retry.`, null)
     return { ...result, processor: this.d.processor.name, testMode: this.d.processor.testMode }
   }
 

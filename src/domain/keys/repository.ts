@@ -7,6 +7,9 @@ export interface KeyAuthRow {
   key_id: string
   account_id: string
   email: string | null
+  language: string
+  first_name: string | null
+  last_name: string | null
   scopes: string
   site_id: string | null
   site_slug: string | null
@@ -27,7 +30,7 @@ export class KeysRepository {
 
   constructor(private store: Store) {
     this.byHash = store.sqlite.prepare<KeyAuthRow, [string]>(`
-      SELECT k.id AS key_id, k.account_id, a.email, k.scopes, k.site_id, s.slug AS site_slug,
+      SELECT k.id AS key_id, k.account_id, a.email, a.language, a.first_name, a.last_name, k.scopes, k.site_id, s.slug AS site_slug,
              k.revoked_reason, a.status AS account_status,
              (SELECT count(*) FROM sites x WHERE x.account_id = k.account_id AND x.status <> 'deleted') AS sites,
              (SELECT count(*) FROM subscriptions y WHERE y.account_id = k.account_id AND y.status = 'active') AS active_subscriptions
@@ -70,6 +73,16 @@ export class KeysRepository {
       this.store.db.update(apiKeys)
         .set({ revokedAt: at, revokedReason: 'revoked' })
         .where(and(eq(apiKeys.siteId, siteId), isNull(apiKeys.revokedAt)))
+        .returning({ id: apiKeys.id }).all().length,
+    )
+  }
+
+  /** Revokes every active key of an account (account deletion); returns how many. */
+  revokeForAccount(accountId: string, at: number): number {
+    return this.store.write(() =>
+      this.store.db.update(apiKeys)
+        .set({ revokedAt: at, revokedReason: 'revoked' })
+        .where(and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)))
         .returning({ id: apiKeys.id }).all().length,
     )
   }

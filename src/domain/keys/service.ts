@@ -12,6 +12,9 @@ export interface Principal {
   keyId: string
   accountId: string
   email: string | null
+  language: 'en' | 'fr'
+  firstName: string | null
+  lastName: string | null
   scopes: Scope[]
   siteId: string | null
   siteSlug: string | null
@@ -68,6 +71,9 @@ export class KeysService {
       keyId: row.key_id,
       accountId: row.account_id,
       email: row.email,
+      language: row.language === 'fr' ? 'fr' : 'en',
+      firstName: row.first_name,
+      lastName: row.last_name,
       scopes: JSON.parse(row.scopes) as Scope[],
       siteId: row.site_id,
       siteSlug: row.site_slug,

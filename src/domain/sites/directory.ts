@@ -9,7 +9,7 @@ import type { SiteRunner } from './runner'
 const STATE: Record<Exclude<SiteStatus, 'deleted'>, SiteState> = {
   active: 'serving',
   provisioning: 'provisioning',
-  suspended: 'stopped',
+  suspended: 'suspended',
   pending_deletion: 'pending_deletion',
   failed: 'failed',
 }

@@ -6,7 +6,8 @@ import type { Store } from '../../store/store'
 import type { BillingRepository } from '../billing/repository'
 import type { SiteStatus } from '../enums'
 import { conflict, op, say } from '../errors'
-import type { Plan } from '../plans/views'
+import { periodCents } from '../money'
+import type { SubscriptionBilling } from '../billing/subscriptions'
 import type { PlansService } from '../plans/service'
 import { APPLY_JOBS } from './apply'
 import { requireChangeable } from './guard'
@@ -26,7 +27,9 @@ export interface SiteLifecycleDeps {
   clock: Clock
   sites: SitesRepository
   views: Pick<SitesService, 'view'>
-  billing: Pick<BillingRepository, 'findSubscriptionById' | 'changePlan'>
+  billing: Pick<BillingRepository, 'findSubscriptionById' | 'changePlan' | 'insertPayment' | 'updateSubscription'>
+  /** Prorated charges and credits of a plan change (design.md, Money after the purchase). */
+  money: Pick<SubscriptionBilling, 'prorate' | 'refundProration'>
   plans: Pick<PlansService, 'requireActive'>
   jobs: Pick<JobRunner, 'enqueue' | 'kick'>
   runner: Pick<SiteRunner, 'stop'>
@@ -52,18 +55,23 @@ export class SiteLifecycle {
    * the target plan must hold all of them (`max_sites`), else conflict. The same plan again is a
    * no-op that answers the site as it is, so a retry is safe (still conflict while the site cannot
    * change: pending deletion, provisioning...).
+   *
+   * Money: an upgrade charges the prorated difference for the rest of the period with the card on
+   * file before anything changes (payment_declined and nothing changed on a decline); a downgrade
+   * credits the difference to the next renewal. A charge whose change then cannot be made (the
+   * site changed meanwhile) is refunded.
    */
-  scale(site: SiteRow, newPlan: string): SiteView {
+  async scale(site: SiteRow, newPlan: string): Promise<SiteView> {
     // not_found (not yours: the guard), then invalid (no such plan on sale), then conflict (not in a state to change).
     const plan = this.d.plans.requireActive(newPlan, 'new_plan')
     requireChangeable(site)
     if (plan.slug === site.planSlug) return this.d.views.view(site)
     const slug = site.slug
-    const moved = this.d.store.write(() => {
+    const check = () => {
       const current = requireChangeable(this.d.sites.find(site.id)!)
       const subscription = current.subscriptionId ? this.d.billing.findSubscriptionById(current.subscriptionId) : undefined
       if (subscription && subscription.status !== 'active') {
-        throw conflict(`The subscription of site '${slug}' is ${subscription.status}; only an active subscription can change plan.`)
+        throw conflict(say`The subscription of site '${slug}' is ${subscription.status}; only an active subscription can change plan (${op('listSubscriptions')}).`)
       }
       const group = subscription ? this.d.sites.listForSubscription(subscription.id) : [current]
       if (group.length > plan.features.max_sites) {
@@ -72,12 +80,29 @@ export class SiteLifecycle {
           'new_plan',
         )
       }
-      const now = this.d.clock.now()
-      if (subscription) this.d.billing.changePlan(subscription.id, plan.slug, periodAmountCents(plan, subscription.billingPeriod), now)
-      this.d.sites.setPlan(group.map((s) => s.id), plan.slug, now)
-      for (const s of group) if (s.status === 'active') this.d.jobs.enqueue(APPLY_JOBS.scale, s.id)
-      return group.map((s) => this.d.sites.find(s.id)!)
-    })
+      return { subscription, group }
+    }
+    const before = check()
+    const proration = before.subscription ? await this.d.money.prorate(before.subscription, periodCents(plan.price, before.subscription.billingPeriod), `${plan.name} (${plan.slug})`) : null
+    let moved: SiteRow[]
+    try {
+      moved = this.d.store.write(() => {
+        const { subscription, group } = check()
+        if (subscription?.planSlug !== before.subscription?.planSlug) throw conflict(`The plan of site '${slug}' changed meanwhile; retry.`)
+        const now = this.d.clock.now()
+        if (subscription) {
+          this.d.billing.changePlan(subscription.id, plan.slug, periodCents(plan.price, subscription.billingPeriod), now)
+          if (proration?.payment) this.d.billing.insertPayment(proration.payment)
+          if (proration?.creditCents) this.d.billing.updateSubscription(subscription.id, { creditCents: subscription.creditCents + proration.creditCents })
+        }
+        this.d.sites.setPlan(group.map((s) => s.id), plan.slug, now)
+        for (const s of group) if (s.status === 'active') this.d.jobs.enqueue(APPLY_JOBS.scale, s.id)
+        return group.map((s) => this.d.sites.find(s.id)!)
+      })
+    } catch (err) {
+      if (proration) await this.d.money.refundProration(proration, `plan change of ${slug} not made: ${(err as Error).message}`)
+      throw err
+    }
     this.d.jobs.kick()
     this.d.log.info('site scaled', { site: slug, from: site.planSlug, to: plan.slug, sites: moved.map((s) => s.slug) })
     return this.d.views.view(moved.find((s) => s.id === site.id)!)
@@ -132,7 +157,3 @@ export class SiteLifecycle {
   }
 }
 
-/** What one billing period of `plan` costs, in CAD cents. */
-function periodAmountCents(plan: Plan, period: string): number {
-  return Math.round((period === 'annual' ? plan.price.annual : plan.price.monthly) * 100)
-}

@@ -1,0 +1,174 @@
+/**
+ * `bun run bench:https`: HTTPS through Berth's edge against nginx terminating TLS with the same
+ * certificate in front of the same container, same run, same load tool (issue 12).
+ *
+ * 1. Pebble (Let's Encrypt's test CA) and `dist/berth serve` with HTTPS on, its DNS as Pebble's
+ *    resolver; one site bought through a checkout; Berth obtains its certificate by HTTP-01.
+ * 2. nginx (one worker, as Berth is one process) listens with TLS on that certificate and key
+ *    (read from Berth's data folder) and proxies to the site's container over kept-alive HTTP/1.1,
+ *    as Berth's edge does.
+ * 3. wrk (-t2 -c64, 3 s warm-up + 10 s) with keep-alive, 3 interleaved rounds: the figure is the
+ *    median of Berth's requests per second over nginx's; goal at least 0.8. Then new handshakes:
+ *    wrk with `Connection: close`, every request a new TLS connection, reported for both.
+ */
+import { spawn, spawnSync } from 'bun'
+import Docker from 'dockerode'
+import { Database } from 'bun:sqlite'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { api, freePort, startBerth } from '../test/helpers/binary'
+import { startPebble } from '../test/helpers/pebble'
+import { buyDirect, waitForSite } from '../test/helpers/purchase'
+import { instanceOf, removeInstanceSites } from '../test/helpers/sites'
+import { SITE_PORT } from '../src/drivers/runtime/site-container'
+import { cleanupOnExit, tempDir, track } from './processes'
+import { median } from './stats'
+import { measure, warmUp, WRK_SETTINGS, wrkInstalled, type WrkResult, type WrkTarget } from './wrk'
+
+const GOAL = 0.8
+const ROUNDS = 3
+const SITES = 'bench.test'
+
+if (!wrkInstalled()) throw new Error('wrk is not installed; install it with: apt-get install wrk nginx-light pebble')
+cleanupOnExit()
+const dir = tempDir('berth-bench-https-')
+const [port, dnsPort, tlsPort, nginxPort] = [await freePort(), await freePort(), await freePort(), await freePort()]
+const pebble = await startPebble({ httpPort: port, dnsServer: `127.0.0.1:${dnsPort}` })
+const berth = await startBerth({
+  port,
+  dataDir: join(dir, 'data'),
+  env: {
+    BERTH_SITES_DOMAIN: SITES, BERTH_DNS_LISTEN: `127.0.0.1:${dnsPort}`, BERTH_TLS_LISTEN: `127.0.0.1:${tlsPort}`,
+    BERTH_TLS_ACME_DIRECTORY: pebble.directoryUrl, BERTH_TLS_ACME_EMAIL: 'hoster@example.com', BERTH_TLS_ACME_TERMS_AGREED: 'true',
+    BERTH_TLS_CA_BUNDLE: pebble.caBundleFile, BERTH_TLS_PREFLIGHT_RESOLVER: `127.0.0.1:${dnsPort}`,
+  },
+})
+instanceOf(berth)
+try {
+  const slug = `httpsbench${Date.now().toString(36)}`
+  // The dedicated plan: berth/php:1 (nginx + PHP-FPM, kept-alive connections) on 2 cores, so the
+  // container is not what limits either proxy (busybox httpd closes every connection).
+  const key = (await buyDirect(berth.url, { slug, sku: 'svc_performance_monthly' })).data.api_key as string
+  if ((await waitForSite(berth.url, key, slug, 120_000)) !== 'active') throw new Error(`the site ${slug} did not become active`)
+  await api(berth.url, 'POST', `/sites/${slug}/files/write/`, { key, body: { path: 'public/index.html', content: `<h1>${'x'.repeat(2000)}</h1>` } })
+  const host = `${slug}.${SITES}`
+  for (let i = 0; (await api(berth.url, 'GET', `/sites/${slug}/`, { key })).json.data.tls.status !== 'active'; i++) {
+    if (i > 300) throw new Error('no certificate after 60 s')
+    await Bun.sleep(200)
+  }
+  const db = new Database(join(berth.dataDir, 'berth.db'), { readonly: true })
+  const { id } = db.query("SELECT id FROM certificates WHERE subject LIKE 'site:%'").get() as { id: string }
+  db.close()
+  const [cert, certKey] = ['crt', 'key'].map((ext) => join(berth.dataDir, 'tls', 'certs', `${id}.${ext}`))
+  const upstream = await containerAddress(berth, slug)
+  const nginx = startNginx(join(dir, 'nginx'), nginxPort, cert!, certKey!, upstream)
+  try {
+    await waitFor(`https://127.0.0.1:${nginxPort}/`, host)
+    const targets = (close: boolean): WrkTarget[] => {
+      // Capitalised: wrk adds its own Host unless one named exactly 'Host' is given.
+      const headers = { Host: host, ...(close ? { Connection: 'close' } : {}) }
+      return [
+        { name: `nginx${close ? ' new handshakes' : ''}`, url: `https://127.0.0.1:${nginxPort}/`, pid: nginx.pid, headers },
+        { name: `berth${close ? ' new handshakes' : ''}`, url: `https://127.0.0.1:${tlsPort}/`, pid: berth.proc.pid, headers },
+        ...(process.env.PLAIN ? [
+          { name: 'berth api https', url: `https://127.0.0.1:${tlsPort}/api/v1/auth/whoami/`, pid: berth.proc.pid, headers: { Authorization: `Bearer ${key}` } },
+          { name: 'berth api http', url: `http://127.0.0.1:${port}/api/v1/auth/whoami/`, pid: berth.proc.pid, headers: { Authorization: `Bearer ${key}` } },
+        ] : []),
+      ]
+    }
+    console.log(`HTTPS: Berth's edge against nginx ${nginxVersion()} (1 worker), same certificate, same container; wrk -t${WRK_SETTINGS.threads} -c${WRK_SETTINGS.connections}, ${WRK_SETTINGS.warmupSeconds} s warm-up + ${WRK_SETTINGS.durationSeconds} s, ${ROUNDS} rounds`)
+    const results: Record<string, WrkResult[]> = {}
+    for (const close of [false, true]) {
+      for (let round = 1; round <= (close ? 1 : process.env.PLAIN ? 1 : ROUNDS); round++) {
+        for (const target of targets(close)) {
+          await warmUp(target)
+          const r = await measure(target)
+          if (r.non2xx > 0) throw new Error(`${target.name}: ${r.non2xx} answers outside 2xx; nginx's error log ends:\n${tail(join(dir, 'nginx', 'error.log'))}`)
+          ;(results[target.name] ??= []).push(r)
+          console.log(`  ${close ? '' : `round ${round}/${ROUNDS} `}${target.name.padEnd(22)} ${Math.round(r.requestsPerSec).toString().padStart(7)} req/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms  socket errors ${r.socketErrors}`)
+        }
+      }
+    }
+    const rate = (name: string) => median(results[name]!.map((r) => r.requestsPerSec))
+    const ratio = median(results.berth!.map((r, i) => r.requestsPerSec / results.nginx![i]!.requestsPerSec))
+    console.log('\nFigure                              nginx     berth   berth/nginx   goal')
+    console.log(`keep-alive req/s (median of ${ROUNDS})    ${Math.round(rate('nginx')).toString().padStart(7)}   ${Math.round(rate('berth')).toString().padStart(7)}   ${ratio.toFixed(2).padStart(11)}   ≥ ${GOAL}: ${ratio >= GOAL ? 'PASS' : 'FAIL'}`)
+    const handshakes = rate('berth new handshakes') / rate('nginx new handshakes')
+    console.log(`new handshakes per second           ${Math.round(rate('nginx new handshakes')).toString().padStart(7)}   ${Math.round(rate('berth new handshakes')).toString().padStart(7)}   ${handshakes.toFixed(2).padStart(11)}   (reported)`)
+    if (ratio < GOAL) process.exitCode = 1
+  } finally {
+    nginx.kill()
+    await nginx.exited
+  }
+} finally {
+  await berth.dispose()
+  await removeInstanceSites(berth)
+  await pebble.stop()
+}
+
+/** The site container's address on its network, where Berth's edge connects too. */
+async function containerAddress(b: typeof berth, slug: string): Promise<string> {
+  const docker = new Docker({ socketPath: '/var/run/docker.sock' })
+  const [c] = await docker.listContainers({ filters: { label: [`dev.berth.instance=${instanceOf(b)}`, `dev.berth.site-slug=${slug}`] } })
+  if (!c) throw new Error('no container for the site')
+  const network = Object.values(c.NetworkSettings.Networks)[0]
+  if (!network?.IPAddress) throw new Error('the container has no address')
+  return `${network.IPAddress}:${SITE_PORT}`
+}
+
+function startNginx(root: string, listenPort: number, cert: string, key: string, upstream: string) {
+  spawnSync(['mkdir', '-p', root])
+  // TLS as Berth offers it (TLS 1.2 and 1.3, the certificate's ECDSA key), the same kept-alive
+  // upstream work as the edge, no access log (Berth writes none per request either).
+  writeFileSync(join(root, 'nginx.conf'), `worker_processes 1;
+user root;
+pid ${root}/nginx.pid;
+error_log ${root}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${root}/client; proxy_temp_path ${root}/proxy;
+  fastcgi_temp_path ${root}/fastcgi; uwsgi_temp_path ${root}/uwsgi; scgi_temp_path ${root}/scgi;
+  upstream site { server ${upstream}; keepalive 64; keepalive_requests 100000; }
+  server {
+    listen 127.0.0.1:${listenPort} ssl;
+    ssl_certificate ${cert};
+    ssl_certificate_key ${key};
+    ssl_protocols TLSv1.2 TLSv1.3;
+    keepalive_requests 100000;
+    location / {
+      proxy_pass http://site;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $http_host;
+      proxy_set_header X-Forwarded-For $remote_addr;
+      proxy_set_header X-Forwarded-Proto $scheme;
+    }
+  }
+}
+`)
+  const nginx = Bun.which('nginx') ?? '/usr/sbin/nginx'
+  return track(spawn([nginx, '-p', root, '-c', join(root, 'nginx.conf'), '-g', 'daemon off;'], { stdout: 'ignore', stderr: 'inherit' }))
+}
+
+async function waitFor(url: string, host: string) {
+  for (let i = 0; i < 100; i++) {
+    const p = spawnSync(['curl', '-sk', '-o', '/dev/null', '-w', '%{http_code}', '-H', `host: ${host}`, url])
+    if (p.stdout.toString() === '200') return
+    await Bun.sleep(100)
+  }
+  throw new Error(`${url} does not answer 200`)
+}
+
+function nginxVersion(): string {
+  return /nginx\/([\d.]+)/.exec(spawnSync([Bun.which('nginx') ?? '/usr/sbin/nginx', '-v']).stderr.toString())?.[1] ?? ''
+}
+
+
+function tail(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').split('\n').slice(-5).join('\n')
+  } catch {
+    return '(none)'
+  }
+}

@@ -1,0 +1,36 @@
+import { Elysia, t } from 'elysia'
+import type { AccountsService } from '../../domain/accounts/service'
+import type { SubscriptionBilling } from '../../domain/billing/subscriptions'
+import { ok } from '../http/schemas'
+import type { ApiPlugins } from '../plugins'
+import { Account, AccountDeleted, BillingPortal, BillingPortalQuery, DeleteAccountBody, SubscriptionView, UpdateAccountBody } from './model'
+
+const tags = ['Account']
+
+export const accountRoutes = (plugins: ApiPlugins, accounts: AccountsService, subscriptions: SubscriptionBilling) =>
+  new Elysia({ name: 'account-routes' })
+    .use(plugins)
+    .post('/account/update/', ({ principal, body }) => accounts.update(principal, body), {
+      scope: 'admin',
+      body: UpdateAccountBody,
+      response: ok(Account),
+      detail: { tags, summary: "Update the account's email, language or names", operationId: 'updateAccount' },
+    })
+    .delete('/account/delete/', ({ principal, body }) => accounts.delete(principal, body.confirm), {
+      scope: 'admin',
+      body: DeleteAccountBody,
+      response: ok(AccountDeleted),
+      detail: { tags, summary: 'Delete the account for good: keys revoked, subscriptions canceled, sites scheduled for deletion', operationId: 'deleteAccount' },
+    })
+    .get('/account/subscriptions/', ({ principal }) => subscriptions.list(principal.accountId), {
+      scope: 'read',
+      response: ok(t.Array(SubscriptionView)),
+      detail: { tags, summary: 'Your subscriptions with their plans, periods, renewal state and sites', operationId: 'listSubscriptions' },
+    })
+    .get('/account/billing-portal/', ({ principal, query }) => accounts.billingPortal(principal, query.flow ?? ''), {
+      scope: 'admin',
+      query: BillingPortalQuery,
+      response: ok(BillingPortal),
+      errors: [503],
+      detail: { tags, summary: "A link to the payment processor's billing portal: card on file, payments and receipts, cancel", operationId: 'getBillingPortal' },
+    })

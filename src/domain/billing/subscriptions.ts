@@ -1,0 +1,330 @@
+import { ProcessorUnavailableError, type ChargeResult, type PaymentProcessor } from '../../drivers/payments/types'
+import { iso, type Clock } from '../../lib/clock'
+import type { Logger } from '../../lib/logger'
+import type { AccountRow, SubscriptionRow } from '../../store/schema'
+import type { Store } from '../../store/store'
+import type { JobRunner } from '../../jobs/runner'
+import type { AccountsRepository } from '../accounts/repository'
+import { conflict, notFound, op, paymentDeclined, say, unavailable } from '../errors'
+import { formatCad, PERIOD_MS, prorate, toDollars } from '../money'
+import type { PlansService } from '../plans/service'
+import type { SitesRepository } from '../sites/repository'
+import type { SiteRunner } from '../sites/runner'
+import { APPLY_JOBS } from '../sites/apply'
+import { DELETION_GRACE_MS } from '../sites/lifecycle'
+import type { BillingRepository } from './repository'
+import type { SubscriptionView } from './views'
+
+const DAY_MS = 86_400_000
+/** After a declined renewal, retries 1, 3 and 5 days after the unpaid period end (design.md). */
+export const RETRY_AFTER_MS = [1 * DAY_MS, 3 * DAY_MS, 5 * DAY_MS]
+/** Sites of a subscription unpaid this long are suspended. */
+export const SUSPEND_AFTER_MS = 7 * DAY_MS
+
+export interface SubscriptionBillingDeps {
+  store: Store
+  clock: Clock
+  log: Logger
+  repo: BillingRepository
+  accounts: Pick<AccountsRepository, 'find' | 'setPaymentMethod' | 'findByCustomer'>
+  sites: Pick<SitesRepository, 'listForSubscription' | 'setStatus' | 'scheduleDeletion' | 'find'>
+  plans: Pick<PlansService, 'get'>
+  jobs: Pick<JobRunner, 'enqueue' | 'kick'>
+  runner: Pick<SiteRunner, 'stop'>
+  processor: PaymentProcessor
+}
+
+/**
+ * Money after the purchase (design.md): renewals charged at each period end with the method on
+ * file, declines retried after 1, 3 and 5 days, sites suspended after 7 days unpaid and
+ * reactivated when paid, cancellation at period end, and prorated plan changes.
+ *
+ * Every charge is made in three steps so that a `kill -9` at any point neither skips nor doubles
+ * a period: (1) a `pending` payment row is written with the charge's idempotency key, derived
+ * from the subscription, the period end it pays and the attempt number; (2) the processor is
+ * asked with that key; (3) the outcome and the subscription's new period are written in one
+ * transaction. After a crash the same subscription is still due with the same key, so step 2
+ * returns the first outcome (the processor keeps it) and step 3 happens once.
+ */
+export class SubscriptionBilling {
+  private running = false
+
+  constructor(private d: SubscriptionBillingDeps) {}
+
+  /** The account's subscriptions, newest first, with their plans and sites. */
+  list(accountId: string): SubscriptionView[] {
+    const account = this.d.accounts.find(accountId)
+    return this.d.repo.subscriptionsOf(accountId).map((s) => this.view(s, account))
+  }
+
+  view(s: SubscriptionRow, account?: AccountRow): SubscriptionView {
+    const plan = this.d.plans.get(s.planSlug)
+    return {
+      id: s.id,
+      status: s.status,
+      plan: { slug: plan.slug, name: plan.name, hosting_type: plan.hosting_type, max_sites: plan.features.max_sites, price: plan.price },
+      billing_period: s.billingPeriod,
+      amount: toDollars(s.amountCents),
+      currency: 'CAD',
+      current_period_start: iso(s.currentPeriodStart ?? s.createdAt),
+      current_period_end: iso(s.currentPeriodEnd),
+      cancel_at_period_end: s.cancelAtPeriodEnd,
+      next_charge_at: s.nextChargeAt === null || s.cancelAtPeriodEnd ? null : iso(s.nextChargeAt),
+      credit: toDollars(s.creditCents),
+      unpaid_since: s.unpaidSince === null ? null : iso(s.unpaidSince),
+      suspends_at: s.unpaidSince === null ? null : iso(s.unpaidSince + SUSPEND_AFTER_MS),
+      last_charge_error: s.lastChargeError,
+      payment_method: account?.paymentMethodLabel ? { label: account.paymentMethodLabel } : null,
+      sites: this.d.sites.listForSubscription(s.id).map((site) => site.slug),
+      created_at: iso(s.createdAt),
+      ended_at: s.endedAt === null ? null : iso(s.endedAt),
+    }
+  }
+
+  /**
+   * One pass of the renewal job (maintenance, every 30 s, and at start): ends subscriptions
+   * canceled at period end, charges what is due, suspends what is 7 days unpaid. Overlapping
+   * calls return at once. Never throws.
+   */
+  async runDue(): Promise<void> {
+    if (this.running) return
+    this.running = true
+    try {
+      const now = this.d.clock.now()
+      for (const s of this.d.repo.endingBy(now)) await this.guarded(s, () => this.end(s.id))
+      for (const s of this.d.repo.dueForCharge(now)) await this.guarded(s, () => this.charge(s.id))
+      for (const s of this.d.repo.unpaidSince(now - SUSPEND_AFTER_MS)) await this.guarded(s, () => this.suspend(s.id))
+    } finally {
+      this.running = false
+    }
+  }
+
+  private async guarded(s: SubscriptionRow, fn: () => Promise<unknown> | unknown): Promise<void> {
+    try {
+      await fn()
+    } catch (err) {
+      this.d.log.error('subscription billing step failed; it is retried on the next pass', { subscription: s.id, error: (err as Error).message })
+    }
+  }
+
+  /**
+   * Charges the period that ends (or ended) at the subscription's `current_period_end`.
+   * Returns true when it is paid.
+   */
+  private async charge(id: string): Promise<boolean> {
+    const payment = this.d.store.write(() => {
+      const s = this.d.repo.findSubscriptionById(id)!
+      if (s.status !== 'active' && s.status !== 'past_due') return null
+      if (s.nextChargeAt === null || s.nextChargeAt > this.d.clock.now() || s.cancelAtPeriodEnd) return null
+      const key = `renewal:${s.id}:${s.currentPeriodEnd}:${s.failedCharges}`
+      const existing = this.d.repo.paymentByKey(key)
+      if (existing) return existing.status === 'pending' ? existing : null
+      const plan = this.d.plans.get(s.planSlug)
+      const periodEnd = s.currentPeriodEnd + PERIOD_MS[s.billingPeriod]
+      const slugs = this.d.sites.listForSubscription(s.id).map((site) => site.slug)
+      const amount = Math.max(0, s.amountCents - s.creditCents)
+      const credit = s.amountCents - amount
+      return this.d.repo.insertPayment({
+        id: crypto.randomUUID(), accountId: s.accountId, checkoutId: null, subscriptionId: s.id, amountCents: amount, currency: 'cad', status: 'pending',
+        processor: this.d.processor.name, processorRef: '', methodLabel: '', testMode: this.d.processor.testMode, createdAt: this.d.clock.now(),
+        kind: 'renewal', idempotencyKey: key, periodStart: s.currentPeriodEnd, periodEnd,
+        description: `${plan.name} (${s.billingPeriod}), ${day(s.currentPeriodEnd)} to ${day(periodEnd)}${slugs.length ? `, sites ${slugs.join(', ')}` : ''}${credit > 0 ? `, ${formatCad(credit)} credit applied` : ''}`,
+      })
+    })
+    if (!payment) return false
+    const account = this.d.accounts.find(payment.accountId)
+    let result: ChargeResult
+    if (payment.amountCents === 0) {
+      result = { ok: true, paymentRef: `credit_${payment.id}`, methodLabel: 'account credit', paymentMethodId: account?.paymentMethodId ?? '', customerRef: null }
+    } else if (!account?.paymentMethodId) {
+      result = { ok: false, declineCode: 'no_payment_method', message: 'No payment method is on file.' }
+    } else {
+      try {
+        result = await this.d.processor.charge({
+          reference: `renewal:${id}`, idempotencyKey: payment.idempotencyKey!, amountCents: payment.amountCents, currency: 'cad', paymentMethodId: account.paymentMethodId,
+          description: payment.description, customerRef: account.processorCustomerRef, offSession: true,
+        })
+      } catch (err) {
+        if (err instanceof ProcessorUnavailableError) {
+          this.d.log.warn('renewal charge postponed: the payment processor cannot be reached', { subscription: id, error: err.message })
+          return false
+        }
+        throw err
+      }
+    }
+    return this.settle(id, payment.id, result)
+  }
+
+  /** Writes a renewal charge's outcome and the subscription's new state, in one transaction. */
+  private settle(subscriptionId: string, paymentId: string, result: ChargeResult): boolean {
+    const now = this.d.clock.now()
+    const reactivated: string[] = []
+    const paid = this.d.store.write(() => {
+      const payment = this.d.repo.findPayment(this.d.repo.findSubscriptionById(subscriptionId)!.accountId, paymentId)!
+      if (payment.status !== 'pending') return payment.status === 'succeeded'
+      const s = this.d.repo.findSubscriptionById(subscriptionId)!
+      if (result.ok) {
+        this.d.repo.updatePayment(payment.id, { status: 'succeeded', processorRef: result.paymentRef, methodLabel: result.methodLabel, createdAt: now })
+        this.d.repo.updateSubscription(s.id, {
+          status: 'active', currentPeriodStart: payment.periodStart, currentPeriodEnd: payment.periodEnd!, nextChargeAt: payment.periodEnd,
+          failedCharges: 0, unpaidSince: null, lastChargeError: null, creditCents: Math.max(0, s.creditCents - (s.amountCents - payment.amountCents)), updatedAt: now,
+        })
+        for (const site of this.d.sites.listForSubscription(s.id)) {
+          if (site.status !== 'suspended') continue
+          this.d.sites.setStatus(site.id, 'active', now)
+          this.d.jobs.enqueue(APPLY_JOBS.restore, site.id)
+          reactivated.push(site.slug)
+        }
+        return true
+      }
+      this.d.repo.updatePayment(payment.id, { status: 'failed', failureCode: result.declineCode, failureMessage: result.message, createdAt: now })
+      const unpaidSince = s.unpaidSince ?? s.currentPeriodEnd
+      const failed = s.failedCharges + 1
+      const retry = RETRY_AFTER_MS[failed - 1]
+      this.d.repo.updateSubscription(s.id, {
+        status: 'past_due', failedCharges: failed, unpaidSince, lastChargeError: result.message,
+        nextChargeAt: retry === undefined ? null : Math.max(now, unpaidSince + retry), updatedAt: now,
+      })
+      return false
+    })
+    if (reactivated.length) this.d.jobs.kick()
+    if (paid) this.d.log.info('subscription renewed', { subscription: subscriptionId, payment: paymentId, reactivated })
+    else this.d.log.warn('subscription renewal declined', { subscription: subscriptionId, payment: paymentId, reason: result.ok ? null : result.message })
+    return paid
+  }
+
+  /** Stops the sites of a subscription 7 days unpaid; their files stay. */
+  private async suspend(id: string): Promise<void> {
+    const now = this.d.clock.now()
+    const suspended = this.d.store.write(() => {
+      const s = this.d.repo.findSubscriptionById(id)!
+      if (s.status !== 'past_due') return []
+      const active = this.d.sites.listForSubscription(id).filter((site) => site.status === 'active')
+      for (const site of active) this.d.sites.setStatus(site.id, 'suspended', now)
+      return active.map((site) => site.slug)
+    })
+    if (suspended.length === 0) return
+    this.d.log.warn('sites suspended: subscription unpaid for 7 days', { subscription: id, sites: suspended })
+    for (const slug of suspended) await this.d.runner.stop(slug).catch((err) => this.d.log.warn('could not stop a suspended site; the reconcile pass will', { site: slug, error: (err as Error).message }))
+  }
+
+  /** A subscription canceled at period end reaches it: it ends and its sites are scheduled for deletion. */
+  private async end(id: string): Promise<void> {
+    const now = this.d.clock.now()
+    const scheduled = this.d.store.write(() => {
+      const s = this.d.repo.findSubscriptionById(id)!
+      if ((s.status !== 'active' && s.status !== 'past_due') || !s.cancelAtPeriodEnd) return []
+      if (s.status === 'active' && s.currentPeriodEnd > now) return []
+      return this.endNow(s, now)
+    })
+    this.d.log.info('subscription ended (canceled at period end)', { subscription: id, sites: scheduled })
+    for (const slug of scheduled) await this.d.runner.stop(slug).catch(() => undefined)
+  }
+
+  /** Ends `s` at `now` and schedules its sites for deletion (inside the caller's transaction). */
+  endNow(s: SubscriptionRow, now: number): string[] {
+    this.d.repo.updateSubscription(s.id, { status: 'canceled', endedAt: now, nextChargeAt: null, updatedAt: now })
+    const scheduled: string[] = []
+    for (const site of this.d.sites.listForSubscription(s.id)) {
+      if (site.status === 'pending_deletion' || site.status === 'provisioning') continue
+      this.d.sites.scheduleDeletion(site.id, now + DELETION_GRACE_MS, now)
+      scheduled.push(site.slug)
+    }
+    return scheduled
+  }
+
+  /** Cancel at period end (the portal's Cancel), or undo it (Resume). */
+  setCancelAtPeriodEnd(accountId: string, subscriptionId: string, cancel: boolean): SubscriptionRow {
+    return this.d.store.write(() => {
+      const s = this.d.repo.findSubscription(accountId, subscriptionId)
+      if (!s) throw notFound('No such subscription.', 'subscription_id')
+      if (s.status !== 'active' && s.status !== 'past_due') throw conflict(`This subscription is ${s.status}; only an active one can be ${cancel ? 'canceled' : 'resumed'}.`)
+      const updated = this.d.repo.updateSubscription(s.id, { cancelAtPeriodEnd: cancel, updatedAt: this.d.clock.now() })
+      this.d.log.info(cancel ? 'subscription set to cancel at period end' : 'subscription resumed', { subscription: s.id, period_end: iso(s.currentPeriodEnd) })
+      return updated
+    })
+  }
+
+  /**
+   * A new payment method for the account (the portal's card form, or the processor's webhook):
+   * kept on file, and every unpaid subscription is charged with it at once; a success
+   * reactivates its sites. Returns the subscriptions that are paid now.
+   */
+  async paymentMethodChanged(accountId: string, methodId: string, label: string, customerRef: string | null = null): Promise<string[]> {
+    const now = this.d.clock.now()
+    const due = this.d.store.write(() => {
+      this.d.accounts.setPaymentMethod(accountId, methodId, label, now, customerRef)
+      const unpaid = this.d.repo.liveSubscriptions(accountId).filter((s) => s.status === 'past_due' && !s.cancelAtPeriodEnd)
+      for (const s of unpaid) this.d.repo.updateSubscription(s.id, { nextChargeAt: now, updatedAt: now })
+      return unpaid
+    })
+    this.d.log.info('payment method on file replaced', { account: accountId, method: label, retrying: due.map((s) => s.id) })
+    const paid: string[] = []
+    for (const s of due) if (await this.charge(s.id)) paid.push(s.id)
+    return paid
+  }
+
+  /** The processor's news that a customer's method changed (Stripe's portal). */
+  async onProcessorEvent(event: { type: string; accountId?: string | null; customerRef?: string | null; paymentMethodId?: string; methodLabel?: string }): Promise<void> {
+    if (event.type !== 'payment_method.updated') return
+    const account = event.accountId ? this.d.accounts.find(event.accountId) : event.customerRef ? this.d.accounts.findByCustomer(event.customerRef) : undefined
+    if (!account) {
+      this.d.log.warn('payment method update for an unknown customer', { customer: event.customerRef ?? null })
+      return
+    }
+    await this.paymentMethodChanged(account.id, event.paymentMethodId!, event.methodLabel!, event.customerRef ?? null)
+  }
+
+  /**
+   * What moving `subscription` to a plan costing `newAmountCents` a period costs now: an upgrade
+   * pays the prorated difference for the rest of the period at once (payment_declined and nothing
+   * changed on a decline); a downgrade is credited to the next renewal. Returns the payment to
+   * record in the plan change's transaction, or the credit to add.
+   */
+  async prorate(s: SubscriptionRow, newAmountCents: number, label: string): Promise<Proration> {
+    const now = this.d.clock.now()
+    const cents = prorate(newAmountCents - s.amountCents, s.currentPeriodEnd - now, PERIOD_MS[s.billingPeriod])
+    if (cents <= 0) return { creditCents: -cents, payment: null }
+    const account = this.d.accounts.find(s.accountId)
+    if (!account?.paymentMethodId) {
+      throw paymentDeclined(say`Moving to ${label} costs ${formatCad(cents)} for the rest of this period, and no payment method is on file; add one through ${op('getBillingPortal')} and retry.`, 'new_plan')
+    }
+    const key = `proration:${s.id}:${crypto.randomUUID()}`
+    const description = `Change to ${label} for the rest of the period to ${day(s.currentPeriodEnd)}`
+    let result: ChargeResult
+    try {
+      result = await this.d.processor.charge({
+        reference: `proration:${s.id}`, idempotencyKey: key, amountCents: cents, currency: 'cad', paymentMethodId: account.paymentMethodId, description,
+        customerRef: account.processorCustomerRef, offSession: true,
+      })
+    } catch (err) {
+      if (err instanceof ProcessorUnavailableError) throw unavailable('The payment processor cannot be reached; the plan was not changed and nothing was charged. Retry in a minute.')
+      throw err
+    }
+    if (!result.ok) {
+      throw paymentDeclined(say`The card on file was declined (${result.message}) for ${formatCad(cents)}, the change's cost for the rest of this period; the plan was not changed. Replace the card through ${op('getBillingPortal')} and retry.`, 'new_plan')
+    }
+    return {
+      creditCents: 0,
+      payment: {
+        id: crypto.randomUUID(), accountId: s.accountId, checkoutId: null, subscriptionId: s.id, amountCents: cents, currency: 'cad', status: 'succeeded',
+        processor: this.d.processor.name, processorRef: result.paymentRef, methodLabel: result.methodLabel, testMode: this.d.processor.testMode, createdAt: now,
+        kind: 'proration', idempotencyKey: key, description, periodStart: now, periodEnd: s.currentPeriodEnd,
+      },
+    }
+  }
+
+  /** Gives back a proration charged for a plan change that did not happen after all. */
+  async refundProration(p: Proration, reason: string): Promise<void> {
+    if (!p.payment) return
+    await this.d.processor.refund({ paymentRef: p.payment.processorRef, amountCents: p.payment.amountCents, reason })
+      .catch((err) => this.d.log.error('refund of a proration failed; refund it by hand', { payment: p.payment!.processorRef, error: (err as Error).message }))
+  }
+}
+
+export interface Proration {
+  creditCents: number
+  payment: Parameters<BillingRepository['insertPayment']>[0] | null
+}
+
+const day = (ms: number) => iso(ms).slice(0, 10)
