@@ -151,6 +151,9 @@ export function startServer(s: Services): RunningServer {
     // Events first, then the pass: a container that dies during the pass is seen either way.
     unfollow = followContainerEvents(s)
     void reconcile()
+    // Money due while Berth was down (a period end, a retry, a suspension) is settled at start.
+    void s.subscriptions.runDue()
+    void s.renewals.renewDue()
   }, START_RECONCILE_DELAY_MS)
   const timers = [
     setInterval(() => {

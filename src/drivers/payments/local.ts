@@ -64,7 +64,7 @@ export class LocalProcessor implements PaymentProcessor {
     ledger: LocalLedger
     portal: PortalLinks
     now?: () => number
-    /** dev.payment_delay_ms: each charge takes this long, so a test can kill Berth in the middle of one. */
+    /** dev.payment_delay_ms: each charge waits this long before and after it is recorded, so a test can kill Berth in the middle of one. */
     delayMs?: number
   }) {}
 
@@ -80,9 +80,12 @@ export class LocalProcessor implements PaymentProcessor {
   async charge(input: ChargeInput): Promise<ChargeResult> {
     const earlier = this.o.ledger.find(input.idempotencyKey)
     if (earlier) return earlier
+    // dev.payment_delay_ms: a pause before the charge is recorded and one after, so a test can
+    // kill Berth on either side of it.
     if (this.o.delayMs) await Bun.sleep(this.o.delayMs)
     const result = this.outcome(input)
     this.o.ledger.record(input.idempotencyKey, input, result)
+    if (this.o.delayMs) await Bun.sleep(this.o.delayMs)
     return result
   }
 
