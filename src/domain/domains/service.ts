@@ -10,6 +10,7 @@ import type { BillingRepository } from '../billing/repository'
 import type { DnsService } from '../dns/service'
 import type { RecordInput } from '../dns/records'
 import type { DnsChangeView, DnsZone } from '../dns/views'
+import { formatCad } from '../money'
 import { conflict, DomainError, invalid, notFound, op, paymentDeclined, say, unavailable } from '../errors'
 import type { Principal } from '../keys/service'
 import type { PlansService } from '../plans/service'
@@ -85,7 +86,7 @@ export class DomainsService {
     const amount = yearly * input.period - (free ? yearly : 0)
     const account = this.d.accounts.find(p.accountId)!
     if (amount > 0 && !account.paymentMethodId) {
-      throw paymentDeclined(say`No payment method on file to pay ${money(amount)} CAD for ${domain}: one is kept when a checkout is paid with processor_payment_method (${op('createCheckout')}). Nothing was registered.`, null)
+      throw paymentDeclined(say`No payment method on file to pay ${formatCad(amount)} for ${domain}: add one through ${op('getBillingPortal')}, or pay a checkout with processor_payment_method (${op('createCheckout')}). Nothing was registered.`, null)
     }
     const charge = amount > 0 ? await this.charge(account, amount, `Domain ${domain}, ${input.period} year${input.period > 1 ? 's' : ''}`, domain) : null
     let registered
@@ -217,7 +218,7 @@ export class DomainsService {
       if (err instanceof ProcessorUnavailableError) throw unavailable('The payment processor cannot be reached; nothing was charged or registered. Retry in a minute.')
       throw err
     }
-    if (!result.ok) throw paymentDeclined(`The payment method on file was declined (${result.message}) for ${money(amountCents)} CAD; nothing was registered. Replace the card on file through ${op('getBillingPortal')} and retry.`, null)
+    if (!result.ok) throw paymentDeclined(say`The payment method on file was declined (${result.message}) for ${formatCad(amountCents)}; nothing was registered. Replace the card on file through ${op('getBillingPortal')} and retry.`, null)
     return { ...result, processor: this.d.processor.name, testMode: this.d.processor.testMode }
   }
 
@@ -263,4 +264,3 @@ function safeName(raw: string): string | null {
   }
 }
 
-const money = (cents: number) => (cents / 100).toFixed(2)

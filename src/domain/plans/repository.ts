@@ -3,6 +3,7 @@ import type { PlanSeed } from '../../config/schema'
 import type { Clock } from '../../lib/clock'
 import { plans, settings, type PlanRow } from '../../store/schema'
 import type { Store } from '../../store/store'
+import { toCents } from '../money'
 
 const SEEDED_KEY = 'plans_seeded_at'
 
@@ -65,4 +66,4 @@ export class PlansRepository {
   }
 }
 
-export const toCents = (cad: number) => Math.round(cad * 100)
+export { toCents }

@@ -4,6 +4,7 @@ import type { Store } from '../../store/store'
 import { invalid, notFound, op, say } from '../errors'
 import type { Plan } from './views'
 import type { PlansRepository } from './repository'
+import { toDollars } from '../money'
 
 /**
  * The public catalog. Plans are read on every listPlans and on every checkout, and change only
@@ -72,7 +73,7 @@ export class PlansService {
       name: row.name,
       track: row.track as Plan['track'],
       hosting_type: row.hostingType as Plan['hosting_type'],
-      price: { monthly: row.priceMonthlyCents / 100, annual: row.priceAnnualCents / 100, currency: 'CAD' },
+      price: { monthly: toDollars(row.priceMonthlyCents), annual: toDollars(row.priceAnnualCents), currency: 'CAD' },
       features: {
         max_sites: row.maxSites,
         ai_modules: JSON.parse(row.aiModules) as AiModule[],
