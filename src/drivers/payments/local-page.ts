@@ -1,6 +1,7 @@
 import type { HostedSessionInfo } from './local'
 
 import { escapeHtml as escape } from '../../lib/html'
+import { formatCad } from '../../domain/money'
 
 /**
  * The built-in processor's hosted payment page: a real card form, plainly marked TEST MODE; no
@@ -37,7 +38,7 @@ code{background:#eef0f4;padding:0 .3rem;border-radius:4px}
 <main>${body}</main></body></html>`
 }
 
-const money = (s: HostedSessionInfo) => `${(s.amountCents / 100).toFixed(2)} ${s.currency}`
+const money = (s: HostedSessionInfo) => formatCad(s.amountCents)
 
 function form(ref: string, s: HostedSessionInfo, csrf: string, error?: string): string {
   return `<p class="muted">Berth hosting</p>
