@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { Body, Nullable, Query, Text } from '../http/schemas'
+import { Body, JsonInteger, Nullable, Query, Text, TEXT_PATTERN } from '../http/schemas'
 import { SubscriptionView } from '../../domain/billing/views'
 export { SubscriptionView }
 
@@ -14,7 +14,11 @@ export const UpdateAccountBody = Body({
 }, { description: 'Send at least one field; those sent replace the current values.' })
 
 export const DeleteAccountBody = Body({
-  confirm: Text({ maxLength: 20, description: 'Must be exactly "DELETE": the deletion is irreversible.', examples: ['DELETE'] }),
+  // `error`: a missing or mistyped confirm must say what to send, as the service does for a wrong word.
+  confirm: t.String({
+    maxLength: 20, pattern: TEXT_PATTERN, error: 'must be exactly "DELETE" (in capitals): deleting the account is irreversible',
+    description: 'Must be exactly "DELETE": the deletion is irreversible.', examples: ['DELETE'],
+  }),
 })
 
 export const Account = t.Object({
@@ -32,13 +36,17 @@ export const Account = t.Object({
 export const AccountDeleted = t.Object({
   id: t.String({ format: 'uuid' }),
   status: t.Literal('anonymized'),
-  keys_revoked: t.Integer({ description: 'Every key of the account; each answers 401 from now on.' }),
+  keys_revoked: JsonInteger({ description: 'Every key of the account; each answers 401 from now on.' }),
   subscriptions_canceled: t.Array(t.String({ format: 'uuid' })),
   sites_scheduled_for_deletion: t.Array(t.Object({ slug: t.String(), deletion_scheduled_for: t.String({ format: 'date-time' }) })),
 })
 
 export const BillingPortalQuery = Query({
-  flow: t.Optional(t.Union([t.Literal(''), t.Literal('payment_method_update')], { description: 'payment_method_update opens straight on the card form.' })),
+  // `error`: the generic "must be one of , payment_method_update" hides the empty choice.
+  flow: t.Optional(t.Union([t.Literal(''), t.Literal('payment_method_update')], {
+    description: 'payment_method_update opens straight on the card form.',
+    error: "must be payment_method_update (to open on the card form), or empty or left out for the portal's first page",
+  })),
 })
 
 export const BillingPortal = t.Object({

@@ -20,6 +20,7 @@ export const accountRoutes = (plugins: ApiPlugins, accounts: AccountsService, su
       scope: 'admin',
       body: DeleteAccountBody,
       response: ok(AccountDeleted),
+      errors: [409],
       detail: { tags, summary: 'Delete the account for good: keys revoked, subscriptions canceled, sites scheduled for deletion', operationId: 'deleteAccount' },
     })
     .get('/account/subscriptions/', ({ principal }) => subscriptions.list(principal.accountId), {

@@ -55,10 +55,12 @@ export function access(keys: KeysService, guard: SiteGuard, checkouts: CheckoutP
       detail: { [ACCESS_EXTENSION]: scope, security: [{ bearer: [] }] } as DocumentDecoration,
       transform({ request, params }) {
         const principal = principalOf(request)
+        // A site-scoped key off its site's routes: say that, not which scope it lacks.
+        const slugParam = (params as Record<string, string | undefined> | undefined)?.tenant_slug
+        if (principal.siteSlug !== null && slugParam === undefined) throw siteKeyOutside(principal.siteSlug)
         requireScope(principal, scope)
         if (principal.siteSlug !== null) {
-          const slug = (params as Record<string, string | undefined> | undefined)?.tenant_slug
-          if (slug === undefined) throw siteKeyOutside(principal.siteSlug)
+          const slug = slugParam
           if (slug !== principal.siteSlug) throw notFound(say`No site '${slug}' in your account; this key works only on its own site, '${principal.siteSlug}' (${op('getSite', { tenant_slug: principal.siteSlug })}).`, 'tenant_slug')
         }
       },

@@ -16,7 +16,7 @@ export const siteLifecycleRoutes = (plugins: ApiPlugins, lifecycle: SiteLifecycl
       params: SiteParams,
       body: ScaleBody,
       response: ok(Site),
-      errors: [409],
+      errors: [402, 409],
       detail: { tags, summary: 'Move the site (and its subscription) to another plan; files kept', operationId: 'scaleSite' },
     })
     .delete('/sites/:tenant_slug/delete/', ({ site }) => lifecycle.delete(site), {

@@ -6,7 +6,7 @@ import type { Store } from '../../store/store'
 import type { BillingRepository } from '../billing/repository'
 import type { SubscriptionBilling } from '../billing/subscriptions'
 import type { DomainsRepository } from '../domains/repository'
-import { invalid, notFound, unavailable } from '../errors'
+import { conflict, invalid, notFound, op, say, unavailable } from '../errors'
 import type { KeysRepository } from '../keys/repository'
 import type { Principal } from '../keys/service'
 import type { SitesRepository } from '../sites/repository'
@@ -87,6 +87,10 @@ export class AccountsService {
     const now = this.d.clock.now()
     const result = this.d.store.write(() => {
       this.require(p.accountId)
+      // A site being set up would come up after the deletion (the provisioning job marks it
+      // active when its container answers), so wait for it, as site deletion does.
+      const settingUp = this.d.sites.listOwned(p.accountId).find((s) => s.status === 'provisioning')
+      if (settingUp) throw conflict(say`Site '${settingUp.slug}' is still being set up; retry when ${op('getSite', { tenant_slug: settingUp.slug })} shows status active (nothing was deleted).`)
       const keysRevoked = this.d.keys.revokeForAccount(p.accountId, now)
       const canceled: string[] = []
       for (const s of this.d.billing.liveSubscriptions(p.accountId)) {
