@@ -64,6 +64,14 @@ describe('loadConfig', () => {
     ['a publishable key as the secret key', { env: { BERTH_PAYMENTS_STRIPE_SECRET_KEY: 'pk_test_abc' } }, /payments\.stripe_secret_key \(from BERTH_PAYMENTS_STRIPE_SECRET_KEY\) must be a Stripe secret key/],
     ['a webhook secret that is not one', { env: { BERTH_PAYMENTS_STRIPE_WEBHOOK_SECRET: 'abc' } }, /payments\.stripe_webhook_secret .* must be a webhook signing secret starting with 'whsec_'/],
     ['a Stripe API base with a path', { env: { BERTH_PAYMENTS_STRIPE_API_BASE: 'http://127.0.0.1:12111/v1' } }, /payments\.stripe_api_base .* without a path/],
+    ['an AI base URL that is not http(s)', { env: { BERTH_AI_BASE_URL: 'ftp://ai.example/v1', BERTH_AI_MODEL: 'm' } }, /ai\.base_url \(from BERTH_AI_BASE_URL\) must be an http\(s\) URL/],
+    ['an AI base URL that is no URL', { env: { BERTH_AI_BASE_URL: 'localhost:8000', BERTH_AI_MODEL: 'm' } }, /ai\.base_url \(from BERTH_AI_BASE_URL\) must be an http\(s\) URL/],
+    ['an AI base URL with the key in it', { env: { BERTH_AI_BASE_URL: 'https://user:sk@ai.example/v1', BERTH_AI_MODEL: 'm' } }, /ai\.base_url .* without query, fragment or credentials/],
+    ['an AI base URL without a model', { env: { BERTH_AI_BASE_URL: 'http://127.0.0.1:8000/v1' } }, /ai\.base_url is set but ai\.model is empty/],
+    ['an AI key with a line break', { env: { BERTH_AI_API_KEY: 'sk-abc\nX-Evil: 1' } }, /ai\.api_key \(from BERTH_AI_API_KEY\) must be the key alone/],
+    ['an AI timeout of 0', { env: { BERTH_AI_TIMEOUT_SECONDS: '0' } }, /ai\.timeout_seconds \(from BERTH_AI_TIMEOUT_SECONDS\) must be 1 to 600 seconds/],
+    ['an AI timeout past 600 s', { env: { BERTH_AI_TIMEOUT_SECONDS: '601' } }, /ai\.timeout_seconds .* must be 1 to 600 seconds/],
+    ['a negative token budget', { env: { BERTH_AI_TOKENS_PER_SITE_MONTHLY: '-1' } }, /ai\.tokens_per_site_monthly \(from BERTH_AI_TOKENS_PER_SITE_MONTHLY\) must be 0 or more/],
   ])('refuses %s with a message naming the key and its source', (_, opts, message) => {
     expect(() => loadConfig({ file: null, env: {}, ...opts })).toThrowError(message)
   })
@@ -73,6 +81,13 @@ describe('loadConfig', () => {
     const path = file('stripe.toml', '[payments]\nprocessor = "stripe"\nstripe_webhook_secret = "whsec_file"\nstripe_api_base = "http://127.0.0.1:12111/"\n')
     const c = loadConfig({ file: path, env: { BERTH_PAYMENTS_STRIPE_SECRET_KEY: 'sk_live_fromenv' } })
     expect(c.payments).toEqual({ processor: 'stripe', stripe: { secretKey: 'sk_live_fromenv', webhookSecret: 'whsec_file', apiBase: 'http://127.0.0.1:12111' } })
+  })
+
+  it('has no AI provider by default, and reads one from the file and the environment', () => {
+    expect(loadConfig({ file: null, env: {} }).ai).toEqual({ baseUrl: null, apiKey: '', model: '', embeddingModel: null, timeoutMs: 30_000, tokensPerSiteMonthly: 200_000 })
+    const path = file('ai.toml', '[ai]\nbase_url = "http://127.0.0.1:8000/v1/"\nmodel = "qwen2.5-7b-instruct"\nembedding_model = "nomic-embed-text"\ntimeout_seconds = 120\ntokens_per_site_monthly = 0\n')
+    const c = loadConfig({ file: path, env: { BERTH_AI_API_KEY: 'sk-fromenv' } })
+    expect(c.ai).toEqual({ baseUrl: 'http://127.0.0.1:8000/v1', apiKey: 'sk-fromenv', model: 'qwen2.5-7b-instruct', embeddingModel: 'nomic-embed-text', timeoutMs: 120_000, tokensPerSiteMonthly: 0 })
   })
 
   it('refuses unknown keys, a wrong type in the file, invalid TOML and a missing file', () => {

@@ -25,6 +25,12 @@ export interface Config {
   sites: { domain: string }
   /** The payment processor; `stripe` holds its keys (`apiBase` null: Stripe's own API). */
   payments: { processor: 'local' | 'stripe'; stripe: { secretKey: string; webhookSecret: string; apiBase: string | null } }
+  /**
+   * The AI provider of the AI modules (OpenAI-compatible API); `baseUrl` null when none is
+   * configured. `embeddingModel` null: embeddings use `model`. `tokensPerSiteMonthly` 0: modules
+   * that need a provider are unavailable.
+   */
+  ai: { baseUrl: string | null; apiKey: string; model: string; embeddingModel: string | null; timeoutMs: number; tokensPerSiteMonthly: number }
   /** Berth's authoritative DNS server; `listen` null when off. */
   dns: { listen: { hostname: string; port: number } | null; nameservers: string[]; publicIpv4: string; publicIpv6: string | null }
   registrar: { driver: 'sandbox' | 'opensrs'; opensrs: { url: string; user: string; key: string }; pricePercent: number }
@@ -188,6 +194,9 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
     if (!get<string>('payments.stripe_secret_key')) throw new ConfigError("payments.processor is stripe but payments.stripe_secret_key is empty: set it to the secret key from the Stripe Dashboard (Developers > API keys), with BERTH_PAYMENTS_STRIPE_SECRET_KEY rather than in the file")
     if (!get<string>('payments.stripe_webhook_secret')) throw new ConfigError("payments.processor is stripe but payments.stripe_webhook_secret is empty: add the webhook endpoint {site_url}/webhooks/stripe/ in the Stripe Dashboard and set its signing secret (whsec_...); see docs/payments.md")
   }
+  if (get<string>('ai.base_url') && !get<string>('ai.model')) {
+    throw new ConfigError('ai.base_url is set but ai.model is empty: set ai.model to the name of the chat model the provider serves (its GET {base_url}/models lists them)')
+  }
   const rateLimits: Config['rateLimits'] = {}
   for (const spec of KEYS.filter((k) => k.section === 'rate_limits')) {
     rateLimits[spec.key] = parseRate(get<string>(`rate_limits.${spec.key}`))!
@@ -214,6 +223,14 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
         webhookSecret: get<string>('payments.stripe_webhook_secret'),
         apiBase: get<string>('payments.stripe_api_base').replace(/\/+$/, '') || null,
       },
+    },
+    ai: {
+      baseUrl: get<string>('ai.base_url').replace(/\/+$/, '') || null,
+      apiKey: get<string>('ai.api_key'),
+      model: get<string>('ai.model'),
+      embeddingModel: get<string>('ai.embedding_model') || null,
+      timeoutMs: get<number>('ai.timeout_seconds') * 1000,
+      tokensPerSiteMonthly: get<number>('ai.tokens_per_site_monthly'),
     },
     dns: {
       listen: get<string>('dns.listen') === 'off' ? null : parseListen(get<string>('dns.listen'))!,

@@ -49,6 +49,17 @@ const checkUrl = (v: string) => {
     return `must be an absolute URL such as https://hosting.example.com (got '${v}')`
   }
 }
+const checkAiUrl = (v: string) => {
+  if (v === '') return undefined
+  try {
+    const u = new URL(v)
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') return `must be an http(s) URL such as https://api.openai.com/v1 (got '${v}')`
+    if (u.search || u.hash || u.username || u.password) return `must be a plain URL without query, fragment or credentials; put the key in ai.api_key (got '${v}')`
+    return undefined
+  } catch {
+    return `must be an http(s) URL such as https://api.openai.com/v1 or http://127.0.0.1:8080/v1, or empty for no provider (got '${v}')`
+  }
+}
 const checkRate = (v: string) => (parseRate(v) ? undefined : `must look like 5/hour, 60/minute or 100/day (got '${v}')`)
 
 export const KEYS: KeySpec[] = [
@@ -86,6 +97,12 @@ export const KEYS: KeySpec[] = [
   { section: 'payments', key: 'stripe_secret_key', type: 'string', default: '', help: 'Stripe secret key (sk_test_... for test mode, sk_live_... to take real money); keep it out of the file with BERTH_PAYMENTS_STRIPE_SECRET_KEY.', check: ((v: string) => (v === '' || /^(sk|rk)_(test|live)_[A-Za-z0-9_]+$/.test(v) ? undefined : 'must be a Stripe secret key: sk_test_... or sk_live_... (or a restricted rk_ key)')) as KeySpec['check'] },
   { section: 'payments', key: 'stripe_webhook_secret', type: 'string', default: '', help: 'Signing secret (whsec_...) of the Stripe webhook endpoint {site_url}/webhooks/stripe/; keep it out of the file with BERTH_PAYMENTS_STRIPE_WEBHOOK_SECRET.', check: ((v: string) => (v === '' || /^whsec_\S+$/.test(v) ? undefined : "must be a webhook signing secret starting with 'whsec_'")) as KeySpec['check'] },
   { section: 'payments', key: 'stripe_api_base', type: 'string', default: '', help: "Origin of the Stripe API; empty (the default) is Stripe's own. For tests against a stand-in only.", check: ((v: string) => (v === '' ? undefined : checkUrl(v))) as KeySpec['check'] },
+  { section: 'ai', key: 'base_url', type: 'string', default: '', help: "Root of the OpenAI-compatible API the AI modules call (e.g. https://api.openai.com/v1, or http://127.0.0.1:8080/v1 for a local llama.cpp or vLLM server); empty (the default) means no provider.", check: checkAiUrl as KeySpec['check'] },
+  { section: 'ai', key: 'api_key', type: 'string', default: '', help: 'Key sent as a Bearer token to ai.base_url; empty sends none (local servers). Keep it out of the file with BERTH_AI_API_KEY.', check: ((v: string) => (/^\S*$/.test(v) ? undefined : 'must be the key alone, without spaces or line breaks')) as KeySpec['check'] },
+  { section: 'ai', key: 'model', type: 'string', default: '', help: 'Chat model asked for every answer (e.g. gpt-4o-mini, or the name the local server gives its model); required when ai.base_url is set.' },
+  { section: 'ai', key: 'embedding_model', type: 'string', default: '', help: 'Model of embeddings (e.g. text-embedding-3-small); empty uses ai.model.' },
+  { section: 'ai', key: 'timeout_seconds', type: 'integer', default: 30, help: 'How long one call to the AI provider may wait for an answer (streamed: for each next piece) before it fails; the API then answers 504.', check: ((v: number) => (v >= 1 && v <= 600 ? undefined : 'must be 1 to 600 seconds')) as KeySpec['check'] },
+  { section: 'ai', key: 'tokens_per_site_monthly', type: 'integer', default: 200_000, help: 'Tokens (prompt plus answer) each site may use through the AI provider per calendar month; 0 makes the modules that need a provider unavailable.', check: ((v: number) => (v >= 0 ? undefined : 'must be 0 or more')) as KeySpec['check'] },
   { section: 'rate_limits', key: 'register', type: 'string', default: '5/hour', help: 'POST /auth/register/ per client address.', check: checkRate as KeySpec['check'] },
   { section: 'rate_limits', key: 'checkout_create', type: 'string', default: '10/hour', help: 'POST /acp/checkouts/ per client address.', check: checkRate as KeySpec['check'] },
   { section: 'rate_limits', key: 'claim_request', type: 'string', default: '5/hour', help: 'POST /keys/claim/request/ per client address.', check: checkRate as KeySpec['check'] },
