@@ -22,7 +22,7 @@ describe('dist/berth end to end', () => {
 
     const who = await api(url, 'GET', '/auth/whoami', { key: admin })
     expect(who.status).toBe(200)
-    expect(who.json.data.user).toEqual({ id: reg.json.data.account_id, email: 'e2e@example.com' })
+    expect(who.json.data.user).toEqual({ id: reg.json.data.account_id, email: 'e2e@example.com', language: 'en', first_name: null, last_name: null })
 
     const made = await api(url, 'POST', '/keys/create/', { key: admin, body: { name: 'reader', scopes: ['read'] } })
     expect(made.status).toBe(201)

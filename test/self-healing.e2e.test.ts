@@ -65,10 +65,11 @@ describe('self-healing on the real engine', () => {
     // Seconds, not the 30 s safety-net pass. The 2 s figure itself is bench:recovery's (p50 under
     // 1 s on a quiet machine); here the whole suite shares two cores, so the bound is looser.
     expect(ms).toBeLessThan(5_000)
-    // While down, the edge answered itself: 503 with Retry-After, at once.
+    // While down, the edge answered itself: 503 with Retry-After, at once: well under the 2 s it
+    // would take to give up connecting to a dead address (loose: two shared cores under a suite).
     for (const answer of seen.filter((s) => s.status === 503)) {
       expect(answer.retryAfter).toBe('2')
-      expect(answer.ms).toBeLessThan(50)
+      expect(answer.ms).toBeLessThan(1_000)
     }
     expect(seen.every((s) => s.status === 200 || s.status === 503 || s.status === 502)).toBe(true)
     expect((await api(berth.url, 'GET', `/sites/${slug}/`, { key })).json.data.status).toBe('active')
