@@ -42,7 +42,14 @@ import { ModulesService } from './domain/modules/service'
 import { ClaimsRepository } from './domain/claims/repository'
 import { ClaimsService } from './domain/claims/service'
 import { SshService } from './domain/ssh/service'
-import { recordOnlyModules } from './modules/catalog'
+import { moduleDrivers } from './modules/catalog'
+import { selectAiProvider } from './drivers/ai/select'
+import { AiBudget } from './modules/ai-calls'
+import { ChatbotService } from './modules/chatbot/service'
+import { TranslationService } from './modules/translation/service'
+import { ContentService } from './modules/content/service'
+import { SiteModulesEdge } from './modules/edge'
+import { SiteChanges } from './domain/sites/changes'
 import { Reconciler } from './domain/sites/reconciler'
 import { SiteHealer } from './domain/sites/healer'
 import { EdgeMetrics } from './edge/metrics'
@@ -139,6 +146,12 @@ export interface Services {
   accountsRepo: AccountsRepository
   /** Account update and deletion, and the billing portal's link. */
   accounts: AccountsService
+  /** What the AI modules do to sites' traffic at the edge. */
+  modulesEdge: SiteModulesEdge
+  /** The chatbot module's per-site indexes. */
+  chatbot: ChatbotService
+  /** The content module's page generation. */
+  content: ContentService
 }
 
 export const databasePath = (config: Config) => join(config.server.dataDir, 'berth.db')
@@ -193,7 +206,22 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   const billing = new BillingService(billingRepo, checkoutRepo, processor, clock, log)
   const retention = new ArchiveRetention(archivesRepo, archiveFiles, log)
   const restores = new RestoreGuard(archivesRepo)
-  const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: sitesRepo, backupsKept: config.archives.backupsKept, clock, log, workDir: join(config.archives.dir, '.work') }
+  // AI modules (issue 14): the provider the hoster configured (none by default), each site's token
+  // allowance, and what keeps derived data (the chatbot's index, the sitemap) in step with files.
+  const changes = new SiteChanges()
+  const aiProvider = selectAiProvider(config, log)
+  const aiBudget = new AiBudget(store, clock, config.ai.tokensPerSiteMonthly)
+  const chatbot = new ChatbotService({
+    dir: join(config.server.dataDir, 'modules', 'chatbot'), homePath: (slug) => runtime.homePath(slug),
+    diskBytes: (siteId) => plans.get(sitesRepo.find(siteId)?.planSlug ?? '').features.disk_gb * 1024 ** 3, provider: aiProvider, budget: aiBudget, log,
+  })
+  const translation = aiProvider ? new TranslationService({ store, clock, provider: aiProvider, budget: aiBudget, log }) : null
+  const modulesEdge = new SiteModulesEdge({ chatbot, translation, homePath: (slug) => runtime.homePath(slug), log })
+  changes.subscribe((c) => {
+    chatbot.changed(c.siteId)
+    modulesEdge.changed(c.siteId)
+  })
+  const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: sitesRepo, backupsKept: config.archives.backupsKept, clock, log, workDir: join(config.archives.dir, '.work'), changes }
   const applySite = new ApplySiteJob({ sites: sitesRepo, runner, log })
   // Certificates: the manager is made below, once the names it serves are; its job calls it then.
   let certs!: CertificateManager
@@ -202,7 +230,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     [PROVISION_JOB]: new Provisioner({ sites: sitesRepo, runner, clock, log, onFailed: (site, error) => billing.refundPurchaseOf(site, error) }),
     [APPLY_JOBS.scale]: applySite,
     [APPLY_JOBS.restore]: applySite,
-    [DEPLOY_JOB]: new Deployer(deploymentsRepo, sitesRepo, plans, runtime, clock, log),
+    [DEPLOY_JOB]: new Deployer(deploymentsRepo, sitesRepo, plans, runtime, clock, log, changes),
     [CREATE_ARCHIVE_JOB]: new CreateArchiveJob(archiveWork),
     [RESTORE_ARCHIVE_JOB]: new RestoreArchiveJob(archiveWork),
   })
@@ -237,6 +265,14 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   // backups (rows and stored files); DNS records later likewise.
   const reaper = new SiteReaper({ store, clock, sites: sitesRepo, keys: keysRepo, billing: billingRepo, runner, purgers: [archives, dns], log })
   const edgeMetrics = new EdgeMetrics()
+  const files = new FilesService(runtime, restores, undefined, changes)
+  const modules = new ModulesService({
+    store, clock, log, plans,
+    drivers: moduleDrivers({ chatbot, translation, sitemap: modulesEdge }),
+    provider: { configured: aiProvider !== null, tokensPerSiteMonthly: config.ai.tokensPerSiteMonthly },
+    tokensUsed: (siteId) => aiBudget.used(siteId),
+    activeSites: () => sitesRepo.listWithStatus(['active']),
+  })
   return {
     config,
     clock,
@@ -263,7 +299,10 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     runner,
     guard: new SiteGuard(sitesRepo),
     sites,
-    modules: new ModulesService(store, clock, log, plans, recordOnlyModules()),
+    modules,
+    modulesEdge,
+    chatbot,
+    content: new ContentService({ provider: aiProvider, budget: aiBudget, files, siteUrl: (slug) => sites.siteUrl(slug), log }),
     ssh: new SshService({ ssh: config.ssh, plans, runtime }),
     claims: new ClaimsService({ store, clock, log, repo: new ClaimsRepository(store), sites: sitesRepo, keys, runtime, prefix }),
     lifecycle: new SiteLifecycle({ store, clock, sites: sitesRepo, views: sites, billing: billingRepo, money: subscriptions, plans, jobs, runner, log }),
@@ -277,12 +316,12 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     reaper,
     archives,
     checkout,
-    directory: new SiteDirectory({ store, sites: sitesRepo, runner, domains: domainsRepo }),
+    directory: new SiteDirectory({ store, sites: sitesRepo, runner, domains: domainsRepo, modules: (site) => modules.edgeFlags(site) }),
     reconciler: new Reconciler({ sites: sitesRepo, runner, runtime, jobs, reaper, log }),
     healer: new SiteHealer({ sites: sitesRepo, runner, log }),
     metrics: edgeMetrics,
     logs: new LogsService(plans, runtime),
-    files: new FilesService(runtime, restores),
+    files,
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs }),
     siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), edgeMetrics, runtime, log),
     dns,
@@ -360,4 +399,5 @@ export function runMaintenance(s: Services): void {
   void s.archives.maintain()
   void s.renewals.renewDue()
   void s.subscriptions.runDue()
+  void s.chatbot.maintain(s.modules.sitesWith('chatbot').map((site) => ({ siteId: site.id, slug: site.slug })))
 }

@@ -53,6 +53,7 @@ export function startServer(s: Services): RunningServer {
     metrics: s.metrics,
     log: s.log,
     siteUrl: s.config.server.siteUrl,
+    modules: (request, site, flags, client, forward) => s.modulesEdge.handle(request, site, flags, client, forward),
   })
   const { hostname, port } = s.config.server.listen
   /** True when the request is for a site (`{slug}.{sites_domain}`), not for Berth itself. */

@@ -10,6 +10,8 @@ import type { KeysService } from '../domain/keys/service'
 import type { LogsService } from '../domain/logs/service'
 import type { SiteMetricsService } from '../domain/metrics/service'
 import type { ModulesService } from '../domain/modules/service'
+import type { ContentService } from '../modules/content/service'
+import type { ContainerRuntime } from '../drivers/runtime/types'
 import type { PlansService } from '../domain/plans/service'
 import type { RateLimiter } from '../domain/rate-limits/service'
 import type { SiteGuard } from '../domain/sites/guard'
@@ -87,6 +89,8 @@ export interface ApiDeps {
   sites: SitesService
   lifecycle: SiteLifecycle
   modules: ModulesService
+  content: ContentService
+  runtime: Pick<ContainerRuntime, 'homePath'>
   claims: ClaimsService
   ssh: SshService
   logs: LogsService
@@ -115,7 +119,7 @@ export function createApp(s: ApiDeps) {
     .use(keyRoutes(plugins, s.keys))
     .use(checkoutRoutes(plugins, s.checkout))
     .use(siteRoutes(plugins, s.sites))
-    .use(moduleRoutes(plugins, s.modules))
+    .use(moduleRoutes(plugins, { modules: s.modules, content: s.content, homePath: (slug) => s.runtime.homePath(slug) }))
     .use(claimRoutes(plugins, s.claims))
     .use(sshRoutes(plugins, s.ssh))
     .use(logRoutes(plugins, s.logs))

@@ -14,9 +14,12 @@ import { RuntimeUnavailableError, SiteNotRunnableError } from '../drivers/runtim
  * | conflict         | 409 CONFLICT                 |
  * | too_large        | 413 PAYLOAD_TOO_LARGE        |
  * | not_text         | 415 UNSUPPORTED_MEDIA_TYPE   |
+ * | over_budget      | 429 RATE_LIMITED             |
+ * | upstream_failed  | 502 UPSTREAM_ERROR           |
  * | unavailable      | 503 UNAVAILABLE              |
+ * | upstream_timeout | 504 UPSTREAM_TIMEOUT         |
  */
-export type ErrorKind = 'invalid' | 'unauthorized' | 'payment_declined' | 'forbidden' | 'not_found' | 'conflict' | 'too_large' | 'not_text' | 'unavailable'
+export type ErrorKind = 'invalid' | 'unauthorized' | 'payment_declined' | 'forbidden' | 'not_found' | 'conflict' | 'too_large' | 'not_text' | 'over_budget' | 'upstream_failed' | 'unavailable' | 'upstream_timeout'
 
 /**
  * A next step an error message points to: an operation of the API by its operation id
@@ -77,6 +80,17 @@ export const forbidden = (message: Message | string, field: string | null = null
 export const conflict = (message: Message | string, field: string | null = null) => new DomainError('conflict', message, field)
 export const tooLarge = (message: Message | string, field: string | null = null) => new DomainError('too_large', message, field)
 export const unauthorized = (message: Message | string) => new DomainError('unauthorized', message)
+/** A service Berth calls (the AI provider) failed or answered nonsense: 502. */
+export const upstreamFailed = (message: Message | string) => new DomainError('upstream_failed', message)
+/** A service Berth calls (the AI provider) did not answer in time: 504. */
+export const upstreamTimeout = (message: Message | string) => new DomainError('upstream_timeout', message)
+
+/** A budget used up until `retryAfterSeconds` from now (a site's monthly AI tokens): 429 with Retry-After. */
+export class OverBudgetError extends DomainError {
+  constructor(message: Message | string, readonly retryAfterSeconds: number) {
+    super('over_budget', message)
+  }
+}
 export const paymentDeclined = (message: Message | string, field: string | null = 'payment_method_id') => new DomainError('payment_declined', message, field)
 export const unavailable = (message: Message | string) => new DomainError('unavailable', message)
 

@@ -104,6 +104,9 @@ export function createEdgeProxy(deps: EdgeProxyDeps): EdgeProxy {
   const route = (request: Request, site: SiteTarget | null, host: string, clientAddress: string, start: number, at: number): Response | Promise<Response> => {
     if (site === null) return pageResponse(renderPage('unknown', host, deps.siteUrl))
     if (site.state !== 'serving' || !site.upstream) return answerWithPage(site, pageFor(site.state), start, at)
+    if (site.modules && deps.modules) {
+      return deps.modules(request, site, site.modules, clientAddress, (r) => forward(r, site, host, clientAddress, start, at)).catch((err: unknown) => internalError(host, site, err, start, at))
+    }
     return forward(request, site, host, clientAddress, start, at)
   }
 

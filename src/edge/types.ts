@@ -14,6 +14,14 @@ export interface SiteTarget {
   state: SiteState
   /** Where the container answers plain HTTP/1.1; required for `serving`. */
   upstream?: { address: string; port: number }
+  /** The AI modules that act on this site's traffic (on, included in its plan, available); absent when none. */
+  modules?: SiteModuleFlags
+}
+
+export interface SiteModuleFlags {
+  seo: boolean
+  chatbot: boolean
+  translation: boolean
 }
 
 /** One request as the edge saw it, for the per-site, per-day metrics. */
@@ -51,6 +59,8 @@ export interface EdgeProxyDeps {
   maxIdlePerUpstream?: number
   /** An idle keep-alive connection is closed after this long. Default 30 s. */
   idleTimeoutMs?: number
+  /** What the AI modules do to the traffic of sites that have one on (src/modules/edge.ts). */
+  modules?: (request: Request, site: SiteTarget, modules: SiteModuleFlags, clientAddress: string, forward: (request: Request) => Promise<Response>) => Promise<Response>
 }
 
 export interface EdgeProxy {

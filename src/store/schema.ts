@@ -421,3 +421,22 @@ export const certificates = sqliteTable('certificates', {
 }, (t) => [uniqueIndex('certificates_subject').on(t.subject), index('certificates_due').on(t.nextAttemptAt)])
 
 export type CertificateRow = typeof certificates.$inferSelect
+
+/** Tokens a site's AI modules used at the provider, per calendar month (UTC, `2026-11`). */
+export const aiUsage = sqliteTable('ai_usage', {
+  siteId: text('site_id').notNull(),
+  month: text('month').notNull(),
+  tokens: integer('tokens').notNull().default(0),
+  calls: integer('calls').notNull().default(0),
+}, (t) => [primaryKey({ columns: [t.siteId, t.month] })])
+
+/** The translation module's pages, per site, path and language, for one version of the source page. */
+export const translations = sqliteTable('translations', {
+  siteId: text('site_id').notNull(),
+  path: text('path').notNull(),
+  lang: text('lang').notNull(),
+  /** SHA-256 of the source page the translation was made from: a changed page is translated again. */
+  sourceHash: text('source_hash').notNull(),
+  html: text('html').notNull(),
+  createdAt: integer('created_at').notNull(),
+}, (t) => [primaryKey({ columns: [t.siteId, t.path, t.lang] })])

@@ -16,7 +16,9 @@ export const ERROR_STATUSES = {
   422: { name: 'ValidationError', codes: ['VALIDATION_ERROR'], description: 'A parameter is missing, unknown or invalid; error.param names it.' },
   429: { name: 'RateLimited', codes: ['RATE_LIMITED'], description: 'Too many requests from this address; retry after the Retry-After header.' },
   500: { name: 'InternalError', codes: ['INTERNAL_ERROR'], description: 'A fault on our side; retry, and quote meta.request_id if it persists.' },
+  502: { name: 'UpstreamError', codes: ['UPSTREAM_ERROR'], description: 'A service Berth called for you (the AI provider) failed or refused; the message says which and why.' },
   503: { name: 'Unavailable', codes: ['UNAVAILABLE'], description: 'The container engine or a site is not reachable right now; retry shortly.' },
+  504: { name: 'UpstreamTimeout', codes: ['UPSTREAM_TIMEOUT'], description: 'A service Berth called for you (the AI provider) did not answer in time; retry, or send a shorter request.' },
 } as const
 
 export type ErrorStatus = keyof typeof ERROR_STATUSES

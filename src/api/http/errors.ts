@@ -1,4 +1,4 @@
-import { renderMessage, type DomainError, type ErrorKind, type OperationRef } from '../../domain/errors'
+import { OverBudgetError, renderMessage, type DomainError, type ErrorKind, type OperationRef } from '../../domain/errors'
 
 /**
  * The REST door's errors: what the envelope (envelope.ts) answers with. The domain throws
@@ -104,12 +104,16 @@ const BY_KIND: Record<ErrorKind, { status: number; code: string }> = {
   conflict: { status: 409, code: 'CONFLICT' },
   too_large: { status: 413, code: 'PAYLOAD_TOO_LARGE' },
   not_text: { status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' },
+  over_budget: { status: 429, code: 'RATE_LIMITED' },
+  upstream_failed: { status: 502, code: 'UPSTREAM_ERROR' },
   unavailable: { status: 503, code: 'UNAVAILABLE' },
+  upstream_timeout: { status: 504, code: 'UPSTREAM_TIMEOUT' },
 }
 
 /** A domain error as the REST door answers it; `route` names the operations its message points to. */
 export function fromDomainError(err: DomainError, route: (ref: OperationRef) => string): AppError {
   const { status, code } = BY_KIND[err.kind]
   const message = typeof err.said === 'string' ? err.said : renderMessage(err.said, route)
-  return new AppError(status, code, message, err.field, err.kind === 'unauthorized' ? { 'www-authenticate': 'Bearer' } : {})
+  const headers: Record<string, string> = err.kind === 'unauthorized' ? { 'www-authenticate': 'Bearer' } : err instanceof OverBudgetError ? { 'retry-after': String(err.retryAfterSeconds) } : {}
+  return new AppError(status, code, message, err.field, headers)
 }

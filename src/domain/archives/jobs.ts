@@ -12,6 +12,7 @@ import { compressFile, decompressFile, replaceHome, scanTar, tarHome } from './h
 import type { ArchivesRepository } from './repository'
 import type { RestoreGuard } from './restore-guard'
 import type { ArchiveRetention } from './retention'
+import type { SiteChanges } from '../sites/changes'
 
 export const CREATE_ARCHIVE_JOB = 'create_archive'
 export const RESTORE_ARCHIVE_JOB = 'restore_archive'
@@ -32,6 +33,8 @@ export interface ArchiveJobDeps {
   log: Logger
   /** Local folder for the uncompressed and compressed tarballs on their way (mode 0700). */
   workDir: string
+  /** Told when a restore replaced a site's files. */
+  changes?: Pick<SiteChanges, 'changed'>
 }
 
 /**
@@ -129,6 +132,7 @@ export class RestoreArchiveJob implements JobHandler {
       await this.d.runner.stop(site.slug)
       await this.startAgain(site)
       this.d.repo.transition(id, ['restoring'], { status: 'ready', restoredAt: this.d.clock.now(), error: null })
+      this.d.changes?.changed({ siteId: site.id, slug: site.slug, reason: 'restore' })
       const done = performance.now()
       this.d.log.info('archive restored', { site: site.slug, archive: id, kind: row.kind, fetch_ms: Math.round(downAt - started), frozen_ms: Math.round(extractedAt - downAt), restart_ms: Math.round(done - extractedAt), down_ms: Math.round(done - downAt), ms: Math.round(done - started) })
     } finally {

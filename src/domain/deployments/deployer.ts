@@ -9,6 +9,7 @@ import type { Logger } from '../../lib/logger'
 import type { PlansService } from '../plans/service'
 import type { SitesRepository } from '../sites/repository'
 import type { DeploymentsRepository } from './repository'
+import type { SiteChanges } from '../sites/changes'
 
 /** The site's own deploy hook, relative to its home (the files API root). */
 export const DEPLOY_HOOK = 'deploy.sh'
@@ -69,6 +70,7 @@ export class Deployer implements JobHandler {
     private runtime: ContainerRuntime,
     private clock: Clock,
     private log: Logger,
+    private changes?: Pick<SiteChanges, 'changed'>,
   ) {}
 
   async run(deploymentId: string): Promise<void> {
@@ -88,6 +90,7 @@ export class Deployer implements JobHandler {
         return { status: 'failed', output: '', error: 'The deployment could not run (the container engine failed); retry in a minute.' }
       })
       this.repo.finish(deploymentId, { ...outcome, at: this.clock.now() })
+      this.changes?.changed({ siteId: site.id, slug: site.slug, reason: 'deploy' })
       this.log.info('site deployed', { site: site.slug, deployment: deploymentId, status: outcome.status })
     })
   }

@@ -3,6 +3,7 @@ import { SITE_OWNER, SiteHome, type FileEntry, type FileOwner } from '../../driv
 import { SiteNotRunnableError, type ContainerRuntime } from '../../drivers/runtime/types'
 import type { SiteRow } from '../../store/schema'
 import type { RestoreGuard } from '../archives/restore-guard'
+import type { SiteChanges } from '../sites/changes'
 import { conflict, DomainError, invalid, notFound, op, say, tooLarge } from '../errors'
 import { FILE_LIMITS } from './limits'
 
@@ -32,6 +33,7 @@ export class FilesService {
     private runtime: ContainerRuntime,
     private restores: Pick<RestoreGuard, 'beginChange'>,
     private owner: FileOwner = SITE_OWNER,
+    private changes?: Pick<SiteChanges, 'changed'>,
   ) {}
 
   list(site: SiteRow, path = '') {
@@ -74,7 +76,9 @@ export class FilesService {
   private async change<T>(site: SiteRow, contentParam: string, fn: (home: SiteHome) => T | Promise<T>): Promise<T> {
     const end = this.restores.beginChange(site)
     try {
-      return await this.inHome(site.slug, contentParam, fn)
+      const result = await this.inHome(site.slug, contentParam, fn)
+      this.changes?.changed({ siteId: site.id, slug: site.slug, reason: 'files' })
+      return result
     } finally {
       end()
     }

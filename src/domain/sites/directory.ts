@@ -1,4 +1,4 @@
-import type { SiteState, SiteTarget } from '../../edge/types'
+import type { SiteModuleFlags, SiteState, SiteTarget } from '../../edge/types'
 import type { SiteStatus } from '../enums'
 import type { SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
@@ -31,6 +31,8 @@ export class SiteDirectory {
     sites: Pick<SitesRepository, 'findLiveBySlug' | 'find'>
     runner: Pick<SiteRunner, 'endpointOf'>
     domains: { linked(): { name: string; siteId: string }[] }
+    /** The AI modules acting on a site's traffic, or undefined when none is (the edge's plain path). */
+    modules?: (site: SiteRow) => SiteModuleFlags | undefined
   }) {}
 
   /**
@@ -59,7 +61,8 @@ export class SiteDirectory {
     const endpoint = await this.d.runner.endpointOf(slug)
     // Active but its container is not running: it died or was removed, and is being brought back.
     if (!endpoint) return { siteId: site.id, slug, state: 'recovering' }
-    return { siteId: site.id, slug, state, upstream: { address: endpoint.address, port: endpoint.port } }
+    const modules = this.d.modules?.(site)
+    return { siteId: site.id, slug, state, upstream: { address: endpoint.address, port: endpoint.port }, ...(modules ? { modules } : {}) }
   }
 
   private site(slug: string): SiteRow | null {

@@ -1,0 +1,95 @@
+import { brotliCompressSync, brotliDecompressSync, deflateSync, gunzipSync, gzipSync, inflateSync } from 'node:zlib'
+import { BUFFER_LIMIT } from '../edge/exchange'
+import { additionsFor, rewritePage, type PageAdditions } from './seo/rewrite'
+
+/** How much of a streamed page is held back looking for its `</head>`. */
+const STREAM_HEAD_LIMIT = 64 * 1024
+const CODECS: Record<string, { decode(b: Uint8Array): Buffer; encode(b: Buffer): Buffer }> = {
+  identity: { decode: (b) => Buffer.from(b), encode: (b) => b },
+  gzip: { decode: (b) => gunzipSync(b), encode: (b) => gzipSync(b) },
+  'x-gzip': { decode: (b) => gunzipSync(b), encode: (b) => gzipSync(b) },
+  deflate: { decode: (b) => inflateSync(b), encode: (b) => deflateSync(b) },
+  br: { decode: (b) => brotliDecompressSync(b), encode: (b) => brotliCompressSync(b) },
+}
+
+/** True for a container's answer the modules may add to: a 200 HTML page in UTF-8 (or no charset). */
+export function isPage(response: Response): boolean {
+  if (response.status !== 200) return false
+  const type = (response.headers.get('content-type') ?? '').toLowerCase()
+  if (!type.startsWith('text/html')) return false
+  const charset = /charset\s*=\s*"?([^";\s]+)/.exec(type)?.[1]
+  return charset === undefined || charset === 'utf-8' || charset === 'utf8'
+}
+
+/**
+ * The container's HTML page with the modules' additions. A page the edge held whole (up to
+ * BUFFER_LIMIT, with a Content-Length) is decoded (gzip, deflate, br), rewritten and encoded
+ * again, with its new length; a streamed page in identity encoding is held back only until its
+ * `</head>` (at most 64 KiB) and the rest flows through; a streamed compressed page, or one with
+ * an encoding Berth does not know, goes out untouched. Anything else is returned as it came.
+ */
+export async function addToPage(response: Response, add: PageAdditions): Promise<Response> {
+  const encoding = (response.headers.get('content-encoding') ?? 'identity').trim().toLowerCase()
+  const codec = CODECS[encoding]
+  if (!codec) return response
+  const length = response.headers.get('content-length')
+  if (length !== null && Number(length) <= BUFFER_LIMIT) {
+    const body = new Uint8Array(await response.arrayBuffer())
+    let text: string
+    try {
+      text = codec.decode(body).toString('utf8')
+    } catch {
+      return new Response(body, response)
+    }
+    const page = rewritePage(text, add)
+    if (page === null) return new Response(body, response)
+    const headers = changedHeaders(response.headers)
+    return new Response(new Uint8Array(codec.encode(Buffer.from(page, 'utf8'))), { status: response.status, statusText: response.statusText, headers })
+  }
+  if (encoding !== 'identity' || response.body === null) return response
+  return new Response(response.body.pipeThrough(headRewriter(add)), { status: response.status, statusText: response.statusText, headers: changedHeaders(response.headers) })
+}
+
+/** The page's headers once its body changed: no length (Bun sets it), no validators of the old bytes. */
+function changedHeaders(from: Headers): Headers {
+  const headers = new Headers(from)
+  headers.delete('content-length')
+  headers.delete('content-md5')
+  const etag = headers.get('etag')
+  // A strong validator no longer matches the bytes sent; a weak one still names the same page.
+  if (etag && !etag.startsWith('W/')) headers.set('etag', `W/${etag}`)
+  return headers
+}
+
+/**
+ * Holds a streamed page back until its `</head>` (or STREAM_HEAD_LIMIT bytes), adds there, then
+ * passes the rest through as it comes. Works on bytes: everything before `</head>` is whole
+ * UTF-8 (`<` starts a character), so only that part is decoded and the rest is never touched.
+ */
+function headRewriter(add: PageAdditions): TransformStream<Uint8Array, Uint8Array> {
+  let held: Buffer | null = Buffer.alloc(0)
+  const release = (controller: TransformStreamDefaultController<Uint8Array>, all: Buffer) => {
+    held = null
+    const end = all.toString('latin1', 0, STREAM_HEAD_LIMIT).search(/<\/head\s*>/i)
+    if (end === -1) return controller.enqueue(all)
+    const extra = additionsFor(all.toString('utf8', 0, end), all.toString('utf8', end, end + STREAM_HEAD_LIMIT), add)
+    if (!extra) return controller.enqueue(all)
+    controller.enqueue(all.subarray(0, end))
+    controller.enqueue(Buffer.from(extra, 'utf8'))
+    controller.enqueue(all.subarray(end))
+  }
+  return new TransformStream({
+    transform(chunk, controller) {
+      if (held === null) return controller.enqueue(chunk)
+      const all: Buffer = Buffer.concat([held, chunk])
+      if (all.length < STREAM_HEAD_LIMIT && !/<\/head\s*>/i.test(all.toString('latin1'))) {
+        held = all
+        return
+      }
+      release(controller, all)
+    },
+    flush(controller) {
+      if (held !== null) release(controller, held)
+    },
+  })
+}
