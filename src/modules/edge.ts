@@ -1,3 +1,5 @@
+import { lstat } from 'node:fs/promises'
+import { join } from 'node:path'
 import type { SiteModuleFlags, SiteTarget } from '../edge/types'
 import type { Logger } from '../lib/logger'
 import type { ChatbotService } from './chatbot/service'
@@ -17,8 +19,8 @@ const LANG_PREFIX = new RegExp(`^/(${TRANSLATION_LANGUAGES.join('|')})(/.*)$`)
 /**
  * What the AI modules do to a site's traffic at the edge (design.md, AI modules). Only sites
  * with a module on come here; the others keep the edge's plain path.
- * - seo: `/sitemap.xml` and `/robots.txt` made from the site's pages when the container has none
- *   (its own files win: a 404 from it is the only thing replaced); missing head tags on pages.
+ * - seo: `/sitemap.xml` and `/robots.txt` made from the site's pages unless the site has its own
+ *   file under public/ (which then goes out as it is); missing head tags on pages.
  * - chatbot: its script and ask endpoint on the site's own host; the script's tag on pages.
  * - translation: `/{lang}/path` is the page at `/path`, translated (cached per page version).
  */
@@ -49,12 +51,11 @@ export class SiteModulesEdge {
       const m = LANG_PREFIX.exec(path)
       if (m) return this.d.translation.page(site, m[1]!, m[2]!, url.search, origin, (p) => forward(new Request(new URL(p + url.search, url), { headers: request.headers })))
     }
-    const response = await forward(request)
-    if (modules.seo && response.status === 404 && (request.method === 'GET' || request.method === 'HEAD') && (path === '/sitemap.xml' || path === '/robots.txt')) {
-      await response.body?.cancel().catch(() => {})
+    if (modules.seo && (path === '/sitemap.xml' || path === '/robots.txt') && (request.method === 'GET' || request.method === 'HEAD') && !(await this.hasOwn(site, path))) {
       const body = path === '/robots.txt' ? robotsTxt(origin) : sitemapXml(origin, await this.pages(site))
       return new Response(request.method === 'HEAD' ? null : body, { headers: { 'content-type': path === '/robots.txt' ? 'text/plain; charset=utf-8' : 'application/xml; charset=utf-8', 'cache-control': 'public, max-age=300' } })
     }
+    const response = await forward(request)
     if ((modules.seo || modules.chatbot) && request.method === 'GET' && isPage(response)) {
       return addToPage(response, {
         seo: modules.seo ? { url: `${origin}${path}`, fallbackTitle: site.slug } : null,
@@ -82,6 +83,14 @@ export class SiteModulesEdge {
         : envelopeError(422, 'VALIDATION_ERROR', answer.message, 'question')
     }
     return new Response(JSON.stringify({ ok: true, data: answer, meta: meta() }), { headers: JSON_HEADERS })
+  }
+
+  /** Whether the site has its own file for `path` under public/ (a regular file, not a link): it wins. */
+  private async hasOwn(site: SiteTarget, path: string): Promise<boolean> {
+    const home = await this.d.homePath(site.slug).catch(() => null)
+    if (home === null) return false
+    const st = await lstat(join(home, 'public', path.slice(1))).catch(() => null)
+    return st !== null && st.isFile()
   }
 
   private async pages(site: SiteTarget): Promise<SitePage[]> {
