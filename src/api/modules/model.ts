@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { AiModuleSchema } from '../../domain/enums'
-import { Body, Text } from '../http/schemas'
+import { Body, JsonInteger, Text } from '../http/schemas'
 import { ModuleView } from '../../domain/modules/views'
 export { ModuleView }
 
@@ -14,8 +14,8 @@ export const ToggleModuleBody = Body({
 }, { description: 'Optional; an empty body flips the module.' })
 
 export const SeoReport = t.Object({
-  pages_checked: t.Integer(),
-  pages_with_problems: t.Integer(),
+  pages_checked: JsonInteger({ minimum: 0 }),
+  pages_with_problems: JsonInteger({ minimum: 0 }),
   truncated: t.Boolean({ description: 'True when the site has more than the 1,000 pages checked.' }),
   pages: t.Array(t.Object({
     url: t.String({ description: 'The path visitors use, e.g. /about/.' }),
@@ -40,7 +40,7 @@ export const GeneratedPage = t.Object({
   path: t.String(),
   url: t.String({ format: 'uri' }),
   title: t.Union([t.String(), t.Null()]),
-  bytes: t.Integer(),
+  bytes: JsonInteger({ minimum: 0 }),
   overwritten: t.Boolean(),
-  tokens_used: t.Integer(),
+  tokens_used: JsonInteger({ minimum: 0 }),
 })

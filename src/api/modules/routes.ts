@@ -66,6 +66,6 @@ export const moduleRoutes = (plugins: ApiPlugins, d: ModuleRouteDeps) =>
       params: SiteParams,
       body: GenerateContentBody,
       response: ok(GeneratedPage, 201),
-      errors: [409, 413, 502, 504],
+      errors: [409, 413, 429, 502, 504],
       detail: { tags, summary: 'Write a new page from a brief with the AI provider, into public/ (never over a file without overwrite)', operationId: 'generateContent' },
     })
