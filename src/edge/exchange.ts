@@ -261,7 +261,7 @@ export class Exchange implements ConnectionUser {
   private build(body: BodyInit | null): Response | null {
     const response = new Response(body, { status: this.status })
     try {
-      copyResponseFields(response.headers, this.fields)
+      copyResponseFields(response.headers, this.fields, body !== null)
     } catch (err) {
       this.abandon(new UpstreamError('protocol', `unusable response field: ${(err as Error).message}`))
       return null

@@ -65,7 +65,11 @@ export function requestHead(headers: Headers, info: ForwardInfo): string {
  * headers of the Response the client gets, and this hop to Via (RFC 9110 section 7.6.3; Headers
  * joins it to the container's Via). Throws TypeError on a field Headers refuses.
  */
-export function copyResponseFields(target: Headers, fields: string[]): void {
-  for (let i = 0; i < fields.length; i += 2) target.append(fields[i]!, fields[i + 1]!)
+export function copyResponseFields(target: Headers, fields: string[], withBody = false): void {
+  // With a body, Bun frames the answer itself (the exact length of a whole body, chunks for a
+  // stream), so the container's Content-Length, the last field when present, is left to it: set
+  // by hand it costs a TLS connection 15-25% of its requests per second (bench:https).
+  const end = withBody && fields.length >= 2 && fields[fields.length - 2] === 'content-length' ? fields.length - 2 : fields.length
+  for (let i = 0; i < end; i += 2) target.append(fields[i]!, fields[i + 1]!)
   target.append('via', VIA)
 }
