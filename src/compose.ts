@@ -207,10 +207,14 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   const retention = new ArchiveRetention(archivesRepo, archiveFiles, log)
   const restores = new RestoreGuard(archivesRepo)
   // AI modules (issue 14): the provider the hoster configured (none by default), each site's token
-  // allowance, and what keeps derived data (the chatbot's index, the sitemap) in step with files.
+  // allowance (its plan's ai_tokens_monthly; none for a site that is gone), and what keeps derived
+  // data (the chatbot's index, the sitemap) in step with files.
   const changes = new SiteChanges()
   const aiProvider = selectAiProvider(config, log)
-  const aiBudget = new AiBudget(store, clock, config.ai.tokensPerSiteMonthly)
+  const aiBudget = new AiBudget(store, clock, (siteId) => {
+    const site = sitesRepo.find(siteId)
+    return site ? plans.get(site.planSlug).features.ai_tokens_monthly : 0
+  })
   const chatbot = new ChatbotService({
     dir: join(config.server.dataDir, 'modules', 'chatbot'), homePath: (slug) => runtime.homePath(slug),
     diskBytes: (siteId) => plans.get(sitesRepo.find(siteId)?.planSlug ?? '').features.disk_gb * 1024 ** 3, provider: aiProvider, budget: aiBudget, log,
@@ -263,13 +267,19 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: sitesRepo, plans, jobs, config: config.archives, workDir: archiveWork.workDir, log })
   // What else a reaped site owns, removed after its container and volume: its snapshots and
   // backups (rows and stored files); DNS records later likewise.
-  const reaper = new SiteReaper({ store, clock, sites: sitesRepo, keys: keysRepo, billing: billingRepo, runner, purgers: [archives, dns], log })
+  const reaper = new SiteReaper({ store, clock, sites: sitesRepo, keys: keysRepo, billing: billingRepo, runner, purgers: [archives, dns, {
+    // A deleted site's chatbot index and cached translations go with it.
+    removeAllFor: async (siteId) => {
+      chatbot.remove(siteId)
+      translation?.remove(siteId)
+    },
+  }], log })
   const edgeMetrics = new EdgeMetrics()
   const files = new FilesService(runtime, restores, undefined, changes)
   const modules = new ModulesService({
     store, clock, log, plans,
     drivers: moduleDrivers({ chatbot, translation, sitemap: modulesEdge }),
-    provider: { configured: aiProvider !== null, tokensPerSiteMonthly: config.ai.tokensPerSiteMonthly },
+    providerConfigured: aiProvider !== null,
     tokensUsed: (siteId) => aiBudget.used(siteId),
     activeSites: () => sitesRepo.listWithStatus(['active']),
   })

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startFakeOpenAi, type FakeMessage, type FakeOpenAi, type Responder } from './fakes/openai-server'
 import { api, startBerth, type Berth } from './helpers/binary'
@@ -12,7 +15,9 @@ import { instanceOf, removeInstanceSites } from './helpers/sites'
  *   per page version, pages written from a brief, the provider's failures as 502/504, the chatbot
  *   answering from the site's pages through the model (and by search when the model fails), and
  *   one site's pages never reaching another site's visitors;
- * - `tight`: the fake with a 50-token monthly allowance per site: spent after one call, then 429.
+ * - `tight`: the fake, and a config file whose one plan (Performance's modules) gives no
+ *   `ai_tokens_monthly`, so it gets `ai.tokens_per_site_monthly`, 50 here: spent after one call,
+ *   then 429.
  */
 let fake: FakeOpenAi
 let bare: Berth
@@ -25,6 +30,7 @@ let siteA: Site
 /** Site B of the `ai` Berth, another account: the chatbot's tenant isolation. */
 let siteB: Site
 let small: Site
+let configDir = ''
 
 const SKU = 'svc_performance_monthly'
 const ENV = { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour' }
@@ -68,10 +74,18 @@ beforeAll(async () => {
   // other suites' Berths (and these three) share the engine and the host's ports.
   const sshBase = 40_000 + Math.floor(Math.random() * 80) * 300
   const ssh = (i: number) => ({ BERTH_SSH_PORT_RANGE: `${sshBase + i * 100}-${sshBase + i * 100 + 99}` })
+  configDir = mkdtempSync(join(tmpdir(), 'berth-ai-config-'))
+  const tightConfig = join(configDir, 'berth.toml')
+  writeFileSync(tightConfig, [
+    '[ai]', 'tokens_per_site_monthly = 50', '',
+    '[[plans]]', 'slug = "performance"', 'name = "Performance"', 'track = "single_site"', 'hosting_type = "dedicated"',
+    'price_monthly = 89', 'max_sites = 1', 'ai_modules = ["chatbot", "seo", "translation", "content"]',
+    'memory_mb = 512', 'cpu_cores = 1', 'disk_gb = 5', '',
+  ].join('\n'))
   ;[bare, ai, tight] = await Promise.all([
     startBerth({ env: { ...ENV, ...ssh(0) } }),
     startBerth({ env: { ...ENV, ...ssh(1), ...provider } }),
-    startBerth({ env: { ...ENV, ...ssh(2), ...provider, BERTH_AI_TOKENS_PER_SITE_MONTHLY: '50' } }),
+    startBerth({ env: { ...ENV, ...ssh(2), ...provider, BERTH_CONFIG: tightConfig } }),
   ])
   for (const b of [bare, ai, tight]) instanceOf(b)
   ;[plain, siteA, siteB, small] = await Promise.all([buy(bare, 'ai-bare'), buy(ai, 'ai-a'), buy(ai, 'ai-b'), buy(tight, 'ai-tight')])
@@ -81,6 +95,7 @@ afterAll(async () => {
   for (const b of [bare, ai, tight]) await removeInstanceSites(b)
   for (const b of [bare, ai, tight]) await b?.dispose()
   await fake?.stop()
+  if (configDir) rmSync(configDir, { recursive: true, force: true })
 })
 
 /** A site on the Performance plan (all four modules), bought anonymously: its own account. */

@@ -41,13 +41,38 @@ describe('berth command line', () => {
     expect(JSON.parse(run(['migrate', '--json', ...store]).out).migrations.length).toBeGreaterThan(0)
     const list = JSON.parse(run(['plans', 'list', '--json', ...store]).out)
     expect(list.map((p: { slug: string }) => p.slug)).toContain('legacy-basic')
-    const added = run(['plans', 'add', '--json', ...store, '--slug', 'growth', '--name', 'Growth', '--track', 'single_site', '--hosting-type', 'vps', '--monthly', '19.5', '--ai-modules', 'seo,chatbot'])
+    const added = run(['plans', 'add', '--json', ...store, '--slug', 'growth', '--name', 'Growth', '--track', 'single_site', '--hosting-type', 'vps', '--monthly', '19.5', '--ai-modules', 'seo,chatbot', '--ai-tokens', '150000'])
     expect(added.code).toBe(0)
-    expect(JSON.parse(added.out)).toMatchObject({ slug: 'growth', price: { monthly: 19.5, annual: 195 }, features: { ai_modules: ['seo', 'chatbot'], ssh: true } })
+    expect(JSON.parse(added.out)).toMatchObject({ slug: 'growth', price: { monthly: 19.5, annual: 195 }, features: { ai_modules: ['seo', 'chatbot'], ai_tokens_monthly: 150_000, ssh: true } })
     const dep = JSON.parse(run(['plans', 'deprecate', 'growth', '--json', ...store]).out)
     expect(dep.deprecated).toBe(true)
     const onSale = JSON.parse(run(['plans', 'list', '--on-sale', '--json', ...store]).out)
     expect(onSale.map((p: { slug: string }) => p.slug)).not.toContain('growth')
+  })
+
+  it('stores and shows each plan\'s --ai-tokens, by default ai.tokens_per_site_monthly when a module calls the model', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'berth-cli-'))
+    const add = (slug: string, extra: string[], env: Record<string, string> = {}) =>
+      run(['plans', 'add', '--data-dir', dataDir, '--slug', slug, '--name', slug, '--track', 'single_site', '--hosting-type', 'shared', '--monthly', '9', ...extra], env)
+    const said = add('chatty', ['--ai-modules', 'seo,chatbot', '--ai-tokens', '150000'])
+    expect(said.code, said.err).toBe(0)
+    expect(said.out).toContain('150000 AI tokens a site a month')
+    expect(add('defaulted', ['--ai-modules', 'content'], { BERTH_AI_TOKENS_PER_SITE_MONTHLY: '42000' }).code).toBe(0)
+    expect(add('seo-only', ['--ai-modules', 'seo']).code).toBe(0)
+    expect(add('none-at-all', ['--ai-modules', 'translation', '--ai-tokens', '0']).code).toBe(0)
+    const list = JSON.parse(run(['plans', 'list', '--json', '--data-dir', dataDir]).out) as { slug: string; features: { ai_tokens_monthly: number } }[]
+    const tokens = Object.fromEntries(list.map((p) => [p.slug, p.features.ai_tokens_monthly]))
+    expect(tokens).toMatchObject({ chatty: 150_000, defaulted: 42_000, 'seo-only': 0, 'none-at-all': 0, starter: 0, business: 100_000, performance: 500_000 })
+    // The table has the column, and the figure on the plan's row.
+    const table = run(['plans', 'list', '--data-dir', dataDir]).out.split('\n')
+    expect(table[0]).toContain('AI TOKENS/MONTH')
+    expect(table.find((l) => l.startsWith('chatty '))).toMatch(/\s150000\s+on sale$/)
+    for (const bad of ['-5', '1.5', 'lots']) {
+      const res = add('bad-tokens', ['--ai-modules', 'chatbot', `--ai-tokens=${bad}`])
+      expect(res.code, bad).toBe(2)
+      expect(res.err, bad).toContain('--ai-tokens must be')
+    }
+    expect(JSON.parse(run(['plans', 'list', '--json', '--data-dir', dataDir]).out).map((p: { slug: string }) => p.slug)).not.toContain('bad-tokens')
   })
 
   it('refuses bad plan input with status 2 and changes nothing', () => {

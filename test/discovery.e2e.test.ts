@@ -102,7 +102,7 @@ describe('discovery documents of the binary', () => {
   })
 
   it('shows a plan added with `berth plans add` on the running server in every document at once', async () => {
-    const added = spawnSync([BINARY, 'plans', 'add', '--data-dir', berth.dataDir, '--slug', 'dockside', '--name', 'Dockside', '--track', 'single_site', '--hosting-type', 'vps', '--monthly', '15'], { stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH ?? '' } })
+    const added = spawnSync([BINARY, 'plans', 'add', '--data-dir', berth.dataDir, '--slug', 'dockside', '--name', 'Dockside', '--track', 'single_site', '--hosting-type', 'vps', '--monthly', '15', '--ai-modules', 'seo,chatbot', '--ai-tokens', '75000'], { stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH ?? '' } })
     expect(added.exitCode, added.stderr.toString()).toBe(0)
     // Another process's write reaches the server's caches within EXTERNAL_CHECK_MS (250 ms).
     await Bun.sleep(EXTERNAL_CHECK_MS + 50)
@@ -111,7 +111,11 @@ describe('discovery documents of the binary', () => {
       expect(text, path).toContain('svc_dockside_monthly')
     }
     const pricing = await (await fetch(`${berth.url}/api/pricing.json`)).json()
-    expect(pricing.plans.find((p: { slug: string }) => p.slug === 'dockside').prices[0]).toMatchObject({ amount: 15, amount_cents: 1500 })
+    const dockside = pricing.plans.find((p: { slug: string }) => p.slug === 'dockside')
+    expect(dockside.prices[0]).toMatchObject({ amount: 15, amount_cents: 1500 })
+    expect(dockside.features).toMatchObject({ ai_modules: ['seo', 'chatbot'], ai_tokens_monthly: 75_000 })
+    const plan = await (await fetch(`${berth.url}/api/v1/plans/dockside/`)).json()
+    expect(plan.data.features).toEqual(dockside.features)
   })
 
   it('renders both pages in Chromium with no request refused by their policy, and keeps a screenshot of each', async () => {

@@ -1,13 +1,14 @@
 import { checkPlans, ConfigError } from '../config/config'
 import { AI_MODULES, HOSTING_TYPES, TRACKS } from '../config/schema'
 import { buildServices } from '../compose'
+import type { Config } from '../config/config'
 import type { Plan } from '../api/plans/model'
 import { DomainError } from '../domain/errors'
 import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command, type CommandContext } from './command'
 import { configFrom } from './config-flags'
 
-function withPlans<T>(ctx: CommandContext, fn: (s: ReturnType<typeof buildServices>) => T): T {
-  const services = buildServices(configFrom(ctx), { log: silentLog })
+function withPlans<T>(ctx: CommandContext, fn: (s: ReturnType<typeof buildServices>) => T, config: Config = configFrom(ctx)): T {
+  const services = buildServices(config, { log: silentLog })
   try {
     return fn(services)
   } catch (err) {
@@ -21,9 +22,9 @@ function withPlans<T>(ctx: CommandContext, fn: (s: ReturnType<typeof buildServic
 const silentLog = { error() {}, warn() {}, info() {}, debug() {} }
 
 function table(plans: Plan[]): string {
-  const rows = [['SLUG', 'NAME', 'TRACK', 'TYPE', 'CAD/MONTH', 'CAD/YEAR', 'SITES', 'MODULES', 'STATE']]
+  const rows = [['SLUG', 'NAME', 'TRACK', 'TYPE', 'CAD/MONTH', 'CAD/YEAR', 'SITES', 'MODULES', 'AI TOKENS/MONTH', 'STATE']]
   for (const p of plans) {
-    rows.push([p.slug, p.name, p.track, p.hosting_type, p.price.monthly.toFixed(2), p.price.annual.toFixed(2), String(p.features.max_sites), p.features.ai_modules.join(',') || '-', p.deprecated ? 'deprecated' : 'on sale'])
+    rows.push([p.slug, p.name, p.track, p.hosting_type, p.price.monthly.toFixed(2), p.price.annual.toFixed(2), String(p.features.max_sites), p.features.ai_modules.join(',') || '-', String(p.features.ai_tokens_monthly), p.deprecated ? 'deprecated' : 'on sale'])
   }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)))
   return rows.map((r) => r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd()).join('\n')
@@ -59,10 +60,11 @@ export const plansAddCommand: Command = {
     'memory-mb': { type: 'string', value: 'MB', help: 'Memory limit per site (default 256).' },
     'cpu-cores': { type: 'string', value: 'N', help: 'CPU limit per site (default 1).' },
     'disk-gb': { type: 'string', value: 'GB', help: 'Disk quota per site (default 5).' },
+    'ai-tokens': { type: 'string', value: 'N', help: 'AI tokens each site may use per UTC month (default: ai.tokens_per_site_monthly when --ai-modules has chatbot, translation or content, else 0).' },
     ...STORE_OPTIONS,
     ...COMMON_OPTIONS,
   },
-  examples: ['berth plans add --slug growth --name Growth --track single_site --hosting-type vps --monthly 19 --ai-modules seo,chatbot --memory-mb 1024'],
+  examples: ['berth plans add --slug growth --name Growth --track single_site --hosting-type vps --monthly 19 --ai-modules seo,chatbot --ai-tokens 150000 --memory-mb 1024'],
   run(ctx) {
     const v = ctx.values as Record<string, string | boolean | undefined>
     const num = (name: string, fallback?: number) => {
@@ -74,6 +76,7 @@ export const plansAddCommand: Command = {
     for (const req of ['slug', 'name', 'track', 'hosting-type', 'monthly']) {
       if (v[req] === undefined) throw new UsageError(`--${req} is required; see berth plans add --help`)
     }
+    const config = configFrom(ctx)
     let seed
     try {
       ;[seed] = checkPlans([{
@@ -83,13 +86,14 @@ export const plansAddCommand: Command = {
         ai_modules: typeof v['ai-modules'] === 'string' ? v['ai-modules'].split(',').map((s) => s.trim()).filter(Boolean) : [],
         free_domain_annual: v['free-domain-annual'] === true,
         memory_mb: num('memory-mb', 256), cpu_cores: num('cpu-cores', 1), disk_gb: num('disk-gb', 5),
-      }], 'berth plans add')
+        ai_tokens_monthly: num('ai-tokens'),
+      }], 'berth plans add', config.ai.tokensPerSiteMonthly)
     } catch (err) {
-      if (err instanceof ConfigError) throw new UsageError(err.message.replace('berth plans add: plans[0].', '--').replace(/_/g, '-'))
+      if (err instanceof ConfigError) throw new UsageError(err.message.replace('berth plans add: plans[0].', '--').replace('ai_tokens_monthly', 'ai_tokens').replace(/_/g, '-'))
       throw err
     }
-    const plan = withPlans(ctx, (s) => s.plans.add(seed))
-    ctx.out.result(plan, () => `added plan ${plan.slug} (${plan.price.monthly.toFixed(2)} CAD/month, SKUs ${plan.skus.monthly}, ${plan.skus.annual})`)
+    const plan = withPlans(ctx, (s) => s.plans.add(seed), config)
+    ctx.out.result(plan, () => `added plan ${plan.slug} (${plan.price.monthly.toFixed(2)} CAD/month, ${plan.features.ai_tokens_monthly} AI tokens a site a month, SKUs ${plan.skus.monthly}, ${plan.skus.annual})`)
     return 0
   },
 }

@@ -48,7 +48,36 @@ describe('loadConfig', () => {
     const path = file('plans.toml', '[[plans]]\nslug = "solo"\nname = "Solo"\ntrack = "single_site"\nhosting_type = "vps"\nprice_monthly = 12.5\nmax_sites = 1\nai_modules = ["seo"]\nmemory_mb = 512\ncpu_cores = 1\ndisk_gb = 10\n')
     const c = loadConfig({ file: path, env: {} })
     expect(c.plans).toHaveLength(1)
-    expect(c.plans[0]).toMatchObject({ slug: 'solo', price_monthly: 12.5, hosting_type: 'vps' })
+    expect(c.plans[0]).toMatchObject({ slug: 'solo', price_monthly: 12.5, hosting_type: 'vps', ai_tokens_monthly: 0 })
+  })
+
+  it("gives each plan its ai_tokens_monthly, by default ai.tokens_per_site_monthly when a module calls the model, else 0", () => {
+    const plan = (slug: string, extra: string) => `[[plans]]\nslug = "${slug}"\nname = "P"\ntrack = "single_site"\nhosting_type = "shared"\nprice_monthly = 5\nmax_sites = 1\nmemory_mb = 256\ncpu_cores = 1\ndisk_gb = 5\n${extra}\n`
+    const path = file('tokens.toml', [
+      '[ai]\ntokens_per_site_monthly = 75000\n',
+      plan('none', ''),
+      plan('seo-only', 'ai_modules = ["seo"]'),
+      plan('chat', 'ai_modules = ["seo", "chatbot"]'),
+      plan('writer', 'ai_modules = ["content"]\nai_tokens_monthly = 300000'),
+      plan('switched-off', 'ai_modules = ["translation"]\nai_tokens_monthly = 0'),
+    ].join('\n'))
+    const tokens = (env: Record<string, string> = {}) => Object.fromEntries(loadConfig({ file: path, env }).plans.map((p) => [p.slug, p.ai_tokens_monthly]))
+    expect(tokens()).toEqual({ none: 0, 'seo-only': 0, chat: 75_000, writer: 300_000, 'switched-off': 0 })
+    expect(tokens({ BERTH_AI_TOKENS_PER_SITE_MONTHLY: '1000' })).toMatchObject({ chat: 1000, writer: 300_000 })
+    // The default catalog says its own figure for every plan, growing with the price.
+    expect(Object.fromEntries(DEFAULT_PLANS.map((p) => [p.slug, p.ai_tokens_monthly]))).toEqual({
+      starter: 0, business: 100_000, performance: 500_000, agency: 200_000, 'agency-vps': 500_000, 'legacy-basic': 0,
+    })
+  })
+
+  it.each([
+    ['negative', '-1'],
+    ['not a whole number', '1500.5'],
+    ['a string', '"lots"'],
+    ['beyond a safe integer', '1e300'],
+  ])('refuses a plan whose ai_tokens_monthly is %s, naming the plan and field', (_, value) => {
+    const path = file('bad-tokens.toml', `[[plans]]\nslug = "xx"\nname = "X"\ntrack = "agency"\nhosting_type = "vps"\nprice_monthly = 1\nmax_sites = 1\nai_modules = ["chatbot"]\nmemory_mb = 512\ncpu_cores = 1\ndisk_gb = 1\nai_tokens_monthly = ${value}\n`)
+    expect(() => loadConfig({ file: path, env: {} })).toThrowError(/plans\[0\]\.ai_tokens_monthly must be a whole number of tokens, 0 or more/)
   })
 
   it.each([

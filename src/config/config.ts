@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path'
 import ipaddr from 'ipaddr.js'
 import { DEFAULT_PLANS, SYSTEM_CONFIG_PATH } from './defaults'
 import {
-  AI_MODULES, HOSTING_TYPES, KEYS, TRACKS, parseListen, parseRate,
+  AI_MODULES, HOSTING_TYPES, KEYS, TRACKS, defaultAiTokens, parseListen, parseRate,
   type KeySpec, type PlanSeed,
 } from './schema'
 
@@ -27,8 +27,8 @@ export interface Config {
   payments: { processor: 'local' | 'stripe'; stripe: { secretKey: string; webhookSecret: string; apiBase: string | null } }
   /**
    * The AI provider of the AI modules (OpenAI-compatible API); `baseUrl` null when none is
-   * configured. `embeddingModel` null: embeddings use `model`. `tokensPerSiteMonthly` 0: modules
-   * that need a provider are unavailable.
+   * configured. `embeddingModel` null: embeddings use `model`. `tokensPerSiteMonthly` is only the
+   * default `ai_tokens_monthly` of plans that do not give theirs; each site's allowance is its plan's.
    */
   ai: { baseUrl: string | null; apiKey: string; model: string; embeddingModel: string | null; timeoutMs: number; tokensPerSiteMonthly: number }
   /** Berth's authoritative DNS server; `listen` null when off. */
@@ -281,7 +281,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       backupIntervalSeconds: get<number>('archives.backup_interval_seconds'),
     },
     rateLimits,
-    plans: raw.plans === undefined ? DEFAULT_PLANS : checkPlans(raw.plans, file),
+    plans: raw.plans === undefined ? DEFAULT_PLANS : checkPlans(raw.plans, file, get<number>('ai.tokens_per_site_monthly')),
     dev: { clockOffsetSeconds: get<number>('dev.clock_offset_seconds'), paymentDelayMs: get<number>('dev.payment_delay_ms') },
   }
 }
@@ -301,8 +301,12 @@ const safe = (fn: () => unknown) => {
   }
 }
 
-/** Validates `[[plans]]` tables from the config file; errors name the plan by index and field. */
-export function checkPlans(input: unknown, file: string | null): PlanSeed[] {
+/**
+ * Validates `[[plans]]` tables from the config file; errors name the plan by index and field.
+ * `defaultTokens` (`ai.tokens_per_site_monthly`) is the `ai_tokens_monthly` of a plan that does
+ * not give one and has a module that calls the model (`defaultAiTokens`).
+ */
+export function checkPlans(input: unknown, file: string | null, defaultTokens: number): PlanSeed[] {
   if (!Array.isArray(input)) throw new ConfigError(`${file}: plans must be written as [[plans]] tables`)
   const seen = new Set<string>()
   return input.map((p: Record<string, unknown>, i) => {
@@ -327,6 +331,8 @@ export function checkPlans(input: unknown, file: string | null): PlanSeed[] {
     if (typeof price !== 'number' || price < 0) fail('price_monthly', 'must be a non-negative number (CAD)')
     const modules = p.ai_modules ?? []
     if (!Array.isArray(modules) || modules.some((m) => !AI_MODULES.includes(m))) fail('ai_modules', `must list only ${AI_MODULES.join(', ')}`)
+    const tokens = p.ai_tokens_monthly ?? defaultAiTokens(modules as PlanSeed['ai_modules'], defaultTokens)
+    if (!Number.isSafeInteger(tokens) || (tokens as number) < 0) fail('ai_tokens_monthly', 'must be a whole number of tokens, 0 or more')
     return {
       slug, name: plainName(str('name'), () => fail('name', 'must be plain text, at most 100 characters: no control characters (tab, newline, ESC...) and no unpaired surrogates')), track, hosting_type: hostingType,
       price_monthly: price as number,
@@ -335,12 +341,13 @@ export function checkPlans(input: unknown, file: string | null): PlanSeed[] {
       ai_modules: modules as PlanSeed['ai_modules'],
       free_domain_annual: p.free_domain_annual === true,
       memory_mb: int('memory_mb', 64), cpu_cores: int('cpu_cores', 1), disk_gb: int('disk_gb', 1),
+      ai_tokens_monthly: tokens as number,
       deprecated: p.deprecated === true,
     }
   })
 }
 
-const PLAN_FIELDS = ['slug', 'name', 'track', 'hosting_type', 'price_monthly', 'price_annual', 'max_sites', 'ai_modules', 'free_domain_annual', 'memory_mb', 'cpu_cores', 'disk_gb', 'deprecated']
+const PLAN_FIELDS = ['slug', 'name', 'track', 'hosting_type', 'price_monthly', 'price_annual', 'max_sites', 'ai_modules', 'free_domain_annual', 'memory_mb', 'cpu_cores', 'disk_gb', 'ai_tokens_monthly', 'deprecated']
 
 export const PLAN_SLUG = /^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$/
 

@@ -35,7 +35,23 @@ export interface PlanSeed {
   memory_mb: number
   cpu_cores: number
   disk_gb: number
+  /**
+   * Model tokens (prompt plus answer) each site of the plan may use per UTC month; see
+   * `defaultAiTokens` for the value of a seed that does not say.
+   */
+  ai_tokens_monthly: number
   deprecated?: boolean
+}
+
+/** The modules whose work can go through the AI provider and so spend tokens; seo never does. */
+export const TOKEN_MODULES: readonly AiModule[] = ['chatbot', 'translation', 'content']
+
+/**
+ * The monthly tokens of a plan that does not give `ai_tokens_monthly`: `configured`
+ * (`ai.tokens_per_site_monthly`) when one of its modules can call the model, else 0.
+ */
+export function defaultAiTokens(modules: readonly AiModule[], configured: number): number {
+  return modules.some((m) => TOKEN_MODULES.includes(m)) ? configured : 0
 }
 
 const checkListen = (v: string) => (parseListen(v) ? undefined : `must be HOST:PORT, e.g. 0.0.0.0:8080 (got '${v}')`)
@@ -102,7 +118,7 @@ export const KEYS: KeySpec[] = [
   { section: 'ai', key: 'model', type: 'string', default: '', help: 'Chat model asked for every answer (e.g. gpt-4o-mini, or the name the local server gives its model); required when ai.base_url is set.' },
   { section: 'ai', key: 'embedding_model', type: 'string', default: '', help: 'Model of embeddings (e.g. text-embedding-3-small); empty uses ai.model.' },
   { section: 'ai', key: 'timeout_seconds', type: 'integer', default: 30, help: 'How long one call to the AI provider may wait for an answer (streamed: for each next piece) before it fails; the API then answers 504.', check: ((v: number) => (v >= 1 && v <= 600 ? undefined : 'must be 1 to 600 seconds')) as KeySpec['check'] },
-  { section: 'ai', key: 'tokens_per_site_monthly', type: 'integer', default: 200_000, help: 'Tokens (prompt plus answer) each site may use through the AI provider per calendar month; 0 makes the modules that need a provider unavailable.', check: ((v: number) => (v >= 0 ? undefined : 'must be 0 or more')) as KeySpec['check'] },
+  { section: 'ai', key: 'tokens_per_site_monthly', type: 'integer', default: 200_000, help: 'Default monthly allowance of AI tokens (prompt plus answer) per site, for [[plans]] and berth plans add that do not give their own ai_tokens_monthly; plans without chatbot, translation or content get 0.', check: ((v: number) => (v >= 0 ? undefined : 'must be 0 or more')) as KeySpec['check'] },
   { section: 'rate_limits', key: 'register', type: 'string', default: '5/hour', help: 'POST /auth/register/ per client address.', check: checkRate as KeySpec['check'] },
   { section: 'rate_limits', key: 'checkout_create', type: 'string', default: '10/hour', help: 'POST /acp/checkouts/ per client address.', check: checkRate as KeySpec['check'] },
   { section: 'rate_limits', key: 'claim_request', type: 'string', default: '5/hour', help: 'POST /keys/claim/request/ per client address.', check: checkRate as KeySpec['check'] },

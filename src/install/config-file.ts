@@ -37,6 +37,7 @@ export function renderConfigFile(overrides: Record<string, string | number | boo
     '# memory_mb = 256',
     '# cpu_cores = 1',
     '# disk_gb = 5',
+    '# ai_tokens_monthly = 0          # per site per UTC month; default ai.tokens_per_site_monthly, 0 for seo alone',
     '',
   )
   return lines.join('\n')

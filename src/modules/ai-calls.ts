@@ -3,7 +3,7 @@ import { AiProviderError, type AiProvider, type ChatInput, type ChatResult } fro
 import type { Clock } from '../lib/clock'
 import { aiUsage } from '../store/schema'
 import type { Store } from '../store/store'
-import { OverBudgetError, upstreamFailed, upstreamTimeout } from '../domain/errors'
+import { op, OverBudgetError, say, upstreamFailed, upstreamTimeout } from '../domain/errors'
 
 const monthOf = (ms: number) => new Date(ms).toISOString().slice(0, 7)
 const nextMonthStart = (ms: number) => {
@@ -12,12 +12,13 @@ const nextMonthStart = (ms: number) => {
 }
 
 /**
- * Each site's monthly allowance of model tokens (config `ai.tokens_per_site_monthly`, for plans
- * that include an AI module), counted in the store per UTC calendar month from what the provider
- * reports it used. A call is refused once the month's tokens are spent; the count resets on the 1st.
+ * Each site's monthly allowance of model tokens, its plan's `ai_tokens_monthly`, counted in the
+ * store per UTC calendar month from what the provider reports it used. A call is refused once the
+ * month's tokens are spent (at once on a plan with 0); the count resets on the 1st.
  */
 export class AiBudget {
-  constructor(private store: Store, private clock: Clock, readonly monthlyTokens: number) {}
+  /** `limitOf` gives a site's allowance (its plan's), read on every call so a plan change counts at once. */
+  constructor(private store: Store, private clock: Clock, readonly limitOf: (siteId: string) => number) {}
 
   used(siteId: string): number {
     const row = this.store.db.select().from(aiUsage).where(and(eq(aiUsage.siteId, siteId), eq(aiUsage.month, monthOf(this.clock.now())))).get()
@@ -26,11 +27,18 @@ export class AiBudget {
 
   /** Throws OverBudgetError (429 with Retry-After until the 1st) when the month's tokens are spent. */
   check(siteId: string): void {
+    const limit = this.limitOf(siteId)
     const used = this.used(siteId)
-    if (used < this.monthlyTokens) return
+    if (used < limit) return
     const now = this.clock.now()
     const reset = nextMonthStart(now)
-    throw new OverBudgetError(`This site has used its ${this.monthlyTokens} AI tokens for ${monthOf(now)} (used: ${used}); the allowance renews on ${new Date(reset).toISOString().slice(0, 10)}.`, Math.ceil((reset - now) / 1000))
+    const renews = new Date(reset).toISOString().slice(0, 10)
+    throw new OverBudgetError(
+      limit === 0
+        ? say`This site's plan includes no AI tokens (its ai_tokens_monthly is 0), so its modules cannot call the model; scale to a plan that has some (${op('listPlans')} lists each plan's ai_tokens_monthly).`
+        : `This site has used its ${limit} AI tokens for ${monthOf(now)} (used: ${used}); the allowance renews on ${renews}.`,
+      Math.ceil((reset - now) / 1000),
+    )
   }
 
   add(siteId: string, tokens: number): void {

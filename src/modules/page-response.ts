@@ -22,32 +22,52 @@ export function isPage(response: Response): boolean {
 }
 
 /**
- * The container's HTML page with the modules' additions. A page the edge held whole (up to
- * BUFFER_LIMIT, with a Content-Length) is decoded (gzip, deflate, br), rewritten and encoded
- * again, with its new length; a streamed page in identity encoding is held back only until its
- * `</head>` (at most 64 KiB) and the rest flows through; a streamed compressed page, or one with
+ * The container's HTML page with the modules' additions. A page that ends within BUFFER_LIMIT
+ * bytes (the edge holds such bodies whole anyway) is decoded (gzip, deflate, br), rewritten and
+ * encoded again, with its new length; a longer page in identity encoding is held back only until
+ * its `</head>` (at most 64 KiB) and the rest flows through; a longer compressed page, or one with
  * an encoding Berth does not know, goes out untouched. Anything else is returned as it came.
  */
 export async function addToPage(response: Response, add: PageAdditions): Promise<Response> {
   const encoding = (response.headers.get('content-encoding') ?? 'identity').trim().toLowerCase()
   const codec = CODECS[encoding]
-  if (!codec) return response
-  const length = response.headers.get('content-length')
-  if (length !== null && Number(length) <= BUFFER_LIMIT) {
-    const body = new Uint8Array(await response.arrayBuffer())
-    let text: string
-    try {
-      text = codec.decode(body).toString('utf8')
-    } catch {
-      return new Response(body, response)
-    }
-    const page = rewritePage(text, add)
-    if (page === null) return new Response(body, response)
-    const headers = changedHeaders(response.headers)
-    return new Response(new Uint8Array(codec.encode(Buffer.from(page, 'utf8'))), { status: response.status, statusText: response.statusText, headers })
+  if (!codec || response.body === null) return response
+  const reader = response.body.getReader()
+  const held: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) return whole(Buffer.concat(held), response, codec, add)
+    held.push(value)
+    size += value.byteLength
+    if (size > BUFFER_LIMIT) break
   }
-  if (encoding !== 'identity' || response.body === null) return response
-  return new Response(response.body.pipeThrough(headRewriter(add)), { status: response.status, statusText: response.statusText, headers: changedHeaders(response.headers) })
+  // Longer than the limit: what was read, then the rest as it comes.
+  const rest = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const chunk of held) controller.enqueue(chunk)
+    },
+    async pull(controller) {
+      const { done, value } = await reader.read()
+      if (done) controller.close()
+      else controller.enqueue(value)
+    },
+    cancel: (reason) => reader.cancel(reason),
+  })
+  if (encoding !== 'identity') return new Response(rest, response)
+  return new Response(rest.pipeThrough(headRewriter(add)), { status: response.status, statusText: response.statusText, headers: changedHeaders(response.headers) })
+}
+
+function whole(body: Buffer, response: Response, codec: (typeof CODECS)[string], add: PageAdditions): Response {
+  let text: string
+  try {
+    text = codec.decode(body).toString('utf8')
+  } catch {
+    return new Response(new Uint8Array(body), response)
+  }
+  const page = rewritePage(text, add)
+  if (page === null) return new Response(new Uint8Array(body), response)
+  return new Response(new Uint8Array(codec.encode(Buffer.from(page, 'utf8'))), { status: response.status, statusText: response.statusText, headers: changedHeaders(response.headers) })
 }
 
 /** The page's headers once its body changed: no length (Bun sets it), no validators of the old bytes. */

@@ -25,6 +25,20 @@ describe('migrations', () => {
     store.close()
   })
 
+  it("gives plans made before 0008_plan_ai_tokens the allowance their sites had: 200000 where a module calls the model, else 0", () => {
+    const store = fresh()
+    const upTo = MIGRATIONS.findIndex((m) => m.id === '0008_plan_ai_tokens')
+    migrate(store, MIGRATIONS.slice(0, upTo))
+    const insert = store.sqlite.prepare(`INSERT INTO plans (slug, name, track, hosting_type, price_monthly_cents, price_annual_cents, max_sites, ai_modules,
+      free_domain_annual, memory_mb, cpu_cores, disk_gb, position, created_at, updated_at) VALUES (?, 'P', 'single_site', 'shared', 100, 1000, 1, ?, 0, 256, 1, 5, ?, 0, 0)`)
+    const modules = { none: [], 'seo-only': ['seo'], chat: ['chatbot', 'seo'], writer: ['seo', 'content'], all: ['chatbot', 'seo', 'translation', 'content'] }
+    Object.entries(modules).forEach(([slug, list], i) => insert.run(slug, JSON.stringify(list), i))
+    expect(migrate(store)).toEqual(MIGRATIONS.slice(upTo).map((m) => m.id))
+    const rows = store.sqlite.query<{ slug: string; ai_tokens_monthly: number }, []>('SELECT slug, ai_tokens_monthly FROM plans').all()
+    expect(Object.fromEntries(rows.map((r) => [r.slug, r.ai_tokens_monthly]))).toEqual({ none: 0, 'seo-only': 0, chat: 200_000, writer: 200_000, all: 200_000 })
+    store.close()
+  })
+
   it('opens the database in WAL mode with synchronous=FULL and foreign keys on', () => {
     const store = fresh()
     expect(store.sqlite.query('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' })

@@ -68,6 +68,8 @@ export const plans = sqliteTable('plans', {
   memoryMb: integer('memory_mb').notNull(),
   cpuCores: integer('cpu_cores').notNull(),
   diskGb: integer('disk_gb').notNull(),
+  /** Model tokens each site of the plan may use per UTC month (AI modules); 0: none. */
+  aiTokensMonthly: integer('ai_tokens_monthly').notNull().default(0),
   deprecated: integer('deprecated', { mode: 'boolean' }).notNull().default(false),
   /** Catalog order: the order plans were seeded or added. */
   position: integer('position').notNull(),

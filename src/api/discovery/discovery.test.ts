@@ -70,12 +70,15 @@ describe('discovery documents', () => {
   })
 
   it('lists every plan on sale with its SKUs and prices, and never a deprecated one', async () => {
-    const plans = (await h.call('GET', '/api/v1/plans/')).json.data as { slug: string; skus: { monthly: string; annual: string }; price: { monthly: number } }[]
+    const plans = (await h.call('GET', '/api/v1/plans/')).json.data as { slug: string; skus: { monthly: string; annual: string }; price: { monthly: number }; features: Record<string, unknown> }[]
     const pricing = (await get('/api/pricing.json')).json
     expect(pricing.plans.map((p: { slug: string }) => p.slug)).toEqual(plans.map((p) => p.slug))
     const acp = (await get('/.well-known/acp.json')).json
     expect(acp.products.map((p: { sku: string }) => p.sku).sort()).toEqual(plans.flatMap((p) => [p.skus.monthly, p.skus.annual]).sort())
     const starter = pricing.plans.find((p: { slug: string }) => p.slug === 'starter')
+    // The features are the plan view's, AI token allowance included.
+    for (const p of pricing.plans) expect(p.features, p.slug).toEqual(plans.find((q) => q.slug === p.slug)!.features)
+    expect(starter.features.ai_tokens_monthly).toBe(0)
     expect(starter.prices).toEqual([
       { sku: 'svc_starter_monthly', period: 'monthly', amount: 7, amount_cents: 700, currency: 'CAD' },
       { sku: 'svc_starter_annual', period: 'annual', amount: 70, amount_cents: 7000, currency: 'CAD' },
@@ -89,7 +92,7 @@ describe('discovery documents', () => {
     for (const path of paths) before.set(path, (await get(path)).headers.get('etag')!)
     h.services.plans.add({
       slug: 'harbour-xl', name: 'XL <b>*Harbour*</b>', track: 'single_site', hosting_type: 'vps', price_monthly: 12.5,
-      max_sites: 1, ai_modules: [], free_domain_annual: false, memory_mb: 2048, cpu_cores: 2, disk_gb: 40,
+      max_sites: 1, ai_modules: ['chatbot'], free_domain_annual: false, memory_mb: 2048, cpu_cores: 2, disk_gb: 40, ai_tokens_monthly: 250_000,
     })
     for (const path of paths) {
       const res = await get(path, { 'if-none-match': before.get(path)! })
@@ -103,7 +106,9 @@ describe('discovery documents', () => {
     expect((await get('/agent-native/')).text).toContain('XL &#60;b&#62;*Harbour*&#60;/b&#62;')
     expect((await get('/llms.txt')).text).toContain('XL \\<b\\>\\*Harbour\\*\\</b\\>')
     const pricing = (await get('/api/pricing.json')).json
-    expect(pricing.plans.find((p: { slug: string }) => p.slug === 'harbour-xl').prices[1]).toMatchObject({ amount: 125, amount_cents: 12500 })
+    const xl = pricing.plans.find((p: { slug: string }) => p.slug === 'harbour-xl')
+    expect(xl.prices[1]).toMatchObject({ amount: 125, amount_cents: 12500 })
+    expect(xl.features).toMatchObject({ ai_modules: ['chatbot'], ai_tokens_monthly: 250_000 })
     h.services.plans.setDeprecated('harbour-xl', true)
     for (const path of paths) expect((await get(path)).text, path).not.toContain('harbour-xl')
   })

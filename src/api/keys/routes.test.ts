@@ -174,6 +174,18 @@ describe('plans', () => {
     }
   })
 
+  it("shows each plan's monthly AI tokens per site: 0 where no module calls the model, more as the price grows", async () => {
+    const all = (await h.call('GET', '/api/v1/plans/?include_deprecated=true')).json.data as { slug: string; price: { monthly: number }; features: { ai_modules: string[]; ai_tokens_monthly: number } }[]
+    expect(Object.fromEntries(all.map((p) => [p.slug, p.features.ai_tokens_monthly]))).toEqual({
+      starter: 0, business: 100_000, performance: 500_000, agency: 200_000, 'agency-vps': 500_000, 'legacy-basic': 0,
+    })
+    const withModel = all.filter((p) => p.features.ai_modules.some((m) => m !== 'seo')).sort((a, b) => a.price.monthly - b.price.monthly)
+    for (const [cheaper, dearer] of withModel.slice(1).map((p, i) => [withModel[i]!, p])) {
+      expect(dearer!.features.ai_tokens_monthly).toBeGreaterThanOrEqual(cheaper!.features.ai_tokens_monthly)
+    }
+    expect((await h.call('GET', '/api/v1/plans/business/')).json.data.features).toMatchObject({ ai_modules: ['chatbot', 'seo'], ai_tokens_monthly: 100_000 })
+  })
+
   it('filters by track and shows deprecated plans on request', async () => {
     const agency = (await h.call('GET', '/api/v1/plans/?track=agency')).json.data
     expect(agency.length).toBeGreaterThan(0)

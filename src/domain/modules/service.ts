@@ -1,5 +1,6 @@
 import { eq } from 'drizzle-orm'
 import { AI_MODULES, type AiModule } from '../enums'
+import { TOKEN_MODULES } from '../../config/schema'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { AiModuleDriver } from '../../modules/types'
@@ -19,9 +20,9 @@ export interface ModulesServiceDeps {
   log: Logger
   plans: Pick<PlansService, 'get'>
   drivers: AiModuleDriver[]
-  /** Whether the hoster configured an AI provider (`ai.base_url`), and the monthly token allowance. */
-  provider: { configured: boolean; tokensPerSiteMonthly: number }
-  /** Tokens the site used this month. */
+  /** Whether the hoster configured an AI provider (`ai.base_url`). */
+  providerConfigured: boolean
+  /** Tokens the site used this month (its allowance is its plan's `ai_tokens_monthly`). */
   tokensUsed(siteId: string): number
   activeSites(): SiteRow[]
 }
@@ -42,11 +43,13 @@ export class ModulesService {
     return this.states(site)
   }
 
-  /** Why a module cannot work on this installation, or null when it can. */
+  /**
+   * Why a module cannot work on this installation, or null when it can. A plan's allowance of 0
+   * does not make a module unavailable: its model calls answer 429 (the chatbot answers by search).
+   */
   unavailable(name: AiModule): string | null {
     if (!NEEDS_PROVIDER.has(name)) return null
-    if (!this.d.provider.configured) return `No AI provider is configured on this server; the hoster sets ai.base_url and ai.model (docs/configuration.md).`
-    if (this.d.provider.tokensPerSiteMonthly === 0) return 'AI calls are turned off on this server (ai.tokens_per_site_monthly is 0).'
+    if (!this.d.providerConfigured) return `No AI provider is configured on this server; the hoster sets ai.base_url and ai.model (docs/configuration.md).`
     return null
   }
 
@@ -110,21 +113,22 @@ export class ModulesService {
   }
 
   private states(site: SiteRow): ModuleState[] {
-    const included = new Set(this.d.plans.get(site.planSlug).features.ai_modules)
+    const { ai_modules: included, ai_tokens_monthly: monthly } = this.d.plans.get(site.planSlug).features
     const enabled = JSON.parse(site.modules) as Partial<Record<AiModule, boolean>>
-    const used = this.d.provider.configured ? this.d.tokensUsed(site.id) : 0
+    const configured = this.d.providerConfigured
+    const used = configured ? this.d.tokensUsed(site.id) : 0
     return AI_MODULES.map((name) => {
       const reason = this.unavailable(name)
-      const needsTokens = NEEDS_PROVIDER.has(name) || name === 'chatbot'
       return {
         name,
         description: this.drivers.get(name)?.description ?? '',
-        included: included.has(name),
+        included: included.includes(name),
         enabled: enabled[name] === true,
         available: reason === null,
         unavailable_reason: reason,
-        uses_ai_provider: NEEDS_PROVIDER.has(name) || (name === 'chatbot' && this.d.provider.configured),
-        ai_tokens: needsTokens && this.d.provider.configured ? { monthly: this.d.provider.tokensPerSiteMonthly, used_this_month: used } : null,
+        // The chatbot calls the model only with a provider and tokens to spend; else it answers by search.
+        uses_ai_provider: NEEDS_PROVIDER.has(name) || (name === 'chatbot' && configured && monthly > 0),
+        ai_tokens: TOKEN_MODULES.includes(name) && configured ? { monthly, used_this_month: used } : null,
       }
     })
   }

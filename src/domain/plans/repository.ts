@@ -58,6 +58,7 @@ export class PlansRepository {
       memoryMb: plan.memory_mb,
       cpuCores: plan.cpu_cores,
       diskGb: plan.disk_gb,
+      aiTokensMonthly: plan.ai_tokens_monthly,
       deprecated: plan.deprecated ?? false,
       position,
       createdAt: now,

@@ -81,6 +81,7 @@ export class PlansService {
         memory_mb: row.memoryMb,
         cpu_cores: row.cpuCores,
         disk_gb: row.diskGb,
+        ai_tokens_monthly: row.aiTokensMonthly,
         snapshots: premium,
         ssh: premium,
       },

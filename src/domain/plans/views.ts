@@ -18,6 +18,11 @@ export const Plan = t.Object({
     memory_mb: t.Integer({ examples: [512], description: 'Memory limit of each site container.' }),
     cpu_cores: t.Integer({ description: 'CPU limit of each site container.' }),
     disk_gb: t.Integer({ examples: [5], description: 'Disk quota of each site.' }),
+    ai_tokens_monthly: t.Integer({
+      minimum: 0,
+      examples: [100000],
+      description: "Model tokens (prompt plus answer) each site may use per UTC month through its AI modules; once spent, model calls answer 429 until the 1st and the chatbot answers by search. 0: the site's modules never call the model.",
+    }),
     snapshots: t.Boolean({ description: 'On-demand snapshots (vps and dedicated).' }),
     ssh: t.Boolean({ description: 'SSH access (vps and dedicated).' }),
   }),
