@@ -10,6 +10,10 @@
  * 3. wrk (-t2 -c64, 3 s warm-up + 10 s) with keep-alive, 3 interleaved rounds: the figure is the
  *    median of Berth's requests per second over nginx's; goal at least 0.8. Then new handshakes:
  *    wrk with `Connection: close`, every request a new TLS connection, reported for both.
+ *
+ * BARE=<script> adds a bare Bun TLS proxy as a third reference (e.g. a 3-line Bun.serve with
+ * `tls` whose fetch calls fetch() to the container; argv: cert, key, upstream, port). HOLD=<s>
+ * keeps everything up that long after set-up, printing the URLs and Berth's pid, for profilers.
  */
 import { spawn, spawnSync } from 'bun'
 import Docker from 'dockerode'
@@ -62,14 +66,22 @@ try {
   const [cert, certKey] = ['crt', 'key'].map((ext) => join(berth.dataDir, 'tls', 'certs', `${id}.${ext}`))
   const upstream = await containerAddress(berth, slug)
   const nginx = startNginx(join(dir, 'nginx'), nginxPort, cert!, certKey!, upstream)
+  const barePort = await freePort()
+  const bare = process.env.BARE ? track(spawn(['bun', process.env.BARE, cert!, certKey!, upstream, String(barePort)], { stdout: 'ignore', stderr: 'inherit' })) : null
   try {
     await waitFor(`https://127.0.0.1:${nginxPort}/`, host)
+    if (process.env.HOLD) {
+      // HOLD=1: keep everything up for manual measurement (profilers, strace) and print where.
+      console.log(JSON.stringify({ host, nginx: `https://127.0.0.1:${nginxPort}/`, berth: `https://127.0.0.1:${tlsPort}/`, berthPid: berth.proc.pid, bare: bare ? `https://127.0.0.1:${barePort}/` : null }))
+      await Bun.sleep(Number(process.env.HOLD) * 1000)
+    }
     const targets = (close: boolean): WrkTarget[] => {
       // Capitalised: wrk adds its own Host unless one named exactly 'Host' is given.
       const headers = { Host: host, ...(close ? { Connection: 'close' } : {}) }
       return [
         { name: `nginx${close ? ' new handshakes' : ''}`, url: `https://127.0.0.1:${nginxPort}/`, pid: nginx.pid, headers },
         { name: `berth${close ? ' new handshakes' : ''}`, url: `https://127.0.0.1:${tlsPort}/`, pid: berth.proc.pid, headers },
+        ...(bare && !close ? [{ name: 'bare bun fetch proxy', url: `https://127.0.0.1:${barePort}/`, pid: bare.pid, headers }] : []),
         ...(process.env.PLAIN ? [
           { name: 'berth api https', url: `https://127.0.0.1:${tlsPort}/api/v1/auth/whoami/`, pid: berth.proc.pid, headers: { Authorization: `Bearer ${key}` } },
           { name: 'berth api http', url: `http://127.0.0.1:${port}/api/v1/auth/whoami/`, pid: berth.proc.pid, headers: { Authorization: `Bearer ${key}` } },
