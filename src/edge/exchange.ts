@@ -32,6 +32,13 @@ export class UpstreamError extends Error {
  */
 export const BUFFER_LIMIT = 512 * 1024
 
+/**
+ * On a Response the edge answered with a whole body: that body's bytes, so that the AI modules
+ * can rewrite a page without reading it back through a stream.
+ */
+export const WHOLE_BODY: unique symbol = Symbol('berth.edge.wholeBody')
+export type WithWholeBody = Response & { [WHOLE_BODY]?: Uint8Array }
+
 /** Bytes queued towards a slow client before the container's socket is paused. */
 const STREAM_HIGH_WATER = 256 * 1024
 
@@ -220,6 +227,7 @@ export class Exchange implements ConnectionUser {
   private respondWhole(body: Buffer | null, length = body?.length ?? 0): void {
     const response = this.build(body as Uint8Array<ArrayBuffer> | null)
     if (response === null) return
+    if (body !== null) (response as WithWholeBody)[WHOLE_BODY] = body
     this.phase = 'done'
     this.pieces = []
     this.hooks.settled(this)

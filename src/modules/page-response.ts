@@ -1,5 +1,5 @@
 import { brotliCompressSync, brotliDecompressSync, deflateSync, gunzipSync, gzipSync, inflateSync } from 'node:zlib'
-import { BUFFER_LIMIT } from '../edge/exchange'
+import { BUFFER_LIMIT, WHOLE_BODY, type WithWholeBody } from '../edge/exchange'
 import { additionsFor, rewritePage, type PageAdditions } from './seo/rewrite'
 
 /** How much of a streamed page is held back looking for its `</head>`. */
@@ -32,6 +32,8 @@ export async function addToPage(response: Response, add: PageAdditions): Promise
   const encoding = (response.headers.get('content-encoding') ?? 'identity').trim().toLowerCase()
   const codec = CODECS[encoding]
   if (!codec || response.body === null) return response
+  const known = (response as WithWholeBody)[WHOLE_BODY]
+  if (known) return whole(Buffer.from(known.buffer, known.byteOffset, known.byteLength), response, codec, add)
   const reader = response.body.getReader()
   const held: Uint8Array[] = []
   let size = 0
@@ -58,16 +60,47 @@ export async function addToPage(response: Response, add: PageAdditions): Promise
   return new Response(rest.pipeThrough(headRewriter(add)), { status: response.status, statusText: response.statusText, headers: changedHeaders(response.headers) })
 }
 
+/**
+ * Pages rewritten lately, by their bytes and what was added: a site serves the same page to
+ * many visitors, so most requests skip the decoding, the head scan and the encoding. Bounded
+ * by entries and bytes; the oldest go first.
+ */
+const recent = new Map<string, Uint8Array<ArrayBuffer> | null>()
+let recentBytes = 0
+const RECENT_ENTRIES = 512
+const RECENT_BYTES = 16 * 1024 * 1024
+
+function remember(key: string, value: Uint8Array<ArrayBuffer> | null): void {
+  recent.set(key, value)
+  recentBytes += value?.byteLength ?? 0
+  while (recent.size > RECENT_ENTRIES || recentBytes > RECENT_BYTES) {
+    const oldest = recent.keys().next().value as string
+    recentBytes -= recent.get(oldest)?.byteLength ?? 0
+    recent.delete(oldest)
+  }
+}
+
 function whole(body: Buffer, response: Response, codec: (typeof CODECS)[string], add: PageAdditions): Response {
+  const key = `${Bun.hash(body)}:${body.length}:${add.seo?.url ?? ''}:${add.seo?.fallbackTitle ?? ''}:${add.widget ?? ''}`
+  let out = recent.get(key)
+  if (out === undefined) {
+    out = rewritten(body, codec, add)
+    remember(key, out)
+  }
+  if (out === null) return new Response(new Uint8Array(body), response)
+  return new Response(out, { status: response.status, statusText: response.statusText, headers: changedHeaders(response.headers) })
+}
+
+/** The page's new bytes (encoded as it came), or null when it stays as it is. */
+function rewritten(body: Buffer, codec: (typeof CODECS)[string], add: PageAdditions): Uint8Array<ArrayBuffer> | null {
   let text: string
   try {
     text = codec.decode(body).toString('utf8')
   } catch {
-    return new Response(new Uint8Array(body), response)
+    return null
   }
   const page = rewritePage(text, add)
-  if (page === null) return new Response(new Uint8Array(body), response)
-  return new Response(new Uint8Array(codec.encode(Buffer.from(page, 'utf8'))), { status: response.status, statusText: response.statusText, headers: changedHeaders(response.headers) })
+  return page === null ? null : new Uint8Array(codec.encode(Buffer.from(page, 'utf8')))
 }
 
 /** The page's headers once its body changed: no length (Bun sets it), no validators of the old bytes. */
