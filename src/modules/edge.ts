@@ -40,16 +40,21 @@ export class SiteModulesEdge {
   }
 
   async handle(request: Request, site: SiteTarget, modules: SiteModuleFlags, visitor: string, forward: Forward): Promise<Response> {
-    const url = new URL(request.url)
-    const path = url.pathname
-    const origin = `${url.protocol}//${request.headers.get('host') ?? url.host}`
+    // String work rather than new URL(): this runs on every request of a site with a module on.
+    const raw = request.url
+    const scheme = raw.indexOf('://')
+    const slash = raw.indexOf('/', scheme + 3)
+    const query = slash === -1 ? -1 : raw.indexOf('?', slash)
+    const path = slash === -1 ? '/' : query === -1 ? raw.slice(slash) : raw.slice(slash, query)
+    const search = query === -1 ? '' : raw.slice(query)
+    const origin = `${raw.slice(0, scheme)}://${request.headers.get('host') ?? raw.slice(scheme + 3, slash === -1 ? undefined : slash)}`
     if (modules.chatbot && path === CHATBOT_SCRIPT_PATH && (request.method === 'GET' || request.method === 'HEAD')) {
       return new Response(request.method === 'HEAD' ? null : WIDGET_JS, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=300', 'x-content-type-options': 'nosniff' } })
     }
     if (modules.chatbot && path === CHATBOT_ASK_PATH) return this.ask(request, site, visitor)
     if (modules.translation && this.d.translation && request.method === 'GET') {
       const m = LANG_PREFIX.exec(path)
-      if (m) return this.d.translation.page(site, m[1]!, m[2]!, url.search, origin, (p) => forward(new Request(new URL(p + url.search, url), { headers: request.headers })))
+      if (m) return this.d.translation.page(site, m[1]!, m[2]!, search, origin, (p) => forward(new Request(new URL(p + search, raw), { headers: request.headers })))
     }
     if (modules.seo && (path === '/sitemap.xml' || path === '/robots.txt') && (request.method === 'GET' || request.method === 'HEAD') && !(await this.hasOwn(site, path))) {
       const body = path === '/robots.txt' ? robotsTxt(origin) : sitemapXml(origin, await this.pages(site))
