@@ -124,6 +124,10 @@ describe('subscriptions across period ends (clock moved, binary restarted)', () 
     expect(payments.filter((p) => p.status === 'pay-succeeded')).toHaveLength(2)
     expect(payments[0]!.text).toContain(`${renewed.current_period_start.slice(0, 10)} to ${renewed.current_period_end.slice(0, 10)}`)
     expect(payments[0]!.text).toContain(slug)
+    // The same payments through the API, for agents (and with Stripe, where the portal is Stripe's).
+    const listed = (await api(b.url, 'GET', '/account/payments/', { key })).json.data
+    expect(listed.map((p: { kind: string; status: string }) => `${p.kind}:${p.status}`)).toEqual(['renewal:succeeded', 'purchase:succeeded'])
+    expect(listed[0]).toMatchObject({ amount: bought.amount, currency: 'CAD', period_start: renewed.current_period_start, period_end: renewed.current_period_end, method: 'visa ending 4242 (test)', test_mode: true })
 
     // The card is switched to one that declines; the next period end goes past due.
     expect(await replaceCard(b, key, '4000 0000 0000 0002')).toContain('Card saved')
@@ -132,6 +136,9 @@ describe('subscriptions across period ends (clock moved, binary restarted)', () 
     b = await at(61, dataDir, port)
     const late = await eventually(() => subscriptionOf(b, key), (s) => s.status === 'past_due', 'past due')
     expect(late.last_charge_error).toMatch(/declined/i)
+    const failed = (await api(b.url, 'GET', '/account/payments/', { key })).json.data[0]
+    expect(failed).toMatchObject({ kind: 'renewal', status: 'failed', period_start: renewed.current_period_end })
+    expect(failed.failure).toMatch(/declined/i)
     expect(late.unpaid_since).toBe(renewed.current_period_end)
     expect(Date.parse(late.suspends_at) - Date.parse(late.unpaid_since)).toBe(7 * DAY_S * 1000)
     // Still serving while past due (within the 7 days).

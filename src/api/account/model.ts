@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 import { Body, JsonInteger, Nullable, Query, Text, TEXT_PATTERN } from '../http/schemas'
-import { SubscriptionView } from '../../domain/billing/views'
-export { SubscriptionView }
+import { PaymentView, SubscriptionView } from '../../domain/billing/views'
+export { PaymentView, SubscriptionView }
 
 const Language = t.Union([t.Literal('en'), t.Literal('fr')], { description: "The language of Berth's pages (billing portal, receipts) for this account." })
 const PersonName = (what: string) => Text({ minLength: 1, maxLength: 100, description: what })

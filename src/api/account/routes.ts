@@ -3,7 +3,7 @@ import type { AccountsService } from '../../domain/accounts/service'
 import type { SubscriptionBilling } from '../../domain/billing/subscriptions'
 import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
-import { Account, AccountDeleted, BillingPortal, BillingPortalQuery, DeleteAccountBody, SubscriptionView, UpdateAccountBody } from './model'
+import { Account, AccountDeleted, BillingPortal, BillingPortalQuery, DeleteAccountBody, PaymentView, SubscriptionView, UpdateAccountBody } from './model'
 
 const tags = ['Account']
 
@@ -27,6 +27,11 @@ export const accountRoutes = (plugins: ApiPlugins, accounts: AccountsService, su
       scope: 'read',
       response: ok(t.Array(SubscriptionView)),
       detail: { tags, summary: 'Your subscriptions with their plans, periods, renewal state and sites', operationId: 'listSubscriptions' },
+    })
+    .get('/account/payments/', ({ principal }) => subscriptions.payments(principal.accountId), {
+      scope: 'read',
+      response: ok(t.Array(PaymentView)),
+      detail: { tags, summary: 'Your payments, newest first: purchases, renewals (declined ones too), prorations and domains, with what each paid for', operationId: 'listPayments' },
     })
     .get('/account/billing-portal/', ({ principal, query }) => accounts.billingPortal(principal, query.flow ?? ''), {
       scope: 'admin',

@@ -13,7 +13,7 @@ import type { SiteRunner } from '../sites/runner'
 import { APPLY_JOBS } from '../sites/apply'
 import { DELETION_GRACE_MS } from '../sites/lifecycle'
 import type { BillingRepository } from './repository'
-import type { SubscriptionView } from './views'
+import type { PaymentView, SubscriptionView } from './views'
 
 const DAY_MS = 86_400_000
 /** After a declined renewal, retries 1, 3 and 5 days after the unpaid period end (design.md). */
@@ -55,6 +55,26 @@ export class SubscriptionBilling {
   list(accountId: string): SubscriptionView[] {
     const account = this.d.accounts.find(accountId)
     return this.d.repo.subscriptionsOf(accountId).map((s) => this.view(s, account))
+  }
+
+  /** The account's payments, newest first (receipts' data). */
+  payments(accountId: string): PaymentView[] {
+    return this.d.repo.paymentsOf(accountId).map((p) => ({
+      id: p.id,
+      kind: p.kind,
+      status: p.status,
+      amount: toDollars(p.amountCents),
+      currency: 'CAD',
+      description: p.description,
+      method: p.methodLabel,
+      subscription_id: p.subscriptionId,
+      period_start: p.periodStart === null ? null : iso(p.periodStart),
+      period_end: p.periodEnd === null ? null : iso(p.periodEnd),
+      failure: p.failureMessage,
+      refunded_at: p.refundedAt === null ? null : iso(p.refundedAt),
+      test_mode: p.testMode,
+      created_at: iso(p.createdAt),
+    }))
   }
 
   view(s: SubscriptionRow, account?: AccountRow): SubscriptionView {

@@ -36,16 +36,21 @@ export const SubscriptionView = t.Object({
 })
 export type SubscriptionView = Static<typeof SubscriptionView>
 
-/** A payment as the billing portal and receipts show it. */
-export interface PaymentView {
-  id: string
-  kind: string
-  status: string
-  amount_cents: number
-  description: string
-  method: string
-  created_at: number
-  test_mode: boolean
-  failure: string | null
-  refunded_at: number | null
-}
+/** A payment of the account (GET /account/payments/): what was paid for, how, and how it went. */
+export const PaymentView = t.Object({
+  id: t.String({ format: 'uuid' }),
+  kind: t.Union([t.Literal('purchase'), t.Literal('renewal'), t.Literal('proration'), t.Literal('domain')]),
+  status: t.Union([t.Literal('pending'), t.Literal('succeeded'), t.Literal('failed'), t.Literal('refunded')], { description: 'pending: being charged; failed: declined (nothing charged).' }),
+  amount: Money,
+  currency: t.Literal('CAD'),
+  description: t.String({ description: 'What was paid for: plan, period and sites, or the domain.' }),
+  method: t.String({ description: 'As the processor describes it, e.g. "visa ending 4242 (test)"; empty while pending.' }),
+  subscription_id: t.Union([t.String({ format: 'uuid' }), t.Null()]),
+  period_start: t.Union([Iso, t.Null()]),
+  period_end: t.Union([Iso, t.Null()]),
+  failure: t.Union([t.String(), t.Null()], { description: "The processor's reason for a declined charge." }),
+  refunded_at: t.Union([Iso, t.Null()]),
+  test_mode: t.Boolean({ description: 'True when no real money moved.' }),
+  created_at: Iso,
+})
+export type PaymentView = Static<typeof PaymentView>
