@@ -43,6 +43,7 @@ const V1 = '/api/v1'
 const UPDATE = `${V1}/account/update/`
 const DELETE = `${V1}/account/delete/`
 const SUBS = `${V1}/account/subscriptions/`
+const PAYMENTS = `${V1}/account/payments/`
 const PORTAL = `${V1}/account/billing-portal/`
 const TEN_MB = 10 * 1024 * 1024
 const TEN_MB_JSON = `{"confirm":"DELETE"${' '.repeat(TEN_MB)}}`
@@ -158,6 +159,16 @@ const rows: Row[] = [
   { name: 'subscriptions: wrong method POST', method: 'POST', path: SUBS, as: 'admin', body: {}, expect: [405, 'METHOD_NOT_ALLOWED', null], header: ['allow', 'GET'] },
   { name: 'subscriptions: wrong method DELETE', method: 'DELETE', path: SUBS, as: 'admin', expect: [405, 'METHOD_NOT_ALLOWED', null], header: ['allow', 'GET'] },
   ...bothWays({ name: 'subscriptions: unknown query parameter', method: 'GET', path: `${SUBS}?status=active`, as: 'admin', expect: [422, 'VALIDATION_ERROR', 'status'] }),
+
+  // ---- GET /account/payments/ ----
+  { name: 'payments: unknown query parameter kind', method: 'GET', path: `${PAYMENTS}?kind=renewal`, as: 'admin', expect: [422, 'VALIDATION_ERROR', 'kind'], says: /takes no query parameters; remove 'kind'/ },
+  { name: "payments: another account's id in the query", method: 'GET', path: `${PAYMENTS}?account_id={other}`, as: 'admin', expect: [422, 'VALIDATION_ERROR', 'account_id'] },
+  { name: 'payments: SQL in the query', method: 'GET', path: `${PAYMENTS}?id=${SQL}`, as: 'admin', expect: [422, 'VALIDATION_ERROR', 'id'] },
+  { name: 'payments: site-scoped key', method: 'GET', path: PAYMENTS, as: 'site', expect: [403, 'FORBIDDEN', null], says: /only on its own site/ },
+  { name: 'payments: no key', method: 'GET', path: PAYMENTS, expect: [401, 'UNAUTHORIZED', null] },
+  { name: 'payments: revoked key', method: 'GET', path: PAYMENTS, as: 'revoked', expect: [401, 'UNAUTHORIZED', null] },
+  { name: 'payments: wrong method POST', method: 'POST', path: PAYMENTS, as: 'admin', body: {}, expect: [405, 'METHOD_NOT_ALLOWED', null], header: ['allow', 'GET'] },
+  ...bothWays({ name: 'payments: unknown query parameter', method: 'GET', path: `${PAYMENTS}?page=2`, as: 'admin', expect: [422, 'VALIDATION_ERROR', 'page'] }),
 
   // ---- GET /account/billing-portal/ ----
   ...([
