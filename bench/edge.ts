@@ -32,6 +32,7 @@ import { makeTar } from '../src/drivers/runtime/tar'
 import { EdgeMetrics } from '../src/edge/metrics'
 import { createEdgeProxy, parseSiteHost } from '../src/edge/proxy'
 import { createLogger } from '../src/lib/logger'
+import { nginxCommand, nginxProxyConf } from './nginx'
 
 const WRK = { connections: 64, threads: 2, warmupSeconds: 3, durationSeconds: 10, rounds: 3 }
 const EDGE = { workers: 1 }
@@ -211,43 +212,11 @@ interface Proxy {
 }
 
 async function startNginx(site: Site): Promise<Proxy> {
-  const nginx = Bun.which('nginx') ?? '/usr/sbin/nginx'
   const dir = tempDir('berth-bench-nginx-')
   const port = await freePort()
-  // Same work as the edge: HTTP/1.1 kept-alive upstream connections, the original Host, and the
-  // forwarding headers; no access log (the edge writes none either).
-  const conf = `worker_processes ${availableParallelism()};
-user root;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/client; proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fastcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
-  upstream site {
-    server ${site.address}:${site.port};
-    keepalive 64;
-    keepalive_requests 100000;
-  }
-  server {
-    listen 127.0.0.1:${port};
-    keepalive_requests 100000;
-    location / {
-      proxy_pass http://site;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $http_host;
-      proxy_set_header X-Forwarded-For $remote_addr;
-      proxy_set_header X-Real-IP $remote_addr;
-      proxy_set_header X-Forwarded-Proto $scheme;
-      proxy_set_header X-Forwarded-Host $http_host;
-    }
-  }
-}
-`
+  const conf = nginxProxyConf({ root: dir, workers: availableParallelism(), port, upstream: `${site.address}:${site.port}` })
   writeFileSync(join(dir, 'nginx.conf'), conf)
-  const proc = track(spawn([nginx, '-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdout: 'ignore', stderr: 'inherit' }))
+  const proc = track(spawn(nginxCommand(dir), { stdout: 'ignore', stderr: 'inherit' }))
   const url = `http://127.0.0.1:${port}/`
   await waitForOk(url, 'nginx', proc, { host: HOST })
   return { name: 'nginx', url, pids: () => childPids(proc.pid) }

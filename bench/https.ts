@@ -27,6 +27,7 @@ import { instanceOf, removeInstanceSites } from '../test/helpers/sites'
 import { SITE_PORT } from '../src/drivers/runtime/site-container'
 import { cleanupOnExit, tempDir, track } from './processes'
 import { median } from './stats'
+import { nginxCommand, nginxProxyConf } from './nginx'
 import { measure, warmUp, WRK_SETTINGS, wrkInstalled, type WrkResult, type WrkTarget } from './wrk'
 
 const GOAL = 0.8
@@ -130,37 +131,9 @@ async function containerAddress(b: typeof berth, slug: string): Promise<string> 
 
 function startNginx(root: string, listenPort: number, cert: string, key: string, upstream: string) {
   spawnSync(['mkdir', '-p', root])
-  // TLS as Berth offers it (TLS 1.2 and 1.3, the certificate's ECDSA key), the same kept-alive
-  // upstream work as the edge, no access log (Berth writes none per request either).
-  writeFileSync(join(root, 'nginx.conf'), `worker_processes 1;
-user root;
-pid ${root}/nginx.pid;
-error_log ${root}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${root}/client; proxy_temp_path ${root}/proxy;
-  fastcgi_temp_path ${root}/fastcgi; uwsgi_temp_path ${root}/uwsgi; scgi_temp_path ${root}/scgi;
-  upstream site { server ${upstream}; keepalive 64; keepalive_requests 100000; }
-  server {
-    listen 127.0.0.1:${listenPort} ssl;
-    ssl_certificate ${cert};
-    ssl_certificate_key ${key};
-    ssl_protocols TLSv1.2 TLSv1.3;
-    keepalive_requests 100000;
-    location / {
-      proxy_pass http://site;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $http_host;
-      proxy_set_header X-Forwarded-For $remote_addr;
-      proxy_set_header X-Forwarded-Proto $scheme;
-    }
-  }
-}
-`)
-  const nginx = Bun.which('nginx') ?? '/usr/sbin/nginx'
-  return track(spawn([nginx, '-p', root, '-c', join(root, 'nginx.conf'), '-g', 'daemon off;'], { stdout: 'ignore', stderr: 'inherit' }))
+  // One worker, as Berth is one process; the same certificate and key as Berth's.
+  writeFileSync(join(root, 'nginx.conf'), nginxProxyConf({ root, workers: 1, port: listenPort, upstream, tls: { cert, key } }))
+  return track(spawn(nginxCommand(root), { stdout: 'ignore', stderr: 'inherit' }))
 }
 
 async function waitFor(url: string, host: string) {
@@ -173,7 +146,7 @@ async function waitFor(url: string, host: string) {
 }
 
 function nginxVersion(): string {
-  return /nginx\/([\d.]+)/.exec(spawnSync([Bun.which('nginx') ?? '/usr/sbin/nginx', '-v']).stderr.toString())?.[1] ?? ''
+  return /nginx\/([\d.]+)/.exec(spawnSync([nginxCommand('')[0]!, '-v']).stderr.toString())?.[1] ?? ''
 }
 
 
