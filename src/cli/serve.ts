@@ -13,6 +13,12 @@ export const serveCommand: Command = {
     'test-mode payment processor, sites at http://{slug}.localhost:8080/. Each flag can also be set',
     'in the config file or by a BERTH_SERVER_* variable; flags win. SIGTERM or SIGINT stops it',
     'gracefully: in-flight requests finish and pending writes are flushed.',
+    '',
+    'Also, by config: HTTPS for every site on tls.listen once an ACME directory is set (tls.*), the',
+    'authoritative DNS on dns.listen (dns.*), Stripe instead of the test processor (payments.*), and',
+    'an AI provider for the translation and content modules (ai.*). Subscriptions renew, unpaid',
+    'sites are suspended after 7 days, and certificates renew, all from this process: no cron job.',
+    'Every key: docs/configuration.md.',
   ].join('\n'),
   options: {
     listen: { type: 'string', value: 'HOST:PORT', help: 'Listen address (server.listen; $BERTH_SERVER_LISTEN; default 0.0.0.0:8080).' },
