@@ -38,12 +38,22 @@ export function startServer(s: Services): RunningServer {
   app.compile()
   const siteHost = new URL(s.config.server.siteUrl).hostname
   const domain = s.config.sites.domain
-  /** The slug a Host header names: `{slug}.{sites_domain}`, or a domain linked to a site. */
-  const slugOf = (host: string) => {
-    const slug = parseSiteHost(host, domain)
-    if (slug !== null) return slug
-    const name = hostNameOf(host)
-    return name === null ? null : s.directory.slugForDomain(name)
+  /**
+   * The slug a Host header names: `{slug}.{sites_domain}`, or a domain linked to a site. The last
+   * answer is kept while the store does not change: a site request asks twice (the dispatch, then
+   * the edge), and kept-alive clients send the same Host again and again.
+   */
+  let last = { host: '', slug: null as string | null, version: -1 }
+  const slugOf = (host: string): string | null => {
+    const version = s.store.version()
+    if (host === last.host && version === last.version) return last.slug
+    let slug = parseSiteHost(host, domain)
+    if (slug === null) {
+      const name = hostNameOf(host)
+      slug = name === null ? null : s.directory.slugForDomain(name)
+    }
+    last = { host, slug, version }
+    return slug
   }
   const edge = createEdgeProxy({
     resolve: (host) => {
@@ -56,11 +66,9 @@ export function startServer(s: Services): RunningServer {
     modules: (request, site, flags, client, forward) => s.modulesEdge.handle(request, site, flags, client, forward),
   })
   const { hostname, port } = s.config.server.listen
-  /** True when the request is for a site (`{slug}.{sites_domain}`), not for Berth itself. */
-  const forSite = (request: Request) => {
-    const host = request.headers.get('host') ?? ''
-    return host !== '' && !isHost(host, siteHost) && slugOf(host) !== null
-  }
+  /** True when a Host header names a site (`{slug}.{sites_domain}` or a linked domain), not Berth itself. */
+  const isSiteHost = (host: string) => host !== '' && !isHost(host, siteHost) && slugOf(host) !== null
+  const forSite = (request: Request) => isSiteHost(request.headers.get('host') ?? '')
   let openapi: ReturnType<typeof buildOpenApi> | undefined
   const mcp = createMcpHandler({
     // A tool call's request takes the same way as one from the listener, the catalog's fast path included.
@@ -92,18 +100,19 @@ export function startServer(s: Services): RunningServer {
   }
   const dispatch = (request: Request, srv: Server<undefined>, secure = false): Response | Promise<Response> => {
     const path = pathOf(request.url)
+    const host = request.headers.get('host') ?? ''
     if (path.startsWith(ACME_CHALLENGE_PATH)) {
       const answer = s.challenges.httpAnswer(path.slice(ACME_CHALLENGE_PATH.length))
       if (answer !== undefined) return new Response(answer, { headers: { 'content-type': 'text/plain' } })
     } else if (!secure && https?.port) {
       // Once a name has a certificate, its plain-HTTP requests go to HTTPS (the challenge path excepted).
-      const host = (request.headers.get('host') ?? '').toLowerCase().replace(/:\d+$/, '')
-      if (host && s.certs.covers(host, served)) {
+      const name = host.toLowerCase().replace(/:\d+$/, '')
+      if (name && s.certs.covers(name, served)) {
         const port: string = https.port === 443 ? '' : `:${https.port}`
-        return new Response(null, { status: 308, headers: { location: `https://${host}${port}${path}` } })
+        return new Response(null, { status: 308, headers: { location: `https://${name}${port}${path}` } })
       }
     }
-    if (forSite(request)) return edge.handle(request, s.clients.ofPeer(request, srv.requestIP(request)?.address))
+    if (isSiteHost(host)) return edge.handle(request, s.clients.ofPeer(request, srv.requestIP(request)?.address), host)
     const hook = path.startsWith('/webhooks/') ? WEBHOOK_PATH.exec(path) : null
     if (hook) return webhook(request, hook[1]!)
     // Rate limits and logs read the client's address; the HTTPS listener's peers are its own.

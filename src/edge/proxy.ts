@@ -127,10 +127,9 @@ export function createEdgeProxy(deps: EdgeProxyDeps): EdgeProxy {
   return {
     // Not an async function: the common path hands back the exchange's own promise, one
     // allocation fewer per request than an async wrapper.
-    handle(request, clientAddress) {
+    handle(request, clientAddress, host = request.headers.get('host') ?? '') {
       const start = performance.now()
       const at = Date.now()
-      const host = request.headers.get('host') ?? ''
       let resolved: ReturnType<EdgeProxyDeps['resolve']>
       try {
         resolved = deps.resolve(host)

@@ -64,8 +64,8 @@ export interface EdgeProxyDeps {
 }
 
 export interface EdgeProxy {
-  /** Answers one request for a site host name; never throws. */
-  handle(request: Request, clientAddress: string): Promise<Response>
+  /** Answers one request for a site host name (the request's Host header unless given); never throws. */
+  handle(request: Request, clientAddress: string, host?: string): Promise<Response>
   /** Connections opened to containers so far, and how many are idle now (for tests and metrics). */
   stats(): { connectionsOpened: number; idleConnections: number }
   /** Closes every idle upstream connection and stops the edge's timers. */

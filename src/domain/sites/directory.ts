@@ -3,6 +3,7 @@ import type { SiteStatus } from '../enums'
 import type { SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import type { SitesRepository } from './repository'
+import type { SiteEndpoint } from '../../drivers/runtime/types'
 import type { SiteRunner } from './runner'
 
 /** The edge's state of each site status (a deleted site is not found at all). */
@@ -21,6 +22,8 @@ const STATE: Record<Exclude<SiteStatus, 'deleted'>, SiteState> = {
  */
 export class SiteDirectory {
   private cache = new Map<string, SiteRow | null>()
+  /** The last target built per slug, with the row and endpoint it came from. */
+  private targets = new Map<string, { site: SiteRow; endpoint: SiteEndpoint; target: SiteTarget }>()
   private version = -1
 
   /** Linked domain names (and their www) to the slug of their site, rebuilt with the cache. */
@@ -29,7 +32,7 @@ export class SiteDirectory {
   constructor(private d: {
     store: Store
     sites: Pick<SitesRepository, 'findLiveBySlug' | 'find'>
-    runner: Pick<SiteRunner, 'endpointOf'>
+    runner: Pick<SiteRunner, 'endpointOf' | 'knownEndpoint'>
     domains: { linked(): { name: string; siteId: string }[] }
     /** The AI modules acting on a site's traffic, or undefined when none is (the edge's plain path). */
     modules?: (site: SiteRow) => SiteModuleFlags | undefined
@@ -53,29 +56,48 @@ export class SiteDirectory {
     return this.linked.get(name) ?? null
   }
 
-  async resolve(slug: string): Promise<SiteTarget | null> {
+  /**
+   * The site's target for the edge: synchronous (no promise, no allocation) while the site and
+   * its endpoint are known, which is every request but the first after a start or a change; a
+   * promise only when the engine must be asked where the container is.
+   */
+  resolve(slug: string): SiteTarget | null | Promise<SiteTarget | null> {
     const site = this.site(slug)
     if (!site || site.status === 'deleted') return null
     const state = STATE[site.status]
     if (state !== 'serving') return { siteId: site.id, slug, state }
-    const endpoint = await this.d.runner.endpointOf(slug)
+    const endpoint = this.d.runner.knownEndpoint(slug)
+    if (endpoint !== undefined) return this.target(site, endpoint)
+    return this.d.runner.endpointOf(slug).then((found) => this.target(site, found))
+  }
+
+  /** The serving target of a site row and its endpoint, reused while neither changes. */
+  private target(site: SiteRow, endpoint: SiteEndpoint | null): SiteTarget {
     // Active but its container is not running: it died or was removed, and is being brought back.
-    if (!endpoint) return { siteId: site.id, slug, state: 'recovering' }
+    if (!endpoint) return { siteId: site.id, slug: site.slug, state: 'recovering' }
+    const last = this.targets.get(site.slug)
+    if (last && last.site === site && last.endpoint === endpoint) return last.target
     const modules = this.d.modules?.(site)
-    return { siteId: site.id, slug, state, upstream: { address: endpoint.address, port: endpoint.port }, ...(modules ? { modules } : {}) }
+    const target: SiteTarget = { siteId: site.id, slug: site.slug, state: 'serving', upstream: { address: endpoint.address, port: endpoint.port }, ...(modules ? { modules } : {}) }
+    this.targets.set(site.slug, { site, endpoint, target })
+    return target
   }
 
   private site(slug: string): SiteRow | null {
     const version = this.d.store.version()
     if (version !== this.version) {
       this.cache.clear()
+      this.targets.clear()
       this.linked = null
       this.version = version
     }
     let site = this.cache.get(slug)
     if (site === undefined) {
       site = this.d.sites.findLiveBySlug(slug) ?? null
-      if (this.cache.size > 10_000) this.cache.clear()
+      if (this.cache.size > 10_000) {
+        this.cache.clear()
+        this.targets.clear()
+      }
       this.cache.set(slug, site)
     }
     return site

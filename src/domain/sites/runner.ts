@@ -154,6 +154,16 @@ export class SiteRunner {
   }
 
   /**
+   * What is known without asking the engine: the endpoint, null when the container is known to
+   * be down, undefined when the engine must be asked (endpointOf).
+   */
+  knownEndpoint(slug: string): SiteEndpoint | null | undefined {
+    const known = this.endpoints.get(slug)
+    if (known) return known
+    return this.down.has(slug) ? null : undefined
+  }
+
+  /**
    * Where the running site answers: from memory, or, for a site not seen since Berth started,
    * from the engine (once); null when its container is not running.
    */
