@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest'
+import { ProtocolError } from './http1'
+import { ResponseHeads } from './response-heads'
+
+const NGINX = 'HTTP/1.1 200 OK\r\nServer: nginx\r\nContent-Type: text/html\r\nContent-Length: 12\r\nConnection: keep-alive\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2'
+
+describe('ResponseHeads', () => {
+  it("gives the client the container's end-to-end fields and Via, leaving a body's length to the listener", () => {
+    const head = new ResponseHeads().read(NGINX, 'GET')
+    expect(head).toMatchObject({ status: 200, framing: { length: 12 }, keepAlive: true })
+    expect(Object.fromEntries(head.headers)).toEqual({ 'content-type': 'text/html', server: 'nginx', via: '1.1 berth', 'set-cookie': 'b=2' })
+    expect(head.headers.getSetCookie()).toEqual(['a=1', 'b=2'])
+    expect(head.headers.has('connection')).toBe(false)
+  })
+
+  it('keeps Content-Length where no body follows (HEAD, 304)', () => {
+    const heads = new ResponseHeads()
+    expect(heads.read(NGINX, 'HEAD').headers.get('content-length')).toBe('12')
+    expect(heads.read('HTTP/1.1 304 Not Modified\r\nContent-Length: 99', 'GET').headers.get('content-length')).toBe('99')
+    // The same text after GET frames a body: the HEAD answer was not remembered for it.
+    expect(heads.read(NGINX, 'GET').headers.get('content-length')).toBeNull()
+  })
+
+  it('answers a head seen before exactly as the first time, and a Response changing its fields changes nothing kept', () => {
+    const heads = new ResponseHeads()
+    const first = heads.read(NGINX, 'GET')
+    const response = new Response('x', { headers: first.headers })
+    response.headers.delete('set-cookie')
+    response.headers.set('content-type', 'text/plain')
+    const again = heads.read(NGINX, 'GET')
+    expect(again).toBe(first)
+    expect(new Response('x', { headers: again.headers }).headers.getSetCookie()).toEqual(['a=1', 'b=2'])
+    expect(again.headers.get('content-type')).toBe('text/html')
+  })
+
+  it('reads long heads every time, the same way', () => {
+    const heads = new ResponseHeads()
+    const long = `HTTP/1.1 200 OK\r\nX-Big: ${'v'.repeat(4000)}\r\nContent-Length: 1`
+    const a = heads.read(long, 'GET')
+    const b = heads.read(long, 'GET')
+    expect(a).not.toBe(b)
+    expect(b.headers.get('x-big')).toHaveLength(4000)
+  })
+
+  it('refuses a field the client could not be given as a protocol error, every time', () => {
+    const heads = new ResponseHeads()
+    const bad = 'HTTP/1.1 200 OK\r\nX-Bad\u0000Name: 1\r\nContent-Length: 1'
+    expect(() => heads.read(bad, 'GET')).toThrow(ProtocolError)
+    expect(() => heads.read(bad, 'GET')).toThrow(/unusable response field/)
+  })
+})
