@@ -4,7 +4,7 @@
  * (steal time) take CPU from the server under test. Both are recorded with each measured run, so
  * a reader can tell a slow figure from a busy machine.
  */
-import { readFileSync } from 'node:fs'
+import { readFileSync, readdirSync } from 'node:fs'
 
 /** Aggregate counters from /proc/stat, in USER_HZ ticks. */
 export interface CpuTimes {
@@ -48,6 +48,31 @@ export function processTicks(pid: number): number {
     return 0
   }
 }
+
+/** CPU time of a running process and all its descendants (nginx's workers under its master), in ticks. */
+export function treeTicks(pid: number): number {
+  const children = new Map<number, number[]>()
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)])
+    } catch {
+      // gone meanwhile
+    }
+  }
+  let ticks = 0
+  for (const todo = [pid]; todo.length > 0; ) {
+    const p = todo.pop()!
+    ticks += processTicks(p)
+    todo.push(...(children.get(p) ?? []))
+  }
+  return ticks
+}
+
+/** Ticks to microseconds. */
+export const ticksToMicros = (ticks: number) => (ticks * 1_000_000) / TICKS_PER_SECOND
 
 /** Bun's resourceUsage() reports microseconds; converts to /proc ticks. */
 export const microsToTicks = (micros: number) => (micros * TICKS_PER_SECOND) / 1_000_000

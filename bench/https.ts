@@ -98,7 +98,7 @@ try {
           const r = await measure(target)
           if (r.non2xx > 0) throw new Error(`${target.name}: ${r.non2xx} answers outside 2xx; nginx's error log ends:\n${tail(join(dir, 'nginx', 'error.log'))}`)
           ;(results[target.name] ??= []).push(r)
-          console.log(`  ${close ? '' : `round ${round}/${ROUNDS} `}${target.name.padEnd(22)} ${Math.round(r.requestsPerSec).toString().padStart(7)} req/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms  socket errors ${r.socketErrors}`)
+          console.log(`  ${close ? '' : `round ${round}/${ROUNDS} `}${target.name.padEnd(22)} ${Math.round(r.requestsPerSec).toString().padStart(7)} req/s  CPU ${Math.round(r.serverCpuMicros).toString().padStart(4)} µs/request  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms  socket errors ${r.socketErrors}`)
         }
       }
     }
@@ -106,12 +106,14 @@ try {
     const ratio = median(results.berth!.map((r, i) => r.requestsPerSec / results.nginx![i]!.requestsPerSec))
     console.log('\nFigure                              nginx     berth   berth/nginx   goal')
     console.log(`keep-alive req/s (median of ${ROUNDS})    ${Math.round(rate('nginx')).toString().padStart(7)}   ${Math.round(rate('berth')).toString().padStart(7)}   ${ratio.toFixed(2).padStart(11)}   ≥ ${GOAL}: ${ratio >= GOAL ? 'PASS' : 'FAIL'}`)
+    const cpu = (name: string) => Math.round(median(results[name]!.map((r) => r.serverCpuMicros))).toString()
+    console.log(`CPU µs per request (median)         ${cpu('nginx').padStart(7)}   ${cpu('berth').padStart(7)}                 (reported)`)
     const handshakes = rate('berth new handshakes') / rate('nginx new handshakes')
     console.log(`new handshakes per second           ${Math.round(rate('nginx new handshakes')).toString().padStart(7)}   ${Math.round(rate('berth new handshakes')).toString().padStart(7)}   ${handshakes.toFixed(2).padStart(11)}   (reported)`)
     if (ratio < GOAL) process.exitCode = 1
   } finally {
-    nginx.kill()
-    await nginx.exited
+    for (const proc of [nginx, bare]) proc?.kill()
+    await Promise.all([nginx.exited, bare?.exited])
   }
 } finally {
   await berth.dispose()

@@ -3,7 +3,7 @@
  * warm-up, duration), so the only difference between two runs is the server.
  */
 import { spawn } from 'bun'
-import { contention, microsToTicks, processTicks, readCpuTimes, type Contention } from './cpu-contention'
+import { contention, microsToTicks, processTicks, readCpuTimes, ticksToMicros, treeTicks, type Contention } from './cpu-contention'
 import { track } from './processes'
 
 export const WRK_SETTINGS = { connections: 64, threads: 2, warmupSeconds: 3, durationSeconds: 10 }
@@ -28,6 +28,8 @@ export interface WrkResult {
   socketErrors: number
   /** What else used the machine during the run (NaN where unknown). */
   contention: Contention
+  /** CPU time of the server (with its child processes) per completed request, in µs. */
+  serverCpuMicros: number
 }
 
 export function wrkInstalled(): boolean {
@@ -48,6 +50,7 @@ export async function measure(target: WrkTarget): Promise<WrkResult> {
 async function runWrk(target: WrkTarget, seconds: number): Promise<WrkResult> {
   const before = readCpuTimes()
   const serverBefore = processTicks(target.pid)
+  const treeBefore = treeTicks(target.pid)
   const args = ['wrk', `-t${WRK_SETTINGS.threads}`, `-c${WRK_SETTINGS.connections}`, `-d${seconds}s`, '--latency']
   for (const [name, value] of Object.entries(target.headers ?? {})) args.push('-H', `${name}: ${value}`)
   if (target.script) args.push('-s', target.script)
@@ -56,12 +59,14 @@ async function runWrk(target: WrkTarget, seconds: number): Promise<WrkResult> {
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   if (code !== 0) throw new Error(`wrk failed on ${target.name} (exit ${code}):\n${out}${err}`)
   const after = readCpuTimes()
+  const serverTicks = treeTicks(target.pid) - treeBefore
   const ownTicks = processTicks(target.pid) - serverBefore + microsToTicks(Number(proc.resourceUsage()?.cpuTime.total ?? 0))
-  return { ...parseWrk(out), contention: contention(before, after, ownTicks) }
+  const report = parseWrk(out)
+  return { ...report, contention: contention(before, after, ownTicks), serverCpuMicros: ticksToMicros(serverTicks) / report.requests }
 }
 
 /** Parses wrk 4's text report (with --latency). Exported for checking against saved output. */
-export function parseWrk(out: string): Omit<WrkResult, 'contention'> {
+export function parseWrk(out: string): Omit<WrkResult, 'contention' | 'serverCpuMicros'> {
   const rps = /^Requests\/sec:\s+([\d.]+)/m.exec(out)
   const p50 = /^\s+50%\s+([\d.]+)(us|ms|s|m)\s*$/m.exec(out)
   const p99 = /^\s+99%\s+([\d.]+)(us|ms|s|m)\s*$/m.exec(out)

@@ -8,9 +8,9 @@ describe('ResponseHeads', () => {
   it("gives the client the container's end-to-end fields and Via, leaving a body's length to the listener", () => {
     const head = new ResponseHeads().read(NGINX, 'GET')
     expect(head).toMatchObject({ status: 200, framing: { length: 12 }, keepAlive: true })
-    expect(Object.fromEntries(head.headers)).toEqual({ 'content-type': 'text/html', server: 'nginx', via: '1.1 berth', 'set-cookie': 'b=2' })
+    const names = ['content-type', 'server', 'via', 'content-length', 'connection']
+    expect(names.map((n) => head.headers.get(n))).toEqual(['text/html', 'nginx', '1.1 berth', null, null])
     expect(head.headers.getSetCookie()).toEqual(['a=1', 'b=2'])
-    expect(head.headers.has('connection')).toBe(false)
   })
 
   it('keeps Content-Length where no body follows (HEAD, 304)', () => {
