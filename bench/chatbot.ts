@@ -17,7 +17,8 @@
 import { Database } from 'bun:sqlite'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { SiteIndex, toMatchQuery } from '../src/modules/chatbot/site-index'
+import { toMatchQuery } from '../src/modules/chatbot/query'
+import { SiteIndex } from '../src/modules/chatbot/site-index'
 import { cleanupOnExit, tempDir } from './processes'
 import { median } from './stats'
 

@@ -3,7 +3,9 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, unli
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { extractPage, pageUrl, PASSAGE_MAX, PASSAGE_MIN, SiteIndex, splitPassages, toMatchQuery } from './site-index'
+import { extractPage, pageUrl, PASSAGE_MAX, PASSAGE_MIN, splitPassages } from './page-text'
+import { toMatchQuery } from './query'
+import { SiteIndex } from './site-index'
 
 const temp = mkdtempSync(join(tmpdir(), 'berth-site-index-'))
 afterAll(() => rmSync(temp, { recursive: true, force: true }))
