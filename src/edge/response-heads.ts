@@ -33,12 +33,21 @@ export class ResponseHeads {
     if (seen !== undefined) return seen
     const parsed = parseResponseHead(text, method)
     const head: ReadHead = { ...parsed, headers: parsed.status < 200 ? new Headers() : clientHeaders(parsed) }
-    if (keep) {
+    // A head that sets a cookie is usually one of a kind (a session per visitor): kept, it would
+    // only push out the heads that do come back.
+    if (keep && !setsCookie(parsed.fields)) {
       if (this.known.size >= MAX_KNOWN) this.known.clear()
       this.known.set(text, head)
     }
     return head
   }
+}
+
+function setsCookie(fields: string[]): boolean {
+  for (let i = 0; i < fields.length; i += 2) {
+    if (fields[i]!.length === 10 && fields[i]!.toLowerCase() === 'set-cookie') return true
+  }
+  return false
 }
 
 function clientHeaders(head: ResponseHead): Headers {
