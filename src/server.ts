@@ -145,7 +145,6 @@ export function startServer(s: Services): RunningServer {
     s.certs.subscribe(refreshCertificates)
     refreshCertificates()
   }
-  s.certs.start()
   // Berth's authoritative DNS (design.md, DNS details); a port it cannot take is logged and the
   // rest of Berth keeps serving.
   const dnsListen = s.config.dns.listen
@@ -155,6 +154,13 @@ export function startServer(s: Services): RunningServer {
         return null
       })
     : Promise.resolve(null)
+  // Certificates are ordered once Berth's DNS listens: a DNS-01 answer and the pre-flight (which
+  // may ask this very server) need it, and a first order failing on a port not yet open would wait
+  // an hour for its retry.
+  let stopping = false
+  void dns.then(() => {
+    if (!stopping) s.certs.start()
+  })
   const reconcile = () => s.reconciler.reconcile().catch((err) => s.log.error('reconcile failed', { error: (err as Error).message }))
   let unfollow = () => {}
   const first = setTimeout(() => {
@@ -180,6 +186,7 @@ export function startServer(s: Services): RunningServer {
     server,
     url,
     async stop() {
+      stopping = true
       clearTimeout(first)
       unfollow()
       mcp.close()
