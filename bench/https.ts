@@ -13,7 +13,8 @@
  *
  * BARE=<script> adds a bare Bun TLS proxy as a third reference (e.g. a 3-line Bun.serve with
  * `tls` whose fetch calls fetch() to the container; argv: cert, key, upstream, port). HOLD=<s>
- * keeps everything up that long after set-up, printing the URLs and Berth's pid, for profilers.
+ * keeps everything up that long after set-up, printing the URLs and Berth's pid, for profilers,
+ * then measures; Ctrl-C during the hold takes everything down without measuring.
  */
 import { spawn, spawnSync } from 'bun'
 import Docker from 'dockerode'
@@ -71,46 +72,57 @@ try {
   const bare = process.env.BARE ? track(spawn(['bun', process.env.BARE, cert!, certKey!, upstream, String(barePort)], { stdout: 'ignore', stderr: 'inherit' })) : null
   try {
     await waitFor(`https://127.0.0.1:${nginxPort}/`, host)
+    let interrupted = false
     if (process.env.HOLD) {
       // HOLD=1: keep everything up for manual measurement (profilers, strace) and print where.
       console.log(JSON.stringify({ host, nginx: `https://127.0.0.1:${nginxPort}/`, berth: `https://127.0.0.1:${tlsPort}/`, berthPid: berth.proc.pid, bare: bare ? `https://127.0.0.1:${barePort}/` : null }))
-      await Bun.sleep(Number(process.env.HOLD) * 1000)
+      // Ctrl-C ends the hold, skips the measurements and takes everything down (Pebble, nginx, the site).
+      process.removeAllListeners('SIGINT')
+      interrupted = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), Number(process.env.HOLD) * 1000)
+        process.once('SIGINT', () => {
+          clearTimeout(timer)
+          resolve(true)
+        })
+      })
     }
-    const targets = (close: boolean): WrkTarget[] => {
-      // Capitalised: wrk adds its own Host unless one named exactly 'Host' is given.
-      const headers = { Host: host, ...(close ? { Connection: 'close' } : {}) }
-      return [
-        { name: `nginx${close ? ' new handshakes' : ''}`, url: `https://127.0.0.1:${nginxPort}/`, pid: nginx.pid, headers },
-        { name: `berth${close ? ' new handshakes' : ''}`, url: `https://127.0.0.1:${tlsPort}/`, pid: berth.proc.pid, headers },
-        ...(bare && !close ? [{ name: 'bare bun fetch proxy', url: `https://127.0.0.1:${barePort}/`, pid: bare.pid, headers }] : []),
-        ...(process.env.PLAIN ? [
-          { name: 'berth api https', url: `https://127.0.0.1:${tlsPort}/api/v1/auth/whoami/`, pid: berth.proc.pid, headers: { Authorization: `Bearer ${key}` } },
-          { name: 'berth api http', url: `http://127.0.0.1:${port}/api/v1/auth/whoami/`, pid: berth.proc.pid, headers: { Authorization: `Bearer ${key}` } },
-        ] : []),
-      ]
-    }
-    console.log(`HTTPS: Berth's edge against nginx ${nginxVersion()} (1 worker), same certificate, same container; wrk -t${WRK_SETTINGS.threads} -c${WRK_SETTINGS.connections}, ${WRK_SETTINGS.warmupSeconds} s warm-up + ${WRK_SETTINGS.durationSeconds} s, ${ROUNDS} rounds`)
-    const results: Record<string, WrkResult[]> = {}
-    for (const close of [false, true]) {
-      for (let round = 1; round <= (close ? 1 : process.env.PLAIN ? 1 : ROUNDS); round++) {
-        for (const target of targets(close)) {
-          await warmUp(target)
-          const r = await measure(target)
-          if (r.non2xx > 0) throw new Error(`${target.name}: ${r.non2xx} answers outside 2xx; nginx's error log ends:\n${tail(join(dir, 'nginx', 'error.log'))}`)
-          ;(results[target.name] ??= []).push(r)
-          console.log(`  ${close ? '' : `round ${round}/${ROUNDS} `}${target.name.padEnd(22)} ${Math.round(r.requestsPerSec).toString().padStart(7)} req/s  CPU ${Math.round(r.serverCpuMicros).toString().padStart(4)} µs/request  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms  socket errors ${r.socketErrors}`)
+    if (!interrupted) {
+      const targets = (close: boolean): WrkTarget[] => {
+        // Capitalised: wrk adds its own Host unless one named exactly 'Host' is given.
+        const headers = { Host: host, ...(close ? { Connection: 'close' } : {}) }
+        return [
+          { name: `nginx${close ? ' new handshakes' : ''}`, url: `https://127.0.0.1:${nginxPort}/`, pid: nginx.pid, headers },
+          { name: `berth${close ? ' new handshakes' : ''}`, url: `https://127.0.0.1:${tlsPort}/`, pid: berth.proc.pid, headers },
+          ...(bare && !close ? [{ name: 'bare bun fetch proxy', url: `https://127.0.0.1:${barePort}/`, pid: bare.pid, headers }] : []),
+          ...(process.env.PLAIN ? [
+            { name: 'berth api https', url: `https://127.0.0.1:${tlsPort}/api/v1/auth/whoami/`, pid: berth.proc.pid, headers: { Authorization: `Bearer ${key}` } },
+            { name: 'berth api http', url: `http://127.0.0.1:${port}/api/v1/auth/whoami/`, pid: berth.proc.pid, headers: { Authorization: `Bearer ${key}` } },
+          ] : []),
+        ]
+      }
+      console.log(`HTTPS: Berth's edge against nginx ${nginxVersion()} (1 worker), same certificate, same container; wrk -t${WRK_SETTINGS.threads} -c${WRK_SETTINGS.connections}, ${WRK_SETTINGS.warmupSeconds} s warm-up + ${WRK_SETTINGS.durationSeconds} s, ${ROUNDS} rounds`)
+      const results: Record<string, WrkResult[]> = {}
+      for (const close of [false, true]) {
+        for (let round = 1; round <= (close ? 1 : process.env.PLAIN ? 1 : ROUNDS); round++) {
+          for (const target of targets(close)) {
+            await warmUp(target)
+            const r = await measure(target)
+            if (r.non2xx > 0) throw new Error(`${target.name}: ${r.non2xx} answers outside 2xx; nginx's error log ends:\n${tail(join(dir, 'nginx', 'error.log'))}`)
+            ;(results[target.name] ??= []).push(r)
+            console.log(`  ${close ? '' : `round ${round}/${ROUNDS} `}${target.name.padEnd(22)} ${Math.round(r.requestsPerSec).toString().padStart(7)} req/s  CPU ${Math.round(r.serverCpuMicros).toString().padStart(4)} µs/request  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms  socket errors ${r.socketErrors}`)
+          }
         }
       }
+      const rate = (name: string) => median(results[name]!.map((r) => r.requestsPerSec))
+      const ratio = median(results.berth!.map((r, i) => r.requestsPerSec / results.nginx![i]!.requestsPerSec))
+      console.log('\nFigure                              nginx     berth   berth/nginx   goal')
+      console.log(`keep-alive req/s (median of ${ROUNDS})    ${Math.round(rate('nginx')).toString().padStart(7)}   ${Math.round(rate('berth')).toString().padStart(7)}   ${ratio.toFixed(2).padStart(11)}   ≥ ${GOAL}: ${ratio >= GOAL ? 'PASS' : 'FAIL'}`)
+      const cpu = (name: string) => Math.round(median(results[name]!.map((r) => r.serverCpuMicros))).toString()
+      console.log(`CPU µs per request (median)         ${cpu('nginx').padStart(7)}   ${cpu('berth').padStart(7)}                 (reported)`)
+      const handshakes = rate('berth new handshakes') / rate('nginx new handshakes')
+      console.log(`new handshakes per second           ${Math.round(rate('nginx new handshakes')).toString().padStart(7)}   ${Math.round(rate('berth new handshakes')).toString().padStart(7)}   ${handshakes.toFixed(2).padStart(11)}   (reported)`)
+      if (ratio < GOAL) process.exitCode = 1
     }
-    const rate = (name: string) => median(results[name]!.map((r) => r.requestsPerSec))
-    const ratio = median(results.berth!.map((r, i) => r.requestsPerSec / results.nginx![i]!.requestsPerSec))
-    console.log('\nFigure                              nginx     berth   berth/nginx   goal')
-    console.log(`keep-alive req/s (median of ${ROUNDS})    ${Math.round(rate('nginx')).toString().padStart(7)}   ${Math.round(rate('berth')).toString().padStart(7)}   ${ratio.toFixed(2).padStart(11)}   ≥ ${GOAL}: ${ratio >= GOAL ? 'PASS' : 'FAIL'}`)
-    const cpu = (name: string) => Math.round(median(results[name]!.map((r) => r.serverCpuMicros))).toString()
-    console.log(`CPU µs per request (median)         ${cpu('nginx').padStart(7)}   ${cpu('berth').padStart(7)}                 (reported)`)
-    const handshakes = rate('berth new handshakes') / rate('nginx new handshakes')
-    console.log(`new handshakes per second           ${Math.round(rate('nginx new handshakes')).toString().padStart(7)}   ${Math.round(rate('berth new handshakes')).toString().padStart(7)}   ${handshakes.toFixed(2).padStart(11)}   (reported)`)
-    if (ratio < GOAL) process.exitCode = 1
   } finally {
     for (const proc of [nginx, bare]) proc?.kill()
     await Promise.all([nginx.exited, bare?.exited])
