@@ -3,7 +3,7 @@
  * warm-up, duration), so the only difference between two runs is the server.
  */
 import { spawn } from 'bun'
-import { contention, microsToTicks, processTicks, readCpuTimes, ticksToMicros, treeTicks, type Contention } from './cpu-contention'
+import { contention, microsToTicks, readCpuTimes, ticksToMicros, treeTicks, type Contention } from './cpu-contention'
 import { track } from './processes'
 
 export const WRK_SETTINGS = { connections: 64, threads: 2, warmupSeconds: 3, durationSeconds: 10 }
@@ -49,8 +49,8 @@ export async function measure(target: WrkTarget): Promise<WrkResult> {
 
 async function runWrk(target: WrkTarget, seconds: number): Promise<WrkResult> {
   const before = readCpuTimes()
-  const serverBefore = processTicks(target.pid)
-  const treeBefore = treeTicks(target.pid)
+  // The server with its child processes (nginx's workers): its own CPU, not contention.
+  const serverBefore = treeTicks(target.pid)
   const args = ['wrk', `-t${WRK_SETTINGS.threads}`, `-c${WRK_SETTINGS.connections}`, `-d${seconds}s`, '--latency']
   for (const [name, value] of Object.entries(target.headers ?? {})) args.push('-H', `${name}: ${value}`)
   if (target.script) args.push('-s', target.script)
@@ -59,8 +59,8 @@ async function runWrk(target: WrkTarget, seconds: number): Promise<WrkResult> {
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   if (code !== 0) throw new Error(`wrk failed on ${target.name} (exit ${code}):\n${out}${err}`)
   const after = readCpuTimes()
-  const serverTicks = treeTicks(target.pid) - treeBefore
-  const ownTicks = processTicks(target.pid) - serverBefore + microsToTicks(Number(proc.resourceUsage()?.cpuTime.total ?? 0))
+  const serverTicks = treeTicks(target.pid) - serverBefore
+  const ownTicks = serverTicks + microsToTicks(Number(proc.resourceUsage()?.cpuTime.total ?? 0))
   const report = parseWrk(out)
   return { ...report, contention: contention(before, after, ownTicks), serverCpuMicros: ticksToMicros(serverTicks) / report.requests }
 }
