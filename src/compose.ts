@@ -369,11 +369,19 @@ function secretOf(store: Store, key: string): Buffer {
   })
 }
 
+/**
+ * The installation's id, or null before the first start. It is in the name and the
+ * `dev.berth.instance` label of every container, network and volume Berth makes (`berth instance`).
+ */
+export function readInstanceId(store: Store): string | null {
+  return store.db.select().from(settings).where(eq(settings.key, 'instance_id')).get()?.value ?? null
+}
+
 /** The installation's random id, created on first start and kept in the store. */
 function instanceIdOf(store: Store): string {
   return store.write(() => {
-    const row = store.db.select().from(settings).where(eq(settings.key, 'instance_id')).get()
-    if (row) return row.value
+    const existing = readInstanceId(store)
+    if (existing) return existing
     const id = Buffer.from(crypto.getRandomValues(new Uint8Array(4))).toString('hex')
     store.db.insert(settings).values({ key: 'instance_id', value: id }).run()
     return id

@@ -1,7 +1,7 @@
 import { spawnSync } from 'bun'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { COMMANDS } from '../src/cli'
 import { BINARY } from './helpers/binary'
@@ -31,6 +31,31 @@ describe('berth command line', () => {
     expect(bad.code).toBe(2)
     expect(bad.err).toContain("Unknown option '--colour'")
     expect(run(['plans']).err).toContain('needs a subcommand')
+  })
+
+  it.each([['images', '--help'], ['help', 'images'], ['plans', '-h']])('%s %s lists the group\'s subcommands', (...args) => {
+    const res = run(args)
+    expect(res.code).toBe(0)
+    expect(res.err).toBe('')
+    const group = args.find((a) => a !== 'help' && !a.startsWith('-'))!
+    expect(res.out).toContain(`Usage: berth ${group} <subcommand>`)
+    for (const c of COMMANDS.filter((c) => c.path[0] === group)) expect(res.out).toMatch(new RegExp(`^  ${c.path.join(' ')} +${c.summary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'))
+  })
+
+  it('images build keeps up-to-date images on a host without busybox-static, and says why a rebuild cannot run', () => {
+    // The host's /bin/busybox hidden behind an empty file, in a mount namespace of this command only.
+    const empty = join(mkdtempSync(join(tmpdir(), 'berth-cli-')), 'busybox')
+    writeFileSync(empty, '')
+    const hidden = (...args: string[]) => {
+      const p = spawnSync(['unshare', '--mount', '--propagation', 'private', 'sh', '-c', `mount --bind ${empty} /bin/busybox && exec "$@"`, 'sh', BINARY, 'images', 'build', '--only', 'static', ...args], { stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH ?? '' } })
+      return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() }
+    }
+    const kept = hidden('--json', '--data-dir', dirname(empty))
+    expect(kept.code, kept.err).toBe(0)
+    expect(JSON.parse(kept.out)).toMatchObject([{ image: 'berth/static:1', status: 'up-to-date' }])
+    const rebuild = hidden('--rebuild', '--data-dir', dirname(empty))
+    expect(rebuild.code).toBe(1)
+    expect(rebuild.err).toContain('busybox-static')
   })
 
   it('prints --json on every admin command', () => {

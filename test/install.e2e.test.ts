@@ -1,14 +1,22 @@
-import { spawnSync } from 'bun'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { spawn, spawnSync } from 'bun'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { renderUnit } from '../src/install/unit'
-import { BINARY } from './helpers/binary'
+import { BINARY, freePort } from './helpers/binary'
 
 const run = (...args: string[]) => {
   const p = spawnSync([BINARY, ...args], { stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH } })
   return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() }
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time')
+    await Bun.sleep(50)
+  }
 }
 
 describe('berth install', () => {
@@ -17,15 +25,81 @@ describe('berth install', () => {
     const res = run('install', '--root', root, '--json')
     expect(res.code).toBe(0)
     const out = JSON.parse(res.out)
-    expect(out.actions).toMatchObject({ config: 'written', unit: 'written', binary: 'copied' })
+    expect(out.actions).toMatchObject({ config: 'written', unit: 'written', binary: 'copied', sysctl: 'written' })
+    expect(readFileSync(join(root, 'etc/sysctl.d/60-berth.conf'), 'utf8')).toBe('net.ipv4.tcp_migrate_req = 1\n')
     expect(statSync(join(root, 'var/lib/berth')).mode & 0o777).toBe(0o750)
     expect(statSync(join(root, 'usr/local/bin/berth')).mode & 0o111).toBeTruthy()
     expect(readFileSync(join(root, 'etc/systemd/system/berth.service'), 'utf8')).toBe(renderUnit())
     const config = readFileSync(join(root, 'etc/berth/berth.toml'), 'utf8')
-    expect(config).toContain('data_dir = "/var/lib/berth"')
+    // What docs/install.md says a new config sets, and nothing else.
+    const set = config.split('\n').filter((l) => l.trim() && !l.startsWith('#') && !l.startsWith('['))
+    expect(set).toEqual(['data_dir = "/var/lib/berth"', 'listen = "0.0.0.0:53"', 'listen = "0.0.0.0:443"'])
+    expect(config).toMatch(/\[dns\][^[]*\nlisten = "0\.0\.0\.0:53"/)
+    expect(config).toMatch(/\[tls\][^[]*\nlisten = "0\.0\.0\.0:443"/)
     // The written config is a valid config for the installed binary.
     const check = spawnSync([join(root, 'usr/local/bin/berth'), 'migrate', '--dry-run', '--json', '--config', join(root, 'etc/berth/berth.toml'), '--data-dir', join(root, 'var/lib/berth')], { stdout: 'pipe', stderr: 'pipe' })
     expect(check.exitCode, check.stderr.toString()).toBe(0)
+  })
+
+  it('says what it wrote, the sysctl file included, in its output and its --help', () => {
+    const root = mkdtempSync(join(tmpdir(), 'berth-root-'))
+    const res = run('install', '--root', root, '--no-binary')
+    expect(res.code).toBe(0)
+    expect(res.out).toContain(`sysctl   ${join(root, 'etc/sysctl.d/60-berth.conf')}: net.ipv4.tcp_migrate_req = 1 (written)`)
+    const help = run('install', '--help').out.replace(/\s+/g, ' ')
+    expect(help).toContain('/etc/sysctl.d/60-berth.conf (net.ipv4.tcp_migrate_req = 1')
+    expect(help).toContain('runs sysctl -p on that file')
+  })
+
+  it('upgrades the binary while it runs: the new file is renamed over the running one', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'berth-root-'))
+    expect(run('install', '--root', root).code).toBe(0)
+    const installed = join(root, 'usr/local/bin/berth')
+    const port = await freePort()
+    const old = spawn([installed, 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', join(root, 'var/lib/berth')], { env: { PATH: process.env.PATH, BERTH_DNS_LISTEN: 'off' }, stdout: 'ignore', stderr: 'ignore' })
+    try {
+      await until(async () => (await fetch(`http://127.0.0.1:${port}/api/v1/status/`).catch(() => null))?.status === 200)
+      const before = statSync(installed).ino
+      // Writing into a running executable fails with ETXTBSY; this used to, after the unit was rewritten.
+      const res = run('install', '--root', root, '--json')
+      expect(res.code, res.err).toBe(0)
+      expect(JSON.parse(res.out).actions.binary).toBe('copied')
+      expect(statSync(installed).ino).not.toBe(before)
+      expect(statSync(installed).size).toBe(statSync(BINARY).size)
+      expect(statSync(installed).mode & 0o777).toBe(0o755)
+      // The running one goes on until restarted; nothing is left beside the binary.
+      expect((await fetch(`http://127.0.0.1:${port}/api/v1/status/`)).status).toBe(200)
+      expect(readdirSync(join(root, 'usr/local/bin'))).toEqual(['berth'])
+    } finally {
+      old.kill()
+      await old.exited
+      rmSync(root, { recursive: true, force: true })
+    }
+  }, 60_000)
+
+  it('changes nothing when something is in the way', () => {
+    // A fresh install: the unit's place is taken by a folder.
+    const fresh = mkdtempSync(join(tmpdir(), 'berth-root-'))
+    mkdirSync(join(fresh, 'etc/systemd/system/berth.service'), { recursive: true })
+    const res = run('install', '--root', fresh)
+    expect(res.code).toBe(1)
+    expect(res.err).toContain(`${join(fresh, 'etc/systemd/system/berth.service')} is a folder`)
+    expect(res.err).toContain('nothing was changed')
+    for (const path of ['etc/berth', 'var/lib/berth', 'usr/local/bin', 'etc/sysctl.d']) expect(existsSync(join(fresh, path)), path).toBe(false)
+
+    // An upgrade: the old unit stays as it was when the sysctl folder cannot be made.
+    const upgrade = mkdtempSync(join(tmpdir(), 'berth-root-'))
+    expect(run('install', '--root', upgrade, '--no-binary').code).toBe(0)
+    const unit = join(upgrade, 'etc/systemd/system/berth.service')
+    writeFileSync(unit, '# the previous version\n')
+    rmSync(join(upgrade, 'etc/sysctl.d'), { recursive: true })
+    writeFileSync(join(upgrade, 'etc/sysctl.d'), 'not a folder')
+    const failed = run('install', '--root', upgrade)
+    expect(failed.code).toBe(1)
+    expect(failed.err).toContain(`${join(upgrade, 'etc/sysctl.d')} is not a folder`)
+    expect(readFileSync(unit, 'utf8')).toBe('# the previous version\n')
+    expect(existsSync(join(upgrade, 'usr/local/bin/berth'))).toBe(false)
+    expect(readdirSync(join(upgrade, 'etc/systemd/system'))).toEqual(['berth.service'])
   })
 
   it('never overwrites an existing config', () => {
@@ -62,6 +136,8 @@ describe('berth install', () => {
     expect(unit).toMatch(/^ReadWritePaths=.*-\/var\/lib\/docker\/volumes/m)
     expect(unit).toMatch(/^After=.*docker\.service/m)
     expect(unit).toMatch(/^RestrictAddressFamilies=.*AF_UNIX/m)
+    // Its seccomp filter answers openat2 with ENOSYS and refuses setgid bits (systemd-unit.e2e).
+    expect(unit).not.toMatch(/^RestrictSUIDSGID=/m)
   })
 
   it('the committed systemd/berth.service is the rendered unit', () => {

@@ -4,6 +4,7 @@ import { VERSION } from '../version'
 import { createOutput, parseCommandArgs, renderHelp, UsageError, type Command } from './command'
 import { imagesBuildCommand } from './images'
 import { installCommand } from './install'
+import { instanceCommand } from './instance'
 import { migrateCommand } from './migrate'
 import { plansAddCommand, plansDeprecateCommand, plansListCommand } from './plans'
 import { serveCommand } from './serve'
@@ -17,6 +18,7 @@ export const COMMANDS: Command[] = [
   plansDeprecateCommand,
   imagesBuildCommand,
   installCommand,
+  instanceCommand,
   versionCommand,
 ]
 
@@ -37,6 +39,19 @@ export function renderMainHelp(): string {
   ].join('\n')
 }
 
+/** `berth images --help`: the subcommands of a group, each with its summary. */
+function renderGroupHelp(name: string, group: Command[]): string {
+  const width = Math.max(...group.map((c) => c.path.join(' ').length)) + 2
+  return [
+    `Usage: berth ${name} <subcommand> [options]`,
+    '',
+    'Subcommands:',
+    ...group.map((c) => `  ${c.path.join(' ').padEnd(width)}${c.summary}`),
+    '',
+    `Run berth ${name} <subcommand> --help for its options.`,
+  ].join('\n')
+}
+
 /** Runs the command line; returns the exit status. */
 export async function runCli(argv: string[], env: Record<string, string | undefined>): Promise<number> {
   if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help' && argv.length === 1) {
@@ -51,6 +66,10 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   const out = createOutput(json)
   if (!cmd) {
     const group = COMMANDS.filter((c) => c.path[0] === words[0])
+    if (group.length > 0 && (wantsHelpFor || words.includes('--help') || words.includes('-h'))) {
+      process.stdout.write(renderGroupHelp(words[0], group) + '\n')
+      return 0
+    }
     if (group.length > 0) {
       out.error(`'${words.join(' ')}' needs a subcommand: ${group.map((c) => c.path.join(' ')).join(', ')}`)
     } else {

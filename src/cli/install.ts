@@ -1,21 +1,30 @@
-import { chmodSync, copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { basename, join } from 'node:path'
+import { MIGRATE_SYSCTL } from '../edge/https'
 import { renderConfigFile } from '../install/config-file'
 import { renderUnit } from '../install/unit'
-import { MIGRATE_SYSCTL } from '../edge/https'
+import { InstallError, writeAllOrNothing, type PlannedFile } from '../install/write-all'
+import { COMMON_OPTIONS, type Command } from './command'
 
 const SYSCTL_FILE = '/etc/sysctl.d/60-berth.conf'
-import { COMMON_OPTIONS, type Command } from './command'
+/** The keys a new config sets; every other key is written commented out, with its default. */
+const NEW_CONFIG = { 'server.data_dir': '/var/lib/berth', 'dns.listen': '0.0.0.0:53', 'tls.listen': '0.0.0.0:443' }
 
 export const installCommand: Command = {
   path: ['install'],
-  summary: 'Lay out /etc/berth, /var/lib/berth, the binary and the systemd unit.',
+  summary: 'Lay out /etc/berth, /var/lib/berth, the binary, the systemd unit and a sysctl setting.',
   usage: 'berth install [--root DIR] [--no-binary] [--json]',
   description: [
-    'Writes /etc/berth/berth.toml (only if absent: an existing config is never overwritten),',
-    'creates /var/lib/berth (mode 0750), copies this executable to /usr/local/bin/berth and writes',
-    '/etc/systemd/system/berth.service. Then: systemctl daemon-reload && systemctl enable --now berth.',
-    'With --root every path is placed under DIR instead (for packaging and tests) and systemctl is not run.',
+    'Writes /etc/berth/berth.toml (only if absent: an existing config is never overwritten; a new one',
+    'sets data_dir, dns.listen 0.0.0.0:53 and tls.listen 0.0.0.0:443), creates /var/lib/berth (mode',
+    '0750), copies this executable to /usr/local/bin/berth, writes /etc/systemd/system/berth.service',
+    `and ${SYSCTL_FILE} (${MIGRATE_SYSCTL} = 1: a renewed certificate's HTTPS listener takes over`,
+    'the old one\'s queued connections), then runs sysctl -p on that file and systemctl daemon-reload.',
+    'Everything is checked and written beside its target first, then renamed into place: on failure',
+    'nothing is changed, and the binary is replaced even while the service runs (systemctl restart',
+    'berth then starts the new one). Next: systemctl enable --now berth.',
+    'With --root every path is placed under DIR instead (for packaging and tests) and neither sysctl',
+    'nor systemctl is run.',
   ].join('\n'),
   options: {
     root: { type: 'string', value: 'DIR', help: 'Install under DIR instead of / (default /).' },
@@ -26,61 +35,82 @@ export const installCommand: Command = {
   async run(ctx) {
     const root = (ctx.values.root as string | undefined) ?? '/'
     const at = (p: string) => join(root, p)
-    const written: Record<string, string> = {}
-    mkdirSync(at('/etc/berth'), { recursive: true, mode: 0o755 })
-    mkdirSync(at('/var/lib/berth'), { recursive: true, mode: 0o750 })
-    chmodSync(at('/var/lib/berth'), 0o750)
-    mkdirSync(at('/etc/systemd/system'), { recursive: true })
-    mkdirSync(at('/usr/local/bin'), { recursive: true })
-
-    const configPath = at('/etc/berth/berth.toml')
-    if (existsSync(configPath)) written.config = 'kept'
-    else {
-      writeFileSync(configPath, renderConfigFile({ 'server.data_dir': '/var/lib/berth', 'dns.listen': '0.0.0.0:53', 'tls.listen': '0.0.0.0:443' }), { mode: 0o640 })
-      written.config = 'written'
+    const paths = {
+      config: at('/etc/berth/berth.toml'),
+      data_dir: at('/var/lib/berth'),
+      unit: at('/etc/systemd/system/berth.service'),
+      binary: at('/usr/local/bin/berth'),
+      sysctl: at(SYSCTL_FILE),
     }
-    writeFileSync(at('/etc/systemd/system/berth.service'), renderUnit('/usr/local/bin/berth'), { mode: 0o644 })
-    written.unit = 'written'
+    const actions: Record<string, string> = {}
+    const files: PlannedFile[] = []
+
+    if (existsSync(paths.config)) actions.config = 'kept'
+    else {
+      files.push({ path: paths.config, mode: 0o640, content: renderConfigFile(NEW_CONFIG) })
+      actions.config = 'written'
+    }
+    files.push({ path: paths.unit, mode: 0o644, content: renderUnit('/usr/local/bin/berth') })
+    actions.unit = 'written'
     // A renewed certificate opens a new HTTPS listener beside the old one (SO_REUSEPORT); with this
     // the kernel hands the old one's queued connections to the new one instead of resetting them.
-    mkdirSync(at('/etc/sysctl.d'), { recursive: true })
-    writeFileSync(at(SYSCTL_FILE), `${MIGRATE_SYSCTL} = 1\n`, { mode: 0o644 })
-    written.sysctl = 'written'
-
+    files.push({ path: paths.sysctl, mode: 0o644, content: `${MIGRATE_SYSCTL} = 1\n` })
+    actions.sysctl = 'written'
     const self = process.execPath
-    if (ctx.values['no-binary'] === true) written.binary = 'skipped'
-    else if (basename(self) === 'bun') written.binary = 'skipped (running under bun, not the compiled berth)'
-    else if (self === at('/usr/local/bin/berth')) written.binary = 'already in place'
+    if (ctx.values['no-binary'] === true) actions.binary = 'skipped'
+    else if (basename(self) === 'bun') actions.binary = 'skipped (running under bun, not the compiled berth)'
+    else if (self === paths.binary) actions.binary = 'already in place'
     else {
-      copyFileSync(self, at('/usr/local/bin/berth'))
-      chmodSync(at('/usr/local/bin/berth'), 0o755)
-      written.binary = 'copied'
+      files.push({ path: paths.binary, mode: 0o755, content: { copyOf: self } })
+      actions.binary = 'copied'
+    }
+
+    try {
+      writeAllOrNothing([
+        { path: at('/etc/berth'), mode: 0o755 },
+        { path: paths.data_dir, mode: 0o750, enforceMode: true },
+        { path: at('/etc/systemd/system'), mode: 0o755 },
+        { path: at('/etc/sysctl.d'), mode: 0o755 },
+        { path: at('/usr/local/bin'), mode: 0o755 },
+      ], files)
+    } catch (err) {
+      if (err instanceof InstallError) {
+        ctx.out.error(err.message)
+        return 1
+      }
+      throw err
     }
 
     if (root === '/') {
-      const sysctl = Bun.spawnSync(['sysctl', '-q', '-p', SYSCTL_FILE], { stderr: 'pipe' })
-      if (sysctl.exitCode === 0) written.sysctl = 'written and applied'
-      const reload = Bun.spawnSync(['systemctl', 'daemon-reload'], { stderr: 'pipe' })
-      written.systemd = reload.exitCode === 0 ? 'reloaded' : 'not reloaded (systemctl unavailable)'
+      actions.sysctl = applySysctl(paths.sysctl)
+      actions.systemd = run(['systemctl', 'daemon-reload']) === null ? 'reloaded' : 'not reloaded (systemctl unavailable)'
     }
-    const result = {
-      root,
-      paths: {
-        config: configPath,
-        data_dir: at('/var/lib/berth'),
-        unit: at('/etc/systemd/system/berth.service'),
-        binary: at('/usr/local/bin/berth'),
-      },
-      actions: written,
-      next: root === '/' ? 'systemctl enable --now berth' : null,
-    }
+    const result = { root, paths, actions, next: root === '/' ? 'systemctl enable --now berth' : null }
     ctx.out.result(result, () => [
-      `config   ${result.paths.config} (${written.config})`,
-      `data     ${result.paths.data_dir}`,
-      `unit     ${result.paths.unit}`,
-      `binary   ${result.paths.binary} (${written.binary})`,
-      ...(root === '/' ? ['', 'Next: edit /etc/berth/berth.toml, then systemctl enable --now berth'] : []),
+      `config   ${paths.config} (${actions.config})`,
+      `data     ${paths.data_dir}`,
+      `unit     ${paths.unit} (${actions.unit}${actions.systemd ? `; systemd ${actions.systemd}` : ''})`,
+      `sysctl   ${paths.sysctl}: ${MIGRATE_SYSCTL} = 1 (${actions.sysctl})`,
+      `binary   ${paths.binary} (${actions.binary})`,
+      ...(root === '/' ? ['', 'Next: edit /etc/berth/berth.toml, then systemctl enable --now berth', '(upgrading a running Berth: systemctl restart berth)'] : []),
     ].join('\n'))
     return 0
   },
+}
+
+/** `sysctl -p` on the file just written: what happened, for the output. */
+function applySysctl(file: string): string {
+  const failed = run(['sysctl', '-q', '-p', file])
+  return failed === null ? 'written and applied' : `written, not applied: ${failed}`
+}
+
+/** Runs a command; null when it exits 0, else why it failed (one line). */
+function run(argv: string[]): string | null {
+  try {
+    const p = Bun.spawnSync(argv, { stdout: 'ignore', stderr: 'pipe' })
+    if (p.exitCode === 0) return null
+    return p.stderr.toString().trim().split('\n')[0] || `${argv[0]} exited with status ${p.exitCode}`
+  } catch {
+    return `${argv[0]} not found`
+  }
 }

@@ -1,4 +1,5 @@
 import { buildServices } from '../compose'
+import { probeOpenat2 } from '../drivers/files/syscalls'
 import { startServer } from '../server'
 import { VERSION } from '../version'
 import { COMMON_OPTIONS, STORE_OPTIONS, type Command } from './command'
@@ -44,6 +45,9 @@ export const serveCommand: Command = {
       config_file: config.configFile,
       test_mode: services.status.testMode,
     })
+    // Once, at start: a sandbox that filters openat2 breaks the files API for every site.
+    const openat2 = probeOpenat2()
+    if (openat2) services.log.error('the files API, logs, disk usage and restores cannot work here', { error: openat2 })
     await new Promise<void>((resolve) => {
       const stop = async (signal: string) => {
         services.log.info('stopping', { signal })

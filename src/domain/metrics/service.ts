@@ -1,5 +1,5 @@
 import { LATENCY_BUCKETS_MS, latencyPercentile, mergeLatency, type EdgeMetrics } from '../../edge/metrics'
-import type { ContainerRuntime, SiteStats } from '../../drivers/runtime/types'
+import { SiteNotRunnableError, type ContainerRuntime, type SiteStats } from '../../drivers/runtime/types'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'
@@ -95,7 +95,12 @@ export class SiteMetricsService {
         this.log.warn('could not read container stats', { site: slug, error: (err as Error).message })
         return null
       }),
-      this.disk.get(slug, async () => (await measureDiskUsage(await this.runtime.homePath(slug))).bytes).catch(() => null),
+      this.disk.get(slug, async () => (await measureDiskUsage(await this.runtime.homePath(slug))).bytes).catch((err) => {
+        // No volume (yet) is an ordinary null; anything else, such as a sandbox that filters
+        // openat2, is the hoster's to see.
+        if (!(err instanceof SiteNotRunnableError)) this.log.warn('could not measure disk usage', { site: slug, error: (err as Error).message })
+        return null
+      }),
     ])
     return {
       cpu_percent: stats?.cpuPercent ?? null,

@@ -1,5 +1,5 @@
 import { dlopen, FFIType, read } from 'bun:ffi'
-import { constants } from 'node:fs'
+import { closeSync, constants, openSync } from 'node:fs'
 
 /**
  * The few Linux system calls the files driver needs that Node's `fs` lacks: openat2(2) with
@@ -67,6 +67,30 @@ export class SyscallError extends Error {
   }
 }
 
+/**
+ * openat2 answered ENOSYS: the kernel does not have it (before Linux 5.6), or, far more often, a
+ * seccomp filter hides it. systemd's RestrictSUIDSGID= installs a filter that answers ENOSYS to
+ * openat2 (it cannot inspect the mode inside struct open_how), and so do container runtimes'
+ * older default profiles. Every name under a site's home is opened with openat2's RESOLVE_BENEATH,
+ * and there is deliberately no fallback to openat (which cannot refuse a symlink swapped in
+ * mid-path), so the files API, the logs, disk usage and restores all stop: the message says why
+ * and what to change, for the log and for the hoster.
+ */
+export class Openat2UnavailableError extends SyscallError {
+  constructor() {
+    super('openat2', Errno.ENOSYS)
+    this.message = OPENAT2_UNAVAILABLE
+  }
+}
+
+export const OPENAT2_UNAVAILABLE = [
+  'openat2(2) is not available to Berth (ENOSYS), so the files and logs APIs, disk usage and restores cannot work:',
+  'a seccomp filter blocks it (systemd\'s RestrictSUIDSGID=yes, which units before this version of `berth install`',
+  'set, or a container runtime\'s seccomp profile), or the kernel is older than Linux 5.6. Run `berth install` again',
+  'and `systemctl daemon-reload` (or remove RestrictSUIDSGID= from any drop-in, or allow openat2 in the profile),',
+  'then restart Berth.',
+].join(' ')
+
 const symbols = {
   // long syscall(long number, ...): called with openat2's four arguments, all integers or
   // pointers, which both ABIs pass in the same registers as for a non-variadic call.
@@ -107,8 +131,8 @@ const ZERO = new Uint8Array(1)
 const how = new BigUint64Array(3)
 
 /**
- * openat2(dirfd, path, {flags, mode, resolve}): a new fd, or SyscallError. ENOSYS before
- * Linux 5.6.
+ * openat2(dirfd, path, {flags, mode, resolve}): a new fd, or SyscallError; Openat2UnavailableError
+ * (ENOSYS) when the call itself is missing or filtered.
  */
 export function openat2(dirfd: number, path: string | Uint8Array, flags: number, resolve: bigint, mode = 0): number {
   const c = lib()
@@ -116,8 +140,29 @@ export function openat2(dirfd: number, path: string | Uint8Array, flags: number,
   how[1] = BigInt(mode)
   how[2] = resolve
   const fd = Number(c.syscall(SYS_OPENAT2, dirfd, cString(path), how, 24n))
-  if (fd < 0) throw new SyscallError('openat2', errno())
+  if (fd < 0) {
+    const code = errno()
+    throw code === Errno.ENOSYS ? new Openat2UnavailableError() : new SyscallError('openat2', code)
+  }
   return fd
+}
+
+/**
+ * Whether this process may call openat2 with RESOLVE_BENEATH: null when it may, else the
+ * reason (OPENAT2_UNAVAILABLE, or the failure). Run once at start-up so that a sandbox that
+ * filters it (see Openat2UnavailableError) is reported before the first customer meets it.
+ */
+export function probeOpenat2(): string | null {
+  let dirfd = -1
+  try {
+    dirfd = openSync('/', O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    closeSync(openat2(dirfd, '.', O_PATH | O_DIRECTORY | O_CLOEXEC, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS))
+    return null
+  } catch (err) {
+    return (err as Error).message
+  } finally {
+    if (dirfd >= 0) closeSync(dirfd)
+  }
 }
 
 export function mkdirat(dirfd: number, name: string | Uint8Array, mode: number): void {

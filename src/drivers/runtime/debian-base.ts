@@ -1,26 +1,37 @@
 import { spawn as spawnNode } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type Docker from 'dockerode'
 import { prefetchDebs } from './debian-prefetch'
 import { followStream, ignoring } from './engine'
 
+/** What a Debian root filesystem image is made of (debootstrap --variant=minbase plus `include`). */
+export interface DebianRecipe {
+  suite: string
+  arch: string
+  include: string[]
+  /** Bump when cleanRoot (or the recipe's own `customize`) changes. */
+  cleanup: number
+}
+
 /** What the PHP image's base is made of; changing it changes the base tag, forcing a new base. */
-export const DEBIAN_BASE = {
+export const DEBIAN_BASE: DebianRecipe = {
   suite: 'bookworm',
   arch: 'amd64',
   include: ['nginx-light', 'php-fpm', 'openssh-server'],
-  /** Bump when cleanRoot changes. */
   cleanup: 1,
 }
 
 export const DEFAULT_MIRROR = 'http://deb.debian.org/debian'
 
-/** `berth/php-base:bookworm-<hash of DEBIAN_BASE>`; the mirror is not part of it. */
-export function debianBaseTag(): string {
-  const hash = createHash('sha256').update(JSON.stringify(DEBIAN_BASE)).digest('hex').slice(0, 12)
-  return `berth/php-base:${DEBIAN_BASE.suite}-${hash}`
+/**
+ * `<repo>:<suite>-<hash of the recipe>`, by default `berth/php-base:bookworm-...` for DEBIAN_BASE;
+ * the mirror is not part of it. The end-to-end tests make their systemd image the same way.
+ */
+export function debianBaseTag(recipe: DebianRecipe = DEBIAN_BASE, repo = 'berth/php-base'): string {
+  const hash = createHash('sha256').update(JSON.stringify(recipe)).digest('hex').slice(0, 12)
+  return `${repo}:${recipe.suite}-${hash}`
 }
 
 export interface DebianBaseOptions {
@@ -32,6 +43,12 @@ export interface DebianBaseOptions {
   /** Environment of debootstrap (PATH, proxy variables). */
   env: Record<string, string | undefined>
   progress: (line: string) => void
+  /** What to build (default DEBIAN_BASE). */
+  recipe?: DebianRecipe
+  /** Changes to the root filesystem after cleanRoot, before the import. */
+  customize?: (root: string) => void
+  /** Dockerfile instructions applied at import (default: PATH and CMD bash). */
+  changes?: string[]
 }
 
 /**
@@ -41,6 +58,7 @@ export interface DebianBaseOptions {
  */
 export async function buildDebianBase(docker: Docker, tag: string, opts: DebianBaseOptions): Promise<string> {
   if (process.getuid?.() !== 0) throw new Error('Building the PHP image runs debootstrap, which needs root; run berth images build as root.')
+  const recipe = opts.recipe ?? DEBIAN_BASE
   mkdirSync(opts.workDir, { recursive: true })
   await removeStaleWork(opts.workDir)
   const work = mkdtempSync(join(opts.workDir, WORK_PREFIX))
@@ -48,19 +66,20 @@ export async function buildDebianBase(docker: Docker, tag: string, opts: DebianB
   try {
     const started = Date.now()
     try {
-      const { wanted, downloaded } = await prefetchDebs({ mirror: opts.mirror, suite: DEBIAN_BASE.suite, arch: DEBIAN_BASE.arch, include: DEBIAN_BASE.include, cacheDir: opts.cacheDir })
+      const { wanted, downloaded } = await prefetchDebs({ mirror: opts.mirror, suite: recipe.suite, arch: recipe.arch, include: recipe.include, cacheDir: opts.cacheDir })
       opts.progress(`fetched ${downloaded} of ${wanted} Debian packages in ${seconds(started)} s`)
     } catch (err) {
       opts.progress(`could not prefetch packages (${(err as Error).message}); debootstrap downloads them one by one`)
     }
-    opts.progress(`debootstrap ${DEBIAN_BASE.suite} (${DEBIAN_BASE.include.join(', ')}), about a minute and a half`)
+    opts.progress(`debootstrap ${recipe.suite} (${recipe.include.join(', ')}), about a minute and a half`)
     await run([
-      'debootstrap', '--variant=minbase', `--include=${DEBIAN_BASE.include.join(',')}`, `--arch=${DEBIAN_BASE.arch}`,
-      `--cache-dir=${opts.cacheDir}`, DEBIAN_BASE.suite, root, opts.mirror,
+      'debootstrap', '--variant=minbase', `--include=${recipe.include.join(',')}`, `--arch=${recipe.arch}`,
+      `--cache-dir=${opts.cacheDir}`, recipe.suite, root, opts.mirror,
     ], debootstrapEnv(opts.env), root)
     cleanRoot(root)
+    opts.customize?.(root)
     opts.progress(`importing the root filesystem as ${tag}`)
-    return await importRoot(docker, root, tag, debootstrapEnv(opts.env))
+    return await importRoot(docker, root, tag, debootstrapEnv(opts.env), opts.changes ?? IMPORT_CHANGES)
   } finally {
     await removeTree(work)
   }
@@ -71,7 +90,9 @@ export async function buildDebianBase(docker: Docker, tag: string, opts: DebianB
  * that is renamed only once tar has finished cleanly: a truncated archive must never carry the
  * base's tag, or every later build would skip debootstrap and reuse it.
  */
-async function importRoot(docker: Docker, root: string, tag: string, env: Record<string, string>): Promise<string> {
+const IMPORT_CHANGES = ['ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'CMD ["/bin/bash"]']
+
+async function importRoot(docker: Docker, root: string, tag: string, env: Record<string, string>, changes: string[]): Promise<string> {
   const [repo, version] = tag.split(':')
   const importing = `${repo}:importing-${process.pid}`
   const tar = spawnNode('tar', ['--numeric-owner', '-C', root, '-cf', '-', '.'], { stdio: ['ignore', 'pipe', 'pipe'], env })
@@ -81,7 +102,7 @@ async function importRoot(docker: Docker, root: string, tag: string, env: Record
   try {
     // @types/dockerode types the answer as void; it is the progress stream.
     const stream = (await docker.importImage(tar.stdout as never, {
-      repo, tag: importing.split(':')[1], changes: ['ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'CMD ["/bin/bash"]'],
+      repo, tag: importing.split(':')[1], changes,
     } as never)) as unknown as NodeJS.ReadableStream
     await followStream(docker, stream)
     const code = await tarExit
@@ -131,7 +152,8 @@ export function cleanRoot(root: string): void {
   }
   for (const dir of ['var/cache/apt', 'var/lib/apt/lists', 'var/log', 'usr/share/man', 'usr/share/info']) emptyDir(dir)
   emptyDir('usr/share/locale', true)
-  for (const name of readdirSync(join(root, 'etc/ssh'))) if (name.startsWith('ssh_host_')) rmSync(join(root, 'etc/ssh', name), { force: true })
+  const ssh = join(root, 'etc/ssh')
+  for (const name of existsSync(ssh) ? readdirSync(ssh) : []) if (name.startsWith('ssh_host_')) rmSync(join(root, 'etc/ssh', name), { force: true })
   mkdirSync(join(root, 'var/lib/apt/lists/partial'), { recursive: true })
   for (const file of ['etc/resolv.conf', 'etc/hostname', 'etc/machine-id']) {
     // Removed first: the path may be a symlink, and writing through it could reach the host.

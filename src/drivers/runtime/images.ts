@@ -12,6 +12,8 @@ export const IMAGE_KINDS = Object.keys(IMAGES) as ImageKind[]
 
 /** On each image: a hash of everything it is built from, so an unchanged image is not rebuilt. */
 const DEFINITION_LABEL = 'dev.berth.definition'
+/** On berth/static: a hash of its definition without the host's busybox (see keptWithoutBusybox). */
+const RECIPE_LABEL = 'dev.berth.recipe'
 
 export interface BuildImagesOptions {
   socketPath: string
@@ -61,10 +63,32 @@ export async function buildImages(opts: BuildImagesOptions): Promise<ImageBuildR
 
 async function buildStatic(docker: Docker, opts: BuildImagesOptions): Promise<ImageBuildResult> {
   const started = Date.now()
-  const busybox = await readHostBusybox()
+  const recipe = definitionOf(staticContext(new Uint8Array(0), []))
+  let busybox
+  try {
+    busybox = await readHostBusybox()
+  } catch (err) {
+    const kept = opts.rebuild ? null : await keptWithoutBusybox(docker, recipe)
+    if (!kept) throw err
+    opts.progress?.(`${IMAGES.static}: kept (no static busybox on this host to compare it with: ${(err as Error).message})`)
+    return { image: IMAGES.static, kind: 'static', id: kept, status: 'up-to-date', seconds: secondsSince(started) }
+  }
   const context = staticContext(busybox.binary, busybox.applets)
-  const { id, status } = await buildContext(docker, IMAGES.static, context, definitionOf(context), opts)
+  const { id, status } = await buildContext(docker, IMAGES.static, context, definitionOf(context), opts, { [RECIPE_LABEL]: recipe })
   return { image: IMAGES.static, kind: 'static', id, status, seconds: secondsSince(started) }
+}
+
+/**
+ * The id of the berth/static image to keep when the host's busybox, which the image is built
+ * from, cannot be read (busybox-static removed after the build): an image Berth built whose
+ * recipe (everything but busybox) is this version's, or that predates the recipe label. Null
+ * when there is none, or when its recipe changed and it must be rebuilt.
+ */
+async function keptWithoutBusybox(docker: Docker, recipe: string): Promise<string | null> {
+  const existing = await orNull(docker.getImage(IMAGES.static).inspect())
+  const labels = existing?.Config?.Labels ?? {}
+  if (!existing || labels['dev.berth.image'] !== IMAGES.static) return null
+  return labels[RECIPE_LABEL] === undefined || labels[RECIPE_LABEL] === recipe ? existing.Id : null
 }
 
 async function buildPhp(docker: Docker, opts: BuildImagesOptions): Promise<ImageBuildResult> {
@@ -92,7 +116,7 @@ async function buildPhp(docker: Docker, opts: BuildImagesOptions): Promise<Image
 }
 
 /** Builds `context` as `tag` unless an image of that definition is already tagged so. */
-async function buildContext(docker: Docker, tag: string, context: Uint8Array, definition: string, opts: BuildImagesOptions): Promise<{ id: string; status: 'built' | 'up-to-date' }> {
+async function buildContext(docker: Docker, tag: string, context: Uint8Array, definition: string, opts: BuildImagesOptions, labels: Record<string, string> = {}): Promise<{ id: string; status: 'built' | 'up-to-date' }> {
   const existing = await orNull(docker.getImage(tag).inspect())
   if (existing && !opts.rebuild && existing.Config?.Labels?.[DEFINITION_LABEL] === definition) {
     opts.progress?.(`${tag}: up to date`)
@@ -101,7 +125,7 @@ async function buildContext(docker: Docker, tag: string, context: Uint8Array, de
   opts.progress?.(`${tag}: building`)
   const stream = await docker.buildImage(Buffer.from(context) as never, {
     t: tag,
-    labels: { [DEFINITION_LABEL]: definition, 'dev.berth.image': tag },
+    labels: { ...labels, [DEFINITION_LABEL]: definition, 'dev.berth.image': tag },
     nocache: opts.rebuild === true,
     rm: true,
     forcerm: true,

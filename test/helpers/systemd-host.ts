@@ -1,0 +1,102 @@
+import type Docker from 'dockerode'
+import { mkdirSync, symlinkSync, rmSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { buildDebianBase, debianBaseTag, DEFAULT_MIRROR, type DebianRecipe } from '../../src/drivers/runtime/debian-base'
+
+/**
+ * A Debian 12 "server" with a real systemd, as a container on the test machine's engine, for the
+ * end-to-end test of the unit `berth install` writes. The image is made like the PHP image's base
+ * (debootstrap into a folder, imported through the engine's API; no registry), with the package
+ * cache `berth images build` keeps in ./.berth-data, so the first build takes about two minutes
+ * and later runs find the image and take none.
+ */
+const RECIPE: DebianRecipe = {
+  suite: 'bookworm',
+  arch: 'amd64',
+  // systemd-sysv: /sbin/init; procps: sysctl, which `berth install` runs.
+  include: ['systemd', 'systemd-sysv', 'procps'],
+  // Bump when MASKED or BOOT changes.
+  cleanup: 1,
+}
+
+/**
+ * The container is privileged (systemd sets up each unit's sandbox: mount namespaces, seccomp,
+ * cgroups) and shares the host's network (Berth's edge reaches the sites' containers on their
+ * bridges, as on a real host). So nothing may reach the shared machine's kernel or consoles:
+ * these units are masked, and BOOT makes /proc/sys and /sys read-only for the container before
+ * systemd starts (per mount: the host's are untouched).
+ */
+const MASKED = [
+  'getty.target', 'console-getty.service', 'systemd-logind.service', 'systemd-sysctl.service', 'systemd-modules-load.service',
+  'systemd-binfmt.service', 'proc-sys-fs-binfmt_misc.automount', 'proc-sys-fs-binfmt_misc.mount', 'systemd-pstore.service',
+  'systemd-journald-audit.socket', 'sys-kernel-config.mount', 'sys-kernel-debug.mount', 'sys-kernel-tracing.mount',
+  'sys-fs-fuse-connections.mount', 'dev-hugepages.mount', 'systemd-firstboot.service', 'systemd-remount-fs.service',
+  'apt-daily.timer', 'apt-daily-upgrade.timer', 'e2scrub_all.timer', 'e2scrub_reap.service', 'fstrim.timer',
+]
+const BOOT = 'mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys && mount -o remount,bind,ro /sys && exec /sbin/init'
+
+export const SYSTEMD_IMAGE = debianBaseTag(RECIPE, 'berth-test/systemd')
+
+/** The label on everything a test makes here, so that it removes what it made and nothing else. */
+export const TEST_LABEL = 'dev.berth.test-run'
+
+/** Builds SYSTEMD_IMAGE unless the engine has it; needs root and debootstrap, like `berth images build`. */
+export async function ensureSystemdImage(docker: Docker, progress: (line: string) => void = () => {}): Promise<void> {
+  if (await docker.getImage(SYSTEMD_IMAGE).inspect().then(() => true, () => false)) return
+  await buildDebianBase(docker, SYSTEMD_IMAGE, {
+    recipe: RECIPE,
+    mirror: process.env.BERTH_DEBIAN_MIRROR ?? DEFAULT_MIRROR,
+    cacheDir: resolve(import.meta.dirname, '..', '..', '.berth-data', 'cache', 'debian'),
+    workDir: '/var/tmp',
+    env: process.env,
+    progress,
+    customize: (root) => {
+      for (const unit of MASKED) {
+        const link = join(root, 'etc/systemd/system', unit)
+        rmSync(link, { force: true })
+        symlinkSync('/dev/null', link)
+      }
+      mkdirSync(join(root, 'usr/local/bin'), { recursive: true })
+    },
+    changes: [
+      'ENV container=docker PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+      'LABEL dev.berth.test-image=systemd',
+      `CMD ["/bin/sh", "-c", ${JSON.stringify(BOOT)}]`,
+    ],
+  })
+}
+
+/**
+ * Runs the systemd host: `dist` (holding the berth binary) read-only at /opt/berth, the engine's
+ * socket at /run/docker.sock and the volumes folder at its own path, as on a host where Berth
+ * and Docker run side by side. Returns the started container.
+ */
+export async function runSystemdHost(docker: Docker, opts: { name: string; runId: string; distDir: string }): Promise<Docker.Container> {
+  const container = await docker.createContainer({
+    name: opts.name,
+    Image: SYSTEMD_IMAGE,
+    Labels: { [TEST_LABEL]: opts.runId },
+    // systemd shuts down on SIGRTMIN+3; SIGTERM (Docker's default) would make it re-execute itself.
+    StopSignal: 'SIGRTMIN+3',
+    Tty: false,
+    HostConfig: {
+      Privileged: true,
+      CgroupnsMode: 'private',
+      NetworkMode: 'host',
+      Tmpfs: { '/run': 'rw,nosuid,nodev,mode=755', '/run/lock': 'rw,nosuid,nodev,noexec', '/tmp': 'rw,nosuid,nodev' },
+      Binds: [`${opts.distDir}:/opt/berth:ro`, '/var/run/docker.sock:/run/docker.sock', '/var/lib/docker/volumes:/var/lib/docker/volumes'],
+    },
+  } as Docker.ContainerCreateOptions)
+  await container.start()
+  return container
+}
+
+/** Runs `cmd` in the container as root; returns its exit code and output (stdout and stderr). */
+export async function execHost(container: Docker.Container, cmd: string[]): Promise<{ code: number; output: string }> {
+  const exec = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, Tty: true })
+  const stream = await exec.start({ Tty: true })
+  let output = ''
+  stream.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
+  await new Promise((done) => stream.on('end', done))
+  return { code: (await exec.inspect()).ExitCode ?? -1, output: output.replace(/\r\n/g, '\n') }
+}
