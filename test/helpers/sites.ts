@@ -34,7 +34,11 @@ const siteFilter = (b: Berth, slug: string) => ({ label: [`dev.berth.instance=${
  */
 export async function removeInstanceSites(b: Berth | undefined) {
   const instance = b && instanceOf(b)
-  if (!instance) return
+  if (instance) await removeSitesOf(instance)
+}
+
+/** Removes the containers, networks and volumes labelled with the Berth instance `instance`. */
+export async function removeSitesOf(instance: string) {
   const filters = { label: [`dev.berth.instance=${instance}`] }
   for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
   for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove().catch(() => {})
@@ -50,10 +54,12 @@ export async function hostHome(b: Berth, slug: string): Promise<string> {
 
 /**
  * Runs a shell script in the site's container as the site user (uid 1000), in its home, as a
- * tenant with a shell would; returns the exit code and the combined output.
+ * tenant with a shell would; returns the exit code and the combined output. `b` is a Berth this
+ * test started, or the instance id of one it did not (systemd-unit.e2e).
  */
-export async function siteShell(b: Berth, slug: string, script: string): Promise<{ code: number; output: string }> {
-  const [found] = await docker.listContainers({ filters: siteFilter(b, slug) })
+export async function siteShell(b: Berth | string, slug: string, script: string): Promise<{ code: number; output: string }> {
+  const instance = typeof b === 'string' ? b : instanceOf(b)
+  const [found] = await docker.listContainers({ filters: { label: [`dev.berth.instance=${instance}`, `dev.berth.site-slug=${slug}`] } })
   if (!found) throw new Error(`no running container for ${slug}`)
   const exec = await docker.getContainer(found.Id).exec({ Cmd: ['sh', '-c', script], User: '1000:1000', WorkingDir: '/home/site', AttachStdout: true, AttachStderr: true, Tty: true })
   const stream = await exec.start({ Tty: true })

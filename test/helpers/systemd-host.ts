@@ -20,11 +20,13 @@ const RECIPE: DebianRecipe = {
 }
 
 /**
- * The container is privileged (systemd sets up each unit's sandbox: mount namespaces, seccomp,
- * cgroups) and shares the host's network (Berth's edge reaches the sites' containers on their
- * bridges, as on a real host). So nothing may reach the shared machine's kernel or consoles:
- * these units are masked, and BOOT makes /proc/sys and /sys read-only for the container before
- * systemd starts (per mount: the host's are untouched).
+ * systemd sets up each unit's sandbox (mount namespaces, seccomp filters, cgroups), so the
+ * container has every capability but CAP_SYS_RESOURCE (which the test machine's engine may not
+ * hold itself, hence not --privileged), no seccomp profile of its own, a private cgroup namespace
+ * whose hierarchies BOOT makes writable (per mount), and the host's network (Berth's edge reaches
+ * the sites' containers on their bridges, as on a real host). /proc/sys and /sys stay read-only,
+ * as in any container: no sysctl reaches the shared machine (`berth install`'s sysctl -p reports
+ * "not applied"). These units, which would touch the machine or wait for a console, are masked.
  */
 const MASKED = [
   'getty.target', 'console-getty.service', 'systemd-logind.service', 'systemd-sysctl.service', 'systemd-modules-load.service',
@@ -33,7 +35,7 @@ const MASKED = [
   'sys-fs-fuse-connections.mount', 'dev-hugepages.mount', 'systemd-firstboot.service', 'systemd-remount-fs.service',
   'apt-daily.timer', 'apt-daily-upgrade.timer', 'e2scrub_all.timer', 'e2scrub_reap.service', 'fstrim.timer',
 ]
-const BOOT = 'mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys && mount -o remount,bind,ro /sys && exec /sbin/init'
+const BOOT = 'for m in $(cut -d" " -f2 /proc/self/mounts | grep "^/sys/fs/cgroup"); do mount -o remount,bind,rw "$m"; done; exec /sbin/init'
 
 export const SYSTEMD_IMAGE = debianBaseTag(RECIPE, 'berth-test/systemd')
 
@@ -61,7 +63,7 @@ export async function ensureSystemdImage(docker: Docker, progress: (line: string
     changes: [
       'ENV container=docker PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
       'LABEL dev.berth.test-image=systemd',
-      `CMD ["/bin/sh", "-c", ${JSON.stringify(BOOT)}]`,
+      'CMD ["/sbin/init"]',
     ],
   })
 }
@@ -78,9 +80,12 @@ export async function runSystemdHost(docker: Docker, opts: { name: string; runId
     Labels: { [TEST_LABEL]: opts.runId },
     // systemd shuts down on SIGRTMIN+3; SIGTERM (Docker's default) would make it re-execute itself.
     StopSignal: 'SIGRTMIN+3',
+    Cmd: ['/bin/sh', '-c', BOOT],
     Tty: false,
     HostConfig: {
-      Privileged: true,
+      CapAdd: ['ALL'],
+      CapDrop: ['SYS_RESOURCE'],
+      SecurityOpt: ['seccomp=unconfined', 'apparmor=unconfined'],
       CgroupnsMode: 'private',
       NetworkMode: 'host',
       Tmpfs: { '/run': 'rw,nosuid,nodev,mode=755', '/run/lock': 'rw,nosuid,nodev,noexec', '/tmp': 'rw,nosuid,nodev' },

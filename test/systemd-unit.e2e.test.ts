@@ -1,0 +1,215 @@
+import Docker from 'dockerode'
+import { resolve } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { api, BINARY, freePort } from './helpers/binary'
+import { buyDirect, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
+import { removeSitesOf, siteShell } from './helpers/sites'
+import { ensureSystemdImage, execHost, runSystemdHost, SYSTEMD_IMAGE, TEST_LABEL } from './helpers/systemd-host'
+
+/**
+ * Berth installed as docs/install.md says, under a real systemd (Debian 12's, in a container on
+ * this machine's engine: test/helpers/systemd-host.ts) with the unit `berth install` writes, and
+ * used over HTTP: the files API, logs, metrics, a snapshot and the restore of a setgid folder,
+ * then `systemctl restart`, kill -9 of the main process and a reboot of the host. The unit once
+ * set RestrictSUIDSGID=yes, whose seccomp filter answers openat2 with ENOSYS: every files and
+ * logs request was a 500, disk_bytes null, and that restore failed; the last test puts the
+ * setting back in a drop-in and checks what the hoster is told.
+ *
+ * The first run builds the image (debootstrap, about two minutes); later runs find it.
+ */
+const docker = new Docker({ socketPath: '/var/run/docker.sock' })
+const runId = Math.random().toString(36).slice(2, 10)
+const name = `berth-systemd-e2e-${runId}`
+
+let host: Docker.Container
+let url = ''
+let instance = ''
+let installOutput = ''
+const site = { slug: uniqueSlug('unit'), key: '' }
+
+/** Runs a command as root on the systemd host; fails the test when it exits non-zero. */
+async function sh(script: string): Promise<string> {
+  const res = await execHost(host, ['sh', '-c', script])
+  if (res.code !== 0) throw new Error(`${script}: exit ${res.code}\n${res.output}`)
+  return res.output.trim()
+}
+
+const journal = () => sh('journalctl -u berth -o cat --no-pager')
+const mainPid = async () => Number(await sh('systemctl show -p MainPID --value berth'))
+
+/** Polls until Berth answers GET /status/ (and `check`, if given, holds). */
+async function untilServing(timeoutMs = 30_000, check: () => Promise<boolean> = async () => true): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const ok = await fetch(`${url}/api/v1/status/`).then((r) => r.status === 200, () => false)
+    if (ok && (await check())) return
+    if (Date.now() > deadline) throw new Error(`Berth did not serve within ${timeoutMs} ms:\n${await journal().catch((e) => String(e))}`)
+    await Bun.sleep(100)
+  }
+}
+
+async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await check()
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error('condition not met in time')
+    await Bun.sleep(100)
+  }
+}
+
+/** Polls a snapshot until its job is done. */
+async function settled(id: string, busy: string) {
+  return eventually(async () => {
+    const res = await api(url, 'GET', `/sites/${site.slug}/snapshots/${id}/`, { key: site.key })
+    return res.json.data.status === busy ? undefined : res.json.data
+  }, 60_000)
+}
+
+const files = {
+  write: (path: string, content: string) => api(url, 'POST', `/sites/${site.slug}/files/write/`, { key: site.key, body: { path, content } }),
+  read: (path: string) => api(url, 'GET', `/sites/${site.slug}/files/read/?path=${encodeURIComponent(path)}`, { key: site.key }),
+}
+
+beforeAll(async () => {
+  await ensureSystemdImage(docker, (line) => console.log(`${SYSTEMD_IMAGE}: ${line}`))
+  host = await runSystemdHost(docker, { name, runId, distDir: resolve(BINARY, '..') })
+  // Boot finished, whatever its state (a unit failing here shows in the assertions below).
+  await execHost(host, ['systemctl', 'is-system-running', '--wait'])
+
+  // docs/install.md: berth install, edit the config, systemctl enable --now berth.
+  installOutput = await sh('/opt/berth/berth install')
+  const port = await freePort()
+  url = `http://127.0.0.1:${port}`
+  // SSH ports of vps sites from a range of their own: other suites' Berths share the engine.
+  const sshBase = 20_000 + Math.floor(Math.random() * 400) * 100
+  await sh([
+    `sed -i`,
+    `-e 's|^# listen = "0.0.0.0:8080"|listen = "127.0.0.1:${port}"|'`,
+    `-e 's|^# site_url = .*|site_url = "${url}"|'`,
+    // The shared machine's port 53 and 443 are not this test's.
+    `-e 's|^listen = "0.0.0.0:53"|listen = "off"|'`,
+    `-e 's|^listen = "0.0.0.0:443"|listen = "off"|'`,
+    `-e 's|^# port_range = .*|port_range = "${sshBase}-${sshBase + 99}"|'`,
+    '/etc/berth/berth.toml',
+  ].join(' '))
+  await sh('systemctl enable --now berth')
+  await untilServing()
+  instance = await sh('berth instance')
+}, 600_000)
+
+afterAll(async () => {
+  // The host first, so that its Berth cannot bring a site back while the sites are removed.
+  for (const c of await docker.listContainers({ all: true, filters: { label: [`${TEST_LABEL}=${runId}`] } })) {
+    await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
+  }
+  if (instance) await removeSitesOf(instance)
+}, 120_000)
+
+describe('Berth under systemd with the unit berth install writes', () => {
+  it('berth install says what it wrote; the unit is enabled and its sandbox filters nothing Berth needs', async () => {
+    expect(installOutput).toContain('unit     /etc/systemd/system/berth.service (written; systemd reloaded)')
+    // /proc/sys is read-only in the container: written, and said to be not applied.
+    expect(installOutput).toMatch(/^sysctl {3}\/etc\/sysctl\.d\/60-berth\.conf: net\.ipv4\.tcp_migrate_req = 1 \(written, not applied: .+\)$/m)
+    expect(installOutput).toContain('binary   /usr/local/bin/berth (copied)')
+    expect(await sh('systemctl is-enabled berth')).toBe('enabled')
+    expect(await sh('systemctl is-active berth')).toBe('active')
+    const props = (await sh('systemctl show -p NoNewPrivileges -p ProtectSystem -p RestrictSUIDSGID berth')).split('\n').sort()
+    expect(props).toEqual(['NoNewPrivileges=yes', 'ProtectSystem=strict', 'RestrictSUIDSGID=no'])
+    expect(instance).toMatch(/^[0-9a-f]{8}$/)
+    const log = await journal()
+    expect(log).toContain('"berth listening"')
+    expect(log).not.toContain('cannot work here')
+  })
+
+  it('serves files, logs, metrics, a snapshot and the restore of a setgid folder', async () => {
+    const { data } = await buyDirect(url, { sku: 'svc_business_monthly', slug: site.slug })
+    site.key = data.api_key
+    expect(await waitForSite(url, site.key, site.slug)).toBe('active')
+
+    const written = await files.write('public/hello.html', '<p>under systemd</p>\n')
+    expect(written.status, written.text).toBe(200)
+    const read = await files.read('public/hello.html')
+    expect(read.status, read.text).toBe(200)
+    expect(read.json.data.content).toBe('<p>under systemd</p>\n')
+    expect((await viaEdge(url, site.slug, '/hello.html')).text).toBe('<p>under systemd</p>\n')
+
+    const logged = await eventually(async () => {
+      const res = await api(url, 'GET', `/sites/${site.slug}/logs/?type=access&search=hello.html`, { key: site.key })
+      expect(res.status, res.text).toBe(200)
+      return res.json.data.lines.length > 0 ? res.json.data : undefined
+    })
+    expect(logged.lines.at(-1)).toContain('/hello.html')
+
+    const metrics = await api(url, 'GET', `/sites/${site.slug}/metrics/`, { key: site.key })
+    expect(metrics.status, metrics.text).toBe(200)
+    expect(metrics.json.data.current.disk_bytes).toBeGreaterThan(0)
+
+    // A folder with the setgid bit (files made in it get its group), as tenants make for shared uploads.
+    const made = await siteShell(instance, site.slug, 'set -e; mkdir public/sg; chmod 2775 public/sg; echo kept > public/sg/file.txt; stat -c %a public/sg')
+    expect(made.output.trim()).toBe('2775')
+    const taken = await api(url, 'POST', `/sites/${site.slug}/snapshot/`, { key: site.key })
+    expect(taken.status, taken.text).toBe(200)
+    const snap = await settled(taken.json.data.id, 'creating')
+    expect(snap).toMatchObject({ status: 'ready', error: null })
+
+    expect((await siteShell(instance, site.slug, 'rm -r public/sg')).code).toBe(0)
+    const restoring = await api(url, 'POST', `/sites/${site.slug}/snapshots/${snap.id}/restore/`, { key: site.key })
+    expect(restoring.status, restoring.text).toBe(200)
+    const restored = await settled(snap.id, 'restoring')
+    expect(restored, JSON.stringify(restored)).toMatchObject({ status: 'ready', error: null })
+    expect(restored.restored_at).not.toBeNull()
+    expect((await siteShell(instance, site.slug, 'stat -c %a public/sg; cat public/sg/file.txt')).output).toBe('2775\nkept\n')
+    expect(await journal()).not.toContain('errno 38')
+  }, 180_000)
+
+  it('systemctl restart berth: serves again with a new process', async () => {
+    const before = await mainPid()
+    await sh('systemctl restart berth')
+    await untilServing()
+    expect(await mainPid()).not.toBe(before)
+    expect((await files.read('public/hello.html')).status).toBe(200)
+  }, 60_000)
+
+  it('kill -9 of the main process: systemd starts Berth again', async () => {
+    const before = await mainPid()
+    const restarts = Number(await sh('systemctl show -p NRestarts --value berth'))
+    await sh(`kill -9 ${before}`)
+    // Restart=on-failure, RestartSec=2s.
+    await untilServing(30_000, async () => (await mainPid()) !== before && (await mainPid()) !== 0)
+    expect(Number(await sh('systemctl show -p NRestarts --value berth'))).toBe(restarts + 1)
+    expect((await files.read('public/hello.html')).json.data.content).toBe('<p>under systemd</p>\n')
+  }, 60_000)
+
+  it('a reboot of the host: the enabled unit starts Berth again', async () => {
+    // systemd halts on the container's stop signal; the engine starts it again (docker restart).
+    await host.restart({ t: 30 })
+    await execHost(host, ['systemctl', 'is-system-running', '--wait'])
+    await untilServing(60_000)
+    expect(await sh('systemctl is-active berth')).toBe('active')
+    expect((await files.read('public/hello.html')).json.data.content).toBe('<p>under systemd</p>\n')
+    const metrics = await api(url, 'GET', `/sites/${site.slug}/metrics/`, { key: site.key })
+    expect(metrics.json.data.current.disk_bytes).toBeGreaterThan(0)
+  }, 120_000)
+
+  it('RestrictSUIDSGID=yes put back in a drop-in: the files API fails, and the log says why at start-up', async () => {
+    await sh('mkdir -p /etc/systemd/system/berth.service.d && printf "[Service]\\nRestrictSUIDSGID=yes\\n" > /etc/systemd/system/berth.service.d/suid.conf && systemctl daemon-reload && systemctl restart berth')
+    try {
+      await untilServing()
+      const since = await sh('systemctl show -p ExecMainStartTimestamp --value berth')
+      const log = await sh(`journalctl -u berth -o cat --no-pager --since "${since}"`)
+      expect(log).toContain('the files API, logs, disk usage and restores cannot work here')
+      expect(log).toContain("seccomp filter blocks it (systemd's RestrictSUIDSGID=yes")
+      const refused = await files.read('public/hello.html')
+      expect(refused.status).toBe(500)
+      const metrics = await api(url, 'GET', `/sites/${site.slug}/metrics/`, { key: site.key })
+      expect(metrics.json.data.current.disk_bytes).toBeNull()
+      // Each refusal is logged with the same cause, not a bare errno.
+      expect(await sh(`journalctl -u berth -o cat --no-pager --since "${since}"`)).toContain('openat2(2) is not available to Berth (ENOSYS)')
+    } finally {
+      await sh('rm -r /etc/systemd/system/berth.service.d && systemctl daemon-reload && systemctl restart berth')
+    }
+    await untilServing()
+    expect((await files.read('public/hello.html')).status).toBe(200)
+  }, 60_000)
+})
