@@ -18,6 +18,8 @@ if [ "${tier[*]}" = "--project unit" ]; then
   [ -d node_modules ] || bun install --frozen-lockfile
   exec bun --bun vitest run --pool=threads "${tier[@]}" "$@"
 fi
+# debootstrap also makes the systemd host of test/systemd-unit.e2e.test.ts; util-linux (unshare,
+# mount: essential on Debian) hides busybox from one images test.
 scripts/setup.sh systemd bind9-dnsutils openssh-client chromium busybox-static debootstrap pebble openssl
 bun run typecheck
 bun run build
