@@ -69,7 +69,8 @@ export class DomainsService {
     const ours = this.d.repo.findByName(domain)
     return {
       domain,
-      available: quote.available && !ours,
+      // A failed registration holds nothing: its name is free to register again.
+      available: quote.available && (!ours || ours.status === 'failed'),
       premium: quote.premium,
       price: { registration: this.price(quote.registerCents) / 100, renewal: this.price(quote.renewCents) / 100, currency: 'CAD' },
       first_year_free: this.freeFirstYear(p.accountId),
