@@ -125,6 +125,22 @@ describe('domains', () => {
     expect(attempts).toEqual([{ status: 'refunded' }, { status: 'refunded' }])
   })
 
+  it('a registration sent before a stop is not sent again: the job asks the registrar and records what it holds', async () => {
+    await h.services.jobs.stop()
+    const name = `${unique('sent')}.com`
+    expect((await register(buyer, { domain: name })).status).toBe(201)
+    // The earlier process charged, sent the registration and died before recording either.
+    const { id } = h.services.store.sqlite.query('SELECT id FROM domains WHERE name = ?').get(name) as { id: string }
+    const held = await h.services.domains.registrarDriver().register({ domain: name, periodYears: 1, contact: CONTACT, nameservers: ['ns1.localhost'], autoRenew: true, privacy: true, locked: true })
+    h.services.store.sqlite.run('UPDATE domains SET register_sent_at = ? WHERE id = ?', [h.clock.now(), id])
+    h.services.jobs.start()
+    await h.services.jobs.drain()
+    const got = (await h.call('GET', `/api/v1/domains/${name}/`, { key: buyer })).json.data
+    expect(got).toMatchObject({ status: 'active', error: null, expires_at: new Date(held.expiresAt).toISOString() })
+    const payments = h.services.store.sqlite.query('SELECT status FROM payments WHERE idempotency_key LIKE ?').all(`domain-register:${name}:%`)
+    expect(payments).toEqual([{ status: 'succeeded' }])
+  })
+
   it('fails a registration whose card is declined, charging nothing', async () => {
     const { key } = await buy('svc_starter_monthly')
     const account = h.services.keys.authenticate(key).accountId
