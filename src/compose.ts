@@ -34,6 +34,7 @@ import type { PaymentProcessor } from './drivers/payments/types'
 import { LocalLedgerStore } from './domain/billing/local-ledger'
 import { PortalLinks } from './domain/billing/portal-links'
 import { SubscriptionBilling } from './domain/billing/subscriptions'
+import { Charges } from './domain/billing/charges'
 import { AccountsService } from './domain/accounts/service'
 import { DockerRuntime } from './drivers/runtime/docker'
 import type { ContainerRuntime } from './drivers/runtime/types'
@@ -71,6 +72,7 @@ import { AcmeIssuer } from './drivers/certs/acme'
 import { DomainsRepository } from './domain/domains/repository'
 import { DomainsService } from './domain/domains/service'
 import { DomainRenewals } from './domain/domains/renewals'
+import { DomainRegistration, REGISTER_DOMAIN_JOB } from './domain/domains/registration'
 import { selectRegistrar } from './drivers/registrar/select'
 import { eq } from 'drizzle-orm'
 import { settings, type SiteRow } from './store/schema'
@@ -138,6 +140,8 @@ export interface Services {
   certs: CertificateManager
   /** Renews domains with auto-renew before they expire; run by maintenance. */
   renewals: DomainRenewals
+  /** Every charge of a card: pending, charged with its key, settled or refunded (billing/charges.ts). */
+  charges: Charges
   /** Subscriptions after the purchase: renewals, retries, suspension, cancellation, proration. */
   subscriptions: SubscriptionBilling
   billing: BillingRepository
@@ -153,6 +157,9 @@ export interface Services {
   /** The content module's page generation. */
   content: ContentService
 }
+
+/** A payment still pending after this long belongs to no request in flight. */
+const ORPHANED_PAYMENT_MS = 15 * 60_000
 
 export const databasePath = (config: Config) => join(config.server.dataDir, 'berth.db')
 
@@ -203,7 +210,9 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   // Sites and their containers.
   const keys = new KeysService(keysRepo, store, clock, prefix)
   const runner = new SiteRunner({ sites: sitesRepo, plans, runtime, containers: config.containers, log })
-  const billing = new BillingService(billingRepo, checkoutRepo, processor, clock, log)
+  // Every charge: pending first with a key derived from what is paid for, then the processor, then settled.
+  const charges = new Charges({ store, clock, log, repo: billingRepo, processor })
+  const billing = new BillingService(billingRepo, checkoutRepo, charges, clock, log)
   const retention = new ArchiveRetention(archivesRepo, archiveFiles, log)
   const restores = new RestoreGuard(archivesRepo)
   // AI modules (issue 14): the provider the hoster configured (none by default), each site's token
@@ -225,8 +234,13 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     chatbot.changed(c.siteId)
     modulesEdge.changed(c.siteId)
   })
+  const dnsRepo = new DnsRepository(store)
+  const domainsRepo = new DomainsRepository(store)
   const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: sitesRepo, backupsKept: config.archives.backupsKept, clock, log, workDir: join(config.archives.dir, '.work'), changes }
   const applySite = new ApplySiteJob({ sites: sitesRepo, runner, log })
+  const zoneSettings = { sitesDomain: config.sites.domain, nameservers: config.dns.nameservers, publicIpv4: config.dns.publicIpv4, publicIpv6: config.dns.publicIpv6 }
+  const dns = new DnsService({ store, clock, repo: dnsRepo, settings: zoneSettings, unlinkSite: (siteId, at) => domainsRepo.unlinkSite(siteId, at) })
+  const registrar = selectRegistrar(config, clock)
   // Certificates: the manager is made below, once the names it serves are; its job calls it then.
   let certs!: CertificateManager
   const jobs = new JobRunner(store, clock, log, {
@@ -237,12 +251,9 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     [DEPLOY_JOB]: new Deployer(deploymentsRepo, sitesRepo, plans, runtime, clock, log, changes),
     [CREATE_ARCHIVE_JOB]: new CreateArchiveJob(archiveWork),
     [RESTORE_ARCHIVE_JOB]: new RestoreArchiveJob(archiveWork),
+    [REGISTER_DOMAIN_JOB]: new DomainRegistration({ store, clock, log, repo: domainsRepo, registrar, charges, billing: billingRepo, accounts, dns }),
   })
   // Names: DNS records, zones and domains.
-  const dnsRepo = new DnsRepository(store)
-  const domainsRepo = new DomainsRepository(store)
-  const zoneSettings = { sitesDomain: config.sites.domain, nameservers: config.dns.nameservers, publicIpv4: config.dns.publicIpv4, publicIpv6: config.dns.publicIpv6 }
-  const dns = new DnsService({ store, clock, repo: dnsRepo, settings: zoneSettings, unlinkSite: (siteId, at) => domainsRepo.unlinkSite(siteId, at) })
   const challenges = new ChallengeBook()
   const zones = new ZoneBook({ store, repo: dnsRepo, clock, settings: zoneSettings, challenges })
   certs = new CertificateManager({
@@ -253,13 +264,15 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   })
   const names = { linkedDomains: (ids: string[]) => domainsRepo.linkedTo(ids), recordsOf: (rows: SiteRow[]) => dns.recordsOfSites(rows), tls: (siteId: string) => certs.forSite(siteId) }
   const sites = new SitesService({ store, clock, sites: sitesRepo, checkouts: checkoutRepo, billing: billingRepo, plans, jobs, runner, siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain, names })
-  const registrar = selectRegistrar(config, clock)
   const domains = new DomainsService({
-    store, clock, log, repo: domainsRepo, registrar, processor, accounts, billing: billingRepo, plans, sites: sitesRepo, dns,
+    store, clock, log, repo: domainsRepo, registrar, charges, jobs, accounts, billing: billingRepo, plans, sites: sitesRepo, dns,
     nameservers: config.dns.nameservers, pricePercent: config.registrar.pricePercent, tls: (domainId) => certs.forDomain(domainId),
   })
-  const subscriptions = new SubscriptionBilling({ store, clock, log, repo: billingRepo, accounts, sites: sitesRepo, plans, jobs, runner, processor })
-  const checkout = new CheckoutService({ store, clock, log, prefix, repo: checkoutRepo, plans, processor, accounts, keys, billing: billingRepo, sites, jobs })
+  const subscriptions = new SubscriptionBilling({ store, clock, log, repo: billingRepo, accounts, sites: sitesRepo, plans, jobs, runner, charges })
+  const checkout = new CheckoutService({ store, clock, log, prefix, repo: checkoutRepo, plans, processor, accounts, keys, billing: billingRepo, charges, sites, jobs })
+  // Payments a stop left pending whose subject has no pass of its own (renewals and domains have theirs).
+  charges.onPending('purchase', (payment) => checkout.resumePurchase(payment))
+  charges.onPending('proration', (payment) => subscriptions.resumeProration(payment))
   // The processor's events (a hosted payment going through) move checkouts on.
   processor.onEvent((event) => checkout.onProcessorEvent(event))
   // A card replaced at the processor (Stripe's portal) goes on file and pays what is unpaid.
@@ -339,7 +352,8 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     domains,
     challenges,
     certs,
-    renewals: new DomainRenewals({ repo: domainsRepo, domains, accounts, billing: billingRepo, clock, log, store }),
+    renewals: new DomainRenewals({ repo: domainsRepo, domains, accounts, charges, clock, log, store }),
+    charges,
   }
 }
 
@@ -417,5 +431,7 @@ export function runMaintenance(s: Services): void {
   void s.archives.maintain()
   void s.renewals.renewDue()
   void s.subscriptions.runDue()
+  // A payment pending this long is no request's any more (a processor that was unreachable).
+  void s.charges.resumePending(s.clock.now() - ORPHANED_PAYMENT_MS)
   void s.chatbot.maintain(s.modules.sitesWith('chatbot').map((site) => ({ siteId: site.id, slug: site.slug })))
 }

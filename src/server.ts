@@ -140,6 +140,7 @@ export function startServer(s: Services): RunningServer {
     fetch: dispatch,
   })
   s.clients.attach(server)
+  const startedAt = s.clock.now()
   s.jobs.start()
   if (https) {
     s.certs.subscribe(refreshCertificates)
@@ -167,7 +168,9 @@ export function startServer(s: Services): RunningServer {
     // Events first, then the pass: a container that dies during the pass is seen either way.
     unfollow = followContainerEvents(s)
     void reconcile()
-    // Money due while Berth was down (a period end, a retry, a suspension) is settled at start.
+    // Money due while Berth was down (a period end, a retry, a suspension) is settled at start,
+    // and payments an earlier process left pending are finished (nothing of it is in flight).
+    void s.charges.resumePending(startedAt)
     void s.subscriptions.runDue()
     void s.renewals.renewDue()
   }, START_RECONCILE_DELAY_MS)

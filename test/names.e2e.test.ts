@@ -144,7 +144,11 @@ describe('the domain flow', () => {
     expect(unpaid.status).toBe(402)
     const reg = await api(berth.url, 'POST', '/domains/register/', { key, body: { domain, period: 1, contact: CONTACT } })
     expect(reg.status, reg.text).toBe(201)
+    expect(reg.json.data.status).toBe('pending')
     expect((await api(berth.url, 'GET', '/domains/', { key })).json.data.map((d: { domain: string }) => d.domain)).toEqual([domain])
+    // The registration job pays and registers in the background.
+    const deadline = Date.now() + 20_000
+    while ((await api(berth.url, 'GET', `/domains/${domain}/`, { key })).json.data.status === 'pending' && Date.now() < deadline) await Bun.sleep(50)
     expect((await api(berth.url, 'GET', `/domains/${domain}/`, { key })).json.data).toMatchObject({ domain, status: 'active', linked_site: null })
     // Berth serves the new zone at once.
     const soa = dig(domain, 'SOA')

@@ -79,6 +79,8 @@ export const DnsRecordTypeSchema = t.Union([t.Literal('A'), t.Literal('AAAA'), t
 export type DnsRecordType = Static<typeof DnsRecordTypeSchema>
 export const DNS_RECORD_TYPES = valuesOf(DnsRecordTypeSchema)
 
-/** `active` until expiry; `expired` after it when not renewed. */
-export const DomainStatusSchema = t.Union([t.Literal('active'), t.Literal('expired')])
+/** pending: being paid for and registered (a job); active; failed (see `error`, refunded); expired. */
+export const DomainStatusSchema = t.Union([t.Literal('pending'), t.Literal('active'), t.Literal('failed'), t.Literal('expired')], {
+  description: 'pending: the registration job is paying for and registering it; active: registered, served by Berth DNS; failed: not registered (error says why; any charge was refunded); expired: not renewed in time.',
+})
 export const DOMAIN_STATUSES = valuesOf(DomainStatusSchema)

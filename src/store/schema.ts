@@ -239,7 +239,8 @@ export const checkoutSessions = sqliteTable('checkout_sessions', {
 /** Money received, and refunded. */
 export const payments = sqliteTable('payments', {
   id: text('id').primaryKey(),
-  accountId: text('account_id').notNull().references(() => accounts.id),
+  /** Null only while an anonymous buyer's checkout is being charged (its account is made when paid). */
+  accountId: text('account_id').references(() => accounts.id),
   checkoutId: text('checkout_id'),
   subscriptionId: text('subscription_id'),
   amountCents: integer('amount_cents').notNull(),
@@ -252,6 +253,8 @@ export const payments = sqliteTable('payments', {
   description: text('description').notNull().default(''),
   /** The processor's idempotency key for this charge: the same key never charges twice. */
   idempotencyKey: text('idempotency_key'),
+  /** The payment method charged (the processor's id), so a charge resumed after a crash repeats the same request. */
+  paymentMethodId: text('payment_method_id'),
   /** For a renewal: the period it pays for (start and end, epoch ms). */
   periodStart: integer('period_start'),
   periodEnd: integer('period_end'),
@@ -369,6 +372,12 @@ export const domains = sqliteTable('domains', {
   caLegalType: text('ca_legal_type'),
   /** Why the last automatic renewal failed, while it keeps failing. */
   renewError: text('renew_error'),
+  /** Why the registration failed (status `failed`); null otherwise. */
+  error: text('error'),
+  /** Years asked for at registration (the registration job uses it). */
+  periodYears: integer('period_years').notNull().default(1),
+  /** When the registration job first sent the registration to the registrar (a registration is never sent blindly twice). */
+  registerSentAt: integer('register_sent_at'),
   createdAt: integer('created_at').notNull(),
   updatedAt: integer('updated_at').notNull(),
 }, (t) => [uniqueIndex('domains_name').on(t.name), index('domains_account').on(t.accountId), index('domains_site').on(t.siteId), index('domains_expiry').on(t.autoRenew, t.expiresAt)])

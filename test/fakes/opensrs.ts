@@ -170,6 +170,9 @@ export async function startFakeOpenSrs(opts: { user: string; key: string }): Pro
       }
       case 'GET':
         if (!known) return reply(false, 480, 'Domain not found')
+        if (str(attributes.type) === 'all_info') {
+          return reply(true, 200, 'Query Successful', { expiredate: new Date(known.expiresAt).toISOString().slice(0, 19).replace('T', ' '), auto_renew: known.autoRenew ? '1' : '0' })
+        }
         if (str(attributes.type) !== 'domain_auth_info') return reply(false, 460, 'Unsupported type')
         return reply(true, 200, 'Query successful', { domain_auth_info: known.authCode })
       default:

@@ -639,6 +639,20 @@ describe('proration when a site changes plan', () => {
     expect(paymentsOf(h, b.accountId, 'proration')).toEqual([])
   })
 
+  it('an upgrade interrupted by a stop after the charge is refunded at the next start, and the plan is unchanged', async () => {
+    const b = await buy(h)
+    h.clock.advance(DAY)
+    const s = h.services.billing.findSubscriptionById(b.subscriptionId)!
+    // What a process killed between the charge and the plan change leaves: a pending proration the processor charged.
+    await h.services.subscriptions.prorate(s, prices.business!, 'Business')
+    expect(paymentsOf(h, b.accountId, 'proration')).toMatchObject([{ status: 'pending' }])
+    await h.services.charges.resumePending(h.clock.now() + 1)
+    expect(paymentsOf(h, b.accountId, 'proration')).toMatchObject([{ status: 'refunded', refundReason: expect.stringMatching(/interrupted/) }])
+    expect((await subscription(h, b))!.plan.slug).toBe('starter')
+    const charged = h.services.store.sqlite.query("SELECT count(*) AS n FROM local_charges WHERE idempotency_key LIKE 'proration:%' AND idempotency_key LIKE ?").get(`%${b.subscriptionId}%`) as { n: number }
+    expect(charged.n).toBe(1)
+  })
+
   it('a downgrade is credited and the next renewal is reduced by the credit', async () => {
     const b = await buy(h, 'svc_business_monthly')
     const end = Date.parse((await subscription(h, b)).current_period_end)

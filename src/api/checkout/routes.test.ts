@@ -188,3 +188,50 @@ describe('sites/create', () => {
     expect(taken.json.error.param).toBe('slug')
   })
 })
+
+describe('a direct payment interrupted by a stop', () => {
+  /** What a process killed after the processor charged leaves behind: the payment pending, the charge in the ledger. */
+  async function chargedThenStopped(r: { id: string }, method = 'pm_card_visa') {
+    const charges = h.services.charges
+    const payment = charges.open({ key: `checkout:${r.id}:${method}`, kind: 'purchase', accountId: null, checkoutId: r.id, amountCents: 700, paymentMethodId: method, description: 'Starter' })
+    await charges.collect(payment, { reference: r.id })
+    return payment
+  }
+  const ledger = (id: string) => (h.services.store.sqlite.query('SELECT count(*) AS n FROM local_charges WHERE idempotency_key LIKE ?').get(`checkout:${id}:%`) as { n: number }).n
+
+  it('the start-up pass completes the session with that charge; the new key shows on the next poll, once', async () => {
+    const r = await ready('resumed')
+    const payment = await chargedThenStopped(r)
+    await h.services.charges.resumePending(h.clock.now() + 1)
+    const first = await poll(r.id, r.checkout_secret)
+    expect(first.json.data).toMatchObject({ status: 'completed', site_slug: r.slug })
+    expect(first.json.data.api_key).toMatch(/^svc_[0-9a-f]{48}$/)
+    expect((await poll(r.id, r.checkout_secret)).json.data.api_key).toBeUndefined()
+    expect(h.services.billing.findPaymentById(payment.id)).toMatchObject({ status: 'succeeded', kind: 'purchase' })
+    expect(h.services.billing.findPaymentById(payment.id)!.accountId).not.toBeNull()
+    expect(ledger(r.id)).toBe(1)
+    await h.services.jobs.drain()
+  })
+
+  it('the buyer retrying with the same card before the pass gets the same charge, not a second one', async () => {
+    const r = await ready('retried')
+    await chargedThenStopped(r)
+    const res = await h.call('POST', path(r.id, r.checkout_secret, 'complete'), { body: { payment_method: 'processor_payment_method', payment_method_id: 'pm_card_visa' } })
+    expect(res.status, res.text).toBe(201)
+    expect(res.json.data.api_key).toMatch(/^svc_/)
+    expect(ledger(r.id)).toBe(1)
+    await h.services.charges.resumePending(h.clock.now() + 1)
+    const payments = h.services.store.sqlite.query('SELECT status FROM payments WHERE checkout_id = ?').all(r.id)
+    expect(payments).toEqual([{ status: 'succeeded' }])
+    await h.services.jobs.drain()
+  })
+
+  it('a session canceled meanwhile gets its charge refunded', async () => {
+    const r = await ready('canceled')
+    const payment = await chargedThenStopped(r)
+    expect((await h.call('POST', path(r.id, r.checkout_secret, 'cancel'))).json.data.status).toBe('canceled')
+    await h.services.charges.resumePending(h.clock.now() + 1)
+    expect(h.services.billing.findPaymentById(payment.id)).toMatchObject({ status: 'refunded' })
+    expect((await poll(r.id, r.checkout_secret)).json.data.status).toBe('canceled')
+  })
+})

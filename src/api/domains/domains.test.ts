@@ -63,16 +63,25 @@ describe('domains', () => {
     expect(tables()).toBe(before)
   })
 
-  it('registers with the method a purchase saved: charged, served by Berth DNS, listed', async () => {
+  it('registers with the method a purchase saved: pending at once, then charged, registered, served by Berth DNS, listed', async () => {
+    const price = (await h.call('GET', `/api/v1/domains/search/?domain=${domain}`, { key: buyer })).json.data.price.registration
     const res = await register(buyer, { domain, period: 2 })
     expect(res.status, res.text).toBe(201)
+    expect(res.json.data).toMatchObject({ domain, status: 'pending', error: null, expires_at: null, auto_renew: true, locked: true, privacy: true, linked_site: null, sandbox: true, nameservers: ['ns1.localhost', 'ns2.localhost'] })
+    expect(res.json.data.charged).toBeCloseTo(price * 2, 2)
+    const pending = h.services.store.sqlite.query('SELECT status, idempotency_key FROM payments WHERE checkout_id IS NULL').all()
+    expect(pending).toEqual([{ status: 'pending', idempotency_key: expect.stringMatching(new RegExp(`^domain-register:${domain.replace(/\./g, '\\.')}:`)) }])
+    const twice = await register(buyer, { domain })
+    expect(twice.status).toBe(409)
+    expect(twice.json.error.message).toMatch(/being registered/)
+    await h.services.jobs.drain()
     const search = (await h.call('GET', `/api/v1/domains/search/?domain=${domain}`, { key: buyer })).json.data
     expect(search.available).toBe(false)
-    expect(res.json.data).toMatchObject({ domain, status: 'active', auto_renew: true, locked: true, privacy: true, linked_site: null, sandbox: true, nameservers: ['ns1.localhost', 'ns2.localhost'] })
-    expect(res.json.data.charged).toBeCloseTo(search.price.registration * 2, 2)
-    expect(new Date(res.json.data.expires_at).getTime() - h.clock.now()).toBeGreaterThan(700 * 86_400_000)
-    const payment = h.services.store.sqlite.query('SELECT amount_cents, method_label FROM payments WHERE checkout_id IS NULL').all() as { amount_cents: number; method_label: string }[]
-    expect(payment).toEqual([{ amount_cents: Math.round(res.json.data.charged * 100), method_label: 'visa ending 4242 (test)' }])
+    const got = (await h.call('GET', `/api/v1/domains/${domain}/`, { key: buyer })).json.data
+    expect(got).toMatchObject({ domain, status: 'active', error: null })
+    expect(new Date(got.expires_at).getTime() - h.clock.now()).toBeGreaterThan(700 * 86_400_000)
+    const payment = h.services.store.sqlite.query('SELECT amount_cents, method_label, status FROM payments WHERE checkout_id IS NULL').all() as { amount_cents: number; method_label: string }[]
+    expect(payment).toEqual([{ amount_cents: Math.round(res.json.data.charged * 100), method_label: 'visa ending 4242 (test)', status: 'succeeded' }])
     const zone = h.services.zones.zoneFor(domain)!
     expect(zone.apex).toBe(domain)
     expect(zone.lookup(domain)!.map((r) => r.type).sort()).toEqual(['NS', 'NS', 'SOA'])
@@ -90,6 +99,61 @@ describe('domains', () => {
     const second = await register(annual, { domain: `${unique('paid')}.com` })
     expect(second.status, second.text).toBe(201)
     expect(second.json.data.charged).toBeGreaterThan(0)
+    await h.services.jobs.drain()
+  })
+
+  it('fails a registration the registrar refuses, with the reason, and refunds it; the name can be registered again', async () => {
+    const name = `funds-${unique('dry')}.com`
+    const res = await register(buyer, { domain: name })
+    expect(res.status, res.text).toBe(201)
+    expect(res.json.data.status).toBe('pending')
+    await h.services.jobs.drain()
+    const failed = (await h.call('GET', `/api/v1/domains/${name}/`, { key: buyer })).json.data
+    expect(failed).toMatchObject({ status: 'failed', expires_at: null })
+    expect(failed.error).toMatch(/registrar could not take payment.*refunded/)
+    const payment = h.services.store.sqlite.query('SELECT status, refund_reason FROM payments WHERE idempotency_key LIKE ?').get(`domain-register:${name}:%`) as { status: string; refund_reason: string }
+    expect(payment.status).toBe('refunded')
+    const change = await h.call('POST', `/api/v1/domains/${name}/dns/add/`, { key: buyer, body: { type: 'TXT', value: 'x' } })
+    expect(change.status).toBe(409)
+    expect(change.json.error.message).toMatch(/registration of .* failed.*registerDomain|POST \/domains\/register\//)
+    // Registering it again replaces the failed attempt (a new attempt, a new key).
+    const again = await register(buyer, { domain: name })
+    expect(again.status, again.text).toBe(201)
+    await h.services.jobs.drain()
+    expect((await h.call('GET', '/api/v1/domains/', { key: buyer })).json.data.filter((d: { domain: string }) => d.domain === name)).toHaveLength(1)
+    const attempts = h.services.store.sqlite.query('SELECT status FROM payments WHERE idempotency_key LIKE ?').all(`domain-register:${name}:%`)
+    expect(attempts).toEqual([{ status: 'refunded' }, { status: 'refunded' }])
+  })
+
+  it('a registration sent before a stop is not sent again: the job asks the registrar and records what it holds', async () => {
+    await h.services.jobs.stop()
+    const name = `${unique('sent')}.com`
+    expect((await register(buyer, { domain: name })).status).toBe(201)
+    // The earlier process charged, sent the registration and died before recording either.
+    const { id } = h.services.store.sqlite.query('SELECT id FROM domains WHERE name = ?').get(name) as { id: string }
+    const held = await h.services.domains.registrarDriver().register({ domain: name, periodYears: 1, contact: CONTACT, nameservers: ['ns1.localhost'], autoRenew: true, privacy: true, locked: true })
+    h.services.store.sqlite.run('UPDATE domains SET register_sent_at = ? WHERE id = ?', [h.clock.now(), id])
+    h.services.jobs.start()
+    await h.services.jobs.drain()
+    const got = (await h.call('GET', `/api/v1/domains/${name}/`, { key: buyer })).json.data
+    expect(got).toMatchObject({ status: 'active', error: null, expires_at: new Date(held.expiresAt).toISOString() })
+    const payments = h.services.store.sqlite.query('SELECT status FROM payments WHERE idempotency_key LIKE ?').all(`domain-register:${name}:%`)
+    expect(payments).toEqual([{ status: 'succeeded' }])
+  })
+
+  it('fails a registration whose card is declined, charging nothing', async () => {
+    const { key } = await buy('svc_starter_monthly')
+    const account = h.services.keys.authenticate(key).accountId
+    await h.services.subscriptions.paymentMethodChanged(account, 'pm_card_visa_chargeDeclined', 'visa ending 0002 (test)')
+    const name = `${unique('declined')}.com`
+    expect((await register(key, { domain: name })).status).toBe(201)
+    await h.services.jobs.drain()
+    const got = (await h.call('GET', `/api/v1/domains/${name}/`, { key })).json.data
+    expect(got).toMatchObject({ status: 'failed', expires_at: null })
+    expect(got.error).toMatch(/declined/)
+    expect((await h.call('GET', `/api/v1/domains/search/?domain=${name}`, { key })).json.data.available).toBe(true)
+    const payments = h.services.store.sqlite.query('SELECT status FROM payments WHERE idempotency_key LIKE ?').all(`domain-register:${name}:%`)
+    expect(payments).toEqual([{ status: 'failed' }])
   })
 
   it('adds and deletes DNS records on the domain, served at once', async () => {

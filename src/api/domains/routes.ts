@@ -31,7 +31,10 @@ export const domainRoutes = (plugins: ApiPlugins, domains: DomainsService) =>
       body: RegisterDomainBody,
       response: ok(DomainRegistered, 201),
       errors: [402, 409, 503],
-      detail: { tags, summary: 'Register a domain, paid with the payment method on file; Berth serves its DNS', operationId: 'registerDomain' },
+      detail: {
+        tags, summary: 'Start registering a domain, paid with the payment method on file; Berth serves its DNS', operationId: 'registerDomain',
+        description: 'Answers at once with the domain pending and what it charges; a job pays and registers it. getDomain then shows it active, or failed with error (nothing charged, or refunded). 402 without a payment method on file; 409 when the name is taken, pending or registered.',
+      },
     })
     .get('/domains/:domain_name/', ({ principal, params }) => domains.get(principal, params.domain_name), {
       scope: 'read',

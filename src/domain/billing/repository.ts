@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, isNotNull, lte } from 'drizzle-orm'
+import { and, asc, desc, eq, inArray, isNotNull, lt, lte, or, sql } from 'drizzle-orm'
 import { payments, processorEvents, subscriptions, type PaymentRow, type SubscriptionRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 
@@ -17,6 +17,26 @@ export class BillingRepository {
 
   updatePayment(id: string, patch: Partial<Omit<PaymentRow, 'id'>>): PaymentRow {
     return this.store.write(() => this.store.db.update(payments).set(patch).where(eq(payments.id, id)).returning().get()!)
+  }
+
+  findPaymentById(id: string): PaymentRow | undefined {
+    return this.store.db.select().from(payments).where(eq(payments.id, id)).get()
+  }
+
+  /** Removes a payment only while it is pending (a declined checkout card: nothing to keep). */
+  deletePendingPayment(id: string): void {
+    this.store.write(() => this.store.db.delete(payments).where(and(eq(payments.id, id), eq(payments.status, 'pending'))).run())
+  }
+
+  /** Payments still pending that were opened before `before` (epoch ms), oldest first. */
+  pendingPayments(before: number): PaymentRow[] {
+    return this.store.db.select().from(payments).where(and(eq(payments.status, 'pending'), lt(payments.createdAt, before))).orderBy(asc(payments.createdAt)).all()
+  }
+
+  /** Payments whose key is `base` or `base:<n>` (the attempts at paying for one thing). */
+  paymentsByKeyBase(base: string): PaymentRow[] {
+    return this.store.db.select().from(payments)
+      .where(or(eq(payments.idempotencyKey, base), sql`substr(${payments.idempotencyKey}, 1, ${base.length + 1}) = ${`${base}:`}`)).all()
   }
 
   paymentByKey(idempotencyKey: string): PaymentRow | undefined {
@@ -88,8 +108,9 @@ export class BillingRepository {
     return this.store.db.select().from(subscriptions).where(and(eq(subscriptions.accountId, accountId), eq(subscriptions.status, 'active'))).all()
   }
 
+  /** The payment that paid for a checkout (declined or pending attempts aside). */
   paymentForCheckout(checkoutId: string): PaymentRow | undefined {
-    return this.store.db.select().from(payments).where(eq(payments.checkoutId, checkoutId)).get()
+    return this.store.db.select().from(payments).where(and(eq(payments.checkoutId, checkoutId), inArray(payments.status, ['succeeded', 'refunded']))).get()
   }
 
   markRefunded(paymentId: string, at: number, refundRef: string, reason: string): void {
@@ -117,4 +138,5 @@ export class BillingRepository {
 }
 
 /** A payment row as written: the optional columns default. */
-export type NewPayment = Omit<PaymentRow, 'refundedAt' | 'refundRef' | 'refundReason' | 'kind' | 'description' | 'idempotencyKey' | 'periodStart' | 'periodEnd' | 'failureCode' | 'failureMessage'> & Partial<Pick<PaymentRow, 'kind' | 'description' | 'idempotencyKey' | 'periodStart' | 'periodEnd' | 'failureCode' | 'failureMessage'>>
+type OptionalPaymentColumns = 'kind' | 'description' | 'idempotencyKey' | 'paymentMethodId' | 'periodStart' | 'periodEnd' | 'failureCode' | 'failureMessage'
+export type NewPayment = Omit<PaymentRow, 'refundedAt' | 'refundRef' | 'refundReason' | OptionalPaymentColumns> & Partial<Pick<PaymentRow, OptionalPaymentColumns>>

@@ -1,7 +1,7 @@
-import { ProcessorUnavailableError, type ChargeResult, type PaymentProcessor } from '../../drivers/payments/types'
+import { ProcessorUnavailableError, type ChargeResult } from '../../drivers/payments/types'
 import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
-import type { AccountRow, SubscriptionRow } from '../../store/schema'
+import type { AccountRow, PaymentRow, SubscriptionRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import type { JobRunner } from '../../jobs/runner'
 import type { AccountsRepository } from '../accounts/repository'
@@ -12,6 +12,7 @@ import type { SitesRepository } from '../sites/repository'
 import type { SiteRunner } from '../sites/runner'
 import { APPLY_JOBS } from '../sites/apply'
 import { DELETION_GRACE_MS } from '../sites/lifecycle'
+import type { Approved, Charges } from './charges'
 import type { BillingRepository } from './repository'
 import type { PaymentView, SubscriptionView } from './views'
 
@@ -31,7 +32,7 @@ export interface SubscriptionBillingDeps {
   plans: Pick<PlansService, 'get'>
   jobs: Pick<JobRunner, 'enqueue' | 'kick'>
   runner: Pick<SiteRunner, 'stop'>
-  processor: PaymentProcessor
+  charges: Charges
 }
 
 /**
@@ -144,33 +145,23 @@ export class SubscriptionBilling {
       const slugs = this.d.sites.listForSubscription(s.id).map((site) => site.slug)
       const amount = Math.max(0, s.amountCents - s.creditCents)
       const credit = s.amountCents - amount
-      return this.d.repo.insertPayment({
-        id: crypto.randomUUID(), accountId: s.accountId, checkoutId: null, subscriptionId: s.id, amountCents: amount, currency: 'cad', status: 'pending',
-        processor: this.d.processor.name, processorRef: '', methodLabel: '', testMode: this.d.processor.testMode, createdAt: this.d.clock.now(),
-        kind: 'renewal', idempotencyKey: key, periodStart: s.currentPeriodEnd, periodEnd,
+      return this.d.charges.open({
+        key, kind: 'renewal', accountId: s.accountId, subscriptionId: s.id, amountCents: amount, periodStart: s.currentPeriodEnd, periodEnd,
+        paymentMethodId: this.d.accounts.find(s.accountId)?.paymentMethodId ?? '',
         description: `${plan.name} (${s.billingPeriod}), ${day(s.currentPeriodEnd)} to ${day(periodEnd)}${slugs.length ? `, sites ${slugs.join(', ')}` : ''}${credit > 0 ? `, ${formatCad(credit)} credit applied` : ''}`,
       })
     })
     if (!payment) return false
-    const account = this.d.accounts.find(payment.accountId)
+    const account = this.d.accounts.find(payment.accountId!)
     let result: ChargeResult
-    if (payment.amountCents === 0) {
-      result = { ok: true, paymentRef: `credit_${payment.id}`, methodLabel: 'account credit', paymentMethodId: account?.paymentMethodId ?? '', customerRef: null }
-    } else if (!account?.paymentMethodId) {
-      result = { ok: false, declineCode: 'no_payment_method', message: 'No payment method is on file.' }
-    } else {
-      try {
-        result = await this.d.processor.charge({
-          reference: `renewal:${id}`, idempotencyKey: payment.idempotencyKey!, amountCents: payment.amountCents, currency: 'cad', paymentMethodId: account.paymentMethodId,
-          description: payment.description, customerRef: account.processorCustomerRef, offSession: true,
-        })
-      } catch (err) {
-        if (err instanceof ProcessorUnavailableError) {
-          this.d.log.warn('renewal charge postponed: the payment processor cannot be reached', { subscription: id, error: err.message })
-          return false
-        }
-        throw err
+    try {
+      result = await this.d.charges.collect(payment, { reference: `renewal:${id}`, customerRef: account?.processorCustomerRef, offSession: true })
+    } catch (err) {
+      if (err instanceof ProcessorUnavailableError) {
+        this.d.log.warn('renewal charge postponed: the payment processor cannot be reached', { subscription: id, error: err.message })
+        return false
       }
+      throw err
     }
     return this.settle(id, payment.id, result)
   }
@@ -180,11 +171,11 @@ export class SubscriptionBilling {
     const now = this.d.clock.now()
     const reactivated: string[] = []
     const paid = this.d.store.write(() => {
-      const payment = this.d.repo.findPayment(this.d.repo.findSubscriptionById(subscriptionId)!.accountId, paymentId)!
+      const payment = this.d.repo.findPaymentById(paymentId)!
       if (payment.status !== 'pending') return payment.status === 'succeeded'
       const s = this.d.repo.findSubscriptionById(subscriptionId)!
+      this.d.charges.settle(payment.id, result)
       if (result.ok) {
-        this.d.repo.updatePayment(payment.id, { status: 'succeeded', processorRef: result.paymentRef, methodLabel: result.methodLabel, createdAt: now })
         this.d.repo.updateSubscription(s.id, {
           status: 'active', currentPeriodStart: payment.periodStart, currentPeriodEnd: payment.periodEnd!, nextChargeAt: payment.periodEnd,
           failedCharges: 0, unpaidSince: null, lastChargeError: null, creditCents: Math.max(0, s.creditCents - (s.amountCents - payment.amountCents)), updatedAt: now,
@@ -197,7 +188,6 @@ export class SubscriptionBilling {
         }
         return true
       }
-      this.d.repo.updatePayment(payment.id, { status: 'failed', failureCode: result.declineCode, failureMessage: result.message, createdAt: now })
       const unpaidSince = s.unpaidSince ?? s.currentPeriodEnd
       const failed = s.failedCharges + 1
       const retry = RETRY_AFTER_MS[failed - 1]
@@ -298,8 +288,10 @@ export class SubscriptionBilling {
   /**
    * What moving `subscription` to a plan costing `newAmountCents` a period costs now: an upgrade
    * pays the prorated difference for the rest of the period at once (payment_declined and nothing
-   * changed on a decline); a downgrade is credited to the next renewal. Returns the payment to
-   * record in the plan change's transaction, or the credit to add.
+   * changed on a decline); a downgrade is credited to the next renewal. An upgrade's payment is
+   * left charged but pending: the plan change's transaction settles it (`settleProration`), so
+   * the change and its payment are written together; a stop in between leaves it pending and
+   * the start-up pass refunds it (`resumeProration`).
    */
   async prorate(s: SubscriptionRow, newAmountCents: number, label: string): Promise<Proration> {
     const now = this.d.clock.now()
@@ -309,42 +301,59 @@ export class SubscriptionBilling {
     if (!account?.paymentMethodId) {
       throw paymentDeclined(say`Moving to ${label} costs ${formatCad(cents)} for the rest of this period, and no payment method is on file; add one through ${op('getBillingPortal')} and retry.`, 'new_plan')
     }
-    const key = `proration:${s.id}:${crypto.randomUUID()}`
-    const description = `Change to ${label} for the rest of the period to ${day(s.currentPeriodEnd)}`
+    // One plan change request is what is paid for: its own id in the key. A retry after a crash
+    // is a new request (the orphan is refunded at start), never a second charge for one change.
+    const payment = this.d.charges.open({
+      key: `proration:${s.id}:${crypto.randomUUID()}`, kind: 'proration', accountId: s.accountId, subscriptionId: s.id, amountCents: cents,
+      paymentMethodId: account.paymentMethodId, periodStart: now, periodEnd: s.currentPeriodEnd,
+      description: `Change to ${label} for the rest of the period to ${day(s.currentPeriodEnd)}`,
+    })
     let result: ChargeResult
     try {
-      result = await this.d.processor.charge({
-        reference: `proration:${s.id}`, idempotencyKey: key, amountCents: cents, currency: 'cad', paymentMethodId: account.paymentMethodId, description,
-        customerRef: account.processorCustomerRef, offSession: true,
-      })
+      result = await this.d.charges.collect(payment, { reference: `proration:${s.id}`, customerRef: account.processorCustomerRef, offSession: true })
     } catch (err) {
       if (err instanceof ProcessorUnavailableError) throw unavailable('The payment processor cannot be reached; the plan was not changed and nothing was charged. Retry in a minute.')
       throw err
     }
     if (!result.ok) {
+      this.d.charges.discard(payment.id)
       throw paymentDeclined(say`The card on file was declined (${result.message}) for ${formatCad(cents)}, the change's cost for the rest of this period; the plan was not changed. Replace the card through ${op('getBillingPortal')} and retry.`, 'new_plan')
     }
-    return {
-      creditCents: 0,
-      payment: {
-        id: crypto.randomUUID(), accountId: s.accountId, checkoutId: null, subscriptionId: s.id, amountCents: cents, currency: 'cad', status: 'succeeded',
-        processor: this.d.processor.name, processorRef: result.paymentRef, methodLabel: result.methodLabel, testMode: this.d.processor.testMode, createdAt: now,
-        kind: 'proration', idempotencyKey: key, description, periodStart: now, periodEnd: s.currentPeriodEnd,
-      },
-    }
+    return { creditCents: 0, payment: { id: payment.id, result } }
+  }
+
+  /** Records a proration's payment as paid, inside the plan change's transaction. */
+  settleProration(p: Proration): void {
+    if (p.payment) this.d.charges.settle(p.payment.id, p.payment.result)
   }
 
   /** Gives back a proration charged for a plan change that did not happen after all. */
   async refundProration(p: Proration, reason: string): Promise<void> {
     if (!p.payment) return
-    await this.d.processor.refund({ paymentRef: p.payment.processorRef, amountCents: p.payment.amountCents, reason })
-      .catch((err) => this.d.log.error('refund of a proration failed; refund it by hand', { payment: p.payment!.processorRef, error: (err as Error).message }))
+    this.d.charges.settle(p.payment.id, p.payment.result)
+    await this.d.charges.refund(p.payment.id, reason)
+  }
+
+  /**
+   * A proration left pending by a stop: its plan change was never written (they are written
+   * together), so whatever the processor took for it is refunded.
+   */
+  async resumeProration(payment: PaymentRow): Promise<void> {
+    const account = payment.accountId ? this.d.accounts.find(payment.accountId) : undefined
+    const result = await this.d.charges.collect(payment, { reference: `proration:${payment.subscriptionId}`, customerRef: account?.processorCustomerRef, offSession: true })
+    if (!result.ok) {
+      this.d.charges.discard(payment.id)
+      return
+    }
+    this.d.charges.settle(payment.id, result)
+    await this.d.charges.refund(payment.id, 'the plan change was interrupted by a stop of Berth and not made')
   }
 }
 
 export interface Proration {
   creditCents: number
-  payment: Parameters<BillingRepository['insertPayment']>[0] | null
+  /** An upgrade's payment, charged and still pending until the plan change is written. */
+  payment: { id: string; result: Approved } | null
 }
 
 const day = (ms: number) => iso(ms).slice(0, 10)

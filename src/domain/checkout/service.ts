@@ -3,7 +3,8 @@ import type { PaymentProcessor, ProcessorEvent } from '../../drivers/payments/ty
 import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { JobRunner } from '../../jobs/runner'
-import type { CheckoutRow } from '../../store/schema'
+import type { CheckoutRow, PaymentRow } from '../../store/schema'
+import type { Approved, Charges } from '../billing/charges'
 import type { Store } from '../../store/store'
 import type { AccountsRepository } from '../accounts/repository'
 import type { BillingRepository } from '../billing/repository'
@@ -29,7 +30,8 @@ export interface CheckoutServiceDeps {
   processor: PaymentProcessor
   accounts: Pick<AccountsRepository, 'insert' | 'setPaymentMethod' | 'find'>
   keys: Pick<KeysService, 'issue'>
-  billing: Pick<BillingRepository, 'insertSubscription' | 'insertPayment'>
+  billing: Pick<BillingRepository, 'insertSubscription' | 'insertPayment' | 'updatePayment' | 'paymentForCheckout'>
+  charges: Pick<Charges, 'open' | 'collect' | 'settle' | 'discard' | 'refund'>
   sites: Pick<SitesService, 'slugUnavailable' | 'prepare' | 'release' | 'createRecord' | 'siteUrl'>
   jobs: Pick<JobRunner, 'kick'>
 }
@@ -122,13 +124,55 @@ export class CheckoutService {
     }
     if (!input.payment_method_id) throw invalid('payment_method_id', `payment_method_id is required with processor_payment_method${this.d.processor.testMode ? ' (test mode: pm_card_visa pays)' : ''}.`)
     const account = row.accountId ? this.d.accounts.find(row.accountId) : undefined
-    const charge = await this.guard(() => this.d.processor.charge({
-      reference: row.id, idempotencyKey: `checkout:${row.id}:${input.payment_method_id}`, amountCents: row.amountCents, currency: 'cad', paymentMethodId: input.payment_method_id!, description,
-      customerRef: account?.processorCustomerRef ?? null, customerEmail: account?.email ?? row.buyerEmail,
-    }))
-    if (!charge.ok) throw paymentDeclined(`${charge.message} The session is still ready: try another payment method.`)
-    const { session, apiKey } = this.fulfil(row.id, { paymentRef: charge.paymentRef, methodLabel: charge.methodLabel, method, methodId: charge.paymentMethodId, customerRef: charge.customerRef, description })
+    // The key names the session and the method: the same card sent twice is one charge, and a
+    // payment left pending by a stop is found again (by this retry or the start-up pass).
+    const payment = this.d.charges.open({
+      key: `checkout:${row.id}:${input.payment_method_id}`, kind: 'purchase', accountId: row.accountId, checkoutId: row.id, amountCents: row.amountCents,
+      paymentMethodId: input.payment_method_id, description,
+    })
+    if (payment.status !== 'pending') throw conflict(`This session's payment with ${input.payment_method_id} was ${payment.status}; pay with another payment method.`, 'payment_method_id')
+    const charge = await this.guard(() => this.d.charges.collect(payment, { reference: row.id, customerRef: account?.processorCustomerRef ?? null, customerEmail: account?.email ?? row.buyerEmail }))
+    if (!charge.ok) {
+      // Nothing was charged and the buyer is here to try another method: no payment to keep.
+      this.d.charges.discard(payment.id)
+      throw paymentDeclined(`${charge.message} The session is still ready: try another payment method.`)
+    }
+    const { session, apiKey, used } = this.fulfil(row.id, { paymentId: payment.id, paymentRef: charge.paymentRef, methodLabel: charge.methodLabel, method, methodId: charge.paymentMethodId, customerRef: charge.customerRef, description })
+    if (!used) await this.giveBack(row.id, payment.id, charge, 'the session was already completed by another payment')
     return apiKey ? { ...this.view(session), api_key: apiKey } : this.view(session)
+  }
+
+  /**
+   * A direct payment left pending by a stop (the charge may have been made, the session not
+   * completed): charged again with its key (the processor returns the first outcome), then the
+   * session is completed as a hosted payment is (a new account's key shows on the next poll), or
+   * the payment is refunded when the session cannot be completed any more (canceled, expired or
+   * paid another way). Registered with the charges service's start-up pass.
+   */
+  async resumePurchase(payment: PaymentRow): Promise<void> {
+    const row = payment.checkoutId ? this.d.repo.find(payment.checkoutId) : undefined
+    const account = row?.accountId ? this.d.accounts.find(row.accountId) : undefined
+    const charge = await this.d.charges.collect(payment, { reference: payment.checkoutId ?? payment.id, customerRef: account?.processorCustomerRef ?? null, customerEmail: account?.email ?? row?.buyerEmail ?? null })
+    if (!charge.ok) return this.d.charges.discard(payment.id)
+    if (row && row.status === 'ready' && row.expiresAt > this.d.clock.now()) {
+      const plan = this.d.plans.get(row.planSlug)
+      const { used } = this.fulfil(row.id, {
+        paymentId: payment.id, paymentRef: charge.paymentRef, methodLabel: charge.methodLabel, method: 'processor_payment_method', methodId: charge.paymentMethodId,
+        customerRef: charge.customerRef, description: `${plan.name} (${row.billingPeriod}) for ${row.requestedSlug}`, keyOnNextPoll: true,
+      })
+      if (used) {
+        this.d.log.warn('a direct payment interrupted by a stop completed its checkout', { session: row.id, payment: payment.id })
+        return
+      }
+    }
+    await this.giveBack(payment.checkoutId ?? '', payment.id, charge, 'the checkout could not be completed after Berth stopped during its payment')
+  }
+
+  /** Refunds a charge that did not pay for its session (unless it is the one that did). */
+  private async giveBack(sessionId: string, paymentId: string, charge: Approved, reason: string): Promise<void> {
+    if (this.d.billing.paymentForCheckout(sessionId)?.id === paymentId) return
+    this.d.charges.settle(paymentId, charge)
+    await this.d.charges.refund(paymentId, reason)
   }
 
   cancel(id: string, secret: string | undefined): CheckoutView {
@@ -190,10 +234,10 @@ export class CheckoutService {
    * subscription, payment, site, provisioning job. Idempotent: a completed session is returned
    * as it is.
    */
-  private fulfil(id: string, payment: { paymentRef: string; methodLabel: string; method: PaymentMethodKind; methodId?: string; customerRef?: string | null; description: string }): { session: CheckoutRow; apiKey: string | null } {
+  private fulfil(id: string, payment: FulfilPayment): { session: CheckoutRow; apiKey: string | null; used: boolean } {
     const result = this.d.store.write(() => {
       const row = this.d.repo.find(id)!
-      if (row.status === 'completed') return { session: row, apiKey: null }
+      if (row.status === 'completed') return { session: row, apiKey: null, used: false }
       const now = this.d.clock.now()
       const accountId = row.accountId ?? this.d.accounts.insert({ id: crypto.randomUUID(), email: row.buyerEmail, name: 'Agent Key', createdAt: now }).id
       const period = row.billingPeriod
@@ -201,25 +245,35 @@ export class CheckoutService {
         id: crypto.randomUUID(), accountId, planSlug: row.planSlug, billingPeriod: period, status: 'active',
         currentPeriodEnd: now + PERIOD_MS[period], amountCents: row.amountCents, processor: this.d.processor.name, createdAt: now, updatedAt: now,
       })
-      this.d.billing.insertPayment({
-        id: crypto.randomUUID(), accountId, checkoutId: row.id, subscriptionId: subscription.id, amountCents: row.amountCents, currency: row.currency,
-        status: 'succeeded', processor: this.d.processor.name, processorRef: payment.paymentRef, methodLabel: payment.methodLabel, testMode: this.d.processor.testMode, createdAt: now,
-        kind: 'purchase', description: `${payment.description}, ${iso(now).slice(0, 10)} to ${iso(now + PERIOD_MS[period]).slice(0, 10)}`, periodStart: now, periodEnd: now + PERIOD_MS[period],
-      })
+      const paid = {
+        subscriptionId: subscription.id, kind: 'purchase' as const, description: `${payment.description}, ${iso(now).slice(0, 10)} to ${iso(now + PERIOD_MS[period]).slice(0, 10)}`,
+        periodStart: now, periodEnd: now + PERIOD_MS[period],
+      }
+      if (payment.paymentId) {
+        // A direct payment: the charges service's pending payment, settled with the purchase.
+        this.d.charges.settle(payment.paymentId, { ok: true, paymentRef: payment.paymentRef, methodLabel: payment.methodLabel, paymentMethodId: payment.methodId ?? '', customerRef: payment.customerRef ?? null }, accountId)
+        this.d.billing.updatePayment(payment.paymentId, paid)
+      } else {
+        // A hosted payment: the processor charged on its own page; its event is the record.
+        this.d.billing.insertPayment({
+          id: crypto.randomUUID(), accountId, checkoutId: row.id, amountCents: row.amountCents, currency: row.currency,
+          status: 'succeeded', processor: this.d.processor.name, processorRef: payment.paymentRef, methodLabel: payment.methodLabel, testMode: this.d.processor.testMode, createdAt: now, ...paid,
+        })
+      }
       // The method that paid is kept on file: renewals, prorations and domains charge it.
       if (payment.methodId) this.d.accounts.setPaymentMethod(accountId, payment.methodId, payment.methodLabel, now, payment.customerRef)
       const site = this.d.sites.createRecord({ id: row.siteId, accountId, subscriptionId: subscription.id, slug: row.requestedSlug!, planSlug: row.planSlug })
       // The key is shown once: in this response for a direct payment, else on the next poll.
-      const direct = payment.method === 'processor_payment_method'
+      const direct = payment.method === 'processor_payment_method' && !payment.keyOnNextPoll
       const apiKey = row.anonymous && direct ? this.d.keys.issue(accountId, 'Agent Key', ['read', 'write', 'admin']).api_key : null
       const session = this.d.repo.update(row.id, {
         status: 'completed', accountId, siteId: site.id, subscriptionId: subscription.id, paymentMethod: payment.method,
         apiKeyState: row.anonymous ? (direct ? 'delivered' : 'pending') : 'none', completedAt: now, updatedAt: now,
       })
-      return { session, apiKey }
+      return { session, apiKey, used: true }
     })
     this.d.jobs.kick()
-    this.d.log.info('checkout completed', { session: id, site: result.session.requestedSlug, plan: result.session.planSlug })
+    if (result.used) this.d.log.info('checkout completed', { session: id, site: result.session.requestedSlug, plan: result.session.planSlug })
     return result
   }
 
@@ -293,4 +347,18 @@ export class CheckoutService {
 
 function timingSafeEqual(a: string, b: string): boolean {
   return a.length === b.length && nodeTimingSafeEqual(Buffer.from(a), Buffer.from(b))
+}
+
+/** How a session was paid, for `fulfil`. */
+interface FulfilPayment {
+  /** A direct payment's pending payment (the charges service's); absent for a hosted payment. */
+  paymentId?: string
+  paymentRef: string
+  methodLabel: string
+  method: PaymentMethodKind
+  methodId?: string
+  customerRef?: string | null
+  description: string
+  /** A direct payment completed by the start-up pass: the new account's key shows on the next poll. */
+  keyOnNextPoll?: boolean
 }

@@ -60,6 +60,11 @@ export class DnsService {
     return this.remove(this.domainOwner(domain), input)
   }
 
+  /** Removes every record of a domain (one whose registration failed holds none). */
+  removeAllOfDomain(domain: DomainRow): void {
+    this.d.store.write(() => this.d.repo.removeAllOf(this.domainOwner(domain).key))
+  }
+
   /** Removes every record of a reaped site, and unlinks its domains (SiteReaper's purger). */
   async removeAllFor(siteId: string): Promise<void> {
     this.d.store.write(() => {

@@ -1,7 +1,9 @@
 import type { Logger } from '../../lib/logger'
 import type { Clock } from '../../lib/clock'
 import type { AccountsRepository } from '../accounts/repository'
-import type { BillingRepository } from '../billing/repository'
+import { ProcessorUnavailableError } from '../../drivers/payments/types'
+import type { DomainRow } from '../../store/schema'
+import type { Charges } from '../billing/charges'
 import { DomainError } from '../errors'
 import type { DomainsRepository } from './repository'
 import type { DomainsService } from './service'
@@ -11,6 +13,8 @@ const DAY_MS = 86_400_000
 export const RENEW_AHEAD_MS = 30 * DAY_MS
 /** A failed renewal is tried again after this long (and shows in the domain's renew_error). */
 export const RENEW_RETRY_MS = DAY_MS
+/** An expiry this much later than Berth's record means the registrar renewed already. */
+const RENEWED_BY_MS = 180 * DAY_MS
 
 /**
  * Renews domains with auto-renew on, a year at a time, 30 days before they expire: charges the
@@ -22,7 +26,15 @@ export const RENEW_RETRY_MS = DAY_MS
 export class DomainRenewals {
   private running = false
 
-  constructor(private d: { repo: DomainsRepository; domains: DomainsService; accounts: Pick<AccountsRepository, 'find'>; billing: Pick<BillingRepository, 'insertPayment'>; clock: Clock; log: Logger; store: { write<T>(fn: () => T): T } }) {}
+  constructor(private d: {
+    repo: DomainsRepository
+    domains: Pick<DomainsService, 'registrar' | 'registrarDriver'>
+    accounts: Pick<AccountsRepository, 'find'>
+    charges: Pick<Charges, 'open' | 'attemptKey' | 'collect' | 'settle' | 'refund'>
+    clock: Clock
+    log: Logger
+    store: { write<T>(fn: () => T): T }
+  }) {}
 
   /** One pass; overlapping calls (maintenance every 30 s) wait for the next. Never throws. */
   async renewDue(): Promise<void> {
@@ -41,33 +53,59 @@ export class DomainRenewals {
     }
   }
 
+  /**
+   * One renewal, in the charges service's steps: the pending payment (key
+   * `domain-renew:<name>:<current expiry>`, a new attempt suffix after a decline), the charge,
+   * its settlement, then the registrar; a stop anywhere resumes here on the next pass (the
+   * domain is still due with the same expiry, so the same key).
+   */
   private async renew(id: string): Promise<void> {
     const domain = this.d.repo.find(id)!
     const account = this.d.accounts.find(domain.accountId)
     const amount = domain.renewCents
+    const description = `Domain ${domain.name}, renewal for 1 year`
     try {
       if (!account?.paymentMethodId) throw new Error('no payment method on file; add one through the billing portal (GET /account/billing-portal/)')
-      const charge = await this.d.domains.charge(account, amount, `Domain ${domain.name}, renewal for 1 year`, domain.name, `domain-renewal:${domain.id}:${domain.expiresAt}`)
-      let expiresAt: number
-      try {
-        expiresAt = (await this.d.domains.registrar(() => this.d.domains.registrarDriver().renew({ domain: domain.name, periodYears: 1, currentExpiry: domain.expiresAt }))).expiresAt
-      } catch (err) {
-        await this.d.domains.refund(charge.paymentRef, amount, `renewal of ${domain.name} failed`)
-        throw err
-      }
-      const now = this.d.clock.now()
-      this.d.store.write(() => {
-        this.d.billing.insertPayment({
-          id: crypto.randomUUID(), accountId: domain.accountId, checkoutId: null, subscriptionId: null, amountCents: amount, currency: 'cad', status: 'succeeded',
-          processor: charge.processor, processorRef: charge.paymentRef, methodLabel: charge.methodLabel, testMode: charge.testMode, createdAt: now,
-          kind: 'domain', description: `Domain ${domain.name}, renewal for 1 year`,
-        })
-        this.d.repo.update(domain.id, { expiresAt, renewError: null, updatedAt: now })
+      const payment = this.d.charges.open({
+        key: this.d.charges.attemptKey(`domain-renew:${domain.name}:${domain.expiresAt}`), kind: 'domain', accountId: domain.accountId, amountCents: amount,
+        paymentMethodId: account.paymentMethodId, description,
       })
+      if (payment.status === 'pending') {
+        let result
+        try {
+          result = await this.d.charges.collect(payment, { reference: `domain:${domain.name}`, customerRef: account.processorCustomerRef, offSession: true })
+        } catch (err) {
+          if (err instanceof ProcessorUnavailableError) throw new Error('the payment processor cannot be reached; retried on a later pass')
+          throw err
+        }
+        const settled = this.d.charges.settle(payment.id, result)
+        if (settled.status === 'failed') throw new Error(`The payment method on file was declined (${settled.failureMessage}); replace it through the billing portal.`)
+      }
+      const expiresAt = await this.extend(domain, payment.id)
+      const now = this.d.clock.now()
+      this.d.store.write(() => this.d.repo.update(domain.id, { expiresAt, renewError: null, updatedAt: now }))
       this.d.log.info('domain renewed', { domain: domain.name, expires_at: new Date(expiresAt).toISOString(), charged_cents: amount })
     } catch (err) {
       const reason = err instanceof DomainError || err instanceof Error ? err.message : String(err)
       this.d.store.write(() => this.d.repo.update(domain.id, { renewError: reason, updatedAt: this.d.clock.now() }))
+      throw err
+    }
+  }
+
+  /**
+   * Asks the registrar for a year more and answers the new expiry. A renewal the registrar
+   * already made (a stop after it answered, before Berth recorded it) is found with `find`
+   * rather than refunded; one it refuses is refunded.
+   */
+  private async extend(domain: DomainRow, paymentId: string): Promise<number> {
+    const registrar = this.d.domains.registrarDriver()
+    try {
+      return (await this.d.domains.registrar(() => registrar.renew({ domain: domain.name, periodYears: 1, currentExpiry: domain.expiresAt }))).expiresAt
+    } catch (err) {
+      const held = await registrar.find(domain.name).catch(() => null)
+      if (held && held.expiresAt > domain.expiresAt + RENEWED_BY_MS) return held.expiresAt
+      if (err instanceof DomainError && err.kind === 'unavailable') throw err
+      await this.d.charges.refund(paymentId, `renewal of ${domain.name} failed`)
       throw err
     }
   }

@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, lte } from 'drizzle-orm'
+import { and, asc, eq, inArray, lte, ne } from 'drizzle-orm'
 import { domains, type DomainRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 
@@ -62,7 +62,13 @@ export class DomainsRepository {
     return this.store.db.select().from(domains).where(and(eq(domains.status, 'active'), lte(domains.expiresAt, now))).all()
   }
 
+  /** The account's free first years, used or being registered (a failed registration used none). */
   countFree(accountId: string): number {
-    return this.store.db.select({ id: domains.id }).from(domains).where(and(eq(domains.accountId, accountId), eq(domains.freeFirstYear, true))).all().length
+    return this.store.db.select({ id: domains.id }).from(domains).where(and(eq(domains.accountId, accountId), eq(domains.freeFirstYear, true), ne(domains.status, 'failed'))).all().length
+  }
+
+  /** Removes a domain row (a failed registration, when the name is registered again). */
+  remove(id: string): void {
+    this.store.db.delete(domains).where(eq(domains.id, id)).run()
   }
 }

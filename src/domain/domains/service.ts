@@ -1,5 +1,3 @@
-import type { PaymentProcessor } from '../../drivers/payments/types'
-import { ProcessorUnavailableError } from '../../drivers/payments/types'
 import { RegistrarError, type Contact, type Registrar } from '../../drivers/registrar/types'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
@@ -12,11 +10,14 @@ import type { RecordInput } from '../dns/records'
 import type { DnsChangeView, DnsZone } from '../dns/views'
 import { formatCad } from '../money'
 import { conflict, DomainError, invalid, notFound, op, paymentDeclined, say, unavailable } from '../errors'
+import type { JobRunner } from '../../jobs/runner'
+import type { Charges } from '../billing/charges'
 import type { Principal } from '../keys/service'
 import type { PlansService } from '../plans/service'
 import type { SitesRepository } from '../sites/repository'
 import { NO_TLS, type TlsView } from '../tls/views'
 import { isCa, normalizeDomain } from './names'
+import { REGISTER_DOMAIN_JOB, registrationKey } from './registration'
 import type { DomainsRepository } from './repository'
 import type { DomainRegisteredView, DomainSearchView, DomainView } from './views'
 
@@ -39,9 +40,10 @@ interface Deps {
   log: Logger
   repo: DomainsRepository
   registrar: Registrar
-  processor: PaymentProcessor
+  charges: Pick<Charges, 'open'>
+  jobs: Pick<JobRunner, 'enqueue' | 'kick'>
   accounts: Pick<AccountsRepository, 'find'>
-  billing: Pick<BillingRepository, 'activeSubscriptions' | 'insertPayment'>
+  billing: Pick<BillingRepository, 'activeSubscriptions'>
   plans: Pick<PlansService, 'get'>
   sites: Pick<SitesRepository, 'findOwned' | 'find'>
   dns: DnsService
@@ -67,7 +69,8 @@ export class DomainsService {
     const ours = this.d.repo.findByName(domain)
     return {
       domain,
-      available: quote.available && !ours,
+      // A failed registration holds nothing: its name is free to register again.
+      available: quote.available && (!ours || ours.status === 'failed'),
       premium: quote.premium,
       price: { registration: this.price(quote.registerCents) / 100, renewal: this.price(quote.renewCents) / 100, currency: 'CAD' },
       first_year_free: this.freeFirstYear(p.accountId),
@@ -75,10 +78,17 @@ export class DomainsService {
     }
   }
 
+  /**
+   * Starts a registration and answers at once: the name's availability and price are asked of
+   * the registrar (a lookup), then, in one transaction, the domain is recorded `pending`, its
+   * payment recorded pending with a key derived from the attempt (`domain-register:<name>:<id>`),
+   * and the registration job queued. The job charges, registers and settles
+   * (`DomainRegistration`); the domain's status and `error` show how it went.
+   */
   async register(p: Principal, input: RegisterDomainInput): Promise<DomainRegisteredView> {
     const domain = normalizeDomain(input.domain)
     if (isCa(domain) && !input.ca_legal_type) throw invalid('ca_legal_type', 'A .ca domain needs ca_legal_type, the owner\'s CIRA legal type (CCO for a Canadian corporation, CCT for a Canadian citizen, RES for a permanent resident, ...).')
-    if (this.d.repo.findByName(domain)) throw conflict(say`${domain} is already registered; ${op('searchDomains')} tells which names are free.`, 'domain')
+    this.requireFree(domain)
     const quote = await this.registrar(() => this.d.registrar.search(domain))
     if (!quote.available) throw conflict(say`${domain} is taken; ${op('searchDomains')} tells which names are free.`, 'domain')
     const yearly = this.price(quote.registerCents)
@@ -88,35 +98,46 @@ export class DomainsService {
     if (amount > 0 && !account.paymentMethodId) {
       throw paymentDeclined(say`No payment method on file to pay ${formatCad(amount)} for ${domain}: add one through ${op('getBillingPortal')}, or pay a checkout with processor_payment_method (${op('createCheckout')}). Nothing was registered.`, null)
     }
-    const charge = amount > 0 ? await this.charge(account, amount, `Domain ${domain}, ${input.period} year${input.period > 1 ? 's' : ''}`, domain) : null
-    let registered
-    try {
-      registered = await this.registrar(() => this.d.registrar.register({
-        domain, periodYears: input.period, contact: input.contact, caLegalType: isCa(domain) ? input.ca_legal_type : undefined,
-        nameservers: this.d.nameservers, autoRenew: true, privacy: true, locked: true,
-      }))
-    } catch (err) {
-      if (charge) await this.refund(charge.paymentRef, amount, `registration of ${domain} failed`)
-      throw err
-    }
     const now = this.d.clock.now()
     const row = this.d.store.write(() => {
-      if (charge) {
-        this.d.billing.insertPayment({
-          id: crypto.randomUUID(), accountId: p.accountId, checkoutId: null, subscriptionId: null, amountCents: amount, currency: 'cad', status: 'succeeded',
-          processor: charge.processor, processorRef: charge.paymentRef, methodLabel: charge.methodLabel, testMode: charge.testMode, createdAt: now,
-          kind: 'domain', description: `Domain ${domain}, registration for ${input.period} year${input.period > 1 ? 's' : ''}`,
-        })
-      }
-      return this.d.repo.insert({
-        id: crypto.randomUUID(), accountId: p.accountId, name: domain, status: 'active', registrar: this.d.registrar.name, sandbox: this.d.registrar.sandbox,
-        registrarRef: registered.registrarRef, expiresAt: registered.expiresAt, autoRenew: true, locked: true, privacy: true,
+      // Checked again inside the transaction: two requests for one name make one registration.
+      const failed = this.requireFree(domain)
+      if (failed) this.forget(failed)
+      const row = this.d.repo.insert({
+        id: crypto.randomUUID(), accountId: p.accountId, name: domain, status: 'pending', registrar: this.d.registrar.name, sandbox: this.d.registrar.sandbox,
+        registrarRef: '', expiresAt: 0, autoRenew: true, locked: true, privacy: true, periodYears: input.period,
         nameservers: JSON.stringify(this.d.nameservers), siteId: null, renewCents: this.price(quote.renewCents), freeFirstYear: free,
         contact: JSON.stringify(input.contact), caLegalType: isCa(domain) ? input.ca_legal_type! : null, renewError: null, createdAt: now, updatedAt: now,
       })
+      if (amount > 0) {
+        this.d.charges.open({
+          key: registrationKey(row), kind: 'domain', accountId: p.accountId, amountCents: amount, paymentMethodId: account.paymentMethodId!,
+          description: `Domain ${domain}, registration for ${input.period} year${input.period > 1 ? 's' : ''}`,
+        })
+      }
+      this.d.jobs.enqueue(REGISTER_DOMAIN_JOB, row.id)
+      return row
     })
-    this.d.log.info('domain registered', { domain, account: p.accountId, charged_cents: amount, registrar: this.d.registrar.name })
+    this.d.jobs.kick()
+    this.d.log.info('domain registration queued', { domain, account: p.accountId, amount_cents: amount, registrar: this.d.registrar.name })
     return { ...this.view(row), charged: amount / 100 }
+  }
+
+  /**
+   * Conflict when `name` is ours already (registered or being registered); a failed
+   * registration's row is returned, to be replaced.
+   */
+  private requireFree(name: string): DomainRow | null {
+    const existing = this.d.repo.findByName(name)
+    if (!existing || existing.status === 'failed') return existing ?? null
+    if (existing.status === 'pending') throw conflict(say`${name} is being registered; ${op('getDomain', { domain_name: name })} shows when it is active.`, 'domain')
+    throw conflict(say`${name} is already registered; ${op('searchDomains')} tells which names are free.`, 'domain')
+  }
+
+  /** Removes a failed registration's row and whatever was attached to it meanwhile. */
+  private forget(failed: DomainRow): void {
+    this.d.dns.removeAllOfDomain(failed)
+    this.d.repo.remove(failed.id)
   }
 
   list(p: Principal): DomainView[] {
@@ -132,16 +153,16 @@ export class DomainsService {
   }
 
   addDns(p: Principal, name: string, input: RecordInput): DnsChangeView {
-    return this.d.dns.addToDomain(this.owned(p, name), input)
+    return this.d.dns.addToDomain(this.changeable(p, name), input)
   }
 
   removeDns(p: Principal, name: string, input: RecordInput): DnsChangeView {
-    return this.d.dns.removeFromDomain(this.owned(p, name), input)
+    return this.d.dns.removeFromDomain(this.changeable(p, name), input)
   }
 
   /** Routes the domain and its www to one of the account's sites; null unlinks. */
   link(p: Principal, name: string, slug: string | null): DomainView {
-    const domain = this.owned(p, name)
+    const domain = this.changeable(p, name)
     let siteId: string | null = null
     if (slug !== null) {
       const site = this.d.sites.findOwned(p.accountId, slug)
@@ -153,11 +174,12 @@ export class DomainsService {
   }
 
   async settings(p: Principal, name: string, input: DomainSettingsInput): Promise<DomainView> {
-    const domain = this.owned(p, name)
+    const domain = this.changeable(p, name)
     const changes = { autoRenew: input.auto_renew, locked: input.locked, privacy: input.privacy }
     if (Object.values(changes).every((v) => v === undefined)) throw invalid(null, 'Send at least one of auto_renew, locked and privacy (booleans).')
-    // The registrar holds lock and privacy; auto-renew is Berth's own renewal job.
-    if (input.locked !== undefined || input.privacy !== undefined) {
+    // The registrar holds lock and privacy; auto-renew is Berth's own renewal job. A pending
+    // domain is registered with what its row says when the job gets to it.
+    if (domain.status !== 'pending' && (input.locked !== undefined || input.privacy !== undefined)) {
       await this.registrar(() => this.d.registrar.updateSettings(domain.name, { locked: input.locked, privacy: input.privacy }))
     }
     const set = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined))
@@ -173,11 +195,22 @@ export class DomainsService {
     return row
   }
 
+  /**
+   * The account's domain, for a change: DNS records, links and settings of a pending domain
+   * are kept and apply once it is registered; a failed registration is conflict.
+   */
+  private changeable(p: Principal, raw: string): DomainRow {
+    const row = this.owned(p, raw)
+    if (row.status === 'failed') throw conflict(say`The registration of ${row.name} failed (${row.error ?? 'see its error'}); ${op('registerDomain')} tries again.`, 'domain_name')
+    return row
+  }
+
   view(d: DomainRow): DomainView {
     return {
       domain: d.name,
       status: d.status,
-      expires_at: new Date(d.expiresAt).toISOString(),
+      error: d.error,
+      expires_at: d.status === 'pending' || d.status === 'failed' ? null : new Date(d.expiresAt).toISOString(),
       auto_renew: d.autoRenew,
       locked: d.locked,
       privacy: d.privacy,
@@ -205,29 +238,6 @@ export class DomainsService {
 
   registrarDriver(): Registrar {
     return this.d.registrar
-  }
-
-  /** Charges the method on file; a decline is 402 with nothing registered. */
-  async charge(account: { paymentMethodId: string | null; processorCustomerRef: string | null }, amountCents: number, description: string, domain: string, idempotencyKey = `domain:${domain}:${crypto.randomUUID()}`) {
-    let result
-    try {
-      result = await this.d.processor.charge({
-        reference: `domain:${domain}`, idempotencyKey, amountCents, currency: 'cad', paymentMethodId: account.paymentMethodId!, description, customerRef: account.processorCustomerRef, offSession: true,
-      })
-    } catch (err) {
-      if (err instanceof ProcessorUnavailableError) throw unavailable('The payment processor cannot be reached; nothing was charged or registered. Retry in a minute.')
-      throw err
-    }
-    if (!result.ok) throw paymentDeclined(say`The payment method on file was declined (${result.message}) for ${formatCad(amountCents)}; nothing was registered. Replace the card on file through ${op('getBillingPortal')} and retry.`, null)
-    return { ...result, processor: this.d.processor.name, testMode: this.d.processor.testMode }
-  }
-
-  async refund(paymentRef: string, amountCents: number, reason: string): Promise<void> {
-    try {
-      await this.d.processor.refund({ paymentRef, amountCents, reason })
-    } catch (err) {
-      this.d.log.error('refund after a failed domain registration failed; refund it by hand', { payment: paymentRef, amount_cents: amountCents, error: (err as Error).message })
-    }
   }
 
   /** Runs a registrar call, turning its errors into the domain's (409, 422, 402, 503, 404). */

@@ -22,7 +22,8 @@ export type DomainSearchView = Static<typeof DomainSearch>
 export const Domain = t.Object({
   domain: t.String({ examples: ['my-shop.ca'] }),
   status: DomainStatusSchema,
-  expires_at: DateTime(),
+  error: Nullable(t.String({ description: 'Why the registration failed (status failed: nothing was registered and any charge was refunded); null otherwise.' })),
+  expires_at: Nullable(DateTime('When the registration ends; null until it is registered (status pending) and for a failed registration.')),
   auto_renew: t.Boolean(),
   locked: t.Boolean({ description: 'Registrar lock: transfers out are refused while on.' }),
   privacy: t.Boolean({ description: "WHOIS privacy: the contact's details are hidden in WHOIS." }),
@@ -39,6 +40,6 @@ export type DomainView = Static<typeof Domain>
 
 export const DomainRegistered = t.Object({
   ...Domain.properties,
-  charged: Cad('What this registration charged to the payment method on file (0 for a free first year), in'),
+  charged: Cad('What this registration charges to the payment method on file (0 for a free first year; refunded if it fails), in'),
 })
 export type DomainRegisteredView = Static<typeof DomainRegistered>

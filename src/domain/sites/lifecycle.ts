@@ -27,9 +27,9 @@ export interface SiteLifecycleDeps {
   clock: Clock
   sites: SitesRepository
   views: Pick<SitesService, 'view'>
-  billing: Pick<BillingRepository, 'findSubscriptionById' | 'changePlan' | 'insertPayment' | 'updateSubscription'>
+  billing: Pick<BillingRepository, 'findSubscriptionById' | 'changePlan' | 'updateSubscription'>
   /** Prorated charges and credits of a plan change (design.md, Money after the purchase). */
-  money: Pick<SubscriptionBilling, 'prorate' | 'refundProration'>
+  money: Pick<SubscriptionBilling, 'prorate' | 'settleProration' | 'refundProration'>
   plans: Pick<PlansService, 'requireActive'>
   jobs: Pick<JobRunner, 'enqueue' | 'kick'>
   runner: Pick<SiteRunner, 'stop'>
@@ -92,7 +92,7 @@ export class SiteLifecycle {
         const now = this.d.clock.now()
         if (subscription) {
           this.d.billing.changePlan(subscription.id, plan.slug, periodCents(plan.price, subscription.billingPeriod), now)
-          if (proration?.payment) this.d.billing.insertPayment(proration.payment)
+          if (proration) this.d.money.settleProration(proration)
           if (proration?.creditCents) this.d.billing.updateSubscription(subscription.id, { creditCents: subscription.creditCents + proration.creditCents })
         }
         this.d.sites.setPlan(group.map((s) => s.id), plan.slug, now)

@@ -90,6 +90,21 @@ export class OpenSrsRegistrar implements Registrar {
     return { domain: input.domain, registrarRef: text(reply.attributes.id) || input.domain, expiresAt: addYears(started, input.periodYears) }
   }
 
+  /** GET all_info: OpenSRS answers 415/480 for a domain that is not in this reseller account. */
+  async find(domain: string): Promise<RegisteredDomain | null> {
+    let reply
+    try {
+      reply = await this.call('GET', { domain, type: 'all_info' }, { accept: [415] })
+      if (reply.code === 415) return null
+    } catch (err) {
+      if (err instanceof RegistrarError && err.kind === 'not_found') return null
+      throw err
+    }
+    const expires = Date.parse(`${text(reply.attributes.expiredate).replace(' ', 'T')}Z`)
+    if (!Number.isFinite(expires)) throw new RegistrarError('unreachable', `OpenSRS answered GET all_info for ${domain} without an expiredate`)
+    return { domain, registrarRef: text(reply.attributes.id) || domain, expiresAt: expires }
+  }
+
   async renew(input: { domain: string; periodYears: number; currentExpiry: number }): Promise<{ expiresAt: number }> {
     const reply = await this.call('RENEW', {
       domain: input.domain,

@@ -71,6 +71,11 @@ export class SandboxRegistrar implements Registrar {
     return { domain: input.domain, registrarRef: domain.registrarRef, expiresAt: domain.expiresAt }
   }
 
+  async find(domain: string): Promise<RegisteredDomain | null> {
+    const d = this.domains[domain]
+    return d ? { domain, registrarRef: d.registrarRef, expiresAt: d.expiresAt } : null
+  }
+
   async renew(input: { domain: string; periodYears: number; currentExpiry: number }): Promise<{ expiresAt: number }> {
     const d = this.known(input.domain)
     // Registries refuse a renewal that names another expiry: it protects against renewing twice.

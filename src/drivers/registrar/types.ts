@@ -10,7 +10,7 @@
  *   pay: 402), `unreachable` (the registrar did not answer: 503, nothing changed), `not_found`
  *   (the registrar does not know the domain). Never classified by message text by the caller.
  * - `register` is not idempotent at the registry: the caller records an attempt before calling
- *   and never retries a register blindly. `renew`, `setNameservers` and `updateSettings` are
+ *   and never retries a register blindly (it asks `find` first). `renew`, `setNameservers` and `updateSettings` are
  *   idempotent for the same input (a renew carries the current expiry, as registries require).
  */
 export interface Registrar {
@@ -20,6 +20,12 @@ export interface Registrar {
   readonly sandbox: boolean
   search(domain: string): Promise<DomainQuote>
   register(input: RegisterInput): Promise<RegisteredDomain>
+  /**
+   * The domain as this reseller account holds it, or null when the registrar does not hold it
+   * for us (free, or another's). Read-only. How a registration interrupted by a stop learns
+   * whether it went through, and a renewal whether the registry already extended the expiry.
+   */
+  find(domain: string): Promise<RegisteredDomain | null>
   renew(input: { domain: string; periodYears: number; currentExpiry: number }): Promise<{ expiresAt: number }>
   setNameservers(domain: string, nameservers: string[]): Promise<void>
   updateSettings(domain: string, settings: { autoRenew?: boolean; locked?: boolean; privacy?: boolean }): Promise<void>
