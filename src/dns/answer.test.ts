@@ -10,6 +10,9 @@ const SOA: DnsRecord & { type: 'SOA' } = {
 const RECORDS: DnsRecord[] = [
   SOA,
   { name: 'example.test', type: 'NS', ttl: 3600, data: 'ns1.example.test' },
+  { name: 'example.test', type: 'NS', ttl: 3600, data: 'ns.elsewhere.invalid' },
+  { name: 'ns1.example.test', type: 'A', ttl: 300, data: '192.0.2.53' },
+  { name: 'ns1.example.test', type: 'AAAA', ttl: 300, data: '2001:db8::53' },
   { name: 'shop.example.test', type: 'A', ttl: 300, data: '192.0.2.10' },
   { name: 'shop.example.test', type: 'MX', ttl: 300, data: { preference: 10, exchange: 'mail.example.test' } },
   { name: 'www.example.test', type: 'CNAME', ttl: 300, data: 'shop.example.test' },
@@ -116,6 +119,32 @@ describe('the DNS answer', () => {
   it('answers ANY with one RRset only (RFC 8482)', () => {
     const a = ask(query('shop.example.test', 'ANY'))
     expect(new Set(a.answers.map((r) => r.type)).size).toBe(1)
+  })
+
+  it('adds the addresses of in-zone nameservers to NS and SOA answers, before the OPT, and none elsewhere', () => {
+    const glue = [['ns1.example.test', 'A', '192.0.2.53'], ['ns1.example.test', 'AAAA', '2001:db8::53']]
+    for (const type of ['NS', 'SOA']) {
+      const a = ask(query('example.test', type, edns()))
+      expect(a.answers.length).toBeGreaterThan(0)
+      // ns.elsewhere.invalid is outside the zone: no address for it.
+      expect(a.additionals.map((r) => [r.name, r.type, r.data ?? null])).toEqual([...glue, ['.', 'OPT', null]])
+      expect(ask(query('example.test', type)).additionals.map((r) => r.type)).toEqual(['A', 'AAAA'])
+    }
+    expect(ask(query('shop.example.test', 'MX')).additionals).toEqual([])
+    expect(ask(query('nope.example.test', 'A')).additionals).toEqual([])
+  })
+
+  it('leaves the glue out, without TC, when it alone does not fit over UDP', () => {
+    const many: DnsRecord[] = Array.from({ length: 6 }, (_, i) => ({ name: 'example.test', type: 'NS', ttl: 3600, data: `ns${i}.nameserver.example.test` }))
+    const addresses: DnsRecord[] = many.flatMap((ns) => [{ name: ns.data as string, type: 'A', ttl: 300, data: '192.0.2.1' }, { name: ns.data as string, type: 'AAAA', ttl: 300, data: '2001:db8::1' }] as DnsRecord[])
+    const big: Zone = { apex: 'example.test', soa: SOA, lookup: (n) => (n === 'example.test' ? many : addresses.filter((r) => r.name === n)) }
+    const out = respond(query('example.test', 'NS'), { zoneFor: () => big }, 'udp')!
+    const a = packet.decode(out) as unknown as Decoded
+    expect(out.length).toBeLessThanOrEqual(512)
+    expect(a).toMatchObject({ flag_tc: false, additionals: [] })
+    expect(a.answers).toHaveLength(6)
+    const tcp = packet.decode(respond(query('example.test', 'NS'), { zoneFor: () => big }, 'tcp')!) as unknown as Decoded
+    expect(tcp.additionals).toHaveLength(12)
   })
 
   it('answers EDNS0 with an OPT of 1232 bytes, and BADVERS to a version above 0', () => {
