@@ -1,6 +1,6 @@
 import * as packet from 'dns-packet'
 import { describe, expect, it } from 'vitest'
-import { EDNS_UDP_SIZE, respond } from './answer'
+import { EDNS_UDP_SIZE, respond, truncatedAnswer } from './answer'
 import type { Authority, DnsRecord, Zone } from './types'
 
 const SOA: DnsRecord & { type: 'SOA' } = {
@@ -170,6 +170,20 @@ describe('the DNS answer', () => {
     expect((tcp.answers[0]!.data as Buffer[]).map(String)).toEqual(Array.from({ length: 8 }, (_, i) => `${i}`.repeat(200)))
     // An advertised size below 512 counts as 512 (RFC 6891 6.2.5).
     expect(ask(query('shop.example.test', 'A', edns(100))).flag_tc).toBe(false)
+  })
+
+  it('empties an answer to its question with TC for a rate-limited slip, keeping the OPT of an EDNS query', () => {
+    for (const extra of [{}, edns()]) {
+      const q = query('Example.test', 'NS', extra)
+      const slip = truncatedAnswer(respond(q, authority, 'udp')!, q)
+      const a = packet.decode(slip) as unknown as Decoded
+      expect(a).toMatchObject({ id: 4242, type: 'response', rcode: 'NOERROR', flag_tc: true, flag_aa: true, answers: [], authorities: [] })
+      expect(a.questions).toEqual([{ name: 'Example.test', type: 'NS', class: 'IN' }])
+      expect(a.additionals.map((r) => r.type)).toEqual('additionals' in extra ? ['OPT'] : [])
+    }
+    const garbage = Buffer.from([1, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 9])
+    const formerr = respond(garbage, authority, 'udp')!
+    expect(truncatedAnswer(formerr, garbage).readUInt16BE(2) & packet.TRUNCATED_RESPONSE).toBeTruthy()
   })
 
   it('refuses zone transfers over either transport', () => {

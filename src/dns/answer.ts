@@ -206,3 +206,47 @@ function headerOnly(id: number, rd: number, opcode: number, rcode: number): Buff
   out.writeUInt16BE(0x8000 | (opcode << 11) | rd | rcode, 2)
   return out
 }
+
+/**
+ * `answer` emptied to its header and question with TC set: what response-rate limiting sends
+ * instead of a limited answer now and then (the "slip", src/dns/rate-limit.ts), so that a real
+ * client asks again over TCP. Counts of the other sections are zeroed; the OPT stays when `query`
+ * had one (RFC 6891 7: an EDNS query gets an EDNS answer), as the last 11 bytes of `answer`.
+ */
+export function truncatedAnswer(answer: Buffer, query: Buffer): Buffer {
+  if (answer.length < 12) return answer
+  const questionEnd = answer.readUInt16BE(4) === 1 ? endOfQuestion(answer, 12) : 12
+  if (questionEnd < 0) return answer
+  const keepOpt = answer.readUInt16BE(10) > 0 && hasOpt(query)
+  const out = Buffer.alloc(questionEnd + (keepOpt ? OPT_BYTES : 0))
+  answer.copy(out, 0, 0, questionEnd)
+  out.writeUInt16BE(answer.readUInt16BE(2) | packet.TRUNCATED_RESPONSE, 2)
+  out.writeUInt16BE(0, 6)
+  out.writeUInt16BE(0, 8)
+  out.writeUInt16BE(keepOpt ? 1 : 0, 10)
+  if (keepOpt) answer.copy(out, questionEnd, answer.length - OPT_BYTES)
+  return out
+}
+
+/** Berth's OPT record: root name, type, class (size), TTL (extended rcode, version, flags), no data. */
+const OPT_BYTES = 11
+
+/** The offset just past the question that starts at `offset`, or -1 when the bytes end first. */
+function endOfQuestion(message: Buffer, offset: number): number {
+  let at = offset
+  while (at < message.length) {
+    const length = message[at]!
+    if (length === 0) return at + 5 <= message.length ? at + 5 : -1
+    // A compression pointer ends the name (a question is written first, so it has none).
+    if ((length & 0xc0) === 0xc0) return at + 6 <= message.length ? at + 6 : -1
+    at += length + 1
+  }
+  return -1
+}
+
+/** True when the one-question `query` is followed by an OPT record (type 41). */
+function hasOpt(query: Buffer): boolean {
+  if (query.length < 12 || query.readUInt16BE(10) === 0) return false
+  const end = endOfQuestion(query, 12)
+  return end > 0 && end + 3 <= query.length && query[end] === 0 && query.readUInt16BE(end + 1) === 41
+}
