@@ -150,7 +150,7 @@ export function startServer(s: Services): RunningServer {
   // rest of Berth keeps serving.
   const dnsListen = s.config.dns.listen
   const dns = dnsListen
-    ? startDnsServer({ authority: s.zones, hostname: dnsListen.hostname, port: dnsListen.port, log: s.log }).catch((err) => {
+    ? startDnsServer({ authority: s.zones, hostname: dnsListen.hostname, port: dnsListen.port, log: s.log, rateLimit: s.config.dns.rateLimit }).catch((err) => {
         s.log.error('the DNS server could not start; set dns.listen to a free port (or off)', { listen: `${dnsListen.hostname}:${dnsListen.port}`, error: (err as Error).message })
         return null
       })

@@ -31,8 +31,17 @@ export interface Config {
    * default `ai_tokens_monthly` of plans that do not give theirs; each site's allowance is its plan's.
    */
   ai: { baseUrl: string | null; apiKey: string; model: string; embeddingModel: string | null; timeoutMs: number; tokensPerSiteMonthly: number }
-  /** Berth's authoritative DNS server; `listen` null when off. */
-  dns: { listen: { hostname: string; port: number } | null; nameservers: string[]; publicIpv4: string; publicIpv6: string | null }
+  /**
+   * Berth's authoritative DNS server; `listen` null when off. `rateLimit` limits UDP answers per
+   * client prefix (src/dns/rate-limit.ts); `responsesPerSecond` 0 is off.
+   */
+  dns: {
+    listen: { hostname: string; port: number } | null
+    nameservers: string[]
+    publicIpv4: string
+    publicIpv6: string | null
+    rateLimit: { responsesPerSecond: number; slip: number; ipv4Prefix: number; ipv6Prefix: number }
+  }
   registrar: { driver: 'sandbox' | 'opensrs'; opensrs: { url: string; user: string; key: string }; pricePercent: number }
   /** HTTPS and certificates; `acme` null when no CA is configured (no certificates), `listen` null when off. */
   tls: {
@@ -237,6 +246,12 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       nameservers: nameserversOf(get<string[]>('dns.nameservers'), get<string>('sites.domain').toLowerCase()),
       publicIpv4: get<string>('dns.public_ipv4'),
       publicIpv6: get<string>('dns.public_ipv6') || null,
+      rateLimit: {
+        responsesPerSecond: get<number>('dns.rrl_responses_per_second'),
+        slip: get<number>('dns.rrl_slip'),
+        ipv4Prefix: get<number>('dns.rrl_ipv4_prefix'),
+        ipv6Prefix: get<number>('dns.rrl_ipv6_prefix'),
+      },
     },
     tls: {
       listen: get<string>('tls.listen') === 'off' ? null : parseListen(get<string>('tls.listen'))!,

@@ -1,6 +1,6 @@
 import * as packet from 'dns-packet'
 import { describe, expect, it } from 'vitest'
-import { EDNS_UDP_SIZE, respond } from './answer'
+import { EDNS_UDP_SIZE, respond, truncatedAnswer } from './answer'
 import type { Authority, DnsRecord, Zone } from './types'
 
 const SOA: DnsRecord & { type: 'SOA' } = {
@@ -10,6 +10,9 @@ const SOA: DnsRecord & { type: 'SOA' } = {
 const RECORDS: DnsRecord[] = [
   SOA,
   { name: 'example.test', type: 'NS', ttl: 3600, data: 'ns1.example.test' },
+  { name: 'example.test', type: 'NS', ttl: 3600, data: 'ns.elsewhere.invalid' },
+  { name: 'ns1.example.test', type: 'A', ttl: 300, data: '192.0.2.53' },
+  { name: 'ns1.example.test', type: 'AAAA', ttl: 300, data: '2001:db8::53' },
   { name: 'shop.example.test', type: 'A', ttl: 300, data: '192.0.2.10' },
   { name: 'shop.example.test', type: 'MX', ttl: 300, data: { preference: 10, exchange: 'mail.example.test' } },
   { name: 'www.example.test', type: 'CNAME', ttl: 300, data: 'shop.example.test' },
@@ -118,6 +121,32 @@ describe('the DNS answer', () => {
     expect(new Set(a.answers.map((r) => r.type)).size).toBe(1)
   })
 
+  it('adds the addresses of in-zone nameservers to NS and SOA answers, before the OPT, and none elsewhere', () => {
+    const glue = [['ns1.example.test', 'A', '192.0.2.53'], ['ns1.example.test', 'AAAA', '2001:db8::53']]
+    for (const type of ['NS', 'SOA']) {
+      const a = ask(query('example.test', type, edns()))
+      expect(a.answers.length).toBeGreaterThan(0)
+      // ns.elsewhere.invalid is outside the zone: no address for it.
+      expect(a.additionals.map((r) => [r.name, r.type, r.data ?? null])).toEqual([...glue, ['.', 'OPT', null]])
+      expect(ask(query('example.test', type)).additionals.map((r) => r.type)).toEqual(['A', 'AAAA'])
+    }
+    expect(ask(query('shop.example.test', 'MX')).additionals).toEqual([])
+    expect(ask(query('nope.example.test', 'A')).additionals).toEqual([])
+  })
+
+  it('leaves the glue out, without TC, when it alone does not fit over UDP', () => {
+    const many: DnsRecord[] = Array.from({ length: 6 }, (_, i) => ({ name: 'example.test', type: 'NS', ttl: 3600, data: `ns${i}.nameserver.example.test` }))
+    const addresses: DnsRecord[] = many.flatMap((ns) => [{ name: ns.data as string, type: 'A', ttl: 300, data: '192.0.2.1' }, { name: ns.data as string, type: 'AAAA', ttl: 300, data: '2001:db8::1' }] as DnsRecord[])
+    const big: Zone = { apex: 'example.test', soa: SOA, lookup: (n) => (n === 'example.test' ? many : addresses.filter((r) => r.name === n)) }
+    const out = respond(query('example.test', 'NS'), { zoneFor: () => big }, 'udp')!
+    const a = packet.decode(out) as unknown as Decoded
+    expect(out.length).toBeLessThanOrEqual(512)
+    expect(a).toMatchObject({ flag_tc: false, additionals: [] })
+    expect(a.answers).toHaveLength(6)
+    const tcp = packet.decode(respond(query('example.test', 'NS'), { zoneFor: () => big }, 'tcp')!) as unknown as Decoded
+    expect(tcp.additionals).toHaveLength(12)
+  })
+
   it('answers EDNS0 with an OPT of 1232 bytes, and BADVERS to a version above 0', () => {
     const a = ask(query('shop.example.test', 'A', edns()))
     const opt = a.additionals.find((r) => r.type === 'OPT') as packet.OptAnswer
@@ -141,6 +170,20 @@ describe('the DNS answer', () => {
     expect((tcp.answers[0]!.data as Buffer[]).map(String)).toEqual(Array.from({ length: 8 }, (_, i) => `${i}`.repeat(200)))
     // An advertised size below 512 counts as 512 (RFC 6891 6.2.5).
     expect(ask(query('shop.example.test', 'A', edns(100))).flag_tc).toBe(false)
+  })
+
+  it('empties an answer to its question with TC for a rate-limited slip, keeping the OPT of an EDNS query', () => {
+    for (const extra of [{}, edns()]) {
+      const q = query('Example.test', 'NS', extra)
+      const slip = truncatedAnswer(respond(q, authority, 'udp')!, q)
+      const a = packet.decode(slip) as unknown as Decoded
+      expect(a).toMatchObject({ id: 4242, type: 'response', rcode: 'NOERROR', flag_tc: true, flag_aa: true, answers: [], authorities: [] })
+      expect(a.questions).toEqual([{ name: 'Example.test', type: 'NS', class: 'IN' }])
+      expect(a.additionals.map((r) => r.type)).toEqual('additionals' in extra ? ['OPT'] : [])
+    }
+    const garbage = Buffer.from([1, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 9])
+    const formerr = respond(garbage, authority, 'udp')!
+    expect(truncatedAnswer(formerr, garbage).readUInt16BE(2) & packet.TRUNCATED_RESPONSE).toBeTruthy()
   })
 
   it('refuses zone transfers over either transport', () => {

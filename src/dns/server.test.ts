@@ -111,3 +111,63 @@ describe('the DNS server', () => {
     expect((await overUdp(query(5, 'new.zone.test'))).answers).toEqual([])
   })
 })
+
+describe('the DNS server with response-rate limiting', () => {
+  let limited: RunningDnsServer
+  beforeAll(async () => {
+    limited = await startDnsServer({ authority, hostname: '127.0.0.1', port: 0, log: memoryLogger(), rateLimit: { responsesPerSecond: 5, slip: 2, ipv4Prefix: 24, ipv6Prefix: 56 } })
+  })
+  afterAll(() => limited.stop())
+
+  /**
+   * Sends `count` queries from `source` at once; the answers that come until 500 ms after the
+   * last one, and the seconds from the first query to the last answer.
+   */
+  async function flood(source: string, count: number): Promise<{ answers: Decoded[]; seconds: number }> {
+    const socket = createSocket('udp4')
+    await new Promise<void>((r) => socket.bind(0, source, () => r()))
+    const answers: Decoded[] = []
+    let last = performance.now()
+    socket.on('message', (msg) => {
+      answers.push(packet.decode(msg) as unknown as Decoded)
+      last = performance.now()
+    })
+    const started = performance.now()
+    for (let i = 0; i < count; i++) socket.send(query(i, 'a.zone.test'), limited.port, '127.0.0.1')
+    while (performance.now() - last < 500) await new Promise((r) => setTimeout(r, 50))
+    socket.close()
+    return { answers, seconds: (last - started) / 1000 }
+  }
+  type Decoded = Msg & { flag_tc: boolean }
+
+  it('answers a flood from one prefix with its budget, then TC to every second query and nothing to the rest; another prefix and TCP are served', async () => {
+    const { answers, seconds } = await flood('127.0.0.1', 60)
+    const whole = answers.filter((a) => !a.flag_tc)
+    const slipped = answers.filter((a) => a.flag_tc)
+    // 5 at once, plus what refills at 5 a second while the flood is being answered.
+    expect(whole.length).toBeGreaterThanOrEqual(5)
+    expect(whole.length).toBeLessThanOrEqual(5 + Math.ceil(5 * seconds) + 1)
+    expect(whole.every((a) => a.answers.length === 1)).toBe(true)
+    expect(slipped.every((a) => a.answers.length === 0)).toBe(true)
+    expect(Math.abs(slipped.length - (60 - whole.length) / 2)).toBeLessThanOrEqual(1)
+    // 127.0.1.1 is another /24: its own budget.
+    expect((await flood('127.0.1.1', 3)).answers.filter((a) => !a.flag_tc)).toHaveLength(3)
+    // TCP is never limited.
+    const tcpAnswers = await new Promise<Msg[]>((resolve, reject) => {
+      const socket = connect(limited.port, '127.0.0.1')
+      let input = Buffer.alloc(0)
+      const got: Msg[] = []
+      socket.on('data', (chunk) => {
+        input = Buffer.concat([input, chunk as Buffer])
+        while (input.length >= 2 && input.length >= 2 + input.readUInt16BE(0)) {
+          got.push(decode(input.subarray(2, 2 + input.readUInt16BE(0))))
+          input = input.subarray(2 + input.readUInt16BE(0))
+        }
+        if (got.length === 20) (socket.end(), resolve(got))
+      })
+      socket.on('error', reject)
+      socket.write(Buffer.concat(Array.from({ length: 20 }, (_, i) => framed(query(100 + i, 'a.zone.test')))))
+    })
+    expect(tcpAnswers.every((a) => a.answers.length === 1)).toBe(true)
+  })
+})

@@ -1,6 +1,7 @@
 import { createSocket, type Socket } from 'node:dgram'
 import type { Logger } from '../lib/logger'
-import { respond } from './answer'
+import { respond, truncatedAnswer } from './answer'
+import { type RateLimitSettings, ResponseRateLimiter } from './rate-limit'
 import type { Authority } from './types'
 
 export interface DnsServerOptions {
@@ -9,6 +10,8 @@ export interface DnsServerOptions {
   /** 0 picks a free port (tests); UDP and TCP then share the one the system gave UDP. */
   port: number
   log: Logger
+  /** Response-rate limiting of UDP answers; none when absent or at 0 responses per second. */
+  rateLimit?: RateLimitSettings
 }
 
 export interface RunningDnsServer {
@@ -27,6 +30,8 @@ const PORT_ATTEMPTS = 5
  * kernel caps it at net.core.rmem_max (operations.md says how to raise that).
  */
 const UDP_RECEIVE_BUFFER = 4 << 20
+/** How often the log sums up the answers response-rate limiting held back, when there were any. */
+const RATE_LIMIT_LOG_MS = 60_000
 
 interface Connection {
   /** Bytes received and not yet a whole message. */
@@ -38,17 +43,23 @@ interface Connection {
 /**
  * Berth's authoritative DNS server: UDP and TCP on one port (RFC 7766 makes TCP mandatory).
  * Answers come from `respond`, which reads the zones the domain layer keeps current; the server
- * holds no state but its sockets. A message that cannot be answered is dropped or answered with
- * an error code; nothing a client sends stops the server.
+ * holds no state but its sockets and the response-rate limiter's buckets. A message that cannot be
+ * answered is dropped or answered with an error code; nothing a client sends stops the server.
+ *
+ * UDP answers pass the response-rate limiter (src/dns/rate-limit.ts) before any work is done for
+ * them; TCP answers do not (a TCP client has proven its address with the handshake).
  */
 export async function startDnsServer(o: DnsServerOptions): Promise<RunningDnsServer> {
   let lastError: unknown
   // With port 0, UDP picks the port and TCP must get the same one; retry if TCP finds it taken.
   for (let attempt = 0; attempt < (o.port === 0 ? PORT_ATTEMPTS : 1); attempt++) {
     const udp = createSocket({ type: o.hostname.includes(':') ? 'udp6' : 'udp4' })
+    const limiter = o.rateLimit && o.rateLimit.responsesPerSecond > 0 ? new ResponseRateLimiter(o.rateLimit) : null
     udp.on('message', (message, from) => {
+      const verdict = limiter ? limiter.check(from.address) : 'send'
+      if (verdict === 'drop') return
       const answer = answerSafely(o, message, 'udp')
-      if (answer) udp.send(answer, from.port, from.address)
+      if (answer) udp.send(verdict === 'send' ? answer : truncatedAnswer(answer, message), from.port, from.address)
     })
     // An answer to a client that has gone can come back as an ICMP error; it concerns that
     // client only, and the socket goes on serving.
@@ -64,10 +75,13 @@ export async function startDnsServer(o: DnsServerOptions): Promise<RunningDnsSer
     const port = udp.address().port
     try {
       const tcp = listenTcp(o, port)
-      o.log.info('DNS server listening', { listen: `${o.hostname}:${port}`, transports: 'udp,tcp' })
+      o.log.info('DNS server listening', { listen: `${o.hostname}:${port}`, transports: 'udp,tcp', rate_limit: limiter ? `${o.rateLimit!.responsesPerSecond}/s per prefix, slip ${o.rateLimit!.slip}` : 'off' })
+      const summary = limiter ? setInterval(() => logLimited(limiter, o.log), RATE_LIMIT_LOG_MS) : null
+      summary?.unref()
       return {
         port,
         async stop() {
+          if (summary) clearInterval(summary)
           await new Promise<void>((r) => udp.close(() => r()))
           tcp.stop(true)
         },
@@ -131,6 +145,13 @@ function listenTcp(o: DnsServerOptions, port: number) {
       },
     },
   })
+}
+
+/** One line a minute while answers are being limited: how many, to how many client prefixes. */
+function logLimited(limiter: ResponseRateLimiter, log: Logger): void {
+  const stats = limiter.takeStats()
+  if (stats.slipped + stats.dropped === 0) return
+  log.warn('DNS answers rate-limited (a flood, or a spoofed source being reflected at)', { dropped: stats.dropped, truncated: stats.slipped, prefixes: stats.prefixes, tracked_prefixes: limiter.size })
 }
 
 function raiseReceiveBuffer(socket: Socket, log: Logger): void {
