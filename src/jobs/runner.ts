@@ -50,6 +50,20 @@ export class JobRunner {
     return row?.kind ?? null
   }
 
+  /**
+   * `pendingOf` for many subjects in one query (list views): each subject's oldest queued or
+   * running job among `kinds`; subjects with none are absent.
+   */
+  pendingFor(subjectIds: string[], kinds: readonly string[]): Map<string, string> {
+    const out = new Map<string, string>()
+    if (subjectIds.length === 0) return out
+    const rows = this.store.db.select({ subjectId: jobs.subjectId, kind: jobs.kind }).from(jobs)
+      .where(and(inArray(jobs.subjectId, subjectIds), inArray(jobs.kind, [...kinds]), inArray(jobs.status, ['queued', 'running'])))
+      .orderBy(asc(jobs.createdAt)).all()
+    for (const r of rows) if (!out.has(r.subjectId)) out.set(r.subjectId, r.kind)
+    return out
+  }
+
   /** Re-queues jobs a previous process left running, then starts working. */
   start(): void {
     this.stopped = false

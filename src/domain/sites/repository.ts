@@ -81,6 +81,27 @@ export class SitesRepository {
     })
   }
 
+  /** The slugs of the given sites, by id (one query for a list's worth; deleted sites included). */
+  slugsOf(ids: string[]): Map<string, string> {
+    if (ids.length === 0) return new Map()
+    const rows = this.store.db.select({ id: sites.id, slug: sites.slug }).from(sites).where(inArray(sites.id, ids)).all()
+    return new Map(rows.map((r) => [r.id, r.slug]))
+  }
+
+  /** The slugs of the live sites billed under each subscription, oldest first (one query for a list's worth). */
+  slugsBySubscription(subscriptionIds: string[]): Map<string, string[]> {
+    const out = new Map<string, string[]>()
+    if (subscriptionIds.length === 0) return out
+    const rows = this.store.db.select({ subscriptionId: sites.subscriptionId, slug: sites.slug }).from(sites)
+      .where(and(inArray(sites.subscriptionId, subscriptionIds), ne(sites.status, 'deleted'))).orderBy(asc(sites.createdAt), asc(sql`rowid`)).all()
+    for (const r of rows) {
+      const slugs = out.get(r.subscriptionId!)
+      if (slugs) slugs.push(r.slug)
+      else out.set(r.subscriptionId!, [r.slug])
+    }
+    return out
+  }
+
   /** The live (not deleted) sites billed under one subscription, oldest first. */
   listForSubscription(subscriptionId: string): SiteRow[] {
     return this.store.db.select().from(sites).where(and(eq(sites.subscriptionId, subscriptionId), ne(sites.status, 'deleted'))).orderBy(asc(sites.createdAt), asc(sql`rowid`)).all()

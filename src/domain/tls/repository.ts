@@ -1,4 +1,4 @@
-import { eq, lte } from 'drizzle-orm'
+import { eq, inArray, lte } from 'drizzle-orm'
 import { certificates, type CertificateRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 
@@ -13,8 +13,10 @@ export class CertificatesRepository {
     return this.store.db.select().from(certificates).where(eq(certificates.id, id)).get()
   }
 
-  bySubject(subject: string): CertificateRow | undefined {
-    return this.store.db.select().from(certificates).where(eq(certificates.subject, subject)).get()
+  /** The rows of the given subjects (one query for a list's worth of views). */
+  bySubjects(subjects: string[]): CertificateRow[] {
+    if (subjects.length === 0) return []
+    return this.store.db.select().from(certificates).where(inArray(certificates.subject, subjects)).all()
   }
 
   due(now: number): CertificateRow[] {
