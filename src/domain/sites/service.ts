@@ -54,6 +54,15 @@ export class SitesService {
     this.d.runner.release(slug)
   }
 
+  /**
+   * A number that moves whenever anything a site's view shows may have changed (the store's
+   * version: another process's writes are seen within EXTERNAL_CHECK_MS). Answers made of views
+   * can be kept until it moves.
+   */
+  version(): number {
+    return this.d.store.version()
+  }
+
   list(p: Principal): SiteView[] {
     return this.views(this.d.sites.listOwned(p.accountId))
   }
