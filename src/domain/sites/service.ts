@@ -41,7 +41,13 @@ const CHANGE_OF_JOB = new Map(Object.entries(APPLY_JOBS).map(([change, job]): [s
 
 /** Sites as their owners see them, and the creation of new ones. */
 export class SitesService {
-  constructor(private d: SitesServiceDeps) {}
+  /** server.site_url's scheme and port, parsed once: every view of a list needs them. */
+  private urlBase: { scheme: string; port: string }
+
+  constructor(private d: SitesServiceDeps) {
+    const base = new URL(d.siteUrl)
+    this.urlBase = { scheme: base.protocol, port: base.port ? `:${base.port}` : '' }
+  }
 
   /** Makes the network and volume of a site a checkout has reserved, ahead of payment (background). */
   prepare(siteId: string, slug: string): void {
@@ -108,9 +114,9 @@ export class SitesService {
     return this.view(site)
   }
 
+  /** Where the site answers: `{scheme}//{slug}.{sites_domain}{:port}/`, with server.site_url's scheme and port. */
   siteUrl(slug: string): string {
-    const base = new URL(this.d.siteUrl)
-    return `${base.protocol}//${slug}.${this.d.sitesDomain}${base.port ? `:${base.port}` : ''}/`
+    return `${this.urlBase.scheme}//${slug}.${this.d.sitesDomain}${this.urlBase.port}/`
   }
 
   /** The site as its owner sees it (design.md, Sites). */
