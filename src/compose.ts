@@ -262,11 +262,11 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     dir: join(config.server.dataDir, 'tls', 'certs'), sitesDomain: config.sites.domain, apiHost: apiHostOf(config), wildcard: config.tls.wildcard,
     sources: () => dnsRepo.zoneSources(),
   })
-  const names = { linkedDomains: (ids: string[]) => domainsRepo.linkedTo(ids), recordsOf: (rows: SiteRow[]) => dns.recordsOfSites(rows), tls: (siteId: string) => certs.forSite(siteId) }
+  const names = { linkedDomains: (ids: string[]) => domainsRepo.linkedTo(ids), recordsOf: (rows: SiteRow[]) => dns.recordsOfSites(rows), tls: (siteIds: string[]) => certs.forSites(siteIds) }
   const sites = new SitesService({ store, clock, sites: sitesRepo, checkouts: checkoutRepo, billing: billingRepo, plans, jobs, runner, siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain, names })
   const domains = new DomainsService({
     store, clock, log, repo: domainsRepo, registrar, charges, jobs, accounts, billing: billingRepo, plans, sites: sitesRepo, dns,
-    nameservers: config.dns.nameservers, pricePercent: config.registrar.pricePercent, tls: (domainId) => certs.forDomain(domainId),
+    nameservers: config.dns.nameservers, pricePercent: config.registrar.pricePercent, tls: (domainIds) => certs.forDomains(domainIds),
   })
   const subscriptions = new SubscriptionBilling({ store, clock, log, repo: billingRepo, accounts, sites: sitesRepo, plans, jobs, runner, charges })
   const checkout = new CheckoutService({ store, clock, log, prefix, repo: checkoutRepo, plans, processor, accounts, keys, billing: billingRepo, charges, sites, jobs })

@@ -2,6 +2,7 @@ import { and, asc, eq, inArray, lte } from 'drizzle-orm'
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../lib/logger'
 import { jobs, type JobRow } from '../store/schema'
+import { inJsonList, onFirstUse } from '../store/prepared'
 import type { Store } from '../store/store'
 
 export interface JobHandler {
@@ -33,6 +34,11 @@ export class JobRunner {
     private concurrency = 8,
   ) {}
 
+  /** Read for every list of site views (`pendingFor`): prepared once (src/store/prepared.ts). */
+  private pendingOfSubjects = onFirstUse(() => this.store.db.select({ subjectId: jobs.subjectId, kind: jobs.kind }).from(jobs)
+    .where(and(inJsonList(jobs.subjectId, 'ids'), inJsonList(jobs.kind, 'kinds'), inArray(jobs.status, ['queued', 'running'])))
+    .orderBy(asc(jobs.createdAt)).prepare())
+
   /** Records a job; call inside the transaction that creates its subject, then `kick()`. */
   enqueue(kind: string, subjectId: string): JobRow {
     if (!this.handlers[kind]) throw new Error(`No job handler for '${kind}'`)
@@ -48,6 +54,19 @@ export class JobRunner {
       .where(and(eq(jobs.subjectId, subjectId), inArray(jobs.kind, [...kinds]), inArray(jobs.status, ['queued', 'running'])))
       .orderBy(asc(jobs.createdAt)).limit(1).get()
     return row?.kind ?? null
+  }
+
+  /**
+   * `pendingOf` for many subjects in one query (list views): each subject's oldest queued or
+   * running job among `kinds`; subjects with none are absent.
+   */
+  pendingFor(subjectIds: string[], kinds: readonly string[]): Map<string, string> {
+    const out = new Map<string, string>()
+    if (subjectIds.length === 0) return out
+    for (const r of this.pendingOfSubjects().all({ ids: JSON.stringify(subjectIds), kinds: JSON.stringify(kinds) })) {
+      if (!out.has(r.subjectId)) out.set(r.subjectId, r.kind)
+    }
+    return out
   }
 
   /** Re-queues jobs a previous process left running, then starts working. */

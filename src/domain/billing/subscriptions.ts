@@ -28,7 +28,7 @@ export interface SubscriptionBillingDeps {
   log: Logger
   repo: BillingRepository
   accounts: Pick<AccountsRepository, 'find' | 'setPaymentMethod' | 'findByCustomer'>
-  sites: Pick<SitesRepository, 'listForSubscription' | 'setStatus' | 'scheduleDeletion' | 'find'>
+  sites: Pick<SitesRepository, 'listForSubscription' | 'slugsBySubscription' | 'setStatus' | 'scheduleDeletion' | 'find'>
   plans: Pick<PlansService, 'get'>
   jobs: Pick<JobRunner, 'enqueue' | 'kick'>
   runner: Pick<SiteRunner, 'stop'>
@@ -52,10 +52,12 @@ export class SubscriptionBilling {
 
   constructor(private d: SubscriptionBillingDeps) {}
 
-  /** The account's subscriptions, newest first, with their plans and sites. */
+  /** The account's subscriptions, newest first, with their plans and sites (read once for the whole list). */
   list(accountId: string): SubscriptionView[] {
     const account = this.d.accounts.find(accountId)
-    return this.d.repo.subscriptionsOf(accountId).map((s) => this.view(s, account))
+    const rows = this.d.repo.subscriptionsOf(accountId)
+    const slugs = this.d.sites.slugsBySubscription(rows.map((s) => s.id))
+    return rows.map((s) => this.view(s, account, slugs.get(s.id) ?? []))
   }
 
   /** The account's payments, newest first (receipts' data). */
@@ -78,7 +80,8 @@ export class SubscriptionBilling {
     }))
   }
 
-  view(s: SubscriptionRow, account?: AccountRow): SubscriptionView {
+  /** `sites`: the slugs of its live sites, when the caller read them already (a list). */
+  view(s: SubscriptionRow, account?: AccountRow, sites = this.d.sites.slugsBySubscription([s.id]).get(s.id) ?? []): SubscriptionView {
     const plan = this.d.plans.get(s.planSlug)
     return {
       id: s.id,
@@ -96,7 +99,7 @@ export class SubscriptionBilling {
       suspends_at: s.unpaidSince === null ? null : iso(s.unpaidSince + SUSPEND_AFTER_MS),
       last_charge_error: s.lastChargeError,
       payment_method: account?.paymentMethodLabel ? { label: account.paymentMethodLabel } : null,
-      sites: this.d.sites.listForSubscription(s.id).map((site) => site.slug),
+      sites,
       created_at: iso(s.createdAt),
       ended_at: s.endedAt === null ? null : iso(s.endedAt),
     }

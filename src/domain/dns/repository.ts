@@ -1,5 +1,6 @@
-import { and, asc, count, eq, inArray, isNotNull, ne } from 'drizzle-orm'
+import { and, asc, count, eq, isNotNull, ne } from 'drizzle-orm'
 import { dnsRecords, domains, sites, type DnsRecordRow } from '../../store/schema'
+import { inJsonList, onFirstUse } from '../../store/prepared'
 import type { Store } from '../../store/store'
 import type { CheckedRecord } from './records'
 
@@ -12,6 +13,10 @@ const ownerIs = (o: RecordOwner) => (o.siteId !== undefined ? eq(dnsRecords.site
 export class DnsRepository {
   constructor(private store: Store) {}
 
+  /** Read for every list of site views: prepared once (src/store/prepared.ts). */
+  private ofSites = onFirstUse(() => this.store.db.select().from(dnsRecords).where(inJsonList(dnsRecords.siteId, 'ids'))
+    .orderBy(asc(dnsRecords.subdomain), asc(dnsRecords.type), asc(dnsRecords.createdAt)).prepare())
+
   list(owner: RecordOwner): DnsRecordRow[] {
     return this.store.db.select().from(dnsRecords).where(ownerIs(owner)).orderBy(asc(dnsRecords.subdomain), asc(dnsRecords.type), asc(dnsRecords.createdAt)).all()
   }
@@ -20,8 +25,11 @@ export class DnsRepository {
   listForSites(siteIds: string[]): Map<string, DnsRecordRow[]> {
     const out = new Map<string, DnsRecordRow[]>()
     if (siteIds.length === 0) return out
-    const rows = this.store.db.select().from(dnsRecords).where(inArray(dnsRecords.siteId, siteIds)).orderBy(asc(dnsRecords.subdomain), asc(dnsRecords.type), asc(dnsRecords.createdAt)).all()
-    for (const r of rows) out.set(r.siteId!, [...(out.get(r.siteId!) ?? []), r])
+    for (const r of this.ofSites().all({ ids: JSON.stringify(siteIds) })) {
+      const records = out.get(r.siteId!)
+      if (records) records.push(r)
+      else out.set(r.siteId!, [r])
+    }
     return out
   }
 

@@ -1,10 +1,15 @@
 import { and, asc, eq, inArray, lte, ne } from 'drizzle-orm'
 import { domains, type DomainRow } from '../../store/schema'
+import { inJsonList, onFirstUse } from '../../store/prepared'
 import type { Store } from '../../store/store'
 
 /** Registered domains. */
 export class DomainsRepository {
   constructor(private store: Store) {}
+
+  /** Read for every list of site views: prepared once (src/store/prepared.ts). */
+  private linkedToSites = onFirstUse(() => this.store.db.select({ name: domains.name, siteId: domains.siteId }).from(domains)
+    .where(and(inJsonList(domains.siteId, 'ids'), eq(domains.status, 'active'))).orderBy(asc(domains.name)).prepare())
 
   insert(row: typeof domains.$inferInsert): DomainRow {
     return this.store.db.insert(domains).values(row).returning().get()
@@ -31,8 +36,10 @@ export class DomainsRepository {
   linkedTo(siteIds: string[]): Map<string, string[]> {
     const out = new Map<string, string[]>()
     if (siteIds.length === 0) return out
-    for (const d of this.store.db.select({ name: domains.name, siteId: domains.siteId }).from(domains).where(and(inArray(domains.siteId, siteIds), eq(domains.status, 'active'))).orderBy(asc(domains.name)).all()) {
-      out.set(d.siteId!, [...(out.get(d.siteId!) ?? []), d.name])
+    for (const d of this.linkedToSites().all({ ids: JSON.stringify(siteIds) })) {
+      const names = out.get(d.siteId!)
+      if (names) names.push(d.name)
+      else out.set(d.siteId!, [d.name])
     }
     return out
   }

@@ -45,13 +45,13 @@ interface Deps {
   accounts: Pick<AccountsRepository, 'find'>
   billing: Pick<BillingRepository, 'activeSubscriptions'>
   plans: Pick<PlansService, 'get'>
-  sites: Pick<SitesRepository, 'findOwned' | 'find'>
+  sites: Pick<SitesRepository, 'findOwned' | 'find' | 'slugsOf'>
   dns: DnsService
   nameservers: string[]
   /** What agents pay, as a percentage of the registrar's price. */
   pricePercent: number
-  /** The domain's certificate (none while unlinked or without HTTPS). */
-  tls?: (domainId: string) => TlsView
+  /** The domains' certificates by domain id, in one read (none while unlinked or without HTTPS). */
+  tls?: (domainIds: string[]) => Map<string, TlsView>
 }
 
 /**
@@ -140,8 +140,11 @@ export class DomainsService {
     this.d.repo.remove(failed.id)
   }
 
+  /** The account's domains; linked sites and certificates are read once for the whole list. */
   list(p: Principal): DomainView[] {
-    return this.d.repo.listOwned(p.accountId).map((d) => this.view(d))
+    const rows = this.d.repo.listOwned(p.accountId)
+    const around = this.surroundings(rows)
+    return rows.map((d) => this.view(d, around))
   }
 
   get(p: Principal, name: string): DomainView {
@@ -205,7 +208,7 @@ export class DomainsService {
     return row
   }
 
-  view(d: DomainRow): DomainView {
+  view(d: DomainRow, around = this.surroundings([d])): DomainView {
     return {
       domain: d.name,
       status: d.status,
@@ -215,14 +218,20 @@ export class DomainsService {
       locked: d.locked,
       privacy: d.privacy,
       nameservers: JSON.parse(d.nameservers) as string[],
-      linked_site: d.siteId ? (this.d.sites.find(d.siteId)?.slug ?? null) : null,
+      linked_site: d.siteId ? (around.slugs.get(d.siteId) ?? null) : null,
       renewal_price: d.renewCents / 100,
       registrar: d.registrar,
       sandbox: d.sandbox,
-      tls: this.d.tls?.(d.id) ?? NO_TLS,
+      tls: around.tls?.get(d.id) ?? NO_TLS,
       renew_error: d.renewError,
       created_at: new Date(d.createdAt).toISOString(),
     }
+  }
+
+  /** What domains' views show of other records (linked sites' slugs, certificates), each in one read. */
+  private surroundings(rows: DomainRow[]): { slugs: Map<string, string>; tls: Map<string, TlsView> | undefined } {
+    const linked = rows.flatMap((d) => (d.siteId ? [d.siteId] : []))
+    return { slugs: this.d.sites.slugsOf(linked), tls: this.d.tls?.(rows.map((d) => d.id)) }
   }
 
   /** The registrar's price in agents' CAD cents. */

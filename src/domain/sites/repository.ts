@@ -1,5 +1,6 @@
 import { and, asc, eq, inArray, lte, ne, sql } from 'drizzle-orm'
 import { sites, type SiteRow } from '../../store/schema'
+import { inJsonList, onFirstUse } from '../../store/prepared'
 import type { Store } from '../../store/store'
 
 export type SiteStatus = 'provisioning' | 'active' | 'suspended' | 'pending_deletion' | 'deleted' | 'failed'
@@ -15,6 +16,13 @@ export interface SshPortPolicy {
 /** Site records: the desired state that the reconciler makes Docker match. */
 export class SitesRepository {
   constructor(private store: Store, private ssh: SshPortPolicy | null = null) {}
+
+  // The reads behind list views, prepared once (src/store/prepared.ts).
+  private owned = onFirstUse(() => this.store.db.select().from(sites)
+    .where(and(eq(sites.accountId, sql.placeholder('accountId')), ne(sites.status, 'deleted'))).orderBy(asc(sites.createdAt), asc(sql`rowid`)).prepare())
+  private slugsById = onFirstUse(() => this.store.db.select({ id: sites.id, slug: sites.slug }).from(sites).where(inJsonList(sites.id, 'ids')).prepare())
+  private slugsBySubscriptions = onFirstUse(() => this.store.db.select({ subscriptionId: sites.subscriptionId, slug: sites.slug }).from(sites)
+    .where(and(inJsonList(sites.subscriptionId, 'ids'), ne(sites.status, 'deleted'))).orderBy(asc(sites.createdAt), asc(sql`rowid`)).prepare())
 
   insert(row: { id: string; accountId: string; subscriptionId: string | null; slug: string; planSlug: string; createdAt: number }): SiteRow {
     return this.store.write(() => {
@@ -63,8 +71,9 @@ export class SitesRepository {
     return this.store.db.select().from(sites).where(and(eq(sites.accountId, accountId), eq(sites.slug, slug), ne(sites.status, 'deleted'))).get()
   }
 
+  /** The account's live sites, oldest first. */
   listOwned(accountId: string): SiteRow[] {
-    return this.store.db.select().from(sites).where(and(eq(sites.accountId, accountId), ne(sites.status, 'deleted'))).orderBy(asc(sites.createdAt), asc(sql`rowid`)).all()
+    return this.owned().all({ accountId })
   }
 
   listWithStatus(statuses: SiteStatus[]): SiteRow[] {
@@ -79,6 +88,24 @@ export class SitesRepository {
     this.store.write(() => {
       this.store.db.update(sites).set({ status, error, updatedAt: at }).where(eq(sites.id, id)).run()
     })
+  }
+
+  /** The slugs of the given sites, by id (one query for a list's worth; deleted sites included). */
+  slugsOf(ids: string[]): Map<string, string> {
+    if (ids.length === 0) return new Map()
+    return new Map(this.slugsById().all({ ids: JSON.stringify(ids) }).map((r) => [r.id, r.slug]))
+  }
+
+  /** The slugs of the live sites billed under each subscription, oldest first (one query for a list's worth). */
+  slugsBySubscription(subscriptionIds: string[]): Map<string, string[]> {
+    const out = new Map<string, string[]>()
+    if (subscriptionIds.length === 0) return out
+    for (const r of this.slugsBySubscriptions().all({ ids: JSON.stringify(subscriptionIds) })) {
+      const slugs = out.get(r.subscriptionId!)
+      if (slugs) slugs.push(r.slug)
+      else out.set(r.subscriptionId!, [r.slug])
+    }
+    return out
   }
 
   /** The live (not deleted) sites billed under one subscription, oldest first. */

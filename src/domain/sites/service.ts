@@ -24,18 +24,30 @@ export interface SitesServiceDeps {
   checkouts: Pick<CheckoutRepository, 'holderOf'>
   billing: Pick<BillingRepository, 'findSubscription' | 'activeSubscriptions'>
   plans: Pick<PlansService, 'get'>
-  jobs: Pick<JobRunner, 'enqueue' | 'kick' | 'pendingOf'>
+  jobs: Pick<JobRunner, 'enqueue' | 'kick' | 'pendingFor'>
   runner: Pick<SiteRunner, 'prepare' | 'release'>
   /** config `server.site_url` and `sites.domain`: where sites answer. */
   siteUrl: string
   sitesDomain: string
-  /** The site's names: linked domains and DNS records (design.md, DNS, domains, TLS). */
-  names: { linkedDomains(siteIds: string[]): Map<string, string[]>; recordsOf(sites: SiteRow[]): Map<string, DnsRecordView[]>; tls?(siteId: string): TlsView }
+  /**
+   * The sites' names: linked domains, DNS records and certificates (design.md, DNS, domains,
+   * TLS), each for many sites in one read, keyed by site id.
+   */
+  names: { linkedDomains(siteIds: string[]): Map<string, string[]>; recordsOf(sites: SiteRow[]): Map<string, DnsRecordView[]>; tls?(siteIds: string[]): Map<string, TlsView> }
 }
+
+/** The change each apply job kind makes (`apply_scale` → `scale`). */
+const CHANGE_OF_JOB = new Map(Object.entries(APPLY_JOBS).map(([change, job]): [string, ApplyKind] => [job, change as ApplyKind]))
 
 /** Sites as their owners see them, and the creation of new ones. */
 export class SitesService {
-  constructor(private d: SitesServiceDeps) {}
+  /** server.site_url's scheme and port, parsed once: every view of a list needs them. */
+  private urlBase: { scheme: string; port: string }
+
+  constructor(private d: SitesServiceDeps) {
+    const base = new URL(d.siteUrl)
+    this.urlBase = { scheme: base.protocol, port: base.port ? `:${base.port}` : '' }
+  }
 
   /** Makes the network and volume of a site a checkout has reserved, ahead of payment (background). */
   prepare(siteId: string, slug: string): void {
@@ -48,8 +60,17 @@ export class SitesService {
     this.d.runner.release(slug)
   }
 
+  /**
+   * A number that moves whenever anything a site's view shows may have changed (the store's
+   * version: another process's writes are seen within EXTERNAL_CHECK_MS). Answers made of views
+   * can be kept until it moves.
+   */
+  version(): number {
+    return this.d.store.version()
+  }
+
   list(p: Principal): SiteView[] {
-    return this.d.sites.listOwned(p.accountId).map((s) => this.view(s))
+    return this.views(this.d.sites.listOwned(p.accountId))
   }
 
   /**
@@ -93,38 +114,56 @@ export class SitesService {
     return this.view(site)
   }
 
+  /** Where the site answers: `{scheme}//{slug}.{sites_domain}{:port}/`, with server.site_url's scheme and port. */
   siteUrl(slug: string): string {
-    const base = new URL(this.d.siteUrl)
-    return `${base.protocol}//${slug}.${this.d.sitesDomain}${base.port ? `:${base.port}` : ''}/`
+    return `${this.urlBase.scheme}//${slug}.${this.d.sitesDomain}${this.urlBase.port}/`
   }
 
   /** The site as its owner sees it (design.md, Sites). */
   view(site: SiteRow): SiteView {
-    const plan = this.d.plans.get(site.planSlug)
-    const enabled = JSON.parse(site.modules) as Partial<Record<AiModule, boolean>>
-    return {
-      slug: site.slug,
-      plan: site.planSlug,
-      hosting_type: plan.hosting_type,
-      // A deleted site is never shown: not listed, and not_found on its routes.
-      status: site.status as SiteView['status'],
-      url: this.siteUrl(site.slug),
-      domains: this.d.names.linkedDomains([site.id]).get(site.id) ?? [],
-      dns_records: this.d.names.recordsOf([site]).get(site.id) ?? [],
-      tls: this.d.names.tls?.(site.id) ?? NO_TLS,
-      modules: Object.fromEntries(plan.features.ai_modules.map((m) => [m, enabled[m] ?? false])),
-      resources: { memory_mb: plan.features.memory_mb, cpu_cores: plan.features.cpu_cores, disk_gb: plan.features.disk_gb },
-      subscription_id: site.subscriptionId,
-      created_at: iso(site.createdAt),
-      error: site.error,
-      deletion_scheduled_for: site.deletionScheduledFor === null ? null : iso(site.deletionScheduledFor),
-      applying: this.applying(site.id),
-    }
+    return this.views([site])[0]!
   }
 
-  /** The change being applied to the site's container in the background, if any. */
-  private applying(siteId: string): ApplyKind | null {
-    const kind = this.d.jobs.pendingOf(siteId, Object.values(APPLY_JOBS))
-    return (Object.entries(APPLY_JOBS).find(([, job]) => job === kind)?.[0] as ApplyKind | undefined) ?? null
+  /**
+   * The sites as their owner sees them, in order. What lives beside a site (linked domains, DNS
+   * records, certificates, pending changes) is read once for all of them, so a list costs the
+   * same few queries whatever its length (issue 22: 100 sites took 41 ms when each site's view
+   * ran its own four queries).
+   */
+  views(sites: SiteRow[]): SiteView[] {
+    if (sites.length === 0) return []
+    const ids = sites.map((s) => s.id)
+    const domains = this.d.names.linkedDomains(ids)
+    const records = this.d.names.recordsOf(sites)
+    const tls = this.d.names.tls?.(ids)
+    const applying = this.applying(ids)
+    return sites.map((site) => {
+      const plan = this.d.plans.get(site.planSlug)
+      const enabled = JSON.parse(site.modules) as Partial<Record<AiModule, boolean>>
+      return {
+        slug: site.slug,
+        plan: site.planSlug,
+        hosting_type: plan.hosting_type,
+        // A deleted site is never shown: not listed, and not_found on its routes.
+        status: site.status as SiteView['status'],
+        url: this.siteUrl(site.slug),
+        domains: domains.get(site.id) ?? [],
+        dns_records: records.get(site.id) ?? [],
+        tls: tls?.get(site.id) ?? NO_TLS,
+        modules: Object.fromEntries(plan.features.ai_modules.map((m) => [m, enabled[m] ?? false])),
+        resources: { memory_mb: plan.features.memory_mb, cpu_cores: plan.features.cpu_cores, disk_gb: plan.features.disk_gb },
+        subscription_id: site.subscriptionId,
+        created_at: iso(site.createdAt),
+        error: site.error,
+        deletion_scheduled_for: site.deletionScheduledFor === null ? null : iso(site.deletionScheduledFor),
+        applying: applying.get(site.id) ?? null,
+      }
+    })
+  }
+
+  /** The change being applied to each site's container in the background, by site id (none absent). */
+  private applying(siteIds: string[]): Map<string, ApplyKind> {
+    const pending = this.d.jobs.pendingFor(siteIds, Object.values(APPLY_JOBS))
+    return new Map([...pending].map(([siteId, job]) => [siteId, CHANGE_OF_JOB.get(job)!]))
   }
 }

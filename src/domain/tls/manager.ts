@@ -223,26 +223,31 @@ export class CertificateManager {
     return served.some((c) => c.names.some((n) => n === host || (n.startsWith('*.') && host.endsWith(n.slice(1)) && !host.slice(0, -n.length + 1).includes('.'))))
   }
 
-  /** The `tls` of a site's view. */
-  forSite(siteId: string): TlsView {
-    return this.view(this.d.wildcard ? 'wildcard' : `site:${siteId}`)
+  /** The `tls` of sites' views by site id, in one read: each site's certificate, or the wildcard. */
+  forSites(siteIds: string[]): Map<string, TlsView> {
+    if (this.d.wildcard) {
+      const wildcard = this.views(['wildcard']).get('wildcard') ?? NO_TLS
+      return new Map(siteIds.map((id) => [id, wildcard]))
+    }
+    const bySubject = this.views(siteIds.map((id) => `site:${id}`))
+    return new Map(siteIds.map((id) => [id, bySubject.get(`site:${id}`) ?? NO_TLS]))
   }
 
-  /** The `tls` of a domain's view (none while it is not linked to a site). */
-  forDomain(domainId: string): TlsView {
-    return this.view(`domain:${domainId}`)
+  /** The `tls` of domains' views by domain id, in one read (none while a domain is not linked to a site). */
+  forDomains(domainIds: string[]): Map<string, TlsView> {
+    const bySubject = this.views(domainIds.map((id) => `domain:${id}`))
+    return new Map(domainIds.map((id) => [id, bySubject.get(`domain:${id}`) ?? NO_TLS]))
   }
 
-  private view(subject: string): TlsView {
-    if (!this.enabled) return NO_TLS
-    const row = this.d.repo.bySubject(subject)
-    if (!row) return NO_TLS
-    return {
+  /** The views of the subjects that have a certificate row, by subject. */
+  private views(subjects: string[]): Map<string, TlsView> {
+    if (!this.enabled) return new Map()
+    return new Map(this.d.repo.bySubjects(subjects).map((row) => [row.subject, {
       status: row.status,
       names: JSON.parse(row.names) as string[],
       not_after: row.notAfter === null ? null : new Date(row.notAfter).toISOString(),
       last_error: row.lastError,
-    }
+    }]))
   }
 
   private file(id: string, ext: 'crt' | 'key'): string {

@@ -1,9 +1,13 @@
 import { eq, lte } from 'drizzle-orm'
 import { certificates, type CertificateRow } from '../../store/schema'
+import { inJsonList, onFirstUse } from '../../store/prepared'
 import type { Store } from '../../store/store'
 
 export class CertificatesRepository {
   constructor(private store: Store) {}
+
+  /** Read for every list of site and domain views: prepared once (src/store/prepared.ts). */
+  private ofSubjects = onFirstUse(() => this.store.db.select().from(certificates).where(inJsonList(certificates.subject, 'subjects')).prepare())
 
   all(): CertificateRow[] {
     return this.store.db.select().from(certificates).all()
@@ -13,8 +17,10 @@ export class CertificatesRepository {
     return this.store.db.select().from(certificates).where(eq(certificates.id, id)).get()
   }
 
-  bySubject(subject: string): CertificateRow | undefined {
-    return this.store.db.select().from(certificates).where(eq(certificates.subject, subject)).get()
+  /** The rows of the given subjects (one query for a list's worth of views). */
+  bySubjects(subjects: string[]): CertificateRow[] {
+    if (subjects.length === 0) return []
+    return this.ofSubjects().all({ subjects: JSON.stringify(subjects) })
   }
 
   due(now: number): CertificateRow[] {
