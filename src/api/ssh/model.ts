@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { schemaOp } from '../http/doors'
 import { Body } from '../http/schemas'
 import { SshHostKey, SshInfo, SshKeyView, SshKeyAdded } from '../../domain/ssh/views'
 export { SshHostKey, SshInfo, SshKeyView, SshKeyAdded }
@@ -9,5 +10,5 @@ export const AddSshKeyBody = Body({
 
 export const SshKeyParams = t.Object({
   tenant_slug: t.String({ maxLength: 100 }),
-  key_id: t.String({ pattern: '^[0-9a-f]{64}$', examples: ['9c1185a5c5e9fc54612808977ee8f548b2258d31f0a8d4b1e0c6e3b9a4f2d7c1'], error: 'must be a key_id from GET /sites/{slug}/ssh/keys/ (64 hex characters)' }),
+  key_id: t.String({ pattern: '^[0-9a-f]{64}$', examples: ['9c1185a5c5e9fc54612808977ee8f548b2258d31f0a8d4b1e0c6e3b9a4f2d7c1'], error: `must be a key_id as ${schemaOp('listSshKeys')} lists them (64 hex characters)` }),
 })
