@@ -56,7 +56,8 @@ export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService) =
       query: CheckoutSecretQuery,
       body: CompleteCheckoutBody,
       response: { ...ok(CheckoutSession), ...ok(CheckoutSession, 201) },
-      errors: [402, 404, 409],
+      // 503: the payment processor cannot be reached (nothing charged).
+      errors: [402, 404, 409, 503],
       detail: { tags, summary: 'Pay: 200 with a hosted payment URL, or 201 completed for a direct payment', operationId: 'completeCheckout' },
     })
     .post('/acp/checkouts/:checkout_id/cancel/', ({ params, request }) => checkout.cancel(params.checkout_id, secretOf(request)), {

@@ -51,9 +51,11 @@ export const QUERY_PARAM = 'x-query-param'
 /**
  * An integer query parameter. Elysia decodes it from the query string and then checks the number
  * on its own, so a range error (`lines=0`) arrives without the parameter's path; the name stored
- * in the schema lets validation.ts still answer `param: "lines"`.
+ * in the schema lets validation.ts still answer `param: "lines"`. The default (within the range)
+ * is what a request without the parameter gets; openapi.ts publishes the parameter as a plain
+ * bounded integer.
  */
-export const QueryInteger = (name: string, options: { minimum: number; maximum: number; default?: number; description?: string }) =>
+export const QueryInteger = (name: string, options: { minimum: number; maximum: number; default: number; description?: string }) =>
   t.Integer({ ...options, [QUERY_PARAM]: name })
 
 /**
