@@ -42,10 +42,11 @@ export function buildOpenApi(app: AnyElysia, info: { baseUrl: string; version: s
       }
       for (const status of errorStatusesOf(method, op)) responses[status] = { $ref: `#/components/responses/${ERROR_STATUSES[status].name}` }
       delete op[ERRORS_EXTENSION]
-      // A body whose fields are all optional (or that has none: NoBody) may be left out.
-      const body = op.requestBody as { required?: boolean; content?: Record<string, { schema?: { required?: string[] }; example?: unknown }> } | undefined
+      // A body whose fields are all optional (or that has none: NoBody) may be left out, unless
+      // it needs at least one of them (minProperties).
+      const body = op.requestBody as { required?: boolean; content?: Record<string, { schema?: { required?: string[]; allOf?: { minProperties?: number }[] }; example?: unknown }> } | undefined
       const bodyMedia = body?.content?.['application/json']
-      if (body && !bodyMedia?.schema?.required?.length) body.required = false
+      if (body && !bodyMedia?.schema?.required?.length && !bodyMedia?.schema?.allOf?.some((rule) => rule.minProperties)) body.required = false
       if (bodyMedia?.schema) bodyMedia.example = exampleOf(bodyMedia.schema)
       for (const param of (op.parameters ?? []) as { name: string; schema?: Record<string, unknown>; example?: unknown; examples?: unknown }[]) {
         if (param.schema?.[QUERY_PARAM] !== undefined) param.schema = plainQueryInteger(param.schema)

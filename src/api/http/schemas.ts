@@ -68,8 +68,20 @@ export const JsonInteger = (options: IntegerOptions) => Type.Integer(options)
  * A request body: unknown fields are refused with 422 naming the field, so a typo such as
  * `scope` for `scopes` fails loudly instead of being ignored.
  */
-export const Body = <T extends TProperties>(properties: T, options: { description?: string } = {}) =>
+export const Body = <T extends TProperties>(properties: T, options: { description?: string; allOf?: ServiceRule[] } = {}) =>
   t.Object(properties, { ...options, additionalProperties: false })
+
+/** A JSON Schema condition (`if`/`then`, `required`, `properties`...) of a request. */
+export type ServiceRule = Record<string, unknown>
+
+/**
+ * Rules the service checks itself, with messages more specific than a schema's (which record
+ * type takes which value, a .ca name's legal type, the form of an SSH key): published in the
+ * document as `allOf`, which the request validator (TypeBox) does not evaluate, so the service's
+ * message is the one a caller gets. src/api/openapi-rules.test.ts holds that document and server
+ * agree on a table of inputs. Spread into a schema's options: `t.String({ ...checkedByService(...) })`.
+ */
+export const checkedByService = (...rules: ServiceRule[]) => ({ allOf: rules })
 
 /**
  * The body of a route that takes none: no body, or `{}`. Any field is refused with 422 naming it,

@@ -1,11 +1,17 @@
 import { t } from 'elysia'
 import { schemaOp } from '../http/doors'
-import { Body } from '../http/schemas'
+import { Body, checkedByService } from '../http/schemas'
+import { SSH_PUBLIC_KEY_PATTERN } from '../http/name-patterns'
 import { SshHostKey, SshInfo, SshKeyView, SshKeyAdded } from '../../domain/ssh/views'
 export { SshHostKey, SshInfo, SshKeyView, SshKeyAdded }
 
 export const AddSshKeyBody = Body({
-  public_key: t.String({ minLength: 1, maxLength: 16384, description: 'One public key line: ssh-ed25519, ssh-rsa (2048 bits or more) or ecdsa-sha2-nistp256/384/521; options and comment allowed.' }),
+  public_key: t.String({
+    minLength: 1, maxLength: 16384,
+    description: 'One public key line, as in a .pub file: [options] type base64-key [comment], where type is ssh-ed25519, ssh-rsa (2048 bits or more) or ecdsa-sha2-nistp256/384/521.',
+    // The service names what is wrong (a private key, several lines, a DSA key, a cut key).
+    ...checkedByService({ pattern: SSH_PUBLIC_KEY_PATTERN }),
+  }),
 })
 
 export const SshKeyParams = t.Object({
