@@ -171,8 +171,7 @@ function queryRulesOf(routes: { method: string; path: string; hooks: unknown }[]
   for (const r of routes) {
     if (!r.path.startsWith('/api/v1/') || r.path.startsWith('/api/v1/openapi') || r.path.startsWith('/api/v1/docs')) continue
     const query = (r.hooks as { query?: { properties?: Record<string, Record<string, unknown>> } }).query
-    const integers = new Map(Object.entries(query?.properties ?? {}).filter(([, schema]) => schema[QUERY_PARAM] !== undefined)
-      .map(([name, schema]) => [name, { minimum: schema.minimum as number, maximum: schema.maximum as number, default: schema.default as number }]))
+    const integers = new Set(Object.entries(query?.properties ?? {}).filter(([, schema]) => schema[QUERY_PARAM] !== undefined).map(([name]) => name))
     if (!query || integers.size > 0) rules.set(`${r.method} ${r.path}`, { none: !query, integers })
   }
   return rules

@@ -4,6 +4,7 @@ import { ACCESS_EXTENSION, OPTIONAL_SCOPE_EXTENSION, SITE_EXTENSION } from './ht
 import { ERROR_STATUSES, ERRORS_EXTENSION, type ErrorStatus } from './http/error-docs'
 import { ErrorEnvelope, QUERY_PARAM } from './http/schemas'
 import { exampleOf } from './openapi-examples'
+import { LINKS } from './openapi-links'
 
 const API_PREFIX = '/api/v1'
 
@@ -38,6 +39,7 @@ export function buildOpenApi(app: AnyElysia, info: { baseUrl: string; version: s
         response.description ??= 'Success'
         const media = response.content?.['application/json']
         if (media?.schema) media.example = exampleOf(media.schema)
+        if (status.startsWith('2') && LINKS[op.operationId as string]) response.links = LINKS[op.operationId as string]
         if (!status.startsWith('2')) throw new Error(`${method.toUpperCase()} ${path}: declare error answers with errors: [${status}], not as a response schema`)
       }
       for (const status of errorStatusesOf(method, op)) responses[status] = { $ref: `#/components/responses/${ERROR_STATUSES[status].name}` }

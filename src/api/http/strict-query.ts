@@ -6,11 +6,8 @@ import { ValidationError } from './errors'
 export interface QueryRule {
   /** The route declares no query parameters at all. */
   none: boolean
-  /**
-   * Integer parameters, with their range and default: digits only, as written (Number() would
-   * also take 0x10, 1e1, +5); an empty value (`?lines=`) is refused, not taken as the default.
-   */
-  integers: ReadonlyMap<string, { minimum: number; maximum: number; default: number }>
+  /** Integer parameters: digits only, as written (Number() would also take 0x10, 1e1, +5). */
+  integers: ReadonlySet<string>
 }
 
 /**
@@ -31,9 +28,8 @@ export function strictQuery(rules: () => ReadonlyMap<string, QueryRule>) {
       if (first !== undefined) throw new ValidationError(first, `This route takes no query parameters; remove '${first}' (see ${descriptionFor(request)} for what it accepts).`)
       return
     }
-    for (const [name, range] of rule.integers) {
+    for (const name of rule.integers) {
       const value = params.get(name)
-      if (value === '') throw new ValidationError(name, `Query parameter '${name}' is empty; send a whole number from ${range.minimum} to ${range.maximum}, or leave it out for the default ${range.default}.`)
       if (value !== null && !/^\d+$/.test(value)) throw new ValidationError(name, `Query parameter '${name}' must be a whole number written in digits, such as ${name}=10 (got "${value.slice(0, 40)}").`)
     }
   })

@@ -11,6 +11,7 @@ interface SchemaLike {
   maxLength?: number
   minimum?: number
   maximum?: number
+  default?: unknown
   anyOf?: SchemaLike[]
   enum?: unknown[]
   const?: unknown
@@ -81,6 +82,10 @@ function describe(label: string, value: unknown, declared: SchemaLike, where: st
       return `${field} has the wrong format${schema.pattern ? `; it must match ${schema.pattern}` : ''}${got}.`
     case 'integer':
     case 'number': {
+      // `?lines=`: refused, not taken as the default (docs/api.md, Query parameters).
+      if (value === '' && where === 'query' && schema.default !== undefined) {
+        return `${field} is empty; send a whole number from ${schema.minimum} to ${schema.maximum}, or leave it out for the default ${String(schema.default)}.`
+      }
       const range = schema.minimum !== undefined && schema.maximum !== undefined ? ` from ${schema.minimum} to ${schema.maximum}` : ''
       return `${field} must be ${schema.type === 'integer' ? 'an integer' : 'a number'}${range}${got}.`
     }
