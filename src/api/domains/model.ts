@@ -42,7 +42,7 @@ export const RegisterDomainBody = Body({
   }, { additionalProperties: false, description: 'Complete WHOIS contact data; every field is required except country (default CA).' }),
 }, checkedByService(
   // A .ca name needs its owner's CIRA legal type (DomainsService.register).
-  { if: { properties: { domain: { pattern: CA_NAME_PATTERN } }, required: ['domain'] }, then: { required: ['ca_legal_type'] } },
+  { if: { properties: { domain: { pattern: CA_NAME_PATTERN } }, required: ['domain'] }, then: { required: ['ca_legal_type'], properties: { ca_legal_type: { type: 'string' } } } },
 ))
 
 

@@ -81,7 +81,23 @@ export type ServiceRule = Record<string, unknown>
  * message is the one a caller gets. src/api/openapi-rules.test.ts holds that document and server
  * agree on a table of inputs. Spread into a schema's options: `t.String({ ...checkedByService(...) })`.
  */
-export const checkedByService = (...rules: ServiceRule[]) => ({ allOf: rules })
+export const checkedByService = (...rules: ServiceRule[]) => ({ allOf: rules.map(openCondition) })
+
+/**
+ * A condition speaks only of the fields it names: each of its object subschemas says so with
+ * `additionalProperties: true` (the default), because linters that close every object schema
+ * they meet (Redocly's example checks) would otherwise read `then: {properties: {value: ...}}`
+ * as refusing the body's other fields.
+ */
+function openCondition(rule: ServiceRule): ServiceRule {
+  const open: ServiceRule = { ...rule }
+  for (const key of ['if', 'then', 'else'] as const) if (isRule(open[key])) open[key] = openCondition(open[key])
+  if (Array.isArray(open.allOf)) open.allOf = (open.allOf as ServiceRule[]).map(openCondition)
+  if ((open.properties !== undefined || open.required !== undefined) && open.additionalProperties === undefined) open.additionalProperties = true
+  return open
+}
+
+const isRule = (value: unknown): value is ServiceRule => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /**
  * The body of a route that takes none: no body, or `{}`. Any field is refused with 422 naming it,
