@@ -1,7 +1,7 @@
 import type { ValidationError as ElysiaValidationError } from 'elysia'
 import { renderSchemaOps, type DoorWords } from './doors'
 import { ValidationError } from './errors'
-import { notPlainText, QUERY_PARAM } from './schemas'
+import { notPlainText, QUERY_PARAM, TEXT_PATTERN } from './schemas'
 
 interface SchemaLike {
   type?: string
@@ -65,8 +65,6 @@ function describe(label: string, value: unknown, declared: SchemaLike, where: st
   const schema = declared.type === undefined ? declared.anyOf?.find((s) => s.type === 'integer' || s.type === 'number') ?? declared : declared
   const field = `${where === 'query' ? 'Query parameter' : where === 'params' ? 'Path parameter' : 'Field'} '${label}'`
   const got = value === undefined ? '' : ` (got ${preview(value)})`
-  // Control characters first: no pattern of ours takes them, and the reason is the same everywhere.
-  if (schema.pattern !== undefined && typeof value === 'string' && notPlainText(value)) return plainTextOnly(field, got)
   if (schema.error) return `${field} ${renderSchemaOps(schema.error, words)}${got}.`
   // A path segment with broken percent-encoding (%ZZ) reaches validation as null.
   if (where === 'params' && value === null) return `${field} is not valid percent-encoding; encode it with encodeURIComponent.`
@@ -76,6 +74,7 @@ function describe(label: string, value: unknown, declared: SchemaLike, where: st
   switch (schema.type) {
     case 'string':
       if (typeof value !== 'string') return `${field} must be a string${got}.`
+      if (schema.pattern === TEXT_PATTERN && notPlainText(value)) return `${field} must be plain text: no control characters (NUL, tab, newline, ESC...) and no unpaired surrogates${got}.`
       if (schema.format === 'uuid') return `${field} must be a UUID such as 123e4567-e89b-42d3-a456-426614174000${got}.`
       if (schema.format === 'email') return `${field} must be an email address${got}.`
       if (schema.minLength !== undefined && value.length < schema.minLength) return schema.minLength === 1 ? `${field} must not be empty.` : `${field} must be at least ${schema.minLength} characters${got}.`
@@ -101,8 +100,6 @@ function describe(label: string, value: unknown, declared: SchemaLike, where: st
   }
   return `${field} is not valid${got}.`
 }
-
-const plainTextOnly = (field: string, got: string) => `${field} must be plain text: no control characters (NUL, tab, newline, ESC...) and no unpaired surrogates${got}.`
 
 function literalChoices(schema: SchemaLike): string[] | undefined {
   if (schema.enum) return schema.enum.map(String)
