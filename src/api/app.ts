@@ -117,7 +117,7 @@ export function createApp(s: ApiDeps) {
     .use(planRoutes(plugins, s.plans))
     .use(authRoutes(plugins, s.auth))
     .use(keyRoutes(plugins, s.keys))
-    .use(checkoutRoutes(plugins, s.checkout))
+    .use(checkoutRoutes(plugins, s.checkout, s.config.brand.prefix))
     .use(siteRoutes(plugins, s.sites))
     .use(moduleRoutes(plugins, { modules: s.modules, content: s.content, homePath: (slug) => s.runtime.homePath(slug) }))
     .use(claimRoutes(plugins, s.claims))

@@ -66,7 +66,8 @@ export function exampleOf(schema: Schema | undefined, name = '', resolve: (ref: 
     const branch = branches.find((b) => b.type !== 'null') ?? branches[0]
     return exampleOf(branch, name, resolve, depth + 1)
   }
-  if (Array.isArray(schema.allOf)) {
+  // A typed schema's allOf holds conditions on it (checkedByService), not parts of its value.
+  if (Array.isArray(schema.allOf) && schema.type === undefined) {
     return Object.assign({}, ...schema.allOf.map((s: Schema) => exampleOf(s, name, resolve, depth + 1)))
   }
   const type = Array.isArray(schema.type) ? schema.type.find((t: string) => t !== 'null') : schema.type

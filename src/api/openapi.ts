@@ -2,8 +2,9 @@ import { filterPaths, registerSchemaPath } from '@elysiajs/swagger/utils'
 import type { AnyElysia } from 'elysia'
 import { ACCESS_EXTENSION, OPTIONAL_SCOPE_EXTENSION, SITE_EXTENSION } from './http/access'
 import { ERROR_STATUSES, ERRORS_EXTENSION, type ErrorStatus } from './http/error-docs'
-import { ErrorEnvelope } from './http/schemas'
+import { ErrorEnvelope, QUERY_PARAM } from './http/schemas'
 import { exampleOf } from './openapi-examples'
+import { LINKS } from './openapi-links'
 
 const API_PREFIX = '/api/v1'
 
@@ -38,16 +39,19 @@ export function buildOpenApi(app: AnyElysia, info: { baseUrl: string; version: s
         response.description ??= 'Success'
         const media = response.content?.['application/json']
         if (media?.schema) media.example = exampleOf(media.schema)
+        if (status.startsWith('2') && LINKS[op.operationId as string]) response.links = LINKS[op.operationId as string]
         if (!status.startsWith('2')) throw new Error(`${method.toUpperCase()} ${path}: declare error answers with errors: [${status}], not as a response schema`)
       }
       for (const status of errorStatusesOf(method, op)) responses[status] = { $ref: `#/components/responses/${ERROR_STATUSES[status].name}` }
       delete op[ERRORS_EXTENSION]
-      // A body whose fields are all optional (or that has none: NoBody) may be left out.
-      const body = op.requestBody as { required?: boolean; content?: Record<string, { schema?: { required?: string[] }; example?: unknown }> } | undefined
+      // A body whose fields are all optional (or that has none: NoBody) may be left out, unless
+      // it needs at least one of them (minProperties).
+      const body = op.requestBody as { required?: boolean; content?: Record<string, { schema?: { required?: string[]; allOf?: { minProperties?: number }[] }; example?: unknown }> } | undefined
       const bodyMedia = body?.content?.['application/json']
-      if (body && !bodyMedia?.schema?.required?.length) body.required = false
+      if (body && !bodyMedia?.schema?.required?.length && !bodyMedia?.schema?.allOf?.some((rule) => rule.minProperties)) body.required = false
       if (bodyMedia?.schema) bodyMedia.example = exampleOf(bodyMedia.schema)
       for (const param of (op.parameters ?? []) as { name: string; schema?: Record<string, unknown>; example?: unknown; examples?: unknown }[]) {
+        if (param.schema?.[QUERY_PARAM] !== undefined) param.schema = plainQueryInteger(param.schema)
         // The plugin lifts a parameter schema's `examples` array onto the parameter, where
         // OpenAPI expects a map of Example Objects: keep the first as the parameter's example.
         if (Array.isArray(param.examples)) {
@@ -130,6 +134,21 @@ function errorResponses() {
       },
     },
   }]))
+}
+
+/**
+ * An integer query parameter (QueryInteger) as the document states it: a bounded integer. Elysia's
+ * t.Integer is a union of an "integer-like string" (with its own default 0) and the integer, so
+ * that it can decode the query string; only the integer is what a caller sends, and an empty
+ * value (`?lines=`) is refused with 422 like any other non-integer (strict-query.ts).
+ */
+function plainQueryInteger(schema: Record<string, unknown>): Record<string, unknown> {
+  const branches = (schema.anyOf ?? []) as Record<string, unknown>[]
+  const integer = branches.find((b) => b.type === 'integer') ?? schema
+  const plain: Record<string, unknown> = { ...schema, ...integer, type: 'integer' }
+  delete plain[QUERY_PARAM]
+  delete plain.anyOf
+  return plain
 }
 
 /**

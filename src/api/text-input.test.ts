@@ -64,7 +64,8 @@ describe('names and other free-text fields', () => {
     { name: 'register name', param: 'name', send: (v) => h.call('POST', `${V1}/auth/register/`, { body: { name: v }, headers: { 'x-forwarded-for': '203.0.113.9' } }) },
     { name: 'register email', param: 'email', send: (v) => h.call('POST', `${V1}/auth/register/`, { body: { email: `a${v}@example.com` }, headers: { 'x-forwarded-for': '203.0.113.9' } }) },
     { name: 'key name', param: 'name', send: (v) => h.call('POST', `${V1}/keys/create/`, { key: site.key, body: { name: v, scopes: ['read'] } }) },
-    { name: 'checkout sku', param: 'sku', send: (v) => h.call('POST', `${V1}/acp/checkouts/`, { body: { sku: v }, headers: { 'x-forwarded-for': '203.0.113.10' } }) },
+    // A SKU has a form (the schema's pattern): the message says it.
+    { name: 'checkout sku', param: 'sku', says: /must be svc_\{plan_slug\}_\{monthly\|annual\}/, send: (v) => h.call('POST', `${V1}/acp/checkouts/`, { body: { sku: v }, headers: { 'x-forwarded-for': '203.0.113.10' } }) },
     { name: 'claim site_slug', param: 'site_slug', send: (v) => h.call('POST', `${V1}/keys/claim/request/`, { body: { site_slug: v }, headers: { 'x-forwarded-for': '203.0.113.11' } }) },
     { name: 'claim token', param: 'claim_token', send: (v) => h.call('POST', `${V1}/keys/claim/`, { body: { claim_token: v }, headers: { 'x-forwarded-for': '203.0.113.12' } }) },
     { name: 'scale new_plan', param: 'new_plan', send: (v) => h.call('POST', `${V1}/sites/${site.slug}/scale/`, { key: site.key, body: { new_plan: v } }) },

@@ -5,7 +5,7 @@ const DESCRIPTIONS: Record<AiModule, string> = {
   chatbot: "A chat widget on the site's pages that answers visitors from the site's own pages, linking the page it used.",
   seo: 'A sitemap.xml and robots.txt made from the pages, missing titles, descriptions, canonical and OpenGraph tags added as pages are served, and a report of what each page lacks.',
   translation: 'Every page served translated under /{lang}/ (fr, es, de, it, pt, nl, en), cached per page version; needs an AI provider.',
-  content: 'New pages written from a brief into public/ (POST /sites/{slug}/modules/content/generate/); needs an AI provider.',
+  content: 'New pages written from a brief into public/, one per generate request; needs an AI provider.',
 }
 
 /** What turning a module on or off does beyond recording it. */

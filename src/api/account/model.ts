@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { Body, JsonInteger, Nullable, Query, Text, TEXT_PATTERN } from '../http/schemas'
+import { Body, checkedByService, JsonInteger, Nullable, Query, Text, TEXT_PATTERN } from '../http/schemas'
 import { PaymentView, SubscriptionView } from '../../domain/billing/views'
 export { PaymentView, SubscriptionView }
 
@@ -11,7 +11,7 @@ export const UpdateAccountBody = Body({
   language: t.Optional(Language),
   first_name: t.Optional(PersonName('Given name.')),
   last_name: t.Optional(PersonName('Family name.')),
-}, { description: 'Send at least one field; those sent replace the current values.' })
+}, { description: 'Send at least one field; those sent replace the current values.', ...checkedByService({ minProperties: 1 }) })
 
 export const DeleteAccountBody = Body({
   // `error`: a missing or mistyped confirm must say what to send, as the service does for a wrong word.

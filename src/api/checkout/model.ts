@@ -1,5 +1,7 @@
 import { t } from 'elysia'
 import { SLUG_PATTERN } from '../../domain/slugs'
+import { PLAN_SLUG } from '../../config/config'
+import { schemaOp } from '../http/doors'
 import { Body, DateTime, Nullable, Query, Text, Uuid } from '../http/schemas'
 import { CheckoutSession } from '../../domain/checkout/views'
 export { CheckoutSession }
@@ -7,8 +9,18 @@ export { CheckoutSession }
 export const CHECKOUT_STATUSES = ['not_ready', 'ready', 'awaiting_payment', 'in_progress', 'completed', 'canceled', 'failed'] as const
 export type CheckoutStatus = (typeof CHECKOUT_STATUSES)[number]
 
-export const CreateCheckoutBody = Body({
-  sku: Text({ minLength: 1, maxLength: 100, description: 'From GET /plans/: plan.skus.monthly or plan.skus.annual.' }),
+/**
+ * The body of a new checkout: a SKU is `{prefix}_{plan_slug}_{monthly|annual}` (the brand's
+ * prefix, config brand.prefix; CheckoutService.parseSku), so the schema is made per server.
+ */
+export const createCheckoutBody = (prefix: string) => Body({
+  sku: t.String({
+    maxLength: 100,
+    pattern: `^${prefix}_${PLAN_SLUG.source.slice(1, -1)}_(?:monthly|annual)$`,
+    examples: [`${prefix}_starter_monthly`],
+    description: 'From GET /plans/: plan.skus.monthly or plan.skus.annual.',
+    error: `must be ${prefix}_{plan_slug}_{monthly|annual}, a plan's skus.monthly or skus.annual as ${schemaOp('listPlans')} lists them`,
+  }),
 })
 
 export const UpdateCheckoutBody = Body({

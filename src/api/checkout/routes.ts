@@ -2,13 +2,14 @@ import { Elysia } from 'elysia'
 import { NoBody, ok } from '../http/schemas'
 import { checkoutSecretOf as secretOf } from '../http/access'
 import type { ApiPlugins } from '../plugins'
-import { CheckoutParams, CheckoutSecretQuery, CheckoutSession, CompleteCheckoutBody, CreateCheckoutBody, UpdateCheckoutBody } from './model'
+import { CheckoutParams, CheckoutSecretQuery, CheckoutSession, CompleteCheckoutBody, createCheckoutBody, UpdateCheckoutBody } from './model'
 import type { CheckoutService } from '../../domain/checkout/service'
 
 
 const tags = ['Checkout']
 
-export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService) =>
+/** `prefix`: the brand's prefix of SKUs (config brand.prefix). */
+export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService, prefix: string) =>
   new Elysia({ name: 'checkout-routes' })
     .use(plugins)
     .post('/acp/checkouts/', ({ body, caller, set }) => {
@@ -20,7 +21,7 @@ export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService) =
       public: true,
       optionalScope: 'admin',
       rateLimit: 'checkout_create',
-      body: CreateCheckoutBody,
+      body: createCheckoutBody(prefix),
       response: ok(CheckoutSession, 201),
       detail: { tags, summary: 'Create a checkout session for a SKU (a bearer key is optional)', operationId: 'createCheckout' },
     })
@@ -56,7 +57,8 @@ export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService) =
       query: CheckoutSecretQuery,
       body: CompleteCheckoutBody,
       response: { ...ok(CheckoutSession), ...ok(CheckoutSession, 201) },
-      errors: [402, 404, 409],
+      // 503: the payment processor cannot be reached (nothing charged).
+      errors: [402, 404, 409, 503],
       detail: { tags, summary: 'Pay: 200 with a hosted payment URL, or 201 completed for a direct payment', operationId: 'completeCheckout' },
     })
     .post('/acp/checkouts/:checkout_id/cancel/', ({ params, request }) => checkout.cancel(params.checkout_id, secretOf(request)), {

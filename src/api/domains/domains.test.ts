@@ -222,10 +222,10 @@ describe('domains', () => {
       expect(res.json.error.param).toBe('domain_name')
     }
     expect((await h.call('GET', '/api/v1/domains/', { key: stranger })).json.data).toEqual([])
-    // Linking to another account's site is the same 404 as an unknown site.
+    // A site named in the body that is not the caller's: 422 on the field, an unknown one alike.
     const foreignSite = await h.call('POST', `/api/v1/domains/${domain}/link/`, { key: buyer, body: { tenant_slug: 'no-such-site' } })
-    expect(foreignSite.status).toBe(404)
-    expect(foreignSite.json.error.param).toBe('tenant_slug')
+    expect(foreignSite.status).toBe(422)
+    expect(foreignSite.json.error).toMatchObject({ code: 'VALIDATION_ERROR', param: 'tenant_slug' })
     expect(tables()).toBe(before)
   })
 })

@@ -3,7 +3,8 @@ import type { DomainsService } from '../../domain/domains/service'
 import { DnsChange, DnsZoneView } from '../dns/model'
 import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
-import { Domain, DomainDnsBody, DomainParams, DomainRegistered, DomainSearch, DomainSearchQuery, DomainSettingsBody, LinkDomainBody, RegisterDomainBody } from './model'
+import { AddDnsBody, RemoveDnsBody } from '../dns/model'
+import { Domain, DomainParams, DomainRegistered, DomainSearch, DomainSearchQuery, DomainSettingsBody, LinkDomainBody, RegisterDomainBody } from './model'
 
 const tags = ['Domains']
 
@@ -53,7 +54,7 @@ export const domainRoutes = (plugins: ApiPlugins, domains: DomainsService) =>
     .post('/domains/:domain_name/dns/add/', ({ principal, params, body }) => domains.addDns(principal, params.domain_name, body), {
       scope: 'write',
       params: DomainParams,
-      body: DomainDnsBody,
+      body: AddDnsBody,
       response: ok(DnsChange),
       errors: [404, 409],
       detail: { tags, summary: 'Add a DNS record to the domain (idempotent)', operationId: 'addDomainDns' },
@@ -61,7 +62,7 @@ export const domainRoutes = (plugins: ApiPlugins, domains: DomainsService) =>
     .post('/domains/:domain_name/dns/delete/', ({ principal, params, body }) => domains.removeDns(principal, params.domain_name, body), {
       scope: 'write',
       params: DomainParams,
-      body: DomainDnsBody,
+      body: RemoveDnsBody,
       response: ok(DnsChange),
       errors: [404],
       detail: { tags, summary: 'Delete a DNS record of the domain', operationId: 'removeDomainDns' },

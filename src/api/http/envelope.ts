@@ -2,6 +2,7 @@ import { Elysia, ValidationError as ElysiaValidationError } from 'elysia'
 import type { Logger } from '../../lib/logger'
 import { asDomainError, type OperationRef } from '../../domain/errors'
 import { AppError, BadRequestError, fromDomainError, MethodNotAllowedError, NotFoundError } from './errors'
+import { descriptionFor, REST_DESCRIPTION } from './doors'
 import { toValidationError } from './validation'
 
 /** Finds the methods a path answers to, so a wrong method gets 405 with `Allow` instead of 404. */
@@ -62,12 +63,12 @@ function classify(code: string | number, error: unknown, request: Request, path:
   if (domain) return fromDomainError(domain, (ref) => deps.route(ref, request))
   // Elysia wraps what a parse hook throws (our 400 and 413) in its own ParseError.
   if (code === 'PARSE' && (error as { cause?: unknown }).cause instanceof AppError) return (error as { cause: AppError }).cause
-  if (error instanceof ElysiaValidationError) return toValidationError(error)
+  if (error instanceof ElysiaValidationError) return toValidationError(error, { operation: (ref) => deps.route(ref, request), description: descriptionFor(request) })
   switch (code) {
     case 'NOT_FOUND': {
       const allowed = deps.methodsFor(path)
       if (allowed.length > 0) return new MethodNotAllowedError(method, allowed)
-      return new NotFoundError(`No route ${method} ${path}; see /api/v1/openapi.json for the API's routes.`)
+      return new NotFoundError(`No route ${method} ${path}; see ${REST_DESCRIPTION} for the API's routes.`)
     }
     case 'PARSE':
       return new BadRequestError('The body is not valid JSON; send a JSON object with Content-Type: application/json.')

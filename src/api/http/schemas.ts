@@ -51,9 +51,11 @@ export const QUERY_PARAM = 'x-query-param'
 /**
  * An integer query parameter. Elysia decodes it from the query string and then checks the number
  * on its own, so a range error (`lines=0`) arrives without the parameter's path; the name stored
- * in the schema lets validation.ts still answer `param: "lines"`.
+ * in the schema lets validation.ts still answer `param: "lines"`. The default (within the range)
+ * is what a request without the parameter gets; openapi.ts publishes the parameter as a plain
+ * bounded integer.
  */
-export const QueryInteger = (name: string, options: { minimum: number; maximum: number; default?: number; description?: string }) =>
+export const QueryInteger = (name: string, options: { minimum: number; maximum: number; default: number; description?: string }) =>
   t.Integer({ ...options, [QUERY_PARAM]: name })
 
 /**
@@ -66,8 +68,36 @@ export const JsonInteger = (options: IntegerOptions) => Type.Integer(options)
  * A request body: unknown fields are refused with 422 naming the field, so a typo such as
  * `scope` for `scopes` fails loudly instead of being ignored.
  */
-export const Body = <T extends TProperties>(properties: T, options: { description?: string } = {}) =>
+export const Body = <T extends TProperties>(properties: T, options: { description?: string; allOf?: ServiceRule[] } = {}) =>
   t.Object(properties, { ...options, additionalProperties: false })
+
+/** A JSON Schema condition (`if`/`then`, `required`, `properties`...) of a request. */
+export type ServiceRule = Record<string, unknown>
+
+/**
+ * Rules the service checks itself, with messages more specific than a schema's (which record
+ * type takes which value, a .ca name's legal type, the form of an SSH key): published in the
+ * document as `allOf`, which the request validator (TypeBox) does not evaluate, so the service's
+ * message is the one a caller gets. src/api/openapi-rules.test.ts holds that document and server
+ * agree on a table of inputs. Spread into a schema's options: `t.String({ ...checkedByService(...) })`.
+ */
+export const checkedByService = (...rules: ServiceRule[]) => ({ allOf: rules.map(openCondition) })
+
+/**
+ * A condition speaks only of the fields it names: each of its object subschemas says so with
+ * `additionalProperties: true` (the default), because linters that close every object schema
+ * they meet (Redocly's example checks) would otherwise read `then: {properties: {value: ...}}`
+ * as refusing the body's other fields.
+ */
+function openCondition(rule: ServiceRule): ServiceRule {
+  const open: ServiceRule = { ...rule }
+  for (const key of ['if', 'then', 'else'] as const) if (isRule(open[key])) open[key] = openCondition(open[key])
+  if (Array.isArray(open.allOf)) open.allOf = (open.allOf as ServiceRule[]).map(openCondition)
+  if ((open.properties !== undefined || open.required !== undefined) && open.additionalProperties === undefined) open.additionalProperties = true
+  return open
+}
+
+const isRule = (value: unknown): value is ServiceRule => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /**
  * The body of a route that takes none: no body, or `{}`. Any field is refused with 422 naming it,

@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia'
+import { descriptionFor } from './doors'
 import { ValidationError } from './errors'
 
 /** What a route accepts in its query string, beyond what its schema checks. */
@@ -24,7 +25,7 @@ export function strictQuery(rules: () => ReadonlyMap<string, QueryRule>) {
     const params = new URLSearchParams(request.url.slice(mark + 1))
     if (rule.none) {
       const first = params.keys().next().value
-      if (first !== undefined) throw new ValidationError(first, `This route takes no query parameters; remove '${first}' (see /api/v1/openapi.json for what it accepts).`)
+      if (first !== undefined) throw new ValidationError(first, `This route takes no query parameters; remove '${first}' (see ${descriptionFor(request)} for what it accepts).`)
       return
     }
     for (const name of rule.integers) {

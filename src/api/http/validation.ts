@@ -1,4 +1,5 @@
 import type { ValidationError as ElysiaValidationError } from 'elysia'
+import { renderSchemaOps, type DoorWords } from './doors'
 import { ValidationError } from './errors'
 import { notPlainText, QUERY_PARAM, TEXT_PATTERN } from './schemas'
 
@@ -10,6 +11,7 @@ interface SchemaLike {
   maxLength?: number
   minimum?: number
   maximum?: number
+  default?: unknown
   anyOf?: SchemaLike[]
   enum?: unknown[]
   const?: unknown
@@ -32,19 +34,19 @@ interface ValueErrorLike {
  * objects (`contact.phone`), the array's own name for a bad element (`scopes`). The message says
  * what a valid value looks like, so the caller can fix it without reading the docs.
  */
-export function toValidationError(err: ElysiaValidationError): ValidationError {
+export function toValidationError(err: ElysiaValidationError, words: DoorWords): ValidationError {
   const first = (err.all?.[0] ?? err.valueError) as ValueErrorLike | undefined
-  if (!first) return new ValidationError(null, 'The request is not valid; check it against /api/v1/openapi.json.')
+  if (!first) return new ValidationError(null, `The request is not valid; check it against ${words.description}.`)
   const segments = first.path.split('/').filter(Boolean)
   const isIndex = (s: string) => /^\d+$/.test(s)
   const paramSegments = segments.filter((s) => !isIndex(s))
   const param = paramSegments.length > 0 ? paramSegments.join('.') : null
   const label = segments.length > 0 ? segments.reduce((acc, s) => (isIndex(s) ? `${acc}[${s}]` : acc ? `${acc}.${s}` : s), '') : null
   const named = first.schema?.[QUERY_PARAM]
-  if (label === null && named) return new ValidationError(named, describe(named, first.value, first.schema, 'query'))
+  if (label === null && named) return new ValidationError(named, describe(named, first.value, first.schema, 'query', words))
   const fields = Object.keys(first.schema?.properties ?? {})
   if (label === null) {
-    if (err.type === 'query') return new ValidationError(null, 'The query string is not valid; send name=value pairs (see /api/v1/openapi.json for the accepted query parameters).')
+    if (err.type === 'query') return new ValidationError(null, `The query string is not valid; send name=value pairs (see ${words.description} for the accepted query parameters).`)
     if (fields.length === 0) return new ValidationError(null, 'This route takes no body; send none, or {}.')
     return new ValidationError(null, `The body must be a JSON object with the fields ${fields.join(', ')}, such as {"${fields[0]}": ...}.`)
   }
@@ -52,18 +54,18 @@ export function toValidationError(err: ElysiaValidationError): ValidationError {
   if (first.message.toLowerCase().includes('unexpected property') || first.message.toLowerCase().includes('additional')) {
     const what = err.type === 'query' ? 'query parameter' : 'field'
     if (err.type === 'body' && fields.length === 0 && segments.length === 1) return new ValidationError(param, `This route takes no body; remove the field '${label}' (send none, or {}).`)
-    return new ValidationError(param, `Unknown ${what} '${label}'; remove it (see /api/v1/openapi.json for the accepted ${what}s).`)
+    return new ValidationError(param, `Unknown ${what} '${label}'; remove it (see ${words.description} for the accepted ${what}s).`)
   }
-  return new ValidationError(param, describe(label, first.value, first.schema, err.type))
+  return new ValidationError(param, describe(label, first.value, first.schema, err.type, words))
 }
 
-function describe(label: string, value: unknown, declared: SchemaLike, where: string): string {
+function describe(label: string, value: unknown, declared: SchemaLike, where: string, words: DoorWords): string {
   // Elysia validates a query integer that is not a number (`lines=ten`) against its own union of
   // "integer-like string" and the declared integer: describe the declared one.
   const schema = declared.type === undefined ? declared.anyOf?.find((s) => s.type === 'integer' || s.type === 'number') ?? declared : declared
   const field = `${where === 'query' ? 'Query parameter' : where === 'params' ? 'Path parameter' : 'Field'} '${label}'`
   const got = value === undefined ? '' : ` (got ${preview(value)})`
-  if (schema.error) return `${field} ${schema.error}${got}.`
+  if (schema.error) return `${field} ${renderSchemaOps(schema.error, words)}${got}.`
   // A path segment with broken percent-encoding (%ZZ) reaches validation as null.
   if (where === 'params' && value === null) return `${field} is not valid percent-encoding; encode it with encodeURIComponent.`
   if (value === undefined) return `${field} is required.`
@@ -80,6 +82,10 @@ function describe(label: string, value: unknown, declared: SchemaLike, where: st
       return `${field} has the wrong format${schema.pattern ? `; it must match ${schema.pattern}` : ''}${got}.`
     case 'integer':
     case 'number': {
+      // `?lines=`: refused, not taken as the default (docs/api.md, Query parameters).
+      if (value === '' && where === 'query' && schema.default !== undefined) {
+        return `${field} is empty; send a whole number from ${schema.minimum} to ${schema.maximum}, or leave it out for the default ${String(schema.default)}.`
+      }
       const range = schema.minimum !== undefined && schema.maximum !== undefined ? ` from ${schema.minimum} to ${schema.maximum}` : ''
       return `${field} must be ${schema.type === 'integer' ? 'an integer' : 'a number'}${range}${got}.`
     }

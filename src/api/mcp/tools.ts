@@ -33,21 +33,81 @@ export interface ToolResult {
   isError?: boolean
 }
 
+/** What a tool's call does to the world, beyond reading: MCP's tool annotations. */
+interface ChangeHints {
+  /** It deletes, overwrites, revokes, restarts or spends money: a client should confirm it with its user. */
+  destructive: boolean
+  /** Calling it again with the same arguments changes nothing more (a lost answer may be retried). */
+  idempotent: boolean
+  /** It calls a service outside Berth (payment processor, registrar, AI provider). */
+  openWorld: boolean
+}
+
+const additive = (idempotent: boolean, openWorld = false): ChangeHints => ({ destructive: false, idempotent, openWorld })
+const destructive = (idempotent: boolean, openWorld = false): ChangeHints => ({ destructive: true, idempotent, openWorld })
+
 /**
- * Operations that destroy or overwrite something, or spend money, beyond the DELETE routes:
- * a client should confirm them with its user.
+ * Every operation that changes something, reviewed one by one against what it does (a test holds
+ * that none is missing; an operation left out is taken as destructive and not idempotent).
  */
-const DESTRUCTIVE = new Set([
-  'revokeKey', 'rotateKey', 'completeCheckout', 'cancelCheckout', 'writeFile', 'uploadFile', 'deleteFile',
-  'restoreSnapshot', 'restoreBackup', 'scaleSite', 'deploySite', 'removeSshKey', 'deleteSite', 'deleteSnapshot',
-  'changeSiteDns', 'removeDomainDns', 'registerDomain', 'linkDomain',
-])
-/** Operations whose repeat with the same input changes nothing more, beyond reads. */
-const IDEMPOTENT = new Set([
-  'updateCheckout', 'cancelCheckout', 'writeFile', 'uploadFile', 'makeDirectory', 'deleteFile', 'addSshKey', 'removeSshKey',
-  'toggleModule', 'revokeKey', 'scaleSite', 'deleteSite', 'restoreSite', 'deleteSnapshot', 'requestClaim',
-  'addDomainDns', 'linkDomain', 'updateDomainSettings',
-])
+export const CHANGE_HINTS: Record<string, ChangeHints> = {
+  register: additive(false),
+  createKey: additive(false),
+  revokeKey: destructive(true),
+  // The new key is shown once: a retry after a lost answer cannot get it back.
+  rotateKey: destructive(false),
+  createCheckout: additive(false),
+  updateCheckout: additive(true),
+  completeCheckout: destructive(false, true),
+  cancelCheckout: destructive(true),
+  createSite: additive(false),
+  // Without `enabled` it flips the module; off deletes the chatbot's index and cached translations.
+  toggleModule: destructive(false),
+  // `overwrite: true` replaces a file; each call spends AI tokens on a new text.
+  generateContent: destructive(false, true),
+  requestClaim: additive(true),
+  claimKey: additive(false),
+  addSshKey: additive(true),
+  removeSshKey: destructive(true),
+  writeFile: destructive(true),
+  uploadFile: destructive(true),
+  makeDirectory: additive(true),
+  deleteFile: destructive(true),
+  // Restarts the site's services; each call is a new deployment.
+  deploySite: destructive(false),
+  // An upgrade charges the prorated difference to the card on file.
+  scaleSite: destructive(true, true),
+  deleteSite: destructive(true),
+  // Cancels a scheduled deletion: the site comes back as it was; no file is touched.
+  restoreSite: additive(true),
+  createSnapshot: additive(false),
+  deleteSnapshot: destructive(true),
+  // Both replace the site's whole home with the archive's files.
+  restoreSnapshot: destructive(false),
+  restoreBackup: destructive(false),
+  // action delete removes a record; create is idempotent (design.md, DNS details).
+  changeSiteDns: destructive(true),
+  addDomainDns: additive(true),
+  removeDomainDns: destructive(true),
+  // Charges the card on file at the registrar's price.
+  registerDomain: destructive(false, true),
+  // Takes the domain away from the site it pointed to.
+  linkDomain: destructive(true),
+  // Lock and privacy are set at the registrar.
+  updateDomainSettings: additive(true, true),
+  updateAccount: additive(true),
+  deleteAccount: destructive(true),
+}
+
+/** Reads that ask a service outside Berth: the registrar (availability, price), the processor (a portal session). */
+export const OPEN_WORLD_READS = new Set(['searchDomains', 'getBillingPortal'])
+
+/** The annotations of an operation: reads are read-only and idempotent; changes as CHANGE_HINTS says. */
+export function hintsOf(operationId: string, method: string): Pick<ToolDef['annotations'], 'readOnlyHint' | 'destructiveHint' | 'idempotentHint' | 'openWorldHint'> {
+  if (method === 'get') return { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: OPEN_WORLD_READS.has(operationId) }
+  const hints = CHANGE_HINTS[operationId] ?? destructive(false)
+  return { readOnlyHint: false, destructiveHint: hints.destructive, idempotentHint: hints.idempotent, openWorldHint: hints.openWorld }
+}
 
 /** What a parameter without its own description means, by name. */
 const PARAM_TEXT: Record<string, string> = {
@@ -69,6 +129,11 @@ export const toolName = (operationId: string) => operationId.replace(/[A-Z]/g, (
 /** The tools of every operation in the document, in its order. */
 export function toolsFromOpenApi(doc: Schema): ToolDef[] {
   const tools: ToolDef[] = []
+  const toolWords = routesAsTools(doc)
+  const withDescription = (schema: Schema, name: string): Schema => {
+    if (schema.description) return { ...schema, description: toolWords(schema.description) }
+    return { ...schema, description: PARAM_TEXT[name] ?? `The ${name.replace(/_/g, ' ')}.` }
+  }
   for (const [path, operations] of Object.entries(doc.paths as Record<string, Record<string, Schema>>)) {
     for (const [method, op] of Object.entries(operations)) {
       if (!op.operationId) continue
@@ -88,7 +153,6 @@ export function toolsFromOpenApi(doc: Schema): ToolDef[] {
         bodyParams.push(name)
       }
       for (const name of (body?.required ?? []) as string[]) if (!required.includes(name)) required.push(name)
-      const read = method === 'get'
       const name = toolName(op.operationId)
       const access = op['x-berth-access'] === 'public' ? (op['x-berth-optional-scope'] ? `no key (a key with the ${op['x-berth-optional-scope']} scope is optional)` : 'no key') : `a key with the ${op['x-berth-access']} scope`
       tools.push({
@@ -96,13 +160,7 @@ export function toolsFromOpenApi(doc: Schema): ToolDef[] {
         title: op.summary ?? name,
         description: `${op.summary ?? name}. Needs ${access}. Same as ${method.toUpperCase()} ${path} of the REST API; errors come back with isError and the API's code, message and param.`,
         inputSchema: { type: 'object', properties, required, additionalProperties: false },
-        annotations: {
-          title: op.summary ?? name,
-          readOnlyHint: read,
-          destructiveHint: !read && (method === 'delete' || DESTRUCTIVE.has(op.operationId)),
-          idempotentHint: read || method === 'delete' || IDEMPOTENT.has(op.operationId),
-          openWorldHint: false,
-        },
+        annotations: { title: op.summary ?? name, ...hintsOf(op.operationId, method) },
         method: method.toUpperCase(),
         path,
         pathParams,
@@ -116,9 +174,21 @@ export function toolsFromOpenApi(doc: Schema): ToolDef[] {
   return tools
 }
 
-function withDescription(schema: Schema, name: string): Schema {
-  if (schema.description) return schema
-  return { ...schema, description: PARAM_TEXT[name] ?? `The ${name.replace(/_/g, ' ')}.` }
+/** A route as written in a description (`GET /sites/{slug}/files/?path=...`), method and path. */
+const ROUTE_IN_TEXT = /\b(GET|POST|DELETE|PUT|PATCH) (\/[\w{}./-]*\/)(?:\?[^\s,;)]*)?/g
+/** A path with its parameters' names left out, so `{slug}` and `{tenant_slug}` match. */
+const pathShape = (path: string) => path.replace(/\{\w+\}/g, '{}')
+
+/**
+ * Renders the routes that the document's descriptions name (`From GET /plans/: ...`) as the
+ * tools that stand for them (`From list_plans: ...`): docs/mcp.md promises tool names, not routes.
+ */
+function routesAsTools(doc: Schema): (text: string) => string {
+  const byRoute = new Map<string, string>()
+  for (const [path, operations] of Object.entries(doc.paths as Record<string, Record<string, Schema>>)) {
+    for (const [method, op] of Object.entries(operations)) if (op.operationId) byRoute.set(`${method.toUpperCase()} ${pathShape(path)}`, toolName(op.operationId))
+  }
+  return (text) => text.replace(ROUTE_IN_TEXT, (route, method: string, path: string) => byRoute.get(`${method} ${pathShape(path)}`) ?? route)
 }
 
 /** The REST request a tool call stands for; throws a message for the agent when an argument is unusable. */

@@ -53,6 +53,8 @@ export const moduleRoutes = (plugins: ApiPlugins, d: ModuleRouteDeps) =>
       site: 'owned',
       params: SiteParams,
       response: ok(SeoReport),
+      // The site's files may be unavailable (its volume is being replaced): SiteNotRunnableError.
+      errors: [409],
       detail: { tags, summary: "Each HTML page's search-engine problems, and which the seo module fixes as pages are served", operationId: 'getSeoReport' },
     })
     .post('/sites/:tenant_slug/modules/content/generate/', async ({ site, body, set }) => {

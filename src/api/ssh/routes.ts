@@ -15,6 +15,8 @@ export const sshRoutes = (plugins: ApiPlugins, ssh: SshService) =>
       site: 'owned',
       params: SiteParams,
       response: ok(SshInfo),
+      // SSH still being set up, or the container not running for the key agent.
+      errors: [409],
       detail: { tags, summary: 'Where and how to connect over SSH (vps and dedicated plans)', operationId: 'getSshInfo' },
     })
     .get('/sites/:tenant_slug/ssh/keys/', ({ site }) => ssh.listKeys(site), {
@@ -22,6 +24,7 @@ export const sshRoutes = (plugins: ApiPlugins, ssh: SshService) =>
       site: 'owned',
       params: SiteParams,
       response: ok(t.Array(SshKeyView)),
+      errors: [409],
       detail: { tags, summary: 'List the public keys allowed to log in', operationId: 'listSshKeys' },
     })
     .post('/sites/:tenant_slug/ssh/keys/', ({ site, body }) => ssh.addKey(site, body.public_key), {

@@ -1,5 +1,5 @@
 import { Elysia, t } from 'elysia'
-import { ok } from '../http/schemas'
+import { JsonInteger, ok } from '../http/schemas'
 import type { StatusInfo } from '../../domain/status'
 import type { ApiPlugins } from '../plugins'
 
@@ -12,7 +12,7 @@ export const PlatformStatus = t.Object({
   test_mode: t.Boolean({ description: 'True while the built-in test processor takes payments: no real money moves.' }),
   payment_processor: t.String(),
   dns: t.Object({
-    port: t.Union([t.Integer(), t.Null()], { description: "The authoritative DNS server's port (UDP and TCP); null when it is off." }),
+    port: t.Union([JsonInteger({}), t.Null()], { description: "The authoritative DNS server's port (UDP and TCP); null when it is off." }),
     nameservers: t.Array(t.String(), { description: 'The nameservers of every zone Berth serves; set them at your registrar.' }),
   }),
   registrar: t.Object({

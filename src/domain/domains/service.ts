@@ -169,7 +169,8 @@ export class DomainsService {
     let siteId: string | null = null
     if (slug !== null) {
       const site = this.d.sites.findOwned(p.accountId, slug)
-      if (!site || site.status === 'deleted') throw notFound(say`No site '${slug}' in your account; ${op('listSites')} lists your sites.`, 'tenant_slug')
+      // A site named in the body: a wrong field (422), another account's alike (docs/api.md).
+      if (!site || site.status === 'deleted') throw invalid('tenant_slug', say`No site '${slug}' in your account; ${op('listSites')} lists your sites.`)
       siteId = site.id
     }
     const row = this.d.store.write(() => this.d.repo.update(domain.id, { siteId, updatedAt: this.d.clock.now() }))

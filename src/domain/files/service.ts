@@ -1,10 +1,10 @@
-import { FileError } from '../../drivers/files/errors'
+import { FileError, type FileNextStep } from '../../drivers/files/errors'
 import { SITE_OWNER, SiteHome, type FileEntry, type FileOwner } from '../../drivers/files/home'
 import { SiteNotRunnableError, type ContainerRuntime } from '../../drivers/runtime/types'
 import type { SiteRow } from '../../store/schema'
 import type { RestoreGuard } from '../archives/restore-guard'
 import type { SiteChanges } from '../sites/changes'
-import { conflict, DomainError, invalid, notFound, op, say, tooLarge } from '../errors'
+import { conflict, DomainError, invalid, notFound, op, say, tooLarge, type Message } from '../errors'
 import { FILE_LIMITS } from './limits'
 
 /**
@@ -96,28 +96,49 @@ export class FilesService {
     try {
       return await fn(home)
     } catch (err) {
-      throw err instanceof FileError ? toDomainError(err, contentParam) : err
+      throw err instanceof FileError ? toDomainError(err, contentParam, slug) : err
     } finally {
       home.close()
     }
   }
 }
 
-function toDomainError(err: FileError, contentParam: string): DomainError {
+function toDomainError(err: FileError, contentParam: string, slug: string): DomainError {
+  const message = withNextStep(err, slug)
   switch (err.problem) {
     case 'bad_path':
     case 'wrong_type':
-      return invalid('path', err.message)
+      return invalid('path', message)
     case 'not_found':
-      return notFound(err.message, 'path')
+      return notFound(message, 'path')
     case 'too_large':
-      return tooLarge(err.message, 'path')
+      return tooLarge(message, 'path')
     case 'not_text':
-      return new DomainError('not_text', err.message, 'path')
+      return new DomainError('not_text', message, 'path')
     case 'no_space':
-      return tooLarge(err.message, contentParam)
+      return tooLarge(message, contentParam)
     case 'busy':
-      return conflict(err.message, 'path')
+      return conflict(message, 'path')
+  }
+}
+
+/**
+ * The driver's sentence with the operation that helps, named by the door that answers
+ * (`GET /sites/acme/files/` through REST, `list_files` through MCP); the driver names none.
+ */
+function withNextStep(err: FileError, slug: string): Message | string {
+  const step: FileNextStep | null = err.next
+  if (step === null) return err.message
+  const site = { tenant_slug: slug }
+  switch (step.op) {
+    case 'list':
+      return step.path === undefined
+        ? say`${err.message}; ${op('listFiles', site)} with path=<folder> lists a folder.`
+        : say`${err.message}; list it with ${op('listFiles', site)} and path=${step.path}.`
+    case 'read':
+      return say`${err.message}; read it with ${op('readFile', site)}.`
+    case 'delete':
+      return say`${err.message}; delete it first (${op('deleteFile', site)}) or choose another name.`
   }
 }
 

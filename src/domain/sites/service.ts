@@ -6,7 +6,7 @@ import type { Store } from '../../store/store'
 import type { BillingRepository } from '../billing/repository'
 import type { CheckoutRepository } from '../checkout/repository'
 import type { AiModule } from '../enums'
-import { forbidden, invalid, notFound, op, say } from '../errors'
+import { forbidden, invalid, op, say } from '../errors'
 import type { Principal } from '../keys/service'
 import type { PlansService } from '../plans/service'
 import { slugProblem } from '../slugs'
@@ -99,7 +99,8 @@ export class SitesService {
       const candidates = input.subscription_id
         ? [this.d.billing.findSubscription(p.accountId, input.subscription_id)].filter((s) => s !== undefined)
         : this.d.billing.activeSubscriptions(p.accountId)
-      if (input.subscription_id && candidates.length === 0) throw notFound(say`No subscription ${input.subscription_id} in your account; ${op('listSubscriptions')} lists them.`, 'subscription_id')
+      // An id named in a body that is not the caller's is a wrong field (422), as if it did not exist (docs/api.md).
+      if (input.subscription_id && candidates.length === 0) throw invalid('subscription_id', say`No subscription ${input.subscription_id} in your account; ${op('listSubscriptions')} lists them.`)
       const withRoom = candidates.find((sub) => {
         if (sub.status !== 'active') return false
         const plan = this.d.plans.get(sub.planSlug)

@@ -74,7 +74,7 @@ export class SiteHome {
     const names = parsePath(path)
     return this.withFd(names, O_PATH, (fd) => {
       const st = fstatSync(fd)
-      if (!st.isDirectory()) throw new FileError('wrong_type', `'${display(names)}' is not a folder${st.isFile() ? '; read it with GET /sites/{slug}/files/read/?path=...' : ''}.`)
+      if (!st.isDirectory()) throw st.isFile() ? new FileError('wrong_type', `'${display(names)}' is not a folder`, { op: 'read' }) : new FileError('wrong_type', `'${display(names)}' is not a folder.`)
       const raw = (readdirSync(fdPath(fd), { encoding: 'buffer' }) as Buffer[]).sort(Buffer.compare)
       const entries: FileEntry[] = []
       for (const name of raw.slice(0, maxEntries)) {
@@ -183,7 +183,7 @@ export class SiteHome {
     return this.withParent(names, (parent) => {
       const existing = this.statAt(parent, name, names)
       if (existing?.isDirectory()) return { ...entryOf(names, existing), created: false }
-      if (existing) throw new FileError('wrong_type', `'${display(names)}' exists and is not a folder; delete it first (POST /files/delete/) or choose another name.`)
+      if (existing) throw new FileError('wrong_type', `'${display(names)}' exists and is not a folder`, { op: 'delete' })
       const fd = this.openOrMakeDir(parent, name, names)
       try {
         return { ...entryOf(names, fstatSync(fd)), created: true }
@@ -350,7 +350,7 @@ function entryOf(names: string[], st: Pick<EntryStat, 'mode' | 'size' | 'mtimeMs
 }
 
 function notAFile(names: string[], st: Stats): FileError {
-  if (st.isDirectory()) return new FileError('wrong_type', `'${display(names)}' is a folder, not a file; list it with GET /files/?path=${display(names)}.`)
+  if (st.isDirectory()) return new FileError('wrong_type', `'${display(names)}' is a folder, not a file`, { op: 'list', path: display(names) })
   return new FileError('wrong_type', `'${display(names)}' is not a regular file (a FIFO, socket or device); the files API only opens regular files and folders.`)
 }
 

@@ -95,7 +95,7 @@ export function asFileError(err: unknown, names: string[]): unknown {
     case Errno.EXDEV:
       return new FileError('bad_path', `The path '${path}' leads out of the site's home.`)
     case Errno.ENOENT:
-      return new FileError('not_found', `Nothing exists at '${path}'; GET /sites/{slug}/files/?path=<folder> lists a folder.`)
+      return new FileError('not_found', `Nothing exists at '${path}'`, { op: 'list' })
     case Errno.ENOTDIR:
       return new FileError('bad_path', `A part of the path '${path}' is a file, not a folder.`)
     case Errno.ENAMETOOLONG:
