@@ -65,7 +65,7 @@ export class DomainRenewals {
     const amount = domain.renewCents
     const description = `Domain ${domain.name}, renewal for 1 year`
     try {
-      if (!account?.paymentMethodId) throw new Error('no payment method on file; add one through the billing portal (GET /account/billing-portal/)')
+      if (!account?.paymentMethodId) throw new Error('no payment method is on file; add a card through the account billing portal')
       const payment = this.d.charges.open({
         key: this.d.charges.attemptKey(`domain-renew:${domain.name}:${domain.expiresAt}`), kind: 'domain', accountId: domain.accountId, amountCents: amount,
         paymentMethodId: account.paymentMethodId, description,
