@@ -8,7 +8,7 @@ import { KeysService } from './domain/keys/service'
 import { PlansRepository } from './domain/plans/repository'
 import { PlansService } from './domain/plans/service'
 import { RateLimiter } from './domain/rate-limits/service'
-import type { StatusInfo } from './domain/status'
+import { EngineHealth, type StatusInfo } from './domain/status'
 import { BillingRepository } from './domain/billing/repository'
 import { BillingService } from './domain/billing/service'
 import { CheckoutRepository } from './domain/checkout/repository'
@@ -301,6 +301,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
       testMode: processor.testMode,
       dns: { port: config.dns.listen?.port ?? null, nameservers: config.dns.nameservers },
       registrar: { name: registrar.name, sandbox: registrar.sandbox },
+      engine: new EngineHealth(),
     },
     instanceId,
     processor,
@@ -383,12 +384,14 @@ function instanceIdOf(store: Store): string {
 /**
  * Follows the engine's events for this instance's containers: a site's container that dies or is
  * removed is brought back at once (SiteHealer); when the event stream was lost (the engine
- * restarted), a reconcile pass compares everything. Returns the stop function.
+ * restarted), a reconcile pass compares everything. Whether the engine answers goes to the
+ * platform status. Returns the stop function.
  */
 export function followContainerEvents(s: Services): () => void {
   const watch = s.runtime.watch({
     onEvent: (e) => s.healer.onEvent(e),
     onReconnect: () => void s.reconciler.reconcile().catch((err) => s.log.error('reconcile failed', { error: (err as Error).message })),
+    onReachable: (reachable) => s.status.engine.set(reachable),
   })
   return () => {
     s.healer.stop()
