@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api, startBerth, type Berth } from './helpers/binary'
-import { restartDockerd } from './helpers/dockerd'
+import { freezeDockerd, restartDockerd } from './helpers/dockerd'
 import { buyDirect, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
 import { docker, instanceOf, removeInstanceSites } from './helpers/sites'
 
@@ -103,4 +103,23 @@ describe('an engine restart', () => {
     await docker.getContainer(c!.Id).kill()
     expect(await servedWithin(2_000)).toBeLessThan(2_000)
   }, 180_000)
+
+  it('is noticed when the engine answers nothing and closes nothing (frozen), and followed again once it answers', async () => {
+    const since = Date.now()
+    const status = watchStatus()
+    // Longer than a liveness check's 2 s wait plus its 3 s for an answer.
+    await freezeDockerd(7_000)
+    const thawedAt = performance.now()
+    while (!followingAgain(since) && performance.now() < thawedAt + 30_000) await Bun.sleep(20)
+    const seen = await status.stop()
+    const lines = berth.output().split('\n').filter((l) => l.includes('the engine event stream ended') && Date.parse(JSON.parse(l).time) >= since)
+    expect(lines.join('\n'), berth.output().slice(-4_000)).toMatch(/liveness check: the engine did not answer within 3000 ms/)
+    expect(followingAgain(since)).toBe(true)
+    expect(performance.now() - thawedAt).toBeLessThan(FOLLOW_WITHIN_MS)
+    expect([...seen]).toContain(false)
+    expect((await api(berth.url, 'GET', '/status/')).json.data).toMatchObject({ status: 'ok', engine: { reachable: true } })
+    const [c] = await docker.listContainers({ filters: { label: [`dev.berth.instance=${instanceOf(berth)}`, `dev.berth.site-slug=${slug}`] } })
+    await docker.getContainer(c!.Id).kill()
+    expect(await servedWithin(2_000)).toBeLessThan(2_000)
+  }, 120_000)
 })

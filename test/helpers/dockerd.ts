@@ -38,6 +38,21 @@ export async function restartDockerd(socketPath = ENGINE_SOCKET): Promise<number
   return performance.now()
 }
 
+/**
+ * Freezes the dockerd serving `socketPath` (SIGSTOP) for `ms`, then lets it go on (SIGCONT): an
+ * engine that answers nothing while every connection stays open, as a hung engine or a broken
+ * transport looks from Berth. Containers keep running meanwhile (their shims are apart).
+ */
+export async function freezeDockerd(ms: number, socketPath = ENGINE_SOCKET): Promise<void> {
+  const pid = dockerdServing(socketPath)
+  process.kill(pid, 'SIGSTOP')
+  try {
+    await Bun.sleep(ms)
+  } finally {
+    process.kill(pid, 'SIGCONT')
+  }
+}
+
 /** The pid of the dockerd process listening on `socketPath` (its -H/--host flags, or the default). */
 function dockerdServing(socketPath: string): number {
   const pids = spawnSync('pgrep', ['-x', 'dockerd'], { encoding: 'utf8' }).stdout.trim().split('\n').filter(Boolean).map(Number)
