@@ -57,6 +57,8 @@ import { Deployer } from './domain/deployments/deployer'
 import { DeploymentsRepository } from './domain/deployments/repository'
 import { DEPLOY_JOB, DeploymentsService } from './domain/deployments/service'
 import { LogsService } from './domain/logs/service'
+import { EdgeAccessLog } from './domain/logs/access-log'
+import { edgeWritesAccessLog } from './domain/logs/sources'
 import { FilesService } from './domain/files/service'
 import { MetricsRepository } from './domain/metrics/repository'
 import { SiteMetricsService } from './domain/metrics/service'
@@ -120,6 +122,8 @@ export interface Services {
   healer: SiteHealer
   /** Requests, bytes and latency per site, counted by the edge proxy. */
   metrics: EdgeMetrics
+  /** The access log the edge writes for sites whose web server cannot log the request target. */
+  accessLog: EdgeAccessLog
   /** Site logs, read from the volumes. */
   logs: LogsService
   /** The files API: sites' home folders, from the host. */
@@ -275,6 +279,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     },
   }], log })
   const edgeMetrics = new EdgeMetrics()
+  const accessLog = new EdgeAccessLog(runtime, log)
   const files = new FilesService(runtime, restores, undefined, changes)
   const modules = new ModulesService({
     store, clock, log, plans,
@@ -327,11 +332,15 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     reaper,
     archives,
     checkout,
-    directory: new SiteDirectory({ store, sites: sitesRepo, runner, domains: domainsRepo, modules: (site) => modules.edgeFlags(site) }),
+    directory: new SiteDirectory({
+      store, sites: sitesRepo, runner, domains: domainsRepo, modules: (site) => modules.edgeFlags(site),
+      edgeLogs: (site) => edgeWritesAccessLog(plans.get(site.planSlug).hosting_type),
+    }),
     reconciler: new Reconciler({ sites: sitesRepo, runner, runtime, jobs, reaper, log }),
     healer: new SiteHealer({ sites: sitesRepo, runner, log }),
     metrics: edgeMetrics,
-    logs: new LogsService(plans, runtime),
+    accessLog,
+    logs: new LogsService(plans, runtime, accessLog),
     files,
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs }),
     siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), edgeMetrics, runtime, log),
