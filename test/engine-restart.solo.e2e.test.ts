@@ -30,6 +30,12 @@ beforeAll(async () => {
   key = data.api_key
   expect(await waitForSite(berth.url, key, slug)).toBe('active')
   expect((await api(berth.url, 'POST', `/sites/${slug}/files/write/`, { key, body: { path: 'public/marker.txt', content: marker } })).status).toBe(200)
+  // Berth follows the engine's events (its watcher starts half a second after it listens).
+  const deadline = Date.now() + 10_000
+  while ((await api(berth.url, 'GET', '/status/')).json.data.engine.reachable !== true) {
+    if (Date.now() > deadline) throw new Error(`Berth does not follow the engine: ${berth.output().slice(-2_000)}`)
+    await Bun.sleep(50)
+  }
 }, 120_000)
 
 afterAll(async () => {
