@@ -22,6 +22,8 @@ class FakeEngine {
   requests: string[] = []
   /** While true, requests are read and never answered; nothing is closed. */
   silent = false
+  /** While true, GET /events is read and never answered (pings are). */
+  holdEvents = false
 
   constructor(readonly path: string) {}
 
@@ -78,6 +80,7 @@ class FakeEngine {
         if (this.silent) continue
         if (method === 'HEAD' && target === '/_ping') socket.write('HTTP/1.1 200 OK\r\nApi-Version: 1.41\r\nContent-Length: 2\r\n\r\n')
         else if (method === 'GET' && target!.startsWith('/events')) {
+          if (this.holdEvents) continue
           socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n')
           this.streams.push(socket)
         } else socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n')
@@ -193,6 +196,18 @@ describe('watchSiteEvents', () => {
     await engine.start()
     await until(() => reconnects === 2)
     expect(reachable).toEqual([false, true, false, true])
+  })
+
+  it('gives up on an event stream whose answer does not come, and opens another', async () => {
+    await engine.start()
+    engine.holdEvents = true
+    startWatching()
+    await until(() => reachable.length === 1)
+    expect(reachable).toEqual([false])
+    expect(log.lines.find((l) => l.msg === 'cannot follow the engine events yet; retrying')?.error).toBe('the engine did not open its event stream within 1000 ms')
+    engine.holdEvents = false
+    await until(() => reconnects === 1 && engine.streams.length === 1)
+    expect(reachable).toEqual([false, true])
   })
 
   it('stops for good when closed: no check, no reconnect', async () => {

@@ -121,6 +121,8 @@ export function watchSiteEvents(
         filters: { type: ['container'], label: [`${LABEL.instance}=${opts.instanceId}`], event: [...ACTIONS] },
         abortSignal: abort.signal,
       } as Parameters<typeof docker.getEvents>[0])
+    } catch (err) {
+      throw abort.signal.aborted ? abort.signal.reason : err
     } finally {
       clearTimeout(late)
     }
