@@ -23,12 +23,15 @@ if [ "${#apt_packages[@]}" -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${apt_packages[@]}" >/dev/null
 fi
 
-# Start Docker's engine when it is not answering: through systemd where it runs, else directly.
+# Start Docker's engine when it is not answering: through systemd where it runs, else directly,
+# in a session of its own (setsid -f), so that neither this script's end, its terminal nor a
+# signal to its process group stops it (the solo test tier restarts it the same way:
+# test/helpers/dockerd.ts).
 if ! docker info >/dev/null 2>&1; then
   if [ -d /run/systemd/system ] && $SUDO systemctl start docker >/dev/null 2>&1; then :; else
     echo "setup: starting dockerd"
     $SUDO mkdir -p /var/log
-    $SUDO sh -c 'nohup dockerd >/var/log/dockerd.log 2>&1 &'
+    $SUDO sh -c 'setsid -f dockerd >>/var/log/dockerd.log 2>&1 </dev/null'
   fi
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
   docker info >/dev/null 2>&1 || { echo "setup: dockerd did not start; see /var/log/dockerd.log" >&2; exit 1; }

@@ -8,7 +8,7 @@ import { KeysService } from './domain/keys/service'
 import { PlansRepository } from './domain/plans/repository'
 import { PlansService } from './domain/plans/service'
 import { RateLimiter } from './domain/rate-limits/service'
-import type { StatusInfo } from './domain/status'
+import { EngineHealth, type StatusInfo } from './domain/status'
 import { BillingRepository } from './domain/billing/repository'
 import { BillingService } from './domain/billing/service'
 import { CheckoutRepository } from './domain/checkout/repository'
@@ -58,6 +58,8 @@ import { Deployer } from './domain/deployments/deployer'
 import { DeploymentsRepository } from './domain/deployments/repository'
 import { DEPLOY_JOB, DeploymentsService } from './domain/deployments/service'
 import { LogsService } from './domain/logs/service'
+import { EdgeAccessLog } from './domain/logs/access-log'
+import { edgeWritesAccessLog } from './domain/logs/sources'
 import { FilesService } from './domain/files/service'
 import { MetricsRepository } from './domain/metrics/repository'
 import { SiteMetricsService } from './domain/metrics/service'
@@ -122,6 +124,8 @@ export interface Services {
   healer: SiteHealer
   /** Requests, bytes and latency per site, counted by the edge proxy. */
   metrics: EdgeMetrics
+  /** The access log the edge writes for sites whose web server cannot log the request target. */
+  accessLog: EdgeAccessLog
   /** Site logs, read from the volumes. */
   logs: LogsService
   /** The files API: sites' home folders, from the host. */
@@ -288,6 +292,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     },
   }], log })
   const edgeMetrics = new EdgeMetrics()
+  const accessLog = new EdgeAccessLog(runtime, log)
   const files = new FilesService(runtime, restores, undefined, changes)
   const modules = new ModulesService({
     store, clock, log, plans,
@@ -314,6 +319,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
       testMode: processor.testMode,
       dns: { port: config.dns.listen?.port ?? null, nameservers: config.dns.nameservers },
       registrar: { name: registrar.name, sandbox: registrar.sandbox },
+      engine: new EngineHealth(),
     },
     instanceId,
     processor,
@@ -339,11 +345,15 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     reaper,
     archives,
     checkout,
-    directory: new SiteDirectory({ store, sites: sitesRepo, runner, domains: domainsRepo, modules: (site) => modules.edgeFlags(site) }),
+    directory: new SiteDirectory({
+      store, sites: sitesRepo, runner, domains: domainsRepo, modules: (site) => modules.edgeFlags(site),
+      edgeLogs: (site) => edgeWritesAccessLog(plans.get(site.planSlug).hosting_type),
+    }),
     reconciler: new Reconciler({ sites: sitesRepo, runner, runtime, jobs, reaper, log }),
     healer: new SiteHealer({ sites: sitesRepo, runner, log }),
     metrics: edgeMetrics,
-    logs: new LogsService(plans, runtime),
+    accessLog,
+    logs: new LogsService(plans, runtime, accessLog),
     files,
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs }),
     siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), edgeMetrics, runtime, log),
@@ -405,12 +415,14 @@ function instanceIdOf(store: Store): string {
 /**
  * Follows the engine's events for this instance's containers: a site's container that dies or is
  * removed is brought back at once (SiteHealer); when the event stream was lost (the engine
- * restarted), a reconcile pass compares everything. Returns the stop function.
+ * restarted), a reconcile pass compares everything. Whether the engine answers goes to the
+ * platform status. Returns the stop function.
  */
 export function followContainerEvents(s: Services): () => void {
   const watch = s.runtime.watch({
     onEvent: (e) => s.healer.onEvent(e),
     onReconnect: () => void s.reconciler.reconcile().catch((err) => s.log.error('reconcile failed', { error: (err as Error).message })),
+    onReachable: (reachable) => s.status.engine.set(reachable),
   })
   return () => {
     s.healer.stop()

@@ -61,6 +61,7 @@ export function startServer(s: Services): RunningServer {
       return slug === null ? null : s.directory.resolve(slug)
     },
     metrics: s.metrics,
+    accessLog: s.accessLog,
     log: s.log,
     siteUrl: s.config.server.siteUrl,
     modules: (request, site, flags, client, forward) => s.modulesEdge.handle(request, site, flags, client, forward),
@@ -199,6 +200,7 @@ export function startServer(s: Services): RunningServer {
       await https?.stop()
       await (await dns)?.stop()
       await s.jobs.stop()
+      await s.accessLog.close()
       runMaintenance(s)
     },
   }

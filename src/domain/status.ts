@@ -9,4 +9,23 @@ export interface StatusInfo {
   testMode: boolean
   dns: { port: number | null; nameservers: string[] }
   registrar: { name: string; sandbox: boolean }
+  /** Whether the container engine answers, as the event watcher last found. */
+  engine: EngineHealth
+}
+
+/**
+ * Whether the container engine answered Berth's last liveness check: `null` until the first
+ * (the event watcher starts half a second after Berth listens), then kept by the watcher,
+ * which checks every 2 s (drivers/runtime/events.ts).
+ */
+export class EngineHealth {
+  private state: boolean | null = null
+
+  get reachable(): boolean | null {
+    return this.state
+  }
+
+  set(reachable: boolean): void {
+    this.state = reachable
+  }
 }

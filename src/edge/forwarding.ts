@@ -1,5 +1,5 @@
 import { Exchange, UpstreamError, type ExchangeHooks } from './exchange'
-import type { EdgeMetricsSink, SiteTarget } from './types'
+import type { EdgeAccessLogSink, EdgeAccessRecord, EdgeMetricsSink, SiteTarget } from './types'
 import { ConnectTimeout, type UpstreamConnection, type UpstreamPool } from './upstream'
 
 /** What every forwarded request shares: built once per edge. */
@@ -9,13 +9,14 @@ export interface EdgeContext {
   waiting: Set<Exchange>
   timeoutMs: number
   metrics: EdgeMetricsSink
+  accessLog?: EdgeAccessLogSink
   /** The answer when the container gave none. */
   failurePage(site: SiteTarget, error: UpstreamError, start: number, at: number): Response
 }
 
 /**
  * One request on its way to a site's container: picks a kept-alive connection or opens one,
- * runs the exchange, reports the outcome to the metrics, and retries once on a fresh
+ * runs the exchange, reports the outcome to the metrics (and the access log the edge writes), and retries once on a fresh
  * connection when a kept-alive one turns out to have been closed by the container (as nginx
  * does for requests without a body). A class rather than closures: one allocation per request
  * on the hot path.
@@ -33,6 +34,8 @@ export class Forwarding implements ExchangeHooks {
     private chunked: boolean,
     private start: number,
     private at: number,
+    /** The request's access log entry without its outcome, for sites whose log the edge writes. */
+    private logged: Omit<EdgeAccessRecord, 'status' | 'bytesOut'> | null = null,
   ) {}
 
   /** Resolves with the container's response, or with the failure page; never rejects. */
@@ -43,6 +46,7 @@ export class Forwarding implements ExchangeHooks {
 
   done(status: number, bytesOut: number): void {
     this.ctx.metrics.record(this.site.siteId, { status, bytesOut, durationMs: performance.now() - this.start, at: this.at })
+    if (this.logged) this.ctx.accessLog?.write(this.site, { ...this.logged, status, bytesOut })
   }
 
   settled(exchange: Exchange): void {

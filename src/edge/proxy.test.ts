@@ -4,7 +4,7 @@ import { memoryLogger } from '../lib/logger'
 import { EdgeMetrics } from './metrics'
 import { createEdgeProxy, parseSiteHost } from './proxy'
 import { closedPort, patternBytes, sha256, startRawUpstream, type RawUpstream } from '../../test/helpers/upstreams'
-import type { EdgeProxy, EdgeRequestRecord, SiteTarget } from './types'
+import type { EdgeAccessRecord, EdgeProxy, EdgeRequestRecord, SiteTarget } from './types'
 
 const BIG = patternBytes(5 * 1024 * 1024, 7)
 const TIMEOUT_MS = 1500
@@ -85,6 +85,7 @@ let staleUpstream: RawUpstream
 let edge: EdgeProxy
 let listener: Server<undefined>
 const records: { siteId: string; record: EdgeRequestRecord }[] = []
+const accessLines: { slug: string; request: EdgeAccessRecord }[] = []
 const metrics = new EdgeMetrics()
 const log = memoryLogger()
 const sites = new Map<string, SiteTarget>()
@@ -130,6 +131,7 @@ beforeAll(async () => {
     site('app', 'serving', upstream.server.port),
     site('keepalive', 'serving', keepAliveUpstream.server.port),
     site('metered', 'serving', upstream.server.port),
+    { ...site('logged', 'serving', upstream.server.port), accessLog: true as const },
     site('raw', 'serving', raw.port),
     site('stale', 'serving', staleUpstream.port),
     site('down', 'serving', down),
@@ -153,6 +155,7 @@ beforeAll(async () => {
         metrics.record(siteId, record)
       },
     },
+    accessLog: { write: (target, request) => void accessLines.push({ slug: target.slug, request }) },
     log,
     siteUrl: 'http://localhost:8080',
     upstreamTimeoutMs: TIMEOUT_MS,
@@ -447,5 +450,20 @@ describe('metrics', () => {
     const added = records.slice(count)
     expect(added.map((r) => [r.siteId, r.record.status])).toEqual([['site_setup', 503], ['site_down', 502]])
     expect(added[0]!.record.bytesOut).toBeGreaterThan(100)
+  })
+})
+
+describe('the access log the edge writes', () => {
+  it('gets each forwarded request of a site marked for it, with the target as sent (query included), and nothing of other sites', async () => {
+    const res = await visit('logged', '/size?n=12&status=404&q=a%20b&x=1', { headers: { referer: 'https://example.com/"x"', 'user-agent': 'probe/1.0' } })
+    expect(res.status).toBe(404)
+    await res.arrayBuffer()
+    await (await visit('app', '/size?n=1')).arrayBuffer()
+    await until(() => accessLines.length >= 1)
+    await Bun.sleep(50)
+    expect(accessLines.map((l) => l.slug)).toEqual(['logged'])
+    const { request } = accessLines[0]!
+    expect(request).toMatchObject({ method: 'GET', target: '/size?n=12&status=404&q=a%20b&x=1', status: 404, bytesOut: 12, clientAddress: '127.0.0.1', referer: 'https://example.com/"x"', userAgent: 'probe/1.0' })
+    expect(Math.abs(request.at - Date.now())).toBeLessThan(60_000)
   })
 })

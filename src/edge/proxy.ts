@@ -2,11 +2,11 @@ import { UpstreamError, type Exchange } from './exchange'
 import { Forwarding, type EdgeContext } from './forwarding'
 import { requestHead } from './headers'
 import { pageResponse, renderPage, type PageKind, type StatusPage } from './pages'
-import type { EdgeProxy, EdgeProxyDeps, SiteState, SiteTarget } from './types'
+import type { EdgeAccessRecord, EdgeProxy, EdgeProxyDeps, SiteState, SiteTarget } from './types'
 import { UpstreamPool } from './upstream'
 
 export { parseSiteHost } from './host'
-export type { EdgeMetricsSink, EdgeProxy, EdgeProxyDeps, EdgeRequestRecord, SiteState, SiteTarget } from './types'
+export type { EdgeAccessLogSink, EdgeAccessRecord, EdgeMetricsSink, EdgeProxy, EdgeProxyDeps, EdgeRequestRecord, SiteState, SiteTarget } from './types'
 
 const DEFAULT_TIMEOUT_MS = 60_000
 /** Containers are on this host: a connect slower than this (one SYN retransmit, at 1 s, fits) is to an address nobody holds. */
@@ -78,10 +78,14 @@ export function createEdgeProxy(deps: EdgeProxyDeps): EdgeProxy {
     return answerWithPage(site, error.kind === 'timeout' ? 'gateway_timeout' : 'bad_gateway', start, at)
   }
 
-  const ctx: EdgeContext = { pool, waiting, timeoutMs, metrics: deps.metrics, failurePage }
+  const ctx: EdgeContext = { pool, waiting, timeoutMs, metrics: deps.metrics, accessLog: deps.accessLog, failurePage }
 
-  /** Sends the request to the site's container; resolves with its response or an error page. */
-  const forward = (request: Request, site: SiteTarget, host: string, clientAddress: string, start: number, at: number): Promise<Response> => {
+  /**
+   * Sends the request to the site's container; resolves with its response or an error page.
+   * `logged` is the access log entry of the request as the client sent it (before any module
+   * changed it), for sites whose log the edge writes.
+   */
+  const forward = (request: Request, site: SiteTarget, host: string, clientAddress: string, start: number, at: number, logged: LoggedRequest | null): Promise<Response> => {
     const { address, port } = site.upstream!
     const body = request.body
     const length = request.headers.get('content-length')
@@ -98,16 +102,17 @@ export function createEdgeProxy(deps: EdgeProxyDeps): EdgeProxy {
     // Header values are bytes (latin1); a head with any byte above 0x7f goes out as bytes, the
     // usual all-ASCII head as a string, which spares an allocation per request.
     const head = Buffer.byteLength(text, 'utf8') === text.length ? text : Buffer.from(text, 'latin1')
-    return new Forwarding(ctx, site, `${address}:${port}`, request.method, head, body, framing === 'chunked', start, at).begin()
+    return new Forwarding(ctx, site, `${address}:${port}`, request.method, head, body, framing === 'chunked', start, at, logged).begin()
   }
 
   const route = (request: Request, site: SiteTarget | null, host: string, clientAddress: string, start: number, at: number): Response | Promise<Response> => {
     if (site === null) return pageResponse(renderPage('unknown', host, deps.siteUrl))
     if (site.state !== 'serving' || !site.upstream) return answerWithPage(site, pageFor(site.state), start, at)
+    const logged = site.accessLog && deps.accessLog ? loggedRequest(request, clientAddress, at) : null
     if (site.modules && deps.modules) {
-      return deps.modules(request, site, site.modules, clientAddress, (r) => forward(r, site, host, clientAddress, start, at)).catch((err: unknown) => internalError(host, site, err, start, at))
+      return deps.modules(request, site, site.modules, clientAddress, (r) => forward(r, site, host, clientAddress, start, at, logged)).catch((err: unknown) => internalError(host, site, err, start, at))
     }
-    return forward(request, site, host, clientAddress, start, at)
+    return forward(request, site, host, clientAddress, start, at, logged)
   }
 
   const internalError = (host: string, site: SiteTarget | null, err: unknown, start: number, at: number): Response => {
@@ -150,6 +155,14 @@ export function createEdgeProxy(deps: EdgeProxyDeps): EdgeProxy {
       pool.close()
     },
   }
+}
+
+type LoggedRequest = Omit<EdgeAccessRecord, 'status' | 'bytesOut'>
+
+/** What the access log keeps of a request, taken as it arrived. */
+function loggedRequest(request: Request, clientAddress: string, at: number): LoggedRequest {
+  const h = request.headers
+  return { at, clientAddress, method: request.method, target: originForm(request.url), referer: h.get('referer'), userAgent: h.get('user-agent') }
 }
 
 /** A serving site without a known upstream has no container running: it shows as stopped. */

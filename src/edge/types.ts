@@ -16,6 +16,31 @@ export interface SiteTarget {
   upstream?: { address: string; port: number }
   /** The AI modules that act on this site's traffic (on, included in its plan, available); absent when none. */
   modules?: SiteModuleFlags
+  /**
+   * True when the edge writes this site's access log, because its web server cannot log the
+   * request target as sent (berth/static's busybox httpd logs the path without the query).
+   */
+  accessLog?: true
+}
+
+/** One request forwarded to a site's container, for its access log (nginx's combined format). */
+export interface EdgeAccessRecord {
+  /** Arrival time, epoch milliseconds. */
+  at: number
+  clientAddress: string
+  method: string
+  /** The request target as the client sent it: path and query (nginx's `$request_uri`). */
+  target: string
+  status: number
+  /** Response body bytes handed to the client. */
+  bytesOut: number
+  referer: string | null
+  userAgent: string | null
+}
+
+/** Where the edge reports the requests of sites whose access log it writes; must not block. */
+export interface EdgeAccessLogSink {
+  write(site: SiteTarget, request: EdgeAccessRecord): void
 }
 
 export interface SiteModuleFlags {
@@ -45,6 +70,8 @@ export interface EdgeProxyDeps {
   /** Maps a Host header to its site; `null` for a host no site answers to. */
   resolve(host: string): SiteTarget | null | Promise<SiteTarget | null>
   metrics: EdgeMetricsSink
+  /** Gets each forwarded request of the sites marked `accessLog`. */
+  accessLog?: EdgeAccessLogSink
   log: Logger
   /** Berth's public origin, linked from the edge's own pages. */
   siteUrl: string

@@ -4,6 +4,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { checkerFor } from './answer-checker'
+import { ENGINE_SOCKET } from './engine'
 
 export const BINARY = resolve(import.meta.dirname, '..', '..', 'dist', 'berth')
 
@@ -49,7 +50,7 @@ export async function startBerth(opts: { dataDir?: string; env?: Record<string, 
   const launch = async () => {
     proc = spawn([BINARY, 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir, '--site-url', url, ...(opts.args ?? [])], {
       // Many instances run at once: none listens for DNS unless a test asks (BERTH_DNS_LISTEN).
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', BERTH_DNS_LISTEN: 'off', ...opts.env },
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', BERTH_DNS_LISTEN: 'off', BERTH_CONTAINERS_DOCKER_SOCKET: ENGINE_SOCKET, ...opts.env },
       stdout: 'pipe',
       stderr: 'pipe',
     })

@@ -1,6 +1,6 @@
 import type { Server } from 'bun'
 import {
-  SiteNotRunnableError, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteEvent, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch,
+  SiteNotRunnableError, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteEvent, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers,
 } from '../../src/drivers/runtime/types'
 
 export type RuntimeCall =
@@ -91,11 +91,18 @@ export class RecordingRuntime implements ContainerRuntime {
   }
 
   /** Who watches this runtime's events (the composition root's healer), for `emit`. */
-  watchers: { onEvent(e: SiteEvent): void; onReconnect(): void }[] = []
+  watchers: SiteWatchHandlers[] = []
 
-  watch(handlers: { onEvent(e: SiteEvent): void; onReconnect(): void }): SiteWatch {
+  /** Watching starts with an engine that answers, as a healthy one does. */
+  watch(handlers: SiteWatchHandlers): SiteWatch {
     this.watchers.push(handlers)
+    handlers.onReachable?.(true)
     return { close: () => void this.watchers.splice(this.watchers.indexOf(handlers), 1) }
+  }
+
+  /** Tells the watchers the engine stopped (or started again) answering. */
+  setReachable(reachable: boolean): void {
+    for (const w of this.watchers) w.onReachable?.(reachable)
   }
 
   /** Reports an event to the watchers, as the engine would (a test's "docker kill"). */

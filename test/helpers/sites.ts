@@ -2,9 +2,10 @@ import { Database } from 'bun:sqlite'
 import Docker from 'dockerode'
 import { join } from 'node:path'
 import type { Berth } from './binary'
+import { ENGINE_SOCKET } from './engine'
 
 /** Containers, volumes and networks of the sites a test's Berth made, through the Docker API. */
-export const docker = new Docker({ socketPath: '/var/run/docker.sock' })
+export const docker = new Docker({ socketPath: ENGINE_SOCKET })
 
 const instances = new WeakMap<Berth, string>()
 

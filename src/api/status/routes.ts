@@ -4,7 +4,7 @@ import type { StatusInfo } from '../../domain/status'
 import type { ApiPlugins } from '../plugins'
 
 export const PlatformStatus = t.Object({
-  status: t.Union([t.Literal('ok'), t.Literal('degraded')]),
+  status: t.Union([t.Literal('ok'), t.Literal('degraded')], { description: '`degraded` while the container engine does not answer (`engine.reachable` false): sites may be down and changes to them fail.' }),
   region: t.String(),
   provider: t.String(),
   api_version: t.Literal('v1'),
@@ -19,13 +19,18 @@ export const PlatformStatus = t.Object({
     name: t.String({ examples: ['sandbox'] }),
     sandbox: t.Boolean({ description: 'True when domain registrations are recorded locally only.' }),
   }),
+  engine: t.Object({
+    reachable: t.Union([t.Boolean(), t.Null()], {
+      description: 'Whether the container engine that runs the sites answered its last liveness check (every 2 s); null in the first second after start, before the first.',
+    }),
+  }),
 })
 
 export const statusRoutes = (plugins: ApiPlugins, info: StatusInfo) =>
   new Elysia({ name: 'status-routes' })
     .use(plugins)
     .get('/status/', () => ({
-      status: 'ok' as const,
+      status: info.engine.reachable === false ? ('degraded' as const) : ('ok' as const),
       region: info.region,
       provider: info.provider,
       api_version: 'v1' as const,
@@ -34,6 +39,7 @@ export const statusRoutes = (plugins: ApiPlugins, info: StatusInfo) =>
       payment_processor: info.processor,
       dns: info.dns,
       registrar: info.registrar,
+      engine: { reachable: info.engine.reachable },
     }), {
       public: true,
       response: ok(PlatformStatus),

@@ -6,7 +6,8 @@ import { conflict } from '../errors'
 import type { PlansService } from '../plans/service'
 import type { SiteRow } from '../../store/schema'
 import type { SiteLog } from './views'
-import { logSource, type LogType } from './sources'
+import type { EdgeAccessLog } from './access-log'
+import { edgeWritesAccessLog, logSource, type LogType } from './sources'
 import { tailLines } from './tail'
 
 /**
@@ -16,12 +17,19 @@ import { tailLines } from './tail'
  * symlink anywhere in the path) and must be a regular file.
  */
 export class LogsService {
-  constructor(private plans: Pick<PlansService, 'get'>, private runtime: Pick<ContainerRuntime, 'homePath'>) {}
+  constructor(
+    private plans: Pick<PlansService, 'get'>,
+    private runtime: Pick<ContainerRuntime, 'homePath'>,
+    /** The access log the edge writes: what it still holds is written before a read, so a request just answered is in it. */
+    private edgeLog?: Pick<EdgeAccessLog, 'flush'>,
+  ) {}
 
   async read(site: SiteRow, q: { type?: LogType; lines?: number; search?: string }): Promise<SiteLog> {
     const type = q.type ?? 'error'
-    const source = logSource(this.plans.get(site.planSlug).hosting_type, type)
+    const hostingType = this.plans.get(site.planSlug).hosting_type
+    const source = logSource(hostingType, type)
     if (source.file === null) return { type, file: null, lines: [] }
+    if (type === 'access' && edgeWritesAccessLog(hostingType)) await this.edgeLog?.flush()
     const file = await openLog(await this.runtime.homePath(site.slug), source.file)
     if (!file) return { type, file: source.file, lines: [] }
     try {

@@ -10,6 +10,9 @@ export interface LogSource {
   filter?: () => (line: string) => boolean
 }
 
+/** The access log the edge writes for sites whose web server cannot (domain/logs/access-log.ts). */
+export const EDGE_ACCESS_LOG = 'logs/access.log'
+
 /**
  * The logs of each site image (src/drivers/runtime/image-*.ts), all under ~/logs:
  *
@@ -17,19 +20,26 @@ export interface LogSource {
  * (combined format), `php` PHP-FPM's php.log (FPM notices and PHP errors, warnings and
  * error_log() calls).
  *
- * berth/static (shared): busybox httpd -vv writes everything to access.log, two lines per
- * request (`[addr]:port: url:/path`, then `[addr]:port: response:404`). `access` is that file;
- * `error` is the same file without the successful requests: the url and response lines of every
- * request answered 400 or more, and any other message httpd writes there. There is no PHP on
- * this image, so `php` is always empty (`file: null`).
+ * berth/static (shared): busybox httpd logs a request's path without its query, so the edge
+ * writes the access log (`access`, access.log, in nginx's combined format like the PHP image's:
+ * see `edgeWritesAccessLog`). httpd -vv writes its own lines to error.log, two per request
+ * (`[addr]:port: url:/path`, then `[addr]:port: response:404`); `error` is that file without the
+ * successful requests: the url and response lines of every request answered 400 or more, and
+ * any other message httpd writes there. There is no PHP on this image, so `php` is always empty
+ * (`file: null`).
  */
 export function logSource(hostingType: HostingType, type: LogType): LogSource {
   if (hostingType === 'shared') {
     if (type === 'php') return { file: null }
-    if (type === 'error') return { file: 'logs/access.log', filter: busyboxErrors }
-    return { file: 'logs/access.log' }
+    if (type === 'error') return { file: 'logs/error.log', filter: busyboxErrors }
+    return { file: EDGE_ACCESS_LOG }
   }
   return { file: { error: 'logs/error.log', access: 'logs/access.log', php: 'logs/php.log' }[type] }
+}
+
+/** True when the site's web server cannot log the request target, so the edge writes its access log. */
+export function edgeWritesAccessLog(hostingType: HostingType): boolean {
+  return hostingType === 'shared'
 }
 
 const BUSYBOX_RECORD = /^(.*?): (url|response):(\S*)/

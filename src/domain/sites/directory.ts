@@ -36,6 +36,8 @@ export class SiteDirectory {
     domains: { linked(): { name: string; siteId: string }[] }
     /** The AI modules acting on a site's traffic, or undefined when none is (the edge's plain path). */
     modules?: (site: SiteRow) => SiteModuleFlags | undefined
+    /** True for a site whose access log the edge writes (its web server cannot log the query). */
+    edgeLogs?: (site: SiteRow) => boolean
   }) {}
 
   /**
@@ -78,7 +80,10 @@ export class SiteDirectory {
     const last = this.targets.get(site.slug)
     if (last && last.site === site && last.endpoint === endpoint) return last.target
     const modules = this.d.modules?.(site)
-    const target: SiteTarget = { siteId: site.id, slug: site.slug, state: 'serving', upstream: { address: endpoint.address, port: endpoint.port }, ...(modules ? { modules } : {}) }
+    const target: SiteTarget = {
+      siteId: site.id, slug: site.slug, state: 'serving', upstream: { address: endpoint.address, port: endpoint.port },
+      ...(modules ? { modules } : {}), ...(this.d.edgeLogs?.(site) ? { accessLog: true as const } : {}),
+    }
     this.targets.set(site.slug, { site, endpoint, target })
     return target
   }

@@ -30,6 +30,7 @@ export interface FileEntry {
   mode: string
 }
 
+const O_APPEND = constants.O_APPEND
 const DIR_MODE = 0o755
 const FILE_MODE = 0o644
 
@@ -170,6 +171,59 @@ export class SiteHome {
       }
       return { ...entryOf(names, stats), created: !existing }
     })
+  }
+
+  /**
+   * Appends `data` to the regular file at `path`, made (owned by `owner`, 0644, with any missing
+   * folders) when absent: for files Berth writes on the site's behalf, such as the access log the
+   * edge keeps for sites whose web server cannot (domain/logs/access-log.ts). As for reads, the
+   * target is opened O_PATH and checked first: a symlink anywhere in the path, a folder, FIFO,
+   * socket or device is refused, never opened. One write(2) with O_APPEND: lines the site's own
+   * processes append meanwhile are not torn.
+   */
+  append(path: string, data: Uint8Array): void {
+    const names = parsePath(path)
+    if (names.length === 0) throw new FileError('bad_path', 'The path is the home folder itself; name a file.')
+    const name = names.at(-1)!
+    this.withParent(names, (parent) => {
+      let fd: number | null = null
+      try {
+        fd = this.openToAppend(parent, name, names)
+        for (let done = 0; done < data.length; ) done += writeSync(fd, data, done, data.length - done)
+      } catch (err) {
+        throw err instanceof FileError ? err : asFileError(err, names)
+      } finally {
+        if (fd !== null) closeSync(fd)
+      }
+    })
+  }
+
+  /** The regular file `name` in `parent` opened to append, made first (O_EXCL) when missing. */
+  private openToAppend(parent: number, name: string, names: string[]): number {
+    const existing = this.statAt(parent, name, names)
+    if (!existing) {
+      try {
+        const fd = openBeneath(parent, name, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW, names, FILE_MODE)
+        try {
+          fchownSync(fd, this.owner.uid, this.owner.gid)
+          fchmodSync(fd, FILE_MODE)
+        } catch (err) {
+          closeSync(fd)
+          throw err
+        }
+        return fd
+      } catch (err) {
+        // EEXIST (busy): made by the site since statAt; open what is there now, with the same checks.
+        if (!(err instanceof FileError && err.problem === 'busy')) throw err
+      }
+    }
+    const path = openBeneath(parent, name, O_PATH, names)
+    try {
+      this.requireFile(path, names)
+      return openSync(fdPath(path), O_WRONLY | O_APPEND | O_NONBLOCK)
+    } finally {
+      closeSync(path)
+    }
   }
 
   /**

@@ -11,7 +11,7 @@ import { SiteNetworks } from './site-network'
 import { siteAddresses } from './subnets'
 import { PassThrough } from 'node:stream'
 import {
-  HostPortTakenError, SiteNotRunnableError, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteEvent, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch,
+  HostPortTakenError, SiteNotRunnableError, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteEvent, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers,
 } from './types'
 
 export interface DockerRuntimeOptions {
@@ -62,7 +62,7 @@ export class DockerRuntime implements ContainerRuntime {
     return this.loading
   }
 
-  watch(handlers: { onEvent(e: SiteEvent): void; onReconnect(): void }): SiteWatch {
+  watch(handlers: SiteWatchHandlers): SiteWatch {
     return watchSiteEvents({ socketPath: this.opts.socketPath, instanceId: this.opts.instanceId, log: this.opts.log }, handlers)
   }
 

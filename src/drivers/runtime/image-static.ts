@@ -32,11 +32,13 @@ const HTTPD_CONF = `# busybox httpd configuration of berth/static (see busybox h
 
 /**
  * Runs as the site user (the container's User). httpd -vv writes one line per request and one per
- * response status to stderr, which goes to ~/logs/access.log beside the PHP image's logs.
+ * response status to stderr, which goes to ~/logs/error.log (domain/logs/sources.ts keeps the
+ * failed ones). It logs a request's path without its query, so the access log, ~/logs/access.log,
+ * is the edge's (domain/logs/access-log.ts).
  */
 const START = `#!/bin/sh
 mkdir -p /home/site/public /home/site/logs
-exec httpd -f -vv -p 8080 -h /home/site/public -c /etc/httpd.conf 2>>/home/site/logs/access.log
+exec httpd -f -vv -p 8080 -h /home/site/public -c /etc/httpd.conf 2>>/home/site/logs/error.log
 `
 
 const DOCKERFILE = `FROM scratch

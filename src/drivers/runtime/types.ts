@@ -110,9 +110,17 @@ export interface ContainerRuntime {
   /**
    * Reports what happens to this instance's site containers as it happens (started, died,
    * stopped, killed, out of memory, removed), whoever caused it. When the runtime lost track for
-   * a while (the engine restarted), `onReconnect` runs once it follows again: compare everything.
+   * a while (the engine restarted or stopped answering, however the connection failed, silently
+   * included), `onReconnect` runs once it follows again: compare everything. `onReachable`
+   * hears whether the engine answers, at the first check and whenever that changes.
    */
-  watch(handlers: { onEvent(e: SiteEvent): void; onReconnect(): void }): SiteWatch
+  watch(handlers: SiteWatchHandlers): SiteWatch
+}
+
+export interface SiteWatchHandlers {
+  onEvent(e: SiteEvent): void
+  onReconnect(): void
+  onReachable?(reachable: boolean): void
 }
 
 export type SiteEventAction = 'start' | 'die' | 'stop' | 'kill' | 'oom' | 'destroy'
