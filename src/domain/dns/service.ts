@@ -3,7 +3,7 @@ import type { DnsRecordRow, DomainRow, SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import { conflict, invalid, notFound, op, say, type OperationRef } from '../errors'
 import { checkRecord, checkSubdomain, type RecordInput } from './records'
-import type { DnsRepository, RecordOwner } from './repository'
+import type { DnsRepository, RecordOwner, SiteRecordRow } from './repository'
 import type { DnsChangeView, DnsRecordView, DnsZone } from './views'
 import type { ZoneSettings } from './zones'
 
@@ -42,7 +42,7 @@ export class DnsService {
   }
 
   /** The records of many sites, for site views. */
-  recordsOfSites(sites: SiteRow[]): Map<string, DnsRecordView[]> {
+  recordsOfSites(sites: Pick<SiteRow, 'id' | 'slug'>[]): Map<string, DnsRecordView[]> {
     const rows = this.d.repo.listForSites(sites.map((s) => s.id))
     return new Map(sites.map((s) => [s.id, (rows.get(s.id) ?? []).map((r) => view(r, this.siteName(s)))]))
   }
@@ -142,6 +142,6 @@ function safeCanonical(input: RecordInput, owner: string): string {
   }
 }
 
-function view(r: DnsRecordRow, owner: string): DnsRecordView {
+function view(r: Pick<DnsRecordRow, 'type' | 'subdomain' | 'value' | 'ttl' | 'createdAt'>, owner: string): DnsRecordView {
   return { type: r.type, subdomain: r.subdomain, name: r.subdomain ? `${r.subdomain}.${owner}` : owner, value: r.value, ttl: r.ttl, created_at: new Date(r.createdAt).toISOString() }
 }

@@ -225,6 +225,8 @@ export class CertificateManager {
 
   /** The `tls` of sites' views by site id, in one read: each site's certificate, or the wildcard. */
   forSites(siteIds: string[]): Map<string, TlsView> {
+    // Without HTTPS every view says NO_TLS, which is what an absent site means.
+    if (!this.enabled) return new Map()
     if (this.d.wildcard) {
       const wildcard = this.views(['wildcard']).get('wildcard') ?? NO_TLS
       return new Map(siteIds.map((id) => [id, wildcard]))
