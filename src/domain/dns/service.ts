@@ -1,4 +1,4 @@
-import type { Clock } from '../../lib/clock'
+import { iso, type Clock } from '../../lib/clock'
 import type { DnsRecordRow, DomainRow, SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import { conflict, invalid, notFound, op, say, type OperationRef } from '../errors'
@@ -143,5 +143,5 @@ function safeCanonical(input: RecordInput, owner: string): string {
 }
 
 function view(r: Pick<DnsRecordRow, 'type' | 'subdomain' | 'value' | 'ttl' | 'createdAt'>, owner: string): DnsRecordView {
-  return { type: r.type, subdomain: r.subdomain, name: r.subdomain ? `${r.subdomain}.${owner}` : owner, value: r.value, ttl: r.ttl, created_at: new Date(r.createdAt).toISOString() }
+  return { type: r.type, subdomain: r.subdomain, name: r.subdomain ? `${r.subdomain}.${owner}` : owner, value: r.value, ttl: r.ttl, created_at: iso(r.createdAt) }
 }

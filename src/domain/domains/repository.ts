@@ -8,8 +8,8 @@ export class DomainsRepository {
   constructor(private store: Store) {}
 
   /** Read for every list of site views: prepared once (src/store/prepared.ts). */
-  private linkedToSites = onFirstUse(() => this.store.sqlite.prepare<{ name: string; siteId: string }, [string]>(`
-    SELECT d.name, d.site_id AS siteId FROM json_each(?) j JOIN domains d ON d.site_id = j.value
+  private linkedToSites = onFirstUse(() => this.store.sqlite.prepare<{ name: string; at: number }, [string]>(`
+    SELECT d.name, j.key AS at FROM json_each(?) j JOIN domains d ON d.site_id = j.value
     WHERE d.status = 'active' ORDER BY d.name`))
 
   insert(row: typeof domains.$inferInsert): DomainRow {
@@ -37,10 +37,12 @@ export class DomainsRepository {
   linkedTo(siteIds: string[]): Map<string, string[]> {
     const out = new Map<string, string[]>()
     if (siteIds.length === 0) return out
+    // Each row names its site by position in `siteIds`.
     for (const d of this.linkedToSites().all(JSON.stringify(siteIds))) {
-      const names = out.get(d.siteId)
+      const siteId = siteIds[d.at]!
+      const names = out.get(siteId)
       if (names) names.push(d.name)
-      else out.set(d.siteId, [d.name])
+      else out.set(siteId, [d.name])
     }
     return out
   }

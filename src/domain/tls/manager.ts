@@ -2,7 +2,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { IssueError, type CertificateIssuer, type ChallengeType } from '../../drivers/certs/types'
-import type { Clock } from '../../lib/clock'
+import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import { writePrivateFile } from '../../lib/private-file'
 import type { CertificateRow } from '../../store/schema'
@@ -247,7 +247,7 @@ export class CertificateManager {
     return new Map(this.d.repo.bySubjects(subjects).map((row) => [row.subject, {
       status: row.status,
       names: JSON.parse(row.names) as string[],
-      not_after: row.notAfter === null ? null : new Date(row.notAfter).toISOString(),
+      not_after: row.notAfter === null ? null : iso(row.notAfter),
       last_error: row.lastError,
     }]))
   }
