@@ -41,10 +41,15 @@ export class DnsService {
     return this.zoneOf(this.domainOwner(domain))
   }
 
-  /** The records of many sites, for site views. */
+  /** The records of many sites, for site views, by site id (sites without records absent). */
   recordsOfSites(sites: Pick<SiteRow, 'id' | 'slug'>[]): Map<string, DnsRecordView[]> {
     const rows = this.d.repo.listForSites(sites.map((s) => s.id))
-    return new Map(sites.map((s) => [s.id, (rows.get(s.id) ?? []).map((r) => view(r, this.siteName(s)))]))
+    const out = new Map<string, DnsRecordView[]>()
+    for (const s of sites) {
+      const records = rows.get(s.id)
+      if (records) out.set(s.id, records.map((r) => view(r, this.siteName(s))))
+    }
+    return out
   }
 
   changeSite(site: SiteRow, input: RecordInput & { action: 'create' | 'delete' }): DnsChangeView {
