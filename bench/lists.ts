@@ -4,15 +4,16 @@
  * then the compiled binary on that folder: GET /api/v1/sites/ of each against GET /auth/whoami/
  * in the same run, one request at a time (latency, not throughput), 3 interleaved rounds.
  *
- * Each list is timed twice: read again and again (what an agent polling its sites sees: the
+ * Each list is timed twice: read again and again (what an agent polling a quiet box sees: the
  * answer is kept as JSON until the store changes), and fresh, each read right after a change to
  * the store (a DNS record of a third account's site created or deleted, untimed), so that the
- * list is built again every time: five queries, the views, the schema check and the JSON.
+ * list is built again every time: five queries, the views, the schema check and the JSON. On a
+ * busy box the store changes many times a second, so most real reads are fresh ones. whoami is
+ * also timed fresh, for information: what a store change costs any request that follows it.
  *
- * Goals (issue 22), on the repeated reads: the list of 100 within 5 times whoami's median
- * latency, and the list of 1,000 within 10 times the list of 100's. Exits 1 if one fails. The
- * fresh reads are printed with the same ratios, for information: their cost is the rows
- * themselves (SQLite, the views, the check, the JSON), linear in the sites (docs/benchmarks.md).
+ * Goals (issue 22), both for the repeated reads and for the fresh ones: the list of 100 within
+ * 5 times whoami's median latency (whoami read again and again), and the list of 1,000 within
+ * 10 times the list of 100's. Exits 1 if one of the four fails.
  *
  * The sites are `active` but Berth is given no Docker engine (a socket path that does not exist)
  * and one reconcile pass at start: nothing touches the shared engine, and no pass runs while
@@ -180,6 +181,7 @@ async function main() {
       { name: 'GET /auth/whoami/', path: '/api/v1/auth/whoami/', key: small },
       { name: 'GET /sites/ (100)', path: '/api/v1/sites/', key: small, items: 100 },
       { name: 'GET /sites/ (1,000)', path: '/api/v1/sites/', key: large, items: 1_000 },
+      { name: 'fresh whoami', path: '/api/v1/auth/whoami/', key: small, fresh: true },
       { name: 'fresh (100)', path: '/api/v1/sites/', key: small, items: 100, fresh: true },
       { name: 'fresh (1,000)', path: '/api/v1/sites/', key: large, items: 1_000, fresh: true },
     ]
@@ -196,15 +198,16 @@ async function main() {
     console.log('\ntarget                median ms   p95 ms  (median of rounds)')
     for (const t of targets) console.log(`${t.name.padEnd(20)} ${med(t.name, (s) => s.medianMs).toFixed(2).padStart(10)} ${med(t.name, (s) => s.p95Ms).toFixed(2).padStart(8)}`)
     const ratio = (a: string, b: string) => median(samples.get(a)!.map((s, i) => s.medianMs / samples.get(b)![i]!.medianMs))
-    const [whoami, list100, list1000, fresh100, fresh1000] = targets.map((t) => t.name) as [string, string, string, string, string]
+    const [whoami, list100, list1000, freshWhoami, fresh100, fresh1000] = targets.map((t) => t.name) as [string, string, string, string, string, string]
     const checks = [
       { label: 'list of 100 / whoami', value: ratio(list100, whoami), goal: GOALS.list100OverWhoami },
       { label: 'list of 1,000 / list of 100', value: ratio(list1000, list100), goal: GOALS.list1000OverList100 },
+      { label: 'fresh 100 / whoami', value: ratio(fresh100, whoami), goal: GOALS.list100OverWhoami },
+      { label: 'fresh 1,000 / fresh 100', value: ratio(fresh1000, fresh100), goal: GOALS.list1000OverList100 },
     ]
     console.log('\nratio of medians (median of rounds)')
     for (const c of checks) console.log(`${c.label.padEnd(28)} ${c.value.toFixed(2).padStart(6)}  ≤ ${c.goal}: ${c.value <= c.goal ? 'PASS' : 'FAIL'}`)
-    console.log(`${'fresh 100 / whoami'.padEnd(28)} ${ratio(fresh100, whoami).toFixed(2).padStart(6)}  (for information)`)
-    console.log(`${'fresh 1,000 / fresh 100'.padEnd(28)} ${ratio(fresh1000, fresh100).toFixed(2).padStart(6)}  (for information)`)
+    console.log(`${'fresh 100 / fresh whoami'.padEnd(28)} ${ratio(fresh100, freshWhoami).toFixed(2).padStart(6)}  (for information: both after a store change)`)
     if (checks.some((c) => c.value > c.goal)) process.exitCode = 1
   } finally {
     await berth.stop()

@@ -266,7 +266,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     dir: join(config.server.dataDir, 'tls', 'certs'), sitesDomain: config.sites.domain, apiHost: apiHostOf(config), wildcard: config.tls.wildcard,
     sources: () => dnsRepo.zoneSources(),
   })
-  const names = { linkedDomains: (ids: string[]) => domainsRepo.linkedTo(ids), recordsOf: (rows: SiteRow[]) => dns.recordsOfSites(rows), tls: (siteIds: string[]) => certs.forSites(siteIds) }
+  const names = { linkedDomains: (ids: string[]) => domainsRepo.linkedTo(ids), recordsOf: (rows: Pick<SiteRow, 'id' | 'slug'>[]) => dns.recordsOfSites(rows), tls: (siteIds: string[]) => certs.forSites(siteIds) }
   const sites = new SitesService({ store, clock, sites: sitesRepo, checkouts: checkoutRepo, billing: billingRepo, plans, jobs, runner, siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain, names })
   const domains = new DomainsService({
     store, clock, log, repo: domainsRepo, registrar, charges, jobs, accounts, billing: billingRepo, plans, sites: sitesRepo, dns,

@@ -2,7 +2,7 @@ import { and, asc, eq, inArray, lte } from 'drizzle-orm'
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../lib/logger'
 import { jobs, type JobRow } from '../store/schema'
-import { inJsonList, onFirstUse } from '../store/prepared'
+import { onFirstUse } from '../store/prepared'
 import type { Store } from '../store/store'
 
 export interface JobHandler {
@@ -35,9 +35,10 @@ export class JobRunner {
   ) {}
 
   /** Read for every list of site views (`pendingFor`): prepared once (src/store/prepared.ts). */
-  private pendingOfSubjects = onFirstUse(() => this.store.db.select({ subjectId: jobs.subjectId, kind: jobs.kind }).from(jobs)
-    .where(and(inJsonList(jobs.subjectId, 'ids'), inJsonList(jobs.kind, 'kinds'), inArray(jobs.status, ['queued', 'running'])))
-    .orderBy(asc(jobs.createdAt)).prepare())
+  private pendingOfSubjects = onFirstUse(() => this.store.sqlite.prepare<{ subjectId: string; kind: string }, [string, string]>(`
+    SELECT subject_id AS subjectId, kind FROM jobs
+    WHERE subject_id IN (SELECT value FROM json_each(?)) AND kind IN (SELECT value FROM json_each(?)) AND status IN ('queued', 'running')
+    ORDER BY created_at, rowid`))
 
   /** Records a job; call inside the transaction that creates its subject, then `kick()`. */
   enqueue(kind: string, subjectId: string): JobRow {
@@ -63,7 +64,7 @@ export class JobRunner {
   pendingFor(subjectIds: string[], kinds: readonly string[]): Map<string, string> {
     const out = new Map<string, string>()
     if (subjectIds.length === 0) return out
-    for (const r of this.pendingOfSubjects().all({ ids: JSON.stringify(subjectIds), kinds: JSON.stringify(kinds) })) {
+    for (const r of this.pendingOfSubjects().all(JSON.stringify(subjectIds), JSON.stringify(kinds))) {
       if (!out.has(r.subjectId)) out.set(r.subjectId, r.kind)
     }
     return out

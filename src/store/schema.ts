@@ -132,6 +132,9 @@ export const sites = sqliteTable('sites', {
   uniqueIndex('sites_live_slug').on(t.slug).where(sql`status <> 'deleted'`),
   uniqueIndex('sites_ssh_port').on(t.sshPort).where(sql`ssh_port IS NOT NULL AND status <> 'deleted'`),
   index('sites_account').on(t.accountId, t.status),
+  // An account's sites in their list's order (created_at, then rowid, which every index ends with):
+  // GET /sites/ reads them without sorting (bench:lists, issue 22).
+  index('sites_account_created').on(t.accountId, t.createdAt),
 ])
 
 /**

@@ -1,5 +1,5 @@
 import type { TSchema } from '@sinclair/typebox'
-import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { compileAnswerCheck } from './answer-check'
 
 /**
  * Answers kept as JSON, per key (an account), until `version` moves: for lists that agents read
@@ -18,7 +18,7 @@ export class JsonCache<T> {
   private check
 
   constructor(private o: { name: string; schema: TSchema; version: () => number; maxBytes: number }) {
-    this.check = TypeCompiler.Compile(o.schema)
+    this.check = compileAnswerCheck(o.schema)
   }
 
   /** The JSON of `make()` for `key`, made again only when the version moved since it was kept. */

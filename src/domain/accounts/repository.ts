@@ -1,9 +1,25 @@
 import { eq } from 'drizzle-orm'
 import { accounts, type AccountRow } from '../../store/schema'
+import { onFirstUse } from '../../store/prepared'
 import type { Store } from '../../store/store'
+
+/** What whoami counts of an account. */
+export interface AccountCounts {
+  sites: number
+  active_subscriptions: number
+}
 
 export class AccountsRepository {
   constructor(private store: Store) {}
+
+  private countsOf = onFirstUse(() => this.store.sqlite.prepare<AccountCounts, [string, string]>(`
+    SELECT (SELECT count(*) FROM sites WHERE account_id = ? AND status <> 'deleted') AS sites,
+           (SELECT count(*) FROM subscriptions WHERE account_id = ? AND status = 'active') AS active_subscriptions`))
+
+  /** The account's live sites and active subscriptions, counted (whoami). */
+  counts(id: string): AccountCounts {
+    return this.countsOf().get(id, id)!
+  }
 
   insert(account: { id: string; email: string | null; name: string; createdAt: number }): AccountRow {
     return this.store.write(() =>

@@ -1,11 +1,22 @@
 import type { Clock } from '../../lib/clock'
 import type { Store } from '../../store/store'
-import type { AccountsRepository } from '../accounts/repository'
+import type { AccountCounts, AccountsRepository } from '../accounts/repository'
 import type { ApiKeyCreated } from '../keys/views'
 import type { KeysService, Principal } from '../keys/service'
 
+/** Accounts whose counts are kept at most; all are dropped past it. */
+const COUNTS_LIMIT = 10_000
+
 /** Registration and identity. */
 export class AuthService {
+  /**
+   * whoami's counts by account, kept until the store's version moves: whoami read again and
+   * again runs no query. They were read with the key at every authentication, which made every
+   * request after a write pay for them (bench:lists, issue 22).
+   */
+  private counts = new Map<string, AccountCounts>()
+  private countsVersion = -1
+
   constructor(private store: Store, private clock: Clock, private accounts: AccountsRepository, private keys: KeysService) {}
 
   /** Creates an account and its first key (read, write, admin) in one transaction. */
@@ -21,7 +32,21 @@ export class AuthService {
     return {
       user: { id: p.accountId, email: p.email, language: p.language, first_name: p.firstName, last_name: p.lastName },
       api_key: { id: p.keyId, scopes: p.scopes, site_scoped: p.siteId !== null, site_slug: p.siteSlug },
-      account: { sites: p.sites, active_subscriptions: p.activeSubscriptions },
+      account: this.countsOf(p.accountId),
     }
+  }
+
+  private countsOf(accountId: string): AccountCounts {
+    const version = this.store.version()
+    if (version !== this.countsVersion || this.counts.size >= COUNTS_LIMIT) {
+      this.counts.clear()
+      this.countsVersion = version
+    }
+    let counts = this.counts.get(accountId)
+    if (!counts) {
+      counts = this.accounts.counts(accountId)
+      this.counts.set(accountId, counts)
+    }
+    return counts
   }
 }

@@ -1,9 +1,9 @@
-import type { Clock } from '../../lib/clock'
+import { iso, type Clock } from '../../lib/clock'
 import type { DnsRecordRow, DomainRow, SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import { conflict, invalid, notFound, op, say, type OperationRef } from '../errors'
 import { checkRecord, checkSubdomain, type RecordInput } from './records'
-import type { DnsRepository, RecordOwner } from './repository'
+import type { DnsRepository, RecordOwner, SiteRecordRow } from './repository'
 import type { DnsChangeView, DnsRecordView, DnsZone } from './views'
 import type { ZoneSettings } from './zones'
 
@@ -41,10 +41,15 @@ export class DnsService {
     return this.zoneOf(this.domainOwner(domain))
   }
 
-  /** The records of many sites, for site views. */
-  recordsOfSites(sites: SiteRow[]): Map<string, DnsRecordView[]> {
+  /** The records of many sites, for site views, by site id (sites without records absent). */
+  recordsOfSites(sites: Pick<SiteRow, 'id' | 'slug'>[]): Map<string, DnsRecordView[]> {
     const rows = this.d.repo.listForSites(sites.map((s) => s.id))
-    return new Map(sites.map((s) => [s.id, (rows.get(s.id) ?? []).map((r) => view(r, this.siteName(s)))]))
+    const out = new Map<string, DnsRecordView[]>()
+    for (const s of sites) {
+      const records = rows.get(s.id)
+      if (records) out.set(s.id, records.map((r) => view(r, this.siteName(s))))
+    }
+    return out
   }
 
   changeSite(site: SiteRow, input: RecordInput & { action: 'create' | 'delete' }): DnsChangeView {
@@ -142,6 +147,6 @@ function safeCanonical(input: RecordInput, owner: string): string {
   }
 }
 
-function view(r: DnsRecordRow, owner: string): DnsRecordView {
-  return { type: r.type, subdomain: r.subdomain, name: r.subdomain ? `${r.subdomain}.${owner}` : owner, value: r.value, ttl: r.ttl, created_at: new Date(r.createdAt).toISOString() }
+function view(r: Pick<DnsRecordRow, 'type' | 'subdomain' | 'value' | 'ttl' | 'createdAt'>, owner: string): DnsRecordView {
+  return { type: r.type, subdomain: r.subdomain, name: r.subdomain ? `${r.subdomain}.${owner}` : owner, value: r.value, ttl: r.ttl, created_at: iso(r.createdAt) }
 }

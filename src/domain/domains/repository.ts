@@ -1,6 +1,6 @@
 import { and, asc, eq, inArray, lte, ne } from 'drizzle-orm'
 import { domains, type DomainRow } from '../../store/schema'
-import { inJsonList, onFirstUse } from '../../store/prepared'
+import { onFirstUse } from '../../store/prepared'
 import type { Store } from '../../store/store'
 
 /** Registered domains. */
@@ -8,8 +8,9 @@ export class DomainsRepository {
   constructor(private store: Store) {}
 
   /** Read for every list of site views: prepared once (src/store/prepared.ts). */
-  private linkedToSites = onFirstUse(() => this.store.db.select({ name: domains.name, siteId: domains.siteId }).from(domains)
-    .where(and(inJsonList(domains.siteId, 'ids'), eq(domains.status, 'active'))).orderBy(asc(domains.name)).prepare())
+  private linkedToSites = onFirstUse(() => this.store.sqlite.prepare<{ name: string; at: number }, [string]>(`
+    SELECT d.name, j.key AS at FROM json_each(?) j JOIN domains d ON d.site_id = j.value
+    WHERE d.status = 'active' ORDER BY d.name`))
 
   insert(row: typeof domains.$inferInsert): DomainRow {
     return this.store.db.insert(domains).values(row).returning().get()
@@ -36,10 +37,12 @@ export class DomainsRepository {
   linkedTo(siteIds: string[]): Map<string, string[]> {
     const out = new Map<string, string[]>()
     if (siteIds.length === 0) return out
-    for (const d of this.linkedToSites().all({ ids: JSON.stringify(siteIds) })) {
-      const names = out.get(d.siteId!)
+    // Each row names its site by position in `siteIds`.
+    for (const d of this.linkedToSites().all(JSON.stringify(siteIds))) {
+      const siteId = siteIds[d.at]!
+      const names = out.get(siteId)
       if (names) names.push(d.name)
-      else out.set(d.siteId!, [d.name])
+      else out.set(siteId, [d.name])
     }
     return out
   }

@@ -15,8 +15,6 @@ export interface KeyAuthRow {
   site_slug: string | null
   revoked_reason: string | null
   account_status: string
-  sites: number
-  active_subscriptions: number
 }
 
 export type NewKey = Omit<ApiKeyRow, 'lastUsedAt' | 'revokedAt' | 'revokedReason' | 'replacedBy'>
@@ -31,9 +29,7 @@ export class KeysRepository {
   constructor(private store: Store) {
     this.byHash = store.sqlite.prepare<KeyAuthRow, [string]>(`
       SELECT k.id AS key_id, k.account_id, a.email, a.language, a.first_name, a.last_name, k.scopes, k.site_id, s.slug AS site_slug,
-             k.revoked_reason, a.status AS account_status,
-             (SELECT count(*) FROM sites x WHERE x.account_id = k.account_id AND x.status <> 'deleted') AS sites,
-             (SELECT count(*) FROM subscriptions y WHERE y.account_id = k.account_id AND y.status = 'active') AS active_subscriptions
+             k.revoked_reason, a.status AS account_status
       FROM api_keys k
       JOIN accounts a ON a.id = k.account_id
       LEFT JOIN sites s ON s.id = k.site_id

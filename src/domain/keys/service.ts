@@ -18,9 +18,6 @@ export interface Principal {
   scopes: Scope[]
   siteId: string | null
   siteSlug: string | null
-  /** Counts for whoami, read with the key in the same query. */
-  sites: number
-  activeSubscriptions: number
 }
 
 const CACHE_LIMIT = 10_000
@@ -77,8 +74,6 @@ export class KeysService {
       scopes: JSON.parse(row.scopes) as Scope[],
       siteId: row.site_id,
       siteSlug: row.site_slug,
-      sites: row.sites,
-      activeSubscriptions: row.active_subscriptions,
     }
   }
 

@@ -7,9 +7,21 @@ import { toCents } from '../money'
 
 const SEEDED_KEY = 'plans_seeded_at'
 
+/** Changes made to the catalog by this process (any store): `PlansRepository.changes`. */
+let catalogChanges = 0
+
 /** Reads and writes the plan catalog. Prices go in as CAD and are stored as cents. */
 export class PlansRepository {
   constructor(private store: Store, private clock: Clock) {}
+
+  /**
+   * A number that moves whenever this process changes the catalog (only this class writes the
+   * plans table); with `Store.externalVersion` it tells a cache of the catalog when to reload,
+   * without reloading on every other write (each fresh GET /sites/ did: bench:lists, issue 22).
+   */
+  get changes(): number {
+    return catalogChanges
+  }
 
   all(): PlanRow[] {
     return this.store.db.select().from(plans).orderBy(asc(plans.position)).all()
@@ -37,12 +49,14 @@ export class PlansRepository {
   }
 
   setDeprecated(slug: string, deprecated: boolean): PlanRow | undefined {
-    return this.store.write(() =>
-      this.store.db.update(plans).set({ deprecated, updatedAt: this.clock.now() }).where(eq(plans.slug, slug)).returning().get(),
-    )
+    return this.store.write(() => {
+      catalogChanges++
+      return this.store.db.update(plans).set({ deprecated, updatedAt: this.clock.now() }).where(eq(plans.slug, slug)).returning().get()
+    })
   }
 
   private insertRow(plan: PlanSeed): PlanRow {
+    catalogChanges++
     const now = this.clock.now()
     const position = this.store.db.select({ n: sql<number>`coalesce(max(${plans.position}), -1) + 1` }).from(plans).get()!.n
     return this.store.db.insert(plans).values({

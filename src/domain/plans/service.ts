@@ -7,12 +7,13 @@ import type { PlansRepository } from './repository'
 import { toDollars } from '../money'
 
 /**
- * The public catalog. Plans are read on every listPlans and on every checkout, and change only
- * through `berth plans ...`, so the service keeps them in memory and reloads them when the store's
- * version moves (which also catches an admin command run by another process).
+ * The public catalog. Plans are read on every listPlans, every checkout and every site view, and
+ * change only through `berth plans ...`, so the service keeps them in memory and reloads them when
+ * the catalog changed in this process (`PlansRepository.changes`) or the store was written by
+ * another one (an admin command), not on every write to the store.
  */
 export class PlansService {
-  private cache: { version: number; plans: Plan[]; json: Map<string, string> } | undefined
+  private cache: { version: string; plans: Plan[]; json: Map<string, string> } | undefined
 
   constructor(private repo: PlansRepository, private store: Store, private prefix: string) {}
 
@@ -61,7 +62,7 @@ export class PlansService {
   }
 
   private all(): Plan[] {
-    const version = this.store.version()
+    const version = `${this.repo.changes}:${this.store.externalVersion()}`
     if (this.cache?.version !== version) this.cache = { version, plans: this.repo.all().map((r) => this.toPlan(r)), json: new Map() }
     return this.cache.plans
   }

@@ -2,7 +2,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { IssueError, type CertificateIssuer, type ChallengeType } from '../../drivers/certs/types'
-import type { Clock } from '../../lib/clock'
+import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import { writePrivateFile } from '../../lib/private-file'
 import type { CertificateRow } from '../../store/schema'
@@ -225,6 +225,8 @@ export class CertificateManager {
 
   /** The `tls` of sites' views by site id, in one read: each site's certificate, or the wildcard. */
   forSites(siteIds: string[]): Map<string, TlsView> {
+    // Without HTTPS every view says NO_TLS, which is what an absent site means.
+    if (!this.enabled) return new Map()
     if (this.d.wildcard) {
       const wildcard = this.views(['wildcard']).get('wildcard') ?? NO_TLS
       return new Map(siteIds.map((id) => [id, wildcard]))
@@ -245,7 +247,7 @@ export class CertificateManager {
     return new Map(this.d.repo.bySubjects(subjects).map((row) => [row.subject, {
       status: row.status,
       names: JSON.parse(row.names) as string[],
-      not_after: row.notAfter === null ? null : new Date(row.notAfter).toISOString(),
+      not_after: row.notAfter === null ? null : iso(row.notAfter),
       last_error: row.lastError,
     }]))
   }

@@ -1,0 +1,61 @@
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { loadConfig } from '../../config/config'
+import { ManualClock } from '../../lib/clock'
+import { migrate } from '../../store/migrate'
+import { openStore, type Store } from '../../store/store'
+import { PlansRepository } from './repository'
+import { PlansService } from './service'
+
+const dirs: string[] = []
+const stores: Store[] = []
+afterEach(() => {
+  for (const s of stores.splice(0)) s.close()
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true })
+})
+
+function catalog() {
+  const dir = mkdtempSync(join(tmpdir(), 'berth-plans-'))
+  dirs.push(dir)
+  const config = loadConfig({ env: { BERTH_SERVER_DATA_DIR: dir }, file: null })
+  const store = openStore(join(dir, 'berth.db'))
+  stores.push(store)
+  migrate(store)
+  const repo = new PlansRepository(store, new ManualClock(Date.UTC(2026, 10, 1)))
+  repo.seedOnce(config.plans)
+  const reads = vi.spyOn(repo, 'all')
+  return { store, repo, reads, plans: new PlansService(repo, store, 'berth'), slug: config.plans[0]!.slug, path: join(dir, 'berth.db') }
+}
+
+describe('the plan catalog in memory', () => {
+  it('is read once, and not again when something else in the store changes (each fresh GET /sites/ did)', () => {
+    const { store, plans, reads, slug } = catalog()
+    plans.get(slug)
+    store.write(() => store.sqlite.exec(`INSERT INTO settings (key, value) VALUES ('unrelated', 'x')`))
+    plans.get(slug)
+    plans.list()
+    expect(reads).toHaveBeenCalledTimes(1)
+  })
+
+  it('shows a plan changed by this process at once', () => {
+    const { plans, slug } = catalog()
+    expect(plans.get(slug).deprecated).toBe(false)
+    plans.setDeprecated(slug, true)
+    expect(plans.get(slug).deprecated).toBe(true)
+    expect(plans.list().map((p) => p.slug)).not.toContain(slug)
+  })
+
+  it('shows a plan changed by another process (a berth admin command) once the store says so', () => {
+    const { plans, slug, path } = catalog()
+    expect(plans.get(slug).deprecated).toBe(false)
+    const other = openStore(path)
+    stores.push(other)
+    // Raw SQL on its own connection: nothing in this process counts the change.
+    other.sqlite.prepare('UPDATE plans SET deprecated = 1 WHERE slug = ?').run(slug)
+    // Another process's writes are looked for at most every EXTERNAL_CHECK_MS.
+    vi.spyOn(performance, 'now').mockReturnValue(performance.now() + 60_000)
+    expect(plans.get(slug).deprecated).toBe(true)
+  })
+})

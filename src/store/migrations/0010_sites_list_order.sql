@@ -1,0 +1,1 @@
+CREATE INDEX `sites_account_created` ON `sites` (`account_id`,`created_at`);
