@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api, BINARY, freePort } from './helpers/binary'
 import { buyDirect, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
 import { removeSitesOf, siteShell } from './helpers/sites'
-import { ensureSystemdImage, execHost, runSystemdHost, SYSTEMD_IMAGE, TEST_LABEL } from './helpers/systemd-host'
+import { ensureSystemdImage, execHost, runSystemdHost, SYSTEMD_IMAGE, TEST_LABEL, waitForBoot } from './helpers/systemd-host'
 
 /**
  * Berth installed as docs/install.md says, under a real systemd (Debian 12's, in a container on
@@ -75,7 +75,7 @@ beforeAll(async () => {
   await ensureSystemdImage(docker, (line) => console.log(`${SYSTEMD_IMAGE}: ${line}`))
   host = await runSystemdHost(docker, { name, runId, distDir: resolve(BINARY, '..') })
   // Boot finished, whatever its state (a unit failing here shows in the assertions below).
-  await execHost(host, ['systemctl', 'is-system-running', '--wait'])
+  await waitForBoot(host)
 
   // docs/install.md: berth install, edit the config, systemctl enable --now berth.
   installOutput = await sh('/opt/berth/berth install')
@@ -184,7 +184,7 @@ describe('Berth under systemd with the unit berth install writes', () => {
   it('a reboot of the host: the enabled unit starts Berth again', async () => {
     // systemd halts on the container's stop signal; the engine starts it again (docker restart).
     await host.restart({ t: 30 })
-    await execHost(host, ['systemctl', 'is-system-running', '--wait'])
+    await waitForBoot(host)
     await untilServing(60_000)
     expect(await sh('systemctl is-active berth')).toBe('active')
     expect((await files.read('public/hello.html')).json.data.content).toBe('<p>under systemd</p>\n')

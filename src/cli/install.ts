@@ -83,7 +83,8 @@ export const installCommand: Command = {
 
     if (root === '/') {
       actions.sysctl = applySysctl(paths.sysctl)
-      actions.systemd = run(['systemctl', 'daemon-reload']) === null ? 'reloaded' : 'not reloaded (systemctl unavailable)'
+      const reload = run(['systemctl', 'daemon-reload'])
+      actions.systemd = reload === null ? 'reloaded' : `not reloaded (${reload}); run systemctl daemon-reload`
     }
     const result = { root, paths, actions, next: root === '/' ? 'systemctl enable --now berth' : null }
     ctx.out.result(result, () => [

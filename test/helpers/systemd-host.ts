@@ -96,6 +96,22 @@ export async function runSystemdHost(docker: Docker, opts: { name: string; runId
   return container
 }
 
+/**
+ * Waits until the container's systemd has finished booting. `systemctl is-system-running --wait`
+ * alone returns at once, with an error, while PID 1 does not listen on its bus yet: it is asked
+ * again until it names a state that boot has ended in.
+ */
+export async function waitForBoot(container: Docker.Container, timeoutMs = 60_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const { output } = await execHost(container, ['systemctl', 'is-system-running', '--wait'])
+    const state = output.trim().split('\n').pop() ?? ''
+    if (/^(running|degraded|maintenance)$/.test(state)) return state
+    if (Date.now() > deadline) throw new Error(`systemd did not finish booting within ${timeoutMs} ms (last: ${output.trim()})`)
+    await Bun.sleep(200)
+  }
+}
+
 /** Runs `cmd` in the container as root; returns its exit code and output (stdout and stderr). */
 export async function execHost(container: Docker.Container, cmd: string[]): Promise<{ code: number; output: string }> {
   const exec = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, Tty: true })
