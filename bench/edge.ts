@@ -7,12 +7,19 @@
  *   bun bench/edge.ts --only=static|php
  *   bun bench/edge.ts --workers=2   the edge in 2 processes sharing the port (SO_REUSEPORT), to
  *                                   see what a multi-threaded listener would give; Berth runs 1
+ *   bun bench/edge.ts --no-access-log   the static scenario without either proxy's access log,
+ *                                       to see what writing it costs
  *
  * Scenarios (each skipped, with a note, when its image is missing):
  * - static: berth/static:1 (busybox httpd; one connection per request, it has no keep-alive).
- *   Without that image, an equivalent FROM-scratch busybox image is built for the run.
+ *   Without that image, an equivalent FROM-scratch busybox image is built for the run. As Berth
+ *   runs a shared-plan site: the site's home is a Docker volume, and the edge writes the site's
+ *   access log into it (domain/logs/access-log.ts, through SiteHome, as the site user), since
+ *   busybox httpd cannot; nginx writes its own access log (combined, unbuffered, as by default).
+ *   After the rounds, each log's lines are counted against the requests wrk saw answered.
  * - php: berth/php:1 (nginx + PHP-FPM) serving the same static page over kept-alive
- *   connections, so the proxies' own cost shows rather than the container's.
+ *   connections, so the proxies' own cost shows rather than the container's. The container's
+ *   nginx writes the access log of such sites, so neither proxy writes one.
  *
  * Each scenario: one container on a network of its own serving a 2 KB index.html; nginx
  * (worker_processes = cores, `upstream { keepalive 64; }`, HTTP/1.1, the same forwarding headers
@@ -28,6 +35,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { EdgeAccessLog } from '../src/domain/logs/access-log'
+import { EDGE_ACCESS_LOG } from '../src/domain/logs/sources'
 import { makeTar } from '../src/drivers/runtime/tar'
 import { EdgeMetrics } from '../src/edge/metrics'
 import { createEdgeProxy, parseSiteHost } from '../src/edge/proxy'
@@ -35,7 +44,7 @@ import { createLogger } from '../src/lib/logger'
 import { nginxCommand, nginxProxyConf } from './nginx'
 
 const WRK = { connections: 64, threads: 2, warmupSeconds: 3, durationSeconds: 10, rounds: 3 }
-const EDGE = { workers: 1 }
+const EDGE = { workers: 1, accessLog: true }
 const HOST = 'bench.localhost'
 const SITE_PORT = 8080
 const SOCKET = '/var/run/docker.sock'
@@ -45,17 +54,23 @@ const TARGET_RATIO = 0.9
 // ---- the edge, in its own process --------------------------------------------------------
 
 /**
- * `bun bench/edge.ts --edge-server <port> <address> <upstream port> <workers>`: Berth's edge,
- * alone; with several workers each process binds the port with SO_REUSEPORT.
+ * `bun bench/edge.ts --edge-server <port> <address> <upstream port> <workers> [<home>]`: Berth's
+ * edge, alone; with several workers each process binds the port with SO_REUSEPORT. With `home`
+ * (the host folder of the site's volume) it writes the site's access log there, as Berth does
+ * for shared-plan sites (the site marked `accessLog`, the EdgeAccessLog of src/compose.ts).
  */
-function serveEdge(port: number, address: string, upstreamPort: number, workers: number) {
+function serveEdge(port: number, address: string, upstreamPort: number, workers: number, home: string | null) {
   const metrics = new EdgeMetrics()
-  const site = { siteId: 'site_bench', slug: 'bench', state: 'serving' as const, upstream: { address, port: upstreamPort } }
+  const log = createLogger('warn')
+  const site = { siteId: 'site_bench', slug: 'bench', state: 'serving' as const, upstream: { address, port: upstreamPort }, ...(home ? { accessLog: true as const } : {}) }
+  // The runtime's homePath, as DockerRuntime answers it once the volume's path is known.
+  const accessLog = home ? new EdgeAccessLog({ homePath: () => Promise.resolve(home) }, log) : undefined
   const edge = createEdgeProxy({
     resolve: (host) => (parseSiteHost(host, 'localhost') === 'bench' ? site : null),
     metrics,
-    log: createLogger('warn'),
+    log,
     siteUrl: 'http://localhost:8080',
+    accessLog,
   })
   // As src/server.ts does it: the peer address from the listener, the Host checked per request.
   Bun.serve({
@@ -70,6 +85,7 @@ function serveEdge(port: number, address: string, upstreamPort: number, workers:
   })
   // Berth drains the metrics into SQLite periodically; here they are dropped.
   setInterval(() => metrics.drain(), 5000)
+  process.once('SIGTERM', () => void (accessLog?.close() ?? Promise.resolve()).finally(() => process.exit(0)))
 }
 
 // ---- resources, and removing them whatever happens ---------------------------------------
@@ -78,6 +94,7 @@ const children = new Set<Subprocess>()
 const folders = new Set<string>()
 const containers = new Set<string>()
 const networks = new Set<string>()
+const volumes = new Set<string>()
 
 function track<T extends Subprocess>(child: T): T {
   children.add(child)
@@ -97,6 +114,10 @@ async function cleanup(docker: Docker | null) {
     await docker?.getNetwork(id).remove().catch(() => {})
     networks.delete(id)
   }
+  for (const name of volumes) {
+    await docker?.getVolume(name).remove().catch(() => {})
+    volumes.delete(name)
+  }
   for (const dir of folders) rmSync(dir, { recursive: true, force: true })
   folders.clear()
 }
@@ -106,6 +127,7 @@ function cleanupSync() {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL')
   for (const id of containers) spawnSync(['docker', 'rm', '-f', id], { stdout: 'ignore', stderr: 'ignore' })
   for (const id of networks) spawnSync(['docker', 'network', 'rm', id], { stdout: 'ignore', stderr: 'ignore' })
+  for (const name of volumes) spawnSync(['docker', 'volume', 'rm', name], { stdout: 'ignore', stderr: 'ignore' })
   for (const dir of folders) rmSync(dir, { recursive: true, force: true })
 }
 
@@ -176,17 +198,33 @@ interface Site {
   image: string
   address: string
   port: number
+  /** Host folder of the site's home volume, when it has one. */
+  home: string | null
 }
 
-/** One container on a network of its own, its web root holding the bench page. */
-async function startSite(docker: Docker, image: string, name: string): Promise<Site> {
+/**
+ * One container on a network of its own, its web root holding the bench page. With `volume`, its
+ * home (/home/site) is a Docker volume, as Berth mounts it (runtime/site-container.ts).
+ */
+async function startSite(docker: Docker, image: string, name: string, volume: boolean): Promise<Site> {
   const network = await docker.createNetwork({ Name: name, Driver: 'bridge', Labels: { 'dev.berth.bench': 'edge' } })
   networks.add(network.id)
+  let home: string | null = null
+  if (volume) {
+    await docker.createVolume({ Name: `${name}-home`, Labels: { 'dev.berth.bench': 'edge' } })
+    volumes.add(`${name}-home`)
+    home = (await docker.getVolume(`${name}-home`).inspect()).Mountpoint
+  }
   const container = await docker.createContainer({
     name,
     Image: image,
     Labels: { 'dev.berth.bench': 'edge' },
-    HostConfig: { NetworkMode: name, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'] },
+    HostConfig: {
+      NetworkMode: name,
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      ...(volume ? { Mounts: [{ Type: 'volume' as const, Source: `${name}-home`, Target: '/home/site' }] } : {}),
+    },
   })
   containers.add(container.id)
   const page = makeTar([
@@ -199,7 +237,7 @@ async function startSite(docker: Docker, image: string, name: string): Promise<S
   const address = info.NetworkSettings.Networks[name]?.IPAddress
   if (!address) throw new Error(`container ${name} has no address on its network`)
   await waitForOk(`http://${address}:${SITE_PORT}/`, `${image} container`)
-  return { image, address, port: SITE_PORT }
+  return { image, address, port: SITE_PORT, home }
 }
 
 // ---- the two proxies ----------------------------------------------------------------------
@@ -207,28 +245,47 @@ async function startSite(docker: Docker, image: string, name: string): Promise<S
 interface Proxy {
   name: 'nginx' | 'edge'
   url: string
+  /** The access log it writes, or null. */
+  accessLog: string | null
   /** Processes whose CPU time counts as the proxy's. */
   pids(): number[]
 }
 
-async function startNginx(site: Site): Promise<Proxy> {
+/** nginx, writing its access log (on the same disk as the site volumes) when the edge writes the site's. */
+async function startNginx(site: Site, accessLog: boolean): Promise<Proxy> {
   const dir = tempDir('berth-bench-nginx-')
   const port = await freePort()
-  const conf = nginxProxyConf({ root: dir, workers: availableParallelism(), port, upstream: `${site.address}:${site.port}` })
+  const logPath = accessLog ? join(dir, 'access.log') : null
+  const conf = nginxProxyConf({ root: dir, workers: availableParallelism(), port, upstream: `${site.address}:${site.port}`, ...(logPath ? { accessLog: logPath } : {}) })
   writeFileSync(join(dir, 'nginx.conf'), conf)
   const proc = track(spawn(nginxCommand(dir), { stdout: 'ignore', stderr: 'inherit' }))
   const url = `http://127.0.0.1:${port}/`
   await waitForOk(url, 'nginx', proc, { host: HOST })
-  return { name: 'nginx', url, pids: () => childPids(proc.pid) }
+  return { name: 'nginx', url, accessLog: logPath, pids: () => childPids(proc.pid) }
 }
 
-async function startEdge(site: Site): Promise<Proxy> {
+/** The edge, writing the site's access log into its home volume when `accessLog`. */
+async function startEdge(site: Site, accessLog: boolean): Promise<Proxy> {
   const port = await freePort()
-  const args = [process.execPath, import.meta.path, '--edge-server', String(port), site.address, String(site.port), String(EDGE.workers)]
+  const home = accessLog ? site.home : null
+  const args = [process.execPath, import.meta.path, '--edge-server', String(port), site.address, String(site.port), String(EDGE.workers), ...(home ? [home] : [])]
   const procs = Array.from({ length: EDGE.workers }, () => track(spawn(args, { stdout: 'inherit', stderr: 'inherit' })))
   const url = `http://127.0.0.1:${port}/`
   await waitForOk(url, 'edge', procs[0], { host: HOST })
-  return { name: 'edge', url, pids: () => procs.map((p) => p.pid) }
+  return { name: 'edge', url, accessLog: home ? join(home, EDGE_ACCESS_LOG) : null, pids: () => procs.map((p) => p.pid) }
+}
+
+/** Lines in a file (0 when it does not exist). */
+function countLines(path: string): number {
+  let data: Buffer
+  try {
+    data = readFileSync(path)
+  } catch {
+    return 0
+  }
+  let lines = 0
+  for (let at = data.indexOf(10); at !== -1; at = data.indexOf(10, at + 1)) lines++
+  return lines
 }
 
 /** All CPUs' time from /proc/stat, in ticks: the total and the part stolen by the hypervisor. */
@@ -338,23 +395,35 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 
 // ---- a scenario --------------------------------------------------------------------------
 
+/** A proxy's access log after the rounds: its lines, and the requests wrk saw answered (warm-up included). */
+interface LogCount {
+  lines: number
+  requests: number
+}
+
 interface ScenarioResult {
   scenario: string
   image: string
   nginx: Run
   edge: Run
   rounds: { nginx: Run; edge: Run }[]
+  /** With the access logs on: each proxy's lines against its requests. */
+  logs: { nginx: LogCount; edge: LogCount } | null
 }
 
-async function runScenario(docker: Docker, scenario: string, image: string): Promise<ScenarioResult> {
+async function runScenario(docker: Docker, scenario: string, image: string, accessLog: boolean): Promise<ScenarioResult> {
   const name = `berth-bench-edge-${scenario}-${process.pid}`
-  console.log(`\n[${scenario}] ${image}: starting the container, nginx and the edge`)
-  const site = await startSite(docker, image, name)
-  const proxies = [await startNginx(site), await startEdge(site)]
+  console.log(`\n[${scenario}] ${image}: starting the container, nginx and the edge${accessLog ? ', both writing an access log' : ''}`)
+  // Berth mounts every site's home as a volume; the kept-alive scenario's container needs none.
+  const site = await startSite(docker, image, name, scenario === 'static')
+  const proxies = [await startNginx(site, accessLog), await startEdge(site, accessLog)]
+  const answered = { nginx: 0, edge: 0 }
   const measure = async (proxy: Proxy, seconds: number) => {
     const waited = await settle(site)
     if (waited >= 2) console.log(`[${scenario}] waited ${waited.toFixed(0)} s for TIME_WAIT sockets towards the container to expire`)
-    return runWrk(proxy, seconds)
+    const run = await runWrk(proxy, seconds)
+    answered[proxy.name] += run.requests
+    return run
   }
   for (const proxy of proxies) await measure(proxy, WRK.warmupSeconds)
   const rounds: ScenarioResult['rounds'] = []
@@ -363,6 +432,12 @@ async function runScenario(docker: Docker, scenario: string, image: string): Pro
     const edge = await measure(proxies[1]!, WRK.durationSeconds)
     rounds.push({ nginx, edge })
     console.log(`[${scenario}] round ${round}: nginx ${format(nginx)} | edge ${format(edge)}`)
+  }
+  let logs: ScenarioResult['logs'] = null
+  if (accessLog) {
+    await Bun.sleep(1000) // the edge appends its lines every 250 ms
+    const count = (proxy: Proxy): LogCount => ({ lines: countLines(proxy.accessLog!), requests: answered[proxy.name] })
+    logs = { nginx: count(proxies[0]!), edge: count(proxies[1]!) }
   }
   const pick = (which: 'nginx' | 'edge'): Run => {
     const runs = rounds.map((r) => r[which])
@@ -377,7 +452,7 @@ async function runScenario(docker: Docker, scenario: string, image: string): Pro
       stealPercent: median(runs.map((r) => r.stealPercent)),
     }
   }
-  return { scenario, image, nginx: pick('nginx'), edge: pick('edge'), rounds }
+  return { scenario, image, nginx: pick('nginx'), edge: pick('edge'), rounds, logs }
 }
 
 function format(run: Run): string {
@@ -386,7 +461,7 @@ function format(run: Run): string {
 
 function report(results: ScenarioResult[]) {
   const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
-  console.log(`\nEdge proxy (${EDGE.workers} process${EDGE.workers > 1 ? 'es' : ''}) vs nginx (${availableParallelism()} workers): wrk -t${WRK.threads} -c${WRK.connections}, ${WRK.warmupSeconds} s warm-up, median of ${WRK.rounds} x ${WRK.durationSeconds} s, ${availableParallelism()} cores, load average ${load}, bun ${Bun.version}, ${new Date().toISOString()}`)
+  console.log(`\nEdge proxy (${EDGE.workers} process${EDGE.workers > 1 ? 'es' : ''}) vs nginx (${availableParallelism()} workers): wrk -t${WRK.threads} -c${WRK.connections}, ${WRK.warmupSeconds} s warm-up, median of ${WRK.rounds} x ${WRK.durationSeconds} s, ${availableParallelism()} cores, access logs ${EDGE.accessLog ? 'on' : 'off'} in the static scenario, load average ${load}, bun ${Bun.version}, ${new Date().toISOString()}`)
   console.log('| scenario | proxy | req/s | p50 ms | p99 ms | proxy CPU µs/req | steal | edge/nginx |')
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- |')
   for (const r of results) {
@@ -400,21 +475,26 @@ function report(results: ScenarioResult[]) {
     for (const [name, run] of [['nginx', r.nginx], ['edge', r.edge]] as const) {
       if (run.non2xx + run.socketErrors > 0) console.log(`  note: ${r.scenario}/${name}: ${run.non2xx} non-2xx responses, ${run.socketErrors} socket errors over ${run.requests} requests`)
     }
+    // wrk counts the answers it read before its clock ran out; a proxy also logs the few it
+    // answered after, and the start-up probe.
+    if (r.logs) console.log(`  access logs (${r.scenario}): ${(['nginx', 'edge'] as const).map((name) => `${name} ${r.logs![name].lines} lines for ${r.logs![name].requests} requests wrk counted`).join('; ')}`)
+    else if (r.scenario === 'static') console.log(`  access logs (${r.scenario}): off (--no-access-log)`)
   }
 }
 
 // ---- main --------------------------------------------------------------------------------
 
 async function main(argv: string[]) {
-  const known = /^--(quick|only=(static|php)|workers=[1-8])$/
+  const known = /^--(quick|only=(static|php)|workers=[1-8]|no-access-log)$/
   const unknown = argv.filter((a) => !known.test(a))
   if (unknown.length > 0) {
-    console.error(`unknown option ${unknown.join(' ')}; usage: bun bench/edge.ts [--quick] [--only=static|php] [--workers=N]`)
+    console.error(`unknown option ${unknown.join(' ')}; usage: bun bench/edge.ts [--quick] [--only=static|php] [--workers=N] [--no-access-log]`)
     process.exit(2)
   }
   if (argv.includes('--quick')) Object.assign(WRK, { warmupSeconds: 1, durationSeconds: 2, rounds: 1 })
   const only = argv.find((a) => a.startsWith('--only='))?.slice(7)
   EDGE.workers = Number(argv.find((a) => a.startsWith('--workers='))?.slice(10) ?? 1)
+  EDGE.accessLog = !argv.includes('--no-access-log')
   for (const tool of ['wrk', 'nginx']) {
     if (!Bun.which(tool) && !(tool === 'nginx' && Bun.file('/usr/sbin/nginx').size > 0)) {
       console.error(`${tool} is not installed; apt-get install ${tool}`)
@@ -437,11 +517,11 @@ async function main(argv: string[]) {
         await buildOwnStaticImage(docker)
         image = OWN_STATIC_IMAGE
       }
-      results.push(await runScenario(docker, 'static', image))
+      results.push(await runScenario(docker, 'static', image, EDGE.accessLog))
       await cleanup(docker)
     }
     if (only !== 'static') {
-      if (await imageExists(docker, 'berth/php:1')) results.push(await runScenario(docker, 'php', 'berth/php:1'))
+      if (await imageExists(docker, 'berth/php:1')) results.push(await runScenario(docker, 'php', 'berth/php:1', false))
       else console.log('\nberth/php:1 is not built (berth images build); the kept-alive scenario is skipped')
     }
   } finally {
@@ -451,7 +531,7 @@ async function main(argv: string[]) {
 }
 
 if (process.argv[2] === '--edge-server') {
-  serveEdge(Number(process.argv[3]), process.argv[4]!, Number(process.argv[5]), Number(process.argv[6] ?? 1))
+  serveEdge(Number(process.argv[3]), process.argv[4]!, Number(process.argv[5]), Number(process.argv[6] ?? 1), process.argv[7] ?? null)
 } else {
   await main(process.argv.slice(2))
 }

@@ -2,10 +2,13 @@ import { join } from 'node:path'
 
 /**
  * The nginx reference of the proxy benchmarks: the same work as Berth's edge (HTTP/1.1 kept-alive
- * upstream connections, the original Host, the forwarding headers), no access log (the edge
- * writes none either). With `tls`, it terminates TLS as Berth offers it (TLS 1.2 and 1.3).
+ * upstream connections, the original Host, the forwarding headers). With `accessLog`, a file
+ * path, it writes an access log there as nginx does by default in production: the `combined`
+ * format (the format of the edge's log), one unbuffered write per request; without it, none (for
+ * sites whose edge writes none either). With `tls`, it terminates TLS as Berth offers it (TLS
+ * 1.2 and 1.3).
  */
-export function nginxProxyConf(o: { root: string; workers: number; port: number; upstream: string; tls?: { cert: string; key: string } }): string {
+export function nginxProxyConf(o: { root: string; workers: number; port: number; upstream: string; accessLog?: string; tls?: { cert: string; key: string } }): string {
   const { root } = o
   return `worker_processes ${o.workers};
 user root;
@@ -13,7 +16,7 @@ pid ${root}/nginx.pid;
 error_log ${root}/error.log warn;
 events { worker_connections 4096; }
 http {
-  access_log off;
+  access_log ${o.accessLog ? `${o.accessLog} combined` : 'off'};
   client_body_temp_path ${root}/client; proxy_temp_path ${root}/proxy;
   fastcgi_temp_path ${root}/fastcgi; uwsgi_temp_path ${root}/uwsgi; scgi_temp_path ${root}/scgi;
   upstream site { server ${o.upstream}; keepalive 64; keepalive_requests 100000; }

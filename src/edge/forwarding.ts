@@ -34,8 +34,8 @@ export class Forwarding implements ExchangeHooks {
     private chunked: boolean,
     private start: number,
     private at: number,
-    /** The request's access log entry without its outcome, for sites whose log the edge writes. */
-    private logged: Omit<EdgeAccessRecord, 'status' | 'bytesOut'> | null = null,
+    /** The request's access log entry, its outcome filled in when known, for sites whose log the edge writes. */
+    private logged: EdgeAccessRecord | null = null,
   ) {}
 
   /** Resolves with the container's response, or with the failure page; never rejects. */
@@ -46,7 +46,13 @@ export class Forwarding implements ExchangeHooks {
 
   done(status: number, bytesOut: number): void {
     this.ctx.metrics.record(this.site.siteId, { status, bytesOut, durationMs: performance.now() - this.start, at: this.at })
-    if (this.logged) this.ctx.accessLog?.write(this.site, { ...this.logged, status, bytesOut })
+    const logged = this.logged
+    if (logged && this.ctx.accessLog) {
+      // The request's own record, completed in place: no copy per request.
+      logged.status = status
+      logged.bytesOut = bytesOut
+      this.ctx.accessLog.write(this.site, logged)
+    }
   }
 
   settled(exchange: Exchange): void {

@@ -85,7 +85,7 @@ export function createEdgeProxy(deps: EdgeProxyDeps): EdgeProxy {
    * `logged` is the access log entry of the request as the client sent it (before any module
    * changed it), for sites whose log the edge writes.
    */
-  const forward = (request: Request, site: SiteTarget, host: string, clientAddress: string, start: number, at: number, logged: LoggedRequest | null): Promise<Response> => {
+  const forward = (request: Request, site: SiteTarget, host: string, clientAddress: string, start: number, at: number, logged: EdgeAccessRecord | null): Promise<Response> => {
     const { address, port } = site.upstream!
     const body = request.body
     const length = request.headers.get('content-length')
@@ -157,12 +157,10 @@ export function createEdgeProxy(deps: EdgeProxyDeps): EdgeProxy {
   }
 }
 
-type LoggedRequest = Omit<EdgeAccessRecord, 'status' | 'bytesOut'>
-
-/** What the access log keeps of a request, taken as it arrived. */
-function loggedRequest(request: Request, clientAddress: string, at: number): LoggedRequest {
+/** What the access log keeps of a request, taken as it arrived; the outcome is filled in when known. */
+function loggedRequest(request: Request, clientAddress: string, at: number): EdgeAccessRecord {
   const h = request.headers
-  return { at, clientAddress, method: request.method, target: originForm(request.url), referer: h.get('referer'), userAgent: h.get('user-agent') }
+  return { at, clientAddress, method: request.method, target: originForm(request.url), status: 0, bytesOut: 0, referer: h.get('referer'), userAgent: h.get('user-agent') }
 }
 
 /** A serving site without a known upstream has no container running: it shows as stopped. */

@@ -38,7 +38,10 @@ export interface EdgeAccessRecord {
   userAgent: string | null
 }
 
-/** Where the edge reports the requests of sites whose access log it writes; must not block. */
+/**
+ * Where the edge reports the requests of sites whose access log it writes; must not block. The
+ * record is the edge's own: read it during the call, keep none of it by reference.
+ */
 export interface EdgeAccessLogSink {
   write(site: SiteTarget, request: EdgeAccessRecord): void
 }

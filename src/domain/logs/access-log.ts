@@ -100,8 +100,21 @@ export function combinedLine(r: EdgeAccessRecord): string {
   return `${escapeValue(r.clientAddress)} - - [${timeLocal(r.at)}] "${escapeValue(request)}" ${r.status} ${r.bytesOut} "${escapeValue(r.referer ?? '-')}" "${escapeValue(r.userAgent ?? '-')}"\n`
 }
 
-/** nginx's `$time_local` in UTC: `25/Nov/2026:17:03:04 +0000`. */
+/** The last second formatted by `timeLocal`: requests come in runs within one second. */
+let lastSecond = -1
+let lastTimeLocal = ''
+
+/** nginx's `$time_local` in UTC: `25/Nov/2026:17:03:04 +0000`; formatted once per second. */
 function timeLocal(at: number): string {
+  const second = Math.floor(at / 1000)
+  if (second !== lastSecond) {
+    lastTimeLocal = formatTimeLocal(second * 1000)
+    lastSecond = second
+  }
+  return lastTimeLocal
+}
+
+function formatTimeLocal(at: number): string {
   const d = new Date(at)
   const two = (n: number) => String(n).padStart(2, '0')
   return `${two(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]}/${d.getUTCFullYear()}:${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())} +0000`
