@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import { hostPortFree } from './lib/ports'
+import { filesIn } from './lib/private-file'
 import { AccountsRepository } from './domain/accounts/repository'
 import { AuthService } from './domain/auth/service'
 import { ClientAddress } from './api/http/client-address'
@@ -166,6 +167,20 @@ export interface Services {
 const ORPHANED_PAYMENT_MS = 15 * 60_000
 
 export const databasePath = (config: Config) => join(config.server.dataDir, 'berth.db')
+/** Where the certificates Berth serves and their keys are kept, one pair per certificate. */
+const certificatesDir = (config: Config) => join(config.server.dataDir, 'tls', 'certs')
+/** The ACME account's key and state. */
+const acmeDir = (config: Config) => join(config.server.dataDir, 'tls', 'acme')
+
+/**
+ * The files that hold secrets, kept 0600 (`berth serve` checks them at start): the store (the
+ * portal's signing secret, key and token hashes) with its WAL and shared memory, the ACME account
+ * key, and each certificate's key (with the certificate, written the same way).
+ */
+export function secretFilesOf(config: Config): string[] {
+  const db = databasePath(config)
+  return [db, `${db}-wal`, `${db}-shm`, ...filesIn(acmeDir(config)), ...filesIn(certificatesDir(config))]
+}
 
 /**
  * The composition root: opens (and migrates) the store, seeds the catalog on first start, and
@@ -263,7 +278,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   certs = new CertificateManager({
     store, clock, log, repo: new CertificatesRepository(store), issuer: selectIssuer(config, log), challenges, jobs,
     preflight: new Preflight({ resolver: config.tls.preflightResolver, publicIpv4: config.dns.publicIpv4, nameservers: config.dns.nameservers }),
-    dir: join(config.server.dataDir, 'tls', 'certs'), sitesDomain: config.sites.domain, apiHost: apiHostOf(config), wildcard: config.tls.wildcard,
+    dir: certificatesDir(config), sitesDomain: config.sites.domain, apiHost: apiHostOf(config), wildcard: config.tls.wildcard,
     sources: () => dnsRepo.zoneSources(),
   })
   const names = { linkedDomains: (ids: string[]) => domainsRepo.linkedTo(ids), recordsOf: (rows: Pick<SiteRow, 'id' | 'slug'>[]) => dns.recordsOfSites(rows), tls: (siteIds: string[]) => certs.forSites(siteIds) }
@@ -371,7 +386,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
 function selectIssuer(config: Config, log: Logger): AcmeIssuer | null {
   const acme = config.tls.acme
   if (!acme || !config.tls.listen) return null
-  return new AcmeIssuer({ ...acme, dir: join(config.server.dataDir, 'tls', 'acme'), log })
+  return new AcmeIssuer({ ...acme, dir: acmeDir(config), log })
 }
 
 /** site_url's host when it is a name of its own (not an address, localhost or a site name): the API's certificate. */

@@ -1,5 +1,7 @@
-import { buildServices } from '../compose'
+import { buildServices, secretFilesOf } from '../compose'
 import { probeOpenat2 } from '../drivers/files/syscalls'
+import type { Logger } from '../lib/logger'
+import { tightenPrivateFiles, type WidenedFile } from '../lib/private-file'
 import { startServer } from '../server'
 import { VERSION } from '../version'
 import { COMMON_OPTIONS, STORE_OPTIONS, type Command } from './command'
@@ -35,6 +37,8 @@ export const serveCommand: Command = {
   ],
   async run(ctx) {
     const config = configFrom(ctx)
+    // Before the store opens, so that SQLite's -wal and -shm files take the store's corrected mode.
+    const widened = tightenPrivateFiles(secretFilesOf(config))
     const services = buildServices(config)
     const running = startServer(services)
     services.log.info('berth listening', {
@@ -48,6 +52,7 @@ export const serveCommand: Command = {
     // Once, at start: a sandbox that filters openat2 breaks the files API for every site.
     const openat2 = probeOpenat2()
     if (openat2) services.log.error('the files API, logs, disk usage and restores cannot work here', { error: openat2 })
+    reportWidened(widened, services.log)
     await new Promise<void>((resolve) => {
       const stop = async (signal: string) => {
         services.log.info('stopping', { signal })
@@ -60,4 +65,15 @@ export const serveCommand: Command = {
     })
     return 0
   },
+}
+
+/**
+ * Says which files holding secrets were open to others at start: Berth set each back to 0600
+ * (a warning), or could not (an error naming the command to run).
+ */
+function reportWidened(widened: WidenedFile[], log: Logger): void {
+  for (const w of widened) {
+    if (w.fixed) log.warn(`${w.file} holds secrets and was mode ${w.was} (others could read it); Berth set it to 0600`, { file: w.file, was: w.was })
+    else log.error(`${w.file} holds secrets and is mode ${w.was} (others can read it), and Berth could not change it (${w.error}); run: chmod 600 ${w.file}`, { file: w.file, mode: w.was })
+  }
 }

@@ -2,6 +2,7 @@ import { Database } from 'bun:sqlite'
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
+import { createPrivateFile } from '../lib/private-file'
 import * as schema from './schema'
 
 export type Db = BunSQLiteDatabase<typeof schema>
@@ -37,8 +38,16 @@ export interface Store {
 /** How stale a cache may be about writes made by another process. */
 export const EXTERNAL_CHECK_MS = 250
 
+/**
+ * Opens the store at `path`, creating it (its folder 0750) if needed. The file is made 0600
+ * before SQLite opens it, so that it and its -wal and -shm files (which SQLite gives the same
+ * mode) are private whatever the umask: it holds the portal's signing secret and every key's hash.
+ */
 export function openStore(path: string): Store {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true, mode: 0o750 })
+  if (path !== ':memory:') {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o750 })
+    createPrivateFile(path)
+  }
   const sqlite = new Database(path, { create: true, strict: true })
   sqlite.exec('PRAGMA journal_mode = WAL')
   sqlite.exec('PRAGMA synchronous = FULL')

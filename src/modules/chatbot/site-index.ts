@@ -12,8 +12,9 @@
  * into passages by page-text.ts, and questions into FTS5 terms by query.ts.
  */
 import { Database } from 'bun:sqlite'
-import { closeSync, mkdirSync, openSync, rmSync } from 'node:fs'
+import { mkdirSync, rmSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { createPrivateFile } from '../../lib/private-file'
 import { questionTerms, snippetOf } from './query'
 import { listFiles, readPage, resolveRoot, type FileEntry, type ReadPage } from './site-files'
 
@@ -89,7 +90,7 @@ export class SiteIndex {
   static open(file: string, opts: { maxBytes: number }): SiteIndex {
     mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
     // Created here so that SQLite's -wal and -shm files, which copy its mode, are private too.
-    closeSync(openSync(file, 'a', 0o600))
+    createPrivateFile(file)
     const db = new Database(file, { create: true, strict: true })
     try {
       createSchema(db)
