@@ -79,6 +79,11 @@ export function startServer(s: Services): RunningServer {
       s.clients.outer.set(request, outer)
       viaMcp.add(request)
     },
+    keyOf: (authorization) => keyIdOf(s, authorization),
+    admit: (request) => s.limiter.hit('mcp_initialize', s.clients.of(request)),
+    limits: s.config.mcp,
+    // Called at the first request, once both listeners listen.
+    localPorts: () => ({ http: server.port ?? port, https: https?.port ?? null }),
     version: s.status.version,
     siteUrl: s.config.server.siteUrl,
     log: s.log,
@@ -203,6 +208,17 @@ export function startServer(s: Services): RunningServer {
       await s.accessLog.close()
       runMaintenance(s)
     },
+  }
+}
+
+/** The key id of a valid `Bearer` key in an Authorization header, or null. */
+function keyIdOf(s: Services, authorization: string | undefined): string | null {
+  const match = authorization ? /^bearer\s+(\S+)\s*$/i.exec(authorization) : null
+  if (!match) return null
+  try {
+    return s.keys.authenticate(match[1]!).keyId
+  } catch {
+    return null
   }
 }
 

@@ -74,6 +74,8 @@ export interface Config {
     backupIntervalSeconds: number
   }
   rateLimits: Record<string, { limit: number; windowSeconds: number }>
+  /** MCP sessions held in memory (src/api/mcp/sessions.ts). */
+  mcp: { maxKeyed: number; maxAnonymous: number; perKey: number; keyedIdleMs: number; anonymousIdleMs: number }
   plans: PlanSeed[]
   /** For tests only: `clockOffsetSeconds` shifts the system clock of compose.ts (0 = real time). */
   dev: { clockOffsetSeconds: number; paymentDelayMs: number }
@@ -296,6 +298,13 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       backupIntervalSeconds: get<number>('archives.backup_interval_seconds'),
     },
     rateLimits,
+    mcp: {
+      maxKeyed: get<number>('mcp.max_sessions'),
+      maxAnonymous: get<number>('mcp.max_anonymous_sessions'),
+      perKey: get<number>('mcp.sessions_per_key'),
+      keyedIdleMs: get<number>('mcp.idle_seconds') * 1000,
+      anonymousIdleMs: get<number>('mcp.anonymous_idle_seconds') * 1000,
+    },
     plans: raw.plans === undefined ? DEFAULT_PLANS : checkPlans(raw.plans, file, get<number>('ai.tokens_per_site_monthly')),
     dev: { clockOffsetSeconds: get<number>('dev.clock_offset_seconds'), paymentDelayMs: get<number>('dev.payment_delay_ms') },
   }

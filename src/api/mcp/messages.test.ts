@@ -32,6 +32,10 @@ beforeAll(async () => {
       h.services.clients.outer.set(request, outer)
       viaMcp.add(request)
     },
+    keyOf: () => null,
+    admit: () => ({ allowed: true, limit: 1, remaining: 1, resetSeconds: 1, windowSeconds: 1 }),
+    limits: { maxKeyed: 10, maxAnonymous: 10, perKey: 10, keyedIdleMs: 60_000, anonymousIdleMs: 60_000 },
+    localPorts: () => ({ http: 80, https: null }),
     version: 'test',
     siteUrl: 'http://localhost',
     log: h.log,

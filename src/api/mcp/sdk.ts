@@ -8,6 +8,7 @@ import {
   CallToolRequestSchema, CompleteRequestSchema, GetPromptRequestSchema, ListPromptsRequestSchema, ListResourcesRequestSchema, ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema, McpError, ErrorCode, ReadResourceRequestSchema, SetLevelRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js'
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js'
 import type { Logger } from '../../lib/logger'
 import { SessionEventStore } from './event-store'
 import type { ToolDef, ToolResult } from './tools'
@@ -15,8 +16,37 @@ import type { ToolDef, ToolResult } from './tools'
 import type { Caller } from './server'
 import { CAPABILITIES, PROMPTS, RESOURCES, SERVER_TITLE, SITE_TEMPLATE } from './catalog'
 
+/**
+ * The SDK's transport, releasing what it keeps of each answered JSON request. In JSON reply mode
+ * the SDK (1.32) resolves a POST's answer but never deletes the request's entry in its stream
+ * table, so every request a session sends through it (all but the fast tools/call) stays in
+ * memory, with its Request, until the session ends (typescript-sdk issue 2559). After each
+ * answer, entries whose requests are all answered (none left in the request-to-stream table) go.
+ * Fields it does not find (a later SDK) leave it a no-op.
+ */
+class Transport extends WebStandardStreamableHTTPServerTransport {
+  override async handleRequest(req: Request, options?: Parameters<WebStandardStreamableHTTPServerTransport['handleRequest']>[1]): Promise<Response> {
+    const response = await super.handleRequest(req, options)
+    releaseAnsweredStreams(this as unknown as SdkInternals)
+    return response
+  }
+}
+
+interface SdkInternals {
+  _streamMapping?: Map<string, { resolveJson?: unknown }>
+  _requestToStreamMapping?: Map<unknown, string>
+}
+
+function releaseAnsweredStreams(t: SdkInternals): void {
+  const streams = t._streamMapping
+  const pending = t._requestToStreamMapping
+  if (!(streams instanceof Map) || !(pending instanceof Map)) return
+  const waiting = new Set(pending.values())
+  for (const [id, stream] of streams) if (stream.resolveJson && !waiting.has(id)) streams.delete(id)
+}
+
 export function newTransport(opts: { onsessioninitialized(id: string): void; onsessionclosed(id: string): void }) {
-  return new WebStandardStreamableHTTPServerTransport({
+  return new Transport({
     sessionIdGenerator: () => crypto.randomUUID(),
     // A tool call's answer is one JSON reply: every operation answers at once (slow work runs as
     // jobs the agent polls), so a stream per call would only cost time. The GET stream for
@@ -30,11 +60,19 @@ export function newTransport(opts: { onsessioninitialized(id: string): void; ons
   })
 }
 
+/**
+ * One JSON Schema validator for every session's server. The SDK makes a fresh Ajv (with its
+ * formats) per Server unless given one: about 11 KB of heap and 29 KB of resident memory a
+ * session, most of a session's cost (issue 23), for a validator only elicitation uses, which
+ * Berth never asks for.
+ */
+let validator: AjvJsonSchemaValidator | undefined
+
 /** One MCP server for one session: tools, resources and prompts, each backed by the REST routes. */
 export function newServer(d: { name: string; version: string; instructions: string; catalog(): ToolDef[]; call(name: string, args: Record<string, unknown>, caller: Caller): Promise<ToolResult>; log: Logger }) {
   const server = new Server(
     { name: d.name, title: SERVER_TITLE, version: d.version },
-    { capabilities: CAPABILITIES, instructions: d.instructions },
+    { capabilities: CAPABILITIES, instructions: d.instructions, jsonSchemaValidator: (validator ??= new AjvJsonSchemaValidator()) },
   )
   const callerOf = (extra: { authInfo?: { extra?: Record<string, unknown> } }): Caller => extra.authInfo!.extra as unknown as Caller
 

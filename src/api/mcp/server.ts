@@ -1,5 +1,9 @@
+import type { RateDecision } from '../../domain/rate-limits/service'
 import type { Logger } from '../../lib/logger'
+import { rateHeaders } from '../rate-limits/plugin'
 import { INSTRUCTIONS } from './catalog'
+import { rebindingGuard, type LocalPorts } from './rebinding'
+import { SessionTable, type SessionLimits } from './sessions'
 import { errorResult, requestFor, resultJsonOf, ToolInputError, toolsFromOpenApi, type ToolDef, type ToolResult } from './tools'
 
 /** What the MCP door needs: the REST app to dispatch to, its document, and who the caller is. */
@@ -14,6 +18,17 @@ export interface McpDeps {
    * (its messages name tools).
    */
   tag(request: Request, outer: Request): void
+  /**
+   * The key id of a valid bearer key (the Authorization header as sent), or null for none or an
+   * invalid one: an `initialize` with a valid key opens a keyed session, any other an anonymous one.
+   */
+  keyOf(authorization: string | undefined): string | null
+  /** Counts an `initialize` against its client address's limit (rate_limits.mcp_initialize). */
+  admit(request: Request): RateDecision
+  /** How many sessions of each kind are held, and for how long unused (config section mcp). */
+  limits: SessionLimits
+  /** The listeners' ports, for the loopback origins the rebinding check accepts. */
+  localPorts(): LocalPorts
   version: string
   siteUrl: string
   log: Logger
@@ -26,24 +41,22 @@ export interface Caller {
   authorization?: string
   via: Request
 }
-/** A session unused for this long is closed; its client starts a new one (initialize again). */
-const SESSION_IDLE_MS = 30 * 60_000
-const MAX_SESSIONS = 10_000
+/** How often sessions unused for longer than their idle time are closed. */
+const SWEEP_INTERVAL_MS = 30_000
 
-interface Session {
-  transport: import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js').WebStandardStreamableHTTPServerTransport
-  lastSeen: number
-}
-
+type AuthInfo = import('@modelcontextprotocol/sdk/server/auth/types.js').AuthInfo
+type Transport = import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js').WebStandardStreamableHTTPServerTransport
 
 /**
  * MCP over Streamable HTTP at /mcp/ (and /mcp), in the same listener as the API, with the
  * official SDK's web-standard transport: one transport and server per session
  * (`Mcp-Session-Id`), JSON or SSE replies as the client accepts, DELETE ends a session. The
- * bearer key of each HTTP request is the caller of the tools it carries.
+ * bearer key of each HTTP request is the caller of the tools it carries. Sessions are bounded
+ * (sessions.ts): `initialize` is rate limited per client address (429) and refused when its pool
+ * is full (503), both with Retry-After.
  */
 export function createMcpHandler(deps: McpDeps) {
-  const sessions = new Map<string, Session>()
+  const sessions = new SessionTable<Transport>(deps.limits)
   let tools: ToolDef[] | undefined
   let byName: Map<string, ToolDef> | undefined
   let sdk: Promise<typeof import('./sdk')> | undefined
@@ -55,7 +68,7 @@ export function createMcpHandler(deps: McpDeps) {
     return { tools, byName: byName! }
   }
   const origin = new URL(deps.siteUrl).origin
-  const allowedHosts = new Set([new URL(deps.siteUrl).hostname.toLowerCase(), ...LOOPBACK_NAMES])
+  const rebinding = rebindingGuard(deps.siteUrl, deps.localPorts)
 
   /** Runs one tool as its REST route, with the caller's key and address; the result as JSON text. */
   const callJson = async (name: string, args: Record<string, unknown>, auth: Caller): Promise<string> => {
@@ -74,28 +87,50 @@ export function createMcpHandler(deps: McpDeps) {
   const call = async (name: string, args: Record<string, unknown>, auth: Caller): Promise<ToolResult> =>
     JSON.parse(await callJson(name, args, auth)) as ToolResult
 
-  const sweep = () => {
-    const now = Date.now()
-    for (const [id, s] of sessions) if (now - s.lastSeen > SESSION_IDLE_MS) void s.transport.close().catch(() => {})
-  }
-  const timer = setInterval(sweep, 60_000)
+  const timer = setInterval(() => sessions.sweep(), SWEEP_INTERVAL_MS)
   timer.unref?.()
+
+  /** A new session for an `initialize` (or the SDK's error for anything else), within the limits. */
+  const open = async (request: Request, authInfo: AuthInfo): Promise<Response> => {
+    const decision = deps.admit(request)
+    if (!decision.allowed) {
+      return jsonRpcError(429, -32000, `Too many new MCP sessions from this address; retry in ${decision.resetSeconds} seconds, or keep using the session you have.`, 'RATE_LIMITED', { ...rateHeaders(decision), 'retry-after': String(decision.resetSeconds) })
+    }
+    const place = sessions.reserve(deps.keyOf(request.headers.get('authorization') ?? undefined))
+    if ('retryAfterSeconds' in place) {
+      return jsonRpcError(503, -32000, `Berth holds as many MCP sessions as it may; retry in ${place.retryAfterSeconds} seconds (sessions opened with an API key have room of their own).`, 'UNAVAILABLE', { 'retry-after': String(place.retryAfterSeconds) })
+    }
+    try {
+      sdk ??= import('./sdk')
+      const { newTransport, newServer } = await sdk
+      const transport = newTransport({
+        onsessioninitialized: (sessionId) => place.open(sessionId, transport),
+        onsessionclosed: (sessionId) => sessions.remove(sessionId),
+      })
+      transport.onclose = () => {
+        if (transport.sessionId) sessions.remove(transport.sessionId)
+      }
+      const server = newServer({ name: 'berth', version: deps.version, instructions: INSTRUCTIONS, catalog: () => catalog().tools, call, log: deps.log })
+      await server.connect(transport)
+      return await transport.handleRequest(request, { authInfo })
+    } finally {
+      // Not an initialize, or one that failed: no session took the place.
+      place.release()
+    }
+  }
 
   return {
     /** The tools, for the discovery documents and tests. */
     tools: () => catalog().tools,
     call,
     async handle(request: Request): Promise<Response> {
-      const refused = rebinding(request, allowedHosts)
+      const refused = rebinding(request)
       if (refused) return jsonRpcError(403, -32000, refused)
-      sdk ??= import('./sdk')
-      const { newTransport, newServer } = await sdk
       const caller: Caller = { authorization: request.headers.get('authorization') ?? undefined, via: request }
-      const authInfo = { token: '', clientId: 'mcp', scopes: [], extra: caller as unknown as Record<string, unknown> }
+      const authInfo: AuthInfo = { token: '', clientId: 'mcp', scopes: [], extra: caller as unknown as Record<string, unknown> }
       const id = request.headers.get('mcp-session-id')
-      const known = id ? sessions.get(id) : undefined
+      const known = id ? sessions.touch(id) : undefined
       if (known) {
-        known.lastSeen = Date.now()
         if (request.method === 'POST' && fastEligible(request)) {
           // The hot path: one tools/call in a live session, answered without the SDK's
           // per-message machinery (about 90 µs a call here, three times the REST route's whole
@@ -105,36 +140,24 @@ export function createMcpHandler(deps: McpDeps) {
           if (fast) return fast
           const parsed = parseOrUndefined(text)
           // Unparseable: the SDK reads the body itself and answers its parse error.
-          if (parsed === undefined) return known.transport.handleRequest(new Request(request.url, { method: 'POST', headers: request.headers, body: text }), { authInfo })
-          return known.transport.handleRequest(request, { authInfo, parsedBody: parsed })
+          if (parsed === undefined) return known.handleRequest(new Request(request.url, { method: 'POST', headers: request.headers, body: text }), { authInfo })
+          return known.handleRequest(request, { authInfo, parsedBody: parsed })
         }
-        return known.transport.handleRequest(request, { authInfo })
+        return known.handleRequest(request, { authInfo })
       }
       if (id) return jsonRpcError(404, -32001, 'Session not found; initialize a new session (POST an initialize request without Mcp-Session-Id).')
       if (request.method !== 'POST') return jsonRpcError(400, -32000, 'No Mcp-Session-Id; start with a POST of an initialize request.')
-      if (sessions.size >= MAX_SESSIONS) sweep()
-      const transport = newTransport({
-        onsessioninitialized: (sessionId) => void sessions.set(sessionId, { transport, lastSeen: Date.now() }),
-        onsessionclosed: (sessionId) => void sessions.delete(sessionId),
-      })
-      transport.onclose = () => {
-        if (transport.sessionId) sessions.delete(transport.sessionId)
-      }
-      const server = newServer({ name: 'berth', version: deps.version, instructions: INSTRUCTIONS, catalog: () => catalog().tools, call, log: deps.log })
-      await server.connect(transport)
-      return transport.handleRequest(request, { authInfo })
+      return open(request, authInfo)
     },
     close() {
       clearInterval(timer)
-      for (const s of sessions.values()) void s.transport.close().catch(() => {})
-      sessions.clear()
+      sessions.closeAll()
     },
   }
 }
 
 export type McpHandler = ReturnType<typeof createMcpHandler>
 
-const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]']
 /** The protocol versions the SDK accepts in MCP-Protocol-Version (it answers 400 to others). */
 const PROTOCOL_VERSIONS = new Set(['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05', '2024-10-07'])
 
@@ -151,18 +174,18 @@ function fastEligible(request: Request): boolean {
  * would: `{jsonrpc, id, result}` with the session header. Null for anything else (batches,
  * notifications, other methods, malformed messages), which the SDK handles.
  */
-async function fastToolCall(text: string, session: Session, call: (name: string, args: Record<string, unknown>, caller: Caller) => Promise<string>, caller: Caller): Promise<Response | null> {
+async function fastToolCall(text: string, transport: Transport, call: (name: string, args: Record<string, unknown>, caller: Caller) => Promise<string>, caller: Caller): Promise<Response | null> {
   const message = parseOrUndefined(text) as { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: { name?: unknown; arguments?: unknown; _meta?: { progressToken?: unknown } } } | undefined
   if (!message || typeof message !== 'object' || Array.isArray(message) || message.jsonrpc !== '2.0' || message.method !== 'tools/call') return null
   const { id, params } = message
   if ((typeof id !== 'string' && typeof id !== 'number') || typeof params !== 'object' || params === null || typeof params.name !== 'string') return null
   const args = params.arguments
   if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) return null
-  if (params._meta?.progressToken !== undefined || !session.transport.sessionId) return null
+  if (params._meta?.progressToken !== undefined || !transport.sessionId) return null
   const result = await call(params.name, (args ?? {}) as Record<string, unknown>, caller)
   return new Response(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result}}`, {
     status: 200,
-    headers: { 'content-type': 'application/json', 'mcp-session-id': session.transport.sessionId },
+    headers: { 'content-type': 'application/json', 'mcp-session-id': transport.sessionId },
   })
 }
 
@@ -175,37 +198,10 @@ function parseOrUndefined(text: string): unknown {
 }
 
 /**
- * DNS-rebinding protection (MCP transports, Security Warning): a browser tricked into sending
- * requests to this server carries a foreign Host or Origin. Only the site URL's host and the
- * loopback names are accepted, in both headers (the Origin only when sent). Why not, or null.
+ * An HTTP-level refusal as the Streamable HTTP transport answers one: a JSON-RPC error with no id.
+ * `apiCode` (the REST envelope's code for the same condition) goes in the error's `data`.
  */
-function rebinding(request: Request, allowed: ReadonlySet<string>): string | null {
-  const host = hostnameOf(request.headers.get('host') ?? '')
-  if (!allowed.has(host)) return `Host '${host}' is not this server's; use the address of site_url.`
-  const originHeader = request.headers.get('origin')
-  if (originHeader && originHeader !== 'null') {
-    let originHost: string
-    try {
-      originHost = new URL(originHeader).hostname.toLowerCase()
-    } catch {
-      return 'The Origin header is not a URL.'
-    }
-    if (originHost.startsWith('[') === false && originHost.includes(':')) originHost = `[${originHost}]`
-    if (!allowed.has(originHost)) return `Origin '${originHeader}' may not call this server.`
-  } else if (originHeader === 'null') {
-    return "Origin 'null' may not call this server."
-  }
-  return null
-}
-
-/** The host name of a Host header, lowercase, without its port ([::1] kept bracketed). */
-function hostnameOf(header: string): string {
-  const h = header.trim().toLowerCase()
-  if (h.startsWith('[')) return h.slice(0, h.indexOf(']') + 1)
-  const colon = h.indexOf(':')
-  return colon < 0 ? h : h.slice(0, colon)
-}
-
-function jsonRpcError(status: number, code: number, message: string): Response {
-  return new Response(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }), { status, headers: { 'content-type': 'application/json' } })
+function jsonRpcError(status: number, code: number, message: string, apiCode?: string, headers: Record<string, string> = {}): Response {
+  const error = apiCode ? { code, message, data: { code: apiCode } } : { code, message }
+  return new Response(JSON.stringify({ jsonrpc: '2.0', error, id: null }), { status, headers: { 'content-type': 'application/json', ...headers } })
 }

@@ -24,7 +24,7 @@ export function rateLimit(limiter: RateLimiter, clients: ClientAddress) {
   })
 }
 
-function rateHeaders(d: RateDecision): Record<string, string> {
+export function rateHeaders(d: RateDecision): Record<string, string> {
   return {
     'ratelimit-limit': String(d.limit),
     'ratelimit-remaining': String(d.remaining),
