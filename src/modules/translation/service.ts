@@ -10,7 +10,7 @@ import { DomainError, OverBudgetError, upstreamFailed } from '../../domain/error
 import { askModel, withoutFence, type AiBudget } from '../ai-calls'
 import { isPage } from '../page-response'
 import { VisitorLimiter } from '../visitor-limit'
-import { pageTexts } from './segments'
+import { pageTexts, type PageTexts } from './segments'
 
 /** The languages `/{lang}/...` serves. */
 export const TRANSLATION_LANGUAGES = ['en', 'fr', 'es', 'de', 'it', 'pt', 'nl'] as const
@@ -66,7 +66,7 @@ export class TranslationService {
   }
 
   /** One model call for the page's texts, the page rebuilt with its answers and cached. */
-  private async translate(site: SiteTarget, lang: string, path: string, hash: string, page: ReturnType<typeof pageTexts>, sent: string): Promise<Outcome> {
+  private async translate(site: SiteTarget, lang: string, path: string, hash: string, page: PageTexts, sent: string): Promise<Outcome> {
     let translated: string
     try {
       translated = page.rebuild(page.texts.length === 0 ? [] : await this.askFor(site, lang, page.texts.length, sent), lang)
