@@ -47,6 +47,7 @@ import { SshService } from './domain/ssh/service'
 import { moduleDrivers } from './modules/catalog'
 import { selectAiProvider } from './drivers/ai/select'
 import { AiBudget } from './modules/ai-calls'
+import { AiUsageRepository } from './modules/ai-usage-repository'
 import { ChatbotService } from './modules/chatbot/service'
 import { TranslationService } from './modules/translation/service'
 import { ContentService } from './modules/content/service'
@@ -239,7 +240,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   // data (the chatbot's index, the sitemap) in step with files.
   const changes = new SiteChanges()
   const aiProvider = selectAiProvider(config, log)
-  const aiBudget = new AiBudget(store, clock, (siteId) => {
+  const aiBudget = new AiBudget(new AiUsageRepository(store), clock, (siteId) => {
     const site = sitesRepo.find(siteId)
     return site ? plans.get(site.planSlug).features.ai_tokens_monthly : 0
   })

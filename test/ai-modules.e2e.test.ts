@@ -1,6 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { request as httpRequest } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { chromium, type Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startFakeOpenAi, type FakeMessage, type FakeOpenAi, type Responder } from './fakes/openai-server'
 import { api, startBerth, type Berth } from './helpers/binary'
@@ -16,8 +18,10 @@ import { instanceOf, removeInstanceSites } from './helpers/sites'
  *   answering from the site's pages through the model (and by search when the model fails), and
  *   one site's pages never reaching another site's visitors;
  * - `tight`: the fake, and a config file whose one plan (Performance's modules) gives no
- *   `ai_tokens_monthly`, so it gets `ai.tokens_per_site_monthly`, 50 here: spent after one call,
- *   then 429.
+ *   `ai_tokens_monthly`, so it gets `ai.tokens_per_site_monthly`, TIGHT_TOKENS here: room for
+ *   three pages written from a brief, or two small translations at once, at their most.
+ * Issue 23: visitors cannot spend a site's allowance (translations sent together, query-string
+ * variants, a visitor's limit), and the model's answers are never served as markup.
  */
 let fake: FakeOpenAi
 let bare: Berth
@@ -30,7 +34,11 @@ let siteA: Site
 /** Site B of the `ai` Berth, another account: the chatbot's tenant isolation. */
 let siteB: Site
 let small: Site
+/** A second site of the `tight` Berth: translations sent together against its allowance. */
+let crowded: Site
 let configDir = ''
+/** The `tight` Berth's allowance per site and month. */
+const TIGHT_TOKENS = 3000
 
 const SKU = 'svc_performance_monthly'
 const ENV = { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour' }
@@ -54,9 +62,10 @@ const responder: Responder = (messages) => {
   const prompt = system(messages)
   const user = lastUser(messages)
   if (prompt.startsWith('Translate')) {
-    let html = user.replace(/<html lang="en">/, '<html lang="fr">')
-    for (const [en, fr] of Object.entries(FRENCH)) html = html.replaceAll(en, fr)
-    return html
+    const french = (text: string) => Object.entries(FRENCH).reduce((t, [en, fr]) => t.replaceAll(en, fr), text)
+    // Berth sends the page's texts as a JSON array and wants one back; before issue 23 it sent the page.
+    if (!user.startsWith('[')) return french(user.replace(/<html lang="en">/, '<html lang="fr">'))
+    return JSON.stringify((JSON.parse(user) as string[]).map(french))
   }
   if (prompt.startsWith('You write web pages')) {
     const page = `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>${pageTitle}</title><meta name="description" content="${pageTitle}"></head><body><h1>${pageTitle}</h1><p>Written from the brief: ${user}</p></body></html>`
@@ -77,7 +86,7 @@ beforeAll(async () => {
   configDir = mkdtempSync(join(tmpdir(), 'berth-ai-config-'))
   const tightConfig = join(configDir, 'berth.toml')
   writeFileSync(tightConfig, [
-    '[ai]', 'tokens_per_site_monthly = 50', '',
+    '[ai]', `tokens_per_site_monthly = ${TIGHT_TOKENS}`, '',
     '[[plans]]', 'slug = "performance"', 'name = "Performance"', 'track = "single_site"', 'hosting_type = "dedicated"',
     'price_monthly = 89', 'max_sites = 1', 'ai_modules = ["chatbot", "seo", "translation", "content"]',
     'memory_mb = 512', 'cpu_cores = 1', 'disk_gb = 5', '',
@@ -88,7 +97,7 @@ beforeAll(async () => {
     startBerth({ env: { ...ENV, ...ssh(2), ...provider, BERTH_CONFIG: tightConfig } }),
   ])
   for (const b of [bare, ai, tight]) instanceOf(b)
-  ;[plain, siteA, siteB, small] = await Promise.all([buy(bare, 'ai-bare'), buy(ai, 'ai-a'), buy(ai, 'ai-b'), buy(tight, 'ai-tight')])
+  ;[plain, siteA, siteB, small, crowded] = await Promise.all([buy(bare, 'ai-bare'), buy(ai, 'ai-a'), buy(ai, 'ai-b'), buy(tight, 'ai-tight'), buy(tight, 'ai-crowd')])
 }, 120_000)
 afterAll(async () => {
   for (const b of [bare, ai, tight]) await b?.stop()
@@ -132,6 +141,22 @@ async function ask(b: Berth, s: Site, question: string) {
     body: JSON.stringify({ question }),
   })
   return { status: res.status, json: (await res.json()) as any }
+}
+/**
+ * A visitor's GET through the edge from a loopback address of its own (the edge counts visitors
+ * by address; 127.0.0.0/8 is all the loopback's).
+ */
+function visitFrom(address: string, b: Berth, s: Site, path: string): Promise<{ status: number; text: string; headers: Record<string, string | string[] | undefined> }> {
+  return new Promise((done, fail) => {
+    const req = httpRequest({ host: '127.0.0.1', port: b.port, path, localAddress: address, headers: { host: `${s.slug}.localhost:${b.port}` } }, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => (text += chunk))
+      res.on('end', () => done({ status: res.statusCode ?? 0, text, headers: res.headers }))
+    })
+    req.on('error', fail)
+    req.end()
+  })
 }
 /** Everything the fake was sent since its last reset, as one text. */
 const sentToFake = () => JSON.stringify(fake.requests.map((r) => r.body))
@@ -237,6 +262,49 @@ describe('translation with a provider', () => {
   })
 })
 
+describe('translation: what one visitor can make the model do', () => {
+  it('serves every query string of a page from one translation: one model call, however many variants, even sent together', async () => {
+    fake.reset()
+    fake.responder = responder
+    await turnOn(ai, siteA, 'translation')
+    await write(ai, siteA, 'public/query.html', page('<h1>Welcome to the Harbour Bakery</h1><p>Fresh bread every day.</p>'))
+    const together = await Promise.all([1, 2, 3, 4, 5].map((n) => visitFrom('127.0.2.1', ai, siteA, `/fr/query.html?n=${n}`)))
+    for (const a of together) {
+      expect(a.status).toBe(200)
+      expect(a.text).toContain('Bienvenue à la Boulangerie du Port')
+    }
+    for (const n of [6, 7, 8, 9, 10, 11, 12]) {
+      const later = await visitFrom('127.0.2.1', ai, siteA, `/fr/query.html?n=${n}&utm_source=x${n}`)
+      expect(later.status).toBe(200)
+      expect(later.headers['x-berth-translation']).toBe('hit')
+      expect(later.text).toBe(together[0]!.text)
+    }
+    expect(fake.requests).toHaveLength(1)
+  })
+
+  it('lets one visitor have 10 pages translated a minute on a site, then answers 429 with Retry-After; other visitors and cached pages are served', async () => {
+    fake.reset()
+    fake.responder = responder
+    await Promise.all(Array.from({ length: 11 }, (_, i) => write(ai, siteA, `public/visitor-${i}.html`, page(`<h1>Welcome to the Harbour Bakery</h1><p>Page ${i}.</p>`))))
+    const statuses: number[] = []
+    for (let i = 0; i < 10; i++) statuses.push((await visitFrom('127.0.3.1', ai, siteA, `/fr/visitor-${i}.html`)).status)
+    expect(statuses).toEqual(Array(10).fill(200))
+    const limited = await visitFrom('127.0.3.1', ai, siteA, '/fr/visitor-10.html')
+    expect(limited.status).toBe(429)
+    expect(JSON.parse(limited.text).error.code).toBe('RATE_LIMITED')
+    const retryAfter = Number(limited.headers['retry-after'])
+    expect(retryAfter).toBeGreaterThan(0)
+    expect(retryAfter).toBeLessThanOrEqual(60)
+    expect(fake.requests).toHaveLength(10)
+    // A page already translated still comes from the cache for the same visitor; another visitor is served.
+    expect((await visitFrom('127.0.3.1', ai, siteA, '/fr/visitor-3.html')).headers['x-berth-translation']).toBe('hit')
+    const other = await visitFrom('127.0.3.2', ai, siteA, '/fr/visitor-10.html')
+    expect(other.status).toBe(200)
+    expect(other.headers['x-berth-translation']).toBe('miss')
+    expect(fake.requests).toHaveLength(11)
+  })
+})
+
 describe('content generation', () => {
   it('writes the model\'s page from a brief (201), never over a file without overwrite (409), replaces it with overwrite', async () => {
     fake.reset()
@@ -315,30 +383,70 @@ describe('content generation', () => {
 })
 
 describe('token budget', () => {
-  it('refuses calls with 429 and Retry-After once the month\'s tokens are spent, without asking the provider', async () => {
+  it('refuses with 429 and Retry-After, without asking the provider, once what is left cannot cover a call at its most', async () => {
     fake.reset()
     fake.responder = responder
     await turnOn(tight, small, 'content')
     const before = await modules(tight, small)
-    expect(before.content.ai_tokens).toEqual({ monthly: 50, used_this_month: 0 })
-    // The first call is allowed (nothing used yet) and spends more than the 50 tokens.
-    const first = await generate(tight, small, { brief: 'A page about our budget-friendly picnic spots.', path: 'public/first.html' })
-    expect(first.status, first.text).toBe(201)
-    expect(fake.requests).toHaveLength(1)
-    const spent = (await modules(tight, small)).content.ai_tokens
-    expect(spent.monthly).toBe(50)
-    expect(spent.used_this_month).toBeGreaterThanOrEqual(50)
-    expect(spent.used_this_month).toBe(first.json.data.tokens_used)
-
-    const refused = await generate(tight, small, { brief: 'A second page about picnic spots by the sea.', path: 'public/second.html' })
-    expect(refused.status, refused.text).toBe(429)
-    expect(refused.json.error.code).toBe('RATE_LIMITED')
-    const retryAfter = Number(refused.headers.get('retry-after'))
+    expect(before.content.ai_tokens).toEqual({ monthly: TIGHT_TOKENS, used_this_month: 0 })
+    // A page costs about 150 tokens but may cost 2,000 more (its max_tokens): a few fit, not six.
+    let used = 0
+    let written = 0
+    let refused: Awaited<ReturnType<typeof generate>> | null = null
+    for (let i = 1; i <= 6 && !refused; i++) {
+      const made = await generate(tight, small, { brief: `Page ${i} about our budget-friendly picnic spots.`, path: `public/picnic-${i}.html` })
+      if (made.status === 429) {
+        refused = made
+        expect((await read(tight, small, `public/picnic-${i}.html`)).status).toBe(404)
+        break
+      }
+      expect(made.status, made.text).toBe(201)
+      written++
+      used += made.json.data.tokens_used as number
+      expect((await modules(tight, small)).content.ai_tokens.used_this_month).toBe(used)
+    }
+    expect(refused, 'a call was refused').not.toBeNull()
+    expect(written).toBeGreaterThanOrEqual(1)
+    // The refused call never reached the provider.
+    expect(fake.requests).toHaveLength(written)
+    expect(refused!.json.error.code).toBe('RATE_LIMITED')
+    expect(refused!.json.error.message).toContain('fewer than this call may cost')
+    const retryAfter = Number(refused!.headers.get('retry-after'))
     expect(retryAfter).toBeGreaterThan(0)
     expect(retryAfter).toBeLessThanOrEqual(31 * 24 * 3600)
-    expect(fake.requests).toHaveLength(1)
-    expect((await read(tight, small, 'public/second.html')).status).toBe(404)
-    expect((await modules(tight, small)).content.ai_tokens.used_this_month).toBe(spent.used_this_month)
+    const after = (await modules(tight, small)).content.ai_tokens
+    expect(after.used_this_month).toBe(used)
+    expect(after.used_this_month).toBeLessThanOrEqual(TIGHT_TOKENS)
+  })
+
+  it('lets translations sent together (20 visitors at once) take only what the allowance holds; the rest are refused and it is never passed', async () => {
+    fake.reset()
+    fake.responder = responder
+    // Slow enough that all 20 are under way together (within ai.timeout_seconds = 1).
+    fake.delayMs = 500
+    const pages = Array.from({ length: 20 }, (_, i) => `/crowd-${i}.html`)
+    await Promise.all(pages.map((p, i) => write(tight, crowded, `public${p}`, page(`<h1>Page ${i} of the harbour bakery</h1><p>${'Fresh bread every day. '.repeat(12)}</p>`))))
+    await turnOn(tight, crowded, 'translation')
+    // Each from its own address, so that no visitor's own limit is what refuses them.
+    const answers = await Promise.all(pages.map((p, i) => visitFrom(`127.0.1.${i + 1}`, tight, crowded, `/fr${p}`))).finally(() => (fake.delayMs = 0))
+    const served = answers.filter((a) => a.status === 200)
+    const refused = answers.filter((a) => a.status !== 200)
+    // At their most (about 1,100 tokens each) two fit in 3,000 at once; a third only once they settled.
+    expect(served.length, answers.map((a) => a.status).join(' ')).toBeGreaterThanOrEqual(1)
+    expect(served.length).toBeLessThanOrEqual(4)
+    expect(refused.length).toBeGreaterThanOrEqual(16)
+    for (const a of refused) {
+      expect(a.status).toBe(429)
+      expect(JSON.parse(a.text).error.code).toBe('RATE_LIMITED')
+      expect(JSON.parse(a.text).error.message).toContain('AI tokens')
+      expect(Number(a.headers['retry-after'])).toBeGreaterThan(0)
+    }
+    for (const a of served) expect(a.text).toContain('Du pain frais chaque jour')
+    // Only the calls that were let through reached the provider, and the month's use stays within the allowance.
+    expect(fake.requests).toHaveLength(served.length)
+    const usage = (await modules(tight, crowded)).translation.ai_tokens
+    expect(usage.used_this_month).toBeGreaterThan(0)
+    expect(usage.used_this_month).toBeLessThanOrEqual(TIGHT_TOKENS)
   })
 })
 
@@ -400,5 +508,119 @@ describe('chatbot with a provider', () => {
     const own = await ask(ai, siteB, 'Where are kayaks rented?')
     expect(own.json.data.sources.map((s: any) => s.url)).toContain('/kayaks.html')
     expect(JSON.stringify(own.json.data)).not.toContain('sourdough')
+  })
+})
+
+describe('the model\'s answers are never served as markup', () => {
+  /** What a hostile (prompt-injected) or careless model writes: each would run in a visitor's browser. */
+  const PWN = 'window.__pwned = (window.__pwned || 0) + 1'
+  const HOSTILE = [`<script>${PWN}</script>`, `<img src=x onerror="${PWN}">`, `<a href="javascript:${PWN}">Click here</a>`]
+  let hostilePage = ''
+  const hostile: Responder = (messages) => {
+    const prompt = system(messages)
+    const user = lastUser(messages)
+    if (prompt.startsWith('Translate')) {
+      let texts: unknown = null
+      try {
+        texts = JSON.parse(user)
+      } catch {}
+      if (Array.isArray(texts)) return JSON.stringify(texts.map((_, i) => `Traduit ${HOSTILE[i % HOSTILE.length]}`))
+      // Sent the whole page (as Berth did before issue 23): it un-escapes the page's text and adds its own.
+      return user.replace('&lt;script&gt;', '<script>').replace('&lt;/script&gt;', '</script>').replace('</h1>', `</h1>${HOSTILE.join('')}`)
+    }
+    if (prompt.startsWith('You write web pages')) return hostilePage
+    return `Voici la réponse ${HOSTILE[1]}`
+  }
+  let browser: Browser
+  beforeAll(async () => {
+    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] })
+  })
+  afterAll(async () => {
+    await browser?.close()
+  })
+  /** What a visitor's browser ran and made of a page. */
+  async function inBrowser(path: string, act?: (p: import('playwright-core').Page) => Promise<void>) {
+    const tab = await browser.newPage()
+    try {
+      await tab.goto(`http://${siteA.slug}.localhost:${ai.port}${path}`)
+      await act?.(tab)
+      await Bun.sleep(300)
+      return await tab.evaluate(() => ({
+        pwned: (window as { __pwned?: number }).__pwned ?? 0,
+        scripts: document.querySelectorAll('script:not([data-berth-chatbot])').length,
+        handlers: document.querySelectorAll('[onerror], [onclick], [onload]').length,
+        jsLinks: document.querySelectorAll('a[href^="javascript"]').length,
+        text: document.body.textContent ?? '',
+      }))
+    } finally {
+      await tab.close()
+    }
+  }
+
+  it('translation: the model\'s markup is served escaped, as text, and cached that way', async () => {
+    fake.reset()
+    fake.responder = hostile
+    await turnOn(ai, siteA, 'translation')
+    await write(ai, siteA, 'public/guest.html', page('<h1>Guest book</h1><p>A visitor wrote: &lt;script&gt;window.__pwned = 1&lt;/script&gt;</p><p>Lovely bread.</p>'))
+    const first = await visitFrom('127.0.4.1', ai, siteA, '/fr/guest.html')
+    expect(first.status).toBe(200)
+    expect(fake.requests).toHaveLength(1)
+    for (const text of [first.text, (await visitFrom('127.0.4.1', ai, siteA, '/fr/guest.html')).text]) {
+      expect(text).not.toContain('<script>')
+      expect(text).not.toMatch(/<img[^>]*onerror/i)
+      expect(text).not.toMatch(/<a[^>]*javascript:/i)
+      expect(text).toContain('Traduit &lt;script&gt;')
+    }
+    const seen = await inBrowser('/fr/guest.html')
+    expect(seen).toMatchObject({ pwned: 0, scripts: 0, handlers: 0, jsLinks: 0 })
+    expect(seen.text).toContain(`Traduit <script>${PWN}</script>`)
+  })
+
+  it.each([
+    ['<script>', `<p>Tours</p>${HOSTILE[0]}`, 'the element <script>'],
+    ['onerror=', `<p>Tours</p>${HOSTILE[1]}`, 'the attribute onerror'],
+    ['javascript:', `<p>Tours ${HOSTILE[2]}</p>`, 'the URL'],
+  ])('content: a page with %s is refused (502), not written, not served', async (_, body, reason) => {
+    fake.reset()
+    fake.responder = hostile
+    await turnOn(ai, siteA, 'content')
+    hostilePage = `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Tours</title></head><body><h1>Tours</h1>${body}</body></html>`
+    const path = `public/hostile-${reason.length}.html`
+    const made = await generate(ai, siteA, { brief: 'A page about our evening lighthouse tours.', path })
+    expect(made.status, made.text).toBe(502)
+    expect(made.json.error.code).toBe('UPSTREAM_ERROR')
+    expect(made.json.error.message).toContain(reason)
+    expect(made.json.error.message).toContain('nothing was written')
+    expect(fake.requests).toHaveLength(1)
+    expect((await read(ai, siteA, path)).status).toBe(404)
+    const served = await viaEdge(ai.url, siteA.slug, `/${path.slice('public/'.length)}`)
+    expect(served.text).not.toContain(PWN)
+  })
+
+  it('chatbot: the model\'s answer is JSON text (nosniff), and the widget shows it as text', async () => {
+    fake.reset()
+    fake.responder = hostile
+    await turnOn(ai, siteA, 'chatbot')
+    await write(ai, siteA, 'public/index.html', page('<h1>Welcome to the Harbour Bakery</h1><p>Our sourdough comes out of the wood-fired oven at seven.</p>'))
+    const res = await fetch(`${ai.url}/__berth/chatbot/ask`, {
+      method: 'POST',
+      headers: { host: `${siteA.slug}.localhost:${ai.port}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ question: 'When is the sourdough ready?' }),
+    })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toContain('application/json')
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff')
+    const answer = (await res.json()) as any
+    expect(answer.data.mode).toBe('model')
+    expect(answer.data.answer).toContain(HOSTILE[1])
+
+    const seen = await inBrowser('/', async (tab) => {
+      await tab.getByRole('button', { name: 'Ask this site' }).click()
+      await tab.getByLabel('Your question').fill('sourdough oven')
+      await tab.getByLabel('Your question').press('Enter')
+      await tab.locator('#berth-chatbot p[data-who="bot"]').waitFor()
+    })
+    expect(seen).toMatchObject({ pwned: 0, handlers: 0 })
+    expect(seen.text).toContain(`Voici la réponse ${HOSTILE[1]}`)
   })
 })

@@ -12,7 +12,8 @@ import { TRANSLATION_LANGUAGES } from './translation/service'
 /** Sends a request on to the site's container (the edge's own forwarding, metrics included). */
 export type Forward = (request: Request) => Promise<Response>
 
-const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }
+// nosniff: an answer is JSON holding text (the model's included), never a page a browser could render.
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }
 const SITEMAP_TTL_MS = 60_000
 const LANG_PREFIX = new RegExp(`^/(${TRANSLATION_LANGUAGES.join('|')})(/.*)$`)
 
@@ -46,7 +47,6 @@ export class SiteModulesEdge {
     const slash = raw.indexOf('/', scheme + 3)
     const query = slash === -1 ? -1 : raw.indexOf('?', slash)
     const path = slash === -1 ? '/' : query === -1 ? raw.slice(slash) : raw.slice(slash, query)
-    const search = query === -1 ? '' : raw.slice(query)
     const origin = `${raw.slice(0, scheme)}://${request.headers.get('host') ?? raw.slice(scheme + 3, slash === -1 ? undefined : slash)}`
     if (modules.chatbot && path === CHATBOT_SCRIPT_PATH && (request.method === 'GET' || request.method === 'HEAD')) {
       return new Response(request.method === 'HEAD' ? null : WIDGET_JS, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=300', 'x-content-type-options': 'nosniff' } })
@@ -54,7 +54,15 @@ export class SiteModulesEdge {
     if (modules.chatbot && path === CHATBOT_ASK_PATH) return this.ask(request, site, visitor)
     if (modules.translation && this.d.translation && request.method === 'GET') {
       const m = LANG_PREFIX.exec(path)
-      if (m) return this.d.translation.page(site, m[1]!, m[2]!, search, origin, (p) => forward(new Request(new URL(p + search, raw), { headers: request.headers })))
+      // The page at its path: the query string is not sent, so that one page is one translation.
+      if (m) {
+        return this.d.translation.page(site, m[1]!, m[2]!, visitor, (p) => {
+          const url = new URL(raw)
+          url.pathname = p
+          url.search = ''
+          return forward(new Request(url, { headers: request.headers }))
+        })
+      }
     }
     if (modules.seo && (path === '/sitemap.xml' || path === '/robots.txt') && (request.method === 'GET' || request.method === 'HEAD') && !(await this.hasOwn(site, path))) {
       const body = path === '/robots.txt' ? robotsTxt(origin) : sitemapXml(origin, await this.pages(site))

@@ -444,6 +444,18 @@ export const aiUsage = sqliteTable('ai_usage', {
   calls: integer('calls').notNull().default(0),
 }, (t) => [primaryKey({ columns: [t.siteId, t.month] })])
 
+/**
+ * Tokens held for model calls under way (AiBudget): a call reserves the most it can cost before it
+ * is sent, and the reservation is settled to what it cost (or released) when it ends. A
+ * reservation left by a crash stops counting at `expires_at`.
+ */
+export const aiReservations = sqliteTable('ai_reservations', {
+  id: text('id').primaryKey(),
+  siteId: text('site_id').notNull(),
+  tokens: integer('tokens').notNull(),
+  expiresAt: integer('expires_at').notNull(),
+}, (t) => [index('ai_reservations_site').on(t.siteId), index('ai_reservations_expiry').on(t.expiresAt)])
+
 /** The translation module's pages, per site, path and language, for one version of the source page. */
 export const translations = sqliteTable('translations', {
   siteId: text('site_id').notNull(),

@@ -3,6 +3,7 @@ import type { AiProvider } from '../../drivers/ai/types'
 import type { Logger } from '../../lib/logger'
 import { DomainError } from '../../domain/errors'
 import { askModel, type AiBudget } from '../ai-calls'
+import { VisitorLimiter } from '../visitor-limit'
 import { SiteIndex, type SearchHit } from './site-index'
 
 /** Questions one visitor may ask one site's chatbot per minute. */
@@ -37,7 +38,7 @@ export class ChatbotService {
   private dirty = new Set<string>()
   private syncing = new Map<string, Promise<void>>()
   private syncedAt = new Map<string, number>()
-  private asked = new Map<string, number[]>()
+  private asked = new VisitorLimiter(QUESTIONS_PER_MINUTE)
 
   constructor(private d: {
     dir: string
@@ -116,7 +117,7 @@ export class ChatbotService {
   async ask(site: ChatbotSite, question: string, visitor: string): Promise<ChatbotAnswer | { refused: 'bad_question' | 'too_many'; retryAfter?: number; message: string }> {
     const q = question.trim()
     if (!q || q.length > MAX_QUESTION) return { refused: 'bad_question', message: `Ask a question of 1 to ${MAX_QUESTION} characters.` }
-    const wait = this.limit(`${site.siteId} ${visitor}`)
+    const wait = this.asked.wait(site.siteId, visitor)
     if (wait > 0) return { refused: 'too_many', retryAfter: wait, message: `Too many questions; ask again in ${wait} seconds.` }
     if (this.dirty.has(site.siteId) || !this.indexes.has(site.siteId)) await this.sync(site)
     const hits = this.index(site.siteId).search(q, 3)
@@ -145,20 +146,6 @@ export class ChatbotService {
     }
     const best = hits[0]!
     return { answer: `${best.snippet} (from "${best.title}": ${best.url})`, sources, mode: 'search' }
-  }
-
-  /** Seconds to wait before this visitor may ask again, or 0. */
-  private limit(key: string): number {
-    const now = Date.now()
-    const recent = (this.asked.get(key) ?? []).filter((t) => now - t < 60_000)
-    if (recent.length >= QUESTIONS_PER_MINUTE) {
-      this.asked.set(key, recent)
-      return Math.max(1, Math.ceil((recent[0]! + 60_000 - now) / 1000))
-    }
-    recent.push(now)
-    this.asked.set(key, recent)
-    if (this.asked.size > 50_000) this.asked.clear()
-    return 0
   }
 
   close(): void {
