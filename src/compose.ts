@@ -204,8 +204,9 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   const processor = selectProcessor(config, {
     local: { lookup: (ref) => hostedSessions.find(ref), ledger: new LocalLedgerStore(store, clock), portal: portalLinks, now: () => clock.now(), delayMs: config.dev.paymentDelayMs },
     stripeEvents: {
-      firstTime: (id) => billingRepo.eventSeen(id) === false,
-      markSeen: (id) => billingRepo.firstTimeEvent(id, 'stripe', 'webhook', clock.now()),
+      claim: (id) => billingRepo.claimEvent(id, 'stripe', clock.now()),
+      settle: (id) => billingRepo.settleEvent(id),
+      release: (id) => billingRepo.releaseEvent(id),
     },
     clock,
     log,
