@@ -12,15 +12,19 @@ const CHATBOT_ONLY = { seo: null, widget: WIDGET_TAG }
 const page = (text: string) => `<!doctype html><html><head><title>${text}</title></head><body><p>${text}</p></body></html>`
 const html = (body: string | Uint8Array, headers: Record<string, string> = {}) => new Response(body, { headers: { 'content-type': 'text/html; charset=utf-8', ...headers } })
 
+/** Replaces Bun's hash (wyhash) for one test: every page then hashes to `value`. */
 const realHash = Bun.hash
+const forceHash = (value: number) => {
+  ;(Bun as { hash: unknown }).hash = Object.assign(() => value, realHash)
+}
 afterEach(() => {
-  Bun.hash = realHash
+  ;(Bun as { hash: unknown }).hash = realHash
 })
 
 describe('addToPage and its cache of rewritten pages', () => {
   it("serves each site its own page when the hash collides (every page hashing alike), with the chatbot alone on", async () => {
     // A tenant who crafts a page colliding with another's under wyhash gets this: forced here.
-    Bun.hash = Object.assign(() => 42, realHash) as typeof Bun.hash
+    forceHash(42)
     const victim = page('victim-private-1')
     const attacker = page('attacker-pg-02xx')
     expect(attacker.length).toBe(victim.length)
@@ -36,7 +40,7 @@ describe('addToPage and its cache of rewritten pages', () => {
   })
 
   it('the same for compressed pages: a collision never hands out the other bytes', async () => {
-    Bun.hash = Object.assign(() => 7, realHash) as typeof Bun.hash
+    forceHash(7)
     const a = gzipSync(page('gzip-page-aaaa'))
     const b = gzipSync(page('gzip-page-bbbb'))
     for (const [body, site, own] of [[a, 'site-a', 'aaaa'], [b, 'site-b', 'bbbb'], [a, 'site-b', 'aaaa']] as const) {
