@@ -10,7 +10,7 @@ import { addToPage, RewrittenPages } from './page-response'
  */
 const CHATBOT_ONLY = { seo: null, widget: WIDGET_TAG }
 const page = (text: string) => `<!doctype html><html><head><title>${text}</title></head><body><p>${text}</p></body></html>`
-const html = (body: string | Uint8Array, headers: Record<string, string> = {}) => new Response(body, { headers: { 'content-type': 'text/html; charset=utf-8', ...headers } })
+const html = (body: string | Uint8Array<ArrayBuffer>, headers: Record<string, string> = {}) => new Response(body, { headers: { 'content-type': 'text/html; charset=utf-8', ...headers } })
 
 /** Replaces Bun's hash (wyhash) for one test: every page then hashes to `value`. */
 const realHash = Bun.hash
