@@ -68,6 +68,7 @@ import { SiteMetricsService } from './domain/metrics/service'
 import { DnsRepository } from './domain/dns/repository'
 import { DnsService } from './domain/dns/service'
 import { ZoneBook } from './domain/dns/zones'
+import { BerthNames } from './domain/berth-names'
 import { ChallengeBook } from './domain/tls/challenges'
 import { CertificateManager, ISSUE_CERTIFICATE_JOB } from './domain/tls/manager'
 import { Preflight } from './domain/tls/preflight'
@@ -219,8 +220,9 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   const processor = selectProcessor(config, {
     local: { lookup: (ref) => hostedSessions.find(ref), ledger: new LocalLedgerStore(store, clock), portal: portalLinks, now: () => clock.now(), delayMs: config.dev.paymentDelayMs },
     stripeEvents: {
-      firstTime: (id) => billingRepo.eventSeen(id) === false,
-      markSeen: (id) => billingRepo.firstTimeEvent(id, 'stripe', 'webhook', clock.now()),
+      claim: (id) => billingRepo.claimEvent(id, 'stripe', clock.now()),
+      settle: (id) => billingRepo.settleEvent(id),
+      release: (id) => billingRepo.releaseEvent(id),
     },
     clock,
     log,
@@ -258,6 +260,13 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   const domainsRepo = new DomainsRepository(store)
   const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: sitesRepo, backupsKept: config.archives.backupsKept, clock, log, workDir: join(config.archives.dir, '.work'), changes }
   const applySite = new ApplySiteJob({ sites: sitesRepo, runner, log })
+  // Berth's own names are never a tenant's (issue 23, part 6): refused where a tenant names a
+  // domain or a slug, and a row from before (or a name the config has since taken) is not served.
+  const berthNames = new BerthNames({ sitesDomain: config.sites.domain, siteUrl: config.server.siteUrl, nameservers: config.dns.nameservers })
+  const tenantZoneSources = () => {
+    const sources = dnsRepo.zoneSources()
+    return { ...sources, domains: sources.domains.filter((d) => berthNames.tenantMayHold(d.name)) }
+  }
   const zoneSettings = { sitesDomain: config.sites.domain, nameservers: config.dns.nameservers, publicIpv4: config.dns.publicIpv4, publicIpv6: config.dns.publicIpv6 }
   const dns = new DnsService({ store, clock, repo: dnsRepo, settings: zoneSettings, unlinkSite: (siteId, at) => domainsRepo.unlinkSite(siteId, at) })
   const registrar = selectRegistrar(config, clock)
@@ -275,18 +284,18 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   })
   // Names: DNS records, zones and domains.
   const challenges = new ChallengeBook()
-  const zones = new ZoneBook({ store, repo: dnsRepo, clock, settings: zoneSettings, challenges })
+  const zones = new ZoneBook({ store, repo: { zoneSources: tenantZoneSources }, clock, settings: zoneSettings, challenges })
   certs = new CertificateManager({
     store, clock, log, repo: new CertificatesRepository(store), issuer: selectIssuer(config, log), challenges, jobs,
     preflight: new Preflight({ resolver: config.tls.preflightResolver, publicIpv4: config.dns.publicIpv4, nameservers: config.dns.nameservers }),
     dir: certificatesDir(config), sitesDomain: config.sites.domain, apiHost: apiHostOf(config), wildcard: config.tls.wildcard,
-    sources: () => dnsRepo.zoneSources(),
+    sources: tenantZoneSources,
   })
   const names = { linkedDomains: (ids: string[]) => domainsRepo.linkedTo(ids), recordsOf: (rows: Pick<SiteRow, 'id' | 'slug'>[]) => dns.recordsOfSites(rows), tls: (siteIds: string[]) => certs.forSites(siteIds) }
-  const sites = new SitesService({ store, clock, sites: sitesRepo, checkouts: checkoutRepo, billing: billingRepo, plans, jobs, runner, siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain, names })
+  const sites = new SitesService({ store, clock, sites: sitesRepo, checkouts: checkoutRepo, billing: billingRepo, plans, jobs, runner, siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain, berthNames, names })
   const domains = new DomainsService({
     store, clock, log, repo: domainsRepo, registrar, charges, jobs, accounts, billing: billingRepo, plans, sites: sitesRepo, dns,
-    nameservers: config.dns.nameservers, pricePercent: config.registrar.pricePercent, tls: (domainIds) => certs.forDomains(domainIds),
+    nameservers: config.dns.nameservers, berthNames, pricePercent: config.registrar.pricePercent, tls: (domainIds) => certs.forDomains(domainIds),
   })
   const subscriptions = new SubscriptionBilling({ store, clock, log, repo: billingRepo, accounts, sites: sitesRepo, plans, jobs, runner, charges })
   const checkout = new CheckoutService({ store, clock, log, prefix, repo: checkoutRepo, plans, processor, accounts, keys, billing: billingRepo, charges, sites, jobs })
@@ -362,7 +371,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     archives,
     checkout,
     directory: new SiteDirectory({
-      store, sites: sitesRepo, runner, domains: domainsRepo, modules: (site) => modules.edgeFlags(site),
+      store, sites: sitesRepo, runner, domains: { linked: () => domainsRepo.linked().filter((d) => berthNames.tenantMayHold(d.name)) }, modules: (site) => modules.edgeFlags(site),
       edgeLogs: (site) => edgeWritesAccessLog(plans.get(site.planSlug).hosting_type),
     }),
     reconciler: new Reconciler({ sites: sitesRepo, runner, runtime, jobs, reaper, log }),

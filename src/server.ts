@@ -136,6 +136,10 @@ export function startServer(s: Services): RunningServer {
     if (request.url.includes('?') || forSite(request)) return dispatch(request, srv)
     return serializedResponse(checkedPlanList(s.plans), crypto.randomUUID())
   }
+  // A webhook event claimed by a process that stopped while acting on it is claimed by none now:
+  // released before the listener opens, so that the processor's redelivery is acted on.
+  const released = s.billing.releaseStaleClaims(s.clock.now())
+  if (released > 0) s.log.warn('webhook events left claimed by a stopped process were released; their redeliveries will be acted on', { events: released })
   const server = Bun.serve({
     hostname,
     port,

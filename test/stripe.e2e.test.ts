@@ -182,6 +182,52 @@ describe('Berth on Stripe (fake)', () => {
     expect((await getCheckout(id, secret)).json.data.status).toBe('completed')
   }, 120_000)
 
+  it('the same event delivered three times at the same moment is acted on once: one answer checkout.paid, the others duplicate, one look-up at Stripe, one payment, one site', async () => {
+    const slug = uniqueSlug('stripe-twice')
+    const { id, secret, session } = await hostedCheckout(slug)
+    const event = fake.completeCheckout(session)
+    const requestsBefore = fake.requests.length
+    const answers = await Promise.all([1, 2, 3].map(async () => {
+      const res = await deliver(hook, event, { secret: WEBHOOK_SECRET })
+      return `${res.status} ${(await res.text()).trim()}`
+    }))
+    expect(answers.sort(), berth.output()).toEqual(['200 checkout.paid', '200 duplicate', '200 duplicate'])
+    // Only the delivery that claimed the event asked Stripe for its PaymentIntent.
+    const lookUps = fake.requests.slice(requestsBefore).filter((r) => r.method === 'GET' && r.path.startsWith('/v1/payment_intents/'))
+    expect(lookUps).toHaveLength(1)
+    expect(paymentsOfCheckout(id)).toHaveLength(1)
+    const done = await getCheckout(id, secret)
+    expect(done.json.data).toMatchObject({ status: 'completed', site_slug: slug })
+    const key = done.json.data.api_key as string
+    expect((await api(berth.url, 'GET', '/sites/', { key })).json.data.map((s: { slug: string }) => s.slug)).toEqual([slug])
+    expect((await api(berth.url, 'GET', '/account/subscriptions/', { key })).json.data).toHaveLength(1)
+    expect(query('SELECT type FROM processor_events WHERE id = ?', event.id)).toEqual([{ type: 'webhook' }])
+    expect(await waitForSite(berth.url, key, slug)).toBe('active')
+  }, 120_000)
+
+  it('a delivery whose handling fails (Stripe down for the look-up) answers 500 and releases the event: the retry is acted on', async () => {
+    const slug = uniqueSlug('stripe-retry')
+    const { id, secret, session } = await hostedCheckout(slug)
+    const event = fake.completeCheckout(session)
+    fake.breakWith(500)
+    let failed: Response
+    try {
+      failed = await deliver(hook, event, { secret: WEBHOOK_SECRET })
+    } finally {
+      fake.breakWith(null)
+    }
+    expect(failed.status, berth.output()).toBe(500)
+    expect(query('SELECT id FROM processor_events WHERE id = ?', event.id)).toEqual([])
+    expect((await getCheckout(id, secret)).json.data.status).toBe('awaiting_payment')
+    const retried = await deliver(hook, event, { secret: WEBHOOK_SECRET })
+    expect(retried.status, berth.output()).toBe(200)
+    expect((await retried.text()).trim()).toBe('checkout.paid')
+    const done = await getCheckout(id, secret)
+    expect(done.json.data.status).toBe('completed')
+    expect(paymentsOfCheckout(id)).toHaveLength(1)
+    expect(await waitForSite(berth.url, done.json.data.api_key, slug)).toBe('active')
+  }, 120_000)
+
   it('webhook signatures: forged, missing and stale (301 s) deliveries get 400 and change nothing; the same event signed now is then acted on', async () => {
     const slug = uniqueSlug('stripe-forged')
     const { id, secret, session } = await hostedCheckout(slug)

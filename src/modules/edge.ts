@@ -73,7 +73,7 @@ export class SiteModulesEdge {
       return addToPage(response, {
         seo: modules.seo ? { url: `${origin}${path}`, fallbackTitle: site.slug } : null,
         widget: modules.chatbot ? WIDGET_TAG : null,
-      })
+      }, site.siteId)
     }
     return response
   }

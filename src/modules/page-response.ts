@@ -22,24 +22,25 @@ export function isPage(response: Response): boolean {
 }
 
 /**
- * The container's HTML page with the modules' additions. A page that ends within BUFFER_LIMIT
- * bytes (the edge holds such bodies whole anyway) is decoded (gzip, deflate, br), rewritten and
- * encoded again, with its new length; a longer page in identity encoding is held back only until
- * its `</head>` (at most 64 KiB) and the rest flows through; a longer compressed page, or one with
- * an encoding Berth does not know, goes out untouched. Anything else is returned as it came.
+ * The container's HTML page of site `siteId` with the modules' additions. A page that ends within
+ * BUFFER_LIMIT bytes (the edge holds such bodies whole anyway) is decoded (gzip, deflate, br),
+ * rewritten and encoded again, with its new length; a longer page in identity encoding is held
+ * back only until its `</head>` (at most 64 KiB) and the rest flows through; a longer compressed
+ * page, or one with an encoding Berth does not know, goes out untouched. Anything else is
+ * returned as it came.
  */
-export async function addToPage(response: Response, add: PageAdditions): Promise<Response> {
+export async function addToPage(response: Response, add: PageAdditions, siteId: string): Promise<Response> {
   const encoding = (response.headers.get('content-encoding') ?? 'identity').trim().toLowerCase()
   const codec = CODECS[encoding]
   if (!codec || response.body === null) return response
   const known = (response as WithWholeBody)[WHOLE_BODY]
-  if (known) return whole(Buffer.from(known.buffer, known.byteOffset, known.byteLength), response, codec, add)
+  if (known) return whole(Buffer.from(known.buffer, known.byteOffset, known.byteLength), response, codec, add, siteId)
   const reader = response.body.getReader()
   const held: Uint8Array[] = []
   let size = 0
   for (;;) {
     const { done, value } = await reader.read()
-    if (done) return whole(Buffer.concat(held), response, codec, add)
+    if (done) return whole(Buffer.concat(held), response, codec, add, siteId)
     held.push(value)
     size += value.byteLength
     if (size > BUFFER_LIMIT) break
@@ -61,31 +62,60 @@ export async function addToPage(response: Response, add: PageAdditions): Promise
 }
 
 /**
- * Pages rewritten lately, by their bytes and what was added: a site serves the same page to
- * many visitors, so most requests skip the decoding, the head scan and the encoding. Bounded
- * by entries and bytes; the oldest go first.
+ * Pages rewritten lately, by site, what was added and their bytes: a site serves the same page to
+ * many visitors, so most requests skip the decoding, the head scan and the encoding. The key
+ * names the site and the additions, and finds the entry by a fast hash of the bytes; the entry
+ * keeps the bytes it was made from and a hit compares them whole, so neither a collision of the
+ * hash (wyhash is not made to resist one a tenant crafts) nor another site's page of the same
+ * bytes can ever serve one site's rewritten page on another's origin (issue 23, part 8). Bounded
+ * by entries and bytes (sources and results); the oldest go first.
  */
-const recent = new Map<string, Uint8Array<ArrayBuffer> | null>()
-let recentBytes = 0
-const RECENT_ENTRIES = 512
-const RECENT_BYTES = 16 * 1024 * 1024
+export class RewrittenPages {
+  private entries = new Map<string, { source: Uint8Array; out: Uint8Array<ArrayBuffer> | null }>()
+  private bytes = 0
 
-function remember(key: string, value: Uint8Array<ArrayBuffer> | null): void {
-  recent.set(key, value)
-  recentBytes += value?.byteLength ?? 0
-  while (recent.size > RECENT_ENTRIES || recentBytes > RECENT_BYTES) {
-    const oldest = recent.keys().next().value as string
-    recentBytes -= recent.get(oldest)?.byteLength ?? 0
-    recent.delete(oldest)
+  constructor(private o: { maxEntries: number; maxBytes: number; hash?: (bytes: Uint8Array) => number | bigint }) {}
+
+  /** The rewrite remembered for exactly these bytes of this site with these additions: its bytes, null (unchanged), or undefined when none is. */
+  get(siteId: string, additions: string, source: Uint8Array): Uint8Array<ArrayBuffer> | null | undefined {
+    const entry = this.entries.get(this.key(siteId, additions, source))
+    return entry && Buffer.from(entry.source.buffer, entry.source.byteOffset, entry.source.byteLength).equals(source) ? entry.out : undefined
+  }
+
+  /** Remembers `out` as the rewrite of `source` (copied: the caller's buffer may be reused), replacing any entry under its key. */
+  set(siteId: string, additions: string, source: Uint8Array, out: Uint8Array<ArrayBuffer> | null): void {
+    const key = this.key(siteId, additions, source)
+    this.drop(key)
+    const entry = { source: new Uint8Array(source), out }
+    this.entries.set(key, entry)
+    this.bytes += size(entry)
+    while (this.entries.size > this.o.maxEntries || this.bytes > this.o.maxBytes) this.drop(this.entries.keys().next().value as string)
+  }
+
+  private key(siteId: string, additions: string, source: Uint8Array): string {
+    const hash = this.o.hash ? this.o.hash(source) : Bun.hash(source)
+    return `${siteId}\n${additions}\n${hash}:${source.byteLength}`
+  }
+
+  private drop(key: string): void {
+    const entry = this.entries.get(key)
+    if (!entry) return
+    this.bytes -= size(entry)
+    this.entries.delete(key)
   }
 }
 
-function whole(body: Buffer, response: Response, codec: (typeof CODECS)[string], add: PageAdditions): Response {
-  const key = `${Bun.hash(body)}:${body.length}:${add.seo?.url ?? ''}:${add.seo?.fallbackTitle ?? ''}:${add.widget ?? ''}`
-  let out = recent.get(key)
+const size = (entry: { source: Uint8Array; out: Uint8Array | null }) => entry.source.byteLength + (entry.out?.byteLength ?? 0)
+
+/** The edge's one cache of rewritten pages: 512 entries, 32 MiB of sources and results. */
+const recent = new RewrittenPages({ maxEntries: 512, maxBytes: 32 * 1024 * 1024 })
+
+function whole(body: Buffer, response: Response, codec: (typeof CODECS)[string], add: PageAdditions, siteId: string): Response {
+  const additions = `${add.seo?.url ?? ''}\n${add.seo?.fallbackTitle ?? ''}\n${add.widget ?? ''}`
+  let out = recent.get(siteId, additions, body)
   if (out === undefined) {
     out = rewritten(body, codec, add)
-    remember(key, out)
+    recent.set(siteId, additions, body, out)
   }
   if (out === null) return new Response(new Uint8Array(body), response)
   return new Response(out, { status: response.status, statusText: response.statusText, headers: changedHeaders(response.headers) })

@@ -293,10 +293,15 @@ export const localCharges = sqliteTable('local_charges', {
   createdAt: integer('created_at').notNull(),
 })
 
-/** Processor webhook events acted on, by the processor's event id: each is acted on once. */
+/**
+ * Processor webhook events, by the processor's event id: each is acted on once. A delivery claims
+ * the id first (the primary key admits one), acts, then marks it acted on; a failure deletes the
+ * claim so the processor's retry acts (issue 23, part 7).
+ */
 export const processorEvents = sqliteTable('processor_events', {
   id: text('id').primaryKey(),
   processor: text('processor').notNull(),
+  /** 'claimed' while a delivery is acting on the event, 'webhook' once it was acted on. */
   type: text('type').notNull(),
   receivedAt: integer('received_at').notNull(),
 })

@@ -128,6 +128,20 @@ describe('checkout state machine', () => {
     expect((await h.call('GET', '/api/v1/auth/whoami/', { key: keys[0] })).status).toBe(200)
   })
 
+  it("the built-in page's Pay pressed three times at once pays once: one payment, one site, the key on one poll", async () => {
+    const r = await ready('paytwice')
+    const res = await h.call('POST', path(r.id, r.checkout_secret, 'complete'), { body: {} })
+    const ref = /\/pay\/(cs_test_[0-9a-f]+)\/$/.exec(res.json.data.processor_checkout_url)![1]
+    const card = { card_number: '4242424242424242', exp_month: 12, exp_year: 34, cvc: '123' }
+    const paid = await Promise.all([1, 2, 3].map(() => h.call('POST', `/pay/${ref}/confirm`, { body: card })))
+    expect(paid.map((p) => p.status)).toEqual([200, 200, 200])
+    const rows = (sql: string) => h.services.store.sqlite.query(sql).all(r.id)
+    expect(rows('SELECT status FROM payments WHERE checkout_id = ?')).toEqual([{ status: 'succeeded' }])
+    expect(rows("SELECT s.slug FROM sites s JOIN checkout_sessions c ON c.site_id = s.id WHERE c.id = ?")).toEqual([{ slug: r.slug }])
+    const keys = (await Promise.all([1, 2].map(() => poll(r.id, r.checkout_secret)))).map((p) => p.json.data.api_key).filter(Boolean)
+    expect(keys).toHaveLength(1)
+  })
+
   it('cancels from not_ready, ready or awaiting_payment, and not after completion', async () => {
     const a = await create()
     expect((await h.call('POST', path(a.id, a.checkout_secret, 'cancel'))).json.data.status).toBe('canceled')

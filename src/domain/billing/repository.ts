@@ -2,6 +2,10 @@ import { and, asc, desc, eq, inArray, isNotNull, lt, lte, or, sql } from 'drizzl
 import { payments, processorEvents, subscriptions, type PaymentRow, type SubscriptionRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 
+/** `processor_events.type` of an event a delivery is acting on, and of one acted on for good. */
+const EVENT_CLAIMED = 'claimed'
+const EVENT_ACTED_ON = 'webhook'
+
 /** Subscriptions and payments. Writes join the caller's transaction when there is one. */
 export class BillingRepository {
   constructor(private store: Store) {}
@@ -79,20 +83,32 @@ export class BillingRepository {
     return this.store.db.select().from(payments).where(and(eq(payments.id, id), eq(payments.accountId, accountId))).get()
   }
 
-  /** True when the processor event `id` was acted on already. */
-  eventSeen(id: string): boolean {
-    return this.store.db.select().from(processorEvents).where(eq(processorEvents.id, id)).get() !== undefined
+  /**
+   * Claims a processor event for the one delivery that will act on it: true when this call
+   * recorded `id` (as `claimed`), false when it was recorded before, acted on or being acted on.
+   * One INSERT against the primary key, so two deliveries at the same moment get one true.
+   */
+  claimEvent(id: string, processor: string, at: number): boolean {
+    return this.store.write(() => this.store.db.insert(processorEvents).values({ id, processor, type: EVENT_CLAIMED, receivedAt: at }).onConflictDoNothing().returning({ id: processorEvents.id }).all().length === 1)
+  }
+
+  /** Marks a claimed event as acted on, for good. */
+  settleEvent(id: string): void {
+    this.store.write(() => this.store.db.update(processorEvents).set({ type: EVENT_ACTED_ON }).where(eq(processorEvents.id, id)).run())
+  }
+
+  /** Gives a claim up (its handling failed): the processor's next delivery of the event is acted on. */
+  releaseEvent(id: string): void {
+    this.store.write(() => this.store.db.delete(processorEvents).where(and(eq(processorEvents.id, id), eq(processorEvents.type, EVENT_CLAIMED))).run())
   }
 
   /**
-   * Records a processor event id; false when it was recorded before (the event was acted on).
-   * Called inside the transaction that acts on the event, so both or neither happen.
+   * Gives up the claims made before `before` and never settled: a process stopped while acting
+   * on them, and nothing of it is in flight any more (called at start, before the listener).
+   * Returns how many.
    */
-  firstTimeEvent(id: string, processor: string, type: string, at: number): boolean {
-    return this.store.write(() => {
-      const inserted = this.store.db.insert(processorEvents).values({ id, processor, type, receivedAt: at }).onConflictDoNothing().returning().all()
-      return inserted.length === 1
-    })
+  releaseStaleClaims(before: number): number {
+    return this.store.write(() => this.store.db.delete(processorEvents).where(and(eq(processorEvents.type, EVENT_CLAIMED), lt(processorEvents.receivedAt, before))).returning({ id: processorEvents.id }).all().length)
   }
 
   findSubscription(accountId: string, id: string): SubscriptionRow | undefined {

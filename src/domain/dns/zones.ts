@@ -48,7 +48,7 @@ export class ZoneBook implements Authority {
    * `challenges`: the ACME DNS-01 TXT records of open orders (src/domain/tls/challenges.ts),
    * served in whichever zone holds their name while the order is open.
    */
-  constructor(private d: { store: Store; repo: DnsRepository; clock: Clock; settings: ZoneSettings; challenges?: { txtRecords(): { name: string; values: string[] }[]; generation(): number } }) {}
+  constructor(private d: { store: Store; repo: Pick<DnsRepository, 'zoneSources'>; clock: Clock; settings: ZoneSettings; challenges?: { txtRecords(): { name: string; values: string[] }[]; generation(): number } }) {}
 
   zoneFor(name: string): Zone | null {
     this.refresh()

@@ -12,6 +12,7 @@ import { formatCad } from '../money'
 import { conflict, DomainError, invalid, notFound, op, paymentDeclined, say, unavailable } from '../errors'
 import type { JobRunner } from '../../jobs/runner'
 import type { Charges } from '../billing/charges'
+import type { BerthNames } from '../berth-names'
 import type { Principal } from '../keys/service'
 import type { PlansService } from '../plans/service'
 import type { SitesRepository } from '../sites/repository'
@@ -48,6 +49,8 @@ interface Deps {
   sites: Pick<SitesRepository, 'findOwned' | 'find' | 'slugsOf'>
   dns: DnsService
   nameservers: string[]
+  /** Berth's own names (sites.domain, the site_url host, the nameservers): never a tenant's domain. */
+  berthNames: Pick<BerthNames, 'domainProblem'>
   /** What agents pay, as a percentage of the registrar's price. */
   pricePercent: number
   /** The domains' certificates by domain id, in one read (none while unlinked or without HTTPS). */
@@ -64,7 +67,7 @@ export class DomainsService {
   constructor(private d: Deps) {}
 
   async search(p: Principal, raw: string): Promise<DomainSearchView> {
-    const domain = normalizeDomain(raw)
+    const domain = this.tenantName(raw, 'domain')
     const quote = await this.registrar(() => this.d.registrar.search(domain))
     const ours = this.d.repo.findByName(domain)
     return {
@@ -86,7 +89,7 @@ export class DomainsService {
    * (`DomainRegistration`); the domain's status and `error` show how it went.
    */
   async register(p: Principal, input: RegisterDomainInput): Promise<DomainRegisteredView> {
-    const domain = normalizeDomain(input.domain)
+    const domain = this.tenantName(input.domain, 'domain')
     if (isCa(domain) && !input.ca_legal_type) throw invalid('ca_legal_type', 'A .ca domain needs ca_legal_type, the owner\'s CIRA legal type (CCO for a Canadian corporation, CCT for a Canadian citizen, RES for a permanent resident, ...).')
     this.requireFree(domain)
     const quote = await this.registrar(() => this.d.registrar.search(domain))
@@ -124,6 +127,23 @@ export class DomainsService {
   }
 
   /**
+   * `raw` as a normalized name a tenant may hold; invalid on `param` when it is malformed or one
+   * of Berth's own names (equal to, under or above sites.domain, the site_url host or a
+   * nameserver: issue 23, part 6).
+   */
+  private tenantName(raw: string, param: string): string {
+    const domain = normalizeDomain(raw, param)
+    this.requireTenants(domain, param)
+    return domain
+  }
+
+  /** Invalid on `param` when `domain` is one of Berth's own names, or above or under one. */
+  private requireTenants(domain: string, param: string): void {
+    const problem = this.d.berthNames.domainProblem(domain)
+    if (problem) throw invalid(param, say`${problem} Choose a name of your own (${op('searchDomains')} tells which are free).`)
+  }
+
+  /**
    * Conflict when `name` is ours already (registered or being registered); a failed
    * registration's row is returned, to be replaced.
    */
@@ -156,7 +176,11 @@ export class DomainsService {
   }
 
   addDns(p: Principal, name: string, input: RecordInput): DnsChangeView {
-    return this.d.dns.addToDomain(this.changeable(p, name), input)
+    const domain = this.changeable(p, name)
+    // A domain recorded before Berth's names were refused (or before the hoster's config named
+    // it) keeps its row, so that it can be unlinked and its records deleted, but gets no new ones.
+    this.requireTenants(domain.name, 'domain_name')
+    return this.d.dns.addToDomain(domain, input)
   }
 
   removeDns(p: Principal, name: string, input: RecordInput): DnsChangeView {
@@ -168,6 +192,7 @@ export class DomainsService {
     const domain = this.changeable(p, name)
     let siteId: string | null = null
     if (slug !== null) {
+      this.requireTenants(domain.name, 'domain_name')
       const site = this.d.sites.findOwned(p.accountId, slug)
       // A site named in the body: a wrong field (422), another account's alike (docs/api.md).
       if (!site || site.status === 'deleted') throw invalid('tenant_slug', say`No site '${slug}' in your account; ${op('listSites')} lists your sites.`)

@@ -9,6 +9,7 @@ import type { AiModule } from '../enums'
 import { forbidden, invalid, op, say } from '../errors'
 import type { Principal } from '../keys/service'
 import type { PlansService } from '../plans/service'
+import type { BerthNames } from '../berth-names'
 import { slugProblem } from '../slugs'
 import { APPLY_JOBS, type ApplyKind } from './apply'
 import { PROVISION_JOB } from './provisioning'
@@ -29,6 +30,8 @@ export interface SitesServiceDeps {
   /** config `server.site_url` and `sites.domain`: where sites answer. */
   siteUrl: string
   sitesDomain: string
+  /** Berth's own names: a slug whose site name is one of them (or above one) is refused. */
+  berthNames: Pick<BerthNames, 'slugProblem'>
   /**
    * The sites' names: linked domains, DNS records and certificates (design.md, DNS, domains,
    * TLS), each for many sites in one read, keyed by site id.
@@ -77,11 +80,11 @@ export class SitesService {
   }
 
   /**
-   * Why `slug` cannot be used for a new site (invalid, reserved, taken by a live site or held by
+   * Why `slug` cannot be used for a new site (invalid, reserved, naming one of Berth's own names, taken by a live site or held by
    * another checkout), or undefined. `exceptCheckout` lets a session keep its own hold.
    */
   slugUnavailable(slug: string, exceptCheckout: string | null = null): string | undefined {
-    const problem = slugProblem(slug)
+    const problem = slugProblem(slug) ?? this.d.berthNames.slugProblem(slug)
     if (problem) return problem
     if (this.d.sites.findLiveBySlug(slug) || this.d.checkouts.holderOf(slug, exceptCheckout)) return `Slug '${slug}' is taken; choose another.`
     return undefined

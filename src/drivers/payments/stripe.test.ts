@@ -1,7 +1,13 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { deliver, startFakeStripe, webhookDelivery, type FakeStripe } from '../../../test/fakes/stripe-server'
 import { loadConfig } from '../../config/config'
+import { BillingRepository } from '../../domain/billing/repository'
 import { memoryLogger } from '../../lib/logger'
+import { migrate } from '../../store/migrate'
+import { openStore, type Store } from '../../store/store'
 import { LocalProcessor } from './local'
 import { selectProcessor, type ProcessorDeps } from './select'
 import { StripeProcessor, type WebhookEventLedger } from './stripe'
@@ -15,23 +21,30 @@ const SECRET_KEY = 'sk_test_berth_unit'
 const WEBHOOK_SECRET = 'whsec_berth_unit_secret'
 const SITE = 'https://hosting.example.com'
 
-/** The store-backed ledger compose.ts will give, in memory. */
-class MemoryLedger implements WebhookEventLedger {
-  seen = new Set<string>()
-  firstTime(id: string) {
-    return !this.seen.has(id)
+/** The ledger compose.ts gives: Berth's store (SQLite, migrated) through the billing repository. */
+class StoreLedger implements WebhookEventLedger {
+  readonly store: Store = openStore(join(mkdtempSync(join(tmpdir(), 'berth-stripe-')), 'berth.db'))
+  private repo = new BillingRepository(this.store)
+  constructor() {
+    migrate(this.store)
   }
-  markSeen(id: string) {
-    this.seen.add(id)
+  claim = (id: string) => this.repo.claimEvent(id, 'stripe', Date.now())
+  settle = (id: string) => this.repo.settleEvent(id)
+  release = (id: string) => this.repo.releaseEvent(id)
+  /** The event's row: 'claimed' while acted on, 'webhook' once acted on, undefined when none. */
+  state(id: string): string | undefined {
+    return (this.store.sqlite.query('SELECT type FROM processor_events WHERE id = ?').get(id) as { type: string } | null)?.type
   }
 }
 
 let fake: FakeStripe
 let processor: StripeProcessor
-let ledger: MemoryLedger
+let ledger: StoreLedger
 let received: ProcessorEvent[]
 /** Set to make the next listener call fail (a database hiccup), as Berth's listener could. */
 let failListener = false
+/** How long the listener takes (Berth's fulfils a checkout meanwhile); reset before each test. */
+let listenerDelayMs = 0
 /** A stand-in for the webhook route: forwards the raw body and headers to the driver. */
 let route: ReturnType<typeof Bun.serve>
 let hookUrl: string
@@ -42,9 +55,10 @@ const makeProcessor = (over: Partial<ConstructorParameters<typeof StripeProcesso
 
 beforeAll(async () => {
   fake = await startFakeStripe({ secretKey: SECRET_KEY })
-  ledger = new MemoryLedger()
+  ledger = new StoreLedger()
   processor = makeProcessor()
   processor.onEvent(async (event) => {
+    if (listenerDelayMs) await Bun.sleep(listenerDelayMs)
     if (failListener) {
       failListener = false
       throw new Error('database is locked')
@@ -64,9 +78,11 @@ beforeAll(async () => {
 afterAll(async () => {
   await route.stop(true)
   await fake.stop()
+  ledger.store.close()
 })
 beforeEach(() => {
   received = []
+  listenerDelayMs = 0
   failListener = false
 })
 
@@ -273,11 +289,50 @@ describe('Stripe webhooks', () => {
     failListener = true
     const failed = await deliver(hookUrl, event, { secret: WEBHOOK_SECRET })
     expect(failed.status).toBe(500)
-    expect(ledger.seen.has(event.id)).toBe(false)
+    expect(ledger.state(event.id)).toBeUndefined()
     const again = await deliver(hookUrl, event, { secret: WEBHOOK_SECRET })
     expect(again.status).toBe(200)
     expect(received.map((e) => e.type)).toEqual(['checkout.paid'])
-    expect(ledger.seen.has(event.id)).toBe(true)
+    expect(ledger.state(event.id)).toBe('webhook')
+  })
+
+  it('acts once on an event delivered several times at the same moment; the others answer duplicate', async () => {
+    const { event } = await paidCheckout('co_twice')
+    // The listener takes a while (as Berth's does, fulfilling a checkout): the deliveries overlap.
+    listenerDelayMs = 50
+    const answers = await Promise.all([1, 2, 3].map(async () => {
+      const res = await deliver(hookUrl, event, { secret: WEBHOOK_SECRET })
+      return `${res.status} ${await res.text()}`
+    }))
+    expect(answers.sort()).toEqual(['200 checkout.paid', '200 duplicate', '200 duplicate'])
+    expect(received.map((e) => e.type)).toEqual(['checkout.paid'])
+    expect(ledger.state(event.id)).toBe('webhook')
+  })
+
+  it('releases the claim of a failed delivery while a duplicate came meanwhile: the retry is acted on', async () => {
+    const { event } = await paidCheckout('co_fail_twice')
+    failListener = true
+    listenerDelayMs = 50
+    const [first, second] = await Promise.all([deliver(hookUrl, event, { secret: WEBHOOK_SECRET }), deliver(hookUrl, event, { secret: WEBHOOK_SECRET })])
+    expect([first.status, second.status].sort()).toEqual([200, 500])
+    expect(received).toEqual([])
+    expect(ledger.state(event.id)).toBeUndefined()
+    const retry = await deliver(hookUrl, event, { secret: WEBHOOK_SECRET })
+    expect(retry.status).toBe(200)
+    expect(await retry.text()).toBe('checkout.paid')
+    expect(received.map((e) => e.type)).toEqual(['checkout.paid'])
+  })
+
+  it("a claim left by a stopped process (never settled) is released at start, not one settled or made since", () => {
+    const repo = new BillingRepository(ledger.store)
+    const start = Date.now()
+    expect(repo.claimEvent('evt_stopped_mid_way', 'stripe', start - 60_000)).toBe(true)
+    expect(repo.claimEvent('evt_done', 'stripe', start - 60_000)).toBe(true)
+    repo.settleEvent('evt_done')
+    expect(repo.claimEvent('evt_in_flight', 'stripe', start)).toBe(true)
+    expect(repo.releaseStaleClaims(start)).toBe(1)
+    expect([ledger.state('evt_stopped_mid_way'), ledger.state('evt_done'), ledger.state('evt_in_flight')]).toEqual([undefined, 'webhook', 'claimed'])
+    expect(repo.claimEvent('evt_stopped_mid_way', 'stripe', start)).toBe(true)
   })
 
   it('maps a delayed payment to processing then paid, and failures and expiries to expired', async () => {
@@ -323,7 +378,7 @@ describe('Stripe webhooks', () => {
 describe('selectProcessor', () => {
   const deps: ProcessorDeps = {
     local: { lookup: () => null, ledger: { find: () => null, record: () => {} }, portal: { url: () => ({ url: `${SITE}/billing/`, expiresAt: 0 }) } },
-    stripeEvents: new MemoryLedger(), clock: { now: () => Date.now() }, log,
+    stripeEvents: { claim: () => true, settle: () => {}, release: () => {} }, clock: { now: () => Date.now() }, log,
   }
 
   it('builds the built-in processor by default and Stripe when configured', async () => {

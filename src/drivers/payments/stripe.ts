@@ -9,15 +9,22 @@ import {
 } from './types'
 
 /**
- * Which webhook events were already acted on, kept in Berth's store so that a redelivery after a
- * restart is still recognised. Stripe delivers each event at least once (and again until it gets
- * a 2xx), so the driver asks before acting and records only once every listener succeeded.
+ * Which webhook events were acted on, kept in Berth's store so that a redelivery after a restart
+ * is still recognised. Stripe delivers each event at least once, sometimes twice at the same
+ * moment, and again until it gets a 2xx; so a delivery claims the event before acting on it
+ * (one claim wins, whatever the timing), marks it settled once every listener succeeded, and
+ * releases the claim when one failed, so that Stripe's retry is acted on.
  */
 export interface WebhookEventLedger {
-  /** True when `eventId` was never recorded. Does not record it. */
-  firstTime(eventId: string): boolean
-  /** Records `eventId` as acted on. */
-  markSeen(eventId: string): void
+  /**
+   * Claims `eventId` for this delivery: true for exactly one caller (it acts on the event),
+   * false when the event was claimed before, acted on or still being acted on. Atomic.
+   */
+  claim(eventId: string): boolean
+  /** Records a claimed event as acted on, for good. */
+  settle(eventId: string): void
+  /** Gives up a claim whose handling failed: the next delivery of the event claims it again. */
+  release(eventId: string): void
 }
 
 export interface StripeProcessorDeps {
@@ -190,8 +197,9 @@ export class StripeProcessor implements PaymentProcessor {
 
   /**
    * One webhook delivery to `{site_url}/webhooks/stripe/`. 400 for a missing, forged or stale
-   * signature; 200 `duplicate` for an event already acted on; 200 `ignored` for events Berth
-   * does not use; 500 when a listener (or a look-up at Stripe) failed, so Stripe redelivers.
+   * signature; 200 `duplicate` for an event acted on or being acted on by another delivery;
+   * 200 `ignored` for events Berth does not use; 500 when a listener (or a look-up at Stripe)
+   * failed, the claim released so that Stripe's redelivery acts.
    */
   async webhook(rawBody: string, headers: Headers): Promise<WebhookOutcome> {
     const signature = headers.get('stripe-signature')
@@ -204,18 +212,24 @@ export class StripeProcessor implements PaymentProcessor {
       this.deps.log.warn('stripe webhook refused', { reason })
       return { status: 400, message: `signature check failed: ${reason}` }
     }
-    if (!this.deps.events.firstTime(event.id)) return { status: 200, message: 'duplicate' }
     if (event.livemode === this.testMode) {
       this.deps.log.warn('stripe webhook from the other mode ignored', { event: event.id, type: event.type, livemode: event.livemode })
       return { status: 200, message: 'ignored: live/test mode differs from payments.stripe_secret_key' }
     }
+    // Claimed before anything is done: of two deliveries at once, only one acts (issue 23, part 7).
+    if (!this.deps.events.claim(event.id)) return { status: 200, message: 'duplicate' }
     try {
       const mapped = await this.toProcessorEvent(event)
-      if (!mapped) return { status: 200, message: 'ignored' }
+      if (!mapped) {
+        // Nothing to act on: the store keeps only events acted on.
+        this.deps.events.release(event.id)
+        return { status: 200, message: 'ignored' }
+      }
       for (const listener of this.listeners) await listener(mapped)
-      this.deps.events.markSeen(event.id)
+      this.deps.events.settle(event.id)
       return { status: 200, message: mapped.type }
     } catch (err) {
+      this.deps.events.release(event.id)
       this.deps.log.error('stripe webhook not handled; Stripe will redeliver it', { event: event.id, type: event.type, error: (err as Error).message })
       return { status: 500, message: 'not handled; retry later' }
     }
