@@ -5,8 +5,8 @@
  * Berth runs as root because it drives Docker through /run/docker.sock, which is root-equivalent
  * anyway, and later manages site volumes owned by uid 1000. The sandbox below takes away what it
  * does not need: the file system is read-only except its data and config folders, no new
- * privileges, no kernel tunables or modules, and a capability set limited to binding low ports
- * and handling customer files.
+ * privileges, no kernel tunables or modules, and a capability set limited to binding low ports,
+ * keeping the site firewall (iptables) and handling customer files.
  */
 export function renderUnit(binary = '/usr/local/bin/berth'): string {
   return `# Installed by \`berth install\`. Edit /etc/berth/berth.toml, not this file; see docs/operations.md.
@@ -30,7 +30,8 @@ UMask=0027
 # Docker volumes (files API, logs, snapshot restores; Docker's default data root).
 NoNewPrivileges=yes
 ProtectSystem=strict
-ReadWritePaths=/var/lib/berth /etc/berth -/run/docker.sock -/var/lib/docker/volumes
+# /run/xtables.lock: iptables-legacy's lock, for the site firewall (iptables-nft takes none).
+ReadWritePaths=/var/lib/berth /etc/berth -/run/docker.sock -/var/lib/docker/volumes -/run/xtables.lock
 ProtectHome=yes
 PrivateTmp=yes
 PrivateDevices=yes
@@ -49,7 +50,9 @@ RestrictNamespaces=yes
 LockPersonality=yes
 SystemCallArchitectures=native
 RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK
-CapabilityBoundingSet=CAP_NET_BIND_SERVICE CAP_CHOWN CAP_DAC_OVERRIDE CAP_FOWNER CAP_FSETID CAP_KILL CAP_SETUID CAP_SETGID
+# CAP_NET_ADMIN (and CAP_NET_RAW for iptables-legacy): the iptables Berth runs to check and restore
+# the site firewall at start (drivers/firewall), which keeps sites off the host's addresses.
+CapabilityBoundingSet=CAP_NET_BIND_SERVICE CAP_NET_ADMIN CAP_NET_RAW CAP_CHOWN CAP_DAC_OVERRIDE CAP_FOWNER CAP_FSETID CAP_KILL CAP_SETUID CAP_SETGID
 AmbientCapabilities=CAP_NET_BIND_SERVICE
 
 [Install]

@@ -50,7 +50,10 @@ export async function startBerth(opts: { dataDir?: string; env?: Record<string, 
   const launch = async () => {
     proc = spawn([BINARY, 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir, '--site-url', url, ...(opts.args ?? [])], {
       // Many instances run at once: none listens for DNS unless a test asks (BERTH_DNS_LISTEN).
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', BERTH_DNS_LISTEN: 'off', BERTH_CONTAINERS_DOCKER_SOCKET: ENGINE_SOCKET, ...opts.env },
+      // None keeps the host firewall either (containers.firewall): they all share the default
+      // subnet pool, so no one instance owns its rules, and rules outlive the test that made them.
+      // Tests of the firewall turn it on with a pool of their own and remove their rules after.
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', BERTH_DNS_LISTEN: 'off', BERTH_CONTAINERS_FIREWALL: 'false', BERTH_CONTAINERS_DOCKER_SOCKET: ENGINE_SOCKET, ...opts.env },
       stdout: 'pipe',
       stderr: 'pipe',
     })
