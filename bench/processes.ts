@@ -98,7 +98,9 @@ export async function startBerth(dataDir: string, pollMs = 2, env: Record<string
   const logFile = join(dataDir, `bench-${port}.log`)
   const started = performance.now()
   const proc = track(spawn([binaryUnderTest, 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir, '--site-url', url], {
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', ...env },
+    // The site firewall stays off, as in the tests (test/helpers/binary.ts): a benchmark leaves no
+    // rules on the machine for the default pool, which other Berths on it share.
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', BERTH_CONTAINERS_FIREWALL: 'false', ...env },
     stdout: Bun.file(logFile),
     stderr: Bun.file(`${logFile}.err`),
   }))

@@ -28,7 +28,7 @@ async function main() {
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
   const proc = spawn([BINARY, 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir, '--site-url', url], {
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', BERTH_RATE_LIMITS_CHECKOUT_CREATE: '10000/hour', BERTH_RATE_LIMITS_CHECKOUT_POLL: '100000/minute', BERTH_SERVER_LOG_LEVEL: 'warn' },
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', BERTH_CONTAINERS_FIREWALL: 'false', BERTH_RATE_LIMITS_CHECKOUT_CREATE: '10000/hour', BERTH_RATE_LIMITS_CHECKOUT_POLL: '100000/minute', BERTH_SERVER_LOG_LEVEL: 'warn' },
     stdout: 'ignore',
     stderr: 'inherit',
   })

@@ -225,7 +225,7 @@ async function start(binary: string, dataDir: string): Promise<Berth> {
   const logFile = join(dataDir, 'berth.log')
   const proc = track(spawn([binary, 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir, '--site-url', url], {
     // SSH ports of its own: other Berths (test suites) may share the engine.
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', BERTH_SSH_PORT_RANGE: `${port + 1}-${port + 20}` },
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', BERTH_CONTAINERS_FIREWALL: 'false', HOME: process.env.HOME ?? '/root', BERTH_SSH_PORT_RANGE: `${port + 1}-${port + 20}` },
     stdout: Bun.file(logFile),
     stderr: Bun.file(`${logFile}.err`),
   }))

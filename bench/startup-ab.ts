@@ -6,7 +6,7 @@ let port = 19300
 for (let i = 0; i < 8; i++) for (const [name, bin] of Object.entries(bins)) {
   const dir = `/tmp/ab-${name}-${i}`; port++
   const t0 = performance.now()
-  const p = Bun.spawn([bin, 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dir], { stdout: 'ignore', stderr: 'ignore' })
+  const p = Bun.spawn([bin, 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dir], { env: { ...process.env, BERTH_CONTAINERS_FIREWALL: 'false' }, stdout: 'ignore', stderr: 'ignore' })
   for (;;) { try { const r = await fetch(`http://127.0.0.1:${port}/api/v1/status/`); if (r.status === 200) break } catch {} await Bun.sleep(2) }
   res[name].push(performance.now() - t0); p.kill(); await p.exited
 }

@@ -39,6 +39,9 @@ import { Charges } from './domain/billing/charges'
 import { AccountsService } from './domain/accounts/service'
 import { DockerRuntime } from './drivers/runtime/docker'
 import type { ContainerRuntime } from './drivers/runtime/types'
+import { selectFirewall } from './drivers/firewall/select'
+import type { SiteFirewall } from './drivers/firewall/types'
+import { SiteFirewallKeeper } from './domain/sites/firewall-keeper'
 import { JobRunner } from './jobs/runner'
 import { ModulesService } from './domain/modules/service'
 import { ClaimsRepository } from './domain/claims/repository'
@@ -123,6 +126,8 @@ export interface Services {
   checkout: CheckoutService
   directory: SiteDirectory
   reconciler: Reconciler
+  /** Keeps the host firewall rules that keep sites off the host and link-local addresses (at start and each reconcile pass). */
+  firewall: SiteFirewallKeeper
   /** Brings an active site's container back as soon as the engine reports it gone. */
   healer: SiteHealer
   /** Requests, bytes and latency per site, counted by the edge proxy. */
@@ -188,7 +193,7 @@ export function secretFilesOf(config: Config): string[] {
  * The composition root: opens (and migrates) the store, seeds the catalog on first start, and
  * wires repositories, drivers and services. Tests call it with their own config, clock and logger.
  */
-export function buildServices(config: Config, opts: { clock?: Clock; log?: Logger; store?: Store; runtime?: ContainerRuntime } = {}): Services {
+export function buildServices(config: Config, opts: { clock?: Clock; log?: Logger; store?: Store; runtime?: ContainerRuntime; firewall?: SiteFirewall | null } = {}): Services {
   const clock = opts.clock ?? shiftedClock(config.dev.clockOffsetSeconds * 1000)
   const log = opts.log ?? createLogger(config.server.logLevel)
   if (!opts.clock && config.dev.clockOffsetSeconds !== 0) log.warn('the clock is shifted for a test (dev.clock_offset_seconds); never run a real business like this', { offset_seconds: config.dev.clockOffsetSeconds })
@@ -375,6 +380,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
       edgeLogs: (site) => edgeWritesAccessLog(plans.get(site.planSlug).hosting_type),
     }),
     reconciler: new Reconciler({ sites: sitesRepo, runner, runtime, jobs, reaper, log }),
+    firewall: new SiteFirewallKeeper({ firewall: opts.firewall === undefined ? selectFirewall(config) : opts.firewall, log }),
     healer: new SiteHealer({ sites: sitesRepo, runner, log }),
     metrics: edgeMetrics,
     accessLog,

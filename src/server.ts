@@ -173,6 +173,9 @@ export function startServer(s: Services): RunningServer {
     if (!stopping) s.certs.start()
   })
   const reconcile = () => s.reconciler.reconcile().catch((err) => s.log.error('reconcile failed', { error: (err as Error).message }))
+  // The site firewall (issue 23): checked and restored at once, then with every reconcile pass;
+  // a host without iptables or the privilege gets a warning, never a refusal to serve.
+  void s.firewall.keep()
   let unfollow = () => {}
   const first = setTimeout(() => {
     // Events first, then the pass: a container that dies during the pass is seen either way.
@@ -192,7 +195,10 @@ export function startServer(s: Services): RunningServer {
         s.log.error('maintenance failed', { error: (err as Error).message })
       }
     }, MAINTENANCE_MS),
-    setInterval(reconcile, s.config.containers.reconcileSeconds * 1000),
+    setInterval(() => {
+      void reconcile()
+      void s.firewall.keep()
+    }, s.config.containers.reconcileSeconds * 1000),
   ]
   const url = `http://${hostname.includes(':') ? `[${hostname}]` : hostname}:${server.port}`
   return {

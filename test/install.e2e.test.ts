@@ -56,7 +56,7 @@ describe('berth install', () => {
     expect(run('install', '--root', root).code).toBe(0)
     const installed = join(root, 'usr/local/bin/berth')
     const port = await freePort()
-    const old = spawn([installed, 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', join(root, 'var/lib/berth')], { env: { PATH: process.env.PATH, BERTH_DNS_LISTEN: 'off' }, stdout: 'ignore', stderr: 'ignore' })
+    const old = spawn([installed, 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', join(root, 'var/lib/berth')], { env: { PATH: process.env.PATH, BERTH_DNS_LISTEN: 'off', BERTH_CONTAINERS_FIREWALL: 'false' }, stdout: 'ignore', stderr: 'ignore' })
     try {
       await until(async () => (await fetch(`http://127.0.0.1:${port}/api/v1/status/`).catch(() => null))?.status === 200)
       const before = statSync(installed).ino

@@ -2,6 +2,7 @@ import { ConfigError } from '../config/config'
 import { MigrationError } from '../store/migrate'
 import { VERSION } from '../version'
 import { createOutput, parseCommandArgs, renderHelp, UsageError, type Command } from './command'
+import { firewallApplyCommand, firewallCheckCommand, firewallRemoveCommand } from './firewall'
 import { imagesBuildCommand } from './images'
 import { installCommand } from './install'
 import { instanceCommand } from './instance'
@@ -19,6 +20,9 @@ export const COMMANDS: Command[] = [
   imagesBuildCommand,
   installCommand,
   instanceCommand,
+  firewallCheckCommand,
+  firewallApplyCommand,
+  firewallRemoveCommand,
   versionCommand,
 ]
 

@@ -1,5 +1,7 @@
 import { existsSync } from 'node:fs'
 import { basename, join } from 'node:path'
+import { loadConfig } from '../config/config'
+import { selectFirewall } from '../drivers/firewall/select'
 import { MIGRATE_SYSCTL } from '../edge/https'
 import { renderConfigFile } from '../install/config-file'
 import { renderUnit } from '../install/unit'
@@ -12,19 +14,20 @@ const NEW_CONFIG = { 'server.data_dir': '/var/lib/berth', 'dns.listen': '0.0.0.0
 
 export const installCommand: Command = {
   path: ['install'],
-  summary: 'Lay out /etc/berth, /var/lib/berth, the binary, the systemd unit and a sysctl setting.',
+  summary: 'Lay out /etc/berth, /var/lib/berth, the binary, the systemd unit, a sysctl setting and the site firewall.',
   usage: 'berth install [--root DIR] [--no-binary] [--json]',
   description: [
     'Writes /etc/berth/berth.toml (only if absent: an existing config is never overwritten; a new one',
     'sets data_dir, dns.listen 0.0.0.0:53 and tls.listen 0.0.0.0:443), creates /var/lib/berth (mode',
     '0750), copies this executable to /usr/local/bin/berth, writes /etc/systemd/system/berth.service',
     `and ${SYSCTL_FILE} (${MIGRATE_SYSCTL} = 1: a renewed certificate's HTTPS listener takes over`,
-    'the old one\'s queued connections), then runs sysctl -p on that file and systemctl daemon-reload.',
+    'the old one\'s queued connections), then runs sysctl -p on that file and systemctl daemon-reload,',
+    'and puts the site firewall in place (berth firewall apply; containers.firewall).',
     'Everything is checked and written beside its target first, then renamed into place: on failure',
     'nothing is changed, and the binary is replaced even while the service runs (systemctl restart',
     'berth then starts the new one). Next: systemctl enable --now berth.',
-    'With --root every path is placed under DIR instead (for packaging and tests) and neither sysctl',
-    'nor systemctl is run.',
+    'With --root every path is placed under DIR instead (for packaging and tests) and neither sysctl,',
+    'systemctl nor the firewall is touched.',
   ].join('\n'),
   options: {
     root: { type: 'string', value: 'DIR', help: 'Install under DIR instead of / (default /).' },
@@ -85,6 +88,7 @@ export const installCommand: Command = {
       actions.sysctl = applySysctl(paths.sysctl)
       const reload = run(['systemctl', 'daemon-reload'])
       actions.systemd = reload === null ? 'reloaded' : `not reloaded (${reload}); run systemctl daemon-reload`
+      actions.firewall = await applyFirewall(paths.config, ctx.env)
     }
     const result = { root, paths, actions, next: root === '/' ? 'systemctl enable --now berth' : null }
     ctx.out.result(result, () => [
@@ -93,10 +97,28 @@ export const installCommand: Command = {
       `unit     ${paths.unit} (${actions.unit}${actions.systemd ? `; systemd ${actions.systemd}` : ''})`,
       `sysctl   ${paths.sysctl}: ${MIGRATE_SYSCTL} = 1 (${actions.sysctl})`,
       `binary   ${paths.binary} (${actions.binary})`,
+      ...(actions.firewall ? [`firewall sites kept off the host and link-local addresses: ${actions.firewall}`] : []),
       ...(root === '/' ? ['', 'Next: edit /etc/berth/berth.toml, then systemctl enable --now berth', '(upgrading a running Berth: systemctl restart berth)'] : []),
     ].join('\n'))
     return 0
   },
+}
+
+/**
+ * The site firewall of the installed config (drivers/firewall), put in place now so that sites are
+ * kept off the host from their first start; berth serve checks it again at each start. What
+ * happened, for the output: a failure is reported, never fatal.
+ */
+async function applyFirewall(configFile: string, env: Record<string, string | undefined>): Promise<string> {
+  try {
+    const firewall = selectFirewall(loadConfig({ file: configFile, env }))
+    if (!firewall) return 'off (containers.firewall = false)'
+    const before = await firewall.ensure()
+    const what = before.state === 'in_place' ? 'already in place' : before.state === 'missing' ? 'installed' : 'replaced'
+    return `${what} (${firewall.tool}, pool ${firewall.policy.pool})`
+  } catch (err) {
+    return `not set: ${(err as Error).message}; berth serve tries again at start`
+  }
 }
 
 /** `sysctl -p` on the file just written: what happened, for the output. */

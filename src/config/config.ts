@@ -53,6 +53,8 @@ export interface Config {
   containers: {
     dockerSocket: string
     subnetPool: string
+    /** Keep the host firewall rules that keep sites off the host and link-local addresses (drivers/firewall). */
+    firewall: boolean
     images: Record<'shared' | 'vps' | 'dedicated', string>
     pidsLimit: number
     reconcileSeconds: number
@@ -277,6 +279,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
     containers: {
       dockerSocket: get<string>('containers.docker_socket'),
       subnetPool: get<string>('containers.subnet_pool'),
+      firewall: get<boolean>('containers.firewall'),
       images: {
         shared: get<string>('containers.image_shared'),
         vps: get<string>('containers.image_vps'),

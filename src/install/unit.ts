@@ -5,10 +5,11 @@
  * Berth runs as root because it drives Docker through /run/docker.sock, which is root-equivalent
  * anyway, and later manages site volumes owned by uid 1000. The sandbox below takes away what it
  * does not need: the file system is read-only except its data folder, the Docker socket and the
- * volumes (its config folder too), no new privileges, no kernel tunables or modules, a system call
- * allow-list, other users' processes hidden, and a capability set limited to binding low ports and
- * handling customer files. test/systemd-unit.e2e.test.ts runs Berth under it in a real systemd and
- * bounds `systemd-analyze security berth` (2.4; it was 4.5).
+ * volumes (the config folder is read-only too), no new privileges, no kernel tunables or modules,
+ * a system call allow-list, other users' processes hidden, and a capability set limited to binding
+ * low ports, keeping the site firewall (iptables) and handling customer files.
+ * test/systemd-unit.e2e.test.ts runs Berth under it in a real systemd and bounds
+ * `systemd-analyze security berth` (2.4; it was 4.5).
  */
 export function renderUnit(binary = '/usr/local/bin/berth'): string {
   return `# Installed by \`berth install\`. Edit /etc/berth/berth.toml, not this file; see docs/operations.md.
@@ -33,7 +34,8 @@ UMask=0027
 # not among them: Berth only reads its config (ProtectSystem=strict leaves it read-only).
 NoNewPrivileges=yes
 ProtectSystem=strict
-ReadWritePaths=/var/lib/berth -/run/docker.sock -/var/lib/docker/volumes
+# /run/xtables.lock: iptables-legacy's lock, for the site firewall (iptables-nft takes none).
+ReadWritePaths=/var/lib/berth -/run/docker.sock -/var/lib/docker/volumes -/run/xtables.lock
 ProtectHome=yes
 PrivateTmp=yes
 PrivateDevices=yes
@@ -66,8 +68,10 @@ RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK
 # Binding ports below 1024, and handling the sites' files: owned by their user (chown), read
 # and replaced whatever their mode (DAC_OVERRIDE, FOWNER), setgid folders restored (FSETID).
 # No CAP_KILL, CAP_SETUID or CAP_SETGID: Berth signals only its own children and never changes
-# user. Root holds the bounding set without AmbientCapabilities=.
-CapabilityBoundingSet=CAP_NET_BIND_SERVICE CAP_CHOWN CAP_DAC_OVERRIDE CAP_FOWNER CAP_FSETID
+# user. Root holds the bounding set without AmbientCapabilities=. CAP_NET_ADMIN (and CAP_NET_RAW
+# for iptables-legacy): the iptables Berth runs to check and restore the site firewall
+# (drivers/firewall), which keeps sites off the host's addresses.
+CapabilityBoundingSet=CAP_NET_BIND_SERVICE CAP_NET_ADMIN CAP_NET_RAW CAP_CHOWN CAP_DAC_OVERRIDE CAP_FOWNER CAP_FSETID
 
 [Install]
 WantedBy=multi-user.target

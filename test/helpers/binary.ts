@@ -37,10 +37,10 @@ export interface Berth {
 }
 
 /**
- * Starts dist/berth serve on a free loopback port with a fresh data folder (or the one given)
- * and waits for GET /api/v1/status/ to answer 200.
+ * Starts dist/berth serve on a free loopback port (on every address with `listenHost: '0.0.0.0'`)
+ * with a fresh data folder (or the one given) and waits for GET /api/v1/status/ to answer 200.
  */
-export async function startBerth(opts: { dataDir?: string; env?: Record<string, string>; args?: string[]; port?: number } = {}): Promise<Berth> {
+export async function startBerth(opts: { dataDir?: string; env?: Record<string, string>; args?: string[]; port?: number; listenHost?: string } = {}): Promise<Berth> {
   if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing; run bun run build`)
   const port = opts.port ?? (await freePort())
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'berth-e2e-'))
@@ -48,9 +48,12 @@ export async function startBerth(opts: { dataDir?: string; env?: Record<string, 
   let log = ''
   let proc!: Subprocess
   const launch = async () => {
-    proc = spawn([BINARY, 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir, '--site-url', url, ...(opts.args ?? [])], {
+    proc = spawn([BINARY, 'serve', '--listen', `${opts.listenHost ?? '127.0.0.1'}:${port}`, '--data-dir', dataDir, '--site-url', url, ...(opts.args ?? [])], {
       // Many instances run at once: none listens for DNS unless a test asks (BERTH_DNS_LISTEN).
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', BERTH_DNS_LISTEN: 'off', BERTH_CONTAINERS_DOCKER_SOCKET: ENGINE_SOCKET, ...opts.env },
+      // None keeps the host firewall either (containers.firewall): they all share the default
+      // subnet pool, so no one instance owns its rules, and rules outlive the test that made them.
+      // Tests of the firewall turn it on with a pool of their own and remove their rules after.
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', BERTH_DNS_LISTEN: 'off', BERTH_CONTAINERS_FIREWALL: 'false', BERTH_CONTAINERS_DOCKER_SOCKET: ENGINE_SOCKET, ...opts.env },
       stdout: 'pipe',
       stderr: 'pipe',
     })

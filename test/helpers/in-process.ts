@@ -47,7 +47,7 @@ export function inProcess(options: { env?: Record<string, string>; file?: string
   const log = memoryLogger()
   const recording = options.runtime === undefined ? new RecordingRuntime() : null
   const runtime = options.runtime === 'docker' ? undefined : (options.runtime ?? recording!)
-  const services: Services = buildServices(config, { clock, log, runtime })
+  const services: Services = buildServices(config, { clock, log, runtime, firewall: null })
   const app = createApp(services)
   let checker: AnswerChecker | undefined
   async function call(method: string, path: string, opts: CallOptions = {}): Promise<CallResult> {

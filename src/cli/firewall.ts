@@ -1,0 +1,89 @@
+import { IptablesFirewall } from '../drivers/firewall/iptables'
+import { firewallPolicyOf } from '../drivers/firewall/select'
+import { FirewallError, type SiteFirewall } from '../drivers/firewall/types'
+import { COMMON_OPTIONS, type Command, type CommandContext } from './command'
+import { configFrom } from './config-flags'
+
+const OPTIONS = {
+  config: { type: 'string' as const, value: 'FILE', help: 'Config file (default: $BERTH_CONFIG, else /etc/berth/berth.toml if present).' },
+  ...COMMON_OPTIONS,
+}
+
+const DESCRIPTION = [
+  'The site firewall keeps sites\' containers (source addresses in containers.subnet_pool) off the',
+  "host's own addresses (Berth's API on each bridge gateway, anything else listening on the host)",
+  'and off link-local addresses (169.254.0.0/16: the cloud metadata service). Replies to',
+  'connections the host opened, DNS, the public edge ports on dns.public_ipv4 and the rest of the',
+  'world pass. The rules are two iptables chains, BERTH-IN-<pool> (from INPUT) and BERTH-FWD-<pool>',
+  '(from DOCKER-USER), each rule commented berth:<pool>:<digest>. berth serve checks them at start',
+  'and every reconcile pass and puts back what is missing; containers.firewall = false turns that off.',
+].join('\n')
+
+/** The firewall of the configured pool, whether or not containers.firewall is on (these commands act on request). */
+function firewallOf(ctx: CommandContext): SiteFirewall {
+  return new IptablesFirewall(firewallPolicyOf(configFrom(ctx)))
+}
+
+/** Runs `fn`, printing a FirewallError as a one-line failure (exit 1). */
+async function reporting(ctx: CommandContext, fn: () => Promise<number>): Promise<number> {
+  try {
+    return await fn()
+  } catch (err) {
+    if (!(err instanceof FirewallError)) throw err
+    ctx.out.error(err.message)
+    return 1
+  }
+}
+
+export const firewallCheckCommand: Command = {
+  path: ['firewall', 'check'],
+  summary: "Say whether the site firewall's rules are in place; exit 1 when not.",
+  usage: 'berth firewall check [--config FILE] [--json]',
+  description: DESCRIPTION,
+  options: OPTIONS,
+  examples: ['sudo berth firewall check', 'sudo iptables -S | grep berth:'],
+  run: (ctx) =>
+    reporting(ctx, async () => {
+      const firewall = firewallOf(ctx)
+      const check = await firewall.check()
+      const enabled = configFrom(ctx).containers.firewall
+      ctx.out.result({ ...check, pool: firewall.policy.pool, enabled }, () => [
+        `${check.state.replace('_', ' ')} (${check.tool}, pool ${firewall.policy.pool}${enabled ? '' : '; containers.firewall = false: berth serve leaves it alone'})`,
+        ...check.problems.map((p) => `  ${p}`),
+      ].join('\n'))
+      return check.state === 'in_place' ? 0 : 1
+    }),
+}
+
+export const firewallApplyCommand: Command = {
+  path: ['firewall', 'apply'],
+  summary: "Put the site firewall's rules in place now (what berth serve does at start).",
+  usage: 'berth firewall apply [--config FILE] [--json]',
+  description: DESCRIPTION,
+  options: OPTIONS,
+  examples: ['sudo berth firewall apply'],
+  run: (ctx) =>
+    reporting(ctx, async () => {
+      const firewall = firewallOf(ctx)
+      const before = await firewall.ensure()
+      const action = before.state === 'in_place' ? 'already in place' : before.state === 'missing' ? 'installed' : 'replaced'
+      ctx.out.result({ action, found: before.state, problems: before.problems, tool: firewall.tool, pool: firewall.policy.pool }, () => `site firewall ${action} (${firewall.tool}, pool ${firewall.policy.pool})`)
+      return 0
+    }),
+}
+
+export const firewallRemoveCommand: Command = {
+  path: ['firewall', 'remove'],
+  summary: "Remove the site firewall's rules and chains (uninstalling; before changing containers.subnet_pool).",
+  usage: 'berth firewall remove [--config FILE] [--json]',
+  description: `${DESCRIPTION}\nA running berth serve puts them back at its next pass: stop it first, or set containers.firewall = false.`,
+  options: OPTIONS,
+  examples: ['sudo systemctl stop berth && sudo berth firewall remove'],
+  run: (ctx) =>
+    reporting(ctx, async () => {
+      const firewall = firewallOf(ctx)
+      const removed = await firewall.remove()
+      ctx.out.result({ removed, tool: firewall.tool, pool: firewall.policy.pool }, () => (removed ? `removed the site firewall of ${firewall.policy.pool}` : `no site firewall rules of ${firewall.policy.pool} to remove`))
+      return 0
+    }),
+}

@@ -1,0 +1,51 @@
+/**
+ * What the site firewall must let through and stop. Sites' traffic is told apart by its source
+ * address: every site network is a /28 of `pool`.
+ */
+export interface SiteFirewallPolicy {
+  /** `containers.subnet_pool`, normalized to its network address (10.231.0.0/16). */
+  pool: string
+  /**
+   * The box's public IPv4 address and the ports Berth's edge listens on (server.listen, tls.listen).
+   * A site may reach them as any visitor does: its own public URL (WordPress's loopback requests)
+   * and other sites on the box. Null when the public address is a loopback one (nothing to allow).
+   */
+  publicEdge: { address: string; ports: number[] } | null
+}
+
+/** How the host's rules compare with the policy. */
+export interface FirewallCheck {
+  /** `in_place`: exactly the policy's rules; `missing`: none of them; `drifted`: some, or others. */
+  state: 'in_place' | 'missing' | 'drifted'
+  /** What differs, one phrase each (`no jump from INPUT`); empty when in place. */
+  problems: string[]
+  /** The command that enforces the rules, e.g. `iptables`. */
+  tool: string
+}
+
+/**
+ * Host firewall rules that keep sites' containers off the host's own addresses and off link-local
+ * addresses (the cloud metadata service at 169.254.169.254), while replies to connections the host
+ * opened (the edge, SSH), DNS and the rest of the world pass.
+ *
+ * Contracts, for every implementation:
+ * - The rules match `policy.pool` only and are tagged with it: two installations with different
+ *   pools on one host never touch each other's rules, and the rules are found without guessing.
+ * - `check` changes nothing.
+ * - `ensure` is idempotent: rules in place are left alone; anything else (missing, partial, out of
+ *   order, duplicated, from an older policy) is replaced by exactly one copy of the policy's rules,
+ *   in one transaction where the tool allows it. It returns the check from before.
+ * - `remove` takes away every rule and chain of the pool; removing absent rules is a no-op.
+ * - A missing tool, a lack of privilege or a refused rule is thrown as FirewallError.
+ */
+export interface SiteFirewall {
+  readonly tool: string
+  readonly policy: SiteFirewallPolicy
+  check(): Promise<FirewallCheck>
+  ensure(): Promise<FirewallCheck>
+  /** True when there was something to remove. */
+  remove(): Promise<boolean>
+}
+
+/** The firewall tool is missing, not permitted, or refused the rules; the message says which. */
+export class FirewallError extends Error {}

@@ -1,0 +1,241 @@
+import { spawn, spawnSync, type Subprocess } from 'bun'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { networkInterfaces, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { BINARY, startBerth, type Berth } from './helpers/binary'
+import { buyDirect, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
+import { docker, instanceOf, removeInstanceSites, siteShell } from './helpers/sites'
+
+/**
+ * Issue 23, part 3: a site's container cannot reach the host (Berth's API on its bridge gateway,
+ * anything else listening on any of the host's addresses) nor link-local addresses (the cloud
+ * metadata service), while DNS, the rest of the world and the public edge still work, and the edge
+ * still serves the site. Berth puts the rules back at start when someone removed them.
+ *
+ * Everything here is this test's own, so that other suites on the shared machine are not
+ * touched: the subnet pool (the rules match it alone, and are removed after), a network namespace
+ * standing for the world beyond the host (at 198.18.x.2, an address of the benchmarking range) with
+ * a link-local address behind it (169.254.x.2, standing for 169.254.169.254, which the cloud
+ * routes to another machine as the host routes this one), and a link-local address on the host
+ * itself (169.254.x.9, on the host's end of the namespace's link).
+ */
+const r = 1 + Math.floor(Math.random() * 250)
+const tag = Math.random().toString(36).slice(2, 6)
+const NS = `berthfw-${tag}`
+const HOST_LINK = `bfw${tag}h`
+const NS_LINK = `bfw${tag}n`
+const WORLD = { host: `198.18.${r}.1`, far: `198.18.${r}.2` }
+const METADATA = `169.254.${r}.2`
+const HOST_LINK_LOCAL = `169.254.${r}.9`
+const SECRET = `instance-credentials-${tag}`
+
+let pool: string
+let publicAddress: string
+let berth: Berth
+let slug: string
+let key: string
+let gateway: string
+let hostService: ReturnType<typeof Bun.serve>
+let hostPort: number
+let worldServer: Subprocess | undefined
+const env = () => ({
+  BERTH_CONTAINERS_FIREWALL: 'true',
+  BERTH_CONTAINERS_SUBNET_POOL: pool,
+  // The host's own address stands for its public one: sites may reach the edge there, nothing else.
+  BERTH_DNS_PUBLIC_IPV4: publicAddress,
+  // Berth checks the rules at every reconcile pass too; none comes while a test removed them.
+  BERTH_CONTAINERS_RECONCILE_SECONDS: '3600',
+})
+
+/** Runs a command on the host; throws with its output when it fails. */
+function sh(...argv: string[]): string {
+  const p = spawnSync(argv, { stdout: 'pipe', stderr: 'pipe' })
+  if (p.exitCode !== 0) throw new Error(`${argv.join(' ')}: ${p.stderr.toString()}`)
+  return p.stdout.toString()
+}
+
+/** Runs `berth <args>` with this test's config (the listener's port is in the rules); exit code and output. */
+function berthCli(...args: string[]) {
+  const config = { ...env(), BERTH_SERVER_LISTEN: `0.0.0.0:${berth.port}` }
+  const p = spawnSync([BINARY, ...args], { env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', ...config }, stdout: 'pipe', stderr: 'pipe' })
+  return { code: p.exitCode, out: p.stdout.toString() + p.stderr.toString() }
+}
+
+/** This test's rules, as `iptables -S` prints them. */
+const ourRules = () => sh('iptables', '-S').split('\n').filter((l) => l.includes(`berth:${pool}:`))
+
+/** A pool no network on the engine or route on the host overlaps. */
+async function freePool(): Promise<string> {
+  const used = (await docker.listNetworks()).flatMap((n) => (n.IPAM?.Config ?? []).map((c) => c.Subnet ?? ''))
+  const routes = sh('ip', '-4', 'route').split('\n').map((l) => l.split(' ')[0] ?? '')
+  for (;;) {
+    const candidate = `10.250.${Math.floor(Math.random() * 256)}.`
+    if (![...used, ...routes].some((cidr) => cidr.startsWith(candidate))) return `${candidate}0/24`
+  }
+}
+
+/**
+ * From inside the site's container, as its user: an HTTP request to `address:port` with busybox nc,
+ * whose input stays open a second (Bun's server drops a connection whose client half-closed it
+ * before the answer). The answer, or nc's error.
+ */
+async function probe(address: string, port: number, host = 'probe'): Promise<string> {
+  const script = `(printf 'GET / HTTP/1.0\\r\\nHost: ${host}\\r\\n\\r\\n'; sleep 1) | nc -w 4 ${address} ${port} 2>&1; true`
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return (await siteShell(berth, slug, script)).output
+    } catch (err) {
+      // The first automatic backup pauses the container a moment (a consistent copy).
+      if (!/paused/.test((err as Error).message) || attempt > 40) throw err
+      await Bun.sleep(250)
+    }
+  }
+}
+
+/** Every door from the site to the host and link-local addresses, each with what a refusal looks like. */
+const doors = () => [
+  { what: "Berth's API on the bridge gateway", address: gateway, port: berth.port },
+  { what: 'another service on the bridge gateway', address: gateway, port: hostPort },
+  { what: "another service on the host's other address", address: publicAddress, port: hostPort },
+  { what: 'a link-local address on the host', address: HOST_LINK_LOCAL, port: hostPort },
+  { what: 'a link-local address beyond the host (the metadata service)', address: METADATA, port: 8000 },
+]
+
+/** Waits until Berth's log, from `from` on, has a line matching `pattern` (the firewall is kept in the background). */
+async function untilLogged(b: Berth, pattern: RegExp, from = 0) {
+  const deadline = Date.now() + 10_000
+  while (!pattern.test(b.output().slice(from))) {
+    if (Date.now() > deadline) throw new Error(`not logged: ${pattern}\n${b.output().slice(from)}`)
+    await Bun.sleep(50)
+  }
+}
+
+/** Restarts Berth and waits for its firewall line; returns that line. */
+async function restartUntilLogged(pattern: RegExp) {
+  const from = berth.output().length
+  await berth.restart()
+  await untilLogged(berth, pattern, from)
+  return berth.output().slice(from).split('\n').find((l) => pattern.test(l))!
+}
+
+/**
+ * Every door refused at once: the rules reject with ICMP administratively prohibited, which nc
+ * reports as "No route to host" (a dropped packet would time out instead, a listener answer).
+ */
+async function expectAllRefused() {
+  for (const door of doors()) {
+    const output = await probe(door.address, door.port)
+    expect({ door: door.what, output }).toEqual({ door: door.what, output: expect.stringMatching(/can't connect to remote host .*No route to host/) })
+    expect(output).not.toContain(SECRET)
+  }
+}
+
+beforeAll(async () => {
+  pool = await freePool()
+  publicAddress = Object.entries(networkInterfaces())
+    .filter(([name]) => !/^(lo|docker|br-|veth|bfw)/.test(name))
+    .flatMap(([, addrs]) => addrs ?? [])
+    .find((a) => a.family === 'IPv4' && !a.internal)!.address
+  hostService = Bun.serve({ hostname: '0.0.0.0', port: 0, fetch: () => new Response(`host-only ${SECRET}`) })
+  hostPort = hostService.port!
+
+  // The world beyond the host, and a metadata service behind it at a link-local address.
+  sh('ip', 'netns', 'add', NS)
+  sh('ip', 'link', 'add', HOST_LINK, 'type', 'veth', 'peer', 'name', NS_LINK)
+  sh('ip', 'link', 'set', NS_LINK, 'netns', NS)
+  sh('ip', 'addr', 'add', `${WORLD.host}/30`, 'dev', HOST_LINK)
+  sh('ip', 'addr', 'add', `${HOST_LINK_LOCAL}/32`, 'dev', HOST_LINK)
+  sh('ip', 'link', 'set', HOST_LINK, 'up')
+  for (const cmd of [['addr', 'add', `${WORLD.far}/30`, 'dev', NS_LINK], ['addr', 'add', `${METADATA}/32`, 'dev', NS_LINK], ['link', 'set', NS_LINK, 'up'], ['link', 'set', 'lo', 'up'], ['route', 'add', 'default', 'via', WORLD.host]]) {
+    sh('ip', 'netns', 'exec', NS, 'ip', ...cmd)
+  }
+  sh('ip', 'route', 'add', `${METADATA}/32`, 'via', WORLD.far)
+  const www = mkdtempSync(join(tmpdir(), 'berth-fw-world-'))
+  writeFileSync(join(www, 'index.html'), `the world ${SECRET}\n`)
+  worldServer = spawn(['ip', 'netns', 'exec', NS, 'busybox', 'httpd', '-f', '-p', '8000', '-h', www], { stdout: 'ignore', stderr: 'ignore' })
+
+  berth = await startBerth({ listenHost: '0.0.0.0', env: env() })
+  instanceOf(berth)
+  slug = uniqueSlug('fw')
+  const { data } = await buyDirect(berth.url, { slug })
+  key = data.api_key
+  expect(await waitForSite(berth.url, key, slug)).toBe('active')
+  const [container] = await docker.listContainers({ filters: { label: [`dev.berth.instance=${instanceOf(berth)}`, `dev.berth.site-slug=${slug}`] } })
+  const network = Object.values((await docker.getContainer(container!.Id).inspect()).NetworkSettings.Networks)[0]!
+  gateway = network.Gateway
+  expect(network.IPAddress.startsWith(pool.replace('0/24', ''))).toBe(true)
+}, 120_000)
+
+afterAll(async () => {
+  await berth?.dispose()
+  await removeInstanceSites(berth)
+  // The rules this test made, by the command the docs give; then nothing of its pool may remain.
+  if (pool && berth) berthCli('firewall', 'remove')
+  worldServer?.kill()
+  hostService?.stop(true)
+  spawnSync(['ip', 'route', 'del', `${METADATA}/32`])
+  spawnSync(['ip', 'link', 'del', HOST_LINK])
+  spawnSync(['ip', 'netns', 'del', NS])
+  if (pool) expect(ourRules()).toEqual([])
+}, 60_000)
+
+describe('the site firewall', () => {
+  it('was installed at start: one copy of each rule, logged', async () => {
+    await untilLogged(berth, /"msg":"installed the site firewall"/)
+    expect(ourRules()).toHaveLength(9)
+    expect(berthCli('firewall', 'check')).toEqual({ code: 0, out: `in place (iptables, pool ${pool})\n` })
+  })
+
+  it('refuses, at once, every connection from a site to the host and to link-local addresses', async () => {
+    await expectAllRefused()
+  })
+
+  it('lets DNS, the world beyond the host and the public edge through, and the edge serves the site', async () => {
+    const dns = await siteShell(berth, slug, 'nslookup deb.debian.org 2>&1')
+    expect(dns.output).toMatch(/Name:\s+deb\.debian\.org[\s\S]*Address/)
+    expect(await probe(WORLD.far, 8000)).toContain(`the world ${SECRET}`)
+    // The site's own public URL (WordPress asks itself so): the edge port on the public address.
+    const own = await probe(publicAddress, berth.port, `${slug}.localhost:${berth.port}`)
+    expect(own).toMatch(/^HTTP\/1\.[01] 200/)
+    expect((await viaEdge(berth.url, slug)).status).toBe(200)
+  })
+
+  it('was what kept them out: without the rules the same doors open', async () => {
+    expect(berthCli('firewall', 'remove').out).toContain(`removed the site firewall of ${pool}`)
+    expect(ourRules()).toEqual([])
+    expect(berthCli('firewall', 'check').code).toBe(1)
+    for (const door of doors()) {
+      const output = await probe(door.address, door.port)
+      expect({ door: door.what, output }).toEqual({ door: door.what, output: expect.stringMatching(/^HTTP\/1\.[01] \d{3}/) })
+    }
+  })
+
+  it('is put back when Berth starts again: all of it, or the one jump deleted by hand', async () => {
+    await restartUntilLogged(/"msg":"installed the site firewall"/)
+    await expectAllRefused()
+
+    const jump = sh('iptables', '-S', 'INPUT').split('\n').find((l) => l.includes(`berth:${pool}:`))!
+    sh('sh', '-c', `iptables ${jump.replace(/^-A /, '-D ')}`)
+    expect(ourRules()).toHaveLength(8)
+    expect(await probe(gateway, hostPort)).toContain(SECRET)
+    expect(await restartUntilLogged(/"msg":"restored the site firewall"/)).toContain('"problems":["no jump from INPUT"]')
+    expect(ourRules()).toHaveLength(9)
+    await expectAllRefused()
+    // Again: nothing to do, nothing duplicated.
+    await restartUntilLogged(/"msg":"the site firewall is in place"/)
+    expect(ourRules()).toHaveLength(9)
+  }, 60_000)
+
+  it('never stops Berth from serving: without iptables it warns and serves', async () => {
+    const bare = await startBerth({ env: { ...env(), PATH: '/nonexistent' } })
+    try {
+      const status = await fetch(`${bare.url}/api/v1/status/`)
+      expect(status.status).toBe(200)
+      await untilLogged(bare, /the site firewall could not be set/)
+      expect(bare.output()).toMatch(/"level":"warn","msg":"the site firewall could not be set: sites can reach the host's own addresses.*iptables is not installed/)
+    } finally {
+      await bare.dispose()
+    }
+  })
+})
