@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api, BINARY, freePort } from './helpers/binary'
 import { startPebble, type Pebble } from './helpers/pebble'
 import { buyDirect, uniqueSlug, waitForSite } from './helpers/purchase'
+import { ANSWERED, freePool, probeFromSite, REFUSED_BY_FIREWALL, rulesOfPool } from './helpers/site-firewall'
 import { removeSitesOf, siteShell } from './helpers/sites'
 import { ensureSystemdImage, execHost, runSystemdHost, SYSTEMD_IMAGE, TEST_LABEL, waitForBoot } from './helpers/systemd-host'
 
@@ -24,6 +25,11 @@ import { ensureSystemdImage, execHost, runSystemdHost, SYSTEMD_IMAGE, TEST_LABEL
  * drop-in here turns that back into systemd's default, killing Berth (SIGSYS), so that any call
  * Berth makes and the filter refuses shows as a crash and fails the run.
  *
+ * The site firewall is on: Berth, inside the sandbox, runs iptables and iptables-restore (netlink,
+ * CAP_NET_ADMIN) to put its rules back. The host shares this machine's network, so the rules are
+ * this machine's: they match a subnet pool of this test's own (helpers/site-firewall.ts), so no
+ * other suite's sites are touched, and afterAll removes them.
+ *
  * The first run builds the image (debootstrap, about two minutes); later runs find it.
  */
 const docker = new Docker({ socketPath: '/var/run/docker.sock' })
@@ -36,11 +42,20 @@ let instance = ''
 let installOutput = ''
 const site = { slug: uniqueSlug('unit'), key: '' }
 const SITES = 'unit.test'
-/** What `systemd-analyze security berth` may score at most; the unit scores 2.4 (it was 4.5). */
-const MAX_EXPOSURE = 2.5
+/**
+ * What `systemd-analyze security berth` may score at most; the unit scores 2.6 (it was 4.5). It
+ * scored 2.4 until the site firewall: CAP_NET_ADMIN, which iptables needs, weighs 1000 of the
+ * 56,160 systemd weighs, and nothing else Berth could still give up weighs 135 (UMask= and
+ * ProcSubset= 10 each; the rest is root, the network, the sites' files and Bun's JIT).
+ */
+const MAX_EXPOSURE = 2.6
 let pebble: Pebble
 let tlsPort = 0
 let pebbleRoot = ''
+/** This test's containers.subnet_pool: the site firewall's rules match it alone. */
+let pool = ''
+/** Berth's HTTP port (server.listen, on every address of the host, as docs/install.md has it). */
+let port = 0
 
 /** Runs a command as root on the systemd host; fails the test when it exits non-zero. */
 async function sh(script: string): Promise<string> {
@@ -98,7 +113,9 @@ const files = {
 
 beforeAll(async () => {
   await ensureSystemdImage(docker, (line) => console.log(`${SYSTEMD_IMAGE}: ${line}`))
-  const [port, dnsPort] = [await freePort(), await freePort()]
+  const dnsPort = await freePort()
+  port = await freePort()
+  pool = await freePool(docker)
   tlsPort = await freePort()
   // The host shares this machine's network: Pebble, here, checks DNS-01 through Berth's DNS there.
   pebble = await startPebble({ httpPort: port, dnsServer: `127.0.0.1:${dnsPort}` })
@@ -109,14 +126,17 @@ beforeAll(async () => {
   await waitForBoot(host)
 
   // docs/install.md: berth install, edit the config, systemctl enable --now berth.
-  installOutput = await sh('/opt/berth/berth install')
+  // The new config's default pool (10.231.0.0/16) is the shared machine's other Berths': the
+  // firewall berth install sets is this test's pool's, as if the hoster had chosen it.
+  installOutput = await sh(`BERTH_CONTAINERS_SUBNET_POOL=${pool} /opt/berth/berth install`)
   url = `http://127.0.0.1:${port}`
   // SSH ports of vps sites from a range of their own: other suites' Berths share the engine.
   const sshBase = 20_000 + Math.floor(Math.random() * 400) * 100
   await sh(`cat > /etc/berth/pebble-ca.pem <<'EOF'\n${pebble.caBundle.trim()}\nEOF`)
   await sh([
     `sed -i`,
-    `-e 's|^# listen = "0.0.0.0:8080"|listen = "127.0.0.1:${port}"|'`,
+    // Every address, so that without the firewall a site could reach Berth on its bridge gateway.
+    `-e 's|^# listen = "0.0.0.0:8080"|listen = "0.0.0.0:${port}"|'`,
     `-e 's|^# site_url = .*|site_url = "${url}"|'`,
     `-e 's|^# domain = "localhost"|domain = "${SITES}"|'`,
     // The shared machine's port 53 and 443 are not this test's.
@@ -129,11 +149,14 @@ beforeAll(async () => {
     `-e 's|^# ca_bundle = .*|ca_bundle = "/etc/berth/pebble-ca.pem"|'`,
     `-e 's|^# preflight_resolver = .*|preflight_resolver = "127.0.0.1:${dnsPort}"|'`,
     `-e 's|^# port_range = .*|port_range = "${sshBase}-${sshBase + 99}"|'`,
-    // The host's network is the shared machine's: its firewall is not this test's either (the
-    // image has no iptables, so berth install could not set one; this keeps serve from trying).
-    `-e 's|^# firewall = true|firewall = false|'`,
+    `-e 's|^# subnet_pool = .*|subnet_pool = "${pool}"|'`,
+    `-e 's|^# firewall = true|firewall = true|'`,
+    // Berth checks the rules at every reconcile pass too; none comes while a test removed some.
+    `-e 's|^# reconcile_seconds = .*|reconcile_seconds = 3600|'`,
     '/etc/berth/berth.toml',
   ].join(' '))
+  // The rules berth install set, taken away again: the first start, in the sandbox, must set them.
+  await sh('berth firewall remove')
   // A refused system call kills Berth (see above) instead of failing with EPERM.
   await sh('mkdir -p /etc/systemd/system/berth.service.d && printf "[Service]\\nSystemCallErrorNumber=\\n" > /etc/systemd/system/berth.service.d/refused-calls-kill.conf')
   await sh('systemctl enable --now berth')
@@ -148,6 +171,13 @@ afterAll(async () => {
   }
   if (instance) await removeSitesOf(instance)
   await pebble?.stop()
+  // The host's rules are this machine's (one network): removed with the command the docs give,
+  // run here (the host is gone); then nothing of this test's pool may remain.
+  if (pool) {
+    const removed = spawnSync([BINARY, 'firewall', 'remove'], { env: { PATH: process.env.PATH, BERTH_CONTAINERS_SUBNET_POOL: pool }, stderr: 'pipe' })
+    expect(removed.exitCode, removed.stderr.toString()).toBe(0)
+    expect(rulesOfPool(pool)).toEqual([])
+  }
 }, 120_000)
 
 describe('Berth under systemd with the unit berth install writes', () => {
@@ -156,14 +186,19 @@ describe('Berth under systemd with the unit berth install writes', () => {
     // /proc/sys is read-only in the container: written, and said to be not applied.
     expect(installOutput).toMatch(/^sysctl {3}\/etc\/sysctl\.d\/60-berth\.conf: net\.ipv4\.tcp_migrate_req = 1 \(written, not applied: .+\)$/m)
     expect(installOutput).toContain('binary   /usr/local/bin/berth (copied)')
+    expect(installOutput).toContain(`firewall sites kept off the host and link-local addresses: installed (iptables, pool ${pool})`)
     expect(await sh('systemctl is-enabled berth')).toBe('enabled')
     expect(await sh('systemctl is-active berth')).toBe('active')
     const props = (await sh('systemctl show -p NoNewPrivileges -p ProtectSystem -p RestrictSUIDSGID -p ProtectProc berth')).split('\n').sort()
     expect(props).toEqual(['NoNewPrivileges=yes', 'ProtectProc=invisible', 'ProtectSystem=strict', 'RestrictSUIDSGID=no'])
     expect(instance).toMatch(/^[0-9a-f]{8}$/)
-    const log = await journal()
+    // The firewall is kept in the background: its first line may follow the listener's.
+    const log = await eventually(async () => ((await journal()).includes('site firewall') ? journal() : undefined))
     expect(log).toContain('"berth listening"')
     expect(log).not.toContain('cannot work here')
+    // beforeAll removed what berth install set: Berth set the rules itself, inside the sandbox.
+    expect(log).toContain(`"msg":"installed the site firewall","tool":"iptables","pool":"${pool}"`)
+    expect(log).not.toContain('the site firewall could not be set')
   })
 
   it(`systemd-analyze security berth scores at most ${MAX_EXPOSURE}, and /etc/berth is read-only to Berth`, async () => {
@@ -231,6 +266,40 @@ describe('Berth under systemd with the unit berth install writes', () => {
     // Nothing above made a call the filter refuses: that would have killed Berth (SIGSYS).
     expect(await sh('systemctl show -p NRestarts --value berth')).toBe('0')
   }, 180_000)
+
+  it("keeps the site firewall from inside the sandbox: the site cannot reach Berth on its gateway, and rules deleted by hand come back at restart", async () => {
+    expect(await sh('berth firewall check')).toBe(`in place (iptables, pool ${pool})`)
+    const rulesBefore = rulesOfPool(pool).length
+    expect(rulesBefore).toBeGreaterThan(0)
+    const [container] = await docker.listContainers({ filters: { label: [`dev.berth.instance=${instance}`, `dev.berth.site-slug=${site.slug}`] } })
+    const network = Object.values((await docker.getContainer(container!.Id).inspect()).NetworkSettings.Networks)[0]!
+    expect(network.IPAddress.startsWith(pool.replace('0/24', ''))).toBe(true)
+    const probe = () => probeFromSite(instance, site.slug, network.Gateway, port)
+    expect(await probe()).toMatch(REFUSED_BY_FIREWALL)
+
+    // A hoster's firewall reload, say: the jump from INPUT deleted by hand. The door opens.
+    const jump = (await sh('iptables -S INPUT')).split('\n').find((l) => l.includes(`berth:${pool}:`))!
+    await sh(`iptables ${jump.replace(/^-A /, '-D ')}`)
+    expect((await execHost(host, ['berth', 'firewall', 'check'])).code).toBe(1)
+    expect(await probe()).toMatch(ANSWERED)
+
+    await sh('systemctl restart berth')
+    await untilServing()
+    const since = await sh('systemctl show -p ExecMainStartTimestamp --value berth')
+    const log = await eventually(async () => {
+      const text = await sh(`journalctl -u berth -o cat --no-pager --since "${since}"`)
+      return text.includes('site firewall') ? text : undefined
+    })
+    expect(log).toContain('"msg":"restored the site firewall"')
+    expect(log).toContain('"problems":["no jump from INPUT"]')
+    expect(await sh('berth firewall check')).toBe(`in place (iptables, pool ${pool})`)
+    expect(rulesOfPool(pool)).toHaveLength(rulesBefore)
+    expect(await probe()).toMatch(REFUSED_BY_FIREWALL)
+    // iptables and iptables-restore ran in the sandbox: a call the filter refused would have
+    // killed them (see above) and the log would say the firewall could not be set.
+    expect(log).not.toContain('could not be set')
+    expect(await sh('systemctl show -p NRestarts --value berth')).toBe('0')
+  }, 60_000)
 
   it('systemctl restart berth: serves again with a new process', async () => {
     const before = await mainPid()

@@ -13,8 +13,10 @@ import { buildDebianBase, debianBaseTag, DEFAULT_MIRROR, type DebianRecipe } fro
 const RECIPE: DebianRecipe = {
   suite: 'bookworm',
   arch: 'amd64',
-  // systemd-sysv: /sbin/init; procps: sysctl, which `berth install` runs.
-  include: ['systemd', 'systemd-sysv', 'procps'],
+  // systemd-sysv: /sbin/init; procps: sysctl, which `berth install` runs; iptables (nf_tables
+  // backend, as this machine's): the site firewall Berth keeps. The image's tag hashes this
+  // recipe, so a change here builds a new image.
+  include: ['systemd', 'systemd-sysv', 'procps', 'iptables'],
   // Bump when MASKED or BOOT changes.
   cleanup: 1,
 }
