@@ -13,6 +13,7 @@ export interface SiteEntry {
   name: string
   type: SiteEntryType
   size: number
+  /** Whole milliseconds (the same from `list`, `stat` and `read` for an unchanged file). */
   mtimeMs: number
 }
 
@@ -52,7 +53,7 @@ export interface SiteReader {
    * that are not valid UTF-8 are left out (no path can name them).
    */
   list(path: string, maxEntries?: number): Promise<SiteEntry[] | null>
-  /** The entry at `path` itself (a symlink is `symlink`), or null when nothing is there. */
+  /** The entry at `path`, or null when nothing is there or the path goes through a link (its last name included). */
   stat(path: string): SiteEntry | null
   /** The first `maxBytes` of the regular file at `path`, or null when it is not one. */
   read(path: string, maxBytes: number): Promise<SiteFileContent | null>
