@@ -14,7 +14,8 @@
  *
  * `--baseline <binary>`: a second Berth from another build (e.g. /work/main/dist/berth, or a
  * build of an earlier commit) with its own site, measured in the same rounds, interleaved mode
- * by mode; each figure of this build is then also given as a ratio to the baseline's.
+ * by mode (taking turns going first); each figure of this build is then also given as a ratio to
+ * the baseline's.
  */
 import { copyFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
@@ -85,8 +86,10 @@ try {
   const results = new Map<string, Record<string, WrkResult[]>>(builds.map((b) => [b.name, {}]))
   const reports = new Map<string, number[]>(builds.map((b) => [b.name, []]))
   for (let round = 1; round <= ROUNDS; round++) {
+    // The builds take turns going first (this build first in odd rounds), so that neither gains from the order.
+    const order = round % 2 === 1 ? builds : [...builds].reverse()
     for (const [name, apply] of modes) {
-      for (const b of builds) {
+      for (const b of order) {
         await apply(b)
         const probe = await fetch(`${b.berth.url}/`, { headers: { host: `${b.slug}.localhost:${b.berth.port}` } }).then((r) => r.text())
         if (name !== 'seo off' && !probe.includes('og:title')) throw new Error(`${b.name} ${name}: the page has no added tags`)
@@ -97,7 +100,7 @@ try {
         console.log(`  round ${round}/${ROUNDS} ${b.name.slice(0, 14).padEnd(14)} ${name.padEnd(18)} ${Math.round(r.requestsPerSec).toString().padStart(7)} req/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms`)
       }
     }
-    for (const b of builds) {
+    for (const b of order) {
       const times: number[] = []
       for (let i = 0; i < REPORT_REQUESTS + 3; i++) {
         const started = performance.now()
