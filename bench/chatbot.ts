@@ -13,10 +13,18 @@
  *    MATCH ?` on the same FTS table over a second connection, with the OR query `search` ends
  *    with (built beforehand, untimed): FTS5 finding the passages and nothing else. The ratio is
  *    what query building, the AND-first pass, bm25 ranking, one passage per page and snippets add.
+ *
+ * `--baseline <dir>`: also build the same pages with the SiteIndex of another source tree (a
+ * checkout of an earlier commit, e.g. `git archive <commit> | tar -x -C /tmp/base` with
+ * node_modules linked), interleaved with ours round by round (ROUNDS, 3 by default): the ratio
+ * of the first syncs and of the unchanged re-syncs, ours over the baseline's, is what a change to
+ * how the pages are walked and read cost. The files are read as Berth reads them: through the
+ * site's read-only reader (drivers/files/site-reader.ts), or a path for a tree from before it.
  */
 import { Database } from 'bun:sqlite'
-import { mkdirSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { HostSiteFiles } from '../src/drivers/files/site-reader'
 import { toMatchQuery } from '../src/modules/chatbot/query'
 import { SiteIndex } from '../src/modules/chatbot/site-index'
 import { cleanupOnExit, tempDir } from './processes'
@@ -26,6 +34,9 @@ const GOALS = { p50Ms: 20 }
 const PAGES = 1000
 const QUESTIONS = 1000
 const WARMUP = 100
+const ROUNDS = Number(process.env.ROUNDS ?? 3)
+const baselineAt = process.argv.indexOf('--baseline')
+const BASELINE = baselineAt === -1 ? null : resolve(process.argv[baselineAt + 1] ?? '')
 
 cleanupOnExit()
 const random = seeded(14)
@@ -53,15 +64,51 @@ for (let i = 0; i < PAGES; i++) {
   htmlBytes += html.length
   texts.push(text)
 }
+/** One implementation's SiteIndex, and how it is given the site's files. */
+interface Indexer {
+  name: string
+  open(file: string): SiteIndex
+  sync(index: SiteIndex): Promise<{ added: number; updated: number; removed: number }>
+}
+const thisTree: Indexer = {
+  name: 'this tree',
+  open: (file) => SiteIndex.open(file, { maxBytes: 1024 ** 3 }),
+  sync: (index) => new HostSiteFiles(async () => dir).read('bench', (files) => index.sync(files)),
+}
+const indexers = [thisTree]
+if (BASELINE !== null) {
+  const theirs = (await import(join(BASELINE, 'src/modules/chatbot/site-index.ts'))).SiteIndex as typeof SiteIndex
+  const reader = join(BASELINE, 'src/drivers/files/site-reader.ts')
+  const files = existsSync(reader) ? new ((await import(reader)).HostSiteFiles as typeof HostSiteFiles)(async () => dir) : null
+  indexers.unshift({
+    name: `baseline ${BASELINE}`,
+    open: (file) => theirs.open(file, { maxBytes: 1024 ** 3 }),
+    // A tree from before the reader synced a path.
+    sync: (index) => (files ? files.read('bench', (f) => index.sync(f)) : (index.sync as unknown as (dir: string) => ReturnType<SiteIndex['sync']>)(publicDir)),
+  })
+}
+const timings = new Map(indexers.map((x) => [x.name, { build: [] as number[], resync: [] as number[] }]))
 const file = join(dir, 'data', 'modules', 'chatbot', 'bench-site.db')
-const index = SiteIndex.open(file, { maxBytes: 1024 ** 3 })
-let started = performance.now()
-const built = await index.sync(publicDir)
-const buildMs = performance.now() - started
-started = performance.now()
-const again = await index.sync(publicDir)
-const resyncMs = performance.now() - started
-if (built.added !== PAGES || again.added + again.updated + again.removed !== 0) throw new Error(`unexpected syncs: ${JSON.stringify({ built, again })}`)
+let index!: SiteIndex
+for (let round = 1; round <= ROUNDS; round++) {
+  for (const indexer of indexers) {
+    index?.close()
+    for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true })
+    index = indexer.open(file)
+    let started = performance.now()
+    const built = await indexer.sync(index)
+    const buildMs = performance.now() - started
+    started = performance.now()
+    const again = await indexer.sync(index)
+    const resyncMs = performance.now() - started
+    if (built.added !== PAGES || again.added + again.updated + again.removed !== 0) throw new Error(`unexpected syncs (${indexer.name}): ${JSON.stringify({ built, again })}`)
+    timings.get(indexer.name)!.build.push(buildMs)
+    timings.get(indexer.name)!.resync.push(resyncMs)
+  }
+}
+// The last index built is ours: the searches below run on it.
+const buildMs = median(timings.get(thisTree.name)!.build)
+const resyncMs = median(timings.get(thisTree.name)!.resync)
 const stats = index.stats()
 
 // 2 and 3. Search, and the bare MATCH on a second connection.
@@ -92,7 +139,15 @@ index.close()
 const p50 = percentile(ours, 0.5)
 const ms = (v: number) => v.toFixed(2).padStart(7)
 console.log(`SiteIndex on ${PAGES} generated pages (${(htmlBytes / PAGES / 1024).toFixed(1)} KB of HTML each): ${stats.passages} passages, index ${(stats.bytes / 1024 ** 2).toFixed(1)} MB`)
-console.log(`build: first sync ${buildMs.toFixed(0)} ms (${(buildMs / PAGES).toFixed(2)} ms a page), second sync with nothing changed ${resyncMs.toFixed(0)} ms`)
+console.log(`build (median of ${ROUNDS}): first sync ${buildMs.toFixed(0)} ms (${(buildMs / PAGES).toFixed(2)} ms a page), second sync with nothing changed ${resyncMs.toFixed(0)} ms`)
+if (BASELINE !== null) {
+  const base = timings.get(indexers[0]!.name)!
+  const mine = timings.get(thisTree.name)!
+  const ratios = (a: number[], b: number[]) => a.map((v, i) => v / b[i]!)
+  console.log(`baseline ${BASELINE}, ${ROUNDS} interleaved rounds (ms each round; ratio this/baseline, median of per-round ratios):`)
+  console.log(`  first sync    baseline ${base.build.map((v) => v.toFixed(0)).join(', ')}   this ${mine.build.map((v) => v.toFixed(0)).join(', ')}   ratio ${median(ratios(mine.build, base.build)).toFixed(2)}`)
+  console.log(`  second sync   baseline ${base.resync.map((v) => v.toFixed(1)).join(', ')}   this ${mine.resync.map((v) => v.toFixed(1)).join(', ')}   ratio ${median(ratios(mine.resync, base.resync)).toFixed(2)}`)
+}
 console.log(`${QUESTIONS} questions (${WARMUP} more untimed first), ${answered} answered, ${refs.length} with words to match`)
 console.log('\nFigure (ms)                                  p50      p95      p99    goal')
 console.log(`search(question, 3)                      ${ms(p50)}  ${ms(percentile(ours, 0.95))}  ${ms(percentile(ours, 0.99))}    p50 < ${GOALS.p50Ms}: ${p50 < GOALS.p50Ms ? 'PASS' : 'FAIL'}`)

@@ -38,6 +38,7 @@ import { SubscriptionBilling } from './domain/billing/subscriptions'
 import { Charges } from './domain/billing/charges'
 import { AccountsService } from './domain/accounts/service'
 import { DockerRuntime } from './drivers/runtime/docker'
+import { HostSiteFiles, type SiteFiles } from './drivers/files/site-reader'
 import type { ContainerRuntime } from './drivers/runtime/types'
 import { selectFirewall } from './drivers/firewall/select'
 import type { SiteFirewall } from './drivers/firewall/types'
@@ -138,6 +139,8 @@ export interface Services {
   logs: LogsService
   /** The files API: sites' home folders, from the host. */
   files: FilesService
+  /** Read-only access to sites' files, the only way the AI modules reach them (docs/architecture.md). */
+  siteFiles: SiteFiles
   deployments: DeploymentsService
   /** Stored edge counts per site and day, and the containers' current resource use. */
   siteMetrics: SiteMetricsService
@@ -251,12 +254,14 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     const site = sitesRepo.find(siteId)
     return site ? plans.get(site.planSlug).features.ai_tokens_monthly : 0
   })
+  // The modules read sites' files through this reader only (never node:fs: src/modules/no-fs.test.ts).
+  const siteFiles = new HostSiteFiles((slug) => runtime.homePath(slug))
   const chatbot = new ChatbotService({
-    dir: join(config.server.dataDir, 'modules', 'chatbot'), homePath: (slug) => runtime.homePath(slug),
+    dir: join(config.server.dataDir, 'modules', 'chatbot'), files: siteFiles,
     diskBytes: (siteId) => plans.get(sitesRepo.find(siteId)?.planSlug ?? '').features.disk_gb * 1024 ** 3, provider: aiProvider, budget: aiBudget, log,
   })
   const translation = aiProvider ? new TranslationService({ store, clock, provider: aiProvider, budget: aiBudget, log }) : null
-  const modulesEdge = new SiteModulesEdge({ chatbot, translation, homePath: (slug) => runtime.homePath(slug), log })
+  const modulesEdge = new SiteModulesEdge({ chatbot, translation, files: siteFiles, log })
   changes.subscribe((c) => {
     chatbot.changed(c.siteId)
     modulesEdge.changed(c.siteId)
@@ -386,6 +391,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     accessLog,
     logs: new LogsService(plans, runtime, accessLog),
     files,
+    siteFiles,
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs }),
     siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), edgeMetrics, runtime, log),
     dns,

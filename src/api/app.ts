@@ -11,7 +11,7 @@ import type { LogsService } from '../domain/logs/service'
 import type { SiteMetricsService } from '../domain/metrics/service'
 import type { ModulesService } from '../domain/modules/service'
 import type { ContentService } from '../modules/content/service'
-import type { ContainerRuntime } from '../drivers/runtime/types'
+import type { SiteFiles } from '../drivers/files/site-reader'
 import type { PlansService } from '../domain/plans/service'
 import type { RateLimiter } from '../domain/rate-limits/service'
 import type { SiteGuard } from '../domain/sites/guard'
@@ -90,7 +90,8 @@ export interface ApiDeps {
   lifecycle: SiteLifecycle
   modules: ModulesService
   content: ContentService
-  runtime: Pick<ContainerRuntime, 'homePath'>
+  /** Read-only access to sites' files, for the seo report. */
+  siteFiles: SiteFiles
   claims: ClaimsService
   ssh: SshService
   logs: LogsService
@@ -119,7 +120,7 @@ export function createApp(s: ApiDeps) {
     .use(keyRoutes(plugins, s.keys))
     .use(checkoutRoutes(plugins, s.checkout, s.config.brand.prefix))
     .use(siteRoutes(plugins, s.sites))
-    .use(moduleRoutes(plugins, { modules: s.modules, content: s.content, homePath: (slug) => s.runtime.homePath(slug) }))
+    .use(moduleRoutes(plugins, { modules: s.modules, content: s.content, files: s.siteFiles }))
     .use(claimRoutes(plugins, s.claims))
     .use(sshRoutes(plugins, s.ssh))
     .use(logRoutes(plugins, s.logs))

@@ -51,7 +51,7 @@ export const serveCommand: Command = {
     })
     // Once, at start: a sandbox that filters openat2 breaks the files API for every site.
     const openat2 = probeOpenat2()
-    if (openat2) services.log.error('the files API, logs, disk usage and restores cannot work here', { error: openat2 })
+    if (openat2) services.log.error("the files API, logs, disk usage, restores and the AI modules' reads of site files cannot work here", { error: openat2 })
     reportWidened(widened, services.log)
     await new Promise<void>((resolve) => {
       const stop = async (signal: string) => {

@@ -1,5 +1,4 @@
-import { lstat } from 'node:fs/promises'
-import { join } from 'node:path'
+import type { SiteFiles } from '../drivers/files/site-reader'
 import type { SiteModuleFlags, SiteTarget } from '../edge/types'
 import type { Logger } from '../lib/logger'
 import type { ChatbotService } from './chatbot/service'
@@ -31,7 +30,8 @@ export class SiteModulesEdge {
   constructor(private d: {
     chatbot: ChatbotService
     translation: TranslationService | null
-    homePath(slug: string): Promise<string>
+    /** The site's files, read-only: `/sitemap.xml` and whether the site has its own. */
+    files: SiteFiles
     log: Logger
   }) {}
 
@@ -98,18 +98,18 @@ export class SiteModulesEdge {
     return new Response(JSON.stringify({ ok: true, data: answer, meta: meta() }), { headers: JSON_HEADERS })
   }
 
-  /** Whether the site has its own file for `path` under public/ (a regular file, not a link): it wins. */
-  private async hasOwn(site: SiteTarget, path: string): Promise<boolean> {
-    const home = await this.d.homePath(site.slug).catch(() => null)
-    if (home === null) return false
-    const st = await lstat(join(home, 'public', path.slice(1))).catch(() => null)
-    return st !== null && st.isFile()
+  /**
+   * Whether the site has its own file for `path` (`/sitemap.xml` or `/robots.txt`) under public/,
+   * a regular file reached through no link: it wins. False when the site's files are unavailable.
+   */
+  private async hasOwn(site: SiteTarget, path: '/sitemap.xml' | '/robots.txt'): Promise<boolean> {
+    return this.d.files.read(site.slug, (files) => files.stat(`public${path}`)?.type === 'file').catch(() => false)
   }
 
   private async pages(site: SiteTarget): Promise<SitePage[]> {
     const cached = this.sitemaps.get(site.siteId)
     if (cached && performance.now() - cached.at < SITEMAP_TTL_MS) return cached.pages
-    const pages = await listPages(await this.d.homePath(site.slug)).catch((err) => {
+    const pages = await this.d.files.read(site.slug, listPages).catch((err) => {
       this.d.log.warn('seo: the site files could not be listed for its sitemap', { site: site.slug, error: (err as Error).message })
       return [] as SitePage[]
     })

@@ -8,6 +8,7 @@ import { SiteParams } from '../sites/model'
 import { forbidden, conflict, op, say } from '../../domain/errors'
 import { seoReport } from '../../modules/seo/report'
 import type { SiteRow } from '../../store/schema'
+import type { SiteFiles } from '../../drivers/files/site-reader'
 import type { AiModule } from '../../domain/enums'
 
 const tags = ['Modules']
@@ -15,7 +16,8 @@ const tags = ['Modules']
 export interface ModuleRouteDeps {
   modules: ModulesService
   content: ContentService
-  homePath(slug: string): Promise<string>
+  /** The site's files, read-only (the seo report). */
+  files: SiteFiles
 }
 
 /** forbidden when the plan lacks the module, conflict when it is off: the module's own routes need it on. */
@@ -47,7 +49,7 @@ export const moduleRoutes = (plugins: ApiPlugins, d: ModuleRouteDeps) =>
     .get('/sites/:tenant_slug/modules/seo/report/', async ({ site }) => {
       const state = d.modules.list(site).find((m) => m.name === 'seo')!
       if (!state.included) throw forbidden(say`The ${site.planSlug} plan does not include the seo module; scale to a plan that does (${op('listPlans')}).`)
-      return seoReport(await d.homePath(site.slug), state.enabled)
+      return d.files.read(site.slug, (files) => seoReport(files, state.enabled))
     }, {
       scope: 'read',
       site: 'owned',

@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import type { AiProvider } from '../../drivers/ai/types'
+import type { SiteFiles } from '../../drivers/files/site-reader'
 import type { Logger } from '../../lib/logger'
 import { DomainError } from '../../domain/errors'
 import { askModel, type AiBudget } from '../ai-calls'
@@ -42,7 +43,8 @@ export class ChatbotService {
 
   constructor(private d: {
     dir: string
-    homePath(slug: string): Promise<string>
+    /** The sites' files, read-only: the index reads public/ through it. */
+    files: SiteFiles
     /** The site's plan's disk share, bytes. */
     diskBytes(siteId: string): number
     provider: AiProvider | null
@@ -76,8 +78,7 @@ export class ChatbotService {
     const index = this.index(site.siteId)
     const run = (async () => {
       this.dirty.delete(site.siteId)
-      const home = await this.d.homePath(site.slug)
-      const result = await index.sync(join(home, 'public'))
+      const result = await this.d.files.read(site.slug, (files) => index.sync(files))
       this.syncedAt.set(site.siteId, performance.now())
       if (result.added || result.updated || result.removed) this.d.log.info('chatbot index updated', { site: site.slug, ...result })
       if (result.skipped) this.d.log.warn('chatbot index full: pages left out', { site: site.slug, skipped: result.skipped, bytes: result.bytes })

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, unli
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { HostSiteFiles } from '../../drivers/files/site-reader'
 import { extractPage, pageUrl, PASSAGE_MAX, PASSAGE_MIN, splitPassages } from './page-text'
 import { toMatchQuery } from './query'
 import { SiteIndex } from './site-index'
@@ -11,6 +12,8 @@ const temp = mkdtempSync(join(tmpdir(), 'berth-site-index-'))
 afterAll(() => rmSync(temp, { recursive: true, force: true }))
 
 let sites = 0
+/** Syncs a site's index as Berth does: through the read-only reader of its home. */
+const syncSite = (s: { home: string; index: SiteIndex }) => new HostSiteFiles(async () => s.home).read('site', (files) => s.index.sync(files))
 /** A site: its home with public/, and its index file under a data dir as Berth lays them out. */
 function newSite(maxBytes = 64 * 1024 * 1024) {
   const id = `site-${++sites}`
@@ -48,7 +51,7 @@ describe('SiteIndex: sync and search', () => {
     s.write('my page.html', page('Spaces', 'A file name with a space in it about gooseberries.'))
     for (const rel of ['app.js', 'site.css', 'data.json', '.hidden/secret.html', '.draft.html']) s.write(rel, 'quarantined marmalade')
 
-    expect(await s.index.sync(s.publicDir)).toMatchObject({ added: 6, updated: 0, removed: 0, skipped: 0 })
+    expect(await syncSite(s)).toMatchObject({ added: 6, updated: 0, removed: 0, skipped: 0 })
     const [first] = s.index.search('Who founded the Blue Anchor?')
     expect(first).toMatchObject({ url: '/about/', title: 'About us' })
     expect(first!.passage).toContain('retired lighthouse keepers')
@@ -69,11 +72,11 @@ describe('SiteIndex: sync and search', () => {
     const s = newSite()
     s.write('menu.html', page('Menu', 'Today we serve grilled mackerel with rhubarb.'))
     s.write('other.html', page('Other', 'Nothing about fish here.'))
-    await s.index.sync(s.publicDir)
+    await syncSite(s)
     expect(s.urls('grilled mackerel')).toEqual(['/menu.html'])
 
     s.write('menu.html', page('Menu', 'Today we serve roasted pumpkin soup, and it is much longer than before.'))
-    expect(await s.index.sync(s.publicDir)).toMatchObject({ added: 0, updated: 1, removed: 0, skipped: 0 })
+    expect(await syncSite(s)).toMatchObject({ added: 0, updated: 1, removed: 0, skipped: 0 })
     expect(s.urls('mackerel rhubarb')).toEqual([])
     expect(s.urls('roasted pumpkin')).toEqual(['/menu.html'])
     expect(s.index.stats().pages).toBe(2)
@@ -83,17 +86,17 @@ describe('SiteIndex: sync and search', () => {
     const s = newSite()
     s.write('a.html', page('A', 'Sourdough baked every morning.'))
     s.write('b/index.html', page('B', 'Sourdough starter for sale.'))
-    await s.index.sync(s.publicDir)
+    await syncSite(s)
     expect(s.urls('sourdough').sort()).toEqual(['/a.html', '/b/'])
 
     rmSync(join(s.publicDir, 'b'), { recursive: true })
-    expect(await s.index.sync(s.publicDir)).toMatchObject({ added: 0, updated: 0, removed: 1 })
+    expect(await syncSite(s)).toMatchObject({ added: 0, updated: 0, removed: 1 })
     expect(s.urls('sourdough starter')).toEqual(['/a.html'])
     expect(s.index.stats()).toMatchObject({ pages: 1, passages: 1 })
 
     // public/ itself gone: an empty site.
     rmSync(s.publicDir, { recursive: true })
-    expect(await s.index.sync(s.publicDir)).toMatchObject({ removed: 1 })
+    expect(await syncSite(s)).toMatchObject({ removed: 1 })
     expect(s.index.stats()).toMatchObject({ pages: 0, passages: 0 })
   })
 
@@ -104,21 +107,21 @@ describe('SiteIndex: sync and search', () => {
       s.write(`p${i}.html`, page(`P${i}`, `Page ${i} speaks of walrus number ${i}.`))
       utimesSync(join(s.publicDir, `p${i}.html`), when, when)
     }
-    const first = await s.index.sync(s.publicDir)
+    const first = await syncSite(s)
     expect(first).toMatchObject({ added: 5 })
     expect(first.bytes).toBeGreaterThan(0)
-    expect(await s.index.sync(s.publicDir)).toEqual({ added: 0, updated: 0, removed: 0, skipped: 0, bytes: 0 })
+    expect(await syncSite(s)).toEqual({ added: 0, updated: 0, removed: 0, skipped: 0, bytes: 0 })
 
     // Same size, same mtime, other words: not read, so the index keeps the old text.
     s.write('p0.html', page('P0', 'Page 0 speaks of narwal number 0.'))
     utimesSync(join(s.publicDir, 'p0.html'), when, when)
-    expect(await s.index.sync(s.publicDir)).toEqual({ added: 0, updated: 0, removed: 0, skipped: 0, bytes: 0 })
+    expect(await syncSite(s)).toEqual({ added: 0, updated: 0, removed: 0, skipped: 0, bytes: 0 })
     expect(s.urls('walrus number 0')[0]).toBe('/p0.html')
     expect(s.urls('narwal')).toEqual([])
 
     // A new mtime: read again, and only that file.
     utimesSync(join(s.publicDir, 'p0.html'), new Date(), new Date())
-    const third = await s.index.sync(s.publicDir)
+    const third = await syncSite(s)
     expect(third).toMatchObject({ added: 0, updated: 1, removed: 0 })
     expect(third.bytes).toBe(statSync(join(s.publicDir, 'p0.html')).size)
     expect(s.urls('narwal')).toEqual(['/p0.html'])
@@ -136,7 +139,7 @@ describe('SiteIndex: sync and search', () => {
     symlinkSync('../private/secret.html', join(s.publicDir, 'secret.html'))
     symlinkSync('../private', join(s.publicDir, 'relative'))
 
-    expect(await s.index.sync(s.publicDir)).toMatchObject({ added: 1, skipped: 0 })
+    expect(await syncSite(s)).toMatchObject({ added: 1, skipped: 0 })
     expect(s.index.stats().pages).toBe(1)
     expect(s.urls('turnips')).toEqual(['/'])
     expect(s.urls('root bin bash nologin')).toEqual([])
@@ -146,19 +149,19 @@ describe('SiteIndex: sync and search', () => {
     const other = newSite()
     rmSync(other.publicDir, { recursive: true })
     symlinkSync(sibling, other.publicDir)
-    expect(await other.index.sync(other.publicDir)).toMatchObject({ added: 0 })
+    expect(await syncSite(other)).toMatchObject({ added: 0 })
     expect(other.urls('periwinkle')).toEqual([])
   })
 
   it('stays within maxBytes: stops adding, reports skipped, and the file never passes the cap', async () => {
     const probe = newSite()
-    await probe.index.sync(probe.publicDir)
+    await syncSite(probe)
     const empty = probe.index.stats().bytes
     const maxBytes = empty + 96 * 1024
     const s = newSite(maxBytes)
     for (let i = 0; i < 30; i++) s.write(`p${String(i).padStart(2, '0')}.html`, page(`Page ${i}`, randomWords(900, i + 1)))
 
-    const result = await s.index.sync(s.publicDir)
+    const result = await syncSite(s)
     expect(result.added).toBeGreaterThan(0)
     expect(result.skipped).toBeGreaterThan(0)
     expect(result.added + result.skipped).toBe(30)
@@ -172,13 +175,13 @@ describe('SiteIndex: sync and search', () => {
     expect(s.urls(randomWords(900, 30).split(' ').slice(0, 5).join(' '))).not.toContain('/p29.html')
 
     // Again: the same pages fit, the same are skipped, still under the cap.
-    expect(await s.index.sync(s.publicDir)).toMatchObject({ added: 0, updated: 0, removed: 0, skipped: result.skipped })
+    expect(await syncSite(s)).toMatchObject({ added: 0, updated: 0, removed: 0, skipped: result.skipped })
     expect(statSync(s.file).size).toBeLessThanOrEqual(maxBytes)
 
     // A cap below even the empty index: nothing is added.
     const tiny = newSite(1024)
     tiny.write('a.html', page('A', 'anything'))
-    expect(await tiny.index.sync(tiny.publicDir)).toMatchObject({ added: 0, skipped: 1 })
+    expect(await syncSite(tiny)).toMatchObject({ added: 0, skipped: 1 })
 
     // The pages rolled back left FTS5 consistent.
     s.index.close()
@@ -192,7 +195,7 @@ describe('SiteIndex: sync and search', () => {
     const s = newSite()
     s.write('big.html', page('Big', 'hippopotamus '.repeat(90_000)))
     s.write('small.html', page('Small', 'hippopotamus'))
-    expect(await s.index.sync(s.publicDir)).toMatchObject({ added: 1, skipped: 1 })
+    expect(await syncSite(s)).toMatchObject({ added: 1, skipped: 1 })
     expect(s.urls('hippopotamus')).toEqual(['/small.html'])
   })
 
@@ -204,7 +207,7 @@ describe('SiteIndex: sync and search', () => {
     s.write('d.md', '# Markdown Title\n\nalpha')
     s.write('e.txt', 'alpha')
     s.write('f.html', '<title>Lonely lighthouse</title>')
-    await s.index.sync(s.publicDir)
+    await syncSite(s)
     const titles = Object.fromEntries(s.index.search('alpha', 10).map((h) => [h.url, h.title]))
     expect(titles).toEqual({ '/a.html': 'Fish & Chips — ☺', '/b.html': 'Big Heading', '/c/': '/c/', '/d.md': 'Markdown Title', '/e.txt': '/e.txt' })
     expect(s.urls('lonely')).toEqual(['/f.html']) // a page with a title and no text
@@ -218,7 +221,7 @@ describe('SiteIndex: sync and search', () => {
       <noscript>Please enable axolotl</noscript><template><p>capybara</p></template><!-- wombat -->
       <img alt="x" data-note="pangolin > ocelot"><p class='a'>Visible: kestrel <b>pheas</b>ant caf&eacute; &lt;script&gt;</p>
       <SCRIPT>narwhal()</SCRIPT ><p>The end.</p></body></html>`)
-    await s.index.sync(s.publicDir)
+    await syncSite(s)
     for (const hidden of ['zanzibar', 'quokka', 'axolotl', 'capybara', 'wombat', 'pangolin', 'ocelot', 'narwhal']) expect(s.urls(hidden), hidden).toEqual([])
     expect(s.urls('kestrel')).toEqual(['/'])
     expect(s.urls('pheasant')).toEqual(['/']) // inline tags join the word, as the browser shows it
@@ -230,7 +233,7 @@ describe('SiteIndex: sync and search', () => {
     const s = newSite()
     s.write('fr.html', page("L'été", "L'école d'été à Montréal : café, crème brûlée et garçons pâtissiers.", 'Voir le résumé.'))
     s.write('en.html', page('Resume', 'Send us your resume and cover letter.'))
-    await s.index.sync(s.publicDir)
+    await syncSite(s)
     expect(s.urls('ecole')).toEqual(['/fr.html'])
     expect(s.urls('ÉCOLE Montreal')).toEqual(['/fr.html'])
     expect(s.urls('creme brulee garcons patissier')).toEqual(['/fr.html'])
@@ -243,7 +246,7 @@ describe('SiteIndex: sync and search', () => {
   it('never throws on hostile questions', async () => {
     const s = newSite()
     s.write('index.html', page('Harbour', 'The harbour master opens the lock at dawn.'))
-    await s.index.sync(s.publicDir)
+    await syncSite(s)
     const before = s.index.stats()
     const hostile: [string, boolean][] = [
       ['"', false], ['""', false], ["'", false], ['NEAR(', false], ['NEAR(harbour lock, 2)', true], ['*', false],
@@ -269,7 +272,7 @@ describe('SiteIndex: sync and search', () => {
     long[17] = 'The lighthouse lighthouse lighthouse keeper polishes the lamp.'
     s.write('long.html', page('Long', ...long))
     s.write('short.html', page('Short', 'A lighthouse, far away.'))
-    await s.index.sync(s.publicDir)
+    await syncSite(s)
     const hits = s.index.search('lighthouse keeper', 5)
     expect(hits.map((h) => h.url)).toEqual(['/long.html', '/short.html'])
     expect(hits[0]!.passage).toContain('keeper polishes')
@@ -285,7 +288,7 @@ describe('SiteIndex: sync and search', () => {
     const b = newSite()
     a.write('index.html', page('A', 'Alpaca wool socks, knitted in Peru.'))
     b.write('index.html', page('B', 'Bamboo bicycles, built in Ghana.'))
-    await Promise.all([a.index.sync(a.publicDir), b.index.sync(b.publicDir)])
+    await Promise.all([syncSite(a), syncSite(b)])
     expect(a.urls('alpaca socks')).toEqual(['/'])
     expect(a.urls('bamboo bicycles ghana')).toEqual([])
     expect(b.urls('bamboo bicycles')).toEqual(['/'])
@@ -298,7 +301,7 @@ describe('SiteIndex: sync and search', () => {
   it('runs overlapping syncs one after the other; destroy deletes the files', async () => {
     const s = newSite()
     s.write('a.html', page('A', 'Quince jelly.'))
-    const [one, two] = await Promise.all([s.index.sync(s.publicDir), s.index.sync(s.publicDir)])
+    const [one, two] = await Promise.all([syncSite(s), syncSite(s)])
     expect(one.added + two.added).toBe(1)
     expect(s.urls('quince')).toEqual(['/a.html'])
     s.index.destroy()
@@ -307,7 +310,7 @@ describe('SiteIndex: sync and search', () => {
     // Reopened from nothing: empty, and it indexes again.
     const again = SiteIndex.open(s.file, { maxBytes: 1 << 24 })
     expect(again.stats()).toMatchObject({ pages: 0, passages: 0 })
-    await again.sync(s.publicDir)
+    await syncSite({ home: s.home, index: again })
     expect(again.search('quince').map((h) => h.url)).toEqual(['/a.html'])
     again.close()
   })

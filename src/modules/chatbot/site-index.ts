@@ -8,15 +8,15 @@
  * with synchronous=NORMAL (a commit lost to a power cut is redone by the next sync) and a schema
  * change simply starts the file over.
  *
- * The files are read by site-files.ts (never outside `publicDir`, links never followed), turned
+ * The files are read by site-files.ts over the site's read-only reader (never outside public/,
+ * links never followed: drivers/files/site-reader.ts), turned
  * into passages by page-text.ts, and questions into FTS5 terms by query.ts.
  */
-import { Database } from 'bun:sqlite'
-import { mkdirSync, rmSync } from 'node:fs'
-import { dirname } from 'node:path'
-import { createPrivateFile } from '../../lib/private-file'
+import type { Database } from 'bun:sqlite'
+import type { SiteReader } from '../../drivers/files/site-reader'
+import { openPrivateDatabase, removeDatabaseFiles } from '../../store/private-database'
 import { questionTerms, snippetOf } from './query'
-import { listFiles, readPage, resolveRoot, type FileEntry, type ReadPage } from './site-files'
+import { listFiles, readPage, type FileEntry, type ReadPage } from './site-files'
 
 /** What one `sync` did. `bytes` counts the bytes of the files it read: 0 when nothing changed. */
 export interface SyncResult {
@@ -71,7 +71,7 @@ interface PageRow {
  *
  * @example
  * const index = SiteIndex.open(`${dataDir}/modules/chatbot/${siteId}.db`, { maxBytes: 50 * 1024 ** 2 })
- * await index.sync(`${home}/public`)
+ * await siteFiles.read(slug, (files) => index.sync(files))
  * index.search('how do I book a table?') // [{ url: '/contact/', title: 'Contact', passage, snippet, score }]
  */
 export class SiteIndex {
@@ -88,10 +88,7 @@ export class SiteIndex {
 
   /** Opens the index file, creating it (and its folders, mode 0700; the file 0600) if needed. */
   static open(file: string, opts: { maxBytes: number }): SiteIndex {
-    mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
-    // Created here so that SQLite's -wal and -shm files, which copy its mode, are private too.
-    createPrivateFile(file)
-    const db = new Database(file, { create: true, strict: true })
+    const db = openPrivateDatabase(file)
     try {
       createSchema(db)
       return new SiteIndex(db, file, opts.maxBytes)
@@ -110,18 +107,19 @@ export class SiteIndex {
   /** Closes the index and deletes its files. */
   destroy(): void {
     this.close()
-    for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(this.file + suffix, { force: true })
+    removeDatabaseFiles(this.file)
   }
 
   /**
-   * Brings the index in line with the files under `publicDir`: reads only the files whose size or
-   * mtime changed, drops the pages whose files are gone. A missing publicDir, or one that is a
-   * link, counts as an empty site. Stops adding at the first page that would take the index over
+   * Brings the index in line with the files under the site's public/ (read through `files`, which
+   * must stay open until the promise settles): reads only the files whose size or mtime changed,
+   * drops the pages whose files are gone. A missing public/, or one that is a link, counts as an
+   * empty site. Stops adding at the first page that would take the index over
    * `maxBytes`; that page and the changed ones after it count as skipped, and the stale versions
    * of changed pages are removed rather than kept.
    */
-  sync(publicDir: string): Promise<SyncResult> {
-    const run = this.queue.then(() => this.syncNow(publicDir))
+  sync(files: SiteReader): Promise<SyncResult> {
+    const run = this.queue.then(() => this.syncNow(files))
     this.queue = run.catch(() => {})
     return run
   }
@@ -161,10 +159,9 @@ export class SiteIndex {
     return this.q.pageCount.get()!.page_count * this.pageSize
   }
 
-  private async syncNow(publicDir: string): Promise<SyncResult> {
+  private async syncNow(reader: SiteReader): Promise<SyncResult> {
     const result: SyncResult = { added: 0, updated: 0, removed: 0, skipped: 0, bytes: 0 }
-    const root = await resolveRoot(publicDir)
-    const { files, skipped } = root === null ? { files: [], skipped: 0 } : await listFiles(root)
+    const { files, skipped } = await listFiles(reader)
     result.skipped += skipped
     this.assertOpen()
     const gone = new Map(this.q.pages.all().map((row) => [row.file, row]))
@@ -182,7 +179,7 @@ export class SiteIndex {
     let batchBytes = 0
     let full = false
     for (const [i, entry] of changed.entries()) {
-      const page = root === null ? null : await readPage(root, entry, MAX_PASSAGES)
+      const page = await readPage(reader, entry, MAX_PASSAGES)
       this.assertOpen()
       if (page === null) {
         this.forget([entry], result)

@@ -1,5 +1,4 @@
-import { lstat, readdir, readFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import type { SiteReader } from '../../drivers/files/site-reader'
 
 /** One HTML page of a site, as its files say. */
 export interface SitePage {
@@ -24,44 +23,31 @@ export function urlOf(relative: string): string {
 
 /**
  * The HTML pages under the site's `public/` folder, sorted by URL. Symbolic links are never
- * followed (a link planted in a site could point anywhere on the host), hidden files and folders
- * (`.git`) are skipped, and the walk stops at MAX_PAGES pages and MAX_DEPTH folders deep.
+ * followed (a link planted in a site could point anywhere on the host; the reader refuses them
+ * anywhere in a path, so a folder swapped for one mid-walk is simply not listed), hidden files
+ * and folders (`.git`) are skipped, and the walk stops at MAX_PAGES pages and MAX_DEPTH folders deep.
  */
-export async function listPages(home: string): Promise<SitePage[]> {
-  const root = join(home, 'public')
+export async function listPages(files: SiteReader): Promise<SitePage[]> {
   const pages: SitePage[] = []
-  const walk = async (dir: string, rel: string, depth: number): Promise<void> => {
+  const walk = async (rel: string, depth: number): Promise<void> => {
     if (depth > MAX_DEPTH || pages.length >= MAX_PAGES) return
-    let names: string[]
-    try {
-      names = (await readdir(dir)).sort()
-    } catch {
-      return
-    }
-    for (const name of names) {
+    const entries = await files.list(rel ? `public/${rel}` : 'public')
+    for (const entry of entries ?? []) {
       if (pages.length >= MAX_PAGES) return
-      if (name.startsWith('.')) continue
-      const full = join(dir, name)
-      const st = await lstat(full).catch(() => null)
-      if (!st || st.isSymbolicLink()) continue
-      const relative = rel ? `${rel}/${name}` : name
-      if (st.isDirectory()) await walk(full, relative, depth + 1)
-      else if (st.isFile() && HTML.test(name)) pages.push({ url: urlOf(relative), file: `public/${relative}`, modifiedAt: st.mtimeMs, size: st.size })
+      if (entry.name.startsWith('.')) continue
+      const relative = rel ? `${rel}/${entry.name}` : entry.name
+      if (entry.type === 'dir') await walk(relative, depth + 1)
+      else if (entry.type === 'file' && HTML.test(entry.name)) pages.push({ url: urlOf(relative), file: `public/${relative}`, modifiedAt: entry.mtimeMs, size: entry.size })
     }
   }
-  const top = await lstat(root).catch(() => null)
-  if (!top || !top.isDirectory()) return []
-  await walk(root, '', 0)
+  await walk('', 0)
   return pages.sort((a, b) => (a.url < b.url ? -1 : a.url > b.url ? 1 : 0))
 }
 
-/** Reads a page's first `limit` bytes as text (never through a symbolic link). */
-export async function readPage(home: string, page: SitePage, limit = 512 * 1024): Promise<string> {
-  const full = join(home, page.file)
-  const st = await lstat(full)
-  if (!st.isFile()) throw new Error('not a regular file')
-  const data = await readFile(full)
-  return data.subarray(0, limit).toString('utf8')
+/** A page's first `limit` bytes as text, or null when it is no longer a regular file (never read through a link). */
+export async function readPage(files: SiteReader, page: SitePage, limit = 512 * 1024): Promise<string | null> {
+  const content = await files.read(page.file, limit)
+  return content === null ? null : content.data.toString('utf8')
 }
 
 const xml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!)

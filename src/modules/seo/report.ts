@@ -1,3 +1,4 @@
+import type { SiteReader } from '../../drivers/files/site-reader'
 import { factsOf, headEnd } from './head'
 import { listPages, readPage } from './pages'
 
@@ -23,11 +24,11 @@ const MAX_REPORTED = 1000
  * Problems the seo module covers while it is on (title, description, canonical, OpenGraph) are
  * marked `fixed_at_edge`; the others need the page itself changed.
  */
-export async function seoReport(home: string, seoOn: boolean): Promise<SeoReport> {
-  const all = await listPages(home)
+export async function seoReport(files: SiteReader, seoOn: boolean): Promise<SeoReport> {
+  const all = await listPages(files)
   const pages: SeoReport['pages'] = []
   for (const page of all.slice(0, MAX_REPORTED)) {
-    const html = await readPage(home, page).catch(() => '')
+    const html = (await readPage(files, page)) ?? ''
     const problems: SeoProblem[] = []
     const add = (code: SeoProblem['code'], message: string, edge = false) => problems.push({ code, message, fixed_at_edge: edge && seoOn })
     const end = headEnd(html)
