@@ -336,7 +336,7 @@ describe('Berth under systemd with the unit berth install writes', () => {
       await untilServing()
       const since = await sh('systemctl show -p ExecMainStartTimestamp --value berth')
       const log = await sh(`journalctl -u berth -o cat --no-pager --since "${since}"`)
-      expect(log).toContain('the files API, logs, disk usage and restores cannot work here')
+      expect(log).toContain("the files API, logs, disk usage, restores and the AI modules' reads of site files cannot work here")
       expect(log).toContain("seccomp filter blocks it (systemd's RestrictSUIDSGID=yes")
       const refused = await files.read('public/hello.html')
       expect(refused.status).toBe(500)
