@@ -3,7 +3,7 @@
 # build dist/berth, and run the whole suite: the unit, service and end-to-end tiers.
 #
 #   scripts/test.sh                 every tier (CI runs this)
-#   scripts/test.sh unit [args]     only the unit tier: no Docker, no build (bun must be installed)
+#   scripts/test.sh unit [args]     only the unit tier: no Docker, no build (bun, root, tar, du, ssh-keygen)
 #   scripts/test.sh service [args]  only the service tier: in-process on real Docker
 #   scripts/test.sh e2e [args]      only the end-to-end tier: the compiled binary on real Docker,
 #                                   then its solo part (tests that restart the Docker engine)
