@@ -38,7 +38,7 @@ import { SubscriptionBilling } from './domain/billing/subscriptions'
 import { Charges } from './domain/billing/charges'
 import { AccountsService } from './domain/accounts/service'
 import { DockerRuntime } from './drivers/runtime/docker'
-import { HostSiteFiles, type SiteFiles } from './drivers/files/site-reader'
+import { HostSiteFiles } from './drivers/files/site-reader'
 import type { ContainerRuntime } from './drivers/runtime/types'
 import { selectFirewall } from './drivers/firewall/select'
 import type { SiteFirewall } from './drivers/firewall/types'
@@ -48,7 +48,7 @@ import { ModulesService } from './domain/modules/service'
 import { ClaimsRepository } from './domain/claims/repository'
 import { ClaimsService } from './domain/claims/service'
 import { SshService } from './domain/ssh/service'
-import { moduleDrivers } from './modules/catalog'
+import { ModulesRepository } from './domain/modules/repository'
 import { selectAiProvider } from './drivers/ai/select'
 import { AiBudget } from './modules/ai-calls'
 import { AiUsageRepository } from './modules/ai-usage-repository'
@@ -56,6 +56,13 @@ import { ChatbotService } from './modules/chatbot/service'
 import { TranslationService } from './modules/translation/service'
 import { ContentService } from './modules/content/service'
 import { SiteModulesEdge } from './modules/edge'
+import { chatbotDriver } from './modules/chatbot/driver'
+import { chatbotEdge } from './modules/chatbot/edge'
+import { contentDriver } from './modules/content/driver'
+import { seoDriver } from './modules/seo/driver'
+import { SeoEdge } from './modules/seo/edge'
+import { translationDriver } from './modules/translation/driver'
+import { translationEdge } from './modules/translation/edge'
 import { SiteChanges } from './domain/sites/changes'
 import { Reconciler } from './domain/sites/reconciler'
 import { SiteHealer } from './domain/sites/healer'
@@ -139,8 +146,6 @@ export interface Services {
   logs: LogsService
   /** The files API: sites' home folders, from the host. */
   files: FilesService
-  /** Read-only access to sites' files, the only way the AI modules reach them (docs/architecture.md). */
-  siteFiles: SiteFiles
   deployments: DeploymentsService
   /** Stored edge counts per site and day, and the containers' current resource use. */
   siteMetrics: SiteMetricsService
@@ -169,8 +174,6 @@ export interface Services {
   modulesEdge: SiteModulesEdge
   /** The chatbot module's per-site indexes. */
   chatbot: ChatbotService
-  /** The content module's page generation. */
-  content: ContentService
 }
 
 /** A payment still pending after this long belongs to no request in flight. */
@@ -261,7 +264,9 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     diskBytes: (siteId) => plans.get(sitesRepo.find(siteId)?.planSlug ?? '').features.disk_gb * 1024 ** 3, provider: aiProvider, budget: aiBudget, log,
   })
   const translation = aiProvider ? new TranslationService({ store, clock, provider: aiProvider, budget: aiBudget, log }) : null
-  const modulesEdge = new SiteModulesEdge({ chatbot, translation, files: siteFiles, log })
+  const seoEdge = new SeoEdge({ files: siteFiles, log })
+  // Each module's edge hook, asked in this order.
+  const modulesEdge = new SiteModulesEdge([chatbotEdge(chatbot), ...(translation ? [translationEdge(translation)] : []), seoEdge])
   changes.subscribe((c) => {
     chatbot.changed(c.siteId)
     modulesEdge.changed(c.siteId)
@@ -329,9 +334,10 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   const edgeMetrics = new EdgeMetrics()
   const accessLog = new EdgeAccessLog(runtime, log)
   const files = new FilesService(runtime, restores, undefined, changes)
+  const content = new ContentService({ provider: aiProvider, budget: aiBudget, files, siteUrl: (slug) => sites.siteUrl(slug), log })
   const modules = new ModulesService({
-    store, clock, log, plans,
-    drivers: moduleDrivers({ chatbot, translation, sitemap: modulesEdge }),
+    repo: new ModulesRepository(store), clock, log, plans,
+    drivers: { chatbot: chatbotDriver(chatbot), seo: seoDriver({ sitemap: seoEdge, files: siteFiles }), translation: translationDriver(translation), content: contentDriver(content) },
     providerConfigured: aiProvider !== null,
     tokensUsed: (siteId) => aiBudget.used(siteId),
     activeSites: () => sitesRepo.listWithStatus(['active']),
@@ -366,7 +372,6 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     modules,
     modulesEdge,
     chatbot,
-    content: new ContentService({ provider: aiProvider, budget: aiBudget, files, siteUrl: (slug) => sites.siteUrl(slug), log }),
     ssh: new SshService({ ssh: config.ssh, plans, runtime }),
     claims: new ClaimsService({ store, clock, log, repo: new ClaimsRepository(store), sites: sitesRepo, keys, runtime, prefix }),
     lifecycle: new SiteLifecycle({ store, clock, sites: sitesRepo, views: sites, billing: billingRepo, money: subscriptions, plans, jobs, runner, log }),
@@ -391,7 +396,6 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     accessLog,
     logs: new LogsService(plans, runtime, accessLog),
     files,
-    siteFiles,
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs }),
     siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), edgeMetrics, runtime, log),
     dns,

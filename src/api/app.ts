@@ -10,8 +10,6 @@ import type { KeysService } from '../domain/keys/service'
 import type { LogsService } from '../domain/logs/service'
 import type { SiteMetricsService } from '../domain/metrics/service'
 import type { ModulesService } from '../domain/modules/service'
-import type { ContentService } from '../modules/content/service'
-import type { SiteFiles } from '../drivers/files/site-reader'
 import type { PlansService } from '../domain/plans/service'
 import type { RateLimiter } from '../domain/rate-limits/service'
 import type { SiteGuard } from '../domain/sites/guard'
@@ -89,9 +87,6 @@ export interface ApiDeps {
   sites: SitesService
   lifecycle: SiteLifecycle
   modules: ModulesService
-  content: ContentService
-  /** Read-only access to sites' files, for the seo report. */
-  siteFiles: SiteFiles
   claims: ClaimsService
   ssh: SshService
   logs: LogsService
@@ -120,7 +115,7 @@ export function createApp(s: ApiDeps) {
     .use(keyRoutes(plugins, s.keys))
     .use(checkoutRoutes(plugins, s.checkout, s.config.brand.prefix))
     .use(siteRoutes(plugins, s.sites))
-    .use(moduleRoutes(plugins, { modules: s.modules, content: s.content, files: s.siteFiles }))
+    .use(moduleRoutes(plugins, s.modules))
     .use(claimRoutes(plugins, s.claims))
     .use(sshRoutes(plugins, s.ssh))
     .use(logRoutes(plugins, s.logs))

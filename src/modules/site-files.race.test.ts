@@ -9,6 +9,7 @@ import type { SiteTarget } from '../edge/types'
 import { ChatbotService } from './chatbot/service'
 import { SiteIndex } from './chatbot/site-index'
 import { SiteModulesEdge } from './edge'
+import { SeoEdge } from './seo/edge'
 import { listPages, sitemapXml } from './seo/pages'
 import { seoReport } from './seo/report'
 import type { AiBudget } from './ai-calls'
@@ -102,7 +103,7 @@ describe('a folder swapped for a link while the modules read the site (run 3+ ti
   })
 
   it("the edge's /sitemap.xml never lists it either", async () => {
-    const edge = new SiteModulesEdge({ chatbot: null as never, translation: null, files, log: memoryLogger() })
+    const edge = new SiteModulesEdge([new SeoEdge({ files, log: memoryLogger() })])
     const site: SiteTarget = { siteId: 's1', slug: 'site', state: 'serving' as SiteTarget['state'] }
     const forward = async () => new Response('from the container')
     const { out } = await whileSwapping(async () => {

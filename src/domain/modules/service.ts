@@ -1,25 +1,25 @@
-import { eq } from 'drizzle-orm'
 import { AI_MODULES, type AiModule } from '../enums'
 import { TOKEN_MODULES } from '../../config/schema'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
-import type { AiModuleDriver } from '../../modules/types'
 import type { SiteModuleFlags } from '../../edge/types'
-import { sites, type SiteRow } from '../../store/schema'
-import type { Store } from '../../store/store'
+import type { SiteRow } from '../../store/schema'
 import { conflict, forbidden, notFound, op, say } from '../errors'
 import type { PlansService } from '../plans/service'
-import type { ModuleState } from './views'
+import type { AiModuleDriver, ModuleDrivers } from './driver'
+import type { ModulesRepository } from './repository'
+import type { ContentBrief, GeneratedPage, ModuleState, SeoReport } from './views'
 
 /** The modules that need an AI provider to do anything (design.md: seo and chatbot work without one). */
 const NEEDS_PROVIDER = new Set<AiModule>(['translation', 'content'])
 
 export interface ModulesServiceDeps {
-  store: Store
+  repo: ModulesRepository
   clock: Clock
   log: Logger
   plans: Pick<PlansService, 'get'>
-  drivers: AiModuleDriver[]
+  /** The modules themselves (src/modules/<name>/driver.ts), wired by the composition root. */
+  drivers: ModuleDrivers
   /** Whether the hoster configured an AI provider (`ai.base_url`). */
   providerConfigured: boolean
   /** Tokens the site used this month (its allowance is its plan's `ai_tokens_monthly`). */
@@ -29,14 +29,15 @@ export interface ModulesServiceDeps {
 
 /**
  * The AI modules of a site: which its plan includes, which are on and available here, turning
- * them on and off, and the flags the edge reads for each request.
+ * them on and off, the flags the edge reads for each request, and the modules' own actions (the
+ * seo report, content generation) behind the plan gate.
  */
 export class ModulesService {
   private drivers: Map<AiModule, AiModuleDriver>
   private flags = new Map<string, SiteModuleFlags | undefined>()
 
   constructor(private d: ModulesServiceDeps) {
-    this.drivers = new Map(d.drivers.map((x) => [x.name, x]))
+    this.drivers = new Map(Object.values(d.drivers).map((x: AiModuleDriver) => [x.name, x]))
   }
 
   list(site: SiteRow): ModuleState[] {
@@ -72,16 +73,45 @@ export class ModulesService {
     }
     if (next && !current.available) throw conflict(`The ${name} module cannot be turned on here: ${current.unavailable_reason}`, 'module_name')
     if (next !== current.enabled) {
-      this.d.store.write(() => {
-        const row = this.d.store.db.select({ modules: sites.modules }).from(sites).where(eq(sites.id, site.id)).get()!
-        const modules = { ...(JSON.parse(row.modules) as Record<string, boolean>), [name]: next }
-        this.d.store.db.update(sites).set({ modules: JSON.stringify(modules), updatedAt: this.d.clock.now() }).where(eq(sites.id, site.id)).run()
-      })
+      this.d.repo.setEnabled(site.id, name, next, this.d.clock.now())
       const act = next ? driver.enable : driver.disable
       await act.call(driver, { siteId: site.id, slug: site.slug }).catch((err) => this.d.log.error('module driver failed', { site: slug, module: name, error: (err as Error).message }))
       this.d.log.info(next ? 'module turned on' : 'module turned off', { site: slug, module: name })
     }
     return { ...current, enabled: next }
+  }
+
+  /**
+   * Each HTML page's search-engine problems, from the site's files. forbidden when the plan lacks
+   * the seo module; the report is there whether the module is on or off (what it would fix at the
+   * edge is marked only while it is on).
+   */
+  async seoReport(site: SiteRow): Promise<SeoReport> {
+    const state = this.requireIncluded(site, 'seo')
+    return this.d.drivers.seo.report({ siteId: site.id, slug: site.slug }, state.enabled)
+  }
+
+  /** A new page written from a brief by the content module, which must be on (requireOn). */
+  async generateContent(site: SiteRow, brief: ContentBrief): Promise<GeneratedPage> {
+    this.requireOn(site, 'content')
+    return this.d.drivers.content.generate(site, brief)
+  }
+
+  /**
+   * The gate of a module's own actions: forbidden when the plan lacks the module, conflict when
+   * this server cannot run it or it is off.
+   */
+  requireOn(site: SiteRow, name: AiModule): void {
+    const state = this.requireIncluded(site, name)
+    if (!state.available) throw conflict(`The ${name} module is not available on this server: ${state.unavailable_reason}`)
+    if (!state.enabled) throw conflict(say`The ${name} module is off for '${site.slug}'; turn it on first (${op('toggleModule', { tenant_slug: site.slug, module_name: name })}).`)
+  }
+
+  /** The module's state for the site; forbidden when the site's plan does not include it. */
+  private requireIncluded(site: SiteRow, name: AiModule): ModuleState {
+    const state = this.states(site).find((m) => m.name === name)!
+    if (!state.included) throw forbidden(say`The ${site.planSlug} plan does not include the ${name} module; scale to a plan that does (${op('listPlans')}).`)
+    return state
   }
 
   /** The active sites with `name` on (for the modules' periodic upkeep). */

@@ -2,19 +2,11 @@ import type { AiProvider } from '../../drivers/ai/types'
 import type { Logger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'
 import type { FilesService } from '../../domain/files/service'
+import type { ContentBrief, GeneratedPage } from '../../domain/modules/views'
 import { conflict, DomainError, invalid, op, say } from '../../domain/errors'
 import { askModel, withoutFence, type AiBudget } from '../ai-calls'
 import { urlOf } from '../seo/pages'
 import { refusedContent } from './page-check'
-
-export interface GeneratedPage {
-  path: string
-  url: string
-  title: string | null
-  bytes: number
-  overwritten: boolean
-  tokens_used: number
-}
 
 /**
  * The content module (design.md, AI modules): a new page from a brief, written by the AI
@@ -26,7 +18,7 @@ export interface GeneratedPage {
 export class ContentService {
   constructor(private d: { provider: AiProvider | null; budget: AiBudget; files: Pick<FilesService, 'read' | 'write'>; siteUrl: (slug: string) => string; log: Logger }) {}
 
-  async generate(site: SiteRow, input: { brief: string; path: string; overwrite?: boolean; language?: string }): Promise<GeneratedPage> {
+  async generate(site: SiteRow, input: ContentBrief): Promise<GeneratedPage> {
     const path = input.path.replace(/^\/+/, '')
     if (!/^public\/.+\.html?$/i.test(path)) throw invalid('path', `The page goes under public/ and ends in .html, e.g. public/about.html (got '${input.path}').`)
     if (!this.d.provider) throw conflict('The content module needs an AI provider, and none is configured on this server (ai.base_url).')

@@ -1,21 +1,7 @@
+import type { SeoProblem, SeoReport } from '../../domain/modules/views'
 import type { SiteReader } from '../../drivers/files/site-reader'
 import { factsOf, headEnd } from './head'
 import { listPages, readPage } from './pages'
-
-export interface SeoProblem {
-  code: 'missing_title' | 'long_title' | 'missing_description' | 'long_description' | 'missing_h1' | 'several_h1' | 'missing_canonical' | 'missing_og' | 'missing_lang' | 'images_without_alt' | 'no_head'
-  message: string
-  /** True when the seo module adds what is missing as the page is served (the file itself is not changed). */
-  fixed_at_edge: boolean
-}
-
-export interface SeoReport {
-  pages_checked: number
-  pages_with_problems: number
-  /** True when more pages exist than were checked. */
-  truncated: boolean
-  pages: { url: string; file: string; title: string | null; problems: SeoProblem[] }[]
-}
 
 const MAX_REPORTED = 1000
 
