@@ -54,6 +54,7 @@ import { AiBudget } from './modules/ai-calls'
 import { AiUsageRepository } from './modules/ai-usage-repository'
 import { ChatbotService } from './modules/chatbot/service'
 import { TranslationService } from './modules/translation/service'
+import { TranslationsRepository } from './modules/translation/repository'
 import { ContentService } from './modules/content/service'
 import { SiteModulesEdge } from './modules/edge'
 import { chatbotDriver } from './modules/chatbot/driver'
@@ -263,7 +264,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     dir: join(config.server.dataDir, 'modules', 'chatbot'), files: siteFiles,
     diskBytes: (siteId) => plans.get(sitesRepo.find(siteId)?.planSlug ?? '').features.disk_gb * 1024 ** 3, provider: aiProvider, budget: aiBudget, log,
   })
-  const translation = aiProvider ? new TranslationService({ store, clock, provider: aiProvider, budget: aiBudget, log }) : null
+  const translation = aiProvider ? new TranslationService({ repo: new TranslationsRepository(store), clock, provider: aiProvider, budget: aiBudget, log }) : null
   const seoEdge = new SeoEdge({ files: siteFiles, log })
   // Each module's edge hook, asked in this order.
   const modulesEdge = new SiteModulesEdge([chatbotEdge(chatbot), ...(translation ? [translationEdge(translation)] : []), seoEdge])
