@@ -1,4 +1,4 @@
-import type { AiModule } from '../domain/enums'
+import type { AiModule } from '../core/enums'
 import type { AiModuleDriver, ModuleSite } from './types'
 
 const DESCRIPTIONS: Record<AiModule, string> = {

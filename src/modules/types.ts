@@ -1,4 +1,4 @@
-import type { AiModule } from '../domain/enums'
+import type { AiModule } from '../core/enums'
 
 /** The site a module acts on. */
 export interface ModuleSite {

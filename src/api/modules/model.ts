@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { AiModuleSchema } from '../../domain/enums'
+import { AiModuleSchema } from '../../core/enums'
 import { Body, JsonInteger, Text } from '../http/schemas'
 import { ModuleView } from '../../domain/modules/views'
 export { ModuleView }

@@ -9,7 +9,7 @@ import { forbidden, conflict, op, say } from '../../domain/errors'
 import { seoReport } from '../../modules/seo/report'
 import type { SiteRow } from '../../store/schema'
 import type { SiteFiles } from '../../drivers/files/site-reader'
-import type { AiModule } from '../../domain/enums'
+import type { AiModule } from '../../core/enums'
 
 const tags = ['Modules']
 

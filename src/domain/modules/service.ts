@@ -1,5 +1,5 @@
 import { eq } from 'drizzle-orm'
-import { AI_MODULES, type AiModule } from '../enums'
+import { AI_MODULES, type AiModule } from '../../core/enums'
 import { TOKEN_MODULES } from '../../config/schema'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'

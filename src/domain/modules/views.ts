@@ -1,5 +1,5 @@
 import { Type as t, type Static } from '@sinclair/typebox'
-import { AiModuleSchema } from '../enums'
+import { AiModuleSchema } from '../../core/enums'
 
 export const ModuleView = t.Object({
   name: AiModuleSchema,
