@@ -19,8 +19,6 @@ export interface KeySpec {
 
 import type { AiModule, HostingType, Track } from '../core/enums'
 
-export { AI_MODULES, HOSTING_TYPES, TRACKS, type AiModule, type HostingType, type Track } from '../core/enums'
-
 export interface PlanSeed {
   slug: string
   name: string

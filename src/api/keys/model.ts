@@ -4,8 +4,6 @@ import { Body, DateTime, Nullable, Query, Text, Uuid } from '../http/schemas'
 import { ApiKeyCreated, KeyListItem } from '../../domain/keys/views'
 export { ApiKeyCreated, KeyListItem }
 
-export { SCOPES, ScopeSchema, type Scope } from '../../core/enums'
-
 export const KeyName = Text({ minLength: 1, maxLength: 100, description: 'A label for the key, shown in listings.' })
 
 export const CreateKeyBody = Body({

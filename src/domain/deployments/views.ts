@@ -2,8 +2,6 @@ import { Type as t, type Static } from '@sinclair/typebox'
 import { DateTime, Nullable, Uuid } from '../schema'
 import { DeploymentStatusSchema } from '../../core/enums'
 
-export { DeploymentStatusSchema, type DeploymentStatus } from '../../core/enums'
-
 export const Deployment = t.Object({
   id: Uuid(),
   site_slug: t.String(),

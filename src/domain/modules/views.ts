@@ -12,3 +12,32 @@ export const ModuleView = t.Object({
   ai_tokens: t.Union([t.Object({ monthly: t.Integer(), used_this_month: t.Integer() }), t.Null()], { description: "The site's monthly allowance of model tokens (its plan's ai_tokens_monthly, shared by its modules) and this UTC month's use; null without a provider, and for seo, which never calls the model." }),
 })
 export type ModuleState = Static<typeof ModuleView>
+
+/** The seo module's report on a site's pages (GET /sites/{slug}/modules/seo/report/). */
+export const SeoReport = t.Object({
+  pages_checked: t.Integer({ minimum: 0 }),
+  pages_with_problems: t.Integer({ minimum: 0 }),
+  truncated: t.Boolean({ description: 'True when the site has more than the 1,000 pages checked.' }),
+  pages: t.Array(t.Object({
+    url: t.String({ description: 'The path visitors use, e.g. /about/.' }),
+    file: t.String({ description: "The page's file under the site's home, e.g. public/about/index.html." }),
+    title: t.Union([t.String(), t.Null()]),
+    problems: t.Array(t.Object({
+      code: t.String({ examples: ['missing_description'] }),
+      message: t.String(),
+      fixed_at_edge: t.Boolean({ description: 'True when the seo module (on) adds what is missing as the page is served.' }),
+    })),
+  })),
+})
+export type SeoReport = Static<typeof SeoReport>
+
+/** The page the content module wrote (POST /sites/{slug}/modules/content/generate/). */
+export const GeneratedPage = t.Object({
+  path: t.String(),
+  url: t.String({ format: 'uri' }),
+  title: t.Union([t.String(), t.Null()]),
+  bytes: t.Integer({ minimum: 0 }),
+  overwritten: t.Boolean(),
+  tokens_used: t.Integer({ minimum: 0 }),
+})
+export type GeneratedPage = Static<typeof GeneratedPage>

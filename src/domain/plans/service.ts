@@ -1,4 +1,5 @@
-import type { AiModule, PlanSeed, Track } from '../../config/schema'
+import type { AiModule, Track } from '../../core/enums'
+import type { PlanSeed } from '../../config/schema'
 import type { PlanRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import { invalid, notFound, op, say } from '../errors'

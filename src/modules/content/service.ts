@@ -3,18 +3,10 @@ import type { Logger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'
 import type { FilesService } from '../../domain/files/service'
 import { conflict, DomainError, invalid, op, say } from '../../domain/errors'
+import type { GeneratedPage } from '../../domain/modules/views'
 import { askModel, withoutFence, type AiBudget } from '../ai-calls'
 import { urlOf } from '../seo/pages'
 import { refusedContent } from './page-check'
-
-export interface GeneratedPage {
-  path: string
-  url: string
-  title: string | null
-  bytes: number
-  overwritten: boolean
-  tokens_used: number
-}
 
 /**
  * The content module (design.md, AI modules): a new page from a brief, written by the AI

@@ -1,21 +1,11 @@
 import type { SiteReader } from '../../drivers/files/site-reader'
+import type { SeoReport } from '../../domain/modules/views'
 import { factsOf, headEnd } from './head'
 import { listPages, readPage } from './pages'
 
-export interface SeoProblem {
-  code: 'missing_title' | 'long_title' | 'missing_description' | 'long_description' | 'missing_h1' | 'several_h1' | 'missing_canonical' | 'missing_og' | 'missing_lang' | 'images_without_alt' | 'no_head'
-  message: string
-  /** True when the seo module adds what is missing as the page is served (the file itself is not changed). */
-  fixed_at_edge: boolean
-}
-
-export interface SeoReport {
-  pages_checked: number
-  pages_with_problems: number
-  /** True when more pages exist than were checked. */
-  truncated: boolean
-  pages: { url: string; file: string; title: string | null; problems: SeoProblem[] }[]
-}
+/** The problems the report finds; its view (domain/modules/views.ts) states `code` as any string. */
+type SeoProblemCode = 'missing_title' | 'long_title' | 'missing_description' | 'long_description' | 'missing_h1' | 'several_h1' | 'missing_canonical' | 'missing_og' | 'missing_lang' | 'images_without_alt' | 'no_head'
+export type SeoProblem = SeoReport['pages'][number]['problems'][number] & { code: SeoProblemCode }
 
 const MAX_REPORTED = 1000
 
