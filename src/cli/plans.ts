@@ -1,5 +1,5 @@
 import { checkPlans, ConfigError } from '../config/config'
-import { AI_MODULES, HOSTING_TYPES, TRACKS } from '../config/schema'
+import { AI_MODULES, HOSTING_TYPES, TRACKS } from '../core/enums'
 import { buildServices } from '../compose'
 import type { Config } from '../config/config'
 import type { Plan } from '../api/plans/model'

@@ -2,8 +2,9 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import ipaddr from 'ipaddr.js'
 import { DEFAULT_PLANS, SYSTEM_CONFIG_PATH } from './defaults'
+import { AI_MODULES, HOSTING_TYPES, TRACKS } from '../core/enums'
 import {
-  AI_MODULES, HOSTING_TYPES, KEYS, TRACKS, defaultAiTokens, parseListen, parseRate,
+  KEYS, defaultAiTokens, parseListen, parseRate,
   type KeySpec, type PlanSeed,
 } from './schema'
 

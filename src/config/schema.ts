@@ -17,9 +17,7 @@ export interface KeySpec {
   check?: (value: never) => string | undefined
 }
 
-import type { AiModule, HostingType, Track } from '../domain/enums'
-
-export { AI_MODULES, HOSTING_TYPES, TRACKS, type AiModule, type HostingType, type Track } from '../domain/enums'
+import type { AiModule, HostingType, Track } from '../core/enums'
 
 export interface PlanSeed {
   slug: string

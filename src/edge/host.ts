@@ -1,4 +1,4 @@
-import { SLUG_PATTERN } from '../domain/slugs'
+import { SLUG_PATTERN } from '../core/slugs'
 
 const SLUG = new RegExp(SLUG_PATTERN)
 

@@ -3,7 +3,7 @@ import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'driz
 import {
   ACCOUNT_STATUSES, API_KEY_STATES, ARCHIVE_KINDS, ARCHIVE_STATUSES, BILLING_PERIODS, CHECKOUT_STATUSES, DEPLOYMENT_STATUSES, HOSTING_TYPES, JOB_STATUSES,
   KEY_REVOKED_REASONS, PAYMENT_METHOD_KINDS, DNS_RECORD_TYPES, DOMAIN_STATUSES, PAYMENT_KINDS, PAYMENT_STATUSES, SITE_STATUSES, SUBSCRIPTION_STATUSES, TRACKS,
-} from '../domain/enums'
+} from '../core/enums'
 
 /**
  * The store's tables. Times are integer milliseconds since the epoch (shown as ISO 8601 by the

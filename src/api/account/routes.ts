@@ -3,7 +3,7 @@ import type { AccountsService } from '../../domain/accounts/service'
 import type { SubscriptionBilling } from '../../domain/billing/subscriptions'
 import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
-import { Account, AccountDeleted, BillingPortal, BillingPortalQuery, DeleteAccountBody, PaymentView, SubscriptionView, UpdateAccountBody } from './model'
+import { AccountDeleted, AccountView, BillingPortal, BillingPortalQuery, DeleteAccountBody, PaymentView, SubscriptionView, UpdateAccountBody } from './model'
 
 const tags = ['Account']
 
@@ -13,7 +13,7 @@ export const accountRoutes = (plugins: ApiPlugins, accounts: AccountsService, su
     .post('/account/update/', ({ principal, body }) => accounts.update(principal, body), {
       scope: 'admin',
       body: UpdateAccountBody,
-      response: ok(Account),
+      response: ok(AccountView),
       detail: { tags, summary: "Update the account's email, language or names", operationId: 'updateAccount' },
     })
     .delete('/account/delete/', ({ principal, body }) => accounts.delete(principal, body.confirm), {

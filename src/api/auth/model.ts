@@ -1,5 +1,6 @@
 import { t } from 'elysia'
-import { KeyName, ScopeSchema } from '../keys/model'
+import { ScopeSchema } from '../../core/enums'
+import { KeyName } from '../keys/model'
 import { Body, Nullable, Text, Uuid } from '../http/schemas'
 import { Whoami } from '../../domain/auth/views'
 export { Whoami }

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { SLUG_PATTERN } from '../../domain/slugs'
+import { SLUG_PATTERN } from '../../core/slugs'
 import { PLAN_SLUG } from '../../config/config'
 import { schemaOp } from '../http/doors'
 import { Body, DateTime, Nullable, Query, Text, Uuid } from '../http/schemas'

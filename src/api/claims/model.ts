@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { ScopeSchema } from '../../domain/enums'
+import { ScopeSchema } from '../../core/enums'
 import { Body, DateTime, Text } from '../http/schemas'
 import { ClaimRequested, ClaimedKey } from '../../domain/claims/views'
 export { ClaimRequested, ClaimedKey }

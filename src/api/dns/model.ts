@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { DnsRecordTypeSchema } from '../../domain/enums'
+import { DnsRecordTypeSchema } from '../../core/enums'
 import { TTL_DEFAULT, TTL_MAX, TTL_MIN, TXT_MAX_BYTES } from '../../domain/dns/records'
 import { Body, checkedByService, JsonInteger, Text, type ServiceRule } from '../http/schemas'
 import { RECORD_VALUE_PATTERNS, SRV_SUBDOMAIN_PATTERN, SUBDOMAIN_PATTERN } from '../http/name-patterns'

@@ -1,5 +1,5 @@
 import { Elysia, type DocumentDecoration } from 'elysia'
-import type { Scope } from '../keys/model'
+import type { Scope } from '../../core/enums'
 import type { KeysService, Principal } from '../../domain/keys/service'
 import { requireChangeable, type SiteGuard, type SiteNeed } from '../../domain/sites/guard'
 import type { SiteRow } from '../../store/schema'

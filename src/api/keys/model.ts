@@ -1,10 +1,8 @@
 import { t, type Static } from 'elysia'
-import { ScopeSchema } from '../../domain/enums'
+import { ScopeSchema } from '../../core/enums'
 import { Body, DateTime, Nullable, Query, Text, Uuid } from '../http/schemas'
 import { ApiKeyCreated, KeyListItem } from '../../domain/keys/views'
 export { ApiKeyCreated, KeyListItem }
-
-export { SCOPES, ScopeSchema, type Scope } from '../../domain/enums'
 
 export const KeyName = Text({ minLength: 1, maxLength: 100, description: 'A label for the key, shown in listings.' })
 

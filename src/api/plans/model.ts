@@ -1,6 +1,6 @@
 import { t, type Static } from 'elysia'
 import { Query } from '../http/schemas'
-import { AiModuleSchema, HostingTypeSchema, TrackSchema as Track } from '../../domain/enums'
+import { AiModuleSchema, HostingTypeSchema, TrackSchema as Track } from '../../core/enums'
 import { Plan } from '../../domain/plans/views'
 export { Plan }
 

@@ -1,7 +1,7 @@
 import { t } from 'elysia'
-import { SLUG_PATTERN } from '../../domain/slugs'
+import { SLUG_PATTERN } from '../../core/slugs'
 import { Body, DateTime, Nullable, Text, Uuid } from '../http/schemas'
-import { HostingTypeSchema } from '../../domain/enums'
+import { HostingTypeSchema } from '../../core/enums'
 import { Site } from '../../domain/sites/views'
 export { Site }
 

@@ -13,29 +13,7 @@ import type { SitesRepository } from '../sites/repository'
 import type { SiteRunner } from '../sites/runner'
 import type { AccountsRepository } from './repository'
 import { DELETION_GRACE_MS } from '../sites/lifecycle'
-
-export const LANGUAGES = ['en', 'fr'] as const
-export type Language = (typeof LANGUAGES)[number]
-
-export interface AccountView {
-  id: string
-  email: string | null
-  language: Language
-  first_name: string | null
-  last_name: string | null
-  status: 'active'
-  payment_method: { label: string } | null
-  created_at: string
-  updated_at: string
-}
-
-export interface AccountDeleted {
-  id: string
-  status: 'anonymized'
-  keys_revoked: number
-  subscriptions_canceled: string[]
-  sites_scheduled_for_deletion: { slug: string; deletion_scheduled_for: string }[]
-}
+import type { AccountDeleted, AccountView, BillingPortal, Language } from './views'
 
 export interface AccountsServiceDeps {
   store: Store
@@ -121,7 +99,7 @@ export class AccountsService {
   }
 
   /** The processor's billing portal for the account: Stripe's session, or Berth's own signed page. */
-  async billingPortal(p: Principal, flow: '' | 'payment_method_update'): Promise<{ url: string; expires_at: string; flow: string; processor: string; test_mode: boolean }> {
+  async billingPortal(p: Principal, flow: '' | 'payment_method_update'): Promise<BillingPortal> {
     const account = this.require(p.accountId)
     try {
       const portal = await this.d.processor.billingPortal({ accountId: account.id, customerRef: account.processorCustomerRef, returnUrl: `${this.d.siteUrl}/for-agents`, flow })

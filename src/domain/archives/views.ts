@@ -1,5 +1,5 @@
 import { Type as t, type Static } from '@sinclair/typebox'
-import { ArchiveKindSchema, VisibleArchiveStatusSchema } from '../enums'
+import { ArchiveKindSchema, VisibleArchiveStatusSchema } from '../../core/enums'
 import { DateTime, Nullable, Uuid } from '../schema'
 
 /** A snapshot or a backup as the API shows it. */

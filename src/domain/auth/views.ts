@@ -1,6 +1,6 @@
 import { Type as t, type Static } from '@sinclair/typebox'
 import { Nullable, Uuid } from '../schema'
-import { ScopeSchema } from '../enums'
+import { ScopeSchema } from '../../core/enums'
 
 export const Whoami = t.Object({
   user: t.Object({

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { domainStore, testProcessor, type DomainStore } from '../../../test/helpers/domain-store'
 import { DomainError } from '../errors'
-import { PERIOD_MS } from '../money'
+import { PERIOD_MS } from '../../core/money'
 import { APPLY_JOBS } from '../sites/apply'
 import { DELETION_GRACE_MS } from '../sites/lifecycle'
 import { SitesRepository } from '../sites/repository'

@@ -1,5 +1,5 @@
 import { Type as t, type Static } from '@sinclair/typebox'
-import { BillingPeriodSchema, HostingTypeSchema, SubscriptionStatusSchema } from '../enums'
+import { BillingPeriodSchema, HostingTypeSchema, SubscriptionStatusSchema } from '../../core/enums'
 
 const Iso = t.String({ format: 'date-time' })
 const Money = t.Number({ description: 'CAD, two decimals' })

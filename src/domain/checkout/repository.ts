@@ -1,7 +1,7 @@
 import { and, eq, inArray, lt, ne } from 'drizzle-orm'
 import { checkoutSessions, type CheckoutRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import type { CheckoutStatus } from './views'
+import type { CheckoutStatus } from '../../core/enums'
 
 /** Sessions that hold their requested slug against everyone else. */
 export const SLUG_HOLDING: CheckoutStatus[] = ['ready', 'awaiting_payment', 'in_progress']

@@ -14,8 +14,8 @@ import type { PlansService } from '../plans/service'
 import type { SitesService } from '../sites/service'
 import type { CheckoutView } from './views'
 import type { CheckoutRepository } from './repository'
-import type { PaymentMethodKind } from '../enums'
-import { PERIOD_MS, toCents } from '../money'
+import type { PaymentMethodKind } from '../../core/enums'
+import { PERIOD_MS, toCents } from '../../core/money'
 
 const SESSION_LIFETIME_MS = 24 * 3600_000
 

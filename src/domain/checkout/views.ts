@@ -1,7 +1,5 @@
 import { Type as t, type Static } from '@sinclair/typebox'
-import { BillingPeriodSchema, CheckoutStatusSchema, PaymentMethodKindSchema } from '../enums'
-
-export { CHECKOUT_STATUSES, type CheckoutStatus } from '../enums'
+import { BillingPeriodSchema, CheckoutStatusSchema, PaymentMethodKindSchema } from '../../core/enums'
 import { DateTime, Nullable, Uuid } from '../schema'
 
 export const CheckoutSession = t.Object({

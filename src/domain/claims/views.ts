@@ -1,6 +1,6 @@
 import { Type as t, type Static } from '@sinclair/typebox'
 import { DateTime } from '../schema'
-import { ScopeSchema } from '../enums'
+import { ScopeSchema } from '../../core/enums'
 
 export const ClaimRequested = t.Object({
   site_slug: t.String(),

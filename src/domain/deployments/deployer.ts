@@ -1,6 +1,6 @@
 import { lstat } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { HostingType } from '../enums'
+import type { HostingType } from '../../core/enums'
 import { KeyedLock } from '../../drivers/runtime/keyed-lock'
 import { SiteNotRunnableError, type ContainerRuntime } from '../../drivers/runtime/types'
 import type { JobHandler } from '../../jobs/runner'

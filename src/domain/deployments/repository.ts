@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray, notInArray, sql } from 'drizzle-orm'
 import { deployments, type DeploymentRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import type { DeploymentStatus } from './views'
+import type { DeploymentStatus } from '../../core/enums'
 
 /** Deployment records; the deploy job moves them from queued to running to succeeded or failed. */
 export class DeploymentsRepository {

@@ -1,8 +1,6 @@
 import { Type as t, type Static } from '@sinclair/typebox'
 import { DateTime, Nullable, Uuid } from '../schema'
-import { DeploymentStatusSchema } from '../enums'
-
-export { DeploymentStatusSchema, type DeploymentStatus } from '../enums'
+import { DeploymentStatusSchema } from '../../core/enums'
 
 export const Deployment = t.Object({
   id: Uuid(),

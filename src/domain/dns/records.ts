@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js'
 import type { DnsRecord } from '../../dns/types'
-import type { DnsRecordType } from '../enums'
+import type { DnsRecordType } from '../../core/enums'
 import { invalid } from '../errors'
 
 /**

@@ -1,5 +1,5 @@
 import { Type as t, type Static } from '@sinclair/typebox'
-import { DnsRecordTypeSchema } from '../enums'
+import { DnsRecordTypeSchema } from '../../core/enums'
 
 export const DnsRecord = t.Object({
   type: DnsRecordTypeSchema,

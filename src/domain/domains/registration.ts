@@ -8,7 +8,7 @@ import type { AccountsRepository } from '../accounts/repository'
 import type { Charges } from '../billing/charges'
 import type { BillingRepository } from '../billing/repository'
 import type { DnsService } from '../dns/service'
-import { formatCad } from '../money'
+import { formatCad } from '../../core/money'
 import type { DomainsRepository } from './repository'
 import { registrarError } from './service'
 

@@ -1,7 +1,7 @@
 import { Tls } from '../tls/views'
 import { Type as t, type Static } from '@sinclair/typebox'
 import { DateTime, Nullable } from '../schema'
-import { DomainStatusSchema } from '../enums'
+import { DomainStatusSchema } from '../../core/enums'
 
 const Cad = (description: string) => t.Number({ description: `${description} CAD.`, examples: [18] })
 

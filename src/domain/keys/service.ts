@@ -3,8 +3,8 @@ import { iso } from '../../lib/clock'
 import type { ApiKeyRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import { conflict, forbidden, invalid, notFound, op, say, unauthorized } from '../errors'
-import type { ApiKeyCreated, KeyListItem, Scope } from './views'
-import { SCOPES } from './views'
+import { SCOPES, type Scope } from '../../core/enums'
+import type { ApiKeyCreated, KeyListItem } from './views'
 import type { KeysRepository } from './repository'
 
 /** Who is calling: the key, its account, and for a site-scoped key the one site it may touch. */

@@ -1,8 +1,6 @@
 import { Type as t, type Static } from '@sinclair/typebox'
 import { DateTime, Nullable, Uuid } from '../schema'
-import { KeyRevokedSchema, ScopeSchema } from '../enums'
-
-export { SCOPES, ScopeSchema, type Scope } from '../enums'
+import { KeyRevokedSchema, ScopeSchema } from '../../core/enums'
 
 export const ApiKeyCreated = t.Object({
   api_key: t.String({ description: 'The key itself: shown this once, never again. Format {prefix}_ followed by 48 hex characters.' }),

@@ -1,4 +1,4 @@
-import type { HostingType } from '../enums'
+import type { HostingType } from '../../core/enums'
 
 export type LogType = 'error' | 'access' | 'php'
 

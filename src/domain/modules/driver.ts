@@ -1,4 +1,4 @@
-import type { AiModule } from '../enums'
+import type { AiModule } from '../../core/enums'
 import type { SiteRow } from '../../store/schema'
 import type { ContentBrief, GeneratedPage, SeoReport } from './views'
 

@@ -1,4 +1,4 @@
-import { AI_MODULES, type AiModule } from '../enums'
+import { AI_MODULES, type AiModule } from '../../core/enums'
 import { TOKEN_MODULES } from '../../config/schema'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'

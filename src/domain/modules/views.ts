@@ -1,5 +1,5 @@
 import { Type as t, type Static } from '@sinclair/typebox'
-import { AiModuleSchema } from '../enums'
+import { AiModuleSchema } from '../../core/enums'
 
 export const ModuleView = t.Object({
   name: AiModuleSchema,
@@ -13,22 +13,34 @@ export const ModuleView = t.Object({
 })
 export type ModuleState = Static<typeof ModuleView>
 
-/** One search-engine problem of a page (the seo report). */
-export interface SeoProblem {
-  code: 'missing_title' | 'long_title' | 'missing_description' | 'long_description' | 'missing_h1' | 'several_h1' | 'missing_canonical' | 'missing_og' | 'missing_lang' | 'images_without_alt' | 'no_head'
-  message: string
-  /** True when the seo module adds what is missing as the page is served (the file itself is not changed). */
-  fixed_at_edge: boolean
-}
+/** The seo module's report on a site's pages (GET /sites/{slug}/modules/seo/report/). */
+export const SeoReport = t.Object({
+  pages_checked: t.Integer({ minimum: 0 }),
+  pages_with_problems: t.Integer({ minimum: 0 }),
+  truncated: t.Boolean({ description: 'True when the site has more than the 1,000 pages checked.' }),
+  pages: t.Array(t.Object({
+    url: t.String({ description: 'The path visitors use, e.g. /about/.' }),
+    file: t.String({ description: "The page's file under the site's home, e.g. public/about/index.html." }),
+    title: t.Union([t.String(), t.Null()]),
+    problems: t.Array(t.Object({
+      code: t.String({ examples: ['missing_description'] }),
+      message: t.String(),
+      fixed_at_edge: t.Boolean({ description: 'True when the seo module (on) adds what is missing as the page is served.' }),
+    })),
+  })),
+})
+export type SeoReport = Static<typeof SeoReport>
 
-/** Each HTML page's search-engine problems (GET /sites/{slug}/modules/seo/report/). */
-export interface SeoReport {
-  pages_checked: number
-  pages_with_problems: number
-  /** True when more pages exist than were checked. */
-  truncated: boolean
-  pages: { url: string; file: string; title: string | null; problems: SeoProblem[] }[]
-}
+/** The page the content module wrote (POST /sites/{slug}/modules/content/generate/). */
+export const GeneratedPage = t.Object({
+  path: t.String(),
+  url: t.String({ format: 'uri' }),
+  title: t.Union([t.String(), t.Null()]),
+  bytes: t.Integer({ minimum: 0 }),
+  overwritten: t.Boolean(),
+  tokens_used: t.Integer({ minimum: 0 }),
+})
+export type GeneratedPage = Static<typeof GeneratedPage>
 
 /** What the content module is asked to write (POST /sites/{slug}/modules/content/generate/). */
 export interface ContentBrief {
@@ -38,12 +50,3 @@ export interface ContentBrief {
   language?: string
 }
 
-/** A page the content module wrote. */
-export interface GeneratedPage {
-  path: string
-  url: string
-  title: string | null
-  bytes: number
-  overwritten: boolean
-  tokens_used: number
-}

@@ -3,7 +3,7 @@ import type { PlanSeed } from '../../config/schema'
 import type { Clock } from '../../lib/clock'
 import { plans, settings, type PlanRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import { toCents } from '../money'
+import { toCents } from '../../core/money'
 
 const SEEDED_KEY = 'plans_seeded_at'
 

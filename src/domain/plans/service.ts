@@ -1,10 +1,11 @@
-import type { AiModule, PlanSeed, Track } from '../../config/schema'
+import type { AiModule, Track } from '../../core/enums'
+import type { PlanSeed } from '../../config/schema'
 import type { PlanRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import { invalid, notFound, op, say } from '../errors'
 import type { Plan } from './views'
 import type { PlansRepository } from './repository'
-import { toDollars } from '../money'
+import { toDollars } from '../../core/money'
 
 /**
  * The public catalog. Plans are read on every listPlans, every checkout and every site view, and

@@ -1,5 +1,5 @@
 import { Type as t, type Static } from '@sinclair/typebox'
-import { AiModuleSchema, HostingTypeSchema, TrackSchema as Track } from '../enums'
+import { AiModuleSchema, HostingTypeSchema, TrackSchema as Track } from '../../core/enums'
 
 export const Plan = t.Object({
   slug: t.String({ examples: ['starter'], description: 'Plan identifier, used in SKUs and in /plans/{plan_slug}/.' }),

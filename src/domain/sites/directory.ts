@@ -1,5 +1,5 @@
 import type { SiteModuleFlags, SiteState, SiteTarget } from '../../edge/types'
-import type { SiteStatus } from '../enums'
+import type { SiteStatus } from '../../core/enums'
 import type { SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import type { SitesRepository } from './repository'

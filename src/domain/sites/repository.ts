@@ -2,8 +2,7 @@ import { and, asc, eq, inArray, lte, ne, sql } from 'drizzle-orm'
 import { sites, type SiteRow } from '../../store/schema'
 import { inJsonList, onFirstUse } from '../../store/prepared'
 import type { Store } from '../../store/store'
-
-export type SiteStatus = 'provisioning' | 'active' | 'suspended' | 'pending_deletion' | 'deleted' | 'failed'
+import type { SiteStatus } from '../../core/enums'
 
 /** The columns of a site that its view shows (`SitesService.views`); a whole SiteRow is one too. */
 export type SiteViewRow = Pick<SiteRow, 'id' | 'slug' | 'planSlug' | 'status' | 'modules' | 'subscriptionId' | 'createdAt' | 'error' | 'deletionScheduledFor'>

@@ -1,4 +1,4 @@
-import type { HostingType } from '../enums'
+import type { HostingType } from '../../core/enums'
 import { HostPortTakenError, type ContainerRuntime, type SiteEndpoint, type SiteSpec } from '../../drivers/runtime/types'
 import type { Logger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'

@@ -1,6 +1,6 @@
 import { Type as t, type Static } from '@sinclair/typebox'
 import { DateTime, Nullable, Uuid } from '../schema'
-import { HostingTypeSchema, VisibleSiteStatusSchema } from '../enums'
+import { HostingTypeSchema, VisibleSiteStatusSchema } from '../../core/enums'
 import { DnsRecord } from '../dns/views'
 import { Tls } from '../tls/views'
 

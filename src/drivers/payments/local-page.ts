@@ -1,7 +1,7 @@
 import type { HostedSessionInfo } from './local'
 
 import { escapeHtml as escape } from '../../lib/html'
-import { formatCad } from '../../domain/money'
+import { formatCad } from '../../core/money'
 
 /**
  * The built-in processor's hosted payment page: a real card form, plainly marked TEST MODE; no

@@ -1,5 +1,5 @@
 import { Html, html } from '../../lib/html'
-import { formatCad } from '../../domain/money'
+import { formatCad } from '../../core/money'
 
 /** What the built-in billing portal shows of an account. */
 export interface PortalData {

@@ -1,4 +1,4 @@
-import type { HostingType } from '../../domain/enums'
+import type { HostingType } from '../../core/enums'
 
 /** Everything the runtime needs to run one site; derived from the site and its plan. */
 export interface SiteSpec {

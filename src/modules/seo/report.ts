@@ -1,7 +1,11 @@
-import type { SeoProblem, SeoReport } from '../../domain/modules/views'
 import type { SiteReader } from '../../drivers/files/site-reader'
+import type { SeoReport } from '../../domain/modules/views'
 import { factsOf, headEnd } from './head'
 import { listPages, readPage } from './pages'
+
+/** The problems the report finds; its view (domain/modules/views.ts) states `code` as any string. */
+type SeoProblemCode = 'missing_title' | 'long_title' | 'missing_description' | 'long_description' | 'missing_h1' | 'several_h1' | 'missing_canonical' | 'missing_og' | 'missing_lang' | 'images_without_alt' | 'no_head'
+export type SeoProblem = SeoReport['pages'][number]['problems'][number] & { code: SeoProblemCode }
 
 const MAX_REPORTED = 1000
 
