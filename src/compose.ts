@@ -18,6 +18,7 @@ import { SiteDirectory } from './domain/sites/directory'
 import { SiteRunner } from './domain/sites/runner'
 import { SiteGuard } from './domain/sites/guard'
 import { APPLY_JOBS, ApplySiteJob } from './domain/sites/apply'
+import { SubscriptionSites } from './domain/sites/subscription-sites'
 import { HostedSessions } from './domain/checkout/hosted-sessions'
 import { PROVISION_JOB, Provisioner } from './domain/sites/provisioning'
 import { SitesRepository } from './domain/sites/repository'
@@ -35,6 +36,7 @@ import type { PaymentProcessor } from './drivers/payments/types'
 import { LocalLedgerStore } from './domain/billing/local-ledger'
 import { PortalLinks } from './domain/billing/portal-links'
 import { SubscriptionBilling } from './domain/billing/subscriptions'
+import { SubscriptionEvents } from './domain/billing/events'
 import { Charges } from './domain/billing/charges'
 import { AccountsService } from './domain/accounts/service'
 import { DockerRuntime } from './drivers/runtime/docker'
@@ -313,7 +315,11 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     store, clock, log, repo: domainsRepo, registrar, charges, jobs, accounts, billing: billingRepo, plans, sites: sitesRepo, dns,
     nameservers: config.dns.nameservers, berthNames, pricePercent: config.registrar.pricePercent, tls: (domainIds) => certs.forDomains(domainIds),
   })
-  const subscriptions = new SubscriptionBilling({ store, clock, log, repo: billingRepo, accounts, sites: sitesRepo, plans, jobs, runner, charges })
+  // A subscription paid, lapsed or ended: the sites under it answer (reactivated, suspended, scheduled for deletion).
+  const subscriptionEvents = new SubscriptionEvents()
+  const subscriptionSites = new SubscriptionSites({ sites: sitesRepo, jobs, runner, log })
+  subscriptionEvents.subscribe((event) => subscriptionSites.answer(event))
+  const subscriptions = new SubscriptionBilling({ store, clock, log, repo: billingRepo, accounts, sites: sitesRepo, plans, events: subscriptionEvents, charges })
   const checkout = new CheckoutService({ store, clock, log, prefix, repo: checkoutRepo, plans, processor, accounts, keys, billing: billingRepo, charges, sites, jobs })
   // Payments a stop left pending whose subject has no pass of its own (renewals and domains have theirs).
   charges.onPending('purchase', (payment) => checkout.resumePurchase(payment))

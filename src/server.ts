@@ -40,12 +40,13 @@ export function startServer(s: Services): RunningServer {
   const domain = s.config.sites.domain
   /**
    * The slug a Host header names: `{slug}.{sites_domain}`, or a domain linked to a site. The last
-   * answer is kept while the store does not change: a site request asks twice (the dispatch, then
-   * the edge), and kept-alive clients send the same Host again and again.
+   * answer is kept while sites and domains do not change: a site request asks twice (the
+   * dispatch, then the edge), and kept-alive clients send the same Host again and again.
    */
   let last = { host: '', slug: null as string | null, version: -1 }
+  const namesVersion = s.store.versionOf(['sites', 'names'])
   const slugOf = (host: string): string | null => {
-    const version = s.store.version()
+    const version = namesVersion()
     if (host === last.host && version === last.version) return last.slug
     let slug = parseSiteHost(host, domain)
     if (slug === null) {

@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
 import { createPrivateFile } from '../lib/private-file'
+import { AREA_INDEX, AREAS, areasWrittenBy, type Area } from './areas'
 import * as schema from './schema'
 
 export type Db = BunSQLiteDatabase<typeof schema>
@@ -21,13 +22,16 @@ export interface Store {
    */
   write<T>(fn: () => T): T
   /**
-   * A number that changes whenever the store changed: at once for writes by this process through
-   * `write`, within EXTERNAL_CHECK_MS for another process's (a `berth` admin command), as SQLite's
-   * `PRAGMA data_version` reports. In-memory caches compare it to know when to drop what they hold.
+   * A reader of the version of `areas` (store/areas.ts): a number that changes whenever a table
+   * of one of them changed. This process's writes move the areas of the tables they name, once
+   * their `write` ends (at once outside one); another process's writes (a `berth` admin command),
+   * which cannot be placed, move every area within EXTERNAL_CHECK_MS, as SQLite's
+   * `PRAGMA data_version` reports. An in-memory cache keeps one reader, of the areas it is made
+   * from, and compares its answer to know when to drop what it holds.
    */
-  version(): number
+  versionOf(areas: readonly Area[]): () => number
   /**
-   * The part of `version()` that moves with other processes' writes only (within
+   * The part of every area's version that moves with other processes' writes only (within
    * EXTERNAL_CHECK_MS): for a cache of rows that this process changes through one repository only,
    * which counts its own changes (the plan catalog), so that other writes leave it be.
    */
@@ -53,15 +57,24 @@ export function openStore(path: string): Store {
   sqlite.exec('PRAGMA synchronous = FULL')
   sqlite.exec('PRAGMA busy_timeout = 5000')
   sqlite.exec('PRAGMA foreign_keys = ON')
-  const db = drizzle(sqlite, { schema })
   const dataVersion = sqlite.prepare<{ data_version: number }, []>('PRAGMA data_version')
-  let localWrites = 0
   let externalVersion = dataVersion.get()!.data_version
   let checkedAt = 0
   const begin = sqlite.prepare('BEGIN IMMEDIATE')
   const commit = sqlite.prepare('COMMIT')
   const rollback = sqlite.prepare('ROLLBACK')
   let depth = 0
+  /** Writes per area by this process, in AREAS order, and the areas written by the open transaction. */
+  const writes = Object.keys(AREAS).map(() => 0)
+  let pending = 0
+  const moved = (bits: number) => {
+    for (let i = 0; bits !== 0; i++, bits >>>= 1) if (bits & 1) writes[i]!++
+  }
+  trackWrites(sqlite, (bits) => {
+    if (depth > 0) pending |= bits
+    else moved(bits)
+  })
+  const db = drizzle(sqlite, { schema })
   return {
     sqlite,
     db,
@@ -80,12 +93,19 @@ export function openStore(path: string): Store {
         throw err
       } finally {
         depth--
-        localWrites++
+        // Counted once the transaction is over: a cache filled inside it is dropped after.
+        moved(pending)
+        pending = 0
       }
     },
-    version() {
-      // Writes by this process count at once.
-      return this.externalVersion() * 2 ** 21 + localWrites
+    versionOf(areas) {
+      const indexes = areas.map((area) => AREA_INDEX[area])
+      const external = () => this.externalVersion()
+      return () => {
+        let local = 0
+        for (const i of indexes) local += writes[i]!
+        return external() * 2 ** 32 + local
+      }
     },
     externalVersion() {
       // Another process's writes (a `berth` admin command) are looked for at most every
@@ -102,4 +122,51 @@ export function openStore(path: string): Store {
       sqlite.close()
     },
   }
+}
+
+const STATEMENT_RUNS = ['run', 'all', 'get', 'values', 'iterate'] as const
+
+/**
+ * Tells `wrote` the areas (bits, store/areas.ts) each statement that writes changes, when it
+ * runs: the connection's `prepare` and `query` (drizzle prepares every query through them) hand
+ * out write statements whose runs report their table's area, and `exec` and `run` report theirs.
+ * A read statement is handed out untouched, so reads cost nothing more.
+ */
+function trackWrites(sqlite: Database, wrote: (bits: number) => void): void {
+  const tracked = new WeakSet<object>()
+  const track = <S extends object>(statement: S, sql: string): S => {
+    const bits = areasWrittenBy(sql)
+    if (bits === 0 || tracked.has(statement)) return statement
+    tracked.add(statement)
+    const s = statement as unknown as Record<string, (...args: unknown[]) => unknown>
+    for (const name of STATEMENT_RUNS) {
+      const run = s[name]!
+      s[name] = (...args) => {
+        const result = run.apply(statement, args)
+        wrote(bits)
+        return result
+      }
+    }
+    return statement
+  }
+  const prepare = sqlite.prepare.bind(sqlite)
+  const query = sqlite.query.bind(sqlite)
+  const exec = sqlite.exec.bind(sqlite)
+  const run = sqlite.run.bind(sqlite)
+  Object.assign(sqlite, {
+    prepare: (sql: string, ...rest: unknown[]) => track((prepare as (...a: unknown[]) => object)(sql, ...rest), sql),
+    query: (sql: string) => track(query(sql), sql),
+    exec: (sql: string, ...rest: unknown[]) => {
+      const result = (exec as (...a: unknown[]) => unknown)(sql, ...rest)
+      const bits = areasWrittenBy(sql)
+      if (bits) wrote(bits)
+      return result
+    },
+    run: (sql: string, ...rest: unknown[]) => {
+      const result = (run as (...a: unknown[]) => unknown)(sql, ...rest)
+      const bits = areasWrittenBy(sql)
+      if (bits) wrote(bits)
+      return result
+    },
+  })
 }

@@ -10,14 +10,18 @@ const COUNTS_LIMIT = 10_000
 /** Registration and identity. */
 export class AuthService {
   /**
-   * whoami's counts by account, kept until the store's version moves: whoami read again and
+   * whoami's counts by account, kept until the sites or subscriptions change: whoami read again and
    * again runs no query. They were read with the key at every authentication, which made every
    * request after a write pay for them (bench:lists, issue 22).
    */
   private counts = new Map<string, AccountCounts>()
   private countsVersion = -1
+  /** What the counts are made of: sites and subscriptions. */
+  private countsSource: () => number
 
-  constructor(private store: Store, private clock: Clock, private accounts: AccountsRepository, private keys: KeysService) {}
+  constructor(private store: Store, private clock: Clock, private accounts: AccountsRepository, private keys: KeysService) {
+    this.countsSource = store.versionOf(['sites', 'billing'])
+  }
 
   /** Creates an account and its first key (read, write, admin) in one transaction. */
   register(input: { name?: string; email?: string }): ApiKeyCreated {
@@ -37,7 +41,7 @@ export class AuthService {
   }
 
   private countsOf(accountId: string): AccountCounts {
-    const version = this.store.version()
+    const version = this.countsSource()
     if (version !== this.countsVersion || this.counts.size >= COUNTS_LIMIT) {
       this.counts.clear()
       this.countsVersion = version

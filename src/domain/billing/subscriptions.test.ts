@@ -1,10 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { domainStore, testProcessor, type DomainStore } from '../../../test/helpers/domain-store'
+import { APPLY_JOBS, DELETION_GRACE_MS, subscribedSites } from '../../../test/helpers/subscribed-sites'
 import { DomainError } from '../errors'
 import { PERIOD_MS } from '../../core/money'
-import { APPLY_JOBS } from '../sites/apply'
-import { DELETION_GRACE_MS } from '../sites/lifecycle'
-import { SitesRepository } from '../sites/repository'
 import { Charges } from './charges'
 import { BillingRepository } from './repository'
 import { RETRY_AFTER_MS, SUSPEND_AFTER_MS, SubscriptionBilling } from './subscriptions'
@@ -13,7 +11,8 @@ import { RETRY_AFTER_MS, SUSPEND_AFTER_MS, SubscriptionBilling } from './subscri
  * Money after the purchase, on a real SQLite store (migrations applied) and the built-in test
  * processor: renewals at the period end, credits, declines retried after 1, 3 and 5 days, sites
  * suspended after 7 days unpaid and brought back when paid, cancellation at period end, and
- * prorated plan changes. The runner and job queue are doubles that record what they are asked.
+ * prorated plan changes. The sites answer billing's events as compose.ts wires them
+ * (test/helpers/subscribed-sites.ts); the runner and job queue are doubles that record what they are asked.
  */
 const DAY = 86_400_000
 const MONTH = PERIOD_MS.monthly
@@ -27,16 +26,9 @@ function setup() {
   open.push(t)
   const pay = testProcessor(t)
   const repo = new BillingRepository(t.store)
-  const sites = new SitesRepository(t.store)
+  const { sites, events, stopped, enqueued, kicks } = subscribedSites(t)
   const charges = new Charges({ store: t.store, clock: t.clock, log: t.log, repo, processor: pay.processor })
-  const stopped: string[] = []
-  const enqueued: [string, string][] = []
-  let kicks = 0
-  const billing = new SubscriptionBilling({
-    store: t.store, clock: t.clock, log: t.log, repo, accounts: t.accounts, sites, plans: t.plans, charges,
-    jobs: { enqueue: (kind: string, id: string) => void enqueued.push([kind, id]), kick: () => void kicks++ } as never,
-    runner: { stop: async (slug: string) => void stopped.push(slug) },
-  })
+  const billing = new SubscriptionBilling({ store: t.store, clock: t.clock, log: t.log, repo, accounts: t.accounts, sites, plans: t.plans, charges, events })
   /** A paid-up monthly Starter (7.00 CAD) with one active site; its period ends in 30 days. */
   function subscribe(o: { method?: string | null; plan?: string; amountCents?: number; slugs?: string[] } = {}) {
     const accountId = t.account(o.method === undefined ? 'pm_card_visa' : o.method)
@@ -56,7 +48,7 @@ function setup() {
   const renewals = (id: string) => t.store.sqlite.query("SELECT * FROM payments WHERE subscription_id = ? AND kind = 'renewal' ORDER BY created_at").all(id) as
     { status: string; amount_cents: number; idempotency_key: string; period_start: number; period_end: number; description: string }[]
   const siteStatus = (id: string) => sites.find(id)!.status
-  return { ...t, ...pay, repo, sites, charges, billing, stopped, enqueued, kicks: () => kicks, subscribe, sub, renewals, siteStatus }
+  return { ...t, ...pay, repo, sites, charges, billing, stopped, enqueued, kicks, subscribe, sub, renewals, siteStatus }
 }
 
 describe('renewals', () => {

@@ -3,16 +3,12 @@ import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { AccountRow, PaymentRow, SubscriptionRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import type { JobRunner } from '../../jobs/runner'
 import type { AccountsRepository } from '../accounts/repository'
 import { conflict, notFound, op, paymentDeclined, say, unavailable } from '../errors'
 import { formatCad, PERIOD_MS, prorate, toDollars } from '../../core/money'
 import type { PlansService } from '../plans/service'
-import type { SitesRepository } from '../sites/repository'
-import type { SiteRunner } from '../sites/runner'
-import { APPLY_JOBS } from '../sites/apply'
-import { DELETION_GRACE_MS } from '../sites/lifecycle'
 import type { Approved, Charges } from './charges'
+import type { SubscribedSites, SubscriptionEvents, SubscriptionReaction } from './events'
 import type { BillingRepository } from './repository'
 import type { PaymentView, SubscriptionView } from './views'
 
@@ -28,17 +24,18 @@ export interface SubscriptionBillingDeps {
   log: Logger
   repo: BillingRepository
   accounts: Pick<AccountsRepository, 'find' | 'setPaymentMethod' | 'findByCustomer'>
-  sites: Pick<SitesRepository, 'listForSubscription' | 'slugsBySubscription' | 'setStatus' | 'scheduleDeletion' | 'find'>
+  sites: SubscribedSites
   plans: Pick<PlansService, 'get'>
-  jobs: Pick<JobRunner, 'enqueue' | 'kick'>
-  runner: Pick<SiteRunner, 'stop'>
+  /** Where a subscription paid, lapsed or ended is told (the sites under it answer). */
+  events: Pick<SubscriptionEvents, 'publish'>
   charges: Charges
 }
 
 /**
  * Money after the purchase (design.md): renewals charged at each period end with the method on
  * file, declines retried after 1, 3 and 5 days, sites suspended after 7 days unpaid and
- * reactivated when paid, cancellation at period end, and prorated plan changes.
+ * reactivated when paid, cancellation at period end, and prorated plan changes. What the sites
+ * do is their area's answer to the subscription events published here (events.ts).
  *
  * Every charge is made in three steps so that a `kill -9` at any point neither skips nor doubles
  * a period: (1) a `pending` payment row is written with the charge's idempotency key, derived
@@ -170,9 +167,9 @@ export class SubscriptionBilling {
   }
 
   /** Writes a renewal charge's outcome and the subscription's new state, in one transaction. */
-  private settle(subscriptionId: string, paymentId: string, result: ChargeResult): boolean {
+  private async settle(subscriptionId: string, paymentId: string, result: ChargeResult): Promise<boolean> {
     const now = this.d.clock.now()
-    const reactivated: string[] = []
+    let reaction: SubscriptionReaction | undefined
     const paid = this.d.store.write(() => {
       const payment = this.d.repo.findPaymentById(paymentId)!
       if (payment.status !== 'pending') return payment.status === 'succeeded'
@@ -183,12 +180,7 @@ export class SubscriptionBilling {
           status: 'active', currentPeriodStart: payment.periodStart, currentPeriodEnd: payment.periodEnd!, nextChargeAt: payment.periodEnd,
           failedCharges: 0, unpaidSince: null, lastChargeError: null, creditCents: Math.max(0, s.creditCents - (s.amountCents - payment.amountCents)), updatedAt: now,
         })
-        for (const site of this.d.sites.listForSubscription(s.id)) {
-          if (site.status !== 'suspended') continue
-          this.d.sites.setStatus(site.id, 'active', now)
-          this.d.jobs.enqueue(APPLY_JOBS.restore, site.id)
-          reactivated.push(site.slug)
-        }
+        reaction = this.d.events.publish({ type: 'subscription_paid', subscriptionId: s.id, at: now })
         return true
       }
       const unpaidSince = s.unpaidSince ?? s.currentPeriodEnd
@@ -200,7 +192,8 @@ export class SubscriptionBilling {
       })
       return false
     })
-    if (reactivated.length) this.d.jobs.kick()
+    const reactivated = reaction?.sites ?? []
+    if (reaction) await reaction.after()
     if (paid) this.d.log.info('subscription renewed', { subscription: subscriptionId, payment: paymentId, reactivated })
     else this.d.log.warn('subscription renewal declined', { subscription: subscriptionId, payment: paymentId, reason: result.ok ? null : result.message })
     return paid
@@ -211,39 +204,34 @@ export class SubscriptionBilling {
     const now = this.d.clock.now()
     const suspended = this.d.store.write(() => {
       const s = this.d.repo.findSubscriptionById(id)!
-      if (s.status !== 'past_due') return []
-      const active = this.d.sites.listForSubscription(id).filter((site) => site.status === 'active')
-      for (const site of active) this.d.sites.setStatus(site.id, 'suspended', now)
-      return active.map((site) => site.slug)
+      if (s.status !== 'past_due') return null
+      return this.d.events.publish({ type: 'subscription_lapsed', subscriptionId: id, at: now })
     })
-    if (suspended.length === 0) return
-    this.d.log.warn('sites suspended: subscription unpaid for 7 days', { subscription: id, sites: suspended })
-    for (const slug of suspended) await this.d.runner.stop(slug).catch((err) => this.d.log.warn('could not stop a suspended site; the reconcile pass will', { site: slug, error: (err as Error).message }))
+    if (!suspended || suspended.sites.length === 0) return
+    this.d.log.warn('sites suspended: subscription unpaid for 7 days', { subscription: id, sites: suspended.sites })
+    await suspended.after()
   }
 
   /** A subscription canceled at period end reaches it: it ends and its sites are scheduled for deletion. */
   private async end(id: string): Promise<void> {
     const now = this.d.clock.now()
-    const scheduled = this.d.store.write(() => {
+    const ended = this.d.store.write(() => {
       const s = this.d.repo.findSubscriptionById(id)!
-      if ((s.status !== 'active' && s.status !== 'past_due') || !s.cancelAtPeriodEnd) return []
-      if (s.status === 'active' && s.currentPeriodEnd > now) return []
+      if ((s.status !== 'active' && s.status !== 'past_due') || !s.cancelAtPeriodEnd) return null
+      if (s.status === 'active' && s.currentPeriodEnd > now) return null
       return this.endNow(s, now)
     })
-    this.d.log.info('subscription ended (canceled at period end)', { subscription: id, sites: scheduled })
-    for (const slug of scheduled) await this.d.runner.stop(slug).catch(() => undefined)
+    this.d.log.info('subscription ended (canceled at period end)', { subscription: id, sites: ended?.sites ?? [] })
+    await ended?.after()
   }
 
-  /** Ends `s` at `now` and schedules its sites for deletion (inside the caller's transaction). */
-  endNow(s: SubscriptionRow, now: number): string[] {
+  /**
+   * Ends `s` at `now`, inside the caller's transaction; its sites are scheduled for deletion
+   * (the `subscription_ended` event). The caller runs the reaction's `after` once committed.
+   */
+  endNow(s: SubscriptionRow, now: number): SubscriptionReaction {
     this.d.repo.updateSubscription(s.id, { status: 'canceled', endedAt: now, nextChargeAt: null, updatedAt: now })
-    const scheduled: string[] = []
-    for (const site of this.d.sites.listForSubscription(s.id)) {
-      if (site.status === 'pending_deletion' || site.status === 'provisioning') continue
-      this.d.sites.scheduleDeletion(site.id, now + DELETION_GRACE_MS, now)
-      scheduled.push(site.slug)
-    }
-    return scheduled
+    return this.d.events.publish({ type: 'subscription_ended', subscriptionId: s.id, at: now })
   }
 
   /** Cancel at period end (the portal's Cancel), or undo it (Resume). */

@@ -34,13 +34,15 @@ interface BuiltZone extends Zone {
  * site's name and records, and every active domain with its records (and, when linked, the
  * site's address at the apex and `www`). The DNS server reads them through `zoneFor`.
  *
- * The zones are rebuilt when the store's version moves, so a change through the API is in the
+ * The zones are rebuilt when the sites, domains or DNS records change (their areas' version,
+ * `Store.versionOf`; a rate-limit hit or a job leaves them be), so a change through the API is in the
  * very next answer. A zone's SOA serial grows whenever its content changes: it is the time in
  * seconds, or the last serial plus one when that is not larger (two changes in one second).
  */
 export class ZoneBook implements Authority {
   private zones = new Map<string, BuiltZone>()
   private version = -1
+  private source: () => number
   private challengeVersion = -1
   private builds = 0
 
@@ -48,7 +50,9 @@ export class ZoneBook implements Authority {
    * `challenges`: the ACME DNS-01 TXT records of open orders (src/domain/tls/challenges.ts),
    * served in whichever zone holds their name while the order is open.
    */
-  constructor(private d: { store: Store; repo: Pick<DnsRepository, 'zoneSources'>; clock: Clock; settings: ZoneSettings; challenges?: { txtRecords(): { name: string; values: string[] }[]; generation(): number } }) {}
+  constructor(private d: { store: Store; repo: Pick<DnsRepository, 'zoneSources'>; clock: Clock; settings: ZoneSettings; challenges?: { txtRecords(): { name: string; values: string[] }[]; generation(): number } }) {
+    this.source = d.store.versionOf(['sites', 'names'])
+  }
 
   zoneFor(name: string): Zone | null {
     this.refresh()
@@ -81,7 +85,7 @@ export class ZoneBook implements Authority {
   }
 
   private refresh(): void {
-    const version = this.d.store.version()
+    const version = this.source()
     const challengeVersion = this.d.challenges?.generation() ?? 0
     if (version === this.version && challengeVersion === this.challengeVersion) return
     this.version = version

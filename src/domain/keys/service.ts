@@ -26,25 +26,28 @@ const CACHE_LIMIT = 10_000
  * Issues, lists, revokes and rotates API keys, and authenticates bearer keys.
  *
  * Keys are 192 random bits as 48 hex characters behind the brand prefix; the store keeps only
- * their SHA-256. Authentication keeps recently seen keys in memory and drops them all whenever the
- * store's version moves, so a rotation or revocation (by this process or by an admin command) is
- * seen on the very next request while an unchanged store costs no query.
+ * their SHA-256. Authentication keeps recently seen keys in memory and drops them all whenever
+ * what a principal is made of moves (keys, accounts, sites: `Store.versionOf`), so a rotation or
+ * revocation (by this process or by an admin command) is seen on the very next request while an
+ * unchanged store costs no query.
  */
 export class KeysService {
   private cache = new Map<string, Principal>()
   private cacheVersion = -1
+  private source: () => number
   private lastUsed = new Map<string, number>()
   private keyPattern: RegExp
 
   constructor(private repo: KeysRepository, private store: Store, private clock: Clock, readonly prefix: string) {
     this.keyPattern = new RegExp(`^${prefix}_[0-9a-f]{48}$`)
+    this.source = store.versionOf(['accounts', 'sites'])
   }
 
   /** Resolves an API key (as sent, the bearer token) to its principal; unauthorized otherwise. */
   authenticate(key: string): Principal {
     if (!this.keyPattern.test(key)) throw unauthorized(`The API key is malformed; keys are "${this.prefix}_" followed by 48 lowercase hex characters.`)
     const hash = sha256(key)
-    const version = this.store.version()
+    const version = this.source()
     if (version !== this.cacheVersion) {
       this.cache.clear()
       this.cacheVersion = version

@@ -11,7 +11,7 @@ const row = (over: Partial<SiteRow> = {}) => ({ id: 'site_1', slug: 'shop', stat
 function setUp() {
   const state = { version: 1, rows: new Map([['shop', row()]]), endpoints: new Map<string, SiteEndpoint | null>(), engine: new Map<string, SiteEndpoint>(), engineCalls: 0 }
   const directory = new SiteDirectory({
-    store: { version: () => state.version } as unknown as Store,
+    store: { versionOf: () => () => state.version } as unknown as Store,
     sites: { findLiveBySlug: (slug: string) => state.rows.get(slug), find: () => undefined },
     runner: {
       knownEndpoint: (slug: string) => state.endpoints.get(slug),

@@ -17,7 +17,8 @@ const STATE: Record<Exclude<SiteStatus, 'deleted'>, SiteState> = {
 
 /**
  * Answers the edge proxy's question, "which container serves this slug?", on every proxied
- * request: the site from memory, reloaded when the store's version moves; its endpoint from the
+ * request: the site from memory, reloaded when sites, domains or plans change (their areas'
+ * version, `Store.versionOf`; a rate-limit hit or a job leaves it be); its endpoint from the
  * SiteRunner (which looks a running site up in the engine once after a restart).
  */
 export class SiteDirectory {
@@ -25,6 +26,7 @@ export class SiteDirectory {
   /** The last target built per slug, with the row and endpoint it came from. */
   private targets = new Map<string, { site: SiteRow; endpoint: SiteEndpoint; target: SiteTarget }>()
   private version = -1
+  private source: () => number
 
   /** Linked domain names (and their www) to the slug of their site, rebuilt with the cache. */
   private linked: Map<string, string> | null = null
@@ -38,7 +40,10 @@ export class SiteDirectory {
     modules?: (site: SiteRow) => SiteModuleFlags | undefined
     /** True for a site whose access log the edge writes (its web server cannot log the query). */
     edgeLogs?: (site: SiteRow) => boolean
-  }) {}
+  }) {
+    // The rows (sites), linked domains (names), and each site's modules and logging by plan.
+    this.source = d.store.versionOf(['sites', 'names', 'plans'])
+  }
 
   /**
    * The slug of the site a linked domain (or its `www.`) is routed to, or null for a name no site
@@ -89,7 +94,7 @@ export class SiteDirectory {
   }
 
   private site(slug: string): SiteRow | null {
-    const version = this.d.store.version()
+    const version = this.source()
     if (version !== this.version) {
       this.cache.clear()
       this.targets.clear()

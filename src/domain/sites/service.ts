@@ -51,6 +51,7 @@ export class SitesService {
   private urlBase: { scheme: string; port: string }
 
   constructor(private d: SitesServiceDeps) {
+    this.version = d.store.versionOf(['sites', 'names', 'certificates', 'jobs', 'plans'])
     const base = new URL(d.siteUrl)
     this.urlBase = { scheme: base.protocol, port: base.port ? `:${base.port}` : '' }
   }
@@ -67,13 +68,12 @@ export class SitesService {
   }
 
   /**
-   * A number that moves whenever anything a site's view shows may have changed (the store's
-   * version: another process's writes are seen within EXTERNAL_CHECK_MS). Answers made of views
-   * can be kept until it moves.
+   * A number that moves whenever anything a site's view shows may have changed: the version of
+   * the areas views are made of (`Store.versionOf`: the sites, their domains and DNS records,
+   * certificates, apply jobs, plans; another process's writes are seen within
+   * EXTERNAL_CHECK_MS). Answers made of views can be kept until it moves.
    */
-  version(): number {
-    return this.d.store.version()
-  }
+  readonly version: () => number
 
   list(p: Principal): SiteView[] {
     return this.views(this.d.sites.listOwnedForViews(p.accountId))
