@@ -40,8 +40,10 @@ export function buildAgents(core: Core, needs: AgentsNeeds): Agents {
     ssh: new SshService({ ssh: config.ssh, plans, runtime }),
     accountsRepo: repos.accounts,
     accounts: new AccountsService({
-      store, clock, log, repo: repos.accounts, keys: repos.keys, billing: repos.billing, subscriptions: needs.subscriptions, sites: repos.sites, domains: repos.domains,
-      runner: needs.runner, processor: needs.processor, siteUrl: config.server.siteUrl,
+      store, clock, log, repo: repos.accounts,
+      owned: { keys: repos.keys, sites: repos.sites, domains: repos.domains },
+      money: { billing: repos.billing, subscriptions: needs.subscriptions, processor: needs.processor },
+      runner: needs.runner, siteUrl: config.server.siteUrl,
     }),
   }
 }

@@ -68,7 +68,7 @@ export function buildMoney(core: Core, payments: Payments, sites: { runner: Site
   const { config, store, clock, log, plans, keys, jobs, repos } = core
   const { processor, charges } = payments
   const subscriptions = new SubscriptionBilling({ store, clock, log, repo: repos.billing, accounts: repos.accounts, sites: repos.sites, plans, jobs, runner: sites.runner, charges })
-  const checkout = new CheckoutService({ store, clock, log, prefix: config.brand.prefix, repo: repos.checkout, plans, processor, accounts: repos.accounts, keys, billing: repos.billing, charges, sites: sites.sites, jobs })
+  const checkout = new CheckoutService({ store, clock, log, prefix: config.brand.prefix, repo: repos.checkout, plans, money: { processor, charges, billing: repos.billing }, buyers: { accounts: repos.accounts, keys }, sites: sites.sites, jobs })
   // Payments a stop left pending whose subject has no pass of its own (renewals and domains have theirs).
   charges.onPending('purchase', (payment) => checkout.resumePurchase(payment))
   charges.onPending('proration', (payment) => subscriptions.resumeProration(payment))

@@ -63,12 +63,12 @@ export function buildNames(core: Core, payments: { charges: Charges; billing: Bi
   const certs = new CertificateManager({
     store, clock, log, repo: new CertificatesRepository(store), issuer: selectIssuer(config, log), challenges, jobs,
     preflight: new Preflight({ resolver: config.tls.preflightResolver, publicIpv4: config.dns.publicIpv4, nameservers: config.dns.nameservers }),
-    dir: certificatesDir(config), sitesDomain: config.sites.domain, apiHost: apiHostOf(config), wildcard: config.tls.wildcard,
-    sources: tenantZoneSources,
+    dir: certificatesDir(config),
+    served: { sitesDomain: config.sites.domain, apiHost: apiHostOf(config), wildcard: config.tls.wildcard, sources: tenantZoneSources },
   })
   const domains = new DomainsService({
-    store, clock, log, repo: repos.domains, registrar, charges, jobs, accounts: repos.accounts, billing, plans, sites: repos.sites, dns,
-    nameservers: config.dns.nameservers, berthNames, pricePercent: config.registrar.pricePercent, tls: (domainIds) => certs.forDomains(domainIds),
+    store, clock, log, repo: repos.domains, registrar, money: { charges, billing, plans }, jobs, accounts: repos.accounts, sites: repos.sites, dns,
+    terms: { nameservers: config.dns.nameservers, berthNames, pricePercent: config.registrar.pricePercent }, tls: (domainIds) => certs.forDomains(domainIds),
   })
   jobs.register({
     [ISSUE_CERTIFICATE_JOB]: { run: (id) => certs.issue(id), failed: async () => {}, attempts: 1 },
