@@ -57,7 +57,7 @@ const TARGET_RATIO = 0.9
  * `bun bench/edge.ts --edge-server <port> <address> <upstream port> <workers> [<home>]`: Berth's
  * edge, alone; with several workers each process binds the port with SO_REUSEPORT. With `home`
  * (the host folder of the site's volume) it writes the site's access log there, as Berth does
- * for shared-plan sites (the site marked `accessLog`, the EdgeAccessLog of src/compose.ts).
+ * for shared-plan sites (the site marked `accessLog`, the EdgeAccessLog of src/compose/sites.ts).
  */
 function serveEdge(port: number, address: string, upstreamPort: number, workers: number, home: string | null) {
   const metrics = new EdgeMetrics()

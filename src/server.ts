@@ -1,8 +1,8 @@
 import type { Server } from 'bun'
-import { createApp } from './api/app'
+import { createApp, type ApiDeps } from './api/app'
 import { serializedResponse } from './api/http/envelope'
 import { checkedPlanList } from './api/plans/routes'
-import { followContainerEvents, runMaintenance, type Services } from './compose'
+import { followContainerEvents, runMaintenance, type ContainerEventDeps, type MaintenanceDeps, type Services } from './compose'
 import { createEdgeProxy, parseSiteHost } from './edge/proxy'
 import { hostNameOf } from './edge/host'
 import { viaMcp } from './api/http/doors'
@@ -20,6 +20,13 @@ export interface RunningServer {
   stop(): Promise<void>
 }
 
+/**
+ * What the listeners read: the API's services, the upkeep's, and the edge, HTTPS, DNS and
+ * background work's own.
+ */
+export type ServerDeps = ApiDeps & MaintenanceDeps & ContainerEventDeps & Pick<Services,
+  'config' | 'store' | 'directory' | 'metrics' | 'accessLog' | 'modulesEdge' | 'certs' | 'challenges' | 'zones' | 'billing' | 'jobs' | 'reconciler' | 'firewall'>
+
 const MAINTENANCE_MS = 30_000
 /**
  * The start-up reconcile waits this long after the listener opens: it loads the Docker client
@@ -33,7 +40,7 @@ const START_RECONCILE_DELAY_MS = 500
  * `{slug}.{sites_domain}` goes to the edge proxy (that site's container), anything else to the
  * API.
  */
-export function startServer(s: Services): RunningServer {
+export function startServer(s: ServerDeps): RunningServer {
   const app = createApp(s)
   app.compile()
   const siteHost = new URL(s.config.server.siteUrl).hostname
@@ -223,7 +230,7 @@ export function startServer(s: Services): RunningServer {
 }
 
 /** The key id of a valid `Bearer` key in an Authorization header, or null. */
-function keyIdOf(s: Services, authorization: string | undefined): string | null {
+function keyIdOf(s: Pick<ServerDeps, 'keys'>, authorization: string | undefined): string | null {
   const match = authorization ? /^bearer\s+(\S+)\s*$/i.exec(authorization) : null
   if (!match) return null
   try {

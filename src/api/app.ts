@@ -63,11 +63,12 @@ import { accountRoutes } from './account/routes'
 import { isPortalForm, portalRoutes } from './portal/routes'
 
 /**
- * What the REST door needs: the domain's services (built by the composition root, src/compose.ts),
+ * What the REST door needs: the domain's services (built by the composition root, src/compose/),
  * the config and the log. Declared here so that the door depends on the domain, not on the root.
  */
 export interface ApiDeps {
-  config: Config
+  /** The brand's SKU prefix, the body limit, and what the discovery documents say. */
+  config: Pick<Config, 'brand' | 'server' | 'sites' | 'archives'>
   log: Logger
   status: StatusInfo
   plans: PlansService

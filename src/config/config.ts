@@ -80,7 +80,7 @@ export interface Config {
   /** MCP sessions held in memory (src/api/mcp/sessions.ts). */
   mcp: { maxKeyed: number; maxAnonymous: number; perKey: number; keyedIdleMs: number; anonymousIdleMs: number }
   plans: PlanSeed[]
-  /** For tests only: `clockOffsetSeconds` shifts the system clock of compose.ts (0 = real time). */
+  /** For tests only: `clockOffsetSeconds` shifts the system clock of src/compose/core.ts (0 = real time). */
   dev: { clockOffsetSeconds: number; paymentDelayMs: number }
 }
 

@@ -26,7 +26,7 @@ export const SCOPES = valuesOf(ScopeSchema)
 
 /**
  * Statuses of the store's records. Each list is the `enum` of its drizzle column
- * (src/store/schema.ts), so a status outside it does not compile, and the API's views use the
+ * (src/store/schema/), so a status outside it does not compile, and the API's views use the
  * same schemas. Statuses a view never shows (a site's `deleted`, an archive's `deleted`) are
  * left out of the view's schema, not written twice.
  */

@@ -34,6 +34,17 @@ export class JobRunner {
     private concurrency = 8,
   ) {}
 
+  /**
+   * Adds the handlers of more job kinds: the composition root builds each area (sites, names) with
+   * the runner it enqueues on, then registers that area's jobs. Registered before `start()`.
+   */
+  register(handlers: Record<string, JobHandler>): void {
+    for (const [kind, handler] of Object.entries(handlers)) {
+      if (this.handlers[kind]) throw new Error(`Job handler for '${kind}' registered twice`)
+      this.handlers[kind] = handler
+    }
+  }
+
   /** Read for every list of site views (`pendingFor`): prepared once (src/store/prepared.ts). */
   private pendingOfSubjects = onFirstUse(() => this.store.sqlite.prepare<{ subjectId: string; kind: string }, [string, string]>(`
     SELECT subject_id AS subjectId, kind FROM jobs

@@ -13,7 +13,8 @@ import { agentNativePage, forAgentsPage, LOGO_SVG, PAGE_CSP } from './pages'
 export const DISCOVERY_CACHE_CONTROL = 'public, max-age=300'
 
 export interface DiscoveryDeps {
-  config: Config
+  /** What the documents say of the server, its sites and its backups. */
+  config: Pick<Config, 'brand' | 'server' | 'sites' | 'archives'>
   status: StatusInfo
   plans: PlansService
   /** The MCP tools (made from the OpenAPI document, built on first use). */

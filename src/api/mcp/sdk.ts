@@ -12,8 +12,7 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import type { Logger } from '../../lib/logger'
 import { SessionEventStore } from './event-store'
 import type { ToolDef, ToolResult } from './tools'
-
-import type { Caller } from './server'
+import type { Caller } from './caller'
 import { CAPABILITIES, PROMPTS, RESOURCES, SERVER_TITLE, SITE_TEMPLATE } from './catalog'
 
 /**

@@ -1,6 +1,7 @@
 import type { RateDecision } from '../../domain/rate-limits/service'
 import type { Logger } from '../../lib/logger'
 import { rateHeaders } from '../rate-limits/plugin'
+import type { Caller } from './caller'
 import { INSTRUCTIONS } from './catalog'
 import { rebindingGuard, type LocalPorts } from './rebinding'
 import { SessionTable, type SessionLimits } from './sessions'
@@ -36,11 +37,6 @@ export interface McpDeps {
 
 const API_PREFIX = '/api/v1'
 
-/** Who calls a tool: the key of the MCP HTTP request that carries the call, and that request. */
-export interface Caller {
-  authorization?: string
-  via: Request
-}
 /** How often sessions unused for longer than their idle time are closed. */
 const SWEEP_INTERVAL_MS = 30_000
 

@@ -20,13 +20,19 @@ export interface AccountsServiceDeps {
   clock: Clock
   log: Logger
   repo: AccountsRepository
-  keys: Pick<KeysRepository, 'revokeForAccount'>
-  billing: Pick<BillingRepository, 'liveSubscriptions'>
-  subscriptions: Pick<SubscriptionBilling, 'endNow'>
-  sites: Pick<SitesRepository, 'listOwned' | 'scheduleDeletion'>
-  domains: Pick<DomainsRepository, 'listOwned' | 'update'>
+  /** What an account holds, which its deletion revokes, schedules for deletion or stops renewing. */
+  owned: {
+    keys: Pick<KeysRepository, 'revokeForAccount'>
+    sites: Pick<SitesRepository, 'listOwned' | 'scheduleDeletion'>
+    domains: Pick<DomainsRepository, 'listOwned' | 'update'>
+  }
+  /** The subscriptions a deletion ends, and the processor whose billing portal an account opens. */
+  money: {
+    billing: Pick<BillingRepository, 'liveSubscriptions'>
+    subscriptions: Pick<SubscriptionBilling, 'endNow'>
+    processor: PaymentProcessor
+  }
   runner: Pick<SiteRunner, 'stop'>
-  processor: PaymentProcessor
   siteUrl: string
 }
 
@@ -67,24 +73,24 @@ export class AccountsService {
       this.require(p.accountId)
       // A site being set up would come up after the deletion (the provisioning job marks it
       // active when its container answers), so wait for it, as site deletion does.
-      const settingUp = this.d.sites.listOwned(p.accountId).find((s) => s.status === 'provisioning')
+      const settingUp = this.d.owned.sites.listOwned(p.accountId).find((s) => s.status === 'provisioning')
       if (settingUp) throw conflict(say`Site '${settingUp.slug}' is still being set up; retry when ${op('getSite', { tenant_slug: settingUp.slug })} shows status active (nothing was deleted).`)
-      const keysRevoked = this.d.keys.revokeForAccount(p.accountId, now)
+      const keysRevoked = this.d.owned.keys.revokeForAccount(p.accountId, now)
       const canceled: string[] = []
-      for (const s of this.d.billing.liveSubscriptions(p.accountId)) {
-        this.d.subscriptions.endNow(s, now)
+      for (const s of this.d.money.billing.liveSubscriptions(p.accountId)) {
+        this.d.money.subscriptions.endNow(s, now)
         canceled.push(s.id)
       }
       // Sites outside a subscription (none today) go the same way.
-      for (const site of this.d.sites.listOwned(p.accountId)) {
-        if (site.status === 'active' || site.status === 'suspended' || site.status === 'failed') this.d.sites.scheduleDeletion(site.id, now + DELETION_GRACE_MS, now)
+      for (const site of this.d.owned.sites.listOwned(p.accountId)) {
+        if (site.status === 'active' || site.status === 'suspended' || site.status === 'failed') this.d.owned.sites.scheduleDeletion(site.id, now + DELETION_GRACE_MS, now)
       }
-      for (const domain of this.d.domains.listOwned(p.accountId)) this.d.domains.update(domain.id, { autoRenew: false, updatedAt: now })
+      for (const domain of this.d.owned.domains.listOwned(p.accountId)) this.d.owned.domains.update(domain.id, { autoRenew: false, updatedAt: now })
       this.d.repo.update(p.accountId, {
         status: 'anonymized', email: null, name: 'Deleted account', firstName: null, lastName: null, language: 'en',
         paymentMethodId: null, paymentMethodLabel: null, processorCustomerRef: null, updatedAt: now,
       })
-      const pending = this.d.sites.listOwned(p.accountId).filter((s) => s.status === 'pending_deletion')
+      const pending = this.d.owned.sites.listOwned(p.accountId).filter((s) => s.status === 'pending_deletion')
       return {
         id: p.accountId,
         status: 'anonymized' as const,
@@ -102,8 +108,8 @@ export class AccountsService {
   async billingPortal(p: Principal, flow: '' | 'payment_method_update'): Promise<BillingPortal> {
     const account = this.require(p.accountId)
     try {
-      const portal = await this.d.processor.billingPortal({ accountId: account.id, customerRef: account.processorCustomerRef, returnUrl: `${this.d.siteUrl}/for-agents`, flow })
-      return { url: portal.url, expires_at: iso(portal.expiresAt), flow, processor: this.d.processor.name, test_mode: this.d.processor.testMode }
+      const portal = await this.d.money.processor.billingPortal({ accountId: account.id, customerRef: account.processorCustomerRef, returnUrl: `${this.d.siteUrl}/for-agents`, flow })
+      return { url: portal.url, expires_at: iso(portal.expiresAt), flow, processor: this.d.money.processor.name, test_mode: this.d.money.processor.testMode }
     } catch (err) {
       if (err instanceof ProcessorUnavailableError) throw unavailable('The payment processor cannot be reached; retry in a minute.')
       throw err

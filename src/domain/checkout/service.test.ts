@@ -45,8 +45,8 @@ function setup() {
   let kicks = 0
   const charges = new Charges({ store: t.store, clock: t.clock, log: t.log, repo: billing, processor: pay.processor })
   const checkout = new CheckoutService({
-    store: t.store, clock: t.clock, log: t.log, prefix: 'berth', repo, plans: t.plans, processor: pay.processor, accounts: t.accounts, keys, billing,
-    charges, sites, jobs: { kick: () => void kicks++ },
+    store: t.store, clock: t.clock, log: t.log, prefix: 'berth', repo, plans: t.plans, money: { processor: pay.processor, charges, billing }, buyers: { accounts: t.accounts, keys },
+    sites, jobs: { kick: () => void kicks++ },
   })
   /** A session with its slug chosen: ready to pay. */
   function ready(slug = `s${Math.random().toString(36).slice(2, 8)}`, sku = 'berth_starter_monthly', principal: Principal | null = null) {

@@ -27,11 +27,14 @@ export interface CheckoutServiceDeps {
   prefix: string
   repo: CheckoutRepository
   plans: Pick<PlansService, 'get' | 'requireActive'>
-  processor: PaymentProcessor
-  accounts: Pick<AccountsRepository, 'insert' | 'setPaymentMethod' | 'find'>
-  keys: Pick<KeysService, 'issue'>
-  billing: Pick<BillingRepository, 'insertSubscription' | 'insertPayment' | 'updatePayment' | 'paymentForCheckout'>
-  charges: Pick<Charges, 'open' | 'collect' | 'settle' | 'discard' | 'refund'>
+  /** The processor a purchase is paid through, its charge, and the subscription and payment it records. */
+  money: {
+    processor: PaymentProcessor
+    charges: Pick<Charges, 'open' | 'collect' | 'settle' | 'discard' | 'refund'>
+    billing: Pick<BillingRepository, 'insertSubscription' | 'insertPayment' | 'updatePayment' | 'paymentForCheckout'>
+  }
+  /** The buyer's account (opened by a purchase without a key) and the first key it is given. */
+  buyers: { accounts: Pick<AccountsRepository, 'insert' | 'setPaymentMethod' | 'find'>; keys: Pick<KeysService, 'issue'> }
   sites: Pick<SitesService, 'slugUnavailable' | 'prepare' | 'release' | 'createRecord' | 'siteUrl'>
   jobs: Pick<JobRunner, 'kick'>
 }
@@ -75,7 +78,7 @@ export class CheckoutService {
     return this.d.store.write(() => {
       const fresh = this.d.repo.find(id)!
       if (fresh.apiKeyState !== 'pending') return this.view(fresh)
-      const key = this.d.keys.issue(fresh.accountId!, 'Agent Key', ['read', 'write', 'admin'])
+      const key = this.d.buyers.keys.issue(fresh.accountId!, 'Agent Key', ['read', 'write', 'admin'])
       const updated = this.d.repo.update(id, { apiKeyState: 'delivered', updatedAt: this.d.clock.now() })
       return { ...this.view(updated), api_key: key.api_key }
     })
@@ -114,7 +117,7 @@ export class CheckoutService {
     const plan = this.d.plans.get(row.planSlug)
     const description = `${plan.name} (${row.billingPeriod}) for ${row.requestedSlug}`
     if (method === 'processor_checkout') {
-      const hosted = await this.guard(() => this.d.processor.createHostedCheckout({ reference: row.id, amountCents: row.amountCents, currency: 'cad', description, customerEmail: row.buyerEmail }))
+      const hosted = await this.guard(() => this.d.money.processor.createHostedCheckout({ reference: row.id, amountCents: row.amountCents, currency: 'cad', description, customerEmail: row.buyerEmail }))
       const updated = this.d.store.write(() => {
         const fresh = this.d.repo.find(id)!
         if (fresh.status !== 'ready') throw this.wrongState(fresh, 'completed', 'ready')
@@ -122,19 +125,19 @@ export class CheckoutService {
       })
       return this.view(updated)
     }
-    if (!input.payment_method_id) throw invalid('payment_method_id', `payment_method_id is required with processor_payment_method${this.d.processor.testMode ? ' (test mode: pm_card_visa pays)' : ''}.`)
-    const account = row.accountId ? this.d.accounts.find(row.accountId) : undefined
+    if (!input.payment_method_id) throw invalid('payment_method_id', `payment_method_id is required with processor_payment_method${this.d.money.processor.testMode ? ' (test mode: pm_card_visa pays)' : ''}.`)
+    const account = row.accountId ? this.d.buyers.accounts.find(row.accountId) : undefined
     // The key names the session and the method: the same card sent twice is one charge, and a
     // payment left pending by a stop is found again (by this retry or the start-up pass).
-    const payment = this.d.charges.open({
+    const payment = this.d.money.charges.open({
       key: `checkout:${row.id}:${input.payment_method_id}`, kind: 'purchase', accountId: row.accountId, checkoutId: row.id, amountCents: row.amountCents,
       paymentMethodId: input.payment_method_id, description,
     })
     if (payment.status !== 'pending') throw conflict(`This session's payment with ${input.payment_method_id} was ${payment.status}; pay with another payment method.`, 'payment_method_id')
-    const charge = await this.guard(() => this.d.charges.collect(payment, { reference: row.id, customerRef: account?.processorCustomerRef ?? null, customerEmail: account?.email ?? row.buyerEmail }))
+    const charge = await this.guard(() => this.d.money.charges.collect(payment, { reference: row.id, customerRef: account?.processorCustomerRef ?? null, customerEmail: account?.email ?? row.buyerEmail }))
     if (!charge.ok) {
       // Nothing was charged and the buyer is here to try another method: no payment to keep.
-      this.d.charges.discard(payment.id)
+      this.d.money.charges.discard(payment.id)
       throw paymentDeclined(`${charge.message} The session is still ready: try another payment method.`)
     }
     const { session, apiKey, used } = this.fulfil(row.id, { paymentId: payment.id, paymentRef: charge.paymentRef, methodLabel: charge.methodLabel, method, methodId: charge.paymentMethodId, customerRef: charge.customerRef, description })
@@ -151,9 +154,9 @@ export class CheckoutService {
    */
   async resumePurchase(payment: PaymentRow): Promise<void> {
     const row = payment.checkoutId ? this.d.repo.find(payment.checkoutId) : undefined
-    const account = row?.accountId ? this.d.accounts.find(row.accountId) : undefined
-    const charge = await this.d.charges.collect(payment, { reference: payment.checkoutId ?? payment.id, customerRef: account?.processorCustomerRef ?? null, customerEmail: account?.email ?? row?.buyerEmail ?? null })
-    if (!charge.ok) return this.d.charges.discard(payment.id)
+    const account = row?.accountId ? this.d.buyers.accounts.find(row.accountId) : undefined
+    const charge = await this.d.money.charges.collect(payment, { reference: payment.checkoutId ?? payment.id, customerRef: account?.processorCustomerRef ?? null, customerEmail: account?.email ?? row?.buyerEmail ?? null })
+    if (!charge.ok) return this.d.money.charges.discard(payment.id)
     if (row && row.status === 'ready' && row.expiresAt > this.d.clock.now()) {
       const plan = this.d.plans.get(row.planSlug)
       const { used } = this.fulfil(row.id, {
@@ -170,9 +173,9 @@ export class CheckoutService {
 
   /** Refunds a charge that did not pay for its session (unless it is the one that did). */
   private async giveBack(sessionId: string, paymentId: string, charge: Approved, reason: string): Promise<void> {
-    if (this.d.billing.paymentForCheckout(sessionId)?.id === paymentId) return
-    this.d.charges.settle(paymentId, charge)
-    await this.d.charges.refund(paymentId, reason)
+    if (this.d.money.billing.paymentForCheckout(sessionId)?.id === paymentId) return
+    this.d.money.charges.settle(paymentId, charge)
+    await this.d.money.charges.refund(paymentId, reason)
   }
 
   cancel(id: string, secret: string | undefined): CheckoutView {
@@ -239,11 +242,11 @@ export class CheckoutService {
       const row = this.d.repo.find(id)!
       if (row.status === 'completed') return { session: row, apiKey: null, used: false }
       const now = this.d.clock.now()
-      const accountId = row.accountId ?? this.d.accounts.insert({ id: crypto.randomUUID(), email: row.buyerEmail, name: 'Agent Key', createdAt: now }).id
+      const accountId = row.accountId ?? this.d.buyers.accounts.insert({ id: crypto.randomUUID(), email: row.buyerEmail, name: 'Agent Key', createdAt: now }).id
       const period = row.billingPeriod
-      const subscription = this.d.billing.insertSubscription({
+      const subscription = this.d.money.billing.insertSubscription({
         id: crypto.randomUUID(), accountId, planSlug: row.planSlug, billingPeriod: period, status: 'active',
-        currentPeriodEnd: now + PERIOD_MS[period], amountCents: row.amountCents, processor: this.d.processor.name, createdAt: now, updatedAt: now,
+        currentPeriodEnd: now + PERIOD_MS[period], amountCents: row.amountCents, processor: this.d.money.processor.name, createdAt: now, updatedAt: now,
       })
       const paid = {
         subscriptionId: subscription.id, kind: 'purchase' as const, description: `${payment.description}, ${iso(now).slice(0, 10)} to ${iso(now + PERIOD_MS[period]).slice(0, 10)}`,
@@ -251,21 +254,21 @@ export class CheckoutService {
       }
       if (payment.paymentId) {
         // A direct payment: the charges service's pending payment, settled with the purchase.
-        this.d.charges.settle(payment.paymentId, { ok: true, paymentRef: payment.paymentRef, methodLabel: payment.methodLabel, paymentMethodId: payment.methodId ?? '', customerRef: payment.customerRef ?? null }, accountId)
-        this.d.billing.updatePayment(payment.paymentId, paid)
+        this.d.money.charges.settle(payment.paymentId, { ok: true, paymentRef: payment.paymentRef, methodLabel: payment.methodLabel, paymentMethodId: payment.methodId ?? '', customerRef: payment.customerRef ?? null }, accountId)
+        this.d.money.billing.updatePayment(payment.paymentId, paid)
       } else {
         // A hosted payment: the processor charged on its own page; its event is the record.
-        this.d.billing.insertPayment({
+        this.d.money.billing.insertPayment({
           id: crypto.randomUUID(), accountId, checkoutId: row.id, amountCents: row.amountCents, currency: row.currency,
-          status: 'succeeded', processor: this.d.processor.name, processorRef: payment.paymentRef, methodLabel: payment.methodLabel, testMode: this.d.processor.testMode, createdAt: now, ...paid,
+          status: 'succeeded', processor: this.d.money.processor.name, processorRef: payment.paymentRef, methodLabel: payment.methodLabel, testMode: this.d.money.processor.testMode, createdAt: now, ...paid,
         })
       }
       // The method that paid is kept on file: renewals, prorations and domains charge it.
-      if (payment.methodId) this.d.accounts.setPaymentMethod(accountId, payment.methodId, payment.methodLabel, now, payment.customerRef)
+      if (payment.methodId) this.d.buyers.accounts.setPaymentMethod(accountId, payment.methodId, payment.methodLabel, now, payment.customerRef)
       const site = this.d.sites.createRecord({ id: row.siteId, accountId, subscriptionId: subscription.id, slug: row.requestedSlug!, planSlug: row.planSlug })
       // The key is shown once: in this response for a direct payment, else on the next poll.
       const direct = payment.method === 'processor_payment_method' && !payment.keyOnNextPoll
-      const apiKey = row.anonymous && direct ? this.d.keys.issue(accountId, 'Agent Key', ['read', 'write', 'admin']).api_key : null
+      const apiKey = row.anonymous && direct ? this.d.buyers.keys.issue(accountId, 'Agent Key', ['read', 'write', 'admin']).api_key : null
       const session = this.d.repo.update(row.id, {
         status: 'completed', accountId, siteId: site.id, subscriptionId: subscription.id, paymentMethod: payment.method,
         apiKeyState: row.anonymous ? (direct ? 'delivered' : 'pending') : 'none', completedAt: now, updatedAt: now,
@@ -315,7 +318,7 @@ export class CheckoutService {
     try {
       return await call()
     } catch (err) {
-      this.d.log.error('payment processor unreachable', { processor: this.d.processor.name, error: (err as Error).message })
+      this.d.log.error('payment processor unreachable', { processor: this.d.money.processor.name, error: (err as Error).message })
       throw unavailable('The payment processor cannot be reached; nothing was charged. Retry in a minute.')
     }
   }
@@ -334,7 +337,7 @@ export class CheckoutService {
       currency: 'CAD',
       created_at: iso(row.createdAt),
       expires_at: iso(row.expiresAt),
-      test_mode: this.d.processor.testMode,
+      test_mode: this.d.money.processor.testMode,
       payment_method: row.paymentMethod,
       ...(row.processorCheckoutUrl ? { processor_checkout_url: row.processorCheckoutUrl } : {}),
       subscription_id: row.subscriptionId,

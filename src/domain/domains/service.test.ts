@@ -57,8 +57,8 @@ function setup(pricePercent = 120) {
   const jobs = { enqueue: (kind: string, id: string) => void queued.push(kind === REGISTER_DOMAIN_JOB ? id : kind), kick: () => undefined } as never
   const berthNames = new BerthNames({ sitesDomain: 'sites.test', siteUrl: 'https://api.berth.test', nameservers: ['ns1.berth.test', 'ns2.berth.test'] })
   const domains = new DomainsService({
-    store: t.store, clock: t.clock, log: t.log, repo, registrar, charges, jobs, accounts: t.accounts, billing, plans: t.plans, sites, dns,
-    nameservers: ['ns1.berth.test', 'ns2.berth.test'], berthNames, pricePercent,
+    store: t.store, clock: t.clock, log: t.log, repo, registrar, money: { charges, billing, plans: t.plans }, jobs, accounts: t.accounts, sites, dns,
+    terms: { nameservers: ['ns1.berth.test', 'ns2.berth.test'], berthNames, pricePercent },
   })
   const job = new DomainRegistration({ store: t.store, clock: t.clock, log: t.log, repo, registrar, charges, billing, accounts: t.accounts, dns })
   /** An account (a card on file unless `method` is null), as its key's principal. */

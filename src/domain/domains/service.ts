@@ -41,20 +41,25 @@ interface Deps {
   log: Logger
   repo: DomainsRepository
   registrar: Registrar
-  charges: Pick<Charges, 'open'>
+  /** The charge of a registration, and the subscriptions whose plans include a free first year. */
+  money: { charges: Pick<Charges, 'open'>; billing: Pick<BillingRepository, 'activeSubscriptions'>; plans: Pick<PlansService, 'get'> }
   jobs: Pick<JobRunner, 'enqueue' | 'kick'>
   accounts: Pick<AccountsRepository, 'find'>
-  billing: Pick<BillingRepository, 'activeSubscriptions'>
-  plans: Pick<PlansService, 'get'>
   sites: Pick<SitesRepository, 'findOwned' | 'find' | 'slugsOf'>
   dns: DnsService
+  terms: DomainTerms
+  /** The domains' certificates by domain id, in one read (none while unlinked or without HTTPS). */
+  tls?: (domainIds: string[]) => Map<string, TlsView>
+}
+
+/** The hoster's terms for tenants' domains (config sections dns and registrar). */
+export interface DomainTerms {
+  /** Where a registered domain's delegation points: Berth's nameservers. */
   nameservers: string[]
   /** Berth's own names (sites.domain, the site_url host, the nameservers): never a tenant's domain. */
   berthNames: Pick<BerthNames, 'domainProblem'>
   /** What agents pay, as a percentage of the registrar's price. */
   pricePercent: number
-  /** The domains' certificates by domain id, in one read (none while unlinked or without HTTPS). */
-  tls?: (domainIds: string[]) => Map<string, TlsView>
 }
 
 /**
@@ -109,11 +114,11 @@ export class DomainsService {
       const row = this.d.repo.insert({
         id: crypto.randomUUID(), accountId: p.accountId, name: domain, status: 'pending', registrar: this.d.registrar.name, sandbox: this.d.registrar.sandbox,
         registrarRef: '', expiresAt: 0, autoRenew: true, locked: true, privacy: true, periodYears: input.period,
-        nameservers: JSON.stringify(this.d.nameservers), siteId: null, renewCents: this.price(quote.renewCents), freeFirstYear: free,
+        nameservers: JSON.stringify(this.d.terms.nameservers), siteId: null, renewCents: this.price(quote.renewCents), freeFirstYear: free,
         contact: JSON.stringify(input.contact), caLegalType: isCa(domain) ? input.ca_legal_type! : null, renewError: null, createdAt: now, updatedAt: now,
       })
       if (amount > 0) {
-        this.d.charges.open({
+        this.d.money.charges.open({
           key: registrationKey(row), kind: 'domain', accountId: p.accountId, amountCents: amount, paymentMethodId: account.paymentMethodId!,
           description: `Domain ${domain}, registration for ${input.period} year${input.period > 1 ? 's' : ''}`,
         })
@@ -139,7 +144,7 @@ export class DomainsService {
 
   /** Invalid on `param` when `domain` is one of Berth's own names, or above or under one. */
   private requireTenants(domain: string, param: string): void {
-    const problem = this.d.berthNames.domainProblem(domain)
+    const problem = this.d.terms.berthNames.domainProblem(domain)
     if (problem) throw invalid(param, say`${problem} Choose a name of your own (${op('searchDomains')} tells which are free).`)
   }
 
@@ -262,12 +267,12 @@ export class DomainsService {
 
   /** The registrar's price in agents' CAD cents. */
   price(cents: number): number {
-    return Math.round((cents * this.d.pricePercent) / 100)
+    return Math.round((cents * this.d.terms.pricePercent) / 100)
   }
 
   /** True when the account's next domain is free for a year (annual plan with free_domain_annual, none used yet). */
   freeFirstYear(accountId: string): boolean {
-    const eligible = this.d.billing.activeSubscriptions(accountId).some((s) => s.billingPeriod === 'annual' && this.d.plans.get(s.planSlug).features.free_domain_annual)
+    const eligible = this.d.money.billing.activeSubscriptions(accountId).some((s) => s.billingPeriod === 'annual' && this.d.money.plans.get(s.planSlug).features.free_domain_annual)
     return eligible && this.d.repo.countFree(accountId) === 0
   }
 

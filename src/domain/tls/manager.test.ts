@@ -68,7 +68,7 @@ function setup(o: Options = {}) {
   const manager = new CertificateManager({
     store: t.store, clock: t.clock, log: t.log, repo, issuer: o.issuer === false ? null : issuer, challenges: new ChallengeBook(), preflight, dir,
     jobs: { enqueue: (kind: string, id: string) => void queued.push(kind === ISSUE_CERTIFICATE_JOB ? id : `${kind}?`), pendingOf: (id: string) => (pending.has(id) ? 'job' : null), kick: () => void kicks++ },
-    sitesDomain: 'sites.test', apiHost: o.apiHost === undefined ? 'api.test' : o.apiHost, wildcard: o.wildcard ?? false, sources: () => source,
+    served: { sitesDomain: 'sites.test', apiHost: o.apiHost === undefined ? 'api.test' : o.apiHost, wildcard: o.wildcard ?? false, sources: () => source },
   })
   let changes = 0
   manager.subscribe(() => void changes++)

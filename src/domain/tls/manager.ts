@@ -44,10 +44,17 @@ interface Deps {
   jobs: { enqueue(kind: string, subjectId: string): unknown; pendingOf(subjectId: string, kinds: readonly string[]): string | null; kick(): void }
   /** `{data_dir}/tls/certs`. */
   dir: string
+  served: ServedNames
+}
+
+/** The names Berth serves, each of which wants a certificate. */
+export interface ServedNames {
   sitesDomain: string
   /** The API's own host name (site_url's), or null when it is an address or a site name. */
   apiHost: string | null
+  /** One wildcard certificate (DNS-01) for every site name, instead of one per site (HTTP-01). */
   wildcard: boolean
+  /** The sites, and the domains with the site each is linked to. */
   sources: () => { sites: { id: string; slug: string }[]; domains: { id: string; name: string; siteId: string | null }[] }
 }
 
@@ -100,13 +107,13 @@ export class CertificateManager {
   }
 
   wanted(): Wanted[] {
-    const { sites, domains } = this.d.sources()
+    const { sites, domains } = this.d.served.sources()
     const out: Wanted[] = []
-    const base = this.d.sitesDomain
-    if (this.d.wildcard) out.push({ subject: 'wildcard', names: [`*.${base}`, base], challenge: 'dns-01' })
+    const base = this.d.served.sitesDomain
+    if (this.d.served.wildcard) out.push({ subject: 'wildcard', names: [`*.${base}`, base], challenge: 'dns-01' })
     else for (const s of sites) out.push({ subject: `site:${s.id}`, names: [`${s.slug}.${base}`], challenge: 'http-01' })
     for (const d of domains) if (d.siteId) out.push({ subject: `domain:${d.id}`, names: [d.name, `www.${d.name}`], challenge: 'http-01' })
-    if (this.d.apiHost) out.push({ subject: 'api', names: [this.d.apiHost], challenge: 'http-01' })
+    if (this.d.served.apiHost) out.push({ subject: 'api', names: [this.d.served.apiHost], challenge: 'http-01' })
     return out
   }
 
@@ -156,7 +163,7 @@ export class CertificateManager {
     const now = this.d.clock.now()
     const serving = row.notAfter !== null && row.notAfter > now && existsSync(this.file(id, 'crt'))
     this.d.store.write(() => this.d.repo.update(id, { status: serving ? 'renewing' : 'pending', updatedAt: now }))
-    const problem = row.challenge === 'dns-01' ? await this.d.preflight.delegatedHere(this.d.sitesDomain) : await firstProblem(names, (n) => this.d.preflight.pointsHere(n))
+    const problem = row.challenge === 'dns-01' ? await this.d.preflight.delegatedHere(this.d.served.sitesDomain) : await firstProblem(names, (n) => this.d.preflight.pointsHere(n))
     if (problem) return this.fail(row, serving, `Not ordered: ${problem}.`, null)
     try {
       const cert = await this.d.issuer.issue({ names, challenge: row.challenge, solver: this.d.challenges })
@@ -227,7 +234,7 @@ export class CertificateManager {
   forSites(siteIds: string[]): Map<string, TlsView> {
     // Without HTTPS every view says NO_TLS, which is what an absent site means.
     if (!this.enabled) return new Map()
-    if (this.d.wildcard) {
+    if (this.d.served.wildcard) {
       const wildcard = this.views(['wildcard']).get('wildcard') ?? NO_TLS
       return new Map(siteIds.map((id) => [id, wildcard]))
     }

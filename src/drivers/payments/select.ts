@@ -4,7 +4,7 @@ import type { Logger } from '../../lib/logger'
 import { LocalProcessor } from './local'
 import { StripeProcessor, type WebhookEventLedger } from './stripe'
 
-/** The built-in processor's options, as compose.ts builds them; `siteUrl` comes from the config. */
+/** The built-in processor's options, as src/compose/money.ts builds them; `siteUrl` comes from the config. */
 export type LocalProcessorDeps = Omit<ConstructorParameters<typeof LocalProcessor>[0], 'siteUrl'>
 
 export interface ProcessorDeps {

@@ -21,7 +21,7 @@ const SECRET_KEY = 'sk_test_berth_unit'
 const WEBHOOK_SECRET = 'whsec_berth_unit_secret'
 const SITE = 'https://hosting.example.com'
 
-/** The ledger compose.ts gives: Berth's store (SQLite, migrated) through the billing repository. */
+/** The ledger src/compose/money.ts gives: Berth's store (SQLite, migrated) through the billing repository. */
 class StoreLedger implements WebhookEventLedger {
   readonly store: Store = openStore(join(mkdtempSync(join(tmpdir(), 'berth-stripe-')), 'berth.db'))
   private repo = new BillingRepository(this.store)

@@ -1,0 +1,49 @@
+/** Agents: accounts, keys and who a request comes from (authentication, rate limits, client addresses), SSH and claims. */
+import { ClientAddress } from '../api/http/client-address'
+import type { AccountsRepository } from '../domain/accounts/repository'
+import { AccountsService } from '../domain/accounts/service'
+import { AuthService } from '../domain/auth/service'
+import type { SubscriptionBilling } from '../domain/billing/subscriptions'
+import { ClaimsRepository } from '../domain/claims/repository'
+import { ClaimsService } from '../domain/claims/service'
+import { RateLimiter } from '../domain/rate-limits/service'
+import type { SiteRunner } from '../domain/sites/runner'
+import { SshService } from '../domain/ssh/service'
+import type { PaymentProcessor } from '../drivers/payments/types'
+import type { Core } from './core'
+
+export interface Agents {
+  auth: AuthService
+  limiter: RateLimiter
+  clients: ClientAddress
+  claims: ClaimsService
+  ssh: SshService
+  accountsRepo: AccountsRepository
+  /** Account update and deletion, and the billing portal's link. */
+  accounts: AccountsService
+}
+
+/** What deleting an account ends, and the processor whose portal an account opens. */
+export interface AgentsNeeds {
+  processor: PaymentProcessor
+  subscriptions: Pick<SubscriptionBilling, 'endNow'>
+  runner: Pick<SiteRunner, 'stop'>
+}
+
+export function buildAgents(core: Core, needs: AgentsNeeds): Agents {
+  const { config, store, clock, log, plans, keys, runtime, repos } = core
+  return {
+    auth: new AuthService(store, clock, repos.accounts, keys),
+    limiter: new RateLimiter(store, clock, config.rateLimits),
+    clients: new ClientAddress(config.server.trustedProxies),
+    claims: new ClaimsService({ store, clock, log, repo: new ClaimsRepository(store), sites: repos.sites, keys, runtime, prefix: config.brand.prefix }),
+    ssh: new SshService({ ssh: config.ssh, plans, runtime }),
+    accountsRepo: repos.accounts,
+    accounts: new AccountsService({
+      store, clock, log, repo: repos.accounts,
+      owned: { keys: repos.keys, sites: repos.sites, domains: repos.domains },
+      money: { billing: repos.billing, subscriptions: needs.subscriptions, processor: needs.processor },
+      runner: needs.runner, siteUrl: config.server.siteUrl,
+    }),
+  }
+}

@@ -1,0 +1,102 @@
+/** What every area is built on: the clock, the log, the store with the shared repositories, Docker, the jobs. */
+import { hostPortFree } from '../lib/ports'
+import { AccountsRepository } from '../domain/accounts/repository'
+import { BillingRepository } from '../domain/billing/repository'
+import { CheckoutRepository } from '../domain/checkout/repository'
+import { DomainsRepository } from '../domain/domains/repository'
+import { KeysRepository } from '../domain/keys/repository'
+import { KeysService } from '../domain/keys/service'
+import { PlansRepository } from '../domain/plans/repository'
+import { PlansService } from '../domain/plans/service'
+import { SiteChanges } from '../domain/sites/changes'
+import { SitesRepository } from '../domain/sites/repository'
+import { DockerRuntime } from '../drivers/runtime/docker'
+import type { ContainerRuntime } from '../drivers/runtime/types'
+import type { SiteFirewall } from '../drivers/firewall/types'
+import { JobRunner } from '../jobs/runner'
+import type { Config } from '../config/config'
+import { shiftedClock, type Clock } from '../lib/clock'
+import { createLogger, type Logger } from '../lib/logger'
+import { migrate } from '../store/migrate'
+import { openStore, type Store } from '../store/store'
+import { databasePath, instanceIdOf } from './installation'
+
+/** What a test (or a tool) puts in place of the real thing. */
+export interface BuildOptions {
+  clock?: Clock
+  log?: Logger
+  store?: Store
+  runtime?: ContainerRuntime
+  /** null: no host firewall (tests); absent: the one the config selects. */
+  firewall?: SiteFirewall | null
+}
+
+/** The repositories more than one area reads; an area's own repositories are made in its file. */
+export interface SharedRepositories {
+  sites: SitesRepository
+  keys: KeysRepository
+  accounts: AccountsRepository
+  checkout: CheckoutRepository
+  billing: BillingRepository
+  domains: DomainsRepository
+}
+
+export interface Core {
+  config: Config
+  clock: Clock
+  log: Logger
+  store: Store
+  /** Random id of this installation, in the names and labels of its containers. */
+  instanceId: string
+  runtime: ContainerRuntime
+  /** The background jobs; each area registers its kinds (`JobRunner.register`). */
+  jobs: JobRunner
+  plans: PlansService
+  keys: KeysService
+  /** A site's files changed (a deploy, the files API, a restore): derived data follows. */
+  changes: SiteChanges
+  repos: SharedRepositories
+}
+
+/**
+ * Opens (and migrates) the store, seeds the plan catalog on first start, and makes the
+ * repositories and drivers every area shares.
+ */
+export function buildCore(config: Config, opts: BuildOptions): Core {
+  const clock = opts.clock ?? shiftedClock(config.dev.clockOffsetSeconds * 1000)
+  const log = opts.log ?? createLogger(config.server.logLevel)
+  if (!opts.clock && config.dev.clockOffsetSeconds !== 0) log.warn('the clock is shifted for a test (dev.clock_offset_seconds); never run a real business like this', { offset_seconds: config.dev.clockOffsetSeconds })
+  const store = opts.store ?? openStore(databasePath(config))
+  migrate(store)
+  const prefix = config.brand.prefix
+
+  // Repositories: the only code that touches the store's tables.
+  const plansRepo = new PlansRepository(store, clock)
+  if (plansRepo.seedOnce(config.plans)) log.info('seeded the plan catalog', { plans: config.plans.map((p) => p.slug) })
+  const plans = new PlansService(plansRepo, store, prefix)
+  const keysRepo = new KeysRepository(store)
+  const repos: SharedRepositories = {
+    sites: new SitesRepository(store, {
+      planHasSsh: (slug) => plans.get(slug).features.ssh,
+      range: config.ssh.portRange,
+      isFree: (port) => hostPortFree(config.ssh.listenAddress, port),
+    }),
+    keys: keysRepo,
+    accounts: new AccountsRepository(store),
+    checkout: new CheckoutRepository(store),
+    billing: new BillingRepository(store),
+    domains: new DomainsRepository(store),
+  }
+
+  // Drivers: the only code that touches Docker.
+  const instanceId = instanceIdOf(store)
+  const runtime = opts.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, log })
+  return {
+    config, clock, log, store, instanceId, runtime,
+    jobs: new JobRunner(store, clock, log, {}),
+    plans,
+    keys: new KeysService(keysRepo, store, clock, prefix),
+    changes: new SiteChanges(),
+    repos,
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * The composition root: builds each area from its own file, in the order they need each other
+ * (core, payments, names, modules, sites, money, agents), and hands each consumer what it reads.
+ */
+import type { Config } from '../config/config'
+import type { SiteLifecycle } from '../domain/sites/lifecycle'
+import { EngineHealth, type StatusInfo } from '../domain/status'
+import type { Registrar } from '../drivers/registrar/types'
+import type { PaymentProcessor } from '../drivers/payments/types'
+import { VERSION } from '../version'
+import { buildAgents, type Agents } from './agents'
+import { buildCore, type BuildOptions, type Core } from './core'
+import { buildContent, buildModules, type Modules } from './modules'
+import { buildMoney, buildPayments, type Money, type Payments } from './money'
+import { buildNames, type Names } from './names'
+import { buildLifecycle, buildSites, type Sites } from './sites'
+
+export { databasePath, readInstanceId, secretFilesOf } from './installation'
+export { followContainerEvents, runMaintenance, type ContainerEventDeps, type MaintenanceDeps } from './upkeep'
+export type { BuildOptions } from './core'
+
+/**
+ * Everything the API and the CLI work with, built once from the config: each area's slice. A
+ * consumer takes the part it reads (`ApiDeps`, `ServerDeps`, `MaintenanceDeps`); tests take all.
+ */
+export type Services = Omit<Core, 'repos' | 'changes'>
+  & Omit<Payments, 'purchases'>
+  & Omit<Names, 'registrar' | 'berthNames' | 'ofSites' | 'linkedDomains'>
+  & Omit<Modules, 'ai' | 'purger'>
+  & Sites
+  & Money
+  & Agents
+  & {
+    status: StatusInfo
+    /** Scale, delete and restore of sites. */
+    lifecycle: SiteLifecycle
+  }
+
+/**
+ * Opens (and migrates) the store, seeds the catalog on first start, and wires repositories,
+ * drivers and services. Tests call it with their own config, clock, logger and runtime.
+ */
+export function buildServices(config: Config, opts: BuildOptions = {}): Services {
+  const core = buildCore(config, opts)
+  const payments = buildPayments(core)
+  const names = buildNames(core, payments)
+  // Content writes through the files API, made with the sites; the modules service reaches it only on requests.
+  const modules = buildModules(core, { content: { generate: (site, brief) => content.generate(site, brief) } })
+  const sites = buildSites(core, { purchases: payments.purchases, names, modules: modules.modules, purgers: [modules.purger], firewall: opts.firewall })
+  const money = buildMoney(core, payments, sites)
+  const agents = buildAgents(core, { processor: payments.processor, subscriptions: money.subscriptions, runner: sites.runner })
+  const { repos: _repos, changes: _changes, ...shared } = core
+  const { purchases: _purchases, ...pay } = payments
+  const { registrar: _registrar, berthNames: _berthNames, ofSites: _ofSites, linkedDomains: _linked, ...named } = names
+  const { ai, purger: _purger, ...mods } = modules
+  const content = buildContent(core, ai, { files: sites.files, siteUrl: (slug) => sites.sites.siteUrl(slug) })
+  return {
+    ...shared, ...pay, ...named, ...mods, ...sites, ...money, ...agents,
+    status: statusOf(config, payments.processor, names.registrar),
+    lifecycle: buildLifecycle(core, sites, money.subscriptions),
+  }
+}
+
+/** What GET /status/ and the discovery documents say of this server. */
+function statusOf(config: Config, processor: PaymentProcessor, registrar: Registrar): StatusInfo {
+  return {
+    region: config.server.region,
+    provider: config.server.provider,
+    version: VERSION,
+    processor: processor.name,
+    testMode: processor.testMode,
+    dns: { port: config.dns.listen?.port ?? null, nameservers: config.dns.nameservers },
+    registrar: { name: registrar.name, sandbox: registrar.sandbox },
+    engine: new EngineHealth(),
+  }
+}

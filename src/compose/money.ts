@@ -1,0 +1,86 @@
+/** Money: the payment processor, every charge, the purchase (checkout) and the subscriptions after it. */
+import { BillingService } from '../domain/billing/service'
+import { Charges } from '../domain/billing/charges'
+import { LocalLedgerStore } from '../domain/billing/local-ledger'
+import { PortalLinks } from '../domain/billing/portal-links'
+import { SubscriptionEvents } from '../domain/billing/events'
+import { SubscriptionBilling } from '../domain/billing/subscriptions'
+import { SubscriptionSites } from '../domain/sites/subscription-sites'
+import type { BillingRepository } from '../domain/billing/repository'
+import { HostedSessions } from '../domain/checkout/hosted-sessions'
+import { CheckoutService } from '../domain/checkout/service'
+import type { SiteRunner } from '../domain/sites/runner'
+import type { SitesService } from '../domain/sites/service'
+import { selectProcessor } from '../drivers/payments/select'
+import type { PaymentProcessor } from '../drivers/payments/types'
+import type { Core } from './core'
+import { secretOf } from './installation'
+
+/** What the processor and the charges are: made before the areas that charge (names, sites). */
+export interface Payments {
+  /** The payment processor the config names: the built-in test-mode one or Stripe. */
+  processor: PaymentProcessor
+  /** Every charge of a card: pending, charged with its key, settled or refunded (billing/charges.ts). */
+  charges: Charges
+  billing: BillingRepository
+  /** Signed links to the built-in billing portal. */
+  portalLinks: PortalLinks
+  /** Refunds a purchase whose site could not be set up. */
+  purchases: BillingService
+}
+
+/** The processor the config selects, with the built-in one's hosted pages and ledger, and the charges through it. */
+export function buildPayments(core: Core): Payments {
+  const { config, store, clock, log, plans, repos } = core
+  const hostedSessions = new HostedSessions({ repo: repos.checkout, plans })
+  const portalLinks = new PortalLinks({ siteUrl: config.server.siteUrl, secret: secretOf(store, 'portal_secret'), clock })
+  const processor = selectProcessor(config, {
+    local: { lookup: (ref) => hostedSessions.find(ref), ledger: new LocalLedgerStore(store, clock), portal: portalLinks, now: () => clock.now(), delayMs: config.dev.paymentDelayMs },
+    stripeEvents: {
+      claim: (id) => repos.billing.claimEvent(id, 'stripe', clock.now()),
+      settle: (id) => repos.billing.settleEvent(id),
+      release: (id) => repos.billing.releaseEvent(id),
+    },
+    clock,
+    log,
+  })
+  // Every charge: pending first with a key derived from what is paid for, then the processor, then settled.
+  const charges = new Charges({ store, clock, log, repo: repos.billing, processor })
+  return {
+    processor,
+    charges,
+    billing: repos.billing,
+    portalLinks,
+    purchases: new BillingService(repos.billing, repos.checkout, charges, clock, log),
+  }
+}
+
+/** The purchase and what follows it, made once sites exist (a purchase creates one). */
+export interface Money {
+  checkout: CheckoutService
+  /** Subscriptions after the purchase: renewals, retries, suspension, cancellation, proration. */
+  subscriptions: SubscriptionBilling
+}
+
+/**
+ * Checkout and subscriptions, and what moves them on: payments a stop left pending, and the
+ * processor's events.
+ */
+export function buildMoney(core: Core, payments: Payments, sites: { runner: SiteRunner; sites: SitesService }): Money {
+  const { config, store, clock, log, plans, keys, jobs, repos } = core
+  const { processor, charges } = payments
+  // A subscription paid, lapsed or ended: the sites under it answer (reactivated, suspended, scheduled for deletion).
+  const subscriptionEvents = new SubscriptionEvents()
+  const subscriptionSites = new SubscriptionSites({ sites: repos.sites, jobs, runner: sites.runner, log })
+  subscriptionEvents.subscribe((event) => subscriptionSites.answer(event))
+  const subscriptions = new SubscriptionBilling({ store, clock, log, repo: repos.billing, accounts: repos.accounts, sites: repos.sites, plans, events: subscriptionEvents, charges })
+  const checkout = new CheckoutService({ store, clock, log, prefix: config.brand.prefix, repo: repos.checkout, plans, money: { processor, charges, billing: repos.billing }, buyers: { accounts: repos.accounts, keys }, sites: sites.sites, jobs })
+  // Payments a stop left pending whose subject has no pass of its own (renewals and domains have theirs).
+  charges.onPending('purchase', (payment) => checkout.resumePurchase(payment))
+  charges.onPending('proration', (payment) => subscriptions.resumeProration(payment))
+  // The processor's events (a hosted payment going through) move checkouts on.
+  processor.onEvent((event) => checkout.onProcessorEvent(event))
+  // A card replaced at the processor (Stripe's portal) goes on file and pays what is unpaid.
+  processor.onEvent((event) => subscriptions.onProcessorEvent(event))
+  return { checkout, subscriptions }
+}

@@ -1,0 +1,141 @@
+/** Sites: their containers, files, deployments, archives, logs and metrics, and the edge's view of them. */
+import { join } from 'node:path'
+import { ArchivesRepository } from '../domain/archives/repository'
+import { ArchiveRetention } from '../domain/archives/retention'
+import { CREATE_ARCHIVE_JOB, CreateArchiveJob, RESTORE_ARCHIVE_JOB, RestoreArchiveJob, type ArchiveJobDeps } from '../domain/archives/jobs'
+import { RestoreGuard } from '../domain/archives/restore-guard'
+import { ArchivesService } from '../domain/archives/service'
+import type { BillingService } from '../domain/billing/service'
+import type { SubscriptionBilling } from '../domain/billing/subscriptions'
+import type { BerthNames } from '../domain/berth-names'
+import { Deployer } from '../domain/deployments/deployer'
+import { DeploymentsRepository } from '../domain/deployments/repository'
+import { DEPLOY_JOB, DeploymentsService } from '../domain/deployments/service'
+import { FilesService } from '../domain/files/service'
+import { EdgeAccessLog } from '../domain/logs/access-log'
+import { LogsService } from '../domain/logs/service'
+import { edgeWritesAccessLog } from '../domain/logs/sources'
+import { MetricsRepository } from '../domain/metrics/repository'
+import { SiteMetricsService } from '../domain/metrics/service'
+import type { ModulesService } from '../domain/modules/service'
+import { APPLY_JOBS, ApplySiteJob } from '../domain/sites/apply'
+import { SiteDirectory } from '../domain/sites/directory'
+import { SiteFirewallKeeper } from '../domain/sites/firewall-keeper'
+import { SiteGuard } from '../domain/sites/guard'
+import { SiteHealer } from '../domain/sites/healer'
+import { SiteLifecycle } from '../domain/sites/lifecycle'
+import { PROVISION_JOB, Provisioner } from '../domain/sites/provisioning'
+import { SiteReaper, type SiteDataPurger } from '../domain/sites/reaper'
+import { Reconciler } from '../domain/sites/reconciler'
+import { SiteRunner } from '../domain/sites/runner'
+import { SitesService, type SitesServiceDeps } from '../domain/sites/service'
+import { LocalArchiveStore } from '../drivers/archives/local'
+import { selectFirewall } from '../drivers/firewall/select'
+import type { SiteFirewall } from '../drivers/firewall/types'
+import { EdgeMetrics } from '../edge/metrics'
+import type { Core } from './core'
+
+export interface Sites {
+  /** Brings sites' containers in line with the store; knows where each running site answers. */
+  runner: SiteRunner
+  /** Resolves the caller's site of a request (404 for another's, 409 when it cannot change). */
+  guard: SiteGuard
+  sites: SitesService
+  /** Removes sites whose deletion grace period has ended; run by each reconcile pass. */
+  reaper: SiteReaper
+  /** Snapshots and daily backups of sites' files. */
+  archives: ArchivesService
+  /** Where the edge sends a site's requests. */
+  directory: SiteDirectory
+  reconciler: Reconciler
+  /** Keeps the host firewall rules that keep sites off the host and link-local addresses (at start and each reconcile pass). */
+  firewall: SiteFirewallKeeper
+  /** Brings an active site's container back as soon as the engine reports it gone. */
+  healer: SiteHealer
+  /** Requests, bytes and latency per site, counted by the edge proxy. */
+  metrics: EdgeMetrics
+  /** The access log the edge writes for sites whose web server cannot log the request target. */
+  accessLog: EdgeAccessLog
+  /** Site logs, read from the volumes. */
+  logs: LogsService
+  /** The files API: sites' home folders, from the host. */
+  files: FilesService
+  deployments: DeploymentsService
+  /** Stored edge counts per site and day, and the containers' current resource use. */
+  siteMetrics: SiteMetricsService
+}
+
+/** What the sites area takes from the others. */
+export interface SitesNeeds {
+  /** A site that could not be set up has its purchase refunded. */
+  purchases: Pick<BillingService, 'refundPurchaseOf'>
+  names: {
+    ofSites: SitesServiceDeps['names']
+    linkedDomains(): { name: string; siteId: string }[]
+    berthNames: Pick<BerthNames, 'slugProblem'>
+    /** A reaped site's DNS records go with it. */
+    dns: SiteDataPurger
+  }
+  modules: Pick<ModulesService, 'edgeFlags'>
+  /** What else a reaped site owns besides its rows, containers, archives and records (the modules' data). */
+  purgers: SiteDataPurger[]
+  /** null: no host firewall (tests); undefined: the one the config selects. */
+  firewall: SiteFirewall | null | undefined
+}
+
+/** Sites and their jobs (provisioning, scale and restore, deploys, archives). */
+export function buildSites(core: Core, needs: SitesNeeds): Sites {
+  const { config, store, clock, log, plans, jobs, runtime, changes, repos } = core
+  const archivesRepo = new ArchivesRepository(store)
+  const deploymentsRepo = new DeploymentsRepository(store)
+  const archiveFiles = new LocalArchiveStore(config.archives.dir)
+  const runner = new SiteRunner({ sites: repos.sites, plans, runtime, containers: config.containers, log })
+  const retention = new ArchiveRetention(archivesRepo, archiveFiles, log)
+  const restores = new RestoreGuard(archivesRepo)
+  const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: repos.sites, backupsKept: config.archives.backupsKept, clock, log, workDir: join(config.archives.dir, '.work'), changes }
+  const applySite = new ApplySiteJob({ sites: repos.sites, runner, log })
+  jobs.register({
+    [PROVISION_JOB]: new Provisioner({ sites: repos.sites, runner, clock, log, onFailed: (site, error) => needs.purchases.refundPurchaseOf(site, error) }),
+    [APPLY_JOBS.scale]: applySite,
+    [APPLY_JOBS.restore]: applySite,
+    [DEPLOY_JOB]: new Deployer(deploymentsRepo, repos.sites, plans, runtime, clock, log, changes),
+    [CREATE_ARCHIVE_JOB]: new CreateArchiveJob(archiveWork),
+    [RESTORE_ARCHIVE_JOB]: new RestoreArchiveJob(archiveWork),
+  })
+  const sites = new SitesService({
+    store, clock, sites: repos.sites, checkouts: repos.checkout, billing: repos.billing, plans, jobs, runner,
+    siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain, berthNames: needs.names.berthNames, names: needs.names.ofSites,
+  })
+  const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, workDir: archiveWork.workDir, log })
+  // What else a reaped site owns, removed after its container and volume: its snapshots and
+  // backups (rows and stored files), its DNS records, and what the modules keep of it.
+  const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, ...needs.purgers], log })
+  const metrics = new EdgeMetrics()
+  const accessLog = new EdgeAccessLog(runtime, log)
+  return {
+    runner,
+    guard: new SiteGuard(repos.sites),
+    sites,
+    reaper,
+    archives,
+    directory: new SiteDirectory({
+      store, sites: repos.sites, runner, domains: { linked: () => needs.names.linkedDomains() }, modules: (site) => needs.modules.edgeFlags(site),
+      edgeLogs: (site) => edgeWritesAccessLog(plans.get(site.planSlug).hosting_type),
+    }),
+    reconciler: new Reconciler({ sites: repos.sites, runner, runtime, jobs, reaper, log }),
+    firewall: new SiteFirewallKeeper({ firewall: needs.firewall === undefined ? selectFirewall(config) : needs.firewall, log }),
+    healer: new SiteHealer({ sites: repos.sites, runner, log }),
+    metrics,
+    accessLog,
+    logs: new LogsService(plans, runtime, accessLog),
+    files: new FilesService(runtime, restores, undefined, changes),
+    deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs }),
+    siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), metrics, runtime, log),
+  }
+}
+
+/** Scale, delete and restore of sites: made once money is, since a plan change is prorated. */
+export function buildLifecycle(core: Core, sites: { runner: SiteRunner; sites: SitesService }, subscriptions: SubscriptionBilling): SiteLifecycle {
+  const { store, clock, log, plans, jobs, repos } = core
+  return new SiteLifecycle({ store, clock, sites: repos.sites, views: sites.sites, billing: repos.billing, money: subscriptions, plans, jobs, runner: sites.runner, log })
+}

@@ -1,0 +1,54 @@
+/** The background upkeep the server runs over the built services: maintenance, and the engine's events. */
+import type { StatusInfo } from '../domain/status'
+import type { Agents } from './agents'
+import type { Core } from './core'
+import type { Modules } from './modules'
+import type { Money, Payments } from './money'
+import type { Names } from './names'
+import type { Sites } from './sites'
+
+/** A payment still pending after this long belongs to no request in flight. */
+const ORPHANED_PAYMENT_MS = 15 * 60_000
+
+/** What `followContainerEvents` reads. */
+export type ContainerEventDeps = Pick<Core, 'runtime' | 'log'> & Pick<Sites, 'healer' | 'reconciler'> & { status: Pick<StatusInfo, 'engine'> }
+
+/**
+ * Follows the engine's events for this instance's containers: a site's container that dies or is
+ * removed is brought back at once (SiteHealer); when the event stream was lost (the engine
+ * restarted), a reconcile pass compares everything. Whether the engine answers goes to the
+ * platform status. Returns the stop function.
+ */
+export function followContainerEvents(s: ContainerEventDeps): () => void {
+  const watch = s.runtime.watch({
+    onEvent: (e) => s.healer.onEvent(e),
+    onReconnect: () => void s.reconciler.reconcile().catch((err) => s.log.error('reconcile failed', { error: (err as Error).message })),
+    onReachable: (reachable) => s.status.engine.set(reachable),
+  })
+  return () => {
+    s.healer.stop()
+    watch.close()
+  }
+}
+
+/** What `runMaintenance` reads. */
+export type MaintenanceDeps = Pick<Core, 'keys' | 'clock'> & Pick<Agents, 'limiter'> & Pick<Money, 'checkout' | 'subscriptions'> & Pick<Payments, 'charges'>
+  & Pick<Sites, 'siteMetrics' | 'archives'> & Pick<Names, 'renewals'> & Pick<Modules, 'chatbot' | 'modules'>
+
+/**
+ * Periodic upkeep (every 30 s and on stop): flush key last-used times, prune rate-limit hits,
+ * expire unpaid checkouts, store the edge's traffic counts; queue due site backups and finish
+ * archive removals (in the background: `maintain` never throws).
+ */
+export function runMaintenance(s: MaintenanceDeps): void {
+  s.keys.flushLastUsed()
+  s.limiter.prune()
+  s.checkout.expireOld()
+  s.siteMetrics.persist()
+  void s.archives.maintain()
+  void s.renewals.renewDue()
+  void s.subscriptions.runDue()
+  // A payment pending this long is no request's any more (a processor that was unreachable).
+  void s.charges.resumePending(s.clock.now() - ORPHANED_PAYMENT_MS)
+  void s.chatbot.maintain(s.modules.sitesWith('chatbot').map((site) => ({ siteId: site.id, slug: site.slug })))
+}
