@@ -30,6 +30,8 @@ import { CREATE_ARCHIVE_JOB, CreateArchiveJob, RESTORE_ARCHIVE_JOB, RestoreArchi
 import { RestoreGuard } from './domain/archives/restore-guard'
 import { ArchivesService } from './domain/archives/service'
 import { LocalArchiveStore } from './drivers/archives/local'
+import { gnuTar } from './drivers/archives/home-tar'
+import { LocalWorkFolder } from './drivers/archives/work-folder'
 import { selectProcessor } from './drivers/payments/select'
 import type { PaymentProcessor } from './drivers/payments/types'
 import { LocalLedgerStore } from './domain/billing/local-ledger'
@@ -69,6 +71,7 @@ import { edgeWritesAccessLog } from './domain/logs/sources'
 import { FilesService } from './domain/files/service'
 import { MetricsRepository } from './domain/metrics/repository'
 import { SiteMetricsService } from './domain/metrics/service'
+import { measureDiskUsage } from './drivers/files/disk-usage'
 import { DnsRepository } from './domain/dns/repository'
 import { DnsService } from './domain/dns/service'
 import { ZoneBook } from './domain/dns/zones'
@@ -78,6 +81,7 @@ import { CertificateManager, ISSUE_CERTIFICATE_JOB } from './domain/tls/manager'
 import { Preflight } from './domain/tls/preflight'
 import { CertificatesRepository } from './domain/tls/repository'
 import { AcmeIssuer } from './drivers/certs/acme'
+import { CertificateFolder } from './drivers/certs/files'
 import { DomainsRepository } from './domain/domains/repository'
 import { DomainsService } from './domain/domains/service'
 import { DomainRenewals } from './domain/domains/renewals'
@@ -268,7 +272,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   })
   const dnsRepo = new DnsRepository(store)
   const domainsRepo = new DomainsRepository(store)
-  const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: sitesRepo, backupsKept: config.archives.backupsKept, clock, log, workDir: join(config.archives.dir, '.work'), changes }
+  const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: sitesRepo, backupsKept: config.archives.backupsKept, clock, log, tar: gnuTar, work: new LocalWorkFolder(join(config.archives.dir, '.work')), changes }
   const applySite = new ApplySiteJob({ sites: sitesRepo, runner, log })
   // Berth's own names are never a tenant's (issue 23, part 6): refused where a tenant names a
   // domain or a slug, and a row from before (or a name the config has since taken) is not served.
@@ -298,7 +302,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   certs = new CertificateManager({
     store, clock, log, repo: new CertificatesRepository(store), issuer: selectIssuer(config, log), challenges, jobs,
     preflight: new Preflight({ resolver: config.tls.preflightResolver, publicIpv4: config.dns.publicIpv4, nameservers: config.dns.nameservers }),
-    dir: certificatesDir(config), sitesDomain: config.sites.domain, apiHost: apiHostOf(config), wildcard: config.tls.wildcard,
+    files: new CertificateFolder(certificatesDir(config)), sitesDomain: config.sites.domain, apiHost: apiHostOf(config), wildcard: config.tls.wildcard,
     sources: tenantZoneSources,
   })
   const names = { linkedDomains: (ids: string[]) => domainsRepo.linkedTo(ids), recordsOf: (rows: Pick<SiteRow, 'id' | 'slug'>[]) => dns.recordsOfSites(rows), tls: (siteIds: string[]) => certs.forSites(siteIds) }
@@ -316,7 +320,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
   processor.onEvent((event) => checkout.onProcessorEvent(event))
   // A card replaced at the processor (Stripe's portal) goes on file and pays what is unpaid.
   processor.onEvent((event) => subscriptions.onProcessorEvent(event))
-  const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: sitesRepo, plans, jobs, config: config.archives, workDir: archiveWork.workDir, log })
+  const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: sitesRepo, plans, jobs, config: config.archives, work: archiveWork.work, log })
   // What else a reaped site owns, removed after its container and volume: its snapshots and
   // backups (rows and stored files); DNS records later likewise.
   const reaper = new SiteReaper({ store, clock, sites: sitesRepo, keys: keysRepo, billing: billingRepo, runner, purgers: [archives, dns, {
@@ -393,7 +397,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     files,
     siteFiles,
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs }),
-    siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), edgeMetrics, runtime, log),
+    siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), edgeMetrics, runtime, log, measureDiskUsage),
     dns,
     zones,
     domains,

@@ -1,7 +1,7 @@
 import { lstat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { HostingType } from '../enums'
-import { KeyedLock } from '../../drivers/runtime/keyed-lock'
+import { KeyedLock } from '../../lib/keyed-lock'
 import { SiteNotRunnableError, type ContainerRuntime } from '../../drivers/runtime/types'
 import type { JobHandler } from '../../jobs/runner'
 import type { Clock } from '../../lib/clock'
