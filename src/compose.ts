@@ -30,6 +30,7 @@ import { CREATE_ARCHIVE_JOB, CreateArchiveJob, RESTORE_ARCHIVE_JOB, RestoreArchi
 import { RestoreGuard } from './domain/archives/restore-guard'
 import { ArchivesService } from './domain/archives/service'
 import { LocalArchiveStore } from './drivers/archives/local'
+import { waitForAnswer } from './drivers/runtime/first-answer'
 import { gnuTar } from './drivers/archives/home-tar'
 import { LocalWorkFolder } from './drivers/archives/work-folder'
 import { selectProcessor } from './drivers/payments/select'
@@ -41,6 +42,8 @@ import { Charges } from './domain/billing/charges'
 import { AccountsService } from './domain/accounts/service'
 import { DockerRuntime } from './drivers/runtime/docker'
 import { HostSiteFiles, type SiteFiles } from './drivers/files/site-reader'
+import { openSiteHome } from './drivers/files/home'
+import { entryExists } from './drivers/files/entry'
 import type { ContainerRuntime } from './drivers/runtime/types'
 import { selectFirewall } from './drivers/firewall/select'
 import type { SiteFirewall } from './drivers/firewall/types'
@@ -243,7 +246,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
 
   // Sites and their containers.
   const keys = new KeysService(keysRepo, store, clock, prefix)
-  const runner = new SiteRunner({ sites: sitesRepo, plans, runtime, containers: config.containers, log })
+  const runner = new SiteRunner({ sites: sitesRepo, plans, runtime, containers: config.containers, log, waitForAnswer })
   // Every charge: pending first with a key derived from what is paid for, then the processor, then settled.
   const charges = new Charges({ store, clock, log, repo: billingRepo, processor })
   const billing = new BillingService(billingRepo, checkoutRepo, charges, clock, log)
@@ -291,7 +294,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     [PROVISION_JOB]: new Provisioner({ sites: sitesRepo, runner, clock, log, onFailed: (site, error) => billing.refundPurchaseOf(site, error) }),
     [APPLY_JOBS.scale]: applySite,
     [APPLY_JOBS.restore]: applySite,
-    [DEPLOY_JOB]: new Deployer(deploymentsRepo, sitesRepo, plans, runtime, clock, log, changes),
+    [DEPLOY_JOB]: new Deployer(deploymentsRepo, sitesRepo, plans, runtime, clock, log, entryExists, changes),
     [CREATE_ARCHIVE_JOB]: new CreateArchiveJob(archiveWork),
     [RESTORE_ARCHIVE_JOB]: new RestoreArchiveJob(archiveWork),
     [REGISTER_DOMAIN_JOB]: new DomainRegistration({ store, clock, log, repo: domainsRepo, registrar, charges, billing: billingRepo, accounts, dns }),
@@ -331,8 +334,8 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     },
   }], log })
   const edgeMetrics = new EdgeMetrics()
-  const accessLog = new EdgeAccessLog(runtime, log)
-  const files = new FilesService(runtime, restores, undefined, changes)
+  const accessLog = new EdgeAccessLog(runtime, log, openSiteHome)
+  const files = new FilesService(runtime, restores, openSiteHome, undefined, changes)
   const modules = new ModulesService({
     store, clock, log, plans,
     drivers: moduleDrivers({ chatbot, translation, sitemap: modulesEdge }),
@@ -393,7 +396,7 @@ export function buildServices(config: Config, opts: { clock?: Clock; log?: Logge
     healer: new SiteHealer({ sites: sitesRepo, runner, log }),
     metrics: edgeMetrics,
     accessLog,
-    logs: new LogsService(plans, runtime, accessLog),
+    logs: new LogsService(plans, runtime, openSiteHome, accessLog),
     files,
     siteFiles,
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs }),
