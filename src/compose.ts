@@ -35,7 +35,7 @@ import { gnuTar } from './drivers/archives/home-tar'
 import { LocalWorkFolder } from './drivers/archives/work-folder'
 import { selectProcessor } from './drivers/payments/select'
 import type { PaymentProcessor } from './drivers/payments/types'
-import { LocalLedgerStore } from './domain/billing/local-ledger'
+import { LocalLedgerStore } from './domain/billing/local-ledger-repository'
 import { PortalLinks } from './domain/billing/portal-links'
 import { SubscriptionBilling } from './domain/billing/subscriptions'
 import { Charges } from './domain/billing/charges'
@@ -90,8 +90,8 @@ import { DomainsService } from './domain/domains/service'
 import { DomainRenewals } from './domain/domains/renewals'
 import { DomainRegistration, REGISTER_DOMAIN_JOB } from './domain/domains/registration'
 import { selectRegistrar } from './drivers/registrar/select'
-import { eq } from 'drizzle-orm'
-import { settings, type SiteRow } from './store/schema'
+import type { SiteRow } from './store/schema'
+import { instanceIdOf, secretOf } from './store/settings'
 import type { Config } from './config/config'
 import { shiftedClock, type Clock } from './lib/clock'
 import { createLogger, type Logger } from './lib/logger'
@@ -424,36 +424,6 @@ function apiHostOf(config: Config): string | null {
   if (/^[\d.]+$/.test(host) || host.includes(':') || host.startsWith('[') || host === 'localhost' || host.endsWith('.localhost')) return null
   if (host === config.sites.domain || host.endsWith(`.${config.sites.domain}`)) return null
   return host
-}
-
-/** A random secret of this installation (32 bytes), created on first use and kept in the store. */
-function secretOf(store: Store, key: string): Buffer {
-  return store.write(() => {
-    const row = store.db.select().from(settings).where(eq(settings.key, key)).get()
-    if (row) return Buffer.from(row.value, 'hex')
-    const secret = Buffer.from(crypto.getRandomValues(new Uint8Array(32)))
-    store.db.insert(settings).values({ key, value: secret.toString('hex') }).run()
-    return secret
-  })
-}
-
-/**
- * The installation's id, or null before the first start. It is in the name and the
- * `dev.berth.instance` label of every container, network and volume Berth makes (`berth instance`).
- */
-export function readInstanceId(store: Store): string | null {
-  return store.db.select().from(settings).where(eq(settings.key, 'instance_id')).get()?.value ?? null
-}
-
-/** The installation's random id, created on first start and kept in the store. */
-function instanceIdOf(store: Store): string {
-  return store.write(() => {
-    const existing = readInstanceId(store)
-    if (existing) return existing
-    const id = Buffer.from(crypto.getRandomValues(new Uint8Array(4))).toString('hex')
-    store.db.insert(settings).values({ key: 'instance_id', value: id }).run()
-    return id
-  })
 }
 
 /**

@@ -1,14 +1,14 @@
-import { eq } from 'drizzle-orm'
 import { AI_MODULES, type AiModule } from '../enums'
 import { TOKEN_MODULES } from '../../config/schema'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { AiModuleDriver } from '../../modules/types'
 import type { SiteModuleFlags } from '../../edge/types'
-import { sites, type SiteRow } from '../../store/schema'
+import type { SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import { conflict, forbidden, notFound, op, say } from '../errors'
 import type { PlansService } from '../plans/service'
+import { ModulesRepository } from './repository'
 import type { ModuleState } from './views'
 
 /** The modules that need an AI provider to do anything (design.md: seo and chatbot work without one). */
@@ -34,8 +34,10 @@ export interface ModulesServiceDeps {
 export class ModulesService {
   private drivers: Map<AiModule, AiModuleDriver>
   private flags = new Map<string, SiteModuleFlags | undefined>()
+  private repo: ModulesRepository
 
   constructor(private d: ModulesServiceDeps) {
+    this.repo = new ModulesRepository(d.store)
     this.drivers = new Map(d.drivers.map((x) => [x.name, x]))
   }
 
@@ -72,11 +74,7 @@ export class ModulesService {
     }
     if (next && !current.available) throw conflict(`The ${name} module cannot be turned on here: ${current.unavailable_reason}`, 'module_name')
     if (next !== current.enabled) {
-      this.d.store.write(() => {
-        const row = this.d.store.db.select({ modules: sites.modules }).from(sites).where(eq(sites.id, site.id)).get()!
-        const modules = { ...(JSON.parse(row.modules) as Record<string, boolean>), [name]: next }
-        this.d.store.db.update(sites).set({ modules: JSON.stringify(modules), updatedAt: this.d.clock.now() }).where(eq(sites.id, site.id)).run()
-      })
+      this.d.store.write(() => this.repo.setFlag(site.id, name, next, this.d.clock.now()))
       const act = next ? driver.enable : driver.disable
       await act.call(driver, { siteId: site.id, slug: site.slug }).catch((err) => this.d.log.error('module driver failed', { site: slug, module: name, error: (err as Error).message }))
       this.d.log.info(next ? 'module turned on' : 'module turned off', { site: slug, module: name })

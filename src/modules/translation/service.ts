@@ -1,15 +1,14 @@
 import { createHash } from 'node:crypto'
-import { and, eq } from 'drizzle-orm'
 import type { AiProvider } from '../../drivers/ai/types'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { SiteTarget } from '../../edge/types'
-import { translations } from '../../store/schema'
 import type { Store } from '../../store/store'
 import { DomainError, OverBudgetError, upstreamFailed } from '../../domain/errors'
 import { askModel, withoutFence, type AiBudget } from '../ai-calls'
 import { isPage } from '../page-response'
 import { VisitorLimiter } from '../visitor-limit'
+import { TranslationsRepository } from './repository'
 import { pageTexts, type PageTexts } from './segments'
 
 /** The languages `/{lang}/...` serves. */
@@ -39,7 +38,11 @@ export class TranslationService {
   private visitors = new VisitorLimiter(TRANSLATIONS_PER_MINUTE)
   private inFlight = new Map<string, Promise<Outcome>>()
 
-  constructor(private d: { store: Store; clock: Clock; provider: AiProvider; budget: AiBudget; log: Logger }) {}
+  private cache: TranslationsRepository
+
+  constructor(private d: { store: Store; clock: Clock; provider: AiProvider; budget: AiBudget; log: Logger }) {
+    this.cache = new TranslationsRepository(d.store)
+  }
 
   async page(site: SiteTarget, lang: string, path: string, visitor: string, fetchOriginal: (path: string) => Promise<Response>): Promise<Response> {
     const source = await fetchOriginal(path)
@@ -47,8 +50,7 @@ export class TranslationService {
     const html = await source.text()
     if (Buffer.byteLength(html) > MAX_PAGE_BYTES) return pageResponse(html, source, lang, 'too-large')
     const hash = createHash('sha256').update(html).digest('hex')
-    const cached = this.d.store.db.select().from(translations)
-      .where(and(eq(translations.siteId, site.siteId), eq(translations.path, path), eq(translations.lang, lang))).get()
+    const cached = this.cache.find(site.siteId, path, lang)
     if (cached && cached.sourceHash === hash) return pageResponse(cached.html, source, lang, 'hit')
     const key = `${site.siteId}\n${path}\n${lang}\n${hash}`
     let running = this.inFlight.get(key)
@@ -78,10 +80,7 @@ export class TranslationService {
       return { error: errorResponse(status, code, `The page could not be translated: ${err.message}`, retryAfter) }
     }
     const now = this.d.clock.now()
-    this.d.store.write(() => {
-      this.d.store.db.insert(translations).values({ siteId: site.siteId, path, lang, sourceHash: hash, html: translated, createdAt: now })
-        .onConflictDoUpdate({ target: [translations.siteId, translations.path, translations.lang], set: { sourceHash: hash, html: translated, createdAt: now } }).run()
-    })
+    this.cache.save({ siteId: site.siteId, path, lang, sourceHash: hash, html: translated, createdAt: now })
     return { html: translated }
   }
 
@@ -110,7 +109,7 @@ export class TranslationService {
 
   /** The module was turned off: its cached pages go. */
   remove(siteId: string): void {
-    this.d.store.write(() => this.d.store.db.delete(translations).where(eq(translations.siteId, siteId)).run())
+    this.cache.removeSite(siteId)
   }
 }
 
