@@ -36,6 +36,7 @@ import { createServer } from 'node:net'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { EdgeAccessLog } from '../src/domain/logs/access-log'
+import { openSiteHome } from '../src/drivers/files/home'
 import { EDGE_ACCESS_LOG } from '../src/domain/logs/sources'
 import { makeTar } from '../src/drivers/runtime/tar'
 import { EdgeMetrics } from '../src/edge/metrics'
@@ -64,7 +65,7 @@ function serveEdge(port: number, address: string, upstreamPort: number, workers:
   const log = createLogger('warn')
   const site = { siteId: 'site_bench', slug: 'bench', state: 'serving' as const, upstream: { address, port: upstreamPort }, ...(home ? { accessLog: true as const } : {}) }
   // The runtime's homePath, as DockerRuntime answers it once the volume's path is known.
-  const accessLog = home ? new EdgeAccessLog({ homePath: () => Promise.resolve(home) }, log) : undefined
+  const accessLog = home ? new EdgeAccessLog({ homePath: () => Promise.resolve(home) }, log, openSiteHome) : undefined
   const edge = createEdgeProxy({
     resolve: (host) => (parseSiteHost(host, 'localhost') === 'bench' ? site : null),
     metrics,

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs'
-import { databasePath, readInstanceId } from '../compose'
+import { databasePath } from '../compose'
+import { readInstanceId } from '../store/settings'
 import { openStore } from '../store/store'
 import { COMMON_OPTIONS, STORE_OPTIONS, type Command } from './command'
 import { configFrom } from './config-flags'

@@ -1,7 +1,7 @@
 /** Money: the payment processor, every charge, the purchase (checkout) and the subscriptions after it. */
 import { BillingService } from '../domain/billing/service'
 import { Charges } from '../domain/billing/charges'
-import { LocalLedgerStore } from '../domain/billing/local-ledger'
+import { LocalLedgerStore } from '../domain/billing/local-ledger-repository'
 import { PortalLinks } from '../domain/billing/portal-links'
 import { SubscriptionEvents } from '../domain/billing/events'
 import { SubscriptionBilling } from '../domain/billing/subscriptions'

@@ -1,4 +1,5 @@
 /** Names: DNS records and zones, domains, and the certificates of every name served. */
+import { CertificateFolder } from '../drivers/certs/files'
 import type { Config } from '../config/config'
 import { BerthNames } from '../domain/berth-names'
 import type { Charges } from '../domain/billing/charges'
@@ -63,7 +64,7 @@ export function buildNames(core: Core, payments: { charges: Charges; billing: Bi
   const certs = new CertificateManager({
     store, clock, log, repo: new CertificatesRepository(store), issuer: selectIssuer(config, log), challenges, jobs,
     preflight: new Preflight({ resolver: config.tls.preflightResolver, publicIpv4: config.dns.publicIpv4, nameservers: config.dns.nameservers }),
-    dir: certificatesDir(config),
+    files: new CertificateFolder(certificatesDir(config)),
     served: { sitesDomain: config.sites.domain, apiHost: apiHostOf(config), wildcard: config.tls.wildcard, sources: tenantZoneSources },
   })
   const domains = new DomainsService({

@@ -1,4 +1,10 @@
 /** Sites: their containers, files, deployments, archives, logs and metrics, and the edge's view of them. */
+import { waitForAnswer } from '../drivers/runtime/first-answer'
+import { gnuTar } from '../drivers/archives/home-tar'
+import { LocalWorkFolder } from '../drivers/archives/work-folder'
+import { openSiteHome } from '../drivers/files/home'
+import { entryExists } from '../drivers/files/entry'
+import { measureDiskUsage } from '../drivers/files/disk-usage'
 import { join } from 'node:path'
 import { ArchivesRepository } from '../domain/archives/repository'
 import { ArchiveRetention } from '../domain/archives/retention'
@@ -89,16 +95,16 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
   const archivesRepo = new ArchivesRepository(store)
   const deploymentsRepo = new DeploymentsRepository(store)
   const archiveFiles = new LocalArchiveStore(config.archives.dir)
-  const runner = new SiteRunner({ sites: repos.sites, plans, runtime, containers: config.containers, log })
+  const runner = new SiteRunner({ sites: repos.sites, plans, runtime, containers: config.containers, log, waitForAnswer })
   const retention = new ArchiveRetention(archivesRepo, archiveFiles, log)
   const restores = new RestoreGuard(archivesRepo)
-  const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: repos.sites, backupsKept: config.archives.backupsKept, clock, log, workDir: join(config.archives.dir, '.work'), changes }
+  const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: repos.sites, backupsKept: config.archives.backupsKept, clock, log, tar: gnuTar, work: new LocalWorkFolder(join(config.archives.dir, '.work')), changes }
   const applySite = new ApplySiteJob({ sites: repos.sites, runner, log })
   jobs.register({
     [PROVISION_JOB]: new Provisioner({ sites: repos.sites, runner, clock, log, onFailed: (site, error) => needs.purchases.refundPurchaseOf(site, error) }),
     [APPLY_JOBS.scale]: applySite,
     [APPLY_JOBS.restore]: applySite,
-    [DEPLOY_JOB]: new Deployer(deploymentsRepo, repos.sites, plans, runtime, clock, log, changes),
+    [DEPLOY_JOB]: new Deployer(deploymentsRepo, repos.sites, plans, runtime, clock, log, entryExists, changes),
     [CREATE_ARCHIVE_JOB]: new CreateArchiveJob(archiveWork),
     [RESTORE_ARCHIVE_JOB]: new RestoreArchiveJob(archiveWork),
   })
@@ -106,12 +112,12 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     store, clock, sites: repos.sites, checkouts: repos.checkout, billing: repos.billing, plans, jobs, runner,
     siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain, berthNames: needs.names.berthNames, names: needs.names.ofSites,
   })
-  const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, workDir: archiveWork.workDir, log })
+  const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, work: archiveWork.work, log })
   // What else a reaped site owns, removed after its container and volume: its snapshots and
   // backups (rows and stored files), its DNS records, and what the modules keep of it.
   const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, ...needs.purgers], log })
   const metrics = new EdgeMetrics()
-  const accessLog = new EdgeAccessLog(runtime, log)
+  const accessLog = new EdgeAccessLog(runtime, log, openSiteHome)
   return {
     runner,
     guard: new SiteGuard(repos.sites),
@@ -127,10 +133,10 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     healer: new SiteHealer({ sites: repos.sites, runner, log }),
     metrics,
     accessLog,
-    logs: new LogsService(plans, runtime, accessLog),
-    files: new FilesService(runtime, restores, undefined, changes),
+    logs: new LogsService(plans, runtime, openSiteHome, accessLog),
+    files: new FilesService(runtime, restores, openSiteHome, undefined, changes),
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs }),
-    siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), metrics, runtime, log),
+    siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), metrics, runtime, log, measureDiskUsage),
   }
 }
 

@@ -1,9 +1,8 @@
-import { and, asc, eq, inArray, lte } from 'drizzle-orm'
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../lib/logger'
-import { jobs, type JobRow } from '../store/schema'
-import { onFirstUse } from '../store/prepared'
+import type { JobRow } from '../store/schema'
 import type { Store } from '../store/store'
+import { JobsRepository } from './repository'
 
 export interface JobHandler {
   /** Does the work. Must be idempotent: a crash can make it run again from the start. */
@@ -25,6 +24,7 @@ export class JobRunner {
   private timer: ReturnType<typeof setTimeout> | undefined
   private stopped = false
   private idle: (() => void)[] = []
+  private repo: JobsRepository
 
   constructor(
     private store: Store,
@@ -32,7 +32,9 @@ export class JobRunner {
     private log: Logger,
     private handlers: Record<string, JobHandler>,
     private concurrency = 8,
-  ) {}
+  ) {
+    this.repo = new JobsRepository(store)
+  }
 
   /**
    * Adds the handlers of more job kinds: the composition root builds each area (sites, names) with
@@ -45,27 +47,16 @@ export class JobRunner {
     }
   }
 
-  /** Read for every list of site views (`pendingFor`): prepared once (src/store/prepared.ts). */
-  private pendingOfSubjects = onFirstUse(() => this.store.sqlite.prepare<{ subjectId: string; kind: string }, [string, string]>(`
-    SELECT subject_id AS subjectId, kind FROM jobs
-    WHERE subject_id IN (SELECT value FROM json_each(?)) AND kind IN (SELECT value FROM json_each(?)) AND status IN ('queued', 'running')
-    ORDER BY created_at, rowid`))
-
   /** Records a job; call inside the transaction that creates its subject, then `kick()`. */
   enqueue(kind: string, subjectId: string): JobRow {
     if (!this.handlers[kind]) throw new Error(`No job handler for '${kind}'`)
     const now = this.clock.now()
-    return this.store.write(() =>
-      this.store.db.insert(jobs).values({ id: crypto.randomUUID(), kind, subjectId, status: 'queued', runAfter: now, createdAt: now, updatedAt: now }).returning().get(),
-    )
+    return this.store.write(() => this.repo.insert(kind, subjectId, now))
   }
 
   /** The kind of the oldest queued or running job of `subjectId` among `kinds`, or null. */
   pendingOf(subjectId: string, kinds: readonly string[]): string | null {
-    const row = this.store.db.select({ kind: jobs.kind }).from(jobs)
-      .where(and(eq(jobs.subjectId, subjectId), inArray(jobs.kind, [...kinds]), inArray(jobs.status, ['queued', 'running'])))
-      .orderBy(asc(jobs.createdAt)).limit(1).get()
-    return row?.kind ?? null
+    return this.repo.oldestPendingKind(subjectId, kinds)
   }
 
   /**
@@ -75,7 +66,7 @@ export class JobRunner {
   pendingFor(subjectIds: string[], kinds: readonly string[]): Map<string, string> {
     const out = new Map<string, string>()
     if (subjectIds.length === 0) return out
-    for (const r of this.pendingOfSubjects().all(JSON.stringify(subjectIds), JSON.stringify(kinds))) {
+    for (const r of this.repo.pendingOf(subjectIds, kinds)) {
       if (!out.has(r.subjectId)) out.set(r.subjectId, r.kind)
     }
     return out
@@ -84,9 +75,7 @@ export class JobRunner {
   /** Re-queues jobs a previous process left running, then starts working. */
   start(): void {
     this.stopped = false
-    const requeued = this.store.write(() =>
-      this.store.db.update(jobs).set({ status: 'queued', updatedAt: this.clock.now() }).where(eq(jobs.status, 'running')).returning().all(),
-    )
+    const requeued = this.store.write(() => this.repo.requeueRunning(this.clock.now()))
     if (requeued.length > 0) this.log.warn('resuming jobs interrupted by a stop', { jobs: requeued.map((j) => `${j.kind}:${j.subjectId}`) })
     this.kick()
   }
@@ -110,9 +99,7 @@ export class JobRunner {
   }
 
   private due(limit: number): JobRow[] {
-    return this.store.db.select().from(jobs)
-      .where(and(eq(jobs.status, 'queued'), lte(jobs.runAfter, this.clock.now())))
-      .orderBy(asc(jobs.runAfter)).limit(limit).all()
+    return this.repo.due(this.clock.now(), limit)
   }
 
   private pump(): void {
@@ -127,10 +114,10 @@ export class JobRunner {
         this.kick()
       })
     }
-    const next = this.store.db.select({ at: jobs.runAfter }).from(jobs).where(inArray(jobs.status, ['queued'])).orderBy(asc(jobs.runAfter)).limit(1).get()
-    if (next && this.active.size < this.concurrency) {
+    const next = this.repo.nextDue()
+    if (next !== null && this.active.size < this.concurrency) {
       clearTimeout(this.timer)
-      this.timer = setTimeout(() => this.pump(), Math.max(10, next.at - this.clock.now()))
+      this.timer = setTimeout(() => this.pump(), Math.max(10, next - this.clock.now()))
     }
   }
 
@@ -158,7 +145,7 @@ export class JobRunner {
 
   private setState(id: string, changes: Partial<JobRow>) {
     this.store.write(() => {
-      this.store.db.update(jobs).set({ ...changes, updatedAt: this.clock.now() }).where(eq(jobs.id, id)).run()
+      this.repo.update(id, { ...changes, updatedAt: this.clock.now() })
     })
   }
 }

@@ -1,5 +1,3 @@
-import { mkdir, rm } from 'node:fs/promises'
-import { join } from 'node:path'
 import type { ArchiveStore } from '../../drivers/archives/types'
 import type { ContainerRuntime } from '../../drivers/runtime/types'
 import type { JobHandler } from '../../jobs/runner'
@@ -8,8 +6,8 @@ import type { Logger } from '../../lib/logger'
 import type { ArchiveRow, SiteRow } from '../../store/schema'
 import type { SitesRepository } from '../sites/repository'
 import type { SiteRunner } from '../sites/runner'
-import { compressFile, decompressFile, replaceHome, scanTar, tarHome } from './home-tar'
 import type { ArchivesRepository } from './repository'
+import type { HomeTarballs, WorkFolder } from './tarballs'
 import type { RestoreGuard } from './restore-guard'
 import type { ArchiveRetention } from './retention'
 import type { SiteChanges } from '../sites/changes'
@@ -31,8 +29,10 @@ export interface ArchiveJobDeps {
   backupsKept: number
   clock: Clock
   log: Logger
-  /** Local folder for the uncompressed and compressed tarballs on their way (mode 0700). */
-  workDir: string
+  /** Tarballs of a site's home, made and put back (drivers/archives/home-tar.ts). */
+  tar: HomeTarballs
+  /** The local folder for the uncompressed and compressed tarballs on their way (mode 0700). */
+  work: WorkFolder
   /** Told when a restore replaced a site's files. */
   changes?: Pick<SiteChanges, 'changed'>
 }
@@ -56,17 +56,17 @@ export class CreateArchiveJob implements JobHandler {
       this.d.repo.transition(id, ['creating'], { status: 'failed', error: 'The site no longer has files to archive.', completedAt: this.d.clock.now() })
       return
     }
-    const tarFile = workFile(this.d.workDir, id, 'tar')
-    const zstFile = workFile(this.d.workDir, id, 'tar.zst')
-    await mkdir(this.d.workDir, { recursive: true, mode: 0o700 })
+    const [tarName, zstName] = [workFile(id, 'tar'), workFile(id, 'tar.zst')]
+    const [tarFile, zstFile] = [this.d.work.path(tarName), this.d.work.path(zstName)]
+    await this.d.work.prepare()
     try {
       const home = await this.d.runtime.homePath(site.slug)
       const started = performance.now()
-      await this.d.runtime.withSitePaused(site.slug, () => tarHome(home, tarFile))
+      await this.d.runtime.withSitePaused(site.slug, () => this.d.tar.tarHome(home, tarFile))
       const frozenMs = Math.round(performance.now() - started)
-      const counts = await scanTar(tarFile)
-      await compressFile(tarFile, zstFile)
-      await rm(tarFile, { force: true })
+      const counts = await this.d.tar.scanTar(tarFile)
+      await this.d.tar.compressFile(tarFile, zstFile)
+      await this.d.work.remove(tarName)
       const compressedAt = performance.now()
       const { sizeBytes } = await this.d.files.put(row.storageKey!, zstFile)
       const storeMs = Math.round(performance.now() - compressedAt)
@@ -79,7 +79,7 @@ export class CreateArchiveJob implements JobHandler {
       this.d.log.info('archive ready', { site: site.slug, archive: id, kind: row.kind, files: counts.files, bytes: counts.bytes, stored_bytes: sizeBytes, frozen_ms: frozenMs, compress_ms: Math.round(compressedAt - started) - frozenMs, store_ms: storeMs, ms: Math.round(performance.now() - started) })
       if (row.kind === 'backup') await this.d.retention.pruneBackups(site.id, this.d.backupsKept)
     } finally {
-      await Promise.all([rm(tarFile, { force: true }), rm(zstFile, { force: true })])
+      await this.d.work.remove(tarName, zstName)
     }
   }
 
@@ -116,18 +116,18 @@ export class RestoreArchiveJob implements JobHandler {
       this.d.repo.transition(id, ['restoring'], { status: 'ready', error: 'The site no longer exists.' })
       return
     }
-    const zstFile = workFile(this.d.workDir, id, 'restore.tar.zst')
-    const tarFile = workFile(this.d.workDir, id, 'restore.tar')
-    await mkdir(this.d.workDir, { recursive: true, mode: 0o700 })
+    const [zstName, tarName] = [workFile(id, 'restore.tar.zst'), workFile(id, 'restore.tar')]
+    const [zstFile, tarFile] = [this.d.work.path(zstName), this.d.work.path(tarName)]
+    await this.d.work.prepare()
     try {
       const started = performance.now()
       await this.d.files.get(row.storageKey!, zstFile)
-      await decompressFile(zstFile, tarFile)
-      await rm(zstFile, { force: true })
+      await this.d.tar.decompressFile(zstFile, tarFile)
+      await this.d.work.remove(zstName)
       const home = await this.d.runtime.homePath(site.slug)
       await this.d.restores.drained(site.id)
       const downAt = performance.now()
-      await this.d.runtime.withSitePaused(site.slug, () => replaceHome(home, tarFile))
+      await this.d.runtime.withSitePaused(site.slug, () => this.d.tar.replaceHome(home, tarFile))
       const extractedAt = performance.now()
       await this.d.runner.stop(site.slug)
       await this.startAgain(site)
@@ -136,7 +136,7 @@ export class RestoreArchiveJob implements JobHandler {
       const done = performance.now()
       this.d.log.info('archive restored', { site: site.slug, archive: id, kind: row.kind, fetch_ms: Math.round(downAt - started), frozen_ms: Math.round(extractedAt - downAt), restart_ms: Math.round(done - extractedAt), down_ms: Math.round(done - downAt), ms: Math.round(done - started) })
     } finally {
-      await Promise.all([rm(tarFile, { force: true }), rm(zstFile, { force: true })])
+      await this.d.work.remove(tarName, zstName)
     }
   }
 
@@ -156,8 +156,8 @@ export class RestoreArchiveJob implements JobHandler {
   }
 }
 
-/** Where a job keeps its files on the way: named by archive id, so a rerun reuses them. */
-export const workFile = (workDir: string, id: string, ext: string) => join(workDir, `${id}.${ext}`)
+/** The name of a job's file on the way: named by archive id, so a rerun reuses them. */
+export const workFile = (id: string, ext: string) => `${id}.${ext}`
 
 /**
  * What an agent may read about a failure: never a host path or an engine message. The job

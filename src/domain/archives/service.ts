@@ -1,5 +1,3 @@
-import { readdir, rm } from 'node:fs/promises'
-import { join } from 'node:path'
 import type { JobRunner } from '../../jobs/runner'
 import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
@@ -13,6 +11,7 @@ import { CREATE_ARCHIVE_JOB, RESTORE_ARCHIVE_JOB } from './jobs'
 import type { ArchiveView } from './views'
 import type { ArchiveKind, ArchivesRepository } from './repository'
 import type { ArchiveRetention } from './retention'
+import type { WorkFolder } from './tarballs'
 
 /**
  * Backups made at once, over all sites. They share the job runner with provisioning; a wave of
@@ -36,7 +35,7 @@ export interface ArchivesServiceDeps {
   /** config `archives`: snapshots kept per site, how often backups are made. */
   config: { snapshotsPerSite: number; backupIntervalSeconds: number }
   /** Where the jobs keep their work files (to clear what a crash left). */
-  workDir: string
+  work: Pick<WorkFolder, 'list' | 'remove'>
   log: Logger
 }
 
@@ -185,11 +184,10 @@ export class ArchivesService {
 
   /** Work files (named `{archive_id}.*`) of archives no job is working on: left by a crash. */
   private async clearWorkFiles(): Promise<void> {
-    const names = await readdir(this.d.workDir).catch(() => [] as string[])
-    for (const name of names) {
+    for (const name of await this.d.work.list()) {
       const row = this.d.repo.find(name.slice(0, 36))
       if (row?.status === 'creating' || row?.status === 'restoring') continue
-      await rm(join(this.d.workDir, name), { force: true })
+      await this.d.work.remove(name)
     }
   }
 

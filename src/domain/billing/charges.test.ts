@@ -10,7 +10,7 @@ import { migrate } from '../../store/migrate'
 import { openStore } from '../../store/store'
 import { AccountsRepository } from '../accounts/repository'
 import { Charges, type ChargeRequest } from './charges'
-import { LocalLedgerStore } from './local-ledger'
+import { LocalLedgerStore } from './local-ledger-repository'
 import { BillingRepository } from './repository'
 
 /**

@@ -1,7 +1,5 @@
-import { lstat } from 'node:fs/promises'
-import { join } from 'node:path'
 import type { HostingType } from '../../core/enums'
-import { KeyedLock } from '../../drivers/runtime/keyed-lock'
+import { KeyedLock } from '../../lib/keyed-lock'
 import { SiteNotRunnableError, type ContainerRuntime } from '../../drivers/runtime/types'
 import type { JobHandler } from '../../jobs/runner'
 import type { Clock } from '../../lib/clock'
@@ -70,6 +68,8 @@ export class Deployer implements JobHandler {
     private runtime: ContainerRuntime,
     private clock: Clock,
     private log: Logger,
+    /** Whether `name` is in the folder `dir`, itself not followed if a symlink (drivers/files/entry.ts). */
+    private entryExists: (dir: string, name: string) => Promise<boolean>,
     private changes?: Pick<SiteChanges, 'changed'>,
   ) {}
 
@@ -136,7 +136,7 @@ export class Deployer implements JobHandler {
    */
   private async hasHook(slug: string): Promise<boolean> {
     const home = await this.runtime.homePath(slug)
-    return lstat(join(home, DEPLOY_HOOK)).then(() => true, () => false)
+    return this.entryExists(home, DEPLOY_HOOK)
   }
 }
 

@@ -1,5 +1,6 @@
 import { FileError, type FileNextStep } from '../../drivers/files/errors'
-import { SITE_OWNER, SiteHome, type FileEntry, type FileOwner } from '../../drivers/files/home'
+import type { FileEntry, SiteHome } from '../../drivers/files/home'
+import { SITE_OWNER, type FileOwner, type OpenHome } from '../../drivers/files/types'
 import { SiteNotRunnableError, type ContainerRuntime } from '../../drivers/runtime/types'
 import type { SiteRow } from '../../store/schema'
 import type { RestoreGuard } from '../archives/restore-guard'
@@ -32,6 +33,8 @@ export class FilesService {
   constructor(
     private runtime: ContainerRuntime,
     private restores: Pick<RestoreGuard, 'beginChange'>,
+    /** Opens a site's home on the host (drivers/files/home.ts). */
+    private openHome: OpenHome,
     private owner: FileOwner = SITE_OWNER,
     private changes?: Pick<SiteChanges, 'changed'>,
   ) {}
@@ -89,7 +92,7 @@ export class FilesService {
     const dir = await this.runtime.homePath(slug)
     let home: SiteHome
     try {
-      home = SiteHome.open(dir, this.owner)
+      home = this.openHome(dir, this.owner)
     } catch {
       throw new SiteNotRunnableError(`The files of site '${slug}' are not available right now.`)
     }

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { EdgeAccessRecord, SiteTarget } from '../../edge/types'
 import { memoryLogger } from '../../lib/logger'
+import { openSiteHome } from '../../drivers/files/home'
 import { combinedLine, EdgeAccessLog } from './access-log'
 
 const request = (over: Partial<EdgeAccessRecord> = {}): EdgeAccessRecord => ({
@@ -33,7 +34,7 @@ describe('EdgeAccessLog', () => {
   beforeEach(() => {
     home = mkdtempSync(join(tmpdir(), 'berth-access-'))
     log.lines.length = 0
-    writer = new EdgeAccessLog({ homePath: async () => home }, log)
+    writer = new EdgeAccessLog({ homePath: async () => home }, log, openSiteHome)
   })
   afterEach(async () => {
     await writer.close()
@@ -81,7 +82,7 @@ describe('EdgeAccessLog', () => {
     expect(log.lines.filter((l) => l.msg === "could not write a site's access log")).toHaveLength(1)
     rmSync(join(home, 'logs', 'access.log'))
     execFileSync('mkfifo', [join(home, 'logs', 'access.log')])
-    const fresh = new EdgeAccessLog({ homePath: async () => home }, log)
+    const fresh = new EdgeAccessLog({ homePath: async () => home }, log, openSiteHome)
     fresh.write(site, request())
     // Resolves (a FIFO would block an open for writing): it is refused unopened.
     await fresh.close()

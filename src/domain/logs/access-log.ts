@@ -1,4 +1,4 @@
-import { SITE_OWNER, SiteHome } from '../../drivers/files/home'
+import { SITE_OWNER, type OpenHome } from '../../drivers/files/types'
 import type { ContainerRuntime } from '../../drivers/runtime/types'
 import type { EdgeAccessLogSink, EdgeAccessRecord, SiteTarget } from '../../edge/types'
 import type { Logger } from '../../lib/logger'
@@ -26,7 +26,7 @@ const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', '
  * put a folder there, the disk is full) loses those lines and is logged once a minute.
  *
  * @example
- * const log = new EdgeAccessLog(runtime, logger)
+ * const log = new EdgeAccessLog(runtime, logger, openSiteHome)
  * createEdgeProxy({ ..., accessLog: log })
  */
 export class EdgeAccessLog implements EdgeAccessLogSink {
@@ -35,7 +35,7 @@ export class EdgeAccessLog implements EdgeAccessLogSink {
   private timer: ReturnType<typeof setInterval>
   private flushing: Promise<void> = Promise.resolve()
 
-  constructor(private runtime: Pick<ContainerRuntime, 'homePath'>, private log: Logger) {
+  constructor(private runtime: Pick<ContainerRuntime, 'homePath'>, private log: Logger, private openHome: OpenHome) {
     this.timer = setInterval(() => void this.flush(), FLUSH_EVERY_MS)
     this.timer.unref?.()
   }
@@ -67,7 +67,7 @@ export class EdgeAccessLog implements EdgeAccessLogSink {
     this.pending = new Map()
     for (const [slug, { lines }] of batch) {
       try {
-        const home = SiteHome.open(await this.runtime.homePath(slug), SITE_OWNER)
+        const home = this.openHome(await this.runtime.homePath(slug), SITE_OWNER)
         try {
           home.append(EDGE_ACCESS_LOG, Buffer.from(lines.join(''), 'utf8'))
         } finally {

@@ -7,6 +7,7 @@ import type { ContainerRuntime } from '../../drivers/runtime/types'
 import { DomainError } from '../errors'
 import type { SiteRow } from '../../store/schema'
 import type { PlansService } from '../plans/service'
+import { openSiteHome } from '../../drivers/files/home'
 import { LogsService } from './service'
 
 /**
@@ -66,7 +67,7 @@ afterAll(() => {
 
 const plans = { get: () => ({ hosting_type: 'vps' }) } as unknown as PlansService
 const runtime = { homePath: async (slug: string) => homes.get(slug)! } as unknown as ContainerRuntime
-const logs = new LogsService(plans, runtime)
+const logs = new LogsService(plans, runtime, openSiteHome)
 
 /** The lines read, or `<status> <param>` of the refusal. */
 async function outcome(slug: string): Promise<string[] | string> {

@@ -1,6 +1,7 @@
 import type { FileHandle } from 'node:fs/promises'
 import { FileError } from '../../drivers/files/errors'
-import { SITE_OWNER, SiteHome } from '../../drivers/files/home'
+import type { SiteHome } from '../../drivers/files/home'
+import { SITE_OWNER, type OpenHome } from '../../drivers/files/types'
 import type { ContainerRuntime } from '../../drivers/runtime/types'
 import { conflict } from '../errors'
 import type { PlansService } from '../plans/service'
@@ -20,6 +21,8 @@ export class LogsService {
   constructor(
     private plans: Pick<PlansService, 'get'>,
     private runtime: Pick<ContainerRuntime, 'homePath'>,
+    /** Opens a site's home on the host (drivers/files/home.ts). */
+    private openHome: OpenHome,
     /** The access log the edge writes: what it still holds is written before a read, so a request just answered is in it. */
     private edgeLog?: Pick<EdgeAccessLog, 'flush'>,
   ) {}
@@ -30,7 +33,7 @@ export class LogsService {
     const source = logSource(hostingType, type)
     if (source.file === null) return { type, file: null, lines: [] }
     if (type === 'access' && edgeWritesAccessLog(hostingType)) await this.edgeLog?.flush()
-    const file = await openLog(await this.runtime.homePath(site.slug), source.file)
+    const file = await openLog(this.openHome, await this.runtime.homePath(site.slug), source.file)
     if (!file) return { type, file: source.file, lines: [] }
     try {
       const filter = source.filter?.()
@@ -48,10 +51,10 @@ export class LogsService {
  * folder) does not exist yet. conflict (`param: type`) when the tenant replaced it, or a folder on
  * the way, with a symlink or anything but a regular file.
  */
-async function openLog(hostPath: string, path: string): Promise<FileHandle | null> {
+async function openLog(openHome: OpenHome, hostPath: string, path: string): Promise<FileHandle | null> {
   let home: SiteHome
   try {
-    home = SiteHome.open(hostPath, SITE_OWNER)
+    home = openHome(hostPath, SITE_OWNER)
   } catch (err) {
     // The volume's folder itself is gone: no log either.
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import type { ContainerRuntime, SiteStats } from '../../drivers/runtime/types'
+import { measureDiskUsage } from '../../drivers/files/disk-usage'
 import { EdgeMetrics } from '../../edge/metrics'
 import { ManualClock } from '../../lib/clock'
 import { memoryLogger } from '../../lib/logger'
@@ -33,7 +34,7 @@ function setup() {
   let stats: SiteStats | null = { cpuPercent: 1.5, memoryBytes: 10_000_000, memoryLimitBytes: 536_870_912 }
   const runtime = { stats: async () => stats, homePath: async () => home } as unknown as ContainerRuntime
   const repo = new MetricsRepository(store)
-  const service = new SiteMetricsService(clock, repo, edge, runtime, memoryLogger())
+  const service = new SiteMetricsService(clock, repo, edge, runtime, memoryLogger(), measureDiskUsage)
   const get = (days?: number) => service.get({ id: 'site-1', slug: 'one' } as SiteRow, days)
   const hit = (status: number, durationMs = 2, at = clock.now()) => edge.record('site-1', { status, bytesOut: 100, durationMs, at })
   return { store, clock, edge, service, repo, get, hit, setStats: (s: SiteStats | null) => (stats = s) }

@@ -3,7 +3,6 @@ import { SiteNotRunnableError, type ContainerRuntime, type SiteStats } from '../
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'
-import { measureDiskUsage } from './disk-usage'
 import type { MetricsDay, SiteMetrics } from './views'
 import { parseLatency, type MetricsRepository } from './repository'
 import { TtlCache } from './ttl-cache'
@@ -24,6 +23,12 @@ const STATS_WAIT_MS = 3_000
 type Counts = Omit<MetricsDay, 'date' | 'p50_ms' | 'p95_ms'> & { latency: number[] }
 
 /**
+ * What a site's home takes on disk, in bytes allocated (like `du -s`), given its host path
+ * (drivers/files/disk-usage.ts walks it without following a symlink, within a time bound).
+ */
+export type MeasureDisk = (home: string) => Promise<{ bytes: number }>
+
+/**
  * Site traffic as the edge counted it (per UTC day) plus the container's current resource use.
  * The edge counts in memory; `persist` (the maintenance tick, every 30 s, and on stop) adds what
  * it gathered to the store, and reads add what is not stored yet, so a request shows at once.
@@ -39,6 +44,7 @@ export class SiteMetricsService {
     private edge: EdgeMetrics,
     private runtime: ContainerRuntime,
     private log: Logger,
+    private measureDisk: MeasureDisk,
   ) {
     this.disk = new TtlCache(clock, DISK_TTL_MS)
     this.stats = new TtlCache(clock, STATS_TTL_MS)
@@ -95,7 +101,7 @@ export class SiteMetricsService {
         this.log.warn('could not read container stats', { site: slug, error: (err as Error).message })
         return null
       }),
-      this.disk.get(slug, async () => (await measureDiskUsage(await this.runtime.homePath(slug))).bytes).catch((err) => {
+      this.disk.get(slug, async () => (await this.measureDisk(await this.runtime.homePath(slug))).bytes).catch((err) => {
         // No volume (yet) is an ordinary null; anything else, such as a sandbox that filters
         // openat2, is the hoster's to see.
         if (!(err instanceof SiteNotRunnableError)) this.log.warn('could not measure disk usage', { site: slug, error: (err as Error).message })

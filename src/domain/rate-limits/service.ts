@@ -1,5 +1,6 @@
 import type { Clock } from '../../lib/clock'
 import type { Store } from '../../store/store'
+import { RateLimitsRepository } from './repository'
 
 export interface RateRule {
   limit: number
@@ -21,16 +22,10 @@ export interface RateDecision {
  * requests are counted: a client that keeps hammering is not locked out for longer.
  */
 export class RateLimiter {
-  private count
-  private insert
-  private deleteExpired
+  private repo: RateLimitsRepository
 
   constructor(private store: Store, private clock: Clock, private rules: Record<string, RateRule>) {
-    this.count = store.sqlite.prepare<{ n: number; oldest: number | null }, [string, string, number]>(
-      'SELECT count(*) AS n, min(at) AS oldest FROM rate_limit_hits WHERE bucket = ? AND client = ? AND at > ?',
-    )
-    this.insert = store.sqlite.prepare('INSERT INTO rate_limit_hits (bucket, client, at, expires_at) VALUES (?, ?, ?, ?)')
-    this.deleteExpired = store.sqlite.prepare('DELETE FROM rate_limit_hits WHERE expires_at < ?')
+    this.repo = new RateLimitsRepository(store)
   }
 
   rule(name: string): RateRule {
@@ -45,16 +40,16 @@ export class RateLimiter {
     const windowMs = windowSeconds * 1000
     return this.store.write(() => {
       const now = this.clock.now()
-      const { n, oldest } = this.count.get(name, client, now - windowMs)!
+      const { n, oldest } = this.repo.count(name, client, now - windowMs)
       const resetSeconds = Math.max(1, Math.ceil(((oldest ?? now) + windowMs - now) / 1000))
       if (n >= limit) return { allowed: false, limit, remaining: 0, resetSeconds, windowSeconds }
-      this.insert.run(name, client, now, now + windowMs)
+      this.repo.insert(name, client, now, now + windowMs)
       return { allowed: true, limit, remaining: limit - n - 1, resetSeconds, windowSeconds }
     })
   }
 
   /** Deletes hits older than their window; run by the maintenance loop. */
   prune(): number {
-    return this.store.write(() => this.deleteExpired.run(this.clock.now()).changes)
+    return this.store.write(() => this.repo.prune(this.clock.now()))
   }
 }

@@ -3,7 +3,8 @@ import { domainStore, type DomainStore } from '../../../test/helpers/domain-stor
 import { RecordingRuntime } from '../../../test/helpers/recording-runtime'
 import { HostPortTakenError, RuntimeUnavailableError } from '../../drivers/runtime/types'
 import { SitesRepository } from './repository'
-import { SiteRunner, waitForAnswer } from './runner'
+import { waitForAnswer } from '../../drivers/runtime/first-answer'
+import { SiteRunner } from './runner'
 
 /**
  * What the runner asks of the container runtime for a site, and what it then knows without
@@ -23,7 +24,7 @@ function setup() {
   const t = domainStore()
   open.push(t)
   const sites = new SitesRepository(t.store, { planHasSsh: (plan) => t.plans.get(plan).features.ssh, range: { first: 2200, last: 2210 }, isFree: () => true })
-  const runner = new SiteRunner({ sites, plans: t.plans, runtime, containers: { images: IMAGES, pidsLimit: 512 }, log: t.log })
+  const runner = new SiteRunner({ sites, plans: t.plans, runtime, containers: { images: IMAGES, pidsLimit: 512 }, log: t.log, waitForAnswer })
   const accountId = t.account()
   function site(planSlug = 'starter') {
     const slug = `r${Math.random().toString(36).slice(2, 10)}`

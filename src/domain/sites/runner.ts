@@ -5,9 +5,6 @@ import type { SiteRow } from '../../store/schema'
 import type { PlansService } from '../plans/service'
 import type { SitesRepository } from './repository'
 
-/** How long a (re)started container may take to answer its first HTTP request. */
-const FIRST_ANSWER_TIMEOUT_MS = 20_000
-
 export interface SiteRunnerDeps {
   sites: Pick<SitesRepository, 'replaceSshPort'>
   plans: Pick<PlansService, 'get'>
@@ -15,6 +12,8 @@ export interface SiteRunnerDeps {
   /** config `containers`: the image of each hosting type and the process limit of every site. */
   containers: { images: Record<HostingType, string>; pidsLimit: number }
   log: Logger
+  /** Resolves once the site's web server answers anything; throws after a while (drivers/runtime/first-answer.ts). */
+  waitForAnswer: (endpoint: SiteEndpoint) => Promise<void>
 }
 
 /**
@@ -71,7 +70,7 @@ export class SiteRunner {
         throw err
       }
       // With waitForAnswer, the edge keeps answering "being brought back" until the site answers.
-      if (opts.waitForAnswer) await waitForAnswer(endpoint)
+      if (opts.waitForAnswer) await this.d.waitForAnswer(endpoint)
       this.endpoints.set(site.slug, endpoint)
       this.down.delete(site.slug)
       return endpoint
@@ -185,21 +184,4 @@ export class SiteRunner {
     this.endpoints.set(slug, found.endpoint)
     return found.endpoint
   }
-}
-
-/** Polls the container's web server until it answers anything, every 5 ms. */
-export async function waitForAnswer(endpoint: SiteEndpoint, timeoutMs = FIRST_ANSWER_TIMEOUT_MS): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  let lastError = ''
-  while (Date.now() < deadline) {
-    try {
-      const res = await fetch(`http://${endpoint.address}:${endpoint.port}/`, { signal: AbortSignal.timeout(1000) })
-      await res.arrayBuffer()
-      return
-    } catch (err) {
-      lastError = (err as Error).message
-      await Bun.sleep(5)
-    }
-  }
-  throw new Error(`the site's web server did not answer within ${timeoutMs / 1000} s (${lastError})`)
 }

@@ -3,6 +3,7 @@ import { existsSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { domainStore, type DomainStore } from '../../../test/helpers/domain-store'
+import { CertificateFolder } from '../../drivers/certs/files'
 import { IssueError, type CertificateIssuer, type ChallengeType } from '../../drivers/certs/types'
 import { ChallengeBook } from './challenges'
 import { CertificateManager, ISSUE_CERTIFICATE_JOB } from './manager'
@@ -66,7 +67,7 @@ function setup(o: Options = {}) {
   const repo = new CertificatesRepository(t.store)
   const dir = join(t.dir, 'tls', 'certs')
   const manager = new CertificateManager({
-    store: t.store, clock: t.clock, log: t.log, repo, issuer: o.issuer === false ? null : issuer, challenges: new ChallengeBook(), preflight, dir,
+    store: t.store, clock: t.clock, log: t.log, repo, issuer: o.issuer === false ? null : issuer, challenges: new ChallengeBook(), preflight, files: new CertificateFolder(dir),
     jobs: { enqueue: (kind: string, id: string) => void queued.push(kind === ISSUE_CERTIFICATE_JOB ? id : `${kind}?`), pendingOf: (id: string) => (pending.has(id) ? 'job' : null), kick: () => void kicks++ },
     served: { sitesDomain: 'sites.test', apiHost: o.apiHost === undefined ? 'api.test' : o.apiHost, wildcard: o.wildcard ?? false, sources: () => source },
   })

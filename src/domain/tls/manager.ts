@@ -1,12 +1,10 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
-import { join } from 'node:path'
 import { IssueError, type CertificateIssuer, type ChallengeType } from '../../drivers/certs/types'
 import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
-import { writePrivateFile } from '../../lib/private-file'
 import type { CertificateRow } from '../../store/schema'
 import type { Store } from '../../store/store'
+import type { CertificateFiles } from './certificate-files'
 import type { ChallengeBook } from './challenges'
 import type { Preflight } from './preflight'
 import type { CertificatesRepository } from './repository'
@@ -42,8 +40,8 @@ interface Deps {
   challenges: ChallengeBook
   preflight: Preflight
   jobs: { enqueue(kind: string, subjectId: string): unknown; pendingOf(subjectId: string, kinds: readonly string[]): string | null; kick(): void }
-  /** `{data_dir}/tls/certs`. */
-  dir: string
+  /** Where certificates and keys are kept (`{data_dir}/tls/certs`, drivers/certs/files.ts). */
+  files: CertificateFiles
   served: ServedNames
 }
 
@@ -161,15 +159,13 @@ export class CertificateManager {
     if (!row || !this.d.issuer) return
     const names = JSON.parse(row.names) as string[]
     const now = this.d.clock.now()
-    const serving = row.notAfter !== null && row.notAfter > now && existsSync(this.file(id, 'crt'))
+    const serving = row.notAfter !== null && row.notAfter > now && this.d.files.has(id)
     this.d.store.write(() => this.d.repo.update(id, { status: serving ? 'renewing' : 'pending', updatedAt: now }))
     const problem = row.challenge === 'dns-01' ? await this.d.preflight.delegatedHere(this.d.served.sitesDomain) : await firstProblem(names, (n) => this.d.preflight.pointsHere(n))
     if (problem) return this.fail(row, serving, `Not ordered: ${problem}.`, null)
     try {
       const cert = await this.d.issuer.issue({ names, challenge: row.challenge, solver: this.d.challenges })
-      mkdirSync(this.d.dir, { recursive: true, mode: 0o700 })
-      writePrivateFile(this.file(id, 'key'), cert.keyPem)
-      writePrivateFile(this.file(id, 'crt'), cert.certPem)
+      this.d.files.write(id, { cert: cert.certPem, key: cert.keyPem })
       const window = await this.d.issuer.renewalWindow(cert.certPem)
       const renewAt = window ? window.start + Math.random() * Math.max(0, window.end - window.start) : cert.notBefore + ((cert.notAfter - cert.notBefore) * 2) / 3
       this.d.store.write(() => this.d.repo.update(id, {
@@ -202,22 +198,21 @@ export class CertificateManager {
     const out: ServedCertificate[] = []
     const now = this.d.clock.now()
     for (const row of this.d.repo.all()) {
-      if (row.serial === null || row.notAfter === null || row.notAfter <= now || !existsSync(this.file(row.id, 'crt'))) continue
+      if (row.serial === null || row.notAfter === null || row.notAfter <= now || !this.d.files.has(row.id)) continue
       const kept = this.loaded.get(row.id)
       if (kept && kept.serial === row.serial) {
         out.push(kept)
         continue
       }
       try {
-        const cert = readFileSync(this.file(row.id, 'crt'), 'utf8')
-        const key = readFileSync(this.file(row.id, 'key'), 'utf8')
+        const { cert, key } = this.d.files.read(row.id)
         const leaf = new X509Certificate(cert)
         if (!leaf.checkPrivateKey(createPrivateKey(key))) throw new Error('the key does not match the certificate')
         const entry = { id: row.id, names: JSON.parse(row.names) as string[], cert, key, serial: row.serial }
         this.loaded.set(row.id, entry)
         out.push(entry)
       } catch (err) {
-        const reason = `The certificate file ${this.file(row.id, 'crt')} is not valid (${(err as Error).message}); it is not served and a new one is being obtained.`
+        const reason = `The certificate file ${this.d.files.where(row.id)} is not valid (${(err as Error).message}); it is not served and a new one is being obtained.`
         this.d.log.error('certificate file not valid', { names: JSON.parse(row.names), error: (err as Error).message })
         this.d.store.write(() => this.d.repo.update(row.id, { status: 'failed', serial: null, notAfter: null, lastError: reason, nextAttemptAt: now, updatedAt: now }))
       }
@@ -259,15 +254,9 @@ export class CertificateManager {
     }]))
   }
 
-  private file(id: string, ext: 'crt' | 'key'): string {
-    return join(this.d.dir, `${id}.${ext}`)
-  }
-
   private removeFiles(id: string): boolean {
-    const had = existsSync(this.file(id, 'crt'))
-    for (const ext of ['crt', 'key'] as const) rmSync(this.file(id, ext), { force: true })
     this.loaded.delete(id)
-    return had
+    return this.d.files.remove(id)
   }
 }
 

@@ -6,14 +6,9 @@ import { removeTree } from './remove'
 import { asFileError, display, openBeneath, openHome } from './resolver'
 import { AT_REMOVEDIR, Errno, fdPath, mkdirat, O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_PATH, O_RDONLY, O_WRONLY, renameat, statxAt, SyscallError, unlinkat, type EntryStat } from './syscalls'
 
-/** Owner of everything the API writes. */
-export interface FileOwner {
-  uid: number
-  gid: number
-}
+import type { FileOwner, OpenHome } from './types'
 
-/** The `site` user and group of every site image (SITE_USER in runtime/site-container.ts). */
-export const SITE_OWNER: FileOwner = { uid: 1000, gid: 1000 }
+export { SITE_OWNER, type FileOwner } from './types'
 
 export type EntryType = 'file' | 'dir' | 'symlink' | 'other'
 
@@ -421,3 +416,6 @@ function unlinkQuietly(dirfd: number, name: string) {
     // already gone
   }
 }
+
+/** The OpenHome of ./types.ts. */
+export const openSiteHome: OpenHome = (hostPath, owner) => SiteHome.open(hostPath, owner)

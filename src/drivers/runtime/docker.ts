@@ -2,7 +2,7 @@ import type Docker from 'dockerode'
 import type { Logger } from '../../lib/logger'
 import { engineCall, ignoring, openEngine, orNull, statusOf } from './engine'
 import { watchSiteEvents } from './events'
-import { KeyedLock } from './keyed-lock'
+import { KeyedLock } from '../../lib/keyed-lock'
 import { hostPortFree } from '../../lib/ports'
 import {
   containerOptions, LABEL, limitsOf, siteFilter, siteLabels, siteNames, SITE_HOME, SITE_PORT, SITE_USER, specHash, type SiteNames,

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../lib/clock'
 import { measureDiskUsage } from './disk-usage'
-import { TtlCache } from './ttl-cache'
+import { TtlCache } from '../../domain/metrics/ttl-cache'
 
 const dir = mkdtempSync(join(tmpdir(), 'du-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))

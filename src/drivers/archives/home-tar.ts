@@ -158,3 +158,6 @@ async function run(cmd: string[]): Promise<void> {
     throw new Error(`${cmd[0]} ${cmd[1]} failed (exit ${code}): ${tail || 'no message'}`)
   }
 }
+
+/** The HomeTarballs of domain/archives/tarballs.ts: GNU tar on the host, zstd in process. */
+export const gnuTar = { tarHome, replaceHome, scanTar, compressFile, decompressFile }

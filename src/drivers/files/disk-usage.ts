@@ -1,7 +1,7 @@
 import { closeSync, constants, fstatSync } from 'node:fs'
 import { readdir } from 'node:fs/promises'
-import { openHome, openSubfolder } from '../../drivers/files/resolver'
-import { fdPath, statxAt, SyscallError, type EntryStat } from '../../drivers/files/syscalls'
+import { openHome, openSubfolder } from './resolver'
+import { fdPath, statxAt, SyscallError, type EntryStat } from './syscalls'
 
 export interface DiskUsage {
   /** Bytes allocated on disk (like `du -s`, hard links counted once). */

@@ -1,0 +1,34 @@
+/**
+ * What the archive jobs have done to files on the host, as the domain needs it. The driver is
+ * drivers/archives/home-tar.ts (GNU tar and zstd) with drivers/archives/work-folder.ts; the jobs
+ * decide when (the site frozen or not) and in what order, the driver how.
+ */
+export interface HomeTarballs {
+  /** Writes the home as an uncompressed tar to `outFile`. Meant to run while the site is frozen. */
+  tarHome(home: string, outFile: string): Promise<void>
+  /**
+   * Replaces the files of the home with those of `tarFile`, keeping its `logs/`. The site must not
+   * run meanwhile. Safe to run again after a crash part-way: it resumes and never loses the
+   * previous files before the new ones are in.
+   */
+  replaceHome(home: string, tarFile: string): Promise<void>
+  /** The regular files (and hard links) an uncompressed tar holds, and their bytes. */
+  scanTar(file: string): Promise<{ files: number; bytes: number }>
+  compressFile(from: string, to: string): Promise<void>
+  decompressFile(from: string, to: string): Promise<void>
+}
+
+/**
+ * The local folder where the jobs keep tarballs on their way to and from the archive store, each
+ * named by its archive id (`{archive_id}.tar`), so that a job run again reuses its own names.
+ */
+export interface WorkFolder {
+  /** The path of the work file `name`, for the calls above. */
+  path(name: string): string
+  /** Creates the folder, private to Berth's user (0700), if it is missing. */
+  prepare(): Promise<void>
+  /** The names of the files in it; none when the folder does not exist. */
+  list(): Promise<string[]>
+  /** Removes the named files; a missing one is no error. */
+  remove(...names: string[]): Promise<void>
+}
