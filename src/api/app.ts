@@ -104,7 +104,7 @@ export interface ApiDeps {
 
 /**
  * The HTTP application: the envelope and body parser around every route, and each feature's
- * routes under /api/v1. Built from services, never from config or globals, so tests can call
+ * routes, as `routeGroups` (below) lists them. Built from services, never from config or globals, so tests can call
  * `createApp(services).handle(request)` with their own graph.
  */
 export function createApp(s: ApiDeps) {
