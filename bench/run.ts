@@ -90,7 +90,7 @@ async function fetchData(url: string, headers: Record<string, string> = {}): Pro
 
 /**
  * whoami and plans on berth against their bare references, alternating, median of the rounds;
- * with a baseline build, the same two on it in each round after this build's (its results follow
+ * with a baseline build, the same two on it in the same rounds (its results follow
  * this build's two, targets not checked).
  */
 async function measureThroughput(berth: RunningBerth, rounds: number, log: (line: string) => void, baseline: RunningBerth | null = null): Promise<ComparisonResult[]> {
@@ -176,7 +176,7 @@ async function main(): Promise<number> {
   const idleRssMb = await measureIdleRss(berth.proc.pid, IDLE_SECONDS)
   log(`  idle RSS after ${IDLE_SECONDS} s: ${idleRssMb.toFixed(1)} MB`)
   const baseline = options.baseline ? await startBerth(tempDir('berth-bench-baseline-'), 2, {}, options.baseline) : null
-  if (baseline) log(`baseline ${options.baseline} started too; each round measures it after this build`)
+  if (baseline) log(`baseline ${options.baseline} started too; the rounds measure both, taking turns going first`)
   const measured = await measureThroughput(berth, options.rounds, log, baseline)
   const comparisons = measured.slice(0, 2)
   const afterLoadRssMb = rssMb(berth.proc.pid)
