@@ -90,14 +90,15 @@ export interface RunningBerth {
  * Spawns `dist/berth serve` on a free loopback port and polls /api/v1/status/ every `pollMs`
  * until it answers 200. Output goes to a file in the data folder rather than a pipe, so nothing
  * in the harness has to drain it and a chatty server cannot block on a full pipe. `env` adds
- * `BERTH_*` settings (the environment is otherwise PATH and HOME only).
+ * `BERTH_*` settings (the environment is otherwise PATH and HOME only). `binary` is another build
+ * to start instead (a benchmark's `--baseline`).
  */
-export async function startBerth(dataDir: string, pollMs = 2, env: Record<string, string> = {}): Promise<RunningBerth> {
+export async function startBerth(dataDir: string, pollMs = 2, env: Record<string, string> = {}, binary = binaryUnderTest): Promise<RunningBerth> {
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
   const logFile = join(dataDir, `bench-${port}.log`)
   const started = performance.now()
-  const proc = track(spawn([binaryUnderTest, 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir, '--site-url', url], {
+  const proc = track(spawn([binary, 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir, '--site-url', url], {
     // The site firewall stays off, as in the tests (test/helpers/binary.ts): a benchmark leaves no
     // rules on the machine for the default pool, which other Berths on it share.
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', BERTH_CONTAINERS_FIREWALL: 'false', ...env },

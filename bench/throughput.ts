@@ -41,7 +41,11 @@ export interface ComparisonResult {
 export async function runComparisons(comparisons: Comparison[], rounds: number, log: (line: string) => void): Promise<ComparisonResult[]> {
   const samples = comparisons.map(() => [] as { reference: WrkResult; berth: WrkResult }[])
   for (let round = 1; round <= rounds; round++) {
-    for (const [i, c] of comparisons.entries()) {
+    // The comparisons take turns going first (listed order in odd rounds, reversed in even ones),
+    // so that none gains from always following the same neighbour (a baseline build included).
+    const order = [...comparisons.entries()]
+    if (round % 2 === 0) order.reverse()
+    for (const [i, c] of order) {
       const reference = await warmThenMeasure(c.reference)
       log(`  round ${round}/${rounds} ${c.reference.name.padEnd(22)} ${describe(reference)}`)
       const berth = await warmThenMeasure(c.berth)

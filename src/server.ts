@@ -9,10 +9,10 @@ import { viaMcp } from './api/http/doors'
 import { createMcpHandler } from './api/mcp/server'
 import { buildOpenApi } from './api/openapi'
 import { startDnsServer } from './dns/server'
-import { ACME_CHALLENGE_PATH } from './domain/tls/challenges'
+import { dispatcher, isPlansList, pathOf } from './dispatch'
 import type { ServedCertificate } from './domain/tls/manager'
 import { HttpsListener } from './edge/https'
-import { WEBHOOK_PATH, webhookHandler } from './api/webhooks/handler'
+import { webhookHandler } from './api/webhooks/handler'
 
 export interface RunningServer {
   server: Server<undefined>
@@ -36,9 +36,9 @@ const MAINTENANCE_MS = 30_000
 const START_RECONCILE_DELAY_MS = 500
 
 /**
- * Starts the single listener and the background work. Each request is dispatched on its Host:
- * `{slug}.{sites_domain}` goes to the edge proxy (that site's container), anything else to the
- * API.
+ * Starts the listeners and the background work. Where each request goes is the table in
+ * src/dispatch.ts (the edge for a site's Host, the API app for the rest...); this builds what its
+ * entries send requests to.
  */
 export function startServer(s: ServerDeps): RunningServer {
   const app = createApp(s)
@@ -77,11 +77,11 @@ export function startServer(s: ServerDeps): RunningServer {
   const { hostname, port } = s.config.server.listen
   /** True when a Host header names a site (`{slug}.{sites_domain}` or a linked domain), not Berth itself. */
   const isSiteHost = (host: string) => host !== '' && !isHost(host, siteHost) && slugOf(host) !== null
-  const forSite = (request: Request) => isSiteHost(request.headers.get('host') ?? '')
+  const plansList = () => serializedResponse(checkedPlanList(s.plans), crypto.randomUUID())
   let openapi: ReturnType<typeof buildOpenApi> | undefined
   const mcp = createMcpHandler({
     // A tool call's request takes the same way as one from the listener, the catalog's fast path included.
-    dispatch: (request) => (request.method === 'GET' && isPlansList(request.url) ? Promise.resolve(serializedResponse(checkedPlanList(s.plans), crypto.randomUUID())) : app.handle(request)),
+    dispatch: (request) => (request.method === 'GET' && isPlansList(pathOf(request.url)) ? Promise.resolve(plansList()) : app.handle(request)),
     openapi: () => (openapi ??= buildOpenApi(app, { baseUrl: s.config.server.baseUrl, version: s.status.version, testMode: s.status.testMode })),
     tag: (request, outer) => {
       s.clients.outer.set(request, outer)
@@ -112,38 +112,31 @@ export function startServer(s: ServerDeps): RunningServer {
     served = s.certs.served()
     https?.update(served)
   }
-  const dispatch = (request: Request, srv: Server<undefined>, secure = false): Response | Promise<Response> => {
-    const path = pathOf(request.url)
-    const host = request.headers.get('host') ?? ''
-    if (path.startsWith(ACME_CHALLENGE_PATH)) {
-      const answer = s.challenges.httpAnswer(path.slice(ACME_CHALLENGE_PATH.length))
-      if (answer !== undefined) return new Response(answer, { headers: { 'content-type': 'text/plain' } })
-    } else if (!secure && https?.port) {
-      // Once a name has a certificate, its plain-HTTP requests go to HTTPS (the challenge path excepted).
-      const name = host.toLowerCase().replace(/:\d+$/, '')
-      if (name && s.certs.covers(name, served)) {
-        const port: string = https.port === 443 ? '' : `:${https.port}`
-        return new Response(null, { status: 308, headers: { location: `https://${name}${port}${path}` } })
-      }
-    }
-    if (isSiteHost(host)) return edge.handle(request, s.clients.ofPeer(request, srv.requestIP(request)?.address), host)
-    const hook = path.startsWith('/webhooks/') ? WEBHOOK_PATH.exec(path) : null
-    if (hook) return webhook(request, hook[1]!)
-    // Rate limits and logs read the client's address; the HTTPS listener's peers are its own.
+  // Rate limits and logs read the client's address; the HTTPS listener's peers are its own.
+  const rememberPeer = (request: Request, srv: Server<undefined>, secure: boolean) => {
     if (secure) s.clients.peers.set(request, srv.requestIP(request)?.address ?? '')
-    if (isMcpPath(request.url)) return mcp.handle(request)
-    return app.fetch(request)
   }
-  /**
-   * GET /api/v1/plans/ without a query, the most requested public document, answered by Bun's
-   * own router with the catalog's cached JSON: Elysia's per-request pipeline alone held the
-   * route to 0.67 of a bare Bun.serve (bench/, issue 2; target 0.8). The route, its schema and
-   * every other form of the request (a query, a site's Host) stay with the app.
-   */
-  const plansFast = (request: Request, srv: Server<undefined>) => {
-    if (request.url.includes('?') || forSite(request)) return dispatch(request, srv)
-    return serializedResponse(checkedPlanList(s.plans), crypto.randomUUID())
-  }
+  const dispatch = dispatcher({
+    acmeAnswer: (token) => s.challenges.httpAnswer(token),
+    httpsOrigin: (host) => {
+      if (!https?.port) return null
+      const name = host.toLowerCase().replace(/:\d+$/, '')
+      if (!name || !s.certs.covers(name, served)) return null
+      return `https://${name}${https.port === 443 ? '' : `:${https.port}`}`
+    },
+    isSiteHost,
+    edge: (request, srv, host) => edge.handle(request, s.clients.ofPeer(request, srv.requestIP(request)?.address), host),
+    plansList,
+    webhook,
+    mcp: (request, srv, secure) => {
+      rememberPeer(request, srv, secure)
+      return mcp.handle(request)
+    },
+    api: (request, srv, secure) => {
+      rememberPeer(request, srv, secure)
+      return app.fetch(request)
+    },
+  })
   // A webhook event claimed by a process that stopped while acting on it is claimed by none now:
   // released before the listener opens, so that the processor's redelivery is acted on.
   const released = s.billing.releaseStaleClaims(s.clock.now())
@@ -154,7 +147,6 @@ export function startServer(s: ServerDeps): RunningServer {
     // Bodies are limited per route by the JSON parser, with an enveloped 413; this only stops
     // absurd uploads before they are buffered.
     maxRequestBodySize: 1024 * 1024 * 1024,
-    routes: { '/api/v1/plans/': { GET: plansFast }, '/api/v1/plans': { GET: plansFast } },
     fetch: dispatch,
   })
   s.clients.attach(server)
@@ -238,25 +230,6 @@ function keyIdOf(s: Pick<ServerDeps, 'keys'>, authorization: string | undefined)
   } catch {
     return null
   }
-}
-
-/** True for GET /api/v1/plans/ (or without the slash) with no query: the catalog's fast path. */
-function isPlansList(url: string): boolean {
-  const start = url.indexOf('/', url.indexOf('//') + 2)
-  const path = url.slice(start)
-  return path === '/api/v1/plans/' || path === '/api/v1/plans'
-}
-
-/** The path and query of a request URL (what a redirect keeps). */
-function pathOf(url: string): string {
-  return url.slice(url.indexOf('/', url.indexOf('//') + 2))
-}
-
-/** True for the MCP endpoint, `/mcp/` or `/mcp`, with or without a query. */
-function isMcpPath(url: string): boolean {
-  const start = url.indexOf('/', url.indexOf('//') + 2)
-  const path = url.slice(start, url.indexOf('?', start) === -1 ? undefined : url.indexOf('?', start))
-  return path === '/mcp/' || path === '/mcp'
 }
 
 /** True when a Host header names `hostname`, with or without a port. */

@@ -2,6 +2,8 @@ import SwaggerParser from '@apidevtools/swagger-parser'
 import { afterAll, describe, expect, it } from 'vitest'
 import { inProcess } from '../../test/helpers/in-process'
 import { ACCESS_EXTENSION } from './http/access'
+import { routeGroups } from './app'
+import { apiPlugins } from './plugins'
 
 type Route = { method: string; path: string; hooks: unknown }
 
@@ -31,6 +33,32 @@ describe('route table', () => {
       if (r.method === 'GET') expect(level, `${r.method} ${r.path}`).toBe(adminReads.has(r.path) ? 'admin' : 'read')
       else expect(['write', 'admin'], `${r.method} ${r.path}`).toContain(level)
     }
+  })
+})
+
+describe('route groups', () => {
+  const groups = () => {
+    const s = h.services
+    const plugins = apiPlugins({ keys: s.keys, guard: s.guard, checkouts: s.checkout, limiter: s.limiter, clients: s.clients })
+    return routeGroups(s, plugins, () => {
+      throw new Error('the listing builds no document')
+    })
+  }
+
+  it('list every route the app serves, in the order it mounts them', () => {
+    const listed = groups().flatMap((g) => (g.routes.routes as Route[]).map((r) => `${r.method} ${g.at}${r.path}`))
+    expect(listed).toEqual((h.app.routes as Route[]).map((r) => `${r.method} ${r.path}`))
+  })
+
+  it('hold each route under a path its group says it owns', () => {
+    const strays = groups().flatMap((g) => (g.routes.routes as Route[]).filter((r) => !g.owns.some((p) => r.path.startsWith(p))).map((r) => `${r.method} ${g.at}${r.path} (owns ${g.owns.join(', ')})`))
+    expect(strays).toEqual([])
+  })
+
+  it("include the processor's pages because the built-in processor has them", () => {
+    expect(h.services.processor.pages).toBeDefined()
+    expect(groups().some((g) => g.owns.includes('/pay/'))).toBe(true)
+    expect(groups().some((g) => g.owns.includes('/billing/portal/'))).toBe(true)
   })
 })
 

@@ -27,14 +27,13 @@ import { operationRenderer } from './http/operation-routes'
 import { viaMcp } from './http/doors'
 import { toolName, toolsFromOpenApi, type ToolDef } from './mcp/tools'
 import { discoveryRoutes } from './discovery/routes'
-import { LOCAL_PAYMENT_METHODS, LocalProcessor } from '../drivers/payments/local'
 import type { OperationRef } from '../domain/errors'
 import { strictQuery, type QueryRule } from './http/strict-query'
 import { QUERY_PARAM } from './http/schemas'
 import { keyRoutes } from './keys/routes'
 import { buildOpenApi } from './openapi'
 import { planRoutes } from './plans/routes'
-import { apiPlugins } from './plugins'
+import { apiPlugins, type ApiPlugins } from './plugins'
 import { statusRoutes } from './status/routes'
 import { checkoutRoutes } from './checkout/routes'
 import { payRoutes } from './pay/routes'
@@ -56,7 +55,7 @@ import type { DomainsService } from '../domain/domains/service'
 import type { AccountsService } from '../domain/accounts/service'
 import type { SubscriptionBilling } from '../domain/billing/subscriptions'
 import type { PortalLinks } from '../domain/billing/portal-links'
-import type { PaymentProcessor } from '../drivers/payments/types'
+import { TEST_PAYMENT_METHODS, type PaymentProcessor } from '../drivers/payments/types'
 import type { BillingRepository } from '../domain/billing/repository'
 import type { AccountsRepository } from '../domain/accounts/repository'
 import { accountRoutes } from './account/routes'
@@ -78,7 +77,7 @@ export interface ApiDeps {
   clients: ClientAddress
   guard: SiteGuard
   checkout: CheckoutService
-  /** The live payment processor; the built-in one also serves its hosted page and the billing portal. */
+  /** The live payment processor; one with `pages` (the built-in one) also has its hosted page and billing portal served here. */
   processor: PaymentProcessor
   accounts: AccountsService
   subscriptions: SubscriptionBilling
@@ -101,7 +100,7 @@ export interface ApiDeps {
 
 /**
  * The HTTP application: the envelope and body parser around every route, and each feature's
- * routes under /api/v1. Built from services, never from config or globals, so tests can call
+ * routes, as `routeGroups` (below) lists them. Built from services, never from config or globals, so tests can call
  * `createApp(services).handle(request)` with their own graph.
  */
 export function createApp(s: ApiDeps) {
@@ -109,29 +108,11 @@ export function createApp(s: ApiDeps) {
   let route: (ref: OperationRef) => string = (ref) => ref.operation
   let queryRules: ReadonlyMap<string, QueryRule> = new Map()
   const plugins = apiPlugins({ keys: s.keys, guard: s.guard, checkouts: s.checkout, limiter: s.limiter, clients: s.clients })
-  const api = new Elysia({ prefix: '/api/v1', normalize: false, encodeSchema: false })
-    .use(statusRoutes(plugins, s.status))
-    .use(planRoutes(plugins, s.plans))
-    .use(authRoutes(plugins, s.auth))
-    .use(keyRoutes(plugins, s.keys))
-    .use(checkoutRoutes(plugins, s.checkout, s.config.brand.prefix))
-    .use(siteRoutes(plugins, s.sites))
-    .use(moduleRoutes(plugins, s.modules))
-    .use(claimRoutes(plugins, s.claims))
-    .use(sshRoutes(plugins, s.ssh))
-    .use(logRoutes(plugins, s.logs))
-    .use(fileRoutes(plugins, s.files))
-    .use(deploymentRoutes(plugins, s.deployments))
-    .use(metricsRoutes(plugins, s.siteMetrics))
-    .use(siteLifecycleRoutes(plugins, s.lifecycle))
-    .use(archiveRoutes(plugins, s.archives))
-    .use(dnsRoutes(plugins, s.dns))
-    .use(domainRoutes(plugins, s.domains))
-    .use(accountRoutes(plugins, s.accounts, s.subscriptions))
-
   let openapi: ReturnType<typeof buildOpenApi> | undefined
   const document = () => (openapi ??= buildOpenApi(app, { baseUrl: s.config.server.baseUrl, version: s.status.version, testMode: s.status.testMode }))
-  let tools: ToolDef[] | undefined
+  const groups = routeGroups(s, plugins, document)
+  const api = new Elysia({ prefix: API_V1, normalize: false, encodeSchema: false })
+  for (const group of groups) if (group.at === API_V1) api.use(group.routes)
   // encodeSchema off: with it, any response schema holding a t.Integer (a transform type in
   // Elysia) runs TypeBox's interpreted encode on every response, 60-76% of the CPU of
   // GET /plans/ and /auth/whoami/ (bench/, issue 2). Responses are still validated.
@@ -141,9 +122,74 @@ export function createApp(s: ApiDeps) {
     .use(strictQuery(() => queryRules))
     .use(plugins)
     .use(api)
-    .use(s.processor instanceof LocalProcessor ? payRoutes(plugins, s.processor) : new Elysia({ name: 'pay-routes' }))
-    .use(s.processor instanceof LocalProcessor ? portalRoutes(plugins, { processor: s.processor, links: s.portalLinks, subscriptions: s.subscriptions, billing: s.billing, accounts: s.accountsRepo }) : new Elysia({ name: 'portal-routes' }))
-    .use(discoveryRoutes({ config: s.config, status: s.status, plans: s.plans, tools: () => (tools ??= toolsFromOpenApi(document())), testPaymentMethods: LOCAL_PAYMENT_METHODS }))
+  for (const group of groups) if (group.at === '') app.use(group.routes)
+  lookup = methodLookup(app.routes)
+  route = operationRenderer(app.routes)
+  queryRules = queryRulesOf(app.routes)
+  return app
+}
+
+export type App = ReturnType<typeof createApp>
+
+/** Where the API's own routes live; each group below is mounted under it or at the root. */
+const API_V1 = '/api/v1'
+
+/** One feature's routes as the app mounts them, and the paths they own. */
+export interface RouteGroup {
+  /** Mounted under /api/v1, or at the root (''). */
+  at: typeof API_V1 | ''
+  /** Every route of the group starts with one of these, after `at` (app.test.ts holds it to that). */
+  owns: readonly string[]
+  routes: AnyElysia
+}
+
+/**
+ * Every route of the app, by feature, in the order the app mounts them: which file answers a URL
+ * that src/dispatch.ts sends to the app (all that no earlier entry of its table took). The
+ * processor's pages exist when the processor the composition root chose has them
+ * (`processor.pages`: the built-in one; Stripe hosts its own).
+ */
+export function routeGroups(s: ApiDeps, plugins: ApiPlugins, document: () => ReturnType<typeof buildOpenApi>): RouteGroup[] {
+  let tools: ToolDef[] | undefined
+  const pages = s.processor.pages
+  return [
+    { at: API_V1, owns: ['/status/'], routes: statusRoutes(plugins, s.status) },
+    { at: API_V1, owns: ['/plans/'], routes: planRoutes(plugins, s.plans) },
+    { at: API_V1, owns: ['/auth/'], routes: authRoutes(plugins, s.auth) },
+    { at: API_V1, owns: ['/keys/'], routes: keyRoutes(plugins, s.keys) },
+    { at: API_V1, owns: ['/acp/checkouts/'], routes: checkoutRoutes(plugins, s.checkout, s.config.brand.prefix) },
+    { at: API_V1, owns: ['/sites/'], routes: siteRoutes(plugins, s.sites) },
+    { at: API_V1, owns: ['/sites/:tenant_slug/modules/'], routes: moduleRoutes(plugins, s.modules) },
+    { at: API_V1, owns: ['/keys/claim/'], routes: claimRoutes(plugins, s.claims) },
+    { at: API_V1, owns: ['/sites/:tenant_slug/ssh/'], routes: sshRoutes(plugins, s.ssh) },
+    { at: API_V1, owns: ['/sites/:tenant_slug/logs/'], routes: logRoutes(plugins, s.logs) },
+    { at: API_V1, owns: ['/sites/:tenant_slug/files/'], routes: fileRoutes(plugins, s.files) },
+    { at: API_V1, owns: ['/sites/:tenant_slug/deploy/', '/sites/:tenant_slug/deployments/'], routes: deploymentRoutes(plugins, s.deployments) },
+    { at: API_V1, owns: ['/sites/:tenant_slug/metrics/'], routes: metricsRoutes(plugins, s.siteMetrics) },
+    { at: API_V1, owns: ['/sites/:tenant_slug/delete/', '/sites/:tenant_slug/restore/', '/sites/:tenant_slug/scale/'], routes: siteLifecycleRoutes(plugins, s.lifecycle) },
+    { at: API_V1, owns: ['/sites/:tenant_slug/snapshot', '/sites/:tenant_slug/backups/'], routes: archiveRoutes(plugins, s.archives) },
+    { at: API_V1, owns: ['/sites/:tenant_slug/dns/'], routes: dnsRoutes(plugins, s.dns) },
+    { at: API_V1, owns: ['/domains/'], routes: domainRoutes(plugins, s.domains) },
+    { at: API_V1, owns: ['/account/'], routes: accountRoutes(plugins, s.accounts, s.subscriptions) },
+    ...(pages
+      ? [
+        { at: '', owns: ['/pay/'], routes: payRoutes(plugins, pages) },
+        { at: '', owns: ['/billing/portal/'], routes: portalRoutes(plugins, { pages, links: s.portalLinks, subscriptions: s.subscriptions, billing: s.billing, accounts: s.accountsRepo }) },
+      ] as const
+      : []),
+    {
+      at: '',
+      owns: ['/.well-known/', '/llms.txt', '/api/pricing.json', '/for-agents', '/agent-native/', '/logo.svg'],
+      routes: discoveryRoutes({ config: s.config, status: s.status, plans: s.plans, tools: () => (tools ??= toolsFromOpenApi(document())), testPaymentMethods: [...TEST_PAYMENT_METHODS] }),
+    },
+    { at: '', owns: ['/api/v1/openapi.json', '/api/v1/docs/'], routes: documentRoutes(plugins, document) },
+  ]
+}
+
+/** The API's own description: the OpenAPI document, and the reference page that renders it. */
+function documentRoutes(plugins: ApiPlugins, document: () => ReturnType<typeof buildOpenApi>) {
+  return new Elysia({ name: 'document-routes' })
+    .use(plugins)
     .get('/api/v1/openapi.json', () => Response.json(document()), {
       public: true,
       detail: { hide: true },
@@ -154,13 +200,7 @@ export function createApp(s: ApiDeps) {
       const html = ScalarRender({ title: 'Berth hosting API', version: '1.0', description: 'API reference' }, '1.0', { spec: { url: '/api/v1/openapi.json' } } as never, 'https://cdn.jsdelivr.net/npm/@scalar/api-reference')
       return new Response(html, { headers: { 'content-type': 'text/html; charset=utf-8' } })
     }, { public: true, detail: { hide: true } })
-  lookup = methodLookup(app.routes)
-  route = operationRenderer(app.routes)
-  queryRules = queryRulesOf(app.routes)
-  return app
 }
-
-export type App = ReturnType<typeof createApp>
 
 /** The query rules of the API's routes; the documents (openapi.json, docs) take any query. */
 function queryRulesOf(routes: { method: string; path: string; hooks: unknown }[]): Map<string, QueryRule> {

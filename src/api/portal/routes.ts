@@ -3,8 +3,7 @@ import type { BillingRepository } from '../../domain/billing/repository'
 import type { PortalLinks } from '../../domain/billing/portal-links'
 import type { SubscriptionBilling } from '../../domain/billing/subscriptions'
 import { DomainError } from '../../domain/errors'
-import type { LocalProcessor } from '../../drivers/payments/local'
-import { renderPortal, renderPortalGone, renderReceipt, type PortalData } from '../../drivers/payments/local-portal'
+import type { PortalData, ProcessorPages } from '../../drivers/payments/types'
 import type { AccountRow } from '../../store/schema'
 import type { ApiPlugins } from '../plugins'
 import { cookieOf, timingSafeEqualText } from '../http/forms'
@@ -13,7 +12,8 @@ const CSRF_COOKIE = 'berth_portal_csrf'
 const PAGE_HEADERS = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'x-frame-options': 'DENY', 'referrer-policy': 'no-referrer' }
 
 export interface PortalDeps {
-  processor: LocalProcessor
+  /** The processor's pages (`processor.pages`): the portal's HTML and what a card stands for. */
+  pages: ProcessorPages
   links: PortalLinks
   subscriptions: SubscriptionBilling
   billing: BillingRepository
@@ -38,7 +38,7 @@ export const portalRoutes = (plugins: ApiPlugins, d: PortalDeps) => {
     const account = d.accounts.find(v.accountId)
     return account && account.status === 'active' ? { account, expiresAt: v.expiresAt } : null
   }
-  const gone = () => new Response(renderPortalGone(), { status: 404, headers: PAGE_HEADERS })
+  const gone = () => new Response(d.pages.portalGone(), { status: 404, headers: PAGE_HEADERS })
   const data = (token: string, account: AccountRow, expiresAt: number): PortalData => ({
     token,
     language: account.language === 'fr' ? 'fr' : 'en',
@@ -56,7 +56,7 @@ export const portalRoutes = (plugins: ApiPlugins, d: PortalDeps) => {
     if (!opened) return gone()
     const csrf = cookieOf(request, CSRF_COOKIE) ?? Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString('hex')
     const secure = request.url.startsWith('https:') ? '; Secure' : ''
-    return new Response(renderPortal(data(token, opened.account, opened.expiresAt), { csrf, ...opts }), {
+    return new Response(d.pages.portal(data(token, opened.account, opened.expiresAt), { csrf, ...opts }), {
       status,
       headers: { ...PAGE_HEADERS, 'set-cookie': `${CSRF_COOKIE}=${csrf}; Path=/billing/portal/${token}/; HttpOnly; SameSite=Strict; Max-Age=3600${secure}` },
     })
@@ -82,7 +82,7 @@ export const portalRoutes = (plugins: ApiPlugins, d: PortalDeps) => {
       const no = refused(params.token, request, form)
       if (no) return no
       const [month, year] = (form.exp ?? '').split('/').map((v) => Number.parseInt(v, 10))
-      const card = d.processor.methodForCard({ number: form.card ?? '', expMonth: month || 0, expYear: year || 0, cvc: form.cvc ?? '' })
+      const card = d.pages.methodForCard({ number: form.card ?? '', expMonth: month || 0, expYear: year || 0, cvc: form.cvc ?? '' })
       if (!card.ok) return show(params.token, request, 422, { error: card.message, focusCard: true })
       const paid = await d.subscriptions.paymentMethodChanged(opened.account.id, card.methodId, card.label)
       const stillUnpaid = d.subscriptions.list(opened.account.id).some((s) => s.status === 'past_due')
@@ -106,8 +106,8 @@ export const portalRoutes = (plugins: ApiPlugins, d: PortalDeps) => {
       const opened = open(params.token)
       if (!opened) return gone()
       const p = d.billing.findPayment(opened.account.id, params.id)
-      if (!p || (p.status !== 'succeeded' && p.status !== 'refunded')) return new Response(renderPortalGone(), { status: 404, headers: PAGE_HEADERS })
-      return new Response(renderReceipt({
+      if (!p || (p.status !== 'succeeded' && p.status !== 'refunded')) return new Response(d.pages.portalGone(), { status: 404, headers: PAGE_HEADERS })
+      return new Response(d.pages.receipt({
         language: opened.account.language === 'fr' ? 'fr' : 'en', brand: 'Berth', token: params.token, id: p.id, createdAt: p.createdAt, description: p.description,
         amountCents: p.amountCents, status: p.status, method: p.methodLabel, processorRef: p.processorRef, testMode: p.testMode, email: opened.account.email, kind: p.kind, refundedAt: p.refundedAt,
       }), { headers: PAGE_HEADERS })

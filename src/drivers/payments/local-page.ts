@@ -1,4 +1,4 @@
-import type { HostedSessionInfo } from './local'
+import type { HostedSessionInfo } from './types'
 
 import { escapeHtml as escape } from '../../lib/html'
 import { formatCad } from '../../core/money'

@@ -1,43 +1,6 @@
 import { Html, html } from '../../lib/html'
 import { formatCad } from '../../core/money'
-
-/** What the built-in billing portal shows of an account. */
-export interface PortalData {
-  token: string
-  language: 'en' | 'fr'
-  email: string | null
-  method: string | null
-  subscriptions: {
-    id: string
-    plan: string
-    period: string
-    status: string
-    amountCents: number
-    periodEnd: number
-    cancelAtPeriodEnd: boolean
-    sites: string[]
-    lastChargeError: string | null
-  }[]
-  payments: { id: string; createdAt: number; description: string; amountCents: number; status: string; method: string; kind: string }[]
-  expiresAt: number
-}
-
-export interface ReceiptData {
-  language: 'en' | 'fr'
-  brand: string
-  token: string
-  id: string
-  createdAt: number
-  description: string
-  amountCents: number
-  status: string
-  method: string
-  processorRef: string
-  testMode: boolean
-  email: string | null
-  kind: string
-  refundedAt: number | null
-}
+import type { PortalData, ReceiptData } from './types'
 
 const WORDS = {
   en: {

@@ -1,14 +1,21 @@
-import type { BillingPortalInput, ChargeInput, ChargeResult, HostedCheckout, HostedCheckoutInput, PaymentProcessor, ProcessorEvent } from './types'
+import { renderPaymentPage } from './local-page'
+import { renderPortal, renderPortalGone, renderReceipt } from './local-portal'
+import type {
+  BillingPortalInput, CardResult, CardSubmission, ChargeInput, ChargeResult, HostedCheckout, HostedCheckoutInput, HostedSessionInfo, PaymentProcessor,
+  ProcessorEvent, ProcessorPages, TestPaymentMethod,
+} from './types'
+
+export type { CardResult, CardSubmission, HostedSessionInfo } from './types'
 
 type TestMethod = { ok: true; label: string } | { ok: false; label: string; declineCode: string; message: string }
 
-/** Test payment-method ids, named as Stripe's (design.md, Checkout). */
+/** Test payment-method ids, named as Stripe's (design.md, Checkout): one entry for each of TEST_PAYMENT_METHODS. */
 const TEST_METHODS: Record<string, TestMethod> = {
   pm_card_visa: { ok: true, label: 'visa ending 4242 (test)' },
   pm_card_mastercard: { ok: true, label: 'mastercard ending 4444 (test)' },
   pm_card_visa_chargeDeclined: { ok: false, label: 'visa ending 0002 (test)', declineCode: 'card_declined', message: 'The card was declined.' },
   pm_card_chargeDeclinedInsufficientFunds: { ok: false, label: 'visa ending 9995 (test)', declineCode: 'insufficient_funds', message: 'The card has insufficient funds.' },
-}
+} satisfies Record<TestPaymentMethod, TestMethod>
 
 /** Test card numbers accepted by the hosted page and the billing portal, and the method each one is. */
 export const TEST_CARDS: Record<string, { ok: boolean; label: string; declineCode?: string; methodId: string }> = {
@@ -34,19 +41,6 @@ export interface PortalLinks {
 
 export const LOCAL_PAYMENT_METHODS = Object.keys(TEST_METHODS)
 
-/** What the hosted page needs to show for one of its sessions. */
-export interface HostedSessionInfo {
-  reference: string
-  amountCents: number
-  currency: string
-  description: string
-  /** open: can be paid; processing/paid: already submitted; closed: canceled or expired. */
-  state: 'open' | 'processing' | 'paid' | 'closed'
-}
-
-export type CardSubmission = { number: string; expMonth: number; expYear: number; cvc: string }
-export type CardResult = { ok: true } | { ok: false; field: 'number' | 'expiry' | 'cvc' | 'session'; message: string; declined?: boolean }
-
 /**
  * The built-in processor: test mode only, no money moves. Its hosted page is served by Berth at
  * `{site_url}/pay/{sessionRef}/`; submitting a test card there emits the same events a Stripe
@@ -57,6 +51,16 @@ export class LocalProcessor implements PaymentProcessor {
   readonly name = 'local'
   readonly testMode = true
   private listeners: ((event: ProcessorEvent) => Promise<void>)[] = []
+  /** Its hosted payment page and billing portal, served by Berth at /pay/ and /billing/portal/. */
+  readonly pages: ProcessorPages = {
+    session: (sessionRef) => this.session(sessionRef),
+    submitCard: (sessionRef, card) => this.submitCard(sessionRef, card),
+    methodForCard: (card) => this.methodForCard(card),
+    paymentPage: renderPaymentPage,
+    portal: renderPortal,
+    portalGone: renderPortalGone,
+    receipt: renderReceipt,
+  }
 
   constructor(private o: {
     siteUrl: string

@@ -36,6 +36,95 @@ export interface PaymentProcessor {
    */
   webhook?(rawBody: string, headers: Headers): Promise<WebhookOutcome>
   onEvent(listener: (event: ProcessorEvent) => Promise<void>): void
+  /**
+   * The pages this processor serves from Berth's own listener, when it has any: the built-in
+   * processor's hosted payment page and billing portal. Stripe hosts its own and has none. The
+   * composition root's choice of processor decides, through this, which of them exist
+   * (src/api/app.ts mounts /pay/ and /billing/portal/ only when it is present).
+   */
+  readonly pages?: ProcessorPages
+}
+
+/**
+ * Test payment-method ids, named as Stripe's and accepted in test mode by both processors: what
+ * the discovery documents offer an agent to pay with (design.md, Checkout).
+ */
+export const TEST_PAYMENT_METHODS = ['pm_card_visa', 'pm_card_mastercard', 'pm_card_visa_chargeDeclined', 'pm_card_chargeDeclinedInsufficientFunds'] as const
+export type TestPaymentMethod = (typeof TEST_PAYMENT_METHODS)[number]
+
+/**
+ * A processor's own pages, served outside /api/v1 as Stripe's checkout.stripe.com and
+ * billing.stripe.com would be: `{site_url}/pay/{ref}/` (the hosted payment page) and
+ * `{site_url}/billing/portal/{token}/` (the billing portal). The HTTP side (routes, CSRF cookies,
+ * statuses) is src/api/pay and src/api/portal; what a page shows and what a card does are the
+ * processor's.
+ */
+export interface ProcessorPages {
+  /** The hosted payment page's session, or null when the reference names none. */
+  session(sessionRef: string): HostedSessionInfo | null
+  /** The payment page's Pay button: pays the session with a card, or says which field is wrong. */
+  submitCard(sessionRef: string, card: CardSubmission): Promise<CardResult>
+  /** The payment method a card stands for on the portal's card form, or why it is refused. */
+  methodForCard(card: CardSubmission): { ok: true; methodId: string; label: string } | { ok: false; field: 'number' | 'expiry' | 'cvc'; message: string }
+  /** The hosted payment page's HTML; `error` is why a form post did not pay. */
+  paymentPage(ref: string, session: HostedSessionInfo | null, opts?: { csrf?: string; error?: string }): string
+  /** The billing portal's HTML for one account. */
+  portal(d: PortalData, opts: { csrf: string; error?: string; notice?: string; focusCard?: boolean }): string
+  /** The portal's answer to a link that is wrong, expired, or whose account is gone. */
+  portalGone(lang?: 'en' | 'fr'): string
+  /** One payment's receipt page. */
+  receipt(r: ReceiptData): string
+}
+
+/** What the hosted page needs to show for one of its sessions. */
+export interface HostedSessionInfo {
+  reference: string
+  amountCents: number
+  currency: string
+  description: string
+  /** open: can be paid; processing/paid: already submitted; closed: canceled or expired. */
+  state: 'open' | 'processing' | 'paid' | 'closed'
+}
+
+export type CardSubmission = { number: string; expMonth: number; expYear: number; cvc: string }
+export type CardResult = { ok: true } | { ok: false; field: 'number' | 'expiry' | 'cvc' | 'session'; message: string; declined?: boolean }
+
+/** What the built-in billing portal shows of an account. */
+export interface PortalData {
+  token: string
+  language: 'en' | 'fr'
+  email: string | null
+  method: string | null
+  subscriptions: {
+    id: string
+    plan: string
+    period: string
+    status: string
+    amountCents: number
+    periodEnd: number
+    cancelAtPeriodEnd: boolean
+    sites: string[]
+    lastChargeError: string | null
+  }[]
+  payments: { id: string; createdAt: number; description: string; amountCents: number; status: string; method: string; kind: string }[]
+  expiresAt: number
+}
+
+export interface ReceiptData {
+  language: 'en' | 'fr'
+  brand: string
+  token: string
+  id: string
+  createdAt: number
+  description: string
+  amountCents: number
+  status: string
+  method: string
+  processorRef: string
+  testMode: boolean
+  email: string | null
+  kind: string
+  refundedAt: number | null
 }
 
 export interface HostedCheckoutInput {
