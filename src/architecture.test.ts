@@ -36,7 +36,7 @@ const ALL_IO: Io[] = ['files', 'processes', 'sockets', 'docker']
 
 /**
  * Where each kind of IO may be written. Everything else (src/domain, src/api, src/modules,
- * src/jobs, src/compose.ts ...) reaches the outside only through a driver it is handed.
+ * src/jobs, src/compose/ ...) reaches the outside only through a driver it is handed.
  * A file takes the longest matching prefix.
  */
 const IO_ALLOWED: [prefix: string, kinds: Io[], why: string][] = [

@@ -7,7 +7,7 @@ export { APPLY_JOBS } from '../../src/domain/sites/apply'
 export { DELETION_GRACE_MS } from '../../src/domain/sites/lifecycle'
 
 /**
- * The sites under subscriptions, subscribed to billing's events as compose.ts wires them, with
+ * The sites under subscriptions, subscribed to billing's events as src/compose/money.ts wires them, with
  * the job queue and the runner as doubles that record what they are asked. Billing's tests check
  * what a renewal, a lapse or an end does to sites through it, as billing itself knows the sites
  * area only through those events.

@@ -11,7 +11,7 @@ import { RETRY_AFTER_MS, SUSPEND_AFTER_MS, SubscriptionBilling } from './subscri
  * Money after the purchase, on a real SQLite store (migrations applied) and the built-in test
  * processor: renewals at the period end, credits, declines retried after 1, 3 and 5 days, sites
  * suspended after 7 days unpaid and brought back when paid, cancellation at period end, and
- * prorated plan changes. The sites answer billing's events as compose.ts wires them
+ * prorated plan changes. The sites answer billing's events as compose/money.ts wires them
  * (test/helpers/subscribed-sites.ts); the runner and job queue are doubles that record what they are asked.
  */
 const DAY = 86_400_000

@@ -10,7 +10,7 @@ const NOTHING: SubscriptionReaction = { sites: [], after: async () => undefined 
 
 /**
  * What the sites under a subscription do when billing says it was paid, lapsed or ended
- * (billing/events.ts; subscribed in compose.ts). Each answer writes inside billing's transaction
+ * (billing/events.ts; subscribed in compose/money.ts). Each answer writes inside billing's transaction
  * and leaves the container work for after its commit:
  *
  * - paid: its suspended sites are active again, their containers started by an apply job;
