@@ -1,5 +1,6 @@
 import { closeSync, constants, fchmodSync, fchownSync, fstatSync, openSync, readdirSync, readSync, writeSync, type Stats } from 'node:fs'
 import { open as openHandle, type FileHandle } from 'node:fs/promises'
+import { entryOf, notAFile, notText, tooLarge, type FileEntry } from './entries'
 import { FileError } from './errors'
 import { parsePath } from './path'
 import { removeTree } from './remove'
@@ -9,21 +10,7 @@ import { AT_REMOVEDIR, Errno, fdPath, mkdirat, O_CREAT, O_DIRECTORY, O_EXCL, O_N
 import type { FileOwner, OpenHome } from './types'
 
 export { SITE_OWNER, type FileOwner } from './types'
-
-export type EntryType = 'file' | 'dir' | 'symlink' | 'other'
-
-/** One file or folder as the API shows it. */
-export interface FileEntry {
-  name: string
-  /** Relative to the home, with `/` separators; '' is the home itself. */
-  path: string
-  /** `other`: a FIFO, socket or device node, which the API lists but never opens. */
-  type: EntryType
-  size: number
-  modified_at: string
-  /** Permission bits in octal, e.g. `0644`. */
-  mode: string
-}
+export type { EntryType, FileEntry } from './entries'
 
 const O_APPEND = constants.O_APPEND
 const DIR_MODE = 0o755
@@ -384,30 +371,6 @@ export class SiteHome {
 }
 
 const TEXT = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
-
-const TYPES: Record<number, EntryType> = { [constants.S_IFREG]: 'file', [constants.S_IFDIR]: 'dir', [constants.S_IFLNK]: 'symlink' }
-
-function entryOf(names: string[], st: Pick<EntryStat, 'mode' | 'size' | 'mtimeMs'>): FileEntry {
-  return {
-    name: names.at(-1) ?? '',
-    path: names.join('/'),
-    type: TYPES[st.mode & constants.S_IFMT] ?? 'other',
-    size: st.size,
-    modified_at: new Date(st.mtimeMs).toISOString(),
-    mode: (st.mode & 0o7777).toString(8).padStart(4, '0'),
-  }
-}
-
-function notAFile(names: string[], st: Stats): FileError {
-  if (st.isDirectory()) return new FileError('wrong_type', `'${display(names)}' is a folder, not a file`, { op: 'list', path: display(names) })
-  return new FileError('wrong_type', `'${display(names)}' is not a regular file (a FIFO, socket or device); the files API only opens regular files and folders.`)
-}
-
-const tooLarge = (names: string[], size: number, max: number) =>
-  new FileError('too_large', `'${display(names)}' is ${size} bytes; reads return at most ${max} bytes. Fetch it from the site instead.`)
-
-const notText = (names: string[], why: string) =>
-  new FileError('not_text', `'${display(names)}' ${why}, so it is not text; only UTF-8 text files can be read through the API.`)
 
 function unlinkQuietly(dirfd: number, name: string) {
   try {
