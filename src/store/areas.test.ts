@@ -1,5 +1,5 @@
-import { afterEach, describe, expect, it } from 'vitest'
-import { domainStore, type DomainStore } from '../../test/helpers/domain-store'
+import { describe, expect, it } from 'vitest'
+import { domainStore } from '../../test/helpers/domain-store'
 import { DnsRepository } from '../domain/dns/repository'
 import { ZoneBook } from '../domain/dns/zones'
 import { RateLimiter } from '../domain/rate-limits/service'
@@ -12,14 +12,8 @@ import { areasWrittenBy } from './areas'
  * made from: a rate-limit hit (a write on many API requests) no longer throws away the DNS zones
  * or the edge's site directory, while a change to a site still shows at once. On a real store.
  */
-const open: DomainStore[] = []
-afterEach(() => {
-  for (const t of open.splice(0)) t.close()
-})
-
 function setup() {
   const t = domainStore()
-  open.push(t)
   const sites = new SitesRepository(t.store)
   const limiter = new RateLimiter(t.store, t.clock, { register: { limit: 100, windowSeconds: 3600 } })
   const accountId = t.account()

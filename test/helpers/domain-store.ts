@@ -1,3 +1,4 @@
+import { onTestFinished } from 'vitest'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -17,7 +18,8 @@ import { openStore } from '../../src/store/store'
  * What a domain service's unit test stands on: a real SQLite store in a temporary folder with
  * the migrations applied and the default plan catalog seeded, a manual clock and an in-memory
  * log. Services are then built by the test from their repositories and small doubles, so a test
- * exercises one service through its public methods. `close` removes the store.
+ * exercises one service through its public methods. Called inside a test, the store is removed
+ * when the test finishes (`close` does it earlier).
  */
 export function domainStore() {
   const dir = mkdtempSync(join(tmpdir(), 'berth-unit-'))
@@ -37,13 +39,15 @@ export function domainStore() {
   }
   /** True when the log has a line with this message. */
   const logged = (msg: string) => log.lines.some((l) => l.msg === msg)
-  return {
-    dir, store, clock, log, plans, accounts, account, logged,
-    close() {
-      store.close()
-      rmSync(dir, { recursive: true, force: true })
-    },
+  let closed = false
+  const close = () => {
+    if (closed) return
+    closed = true
+    store.close()
+    rmSync(dir, { recursive: true, force: true })
   }
+  onTestFinished(close)
+  return { dir, store, clock, log, plans, accounts, account, logged, close }
 }
 
 export type DomainStore = ReturnType<typeof domainStore>

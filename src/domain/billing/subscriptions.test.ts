@@ -1,5 +1,5 @@
-import { afterEach, describe, expect, it } from 'vitest'
-import { domainStore, testProcessor, type DomainStore } from '../../../test/helpers/domain-store'
+import { describe, expect, it } from 'vitest'
+import { domainStore, testProcessor } from '../../../test/helpers/domain-store'
 import { APPLY_JOBS, DELETION_GRACE_MS, subscribedSites } from '../../../test/helpers/subscribed-sites'
 import { DomainError } from '../errors'
 import { PERIOD_MS } from '../../core/money'
@@ -16,14 +16,8 @@ import { RETRY_AFTER_MS, SUSPEND_AFTER_MS, SubscriptionBilling } from './subscri
  */
 const DAY = 86_400_000
 const MONTH = PERIOD_MS.monthly
-const open: DomainStore[] = []
-afterEach(() => {
-  for (const t of open.splice(0)) t.close()
-})
-
 function setup() {
   const t = domainStore()
-  open.push(t)
   const pay = testProcessor(t)
   const repo = new BillingRepository(t.store)
   const { sites, events, stopped, enqueued, kicks } = subscribedSites(t)

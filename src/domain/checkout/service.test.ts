@@ -1,5 +1,5 @@
-import { afterEach, describe, expect, it } from 'vitest'
-import { domainStore, testProcessor, type DomainStore } from '../../../test/helpers/domain-store'
+import { describe, expect, it } from 'vitest'
+import { domainStore, testProcessor } from '../../../test/helpers/domain-store'
 import { Charges } from '../billing/charges'
 import { BillingRepository } from '../billing/repository'
 import { DomainError } from '../errors'
@@ -18,14 +18,8 @@ import { CheckoutService } from './service'
  * the reservations made and released.
  */
 const HOUR = 3600_000
-const open: DomainStore[] = []
-afterEach(() => {
-  for (const t of open.splice(0)) t.close()
-})
-
 function setup() {
   const t = domainStore()
-  open.push(t)
   const pay = testProcessor(t)
   const billing = new BillingRepository(t.store)
   const repo = new CheckoutRepository(t.store)

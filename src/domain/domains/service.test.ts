@@ -1,6 +1,6 @@
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
-import { domainStore, testProcessor, type DomainStore } from '../../../test/helpers/domain-store'
+import { describe, expect, it } from 'vitest'
+import { domainStore, testProcessor } from '../../../test/helpers/domain-store'
 import { RegistrarError, type Contact } from '../../drivers/registrar/types'
 import { SandboxRegistrar } from '../../drivers/registrar/sandbox'
 import { BerthNames } from '../berth-names'
@@ -21,15 +21,10 @@ import { DomainsService, registrarError } from './service'
  * processor: names and Berth's own, prices at the hoster's percentage, the free first year,
  * registration paid and refunded when refused, links and settings. DNS is a double.
  */
-const open: DomainStore[] = []
-afterEach(() => {
-  for (const t of open.splice(0)) t.close()
-})
 const contact: Contact = { first_name: 'Ada', last_name: 'L', email: 'ada@example.com', phone: '+1.5555550100', address1: '1 Main', city: 'Ottawa', state: 'ON', postal_code: 'K1A0A1', country: 'CA' }
 
 function setup(pricePercent = 120) {
   const t = domainStore()
-  open.push(t)
   const pay = testProcessor(t)
   const sandbox = new SandboxRegistrar({ file: join(t.dir, 'registrar.json'), clock: t.clock })
   const settingsSent: string[] = []

@@ -1,5 +1,5 @@
-import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import { domainStore, type DomainStore } from '../../../test/helpers/domain-store'
+import { afterAll, describe, expect, it } from 'vitest'
+import { domainStore } from '../../../test/helpers/domain-store'
 import { RecordingRuntime } from '../../../test/helpers/recording-runtime'
 import { HostPortTakenError, RuntimeUnavailableError } from '../../drivers/runtime/types'
 import { SitesRepository } from './repository'
@@ -13,16 +13,10 @@ import { SiteRunner } from './runner'
  */
 const runtime = new RecordingRuntime()
 afterAll(() => runtime.close())
-const open: DomainStore[] = []
-afterEach(() => {
-  for (const t of open.splice(0)) t.close()
-})
-
 const IMAGES = { shared: 'berth/static:1', vps: 'berth/php:1', dedicated: 'berth/php:1' }
 
 function setup() {
   const t = domainStore()
-  open.push(t)
   const sites = new SitesRepository(t.store, { planHasSsh: (plan) => t.plans.get(plan).features.ssh, range: { first: 2200, last: 2210 }, isFree: () => true })
   const runner = new SiteRunner({ sites, plans: t.plans, runtime, containers: { images: IMAGES, pidsLimit: 512 }, log: t.log, waitForAnswer })
   const accountId = t.account()

@@ -1,8 +1,8 @@
 import * as x509 from '@peculiar/x509'
 import { existsSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
-import { domainStore, type DomainStore } from '../../../test/helpers/domain-store'
+import { describe, expect, it } from 'vitest'
+import { domainStore } from '../../../test/helpers/domain-store'
 import { CertificateFolder } from '../../drivers/certs/files'
 import { IssueError, type CertificateIssuer, type ChallengeType } from '../../drivers/certs/types'
 import { ChallengeBook } from './challenges'
@@ -18,11 +18,6 @@ import { NO_TLS } from './views'
  */
 const HOUR = 3600_000
 const DAY = 24 * HOUR
-const open: DomainStore[] = []
-afterEach(() => {
-  for (const t of open.splice(0)) t.close()
-})
-
 /** A key pair and a self-signed certificate for `names`, as PEM. */
 async function selfSigned(names: string[]): Promise<{ certPem: string; keyPem: string }> {
   const alg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' }
@@ -39,7 +34,6 @@ interface Options { wildcard?: boolean; apiHost?: string | null; issuer?: boolea
 
 function setup(o: Options = {}) {
   const t = domainStore()
-  open.push(t)
   const source = { sites: [] as { id: string; slug: string }[], domains: [] as { id: string; name: string; siteId: string | null }[] }
   const orders: { names: string[]; challenge: ChallengeType }[] = []
   const ca = { fail: null as IssueError | null, window: null as { start: number; end: number } | null, serial: 0 }
