@@ -76,6 +76,19 @@ export interface Config {
     backupsKept: number
     backupIntervalSeconds: number
   }
+  /** Encrypted copies off the box (docs/operations.md, "Copies off the box"); off when `url` is empty. */
+  offsite: {
+    /** `s3://BUCKET/PREFIX`, `file:///PATH`, or '' (off). */
+    url: string
+    endpoint: string
+    region: string
+    accessKeyId: string
+    secretAccessKey: string
+    pathStyle: boolean
+    /** age public keys; at least one when `url` is set (checked at load). */
+    ageRecipients: string[]
+    storeIntervalSeconds: number
+  }
   rateLimits: Record<string, { limit: number; windowSeconds: number }>
   /** MCP sessions held in memory (src/api/mcp/sessions.ts). */
   mcp: { maxKeyed: number; maxAnonymous: number; perKey: number; keyedIdleMs: number; anonymousIdleMs: number }
@@ -190,6 +203,12 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
     const ok = entry.includes('/') ? safe(() => ipaddr.parseCIDR(entry)) : ipaddr.isValid(entry)
     if (!ok) throw new ConfigError(`server.trusted_proxies: '${entry}' is not an IP address or CIDR range`)
   }
+  if (get<string>('offsite.url') && get<string[]>('offsite.age_recipients').length === 0) {
+    throw new ConfigError('offsite.url is set but offsite.age_recipients is empty: every copy leaves the box encrypted; run age-keygen on another machine and put its public key (age1...) here')
+  }
+  if (get<string>('offsite.url').startsWith('s3://') && (!get<string>('offsite.access_key_id') || !get<string>('offsite.secret_access_key'))) {
+    throw new ConfigError('offsite.url is an s3:// bucket but offsite.access_key_id or offsite.secret_access_key is empty: give the credentials of a key that may read, write, list and delete under the prefix')
+  }
   if (get<string>('tls.acme_directory') && !get<boolean>('tls.acme_terms_agreed')) {
     throw new ConfigError("tls.acme_directory is set but tls.acme_terms_agreed is false: read the CA's terms of service and set tls.acme_terms_agreed = true")
   }
@@ -300,6 +319,16 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       snapshotsPerSite: get<number>('archives.snapshots_per_site'),
       backupsKept: get<number>('archives.backups_kept'),
       backupIntervalSeconds: get<number>('archives.backup_interval_seconds'),
+    },
+    offsite: {
+      url: get<string>('offsite.url'),
+      endpoint: get<string>('offsite.endpoint'),
+      region: get<string>('offsite.region'),
+      accessKeyId: get<string>('offsite.access_key_id'),
+      secretAccessKey: get<string>('offsite.secret_access_key'),
+      pathStyle: get<boolean>('offsite.path_style'),
+      ageRecipients: get<string[]>('offsite.age_recipients'),
+      storeIntervalSeconds: get<number>('offsite.store_interval_seconds'),
     },
     rateLimits,
     mcp: {

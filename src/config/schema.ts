@@ -74,6 +74,14 @@ const checkAiUrl = (v: string) => {
     return `must be an http(s) URL such as https://api.openai.com/v1 or http://127.0.0.1:8080/v1, or empty for no provider (got '${v}')`
   }
 }
+/** `offsite.url`: empty, `s3://BUCKET[/PREFIX]` or `file:///ABSOLUTE/PATH`. */
+export function checkOffsiteUrl(v: string): string | undefined {
+  if (v === '') return undefined
+  const s3 = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(\/[A-Za-z0-9._\/-]*)?$/.exec(v)
+  if (s3) return s3[2]?.split('/').some((p) => p === '.' || p === '..') ? `the prefix may not hold . or .. (got '${v}')` : undefined
+  if (/^file:\/\/\/./.test(v)) return v.includes('/../') || v.endsWith('/..') ? `must be an absolute path without .. (got '${v}')` : undefined
+  return `must be s3://BUCKET/PREFIX or file:///ABSOLUTE/PATH, or empty for no off-box copies (got '${v}')`
+}
 const checkRate = (v: string) => (parseRate(v) ? undefined : `must look like 5/hour, 60/minute or 100/day (got '${v}')`)
 
 export const KEYS: KeySpec[] = [
@@ -148,6 +156,14 @@ export const KEYS: KeySpec[] = [
   { section: 'archives', key: 'snapshots_per_site', type: 'integer', default: 10, help: 'Most snapshots one site keeps; taking one more answers 409 until one is deleted.', check: ((v: number) => (v >= 1 ? undefined : 'must be at least 1')) as KeySpec['check'] },
   { section: 'archives', key: 'backups_kept', type: 'integer', default: 7, help: 'Automatic backups kept per site; older ones are deleted as new ones are made.', check: ((v: number) => (v >= 1 ? undefined : 'must be at least 1')) as KeySpec['check'] },
   { section: 'archives', key: 'backup_interval_seconds', type: 'integer', default: 86_400, help: 'A site gets a new automatic backup when its newest is this old (one day by default).', check: ((v: number) => (v >= 1 ? undefined : 'must be at least 1')) as KeySpec['check'] },
+  { section: 'offsite', key: 'url', type: 'string', default: '', help: 'Where encrypted copies leave the box: s3://BUCKET/PREFIX (any S3-compatible service) or file:///PATH (a mounted folder); empty keeps every copy on this box only.', check: ((v: string) => checkOffsiteUrl(v)) as KeySpec['check'] },
+  { section: 'offsite', key: 'endpoint', type: 'string', default: '', help: 'The S3 endpoint URL (https://s3.eu-central-003.backblazeb2.com, http://127.0.0.1:9000); empty means AWS for offsite.region.', check: ((v: string) => (v === '' || /^https?:\/\/[^/?#]+\/?$/.test(v) ? undefined : `must be an http(s) URL without a path, e.g. https://s3.us-west-004.backblazeb2.com (got '${v}')`)) as KeySpec['check'] },
+  { section: 'offsite', key: 'region', type: 'string', default: 'us-east-1', help: 'The S3 region, for the request signature.' },
+  { section: 'offsite', key: 'access_key_id', type: 'string', default: '', help: 'The S3 access key id (BERTH_OFFSITE_ACCESS_KEY_ID keeps it out of the file).' },
+  { section: 'offsite', key: 'secret_access_key', type: 'string', default: '', help: 'The S3 secret access key (BERTH_OFFSITE_SECRET_ACCESS_KEY keeps it out of the file).' },
+  { section: 'offsite', key: 'path_style', type: 'boolean', default: false, help: 'Address the bucket as ENDPOINT/BUCKET (MinIO, Garage, most self-hosted servers) instead of BUCKET.ENDPOINT.' },
+  { section: 'offsite', key: 'age_recipients', type: 'string[]', default: [], help: 'age public keys (age1...) every copy is encrypted to; keep the matching identity files off this box. Required when offsite.url is set.', check: ((v: string[]) => v.find((r) => !/^age1[0-9a-z]{20,}$/.test(r)) === undefined ? undefined : `each must be an age public key starting with age1 (made by age-keygen); got '${v.find((r) => !/^age1[0-9a-z]{20,}$/.test(r))}'`) as KeySpec['check'] },
+  { section: 'offsite', key: 'store_interval_seconds', type: 'integer', default: 300, help: 'How often a consistent copy of the store (accounts, keys, sites, DNS) is sent off the box; also at shutdown.', check: ((v: number) => (v >= 10 ? undefined : 'must be at least 10')) as KeySpec['check'] },
   { section: 'dev', key: 'clock_offset_seconds', type: 'integer', default: 0, help: 'For tests only, never in production: shifts the clock Berth works by (grace periods, expiries, rate-limit windows) by this many seconds.' },
   { section: 'dev', key: 'payment_delay_ms', type: 'integer', default: 0, help: 'For tests only: each charge of the built-in test processor takes this long, so a test can kill Berth in the middle of one.', check: ((v: number) => (v >= 0 && v <= 60_000 ? undefined : 'must be 0 to 60000')) as KeySpec['check'] },
 ]

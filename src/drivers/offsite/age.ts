@@ -1,0 +1,78 @@
+import { Decrypter, Encrypter } from 'age-encryption'
+
+/**
+ * Everything that leaves the box is sealed in the age format (age-encryption.org/v1) for the
+ * hoster's public keys, `offsite.age_recipients`; only an identity file kept off the box opens
+ * it, with Berth (`berth restore --identity FILE`) or with the `age` CLI
+ * (`age -d -i FILE object.age`). Streams both ways: memory stays bounded (64 KiB chunks).
+ */
+
+/** A plaintext stream sealed for `recipients`, with the SHA-256 and size of the plaintext once it has been read through. */
+export interface Sealed {
+  stream: ReadableStream<Uint8Array>
+  /** Resolves when the whole plaintext went through: its hex SHA-256 and its byte count. */
+  plain: Promise<{ sha256: string; bytes: number }>
+}
+
+/** Seals `plain` for every recipient (age1... public keys). */
+export async function seal(plain: ReadableStream<Uint8Array>, recipients: readonly string[]): Promise<Sealed> {
+  if (recipients.length === 0) throw new Error('No age recipient: set offsite.age_recipients')
+  const e = new Encrypter()
+  for (const r of recipients) e.addRecipient(r)
+  const digest = digestTap()
+  const stream = await e.encrypt(plain.pipeThrough(digest.tap))
+  return { stream, plain: digest.done }
+}
+
+/** Seals a small value (a manifest) whole. */
+export async function sealBytes(plain: Uint8Array | string, recipients: readonly string[]): Promise<Uint8Array> {
+  const e = new Encrypter()
+  for (const r of recipients) e.addRecipient(r)
+  return e.encrypt(plain)
+}
+
+/**
+ * Opens a sealed stream with the identities (`AGE-SECRET-KEY-1...`). The header is checked before
+ * this resolves (a wrong identity throws here); a damaged or truncated body errors the stream.
+ */
+export async function open(sealed: ReadableStream<Uint8Array>, identities: readonly string[]): Promise<ReadableStream<Uint8Array>> {
+  const d = new Decrypter()
+  for (const i of identities) d.addIdentity(i)
+  return d.decrypt(sealed)
+}
+
+/** Opens a small sealed value whole. */
+export async function openBytes(sealed: Uint8Array, identities: readonly string[]): Promise<Uint8Array> {
+  const d = new Decrypter()
+  for (const i of identities) d.addIdentity(i)
+  return d.decrypt(sealed)
+}
+
+/**
+ * The identities of an age identity file (as `age-keygen` writes it): every line that starts
+ * with AGE-SECRET-KEY-, comments and blank lines aside. Throws when there is none.
+ */
+export function identitiesOf(text: string): string[] {
+  const found = text.split(/\r?\n/).map((l) => l.trim()).filter((l) => /^AGE-SECRET-KEY-(PQ-)?1[0-9A-Z]+$/.test(l))
+  if (found.length === 0) throw new Error('The identity file holds no age identity (a line starting with AGE-SECRET-KEY-1, as age-keygen writes)')
+  return found
+}
+
+/** A pass-through stream that hashes (SHA-256) and counts what goes through it. */
+export function digestTap(): { tap: TransformStream<Uint8Array, Uint8Array>; done: Promise<{ sha256: string; bytes: number }> } {
+  const hash = new Bun.CryptoHasher('sha256')
+  let bytes = 0
+  let resolve!: (v: { sha256: string; bytes: number }) => void
+  const done = new Promise<{ sha256: string; bytes: number }>((res) => (resolve = res))
+  const tap = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      hash.update(chunk)
+      bytes += chunk.byteLength
+      controller.enqueue(chunk)
+    },
+    flush() {
+      resolve({ sha256: hash.digest('hex'), bytes })
+    },
+  })
+  return { tap, done }
+}
