@@ -19,8 +19,9 @@ if [ "${tier[*]}" = "--project unit" ]; then
   exec bun --bun vitest run --pool=threads "${tier[@]}" "$@"
 fi
 # debootstrap also makes the systemd host of test/systemd-unit.e2e.test.ts; util-linux (unshare,
-# mount: essential on Debian) hides busybox from one images test.
-scripts/setup.sh systemd bind9-dnsutils openssh-client chromium busybox-static debootstrap pebble openssl
+# mount: essential on Debian) hides busybox from one images test. age opens the off-box copies by hand
+# (test/offsite*.e2e.test.ts), as a hoster would.
+scripts/setup.sh systemd bind9-dnsutils openssh-client chromium busybox-static debootstrap pebble openssl age
 bun run typecheck
 bun run build
 # The site images the service and end-to-end tests run (built locally, no registry; quick when present).
