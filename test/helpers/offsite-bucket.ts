@@ -32,7 +32,7 @@ export async function writeOffsiteCopy(opts: { dataDir: string; bucket: string; 
     db.close()
 
     const put = async (key: string, plain: Uint8Array): Promise<OffsiteObjectRef> => {
-      await dest.put(key, new Response(await sealBytes(plain, opts.recipients)).body!)
+      await dest.put(key, streamOf(await sealBytes(plain, opts.recipients)))
       return { key, sha256: new Bun.CryptoHasher('sha256').update(plain).digest('hex'), bytes: plain.byteLength }
     }
     const store = await put(offsiteKeys.store(madeAt), zstdCompressSync(readFileSync(copy)))
@@ -50,7 +50,7 @@ export async function writeOffsiteCopy(opts: { dataDir: string; bucket: string; 
     }
     const manifest: OffsiteManifest = { format: MANIFEST_FORMAT, made_at: new Date(madeAt).toISOString(), berth_version: opts.version ?? 'test', instance_id: instanceId, sites_domain: 'localhost', store, tls, sites }
     const key = offsiteKeys.manifest(madeAt)
-    await dest.put(key, new Response(await sealBytes(JSON.stringify(manifest), opts.recipients)).body!)
+    await dest.put(key, streamOf(await sealBytes(JSON.stringify(manifest), opts.recipients)))
     return { key, manifest }
   } finally {
     rmSync(work, { recursive: true, force: true })
@@ -73,3 +73,6 @@ export function ageKeyPair(dir: string): { identityFile: string; recipient: stri
   if (!recipient) throw new Error('age-keygen wrote no public key')
   return { identityFile, recipient }
 }
+
+/** A byte array as a stream (what a destination's put takes). */
+const streamOf = (b: Uint8Array) => new Response(b as Uint8Array<ArrayBuffer>).body!

@@ -36,7 +36,7 @@ const sha256 = (b: Uint8Array) => new Bun.CryptoHasher('sha256').update(b).diges
 
 async function putSealed(key: string, plain: Uint8Array | string): Promise<OffsiteObjectRef> {
   const bytes = typeof plain === 'string' ? new TextEncoder().encode(plain) : plain
-  await bucket.put(key, new Response(await sealBytes(bytes, [recipient])).body!)
+  await bucket.put(key, streamOf(await sealBytes(bytes, [recipient])))
   return { key, sha256: sha256(bytes), bytes: bytes.byteLength }
 }
 
@@ -64,8 +64,8 @@ function tlsTar(): Uint8Array {
 /** A bucket with a manifest at T1 (store "old") and one at T2 (store "new", two archives of site s1). */
 async function writeBucket(): Promise<{ old: string; latest: string; archives: Uint8Array[] }> {
   const old = offsiteKeys.manifest(T1)
-  const base = { format: MANIFEST_FORMAT, berth_version: '0.1.0', instance_id: 'inst1', sites_domain: 'sites.test', tls: null }
-  await bucket.put(old, new Response(await sealBytes(JSON.stringify({ ...base, made_at: new Date(T1).toISOString(), store: await putSealed(offsiteKeys.store(T1), storeCopy('old')), sites: [] }), [recipient])).body!)
+  const base = { format: MANIFEST_FORMAT as typeof MANIFEST_FORMAT, berth_version: '0.1.0', instance_id: 'inst1', sites_domain: 'sites.test', tls: null }
+  await bucket.put(old, streamOf(await sealBytes(JSON.stringify({ ...base, made_at: new Date(T1).toISOString(), store: await putSealed(offsiteKeys.store(T1), storeCopy('old')), sites: [] }), [recipient])))
   const archives = [crypto.getRandomValues(new Uint8Array(70_000)), crypto.getRandomValues(new Uint8Array(50_000))]
   const refs = await Promise.all(archives.map((bytes, i) => putSealed(offsiteKeys.archive(`s1/a${i}.tar.zst`), bytes)))
   const manifest: OffsiteManifest = {
@@ -75,7 +75,7 @@ async function writeBucket(): Promise<{ old: string; latest: string; archives: U
     sites: [{ id: 's1', slug: 'shop', status: 'active', archives: refs.map((r, i) => ({ ...r, id: `a${i}`, kind: i ? 'snapshot' as const : 'backup' as const, storage_key: `s1/a${i}.tar.zst`, created_at: new Date(T2 - i * 1000).toISOString() })) }],
   }
   const latest = offsiteKeys.manifest(T2)
-  await bucket.put(latest, new Response(await sealBytes(JSON.stringify(manifest), [recipient])).body!)
+  await bucket.put(latest, streamOf(await sealBytes(JSON.stringify(manifest), [recipient])))
   return { old, latest, archives }
 }
 
@@ -213,3 +213,6 @@ describe('formatSpan', () => {
     expect([0, 400, 12_000, 192_000, 3_600_000, 7_500_000, 90_061_000].map(formatSpan)).toEqual(['0 s', '0 s', '12 s', '3 min 12 s', '1 h', '2 h 5 min', '1 d 1 h'])
   })
 })
+
+/** A byte array as a stream (what a destination's put takes). */
+const streamOf = (b: Uint8Array) => new Response(b as Uint8Array<ArrayBuffer>).body!
