@@ -55,38 +55,45 @@ export const restoreCommand: Command = {
       out.error(err.message)
       return 2
     }
+    const clock = phaseClock()
     const { key, manifest, available } = await box.chooseManifest(at)
+    clock.lap('manifest')
     const archiveCount = manifest.sites.reduce((n, s) => n + s.archives.length, 0)
     out.info(`Restoring the copy made ${manifest.made_at} (${key}, newest of ${available} at or before ${at === null ? 'now' : new Date(at).toISOString()}) from ${from} into ${config.server.dataDir}`)
     out.info(`  ${manifest.sites.length} sites, ${archiveCount} archives, made by berth ${manifest.berth_version}, instance ${manifest.instance_id}`)
     const migrations = await box.landStore(manifest)
+    clock.lap('store')
     out.info(`store: ${formatBytes(manifest.store.bytes)} compressed, checked${migrations.length ? `, migrated (${migrations.join(', ')})` : ''}`)
     const tls = await box.landTls(manifest)
+    clock.lap('tls')
     out.info(tls ? 'certificates and ACME account: back in tls/' : 'certificates: none in this copy')
     const archives = await box.landArchives(manifest, (a) => {
       if (!a.ok) out.info(`archive ${a.archive.storage_key}: skipped: ${a.problem}`)
     })
+    clock.lap('archives')
     const good = archives.filter((a) => a.ok)
     out.info(`archives: ${good.length} of ${archives.length} back (${formatBytes(good.reduce((n, a) => n + a.archive.bytes, 0))})`)
 
     // The sites, on the services berth serve builds from the store now in place (no listener started).
     const services = buildServices(config, { log: createLogger('warn', (l) => process.stderr.write(l + '\n')), firewall: null })
-    const outcomes: SiteOutcome[] = []
+    const outcomes: (SiteOutcome & { ms: number })[] = []
     try {
       const sites = buildSitesReturn(services)
       const landed = new Set(good.map((a) => a.archive.id))
       const list = sites.sites()
       for (const [i, site] of list.entries()) {
-        const outcome = await sites.bring(site, manifest, landed)
+        const started = performance.now()
+        const outcome = { ...(await sites.bring(site, manifest, landed)), ms: Math.round(performance.now() - started) }
         outcomes.push(outcome)
         out.info(progressLine(i + 1, list.length, outcome))
       }
     } finally {
       services.store.close()
     }
+    clock.lap('sites')
     const lostMs = box.lostMs(manifest)
     const ok = outcomes.every((o) => o.ok)
-    out.result(jsonOf({ from, key, manifest, migrations, tls, archives, outcomes, lostMs, ok }), () => [
+    out.result(jsonOf({ from, key, manifest, migrations, tls, archives, outcomes, lostMs, ok, timings: clock.laps }), () => [
       '',
       table(outcomes),
       '',
@@ -95,6 +102,20 @@ export const restoreCommand: Command = {
     ].join('\n'))
     return ok ? 0 : 1
   },
+}
+
+/** Milliseconds spent in each phase, for --json (and bench/restore.ts). */
+function phaseClock() {
+  const laps: Record<string, number> = {}
+  let last = performance.now()
+  return {
+    laps,
+    lap(name: string) {
+      const now = performance.now()
+      laps[name] = Math.round(now - last)
+      last = now
+    },
+  }
 }
 
 function required(value: unknown, name: string): string {
@@ -153,7 +174,7 @@ export function formatBytes(n: number): string {
   return `${i === 0 ? v : v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`
 }
 
-function jsonOf(r: { from: string; key: string; manifest: { made_at: string; berth_version: string; instance_id: string }; migrations: string[]; tls: boolean; archives: ArchiveLanding[]; outcomes: SiteOutcome[]; lostMs: number; ok: boolean }) {
+function jsonOf(r: { from: string; key: string; manifest: { made_at: string; berth_version: string; instance_id: string }; migrations: string[]; tls: boolean; archives: ArchiveLanding[]; outcomes: SiteOutcome[]; lostMs: number; ok: boolean; timings: Record<string, number> }) {
   return {
     from: r.from,
     manifest: { key: r.key, made_at: r.manifest.made_at, berth_version: r.manifest.berth_version, instance_id: r.manifest.instance_id },
@@ -166,5 +187,6 @@ function jsonOf(r: { from: string; key: string; manifest: { made_at: string; ber
     },
     sites: r.outcomes,
     ok: r.ok,
+    timings_ms: r.timings,
   }
 }
