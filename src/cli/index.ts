@@ -8,12 +8,14 @@ import { installCommand } from './install'
 import { instanceCommand } from './instance'
 import { migrateCommand } from './migrate'
 import { plansAddCommand, plansDeprecateCommand, plansListCommand } from './plans'
+import { restoreCommand } from './restore'
 import { serveCommand } from './serve'
 import { versionCommand } from './version'
 
 export const COMMANDS: Command[] = [
   serveCommand,
   migrateCommand,
+  restoreCommand,
   plansListCommand,
   plansAddCommand,
   plansDeprecateCommand,

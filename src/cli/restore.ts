@@ -1,0 +1,192 @@
+import { readFileSync } from 'node:fs'
+import { buildServices } from '../compose'
+import { buildBoxRestore, buildSitesReturn } from '../compose/restore'
+import { formatSpan, RestoreRefusedError, type ArchiveLanding } from '../domain/offsite/restore'
+import type { SiteOutcome } from '../domain/offsite/restore-sites'
+import { identitiesOf } from '../drivers/offsite/age'
+import { createLogger } from '../lib/logger'
+import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command } from './command'
+import { configFrom } from './config-flags'
+
+export const restoreCommand: Command = {
+  path: ['restore'],
+  summary: 'Rebuild this box from its copies off the box: the store, certificates, archives and every site.',
+  usage: 'berth restore --from URL --identity FILE [--data-dir DIR] [--config FILE] [--at TIME] [--force] [--json]',
+  description: [
+    'Reads the newest manifest under URL (or the newest made at or before --at), opens it with the age',
+    'identity in FILE, and puts back what it names, each object checked against its SHA-256: the store',
+    '(berth.db: accounts, API keys, subscriptions, sites, DNS zones and domains, migrated if this',
+    'binary is newer), the certificates and ACME account (tls/), and every backup and snapshot (an',
+    'archive that does not match is skipped and reported). Then every active site gets its network,',
+    'volume, SSH port and container back on this Docker engine, its files from its newest archive',
+    'before it starts, and is waited for until it answers; suspended sites are made and stopped.',
+    'Ends with a table of the sites and how much time the copy misses. Then start berth serve.',
+    '',
+    'URL is s3://BUCKET/PREFIX (endpoint, region and credentials from the offsite.* keys of the config',
+    'or BERTH_OFFSITE_* variables) or file:///PATH. Needs the site images (berth images build) and',
+    'Docker. Refuses a data folder that is not empty unless --force. Exit 0 when every site came back,',
+    '1 when one did not (the table says which) or the copy could not be read, 2 for a usage error or',
+    'a data folder that is not empty. See docs/operations.md, "Rebuilding the box from its copies".',
+  ].join('\n'),
+  options: {
+    from: { type: 'string', value: 'URL', help: 'Where the copies are: s3://BUCKET/PREFIX or file:///PATH (what offsite.url was).' },
+    identity: { type: 'string', value: 'FILE', help: "The age identity file (age-keygen's) of one of offsite.age_recipients." },
+    at: { type: 'string', value: 'TIME', help: 'Restore the newest copy made at or before this ISO time (default: the newest).' },
+    force: { type: 'boolean', help: 'Restore into a data folder that is not empty (replaces berth.db and tls/).' },
+    ...STORE_OPTIONS,
+    ...COMMON_OPTIONS,
+  },
+  examples: [
+    'berth restore --from s3://acme-berth/box1 --identity ~/berth-offsite.key',
+    'berth restore --from file:///mnt/backup/berth --identity id.txt --data-dir /var/lib/berth --at 2026-11-25T10:00:00Z',
+  ],
+  async run(ctx) {
+    const from = required(ctx.values.from, 'from')
+    if (!/^s3:\/\/[^/]+/.test(from) && !/^file:\/\/\/./.test(from)) throw new UsageError(`--from ${from}: give s3://BUCKET/PREFIX or file:///PATH`)
+    const at = atOf(ctx.values.at as string | undefined)
+    const identities = identitiesFrom(required(ctx.values.identity, 'identity'))
+    const config = configFrom(ctx)
+    const out = ctx.out
+    const box = buildBoxRestore(config, { from, identities })
+    try {
+      await box.checkTarget(ctx.values.force === true)
+    } catch (err) {
+      if (!(err instanceof RestoreRefusedError)) throw err
+      out.error(err.message)
+      return 2
+    }
+    const clock = phaseClock()
+    const { key, manifest, available } = await box.chooseManifest(at)
+    clock.lap('manifest')
+    const archiveCount = manifest.sites.reduce((n, s) => n + s.archives.length, 0)
+    out.info(`Restoring the copy made ${manifest.made_at} (${key}, newest of ${available} at or before ${at === null ? 'now' : new Date(at).toISOString()}) from ${from} into ${config.server.dataDir}`)
+    out.info(`  ${manifest.sites.length} sites, ${archiveCount} archives, made by berth ${manifest.berth_version}, instance ${manifest.instance_id}`)
+    const migrations = await box.landStore(manifest)
+    clock.lap('store')
+    out.info(`store: ${formatBytes(manifest.store.bytes)} compressed, checked${migrations.length ? `, migrated (${migrations.join(', ')})` : ''}`)
+    const tls = await box.landTls(manifest)
+    clock.lap('tls')
+    out.info(tls ? 'certificates and ACME account: back in tls/' : 'certificates: none in this copy')
+    const archives = await box.landArchives(manifest, (a) => {
+      if (!a.ok) out.info(`archive ${a.archive.storage_key}: skipped: ${a.problem}`)
+    })
+    clock.lap('archives')
+    const good = archives.filter((a) => a.ok)
+    out.info(`archives: ${good.length} of ${archives.length} back (${formatBytes(good.reduce((n, a) => n + a.archive.bytes, 0))})`)
+
+    // The sites, on the services berth serve builds from the store now in place (no listener started).
+    const services = buildServices(config, { log: createLogger('warn', (l) => process.stderr.write(l + '\n')), firewall: null })
+    const outcomes: (SiteOutcome & { ms: number })[] = []
+    try {
+      const sites = buildSitesReturn(services)
+      const landed = new Set(good.map((a) => a.archive.id))
+      const list = sites.sites()
+      for (const [i, site] of list.entries()) {
+        const started = performance.now()
+        const outcome = { ...(await sites.bring(site, manifest, landed)), ms: Math.round(performance.now() - started) }
+        outcomes.push(outcome)
+        out.info(progressLine(i + 1, list.length, outcome))
+      }
+    } finally {
+      services.store.close()
+    }
+    clock.lap('sites')
+    const lostMs = box.lostMs(manifest)
+    const ok = outcomes.every((o) => o.ok)
+    out.result(jsonOf({ from, key, manifest, migrations, tls, archives, outcomes, lostMs, ok, timings: clock.laps }), () => [
+      '',
+      table(outcomes),
+      '',
+      `Anything written after ${manifest.made_at} is not in this copy: ${formatSpan(lostMs)}.`,
+      ok ? 'Every site came back. Start berth serve (systemctl start berth).' : `${outcomes.filter((o) => !o.ok).length} site(s) did not come back whole (above); the others did. Start berth serve.`,
+    ].join('\n'))
+    return ok ? 0 : 1
+  },
+}
+
+/** Milliseconds spent in each phase, for --json (and bench/restore.ts). */
+function phaseClock() {
+  const laps: Record<string, number> = {}
+  let last = performance.now()
+  return {
+    laps,
+    lap(name: string) {
+      const now = performance.now()
+      laps[name] = Math.round(now - last)
+      last = now
+    },
+  }
+}
+
+function required(value: unknown, name: string): string {
+  if (typeof value !== 'string' || value === '') throw new UsageError(`--${name} is required`)
+  return value
+}
+
+function atOf(text: string | undefined): number | null {
+  if (text === undefined) return null
+  const at = Date.parse(text)
+  if (!/^\d{4}-\d{2}-\d{2}/.test(text) || Number.isNaN(at)) throw new UsageError(`--at ${text}: give an ISO time such as 2026-11-25T10:00:00Z`)
+  return at
+}
+
+function identitiesFrom(file: string): string[] {
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    throw new UsageError(`--identity ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`)
+  }
+  try {
+    return identitiesOf(text)
+  } catch (err) {
+    throw new UsageError(`--identity ${file}: ${(err as Error).message}`)
+  }
+}
+
+/** `[2/3] shop: files 1,234 (12 MB) ... serving` */
+function progressLine(n: number, total: number, o: SiteOutcome): string {
+  const files = o.files === null ? 'no files' : `files ${o.files.toLocaleString('en-US')} (${formatBytes(o.bytes ?? 0)})`
+  return `[${n}/${total}] ${o.slug}: ${files} ... ${o.result}${o.problem ? ` (${o.problem})` : ''}`
+}
+
+function table(outcomes: SiteOutcome[]): string {
+  const rows = [['SITE', 'STATUS', 'ARCHIVE USED', 'FILES', 'RESULT'], ...outcomes.map((o) => [
+    o.slug,
+    o.status,
+    o.archive ? `${o.archive.kind} ${o.archive.created_at}` : '-',
+    o.files === null ? '-' : o.files.toLocaleString('en-US'),
+    o.ok ? o.result : `${o.result === 'failed' ? 'FAILED' : `${o.result}, INCOMPLETE`}: ${o.problem}`,
+  ])]
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)))
+  return rows.map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c]!))).join('  ')).join('\n')
+}
+
+/** 1234567 -> "1.2 MB" (decimal units, as df -H). */
+export function formatBytes(n: number): string {
+  const units = ['B', 'kB', 'MB', 'GB', 'TB']
+  let i = 0
+  let v = n
+  while (v >= 1000 && i < units.length - 1) {
+    v /= 1000
+    i++
+  }
+  return `${i === 0 ? v : v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`
+}
+
+function jsonOf(r: { from: string; key: string; manifest: { made_at: string; berth_version: string; instance_id: string }; migrations: string[]; tls: boolean; archives: ArchiveLanding[]; outcomes: SiteOutcome[]; lostMs: number; ok: boolean; timings: Record<string, number> }) {
+  return {
+    from: r.from,
+    manifest: { key: r.key, made_at: r.manifest.made_at, berth_version: r.manifest.berth_version, instance_id: r.manifest.instance_id },
+    lost_seconds: Math.round(r.lostMs / 1000),
+    store: { migrations: r.migrations },
+    tls: r.tls,
+    archives: {
+      restored: r.archives.filter((a) => a.ok).length,
+      skipped: r.archives.filter((a) => !a.ok).map((a) => ({ site_id: a.siteId, archive_id: a.archive.id, key: a.archive.key, problem: a.problem })),
+    },
+    sites: r.outcomes,
+    ok: r.ok,
+    timings_ms: r.timings,
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * `berth restore`: the two halves of domain/offsite (restore.ts, restore-sites.ts) with the
+ * drivers they are handed. The first half works before there is a store; the second on the
+ * services `berth serve` builds (buildServices) from the store it put back, with no listener,
+ * job runner or background pass started.
+ */
+import { join } from 'node:path'
+import type { Config } from '../config/config'
+import { BoxRestore } from '../domain/offsite/restore'
+import { SitesReturn } from '../domain/offsite/restore-sites'
+import { SitesRepository } from '../domain/sites/repository'
+import { gnuTar } from '../drivers/archives/home-tar'
+import { LocalArchiveStore } from '../drivers/archives/local'
+import { LocalWorkFolder } from '../drivers/archives/work-folder'
+import { open, openBytes } from '../drivers/offsite/age'
+import { LocalLanding } from '../drivers/offsite/landing'
+import { selectOffsite } from '../drivers/offsite/select'
+import { systemClock } from '../lib/clock'
+import { hostPortFree } from '../lib/ports'
+import { migrate } from '../store/migrate'
+import { openStore } from '../store/store'
+import type { Services } from './index'
+import { databasePath } from './installation'
+
+/** The archive jobs' work folder: on the archive store's disk, so a landed archive is renamed into place. */
+const workDirOf = (config: Config) => join(config.archives.dir, '.work')
+
+/**
+ * The first half for `from` (`s3://...` or `file:///...`; credentials and endpoint from the
+ * config's offsite section) and the hoster's age identities.
+ */
+export function buildBoxRestore(config: Config, opts: { from: string; identities: string[] }): BoxRestore {
+  const destination = selectOffsite({ ...config.offsite, url: opts.from })
+  if (!destination) throw new Error('No off-box copy to restore from: give --from s3://BUCKET/PREFIX or file:///PATH')
+  const database = databasePath(config)
+  return new BoxRestore({
+    destination,
+    unsealer: { open: (s) => open(s, opts.identities), openBytes: (b) => openBytes(b, opts.identities) },
+    files: new LocalLanding(workDirOf(config)),
+    archives: new LocalArchiveStore(config.archives.dir),
+    paths: { dataDir: config.server.dataDir, database, tls: join(config.server.dataDir, 'tls') },
+    migrate: () => {
+      const store = openStore(database)
+      try {
+        return migrate(store)
+      } finally {
+        store.close()
+      }
+    },
+    clock: systemClock,
+  })
+}
+
+/** The second half, over the services built on the restored store. */
+export function buildSitesReturn(services: Services): SitesReturn {
+  const { config, store, plans, runtime, runner, log } = services
+  const sites = new SitesRepository(store, {
+    planHasSsh: (slug) => plans.get(slug).features.ssh,
+    range: config.ssh.portRange,
+    isFree: (port) => hostPortFree(config.ssh.listenAddress, port),
+  })
+  return new SitesReturn({
+    sites, runner, runtime, log,
+    tar: gnuTar,
+    archives: new LocalArchiveStore(config.archives.dir),
+    work: new LocalWorkFolder(workDirOf(config)),
+  })
+}

@@ -1,0 +1,122 @@
+import type { SiteStatus } from '../../core/enums'
+import type { ArchiveStore } from '../../drivers/archives/types'
+import { HostPortTakenError, type ContainerRuntime } from '../../drivers/runtime/types'
+import type { Logger } from '../../lib/logger'
+import type { SiteRow } from '../../store/schema'
+import type { HomeTarballs, WorkFolder } from '../archives/tarballs'
+import type { SitesRepository } from '../sites/repository'
+import type { SiteRunner } from '../sites/runner'
+import type { ManifestArchive, OffsiteManifest } from './manifest'
+
+/**
+ * `berth restore`, second half: with the store and the archives back (restore.ts), every site
+ * that has a container comes back on this engine as `berth serve` would run it (SiteRunner, the
+ * same spec, network, volume and SSH port), its files first put back from its newest archive
+ * that came back, the way a restore of an archive does (HomeTarballs.replaceHome), before the
+ * container starts: the site never serves the image's default page in between. Active sites
+ * run and answer; suspended and pending-deletion ones are made and stopped, as the reconcile
+ * pass keeps them. DNS zones, keys, accounts and subscriptions are rows of the store: nothing to do.
+ */
+
+/** Statuses whose site has a container and files (the reconciler runs or stops them). */
+const WITH_CONTAINER: SiteStatus[] = ['active', 'suspended', 'pending_deletion']
+/** Statuses listed in the report with nothing to bring back. */
+const WITHOUT_CONTAINER: SiteStatus[] = ['provisioning', 'failed']
+/** Tries of a site whose SSH port turned out to be taken here (each moves it to another). */
+const PORT_TRIES = 3
+
+export interface SitesReturnDeps {
+  sites: Pick<SitesRepository, 'listWithStatus' | 'find'>
+  runner: Pick<SiteRunner, 'run' | 'stop'>
+  runtime: Pick<ContainerRuntime, 'prepareSite' | 'homePath' | 'withSitePaused'>
+  tar: HomeTarballs
+  /** The local archive store the archives were put back into. */
+  archives: Pick<ArchiveStore, 'get'>
+  work: WorkFolder
+  log: Logger
+}
+
+/** What became of one site. */
+export interface SiteOutcome {
+  slug: string
+  status: SiteStatus
+  /** The archive its files came from; null when none came back. */
+  archive: Pick<ManifestArchive, 'id' | 'kind' | 'created_at'> | null
+  files: number | null
+  bytes: number | null
+  /** `serving`, `stopped` (suspended, pending deletion), `provisions on start`, `nothing to run`, or `failed`. */
+  result: string
+  /** True when the site is back as it was in the copy. */
+  ok: boolean
+  /** What went wrong, or what is missing (no archive: the site runs with an empty home). */
+  problem: string | null
+}
+
+export class SitesReturn {
+  constructor(private d: SitesReturnDeps) {}
+
+  /** The sites of the restored store in the order they come back: the ones with a container first. */
+  sites(): SiteRow[] {
+    return [...this.d.sites.listWithStatus(WITH_CONTAINER), ...this.d.sites.listWithStatus(WITHOUT_CONTAINER)]
+  }
+
+  /**
+   * Brings one site back. `landed` holds the ids of the archives that came back intact; the
+   * site's files come from the first of its manifest's archives (newest first) among them.
+   */
+  async bring(site: SiteRow, manifest: OffsiteManifest, landed: ReadonlySet<string>): Promise<SiteOutcome> {
+    const base = { slug: site.slug, status: site.status, archive: null, files: null, bytes: null }
+    if (site.status === 'provisioning') return { ...base, result: 'provisions on start', ok: true, problem: null }
+    if (!WITH_CONTAINER.includes(site.status)) return { ...base, result: 'nothing to run', ok: true, problem: null }
+    const listed = manifest.sites.find((s) => s.id === site.id)?.archives ?? []
+    const archive = listed.find((a) => landed.has(a.id)) ?? null
+    const outcome: SiteOutcome = { ...base, archive: archive && { id: archive.id, kind: archive.kind, created_at: archive.created_at }, result: 'failed', ok: false, problem: null }
+    try {
+      await this.d.runtime.prepareSite({ siteId: site.id, slug: site.slug })
+      // A container left on this engine (a restore over the same box) must not run over the swap.
+      await this.d.runner.stop(site.slug)
+      if (archive) Object.assign(outcome, await this.putFilesBack(site, archive))
+      outcome.result = await this.start(site)
+      outcome.ok = archive !== null
+      if (!archive) outcome.problem = listed.length ? 'none of its archives came back intact: its home is empty' : 'no archive of it was copied: its home is empty'
+    } catch (err) {
+      outcome.problem = (err as Error).message
+      this.d.log.error('could not bring a site back', { site: site.slug, error: outcome.problem })
+    }
+    return outcome
+  }
+
+  /** The archive's files into the site's volume, the container not running. */
+  private async putFilesBack(site: SiteRow, archive: ManifestArchive): Promise<{ files: number; bytes: number }> {
+    const [zstName, tarName] = [`${archive.id}.restore.tar.zst`, `${archive.id}.restore.tar`]
+    await this.d.work.prepare()
+    try {
+      await this.d.archives.get(archive.storage_key, this.d.work.path(zstName))
+      await this.d.tar.decompressFile(this.d.work.path(zstName), this.d.work.path(tarName))
+      await this.d.work.remove(zstName)
+      const counts = await this.d.tar.scanTar(this.d.work.path(tarName))
+      const home = await this.d.runtime.homePath(site.slug)
+      await this.d.runtime.withSitePaused(site.slug, () => this.d.tar.replaceHome(home, this.d.work.path(tarName)))
+      return counts
+    } finally {
+      await this.d.work.remove(zstName, tarName)
+    }
+  }
+
+  /** Runs the container: active sites until their web server answers, the others made and stopped. */
+  private async start(site: SiteRow): Promise<string> {
+    for (let attempt = 1; ; attempt++) {
+      const current = this.d.sites.find(site.id) ?? site
+      try {
+        await this.d.runner.run(current, { waitForAnswer: current.status === 'active' })
+        break
+      } catch (err) {
+        // The runner moved the site to another port in the store; the next run uses it.
+        if (!(err instanceof HostPortTakenError) || attempt === PORT_TRIES) throw err
+      }
+    }
+    if (site.status === 'active') return 'serving'
+    await this.d.runner.stop(site.slug)
+    return 'stopped'
+  }
+}
