@@ -31,10 +31,11 @@ export interface Offsite {
  * default: nothing leaves the box). `events` (the sites area's) tells it of archives turning
  * ready or going; `berth offsite push` builds it without them, and the pass finds them itself.
  */
-export function buildOffsite(core: Pick<Core, 'config' | 'store' | 'clock' | 'log' | 'instanceId'> & { repo: OffsiteCopiesRepository }, events?: ArchiveEvents): Offsite | null {
+export function buildOffsite(core: Pick<Core, 'config' | 'store' | 'clock' | 'log' | 'instanceId'> & { repo: OffsiteCopiesRepository }, events?: ArchiveEvents, opts: { destination?: OffsiteDestination } = {}): Offsite | null {
   const { config, store, clock, log, repo } = core
-  const destination = selectOffsite(config.offsite)
-  if (!destination) return null
+  if (!config.offsite.url) return null
+  // Tests hand in the destination (a folder that fails on cue); otherwise the one the URL names.
+  const destination = opts.destination ?? selectOffsite(config.offsite)!
   const sealing = { seal, sealBytes, open }
   const identity = boxIdentity(store)
   const intervalMs = config.offsite.storeIntervalSeconds * 1000

@@ -104,12 +104,23 @@ export class OffsiteCopier {
     void this.runPass({ force: false })
   }
 
+  /** A pass now, after the one running (if any); what it did. */
+  async runNow(): Promise<PassResult> {
+    await this.idle()
+    return this.runPass({ force: false })
+  }
+
+  /** Resolves once no pass runs (nor one that was asked for meanwhile). */
+  async idle(): Promise<void> {
+    while (this.running) await this.running.catch(() => {})
+  }
+
   /**
    * Copy now (`berth offsite push`): every pending copy and deletion whatever its retry time,
    * then a fresh store copy and manifest. Waits for a pass already running first.
    */
   async push(): Promise<PassResult> {
-    while (this.running) await this.running.catch(() => {})
+    await this.idle()
     return this.runPass({ force: true })
   }
 
