@@ -160,7 +160,7 @@ describe('the restore drill and the age check', () => {
     s.t.clock.advance(DAY)
     await s.copier.runNow()
     expect(s.repo.lastDrilled()!.verifyError).toMatch(/^it could not be read back: /)
-    expect(s.t.log.lines.some((l) => l.level === 'error' && l.msg.startsWith('the restore drill found a copy off the box that is not what was copied'))).toBe(true)
+    expect(s.t.log.lines.some((l) => l.level === 'error' && String(l.msg).startsWith('the restore drill found a copy off the box that is not what was copied'))).toBe(true)
     expect(readFileSync(join(s.root, a.key)).byteLength).toBe(100)
   })
 
