@@ -191,6 +191,9 @@ export function startServer(s: ServerDeps): RunningServer {
     void s.charges.resumePending(startedAt)
     void s.subscriptions.runDue()
     void s.renewals.renewDue()
+    // Copies off the box: what an earlier process left pending (a kill -9 mid-copy), and the
+    // store copy when due, without waiting for the first maintenance pass.
+    s.offsite?.copier.kick()
   }, START_RECONCILE_DELAY_MS)
   const timers = [
     setInterval(() => {
