@@ -9,8 +9,8 @@ import { createPrivateFile } from '../lib/private-file'
  *
  * The copy is made by a connection of its own in a worker thread: on the main thread, `VACUUM
  * INTO` of a store with 5,000 sites (97 MB: keys, 35,000 archives, 450,000 daily metric rows)
- * held the event loop for 280-320 ms, every request waiting; from the worker the longest gap of
- * the event loop during the copy was 6-9 ms (measured with a 5 ms timer, 3 runs each, issue 25).
+ * held the event loop for 310-610 ms, every request waiting; from the worker the longest gap of
+ * the event loop was 4-36 ms, once 100 ms under load (bun run bench:store-copy, docs/benchmarks.md).
  * The worker is code in a string, so the compiled binary needs no file of its own for it.
  */
 const WORKER_CODE = `

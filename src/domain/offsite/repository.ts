@@ -81,7 +81,7 @@ export class OffsiteCopiesRepository {
   release(ids: string[], now: number): void {
     if (ids.length === 0) return
     this.store.write(() => {
-      this.store.db.update(offsiteCopies).set({ status: 'deleting', nextAttemptAt: now, attempts: 0 })
+      this.store.db.update(offsiteCopies).set({ status: 'deleting', nextAttemptAt: now, attempts: 0, lastError: null })
         .where(and(inArray(offsiteCopies.id, ids), ne(offsiteCopies.status, 'deleting'))).run()
     })
   }
