@@ -144,6 +144,8 @@ export class OffsiteCopier {
       this.d.log.error('the store copy at shutdown failed; Berth stops without it', { destination: this.d.destination.describe, error: reasonOf(err) })
     } finally {
       clearTimeout(timer)
+      // Given up on: it may still fail later (the store closed under it), which no one awaits.
+      last.catch(() => {})
     }
   }
 
