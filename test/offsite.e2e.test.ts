@@ -152,6 +152,9 @@ describe('copies off the box', () => {
     expect(existsSync(join(dest, pushed.json.manifest))).toBe(true)
     await berth.stop()
     expect(berth.output()).toContain('"msg":"copied the store off the box"')
+    // Nothing failed on the way, before the kill or after the restart.
+    expect(berth.output()).not.toContain('"level":"error"')
+    expect(berth.output()).not.toContain('could not be copied off the box')
     expect(readdirSync(join(dest, 'manifests')).length).toBeGreaterThanOrEqual(before + 2)
   }, 60_000)
 })
