@@ -25,9 +25,14 @@ export interface RunningServer {
  * background work's own.
  */
 export type ServerDeps = ApiDeps & MaintenanceDeps & ContainerEventDeps & Pick<Services,
-  'config' | 'store' | 'directory' | 'metrics' | 'accessLog' | 'modulesEdge' | 'certs' | 'challenges' | 'zones' | 'billing' | 'jobs' | 'reconciler' | 'firewall'>
+  'config' | 'store' | 'directory' | 'metrics' | 'accessLog' | 'modulesEdge' | 'certs' | 'challenges' | 'zones' | 'billing' | 'jobs' | 'reconciler' | 'firewall' | 'offsite'>
 
 const MAINTENANCE_MS = 30_000
+/**
+ * The store's copy off the box at shutdown is given up after this long: systemd kills Berth 30 s
+ * after SIGTERM (TimeoutStopSec), and the listeners and jobs stop first.
+ */
+const SHUTDOWN_COPY_MS = 20_000
 /**
  * The start-up reconcile waits this long after the listener opens: it loads the Docker client
  * (~150 ms of CPU), and the API, which needs only the store, should answer first. Start to the
@@ -186,6 +191,9 @@ export function startServer(s: ServerDeps): RunningServer {
     void s.charges.resumePending(startedAt)
     void s.subscriptions.runDue()
     void s.renewals.renewDue()
+    // Copies off the box: what an earlier process left pending (a kill -9 mid-copy), and the
+    // store copy when due, without waiting for the first maintenance pass.
+    s.offsite?.copier.kick()
   }, START_RECONCILE_DELAY_MS)
   const timers = [
     setInterval(() => {
@@ -217,6 +225,8 @@ export function startServer(s: ServerDeps): RunningServer {
       await s.jobs.stop()
       await s.accessLog.close()
       runMaintenance(s)
+      // Last, so the copy holds what maintenance just wrote; bounded, never a hang.
+      await s.offsite?.copier.stop(SHUTDOWN_COPY_MS)
     },
   }
 }

@@ -7,6 +7,7 @@ import { imagesBuildCommand } from './images'
 import { installCommand } from './install'
 import { instanceCommand } from './instance'
 import { migrateCommand } from './migrate'
+import { offsitePushCommand, offsiteStatusCommand } from './offsite'
 import { plansAddCommand, plansDeprecateCommand, plansListCommand } from './plans'
 import { restoreCommand } from './restore'
 import { serveCommand } from './serve'
@@ -25,6 +26,8 @@ export const COMMANDS: Command[] = [
   firewallCheckCommand,
   firewallApplyCommand,
   firewallRemoveCommand,
+  offsiteStatusCommand,
+  offsitePushCommand,
   versionCommand,
 ]
 

@@ -5,6 +5,7 @@ import { BillingRepository } from '../domain/billing/repository'
 import { CheckoutRepository } from '../domain/checkout/repository'
 import { DomainsRepository } from '../domain/domains/repository'
 import { KeysRepository } from '../domain/keys/repository'
+import { OffsiteCopiesRepository } from '../domain/offsite/repository'
 import { KeysService } from '../domain/keys/service'
 import { PlansRepository } from '../domain/plans/repository'
 import { PlansService } from '../domain/plans/service'
@@ -39,6 +40,8 @@ export interface SharedRepositories {
   checkout: CheckoutRepository
   billing: BillingRepository
   domains: DomainsRepository
+  /** The copies off the box: written by the copier (compose/offsite.ts), read by the archives' views. */
+  offsite: OffsiteCopiesRepository
 }
 
 export interface Core {
@@ -86,6 +89,7 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
     checkout: new CheckoutRepository(store),
     billing: new BillingRepository(store),
     domains: new DomainsRepository(store),
+    offsite: new OffsiteCopiesRepository(store),
   }
 
   // Drivers: the only code that touches Docker.

@@ -1,6 +1,7 @@
 /**
  * The composition root: builds each area from its own file, in the order they need each other
- * (core, payments, names, modules, sites, money, agents), and hands each consumer what it reads.
+ * (core, payments, names, modules, sites, money, agents, and offsite when copies leave the box),
+ * and hands each consumer what it reads.
  */
 import type { Config } from '../config/config'
 import type { SiteLifecycle } from '../domain/sites/lifecycle'
@@ -13,6 +14,8 @@ import { buildCore, type BuildOptions, type Core } from './core'
 import { buildContent, buildModules, type Modules } from './modules'
 import { buildMoney, buildPayments, type Money, type Payments } from './money'
 import { buildNames, type Names } from './names'
+import { buildOffsite, type Offsite } from './offsite'
+import { lastStoreCopyAgeSeconds } from '../domain/offsite/status'
 import { buildLifecycle, buildSites, type Sites } from './sites'
 
 export { databasePath, readInstanceId, secretFilesOf } from './installation'
@@ -34,6 +37,8 @@ export type Services = Omit<Core, 'repos' | 'changes'>
     status: StatusInfo
     /** Scale, delete and restore of sites. */
     lifecycle: SiteLifecycle
+    /** Copies off the box; null when `offsite.url` is empty. */
+    offsite: Offsite | null
   }
 
 /**
@@ -54,15 +59,21 @@ export function buildServices(config: Config, opts: BuildOptions = {}): Services
   const { registrar: _registrar, berthNames: _berthNames, ofSites: _ofSites, linkedDomains: _linked, ...named } = names
   const { ai, purger: _purger, ...mods } = modules
   const content = buildContent(core, ai, { files: sites.files, siteUrl: (slug) => sites.sites.siteUrl(slug) })
+  const offsite = buildOffsite({ ...core, repo: core.repos.offsite }, sites.archiveEvents)
+  const status = statusOf(config, payments.processor, names.registrar, {
+    enabled: offsite !== null,
+    lastStoreCopyAgeSeconds: () => lastStoreCopyAgeSeconds(core.repos.offsite, core.clock.now()),
+  })
   return {
     ...shared, ...pay, ...named, ...mods, ...sites, ...money, ...agents,
-    status: statusOf(config, payments.processor, names.registrar),
+    status,
     lifecycle: buildLifecycle(core, sites, money.subscriptions),
+    offsite,
   }
 }
 
 /** What GET /status/ and the discovery documents say of this server. */
-function statusOf(config: Config, processor: PaymentProcessor, registrar: Registrar): StatusInfo {
+function statusOf(config: Config, processor: PaymentProcessor, registrar: Registrar, offsite: StatusInfo['offsite']): StatusInfo {
   return {
     region: config.server.region,
     provider: config.server.provider,
@@ -72,5 +83,6 @@ function statusOf(config: Config, processor: PaymentProcessor, registrar: Regist
     dns: { port: config.dns.listen?.port ?? null, nameservers: config.dns.nameservers },
     registrar: { name: registrar.name, sandbox: registrar.sandbox },
     engine: new EngineHealth(),
+    offsite,
   }
 }

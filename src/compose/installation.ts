@@ -8,6 +8,10 @@ export const databasePath = (config: Config) => join(config.server.dataDir, 'ber
 export const certificatesDir = (config: Config) => join(config.server.dataDir, 'tls', 'certs')
 /** The ACME account's key and state. */
 export const acmeDir = (config: Config) => join(config.server.dataDir, 'tls', 'acme')
+/** The certificates and the ACME account together: what the tls copy off the box holds. */
+export const tlsDir = (config: Config) => join(config.server.dataDir, 'tls')
+/** Where copies of the store wait while they are sent off the box (0700; each file 0600). */
+export const offsiteWorkDir = (config: Config) => join(config.server.dataDir, 'offsite-work')
 
 /**
  * The files that hold secrets, kept 0600 (`berth serve` checks them at start): the store (the
@@ -20,4 +24,4 @@ export function secretFilesOf(config: Config): string[] {
 }
 
 // The settings it keeps in the store (its id and secrets) are read and written by store/settings.ts.
-export { instanceIdOf, readInstanceId, secretOf } from '../store/settings'
+export { instanceIdOf, keepSetting, readInstanceId, readSetting, secretOf } from '../store/settings'

@@ -7,6 +7,7 @@ import { entryExists } from '../drivers/files/entry'
 import { measureDiskUsage } from '../drivers/files/disk-usage'
 import { join } from 'node:path'
 import { ArchivesRepository } from '../domain/archives/repository'
+import { ArchiveEvents } from '../domain/archives/events'
 import { ArchiveRetention } from '../domain/archives/retention'
 import { CREATE_ARCHIVE_JOB, CreateArchiveJob, RESTORE_ARCHIVE_JOB, RestoreArchiveJob, type ArchiveJobDeps } from '../domain/archives/jobs'
 import { RestoreGuard } from '../domain/archives/restore-guard'
@@ -69,6 +70,8 @@ export interface Sites {
   deployments: DeploymentsService
   /** Stored edge counts per site and day, and the containers' current resource use. */
   siteMetrics: SiteMetricsService
+  /** An archive turned ready or is being removed (the copies off the box follow). */
+  archiveEvents: ArchiveEvents
 }
 
 /** What the sites area takes from the others. */
@@ -96,9 +99,10 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
   const deploymentsRepo = new DeploymentsRepository(store)
   const archiveFiles = new LocalArchiveStore(config.archives.dir)
   const runner = new SiteRunner({ sites: repos.sites, plans, runtime, containers: config.containers, log, waitForAnswer })
-  const retention = new ArchiveRetention(archivesRepo, archiveFiles, log)
+  const archiveEvents = new ArchiveEvents()
+  const retention = new ArchiveRetention(archivesRepo, archiveFiles, log, archiveEvents)
   const restores = new RestoreGuard(archivesRepo)
-  const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: repos.sites, backupsKept: config.archives.backupsKept, clock, log, tar: gnuTar, work: new LocalWorkFolder(join(config.archives.dir, '.work')), changes }
+  const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: repos.sites, backupsKept: config.archives.backupsKept, clock, log, tar: gnuTar, work: new LocalWorkFolder(join(config.archives.dir, '.work')), changes, events: archiveEvents }
   const applySite = new ApplySiteJob({ sites: repos.sites, runner, log })
   jobs.register({
     [PROVISION_JOB]: new Provisioner({ sites: repos.sites, runner, clock, log, onFailed: (site, error) => needs.purchases.refundPurchaseOf(site, error) }),
@@ -112,7 +116,7 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     store, clock, sites: repos.sites, checkouts: repos.checkout, billing: repos.billing, plans, jobs, runner,
     siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain, berthNames: needs.names.berthNames, names: needs.names.ofSites,
   })
-  const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, work: archiveWork.work, log })
+  const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, work: archiveWork.work, log, copies: repos.offsite })
   // What else a reaped site owns, removed after its container and volume: its snapshots and
   // backups (rows and stored files), its DNS records, and what the modules keep of it.
   const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, ...needs.purgers], log })
@@ -137,6 +141,7 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     files: new FilesService(runtime, restores, openSiteHome, undefined, changes),
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs }),
     siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), metrics, runtime, log, measureDiskUsage),
+    archiveEvents,
   }
 }
 

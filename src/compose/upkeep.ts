@@ -5,6 +5,7 @@ import type { Core } from './core'
 import type { Modules } from './modules'
 import type { Money, Payments } from './money'
 import type { Names } from './names'
+import type { Offsite } from './offsite'
 import type { Sites } from './sites'
 
 /** A payment still pending after this long belongs to no request in flight. */
@@ -33,12 +34,12 @@ export function followContainerEvents(s: ContainerEventDeps): () => void {
 
 /** What `runMaintenance` reads. */
 export type MaintenanceDeps = Pick<Core, 'keys' | 'clock'> & Pick<Agents, 'limiter'> & Pick<Money, 'checkout' | 'subscriptions'> & Pick<Payments, 'charges'>
-  & Pick<Sites, 'siteMetrics' | 'archives'> & Pick<Names, 'renewals'> & Pick<Modules, 'chatbot' | 'modules'>
+  & Pick<Sites, 'siteMetrics' | 'archives'> & Pick<Names, 'renewals'> & Pick<Modules, 'chatbot' | 'modules'> & { offsite: Pick<Offsite, 'copier'> | null }
 
 /**
  * Periodic upkeep (every 30 s and on stop): flush key last-used times, prune rate-limit hits,
  * expire unpaid checkouts, store the edge's traffic counts; queue due site backups and finish
- * archive removals (in the background: `maintain` never throws).
+ * archive removals (in the background: `maintain` never throws); a pass of the copies off the box.
  */
 export function runMaintenance(s: MaintenanceDeps): void {
   s.keys.flushLastUsed()
@@ -51,4 +52,6 @@ export function runMaintenance(s: MaintenanceDeps): void {
   // A payment pending this long is no request's any more (a processor that was unreachable).
   void s.charges.resumePending(s.clock.now() - ORPHANED_PAYMENT_MS)
   void s.chatbot.maintain(s.modules.sitesWith('chatbot').map((site) => ({ siteId: site.id, slug: site.slug })))
+  // Copies off the box: due puts and deletions, the store copy every interval, the daily drill.
+  s.offsite?.copier.kick()
 }

@@ -74,6 +74,12 @@ export const KEY_REVOKED_REASONS = valuesOf(KeyRevokedSchema)
 /** Whether a checkout's new key is still to be shown (`pending`: on the next poll). */
 export const API_KEY_STATES = ['none', 'pending', 'delivered'] as const
 export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const
+/** What an off-box copy is of (store/schema/offsite.ts). */
+export const OFFSITE_COPY_KINDS = ['archive', 'store', 'tls', 'manifest'] as const
+export type OffsiteCopyKind = (typeof OFFSITE_COPY_KINDS)[number]
+/** pending: to be put; copied: off the box; deleting: to be deleted off the box. */
+export const OFFSITE_COPY_STATUSES = ['pending', 'copied', 'deleting'] as const
+export type OffsiteCopyStatus = (typeof OFFSITE_COPY_STATUSES)[number]
 
 export const DnsRecordTypeSchema = t.Union([t.Literal('A'), t.Literal('AAAA'), t.Literal('CNAME'), t.Literal('MX'), t.Literal('TXT'), t.Literal('SRV')])
 export type DnsRecordType = Static<typeof DnsRecordTypeSchema>

@@ -11,6 +11,8 @@ export interface StatusInfo {
   registrar: { name: string; sandbox: boolean }
   /** Whether the container engine answers, as the event watcher last found. */
   engine: EngineHealth
+  /** Copies off the box: whether they are on, and the age of the last store copy (null: none). */
+  offsite: { enabled: boolean; lastStoreCopyAgeSeconds(): number | null }
 }
 
 /**

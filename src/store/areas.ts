@@ -22,6 +22,8 @@ export const AREAS = {
   jobs: ['jobs'],
   rate_limits: ['rate_limit_hits'],
   settings: ['settings', 'berth_migrations'],
+  /** The copies off the box and their queue (domain/offsite). */
+  offsite: ['offsite_copies'],
 } as const satisfies Record<string, readonly string[]>
 
 export type Area = keyof typeof AREAS

@@ -36,3 +36,20 @@ export function instanceIdOf(store: Store): string {
     return id
   })
 }
+
+/** A setting's value, or null when it was never set. */
+export function readSetting(store: Store, key: string): string | null {
+  return store.db.select().from(settings).where(eq(settings.key, key)).get()?.value ?? null
+}
+
+/**
+ * Keeps `value` under `key` unless a value is there already; answers the one kept. For a value
+ * made outside a transaction (an age identity is made asynchronously): the first process to keep
+ * one wins, and every other uses it.
+ */
+export function keepSetting(store: Store, key: string, value: string): string {
+  return store.write(() => {
+    store.db.insert(settings).values({ key, value }).onConflictDoNothing().run()
+    return readSetting(store, key)!
+  })
+}

@@ -24,6 +24,12 @@ export const PlatformStatus = t.Object({
       description: 'Whether the container engine that runs the sites answered its last liveness check (every 2 s); null in the first second after start, before the first.',
     }),
   }),
+  offsite: t.Object({
+    enabled: t.Boolean({ description: 'Whether encrypted copies of the archives, the store and the certificates leave the server (offsite.url).' }),
+    last_store_copy_age_seconds: t.Union([JsonInteger({ minimum: 0 }), t.Null()], {
+      description: 'Seconds since the last copy of the store off the server was made (every offsite.store_interval_seconds, 300 by default); null when there is none.',
+    }),
+  }, { description: 'Copies off the server, from which the hoster can rebuild it (docs/operations.md, "Copies off the box").' }),
 })
 
 export const statusRoutes = (plugins: ApiPlugins, info: StatusInfo) =>
@@ -40,6 +46,7 @@ export const statusRoutes = (plugins: ApiPlugins, info: StatusInfo) =>
       dns: info.dns,
       registrar: info.registrar,
       engine: { reachable: info.engine.reachable },
+      offsite: { enabled: info.offsite.enabled, last_store_copy_age_seconds: info.offsite.lastStoreCopyAgeSeconds() },
     }), {
       public: true,
       response: ok(PlatformStatus),

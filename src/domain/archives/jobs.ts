@@ -11,6 +11,7 @@ import type { HomeTarballs, WorkFolder } from './tarballs'
 import type { RestoreGuard } from './restore-guard'
 import type { ArchiveRetention } from './retention'
 import type { SiteChanges } from '../sites/changes'
+import type { ArchiveEvents } from './events'
 
 export const CREATE_ARCHIVE_JOB = 'create_archive'
 export const RESTORE_ARCHIVE_JOB = 'restore_archive'
@@ -35,6 +36,8 @@ export interface ArchiveJobDeps {
   work: WorkFolder
   /** Told when a restore replaced a site's files. */
   changes?: Pick<SiteChanges, 'changed'>
+  /** Told when an archive turned ready (its copy off the box is queued). */
+  events?: Pick<ArchiveEvents, 'ready'>
 }
 
 /**
@@ -76,6 +79,7 @@ export class CreateArchiveJob implements JobHandler {
         await this.d.files.delete(row.storageKey!)
         return
       }
+      this.d.events?.ready(this.d.repo.find(id)!)
       this.d.log.info('archive ready', { site: site.slug, archive: id, kind: row.kind, files: counts.files, bytes: counts.bytes, stored_bytes: sizeBytes, frozen_ms: frozenMs, compress_ms: Math.round(compressedAt - started) - frozenMs, store_ms: storeMs, ms: Math.round(performance.now() - started) })
       if (row.kind === 'backup') await this.d.retention.pruneBackups(site.id, this.d.backupsKept)
     } finally {

@@ -1,6 +1,7 @@
 import type { ArchiveStore } from '../../drivers/archives/types'
 import type { Logger } from '../../lib/logger'
 import type { ArchiveRow } from '../../store/schema'
+import type { ArchiveEvents } from './events'
 import type { ArchivesRepository } from './repository'
 
 /**
@@ -10,7 +11,8 @@ import type { ArchivesRepository } from './repository'
  * that `finishDeletions` (each maintenance pass) completes.
  */
 export class ArchiveRetention {
-  constructor(private repo: ArchivesRepository, private files: ArchiveStore, private log: Logger) {}
+  /** `events` is told of each archive removed (its copy off the box goes too). */
+  constructor(private repo: ArchivesRepository, private files: ArchiveStore, private log: Logger, private events?: Pick<ArchiveEvents, 'discarded'>) {}
 
   /** Removes one archive (row and file). False when it was not in one of `from`. */
   async discard(row: ArchiveRow, from: ArchiveRow['status'][]): Promise<boolean> {
@@ -56,6 +58,7 @@ export class ArchiveRetention {
   }
 
   private async purge(row: ArchiveRow): Promise<void> {
+    this.events?.discarded(row)
     if (row.storageKey) await this.files.delete(row.storageKey)
     this.repo.remove(row.id)
   }

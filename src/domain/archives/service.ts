@@ -12,6 +12,7 @@ import type { ArchiveView } from './views'
 import type { ArchiveKind, ArchivesRepository } from './repository'
 import type { ArchiveRetention } from './retention'
 import type { WorkFolder } from './tarballs'
+import type { OffsiteCopiesRepository } from '../offsite/repository'
 
 /**
  * Backups made at once, over all sites. They share the job runner with provisioning; a wave of
@@ -37,6 +38,8 @@ export interface ArchivesServiceDeps {
   /** Where the jobs keep their work files (to clear what a crash left). */
   work: Pick<WorkFolder, 'list' | 'remove'>
   log: Logger
+  /** Which archives have a copy off the box (domain/offsite); none without it. */
+  copies?: Pick<OffsiteCopiesRepository, 'copiedArchiveIds'>
 }
 
 /**
@@ -49,11 +52,17 @@ export class ArchivesService {
 
   /** The site's snapshots or backups, newest first. Listing works on every plan. */
   list(site: SiteRow, kind: ArchiveKind): ArchiveView[] {
-    return this.d.repo.listOf(site.id, kind).map(archiveView)
+    return this.views(this.d.repo.listOf(site.id, kind))
   }
 
   get(site: SiteRow, kind: ArchiveKind, id: string): ArchiveView {
-    return archiveView(this.requireArchive(site, kind, id))
+    return this.views([this.requireArchive(site, kind, id)])[0]!
+  }
+
+  /** The views of archives, with where each is kept (one query for the copies of the whole list). */
+  private views(rows: ArchiveRow[]): ArchiveView[] {
+    const offsite = this.d.copies?.copiedArchiveIds(rows.map((r) => r.id)) ?? new Set<string>()
+    return rows.map((row) => archiveView(row, offsite.has(row.id)))
   }
 
   /**
@@ -72,7 +81,7 @@ export class ArchivesService {
       return this.enqueueCreate(site.id, 'snapshot')
     })
     this.d.jobs.kick()
-    return archiveView(row)
+    return archiveView(row, false)
   }
 
   /**
@@ -97,7 +106,7 @@ export class ArchivesService {
       return this.d.repo.find(id)!
     })
     this.d.jobs.kick()
-    return archiveView(row)
+    return this.views([row])[0]!
   }
 
   /** deleteSnapshot: the row and the stored file go at once. */
@@ -216,7 +225,8 @@ export class ArchivesService {
   }
 }
 
-export function archiveView(row: ArchiveRow): ArchiveView {
+/** The API's view of an archive; `offsite`: its copy is off the box. */
+export function archiveView(row: ArchiveRow, offsite: boolean): ArchiveView {
   return {
     id: row.id,
     kind: row.kind as ArchiveView['kind'],
@@ -227,5 +237,6 @@ export function archiveView(row: ArchiveRow): ArchiveView {
     completed_at: row.completedAt === null ? null : iso(row.completedAt),
     restored_at: row.restoredAt === null ? null : iso(row.restoredAt),
     error: row.error,
+    copies: row.status === 'ready' || row.status === 'restoring' ? (offsite ? ['local', 'offsite'] : ['local']) : [],
   }
 }

@@ -15,5 +15,8 @@ export const Archive = t.Object({
   completed_at: Nullable(DateTime('When it became ready or failed.')),
   restored_at: Nullable(DateTime('When it was last restored onto the site.')),
   error: Nullable(t.String({ description: 'Why it failed, or why its last restore failed.' })),
+  copies: t.Array(t.Union([t.Literal('local'), t.Literal('offsite')]), {
+    description: 'Where it is kept: `local` on the server (every archive that is ready), and `offsite` once its encrypted copy is off the server (when the hoster keeps copies off the box; it follows the same retention). Empty until ready.',
+  }),
 })
 export type ArchiveView = Static<typeof Archive>

@@ -37,6 +37,13 @@ describe('LocalArchiveStore', () => {
     expect(existsSync(join(root, 'archives', 'site-2'))).toBe(false)
   })
 
+  it('read streams an archive whole (over several chunks), and throws ArchiveMissingError for a missing key', async () => {
+    const big = 'x'.repeat(3 * 1024 * 1024 + 17)
+    await store.put('site-4/big.tar.zst', source('g', big))
+    expect(await new Response(await store.read('site-4/big.tar.zst')).text()).toBe(big)
+    await expect(store.read('site-4/none.tar.zst')).rejects.toBeInstanceOf(ArchiveMissingError)
+  })
+
   it('list gives the keys under a prefix, never partial objects or the work folder', async () => {
     await store.put('site-3/one.tar.zst', source('d', '1'))
     await store.put('site-3/two.tar.zst', source('e', '2'))
@@ -44,12 +51,13 @@ describe('LocalArchiveStore', () => {
     writeFileSync(join(root, 'archives', 'site-1', 'a.tar.zst.partial'), 'half')
     expect((await store.list('site-3/')).sort()).toEqual(['site-3/one.tar.zst', 'site-3/two.tar.zst'])
     expect(await store.list('site-9/')).toEqual([])
-    expect((await store.list('')).sort()).toEqual(['site-1/a.tar.zst', 'site-3/one.tar.zst', 'site-3/two.tar.zst'])
+    expect((await store.list('')).sort()).toEqual(['site-1/a.tar.zst', 'site-3/one.tar.zst', 'site-3/two.tar.zst', 'site-4/big.tar.zst'])
   })
 
   it.each(['../etc/passwd', '/abs', 'a/../b', 'a//b', '.hidden/x', 'a/b c', '', 'a/'])('refuses the key %j before any I/O', async (key) => {
     await expect(store.put(key, source('f', 'x'))).rejects.toBeInstanceOf(InvalidArchiveKeyError)
     await expect(store.get(key, join(work, 'y'))).rejects.toBeInstanceOf(InvalidArchiveKeyError)
     await expect(store.delete(key)).rejects.toBeInstanceOf(InvalidArchiveKeyError)
+    await expect(store.read(key)).rejects.toBeInstanceOf(InvalidArchiveKeyError)
   })
 })

@@ -1,4 +1,4 @@
-import { copyFile, mkdir, open, readdir, rename, rm, rmdir, stat } from 'node:fs/promises'
+import { copyFile, mkdir, open, readdir, rename, rm, rmdir, stat, type FileHandle } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { ArchiveMissingError, checkArchiveKey, type ArchiveStore } from './types'
 
@@ -48,6 +48,15 @@ export class LocalArchiveStore implements ArchiveStore {
     }
   }
 
+  async read(key: string): Promise<ReadableStream<Uint8Array>> {
+    const file = this.path(key)
+    // Opened now, so a missing archive is told here rather than by the stream's first read.
+    const handle = await open(file, 'r').catch((err: NodeJS.ErrnoException) => {
+      throw err.code === 'ENOENT' ? new ArchiveMissingError(`No archive under ${key}`) : err
+    })
+    return readAll(handle)
+  }
+
   async delete(key: string): Promise<void> {
     const file = this.path(key)
     await rm(file, { force: true })
@@ -84,6 +93,34 @@ export class LocalArchiveStore implements ArchiveStore {
     return join(this.root, key)
   }
 }
+
+/**
+ * The file behind `handle` as a stream of 1 MiB chunks, closed at its end or when the reader
+ * cancels. An archive deleted while it is read is read to its end (the open file stays).
+ */
+function readAll(handle: FileHandle): ReadableStream<Uint8Array> {
+  const close = () => handle.close().catch(() => {})
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const buffer = new Uint8Array(CHUNK)
+        const { bytesRead } = await handle.read(buffer, 0, CHUNK, null)
+        if (bytesRead === 0) {
+          await close()
+          controller.close()
+        } else {
+          controller.enqueue(buffer.subarray(0, bytesRead))
+        }
+      } catch (err) {
+        await close()
+        controller.error(err)
+      }
+    },
+    cancel: close,
+  }, { highWaterMark: 0 })
+}
+
+const CHUNK = 1024 * 1024
 
 async function fsync(path: string): Promise<void> {
   const handle = await open(path, 'r')

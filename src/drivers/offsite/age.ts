@@ -1,4 +1,4 @@
-import { Decrypter, Encrypter } from 'age-encryption'
+import { Decrypter, Encrypter, generateX25519Identity, identityToRecipient } from 'age-encryption'
 
 /**
  * Everything that leaves the box is sealed in the age format (age-encryption.org/v1) for the
@@ -56,6 +56,20 @@ export function identitiesOf(text: string): string[] {
   const found = text.split(/\r?\n/).map((l) => l.trim()).filter((l) => /^AGE-SECRET-KEY-(PQ-)?1[0-9A-Z]+$/.test(l))
   if (found.length === 0) throw new Error('The identity file holds no age identity (a line starting with AGE-SECRET-KEY-1, as age-keygen writes)')
   return found
+}
+
+/**
+ * A new X25519 identity (`AGE-SECRET-KEY-1...`): the box's own, which every copy is also sealed
+ * for so the daily drill can read one back. X25519 rather than the post-quantum hybrid, which
+ * age refuses to mix with the hoster's X25519 recipients in one file.
+ */
+export function newIdentity(): Promise<string> {
+  return generateX25519Identity()
+}
+
+/** The recipient (`age1...`) of an identity. */
+export function recipientOf(identity: string): Promise<string> {
+  return identityToRecipient(identity)
 }
 
 /** A pass-through stream that hashes (SHA-256) and counts what goes through it. */

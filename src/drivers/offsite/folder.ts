@@ -91,8 +91,11 @@ export class FolderDestination implements OffsiteDestination {
   }
 
   async delete(key: string): Promise<void> {
+    const path = this.path(key)
+    // An unmounted share shows no object: that is not a deletion.
+    await this.requireRoot()
     try {
-      await rm(this.path(key), { force: true })
+      await rm(path, { force: true })
     } catch (err) {
       throw failure(err, this.describe)
     }

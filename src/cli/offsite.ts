@@ -1,0 +1,116 @@
+import { existsSync } from 'node:fs'
+import { databasePath } from '../compose'
+import { buildOffsite } from '../compose/offsite'
+import type { Config } from '../config/config'
+import { OffsiteCopiesRepository } from '../domain/offsite/repository'
+import { offsiteStatus, type OffsiteStatus } from '../domain/offsite/status'
+import { shiftedClock } from '../lib/clock'
+import { createLogger } from '../lib/logger'
+import { pendingMigrations } from '../store/migrate'
+import { instanceIdOf, readInstanceId } from '../store/settings'
+import { openStore, type Store } from '../store/store'
+import { COMMON_OPTIONS, STORE_OPTIONS, type Command, type CommandContext } from './command'
+import { configFrom } from './config-flags'
+
+export const offsiteStatusCommand: Command = {
+  path: ['offsite', 'status'],
+  summary: 'How the encrypted copies off the box stand: the last store copy and its age, what waits, the last error and drill.',
+  usage: 'berth offsite status [--data-dir DIR] [--config FILE] [--json]',
+  description: [
+    'Reads the store (berth.db) directly, so it answers whether or not berth serve runs, and what it',
+    'says is what the last pass of any process recorded. `stale` is true when the last store copy is',
+    'older than three offsite.store_interval_seconds (berth serve then logs an error each pass).',
+    'What is copied and when: docs/operations.md, "Copies off the box".',
+  ].join('\n'),
+  options: { ...STORE_OPTIONS, ...COMMON_OPTIONS },
+  examples: ['berth offsite status', 'berth offsite status --json | jq .last_store_copy.age_seconds'],
+  run(ctx) {
+    const config = configFrom(ctx)
+    return withStore(ctx, config, (store) => {
+      const status = offsiteStatus(new OffsiteCopiesRepository(store), {
+        now: shiftedClock(config.dev.clockOffsetSeconds * 1000).now(),
+        destination: config.offsite.url || null,
+        intervalSeconds: config.offsite.storeIntervalSeconds,
+      })
+      ctx.out.result(status, () => renderStatus(status))
+      return 0
+    })
+  },
+}
+
+export const offsitePushCommand: Command = {
+  path: ['offsite', 'push'],
+  summary: 'Copy now: every pending copy off the box, then a fresh store copy and manifest.',
+  usage: 'berth offsite push [--data-dir DIR] [--config FILE] [--json]',
+  description: [
+    'Puts every archive copy that waits and deletes every copy retention let go, whatever their retry',
+    'time, then copies the store (with the tls folder when it changed) and writes a manifest naming it.',
+    'Works whether or not berth serve runs (both may copy at once: each put is whole or absent). Exits 1',
+    'naming each copy that failed and why (an unreachable destination, refused credentials, a full disk).',
+  ].join('\n'),
+  options: { ...STORE_OPTIONS, ...COMMON_OPTIONS },
+  examples: ['berth offsite push', 'berth offsite push --json'],
+  run(ctx) {
+    const config = configFrom(ctx)
+    if (!config.offsite.url) {
+      ctx.out.error('offsite.url is empty: copies off the box are off; set offsite.url and offsite.age_recipients (docs/configuration.md)')
+      return 1
+    }
+    return withStore(ctx, config, async (store) => {
+      const clock = shiftedClock(config.dev.clockOffsetSeconds * 1000)
+      // Only errors as log lines, on stderr: the result is what this prints.
+      const log = createLogger('error', (line) => process.stderr.write(line + '\n'))
+      const instanceId = readInstanceId(store) ?? instanceIdOf(store)
+      const offsite = buildOffsite({ config, store, clock, log, instanceId, repo: new OffsiteCopiesRepository(store) })!
+      const result = await offsite.copier.push()
+      const data = { destination: offsite.destination.describe, copied: result.copied, deleted: result.deleted, manifest: result.manifest, failures: result.failures }
+      if (result.failures.length > 0) {
+        for (const f of result.failures) ctx.out.error(`${f.key === 'store' ? 'the store copy' : f.key || 'the pass'}: ${f.error}`)
+        if (ctx.out.json) ctx.out.result(data, () => '')
+        return 1
+      }
+      ctx.out.result(data, () => `${offsite.destination.describe}: ${result.copied} archive copies made, ${result.deleted} deleted; the store copied, manifest ${result.manifest}`)
+      return 0
+    })
+  },
+}
+
+/** Runs `fn` on the store of the config's data folder, migrated to this binary's version. */
+async function withStore(ctx: CommandContext, config: Config, fn: (store: Store) => number | Promise<number>): Promise<number> {
+  const path = databasePath(config)
+  if (!existsSync(path)) {
+    ctx.out.error(`${path} does not exist: berth serve makes the store on its first start (or pass --data-dir)`)
+    return 1
+  }
+  const store = openStore(path)
+  try {
+    const pending = pendingMigrations(store)
+    if (pending.length > 0) {
+      ctx.out.error(`${path} is not migrated to this berth (${pending.join(', ')} pending): run berth migrate, or start berth serve`)
+      return 1
+    }
+    return await fn(store)
+  } finally {
+    store.close()
+  }
+}
+
+function renderStatus(s: OffsiteStatus): string {
+  if (!s.enabled && !s.last_store_copy) return 'Copies off the box are off (offsite.url is empty).'
+  const lines = [
+    `Destination:      ${s.destination ?? 'none (offsite.url is empty; the copies below were made before)'}`,
+    `Last store copy:  ${s.last_store_copy ? `${s.last_store_copy.made_at} (${ageText(s.last_store_copy.age_seconds)} ago)${s.stale ? ', OLDER THAN THREE INTERVALS' : ''}` : `none${s.stale ? ' (copies are on: see the last error)' : ''}`}`,
+    `Last manifest:    ${s.last_manifest ? `${s.last_manifest.key}` : 'none'}`,
+    `Archives waiting: ${s.archives.pending} to copy, ${s.archives.deleting} to delete`,
+    `Other copies:     ${s.others.pending} unfinished, ${s.others.deleting} to delete`,
+    `Last error:       ${s.last_error ? `${s.last_error.message} (${s.last_error.key}, ${s.last_error.attempts} attempts, next at ${s.last_error.next_attempt_at})` : 'none'}`,
+    `Last drill:       ${s.last_drill ? `${s.last_drill.at}: ${s.last_drill.ok ? 'read back whole' : `FAILED: ${s.last_drill.error}`} (${s.last_drill.key})` : 'none yet'}`,
+  ]
+  return lines.join('\n')
+}
+
+function ageText(seconds: number): string {
+  if (seconds < 120) return `${seconds} s`
+  if (seconds < 7200) return `${Math.round(seconds / 60)} min`
+  return `${Math.round(seconds / 3600)} h`
+}

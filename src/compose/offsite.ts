@@ -1,0 +1,71 @@
+/** Copies off the box (issue 25): built only when `offsite.url` is set. */
+import type { ArchiveEvents } from '../domain/archives/events'
+import { BoxCopies } from '../domain/offsite/box-copy'
+import { OffsiteCopier } from '../domain/offsite/copier'
+import { RestoreDrill } from '../domain/offsite/drill'
+import type { BoxIdentity } from '../domain/offsite/ports'
+import type { OffsiteCopiesRepository } from '../domain/offsite/repository'
+import { LocalArchiveStore } from '../drivers/archives/local'
+import { newIdentity, open, recipientOf, seal, sealBytes } from '../drivers/offsite/age'
+import { selectOffsite } from '../drivers/offsite/select'
+import { TlsFolder } from '../drivers/offsite/tls-folder'
+import type { OffsiteDestination } from '../drivers/offsite/types'
+import type { Store } from '../store/store'
+import { StoreCopies } from '../store/copy'
+import { VERSION } from '../version'
+import type { Core } from './core'
+import { databasePath, keepSetting, offsiteWorkDir, readSetting, tlsDir } from './installation'
+
+/** The settings key of the box's own age identity (see BoxIdentity). */
+export const BOX_IDENTITY_SETTING = 'offsite_box_identity'
+
+export interface Offsite {
+  copier: OffsiteCopier
+  destination: OffsiteDestination
+  /** The hoster's recipients and the box's own, which every copy is sealed for. */
+  identity: BoxIdentity
+}
+
+/**
+ * The copier over the destination `offsite.url` names, or null when it is empty (the embedded
+ * default: nothing leaves the box). `events` (the sites area's) tells it of archives turning
+ * ready or going; `berth offsite push` builds it without them, and the pass finds them itself.
+ */
+export function buildOffsite(core: Pick<Core, 'config' | 'store' | 'clock' | 'log' | 'instanceId'> & { repo: OffsiteCopiesRepository }, events?: ArchiveEvents, opts: { destination?: OffsiteDestination } = {}): Offsite | null {
+  const { config, store, clock, log, repo } = core
+  if (!config.offsite.url) return null
+  // Tests hand in the destination (a folder that fails on cue); otherwise the one the URL names.
+  const destination = opts.destination ?? selectOffsite(config.offsite)!
+  const sealing = { seal, sealBytes, open }
+  const identity = boxIdentity(store)
+  const intervalMs = config.offsite.storeIntervalSeconds * 1000
+  const box = new BoxCopies({
+    repo, destination, sealing, clock, log, intervalMs,
+    storeCopies: new StoreCopies(databasePath(config), offsiteWorkDir(config)),
+    tls: new TlsFolder(tlsDir(config)),
+    box: { version: VERSION, instanceId: core.instanceId, sitesDomain: config.sites.domain },
+  })
+  const copier = new OffsiteCopier({
+    repo, destination, sealing, identity, box, clock, log, intervalMs,
+    archives: new LocalArchiveStore(config.archives.dir),
+    recipients: config.offsite.ageRecipients,
+    drill: new RestoreDrill({ repo, destination, sealing, identity, clock, log }),
+    keepDays: config.archives.backupsKept,
+  })
+  events?.subscribe({ ready: (row) => copier.archiveReady(row), discarded: (row) => copier.archiveDiscarded(row) })
+  return { copier, destination, identity }
+}
+
+/** The box's identity: made on first use and kept in the store's settings (0600 with the store). */
+function boxIdentity(store: Store): BoxIdentity {
+  let kept: Promise<string> | undefined
+  const make = async () => readSetting(store, BOX_IDENTITY_SETTING) ?? keepSetting(store, BOX_IDENTITY_SETTING, await newIdentity())
+  // A failure (the store busy) is not kept: the next call tries again.
+  const identity = () => (kept ??= make().catch((err) => {
+    kept = undefined
+    throw err
+  }))
+  let recipient: Promise<string> | undefined
+  return { identity, recipient: () => (recipient ??= identity().then(recipientOf)) }
+}
+
