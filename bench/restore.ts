@@ -4,7 +4,8 @@
  * MIB MiB of random bytes in 8 MiB files, the worst case for compression), and per GiB of site
  * data, on the compiled binary and the real Docker engine, from a file:// bucket.
  *
- * The bucket is made once (test/helpers/offsite-bucket.ts, what the copier writes); then per
+ * The bucket is made once by Berth itself (offsite.url a file:// folder, `berth offsite push`,
+ * and the copy made as it stops); then per
  * round: the instance's containers, volumes and networks and the data folder are removed,
  * `berth restore --json` runs (its phases from `timings_ms`), and the floor is measured on the
  * same objects without Berth: Debian's `age -d` of the store and of every archive, `zstd -d` of
@@ -18,7 +19,7 @@ import { mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import type { OffsiteManifest } from '../src/domain/offsite/manifest'
-import { ageKeyPair, writeOffsiteCopy } from '../test/helpers/offsite-bucket'
+import { ageKeyPair, latestManifest } from '../test/helpers/age-keys'
 import { cleanup, cleanupOnExit, snapshotBinary, startBerth, tempDir } from './processes'
 import { median } from './stats'
 
@@ -45,7 +46,7 @@ async function main() {
   const bucket = tempDir('berth-bench-bucket-')
   const keys = ageKeyPair(tempDir('berth-bench-age-'))
   const sshBase = 45_000 + Math.floor(Math.random() * 100) * 100
-  const env = { BERTH_SSH_PORT_RANGE: `${sshBase}-${sshBase + 99}`, BERTH_DNS_LISTEN: 'off', BERTH_CONTAINERS_DOCKER_SOCKET: '/var/run/docker.sock' }
+  const env = { BERTH_SSH_PORT_RANGE: `${sshBase}-${sshBase + 99}`, BERTH_DNS_LISTEN: 'off', BERTH_CONTAINERS_DOCKER_SOCKET: '/var/run/docker.sock', BERTH_OFFSITE_URL: `file://${bucket}`, BERTH_OFFSITE_AGE_RECIPIENTS: keys.recipient }
   const berth = await startBerth(dataDir, 20, env, binary)
   const instance = instanceOf(dataDir)
   const loadBefore = loadavg()
@@ -63,8 +64,10 @@ async function main() {
         return backups.some((b: { status: string }) => b.status === 'ready') && snaps.every((a: { status: string }) => a.status === 'ready')
       }, 600_000, 500)
     }
-    const { manifest } = await writeOffsiteCopy({ dataDir, bucket, recipients: [keys.recipient] })
+    const push = spawnSync([binary, 'offsite', 'push', '--data-dir', dataDir], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, stdout: 'inherit', stderr: 'inherit' })
+    if (push.exitCode !== 0) throw new Error('berth offsite push failed')
     await berth.stop()
+    const { manifest } = await latestManifest(bucket, keys.identityFile)
 
     const rounds: Round[] = []
     for (let r = 0; r < ROUNDS; r++) {

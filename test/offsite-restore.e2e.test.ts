@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api, BINARY, freePort, startBerth, type Berth } from './helpers/binary'
 import { ENGINE_SOCKET } from './helpers/engine'
 import type { OffsiteManifest } from '../src/domain/offsite/manifest'
-import { ageKeyPair, writeOffsiteCopy } from './helpers/offsite-bucket'
+import { ageKeyPair, latestManifest } from './helpers/age-keys'
 import { buyDirect, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
 import { docker, instanceOf, removeSitesOf, siteShell } from './helpers/sites'
 
@@ -19,8 +19,8 @@ import { docker, instanceOf, removeSitesOf, siteShell } from './helpers/sites'
  * the same files with their owners and modes, the same API keys, the same DNS answers, and SSH
  * with the injected key and the same host key.
  *
- * The bucket is written by test/helpers/offsite-bucket.ts, a stand-in for the copier built at the
- * same time; once merged, the drill sets offsite.url and waits for `berth offsite status`.
+ * The bucket is written by Berth itself (offsite.url a file:// folder): `berth offsite push`
+ * copies what is pending, and the store is copied once more as Berth stops.
  */
 const scratch = mkdtempSync(join(tmpdir(), 'berth-drill-'))
 const dataDir = join(scratch, 'data')
@@ -90,6 +90,8 @@ beforeAll(async () => {
   mkdirSync(dataDir)
   mkdirSync(bucket)
   keys = ageKeyPair(scratch)
+  env.BERTH_OFFSITE_URL = `file://${bucket}`
+  env.BERTH_OFFSITE_AGE_RECIPIENTS = keys.recipient
   expect(spawnSync(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', 'drill', '-f', join(scratch, 'ed25519')]).exitCode).toBe(0)
   berth = await startBerth({ dataDir, env })
 }, 60_000)
@@ -168,10 +170,14 @@ describe('the drill: the box rebuilt from its copies', () => {
   }, 240_000)
 
   it('loses the box: the copy is made, Berth stops, its containers, volumes, networks and data folder go', async () => {
-    ;({ manifest } = await writeOffsiteCopy({ dataDir, bucket, recipients: [keys.recipient] }))
+    const push = spawnSync([BINARY, 'offsite', 'push', '--json', '--data-dir', dataDir], { env, stdout: 'pipe', stderr: 'pipe' })
+    expect(push.exitCode, push.stderr.toString()).toBe(0)
+    await berth.stop()
+    // The copy made as Berth stopped is the newest: what the restore below takes.
+    ;({ manifest } = await latestManifest(bucket, keys.identityFile))
     for (const s of manifest.sites) expect(s.archives.length, s.slug).toBeGreaterThan(0)
     expect(manifest.sites.map((s) => s.slug).sort()).toEqual(sites.map((s) => s.slug).sort())
-    await berth.stop()
+    expect(Date.now() - Date.parse(manifest.made_at)).toBeLessThan(30_000)
     await removeSitesOf(instance)
     expect(await docker.listContainers({ all: true, filters: { label: [`dev.berth.instance=${instance}`] } })).toEqual([])
 
@@ -200,6 +206,7 @@ describe('the drill: the box rebuilt from its copies', () => {
     berth = await startBerth({ dataDir, env, port: berth.port })
     for (const s of sites) expect(await waitForSite(berth.url, s.key, s.slug)).toBe('active')
     const after = await observe()
+    if (JSON.stringify(after) !== JSON.stringify(before)) console.log(`Berth's log after the restore:\n${berth.output()}`)
     expect(after).toEqual(before)
     // Every backup and snapshot of the copy is listed again and can be restored (its file is back).
     for (const s of sites) {

@@ -262,6 +262,8 @@ describe('DockerRuntime', () => {
     let settled = false
     await runtime.withSitePaused('frozen', async () => {
       expect((await docker.getContainer(ep.containerId).inspect()).State.Paused).toBe(true)
+      // Frozen is not down: the edge keeps its endpoint and the visitor waits for the thaw.
+      expect(await runtime.inspectSite('frozen')).toMatchObject({ running: true, endpoint: ep })
       // Not awaited here: fn must not wait for a call that waits for the thaw.
       during = runtime.exec('frozen', ['sh', '-c', 'echo thawed'])
       void during.then(() => (settled = true), () => (settled = true))

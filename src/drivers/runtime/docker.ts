@@ -97,7 +97,10 @@ export class DockerRuntime implements ContainerRuntime {
       const names = this.names(slug)
       const info = await this.inspectOwn(names.container)
       if (!info) return null
-      const running = info.State.Running && !info.State.Paused
+      // A frozen (paused) site is running: it answers once thawed (an archive's freeze lasts
+      // well under a second). Called down, the edge would serve "being brought back" until the
+      // next reconcile pass, since a thaw is no start event.
+      const running = info.State.Running
       return { containerId: info.Id, running, endpoint: running ? endpointOf(info, names) : null, image: info.Config.Image }
     })
   }

@@ -27,6 +27,7 @@ export interface SiteEndpoint {
 
 export interface SiteRuntimeState {
   containerId: string
+  /** The container runs; a site frozen for an archive (paused) runs too, and answers once thawed. */
   running: boolean
   endpoint: SiteEndpoint | null
   image: string
