@@ -87,6 +87,8 @@ export const restoreCommand: Command = {
         outcomes.push(outcome)
         out.info(progressLine(i + 1, list.length, outcome))
       }
+      const unrestorable = sites.settleArchives(landed, manifest)
+      if (unrestorable > 0) out.info(`archives listed in the store but not in this copy: ${unrestorable}, now listed as failed (they cannot be restored)`)
     } finally {
       services.store.close()
     }

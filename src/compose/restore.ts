@@ -7,6 +7,7 @@
 import { join } from 'node:path'
 import type { Config } from '../config/config'
 import { BoxRestore } from '../domain/offsite/restore'
+import { ArchivesRepository } from '../domain/archives/repository'
 import { SitesReturn } from '../domain/offsite/restore-sites'
 import { SitesRepository } from '../domain/sites/repository'
 import { gnuTar } from '../drivers/archives/home-tar'
@@ -60,7 +61,8 @@ export function buildSitesReturn(services: Services): SitesReturn {
     isFree: (port) => hostPortFree(config.ssh.listenAddress, port),
   })
   return new SitesReturn({
-    sites, runner, runtime, log,
+    sites, runner, runtime, log, clock: systemClock,
+    archiveRows: new ArchivesRepository(store),
     tar: gnuTar,
     archives: new LocalArchiveStore(config.archives.dir),
     work: new LocalWorkFolder(workDirOf(config)),

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { LocalWorkFolder } from '../../drivers/archives/work-folder'
 import { HostPortTakenError } from '../../drivers/runtime/types'
 import { memoryLogger } from '../../lib/logger'
-import type { SiteRow } from '../../store/schema'
+import type { ArchiveRow, SiteRow } from '../../store/schema'
 import type { OffsiteManifest } from './manifest'
 import { SitesReturn } from './restore-sites'
 
@@ -19,6 +19,7 @@ let calls: string[]
 let rows: Map<string, SiteRow>
 let portTaken: Set<string>
 let failReplace: Set<string>
+let archiveRows: Map<string, ArchiveRow>
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'berth-sites-return-'))
@@ -26,6 +27,7 @@ beforeEach(() => {
   rows = new Map()
   portTaken = new Set()
   failReplace = new Set()
+  archiveRows = new Map()
 })
 afterEach(() => rmSync(dir, { recursive: true, force: true }))
 
@@ -76,6 +78,16 @@ function sitesReturn() {
         writeFileSync(to, 'zst')
       },
     },
+    archiveRows: {
+      withStatus: (statuses) => [...archiveRows.values()].filter((r) => statuses.includes(r.status)),
+      transition: (id, from, changes) => {
+        const row = archiveRows.get(id)
+        if (!row || !from.includes(row.status)) return false
+        archiveRows.set(id, { ...row, ...changes })
+        return true
+      },
+    },
+    clock: { now: () => 1_000 },
     work: new LocalWorkFolder(join(dir, 'work')),
     log: memoryLogger(),
   })
@@ -130,5 +142,21 @@ describe('bringing the sites back', () => {
     expect(await r.bring(fresh, m, new Set())).toMatchObject({ result: 'provisions on start', ok: true })
     expect(await r.bring(dead, m, new Set())).toMatchObject({ result: 'nothing to run', ok: true })
     expect(calls.filter((c) => c.includes('fresh') || c.includes('dead'))).toEqual([])
+  })
+})
+
+describe('archives the copy did not bring back', () => {
+  it('turn failed, saying why, so a restore of one is refused up front; those that came back and old failures stay as they were', () => {
+    const archive = (id: string, status: ArchiveRow['status']) => archiveRows.set(id, { id, siteId: 'id-shop', kind: 'backup', status, storageKey: `id-shop/${id}.tar.zst`, sizeBytes: 1, fileCount: 1, createdAt: 1, completedAt: status === 'creating' ? null : 2, restoredAt: null, error: status === 'failed' ? 'disk full' : null } as ArchiveRow)
+    archive('back', 'ready')
+    archive('newer', 'ready')
+    archive('in-flight', 'creating')
+    archive('old-failure', 'failed')
+    const settled = sitesReturn().settleArchives(new Set(['back']), { made_at: '2026-11-25T10:00:00.000Z' } as OffsiteManifest)
+    expect(settled).toBe(2)
+    expect(archiveRows.get('back')).toMatchObject({ status: 'ready', error: null })
+    expect(archiveRows.get('newer')).toMatchObject({ status: 'failed', completedAt: 2, error: expect.stringContaining('not among the copies the box was rebuilt from (berth restore of the copy made 2026-11-25T10:00:00.000Z)') })
+    expect(archiveRows.get('in-flight')).toMatchObject({ status: 'failed', completedAt: 1_000 })
+    expect(archiveRows.get('old-failure')).toMatchObject({ status: 'failed', error: 'disk full' })
   })
 })

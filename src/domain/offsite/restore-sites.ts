@@ -3,6 +3,7 @@ import type { ArchiveStore } from '../../drivers/archives/types'
 import { HostPortTakenError, type ContainerRuntime } from '../../drivers/runtime/types'
 import type { Logger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'
+import type { ArchivesRepository } from '../archives/repository'
 import type { HomeTarballs, WorkFolder } from '../archives/tarballs'
 import type { SitesRepository } from '../sites/repository'
 import type { SiteRunner } from '../sites/runner'
@@ -32,6 +33,9 @@ export interface SitesReturnDeps {
   tar: HomeTarballs
   /** The local archive store the archives were put back into. */
   archives: Pick<ArchiveStore, 'get'>
+  /** The archives' rows in the restored store, to settle those whose bytes did not come back. */
+  archiveRows: Pick<ArchivesRepository, 'withStatus' | 'transition'>
+  clock: { now(): number }
   work: WorkFolder
   log: Logger
 }
@@ -84,6 +88,22 @@ export class SitesReturn {
       this.d.log.error('could not bring a site back', { site: site.slug, error: outcome.problem })
     }
     return outcome
+  }
+
+  /**
+   * The store copy lists every archive the box had; those whose bytes did not come back (made
+   * after the last copy of them, never copied, or skipped as damaged) could not be restored:
+   * they turn `failed`, saying why, so the backup list tells the truth and a restore of one is
+   * refused up front instead of failing in its job. Returns how many.
+   */
+  settleArchives(landed: ReadonlySet<string>, manifest: OffsiteManifest): number {
+    const error = `This archive was not among the copies the box was rebuilt from (berth restore of the copy made ${manifest.made_at}); it cannot be restored.`
+    let settled = 0
+    for (const row of this.d.archiveRows.withStatus(['creating', 'ready', 'restoring'])) {
+      if (landed.has(row.id)) continue
+      if (this.d.archiveRows.transition(row.id, ['creating', 'ready', 'restoring'], { status: 'failed', error, completedAt: row.completedAt ?? this.d.clock.now() })) settled++
+    }
+    return settled
   }
 
   /** The archive's files into the site's volume, the container not running. */
