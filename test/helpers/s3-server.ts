@@ -29,6 +29,8 @@ export interface S3Server {
   offsite(prefix?: string): { url: string; endpoint: string; region: string; accessKeyId: string; secretAccessKey: string; pathStyle: boolean }
   /** Multipart uploads begun and not completed (the folders s3rver keeps their parts in). */
   pendingUploads(): string[]
+  /** Parts stored so far by the multipart uploads not yet completed. */
+  pendingParts(): number
   start(): Promise<void>
   /** Stops it with SIGTERM and waits for it to exit. */
   stop(): Promise<void>
@@ -81,6 +83,7 @@ export async function startS3Server(opts: { bucket?: string; runtime?: string } 
     dir,
     offsite: (prefix = 'box') => ({ url: `s3://${bucket}/${prefix}`, endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', ...S3RVER_KEY, pathStyle: true }),
     pendingUploads: () => findUploads(join(dir, bucket)),
+    pendingParts: () => findUploads(join(dir, bucket)).reduce((n, upload) => n + countParts(upload), 0),
     start,
     stop: () => end(15),
     kill: () => end(9),
@@ -96,5 +99,13 @@ function findUploads(bucketDir: string): string[] {
     return readdirSync(join(bucketDir, UPLOADS)).map((id) => join(bucketDir, UPLOADS, id))
   } catch {
     return []
+  }
+}
+
+function countParts(uploadDir: string): number {
+  try {
+    return readdirSync(uploadDir).filter((name) => /^\d+$/.test(name)).length
+  } catch {
+    return 0
   }
 }

@@ -6,6 +6,9 @@ import { checkOffsiteKey, OffsiteMissingError, OffsiteUnavailableError, type Off
 
 const MiB = 1024 * 1024
 
+/** What Bun's client reports for a HEAD answered 403 or 404, which has no body with the S3 code. */
+const HEAD_SAYS_LITTLE = new Set(['NoSuchKey', 'NotFound', 'ENOENT', 'UnknownError', 'AccessDenied', 'Forbidden'])
+
 /** The most parts one multipart upload may have (S3's limit, shared by the compatible services). */
 const MAX_PARTS = 10_000
 
@@ -115,8 +118,12 @@ export class S3Destination implements OffsiteDestination {
     try {
       await this.request(`get ${key}`, () => file.stat())
     } catch (err) {
-      if (['NoSuchKey', 'NotFound', 'ENOENT'].includes(codeOf(err))) throw new OffsiteMissingError(`No object ${key} in ${this.describe}`)
-      throw this.failure(err)
+      if (!HEAD_SAYS_LITTLE.has(codeOf(err))) throw this.failure(err)
+      // A HEAD answer has no body to say why (a missing key, a missing bucket, refused
+      // credentials): a listing, which has one, says it.
+      const listed = await this.list(key)
+      if (listed.some((o) => o.key === key)) throw this.failure(err)
+      throw new OffsiteMissingError(`No object ${key} in ${this.describe}`)
     }
     return guardDownload(file.stream(), this.tuning.stallTimeoutMs, (err) => this.failure(err))
   }
@@ -259,6 +266,7 @@ async function readUpTo(reader: ReadableStreamDefaultReader<Uint8Array>, limit: 
 function watchUpload(staged: Uint8Array[], reader: ReadableStreamDefaultReader<Uint8Array>, stallMs: number, tooLarge: (bytes: number) => Error | null) {
   let bytes = 0
   let reading = false
+  let cancelled = false
   let lastActive = Date.now()
   let sourceError: SourceError | null = null
   let controller!: ReadableStreamDefaultController<Uint8Array>
@@ -267,6 +275,7 @@ function watchUpload(staged: Uint8Array[], reader: ReadableStreamDefaultReader<U
     timer = setInterval(() => {
       if (reading || Date.now() - lastActive < stallMs) return
       const err = new StalledError(`the server took no bytes for ${Math.round(stallMs / 1000)} s`)
+      cancelled = true
       controller.error(err)
       reader.cancel(err).catch(() => {})
       reject(err)
@@ -282,17 +291,23 @@ function watchUpload(staged: Uint8Array[], reader: ReadableStreamDefaultReader<U
       let chunk = staged.shift()
       if (!chunk) {
         reading = true
+        let r: Awaited<ReturnType<typeof reader.read>>
         try {
-          const r = await reader.read()
-          if (r.done) return c.close()
-          chunk = r.value
+          r = await reader.read()
         } catch (err) {
-          sourceError = new SourceError('source failed', { cause: err })
-          return c.error(sourceError)
+          if (!cancelled) {
+            sourceError = new SourceError('source failed', { cause: err })
+            c.error(sourceError)
+          }
+          return
         } finally {
           reading = false
           lastActive = Date.now()
         }
+        // The client gave up (the server failed) while the source was being read.
+        if (cancelled) return
+        if (r.done) return c.close()
+        chunk = r.value
       }
       bytes += chunk.byteLength
       const over = tooLarge(bytes)
@@ -300,6 +315,7 @@ function watchUpload(staged: Uint8Array[], reader: ReadableStreamDefaultReader<U
       c.enqueue(chunk)
     },
     cancel(reason) {
+      cancelled = true
       return reader.cancel(reason)
     },
   }, { highWaterMark: 0 })
