@@ -85,6 +85,8 @@ describe('S3Destination on s3rver', () => {
     await expect(box.list('a//')).rejects.toBeInstanceOf(InvalidOffsiteKeyError)
     await box.probe()
     expect(await box.list('probe/')).toEqual([])
+    expect(await box.put('tls/empty.tar.age', new Response('').body!)).toEqual({ sizeBytes: 0 })
+    expect(await new Response(await box.get('tls/empty.tar.age')).text()).toBe('')
   })
 
   it('a 42 MiB body goes up in 5 MiB parts, is invisible until complete, and comes back byte for byte', async () => {
@@ -167,6 +169,36 @@ describe('S3Destination on s3rver', () => {
       expect(Date.now() - started).toBeLessThan(8000)
     } finally {
       silent.close()
+    }
+  })
+
+  it('rides over transient failures: every third request answered 503 SlowDown still copies, lists, gets and deletes', async () => {
+    let n = 0
+    let refused = 0
+    const flaky = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      async fetch(req) {
+        const url = new URL(req.url)
+        if (++n % 3 === 0) {
+          refused++
+          await req.arrayBuffer()
+          return new Response('<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>', { status: 503 })
+        }
+        return fetch(`${s3.endpoint}${url.pathname}${url.search}`, { method: req.method, headers: req.headers, body: req.body, redirect: 'manual' })
+      },
+    })
+    try {
+      const box = new S3Destination({ ...s3.offsite('flaky'), endpoint: `http://127.0.0.1:${flaky.port}` }, QUICK)
+      const big = generated(16)
+      expect(await box.put('archives/s/big.age', big.stream)).toEqual({ sizeBytes: 16 * MiB })
+      await box.put('store/small.age', new Response('small').body!)
+      expect((await box.list('')).map((o) => o.key).sort()).toEqual(['archives/s/big.age', 'store/small.age'])
+      expect(sha256(new Uint8Array(await new Response(await box.get('archives/s/big.age')).arrayBuffer()))).toBe(big.sha256())
+      await box.delete('store/small.age')
+      expect(refused).toBeGreaterThanOrEqual(3)
+    } finally {
+      flaky.stop(true)
     }
   })
 

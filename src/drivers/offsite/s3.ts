@@ -6,9 +6,6 @@ import { checkOffsiteKey, OffsiteMissingError, OffsiteUnavailableError, type Off
 
 const MiB = 1024 * 1024
 
-/** What Bun's client reports for a HEAD answered 403 or 404, which has no body with the S3 code. */
-const HEAD_SAYS_LITTLE = new Set(['NoSuchKey', 'NotFound', 'ENOENT', 'UnknownError', 'AccessDenied', 'Forbidden'])
-
 /** The most parts one multipart upload may have (S3's limit, shared by the compatible services). */
 const MAX_PARTS = 10_000
 
@@ -116,16 +113,22 @@ export class S3Destination implements OffsiteDestination {
     checkOffsiteKey(key)
     const file = this.client.file(this.root + key)
     try {
-      await this.request(`get ${key}`, () => file.stat())
+      // The first bytes are awaited here, so a missing object (NoSuchKey), bucket or key shows
+      // now, with the code of S3's answer (a HEAD answer has no body to carry one).
+      const opened = await this.request(`get ${key}`, async () => {
+        const reader = file.stream().getReader()
+        try {
+          return { reader, first: await reader.read() }
+        } catch (err) {
+          reader.cancel(err).catch(() => {})
+          throw err
+        }
+      })
+      return guardDownload(opened.reader, opened.first, this.tuning.stallTimeoutMs, (err) => this.failure(err))
     } catch (err) {
-      if (!HEAD_SAYS_LITTLE.has(codeOf(err))) throw this.failure(err)
-      // A HEAD answer has no body to say why (a missing key, a missing bucket, refused
-      // credentials): a listing, which has one, says it.
-      const listed = await this.list(key)
-      if (listed.some((o) => o.key === key)) throw this.failure(err)
-      throw new OffsiteMissingError(`No object ${key} in ${this.describe}`)
+      if (codeOf(err) === 'NoSuchKey') throw new OffsiteMissingError(`No object ${key} in ${this.describe}`)
+      throw this.failure(err)
     }
-    return guardDownload(file.stream(), this.tuning.stallTimeoutMs, (err) => this.failure(err))
   }
 
   async list(prefix: string): Promise<OffsiteObject[]> {
@@ -329,21 +332,30 @@ function watchUpload(staged: Uint8Array[], reader: ReadableStreamDefaultReader<U
 }
 
 /**
- * A download that fails as OffsiteUnavailableError (not Bun's S3Error) when the connection
- * breaks, and as 'unreachable' when no byte came for `stallMs`.
+ * A download (its first read already done) that fails as OffsiteUnavailableError, not Bun's
+ * S3Error, when the connection breaks, and as 'unreachable' when no byte came for `stallMs`.
  */
-function guardDownload(source: ReadableStream<Uint8Array>, stallMs: number, failure: (err: unknown) => Error): ReadableStream<Uint8Array> {
-  const reader = source.getReader()
+function guardDownload(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  first: { done: boolean; value?: Uint8Array },
+  stallMs: number,
+  failure: (err: unknown) => Error,
+): ReadableStream<Uint8Array> {
+  let pending: { done: boolean; value?: Uint8Array } | null = first
   return new ReadableStream<Uint8Array>({
     async pull(c) {
       let timer: ReturnType<typeof setTimeout> | undefined
       try {
-        const late = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new StalledError(`no byte came for ${Math.round(stallMs / 1000)} s`)), stallMs)
-        })
-        const r = await Promise.race([reader.read(), late])
+        let r = pending
+        pending = null
+        if (!r) {
+          const late = new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new StalledError(`no byte came for ${Math.round(stallMs / 1000)} s`)), stallMs)
+          })
+          r = await Promise.race([reader.read(), late])
+        }
         if (r.done) c.close()
-        else c.enqueue(r.value)
+        else c.enqueue(r.value!)
       } catch (err) {
         reader.cancel(err).catch(() => {})
         c.error(failure(err))
