@@ -36,8 +36,10 @@ function synthetic(mib: number): ReadableStream<Uint8Array> {
   }, { highWaterMark: 0 })
 }
 
-// Idle: the destination built and the code it runs loaded by a small put, then a full collection.
+// Idle: as a Berth that has copied before. The destination built, its code loaded and the
+// client's threads started by a small put and a small multipart put (12 MiB), then a collection.
 await destination.put(`${job.key}.warm`, new Response('warm').body!)
+await destination.put(`${job.key}.warm`, synthetic(12))
 await destination.delete(`${job.key}.warm`)
 Bun.gc(true)
 const idle = process.memoryUsage().rss

@@ -31,6 +31,8 @@ export interface S3Server {
   pendingUploads(): string[]
   /** Parts stored so far by the multipart uploads not yet completed. */
   pendingParts(): number
+  /** The server process's id while it runs (the benchmark reads its CPU time). */
+  pid(): number | undefined
   start(): Promise<void>
   /** Stops it with SIGTERM and waits for it to exit. */
   stop(): Promise<void>
@@ -84,6 +86,7 @@ export async function startS3Server(opts: { bucket?: string; runtime?: string } 
     offsite: (prefix = 'box') => ({ url: `s3://${bucket}/${prefix}`, endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', ...S3RVER_KEY, pathStyle: true }),
     pendingUploads: () => findUploads(join(dir, bucket)),
     pendingParts: () => findUploads(join(dir, bucket)).reduce((n, upload) => n + countParts(upload), 0),
+    pid: () => (proc && proc.exitCode === null ? proc.pid : undefined),
     start,
     stop: () => end(15),
     kill: () => end(9),
