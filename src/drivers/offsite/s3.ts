@@ -50,6 +50,8 @@ export type S3Settings = Pick<Config['offsite'], 'url' | 'endpoint' | 'region' |
  * each part, and never completes the upload when the body fails. What it lacks is added here:
  * deadlines (it waits forever on a server that stopped answering), back-off, the error kinds, and
  * the listing and abort of incomplete uploads for `sweep` (./s3-uploads.ts). Contracts in ./types.ts.
+ * Chosen over the AWS SDK (no new dependency) and over a multipart upload of our own over fetch,
+ * which held 114 to 205 MiB for the same 1 GiB copy (docs/benchmarks.md, "Copies off the box").
  */
 export class S3Destination implements OffsiteDestination {
   readonly describe: string
