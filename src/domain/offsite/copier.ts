@@ -219,8 +219,9 @@ export class OffsiteCopier {
     const started = this.d.clock.now()
     try {
       const source = await this.d.archives.read(storageKeyOf(row.key))
-      const sealed = await this.d.sealing.seal(abortable(source, abort.signal), recipients)
-      await this.d.destination.put(row.key, sealed.stream)
+      const sealed = await this.d.sealing.seal(abortable(source.stream, abort.signal), recipients)
+      // age adds 16 bytes per 64 KiB chunk and a header of well under 64 KiB.
+      await this.d.destination.put(row.key, sealed.stream, { expectedBytes: Math.ceil(source.sizeBytes * 1.001) + 65_536 })
       const plain = await sealed.plain
       if (this.d.repo.markCopied(row.id, { ...plain, at: this.d.clock.now() })) result.copied++
       this.d.log.info('copied an archive off the box', { key: row.key, archive: row.archiveId, bytes: plain.bytes, ms: this.d.clock.now() - started })

@@ -48,13 +48,17 @@ export class LocalArchiveStore implements ArchiveStore {
     }
   }
 
-  async read(key: string): Promise<ReadableStream<Uint8Array>> {
+  async read(key: string): Promise<{ stream: ReadableStream<Uint8Array>; sizeBytes: number }> {
     const file = this.path(key)
     // Opened now, so a missing archive is told here rather than by the stream's first read.
     const handle = await open(file, 'r').catch((err: NodeJS.ErrnoException) => {
       throw err.code === 'ENOENT' ? new ArchiveMissingError(`No archive under ${key}`) : err
     })
-    return readAll(handle)
+    const { size } = await handle.stat().catch(async (err) => {
+      await handle.close().catch(() => {})
+      throw err
+    })
+    return { stream: readAll(handle), sizeBytes: size }
   }
 
   async delete(key: string): Promise<void> {

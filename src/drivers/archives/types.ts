@@ -14,8 +14,9 @@
  *   under `key`. Putting an existing key replaces it (so a job that runs again is harmless).
  * - `get(key, toFile)` writes the object to the local file `toFile` (created or truncated).
  *   Throws ArchiveMissingError when there is no object under `key`.
- * - `read(key)` answers the object's bytes as a stream (memory bounded whatever its size), for
- *   its copy off the box. Throws ArchiveMissingError when there is no object under `key`.
+ * - `read(key)` answers the object's bytes as a stream (memory bounded whatever its size) with
+ *   their count, for its copy off the box. Throws ArchiveMissingError when there is no object
+ *   under `key`.
  * - `delete(key)` removes the object; a missing key is a no-op (idempotent).
  * - `list(prefix)` returns every key starting with `prefix` (e.g. `{site_id}/`), in no particular
  *   order; for clean-up of what the store holds and the database no longer knows.
@@ -27,7 +28,7 @@ export interface ArchiveStore {
   readonly name: string
   put(key: string, fromFile: string): Promise<{ sizeBytes: number }>
   get(key: string, toFile: string): Promise<void>
-  read(key: string): Promise<ReadableStream<Uint8Array>>
+  read(key: string): Promise<{ stream: ReadableStream<Uint8Array>; sizeBytes: number }>
   delete(key: string): Promise<void>
   list(prefix: string): Promise<string[]>
 }

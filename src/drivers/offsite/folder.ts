@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import { checkOffsiteKey, OffsiteMissingError, OffsiteUnavailableError, type OffsiteDestination, type OffsiteObject } from './types'
+import { checkOffsiteKey, OffsiteMissingError, OffsiteUnavailableError, type OffsiteDestination, type OffsiteObject, type PutHint } from './types'
 
 /** Suffix of an object being written: never listed; swept an hour after it was last touched. */
 const PARTIAL = '.partial'
@@ -20,7 +20,7 @@ export class FolderDestination implements OffsiteDestination {
     this.describe = `file://${root}`
   }
 
-  async put(key: string, body: ReadableStream<Uint8Array>): Promise<{ sizeBytes: number }> {
+  async put(key: string, body: ReadableStream<Uint8Array>, _hint?: PutHint): Promise<{ sizeBytes: number }> {
     const dest = this.path(key)
     await this.requireRoot()
     const partial = `${dest}${PARTIAL}-${randomBytes(4).toString('hex')}`

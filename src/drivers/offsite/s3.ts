@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Config } from '../../config/config'
 import { codeOf, s3Failure, StalledError, withDeadline, withRetries, type RetryPolicy } from './s3-failures'
 import { abortUpload, listIncompleteUploads, type BucketAddress } from './s3-uploads'
-import { checkOffsiteKey, OffsiteMissingError, OffsiteUnavailableError, type OffsiteDestination, type OffsiteObject } from './types'
+import { checkOffsiteKey, OffsiteMissingError, OffsiteUnavailableError, type OffsiteDestination, type OffsiteObject, type PutHint } from './types'
 
 const MiB = 1024 * 1024
 
@@ -12,7 +12,8 @@ const MAX_PARTS = 10_000
 /**
  * How the S3 destination moves bytes. The defaults are measured (docs/benchmarks.md, "Copies off
  * the box"): 5 MiB parts, two in flight, keep Berth within 64 MiB of its idle memory while it
- * copies a 1 GiB archive at s3rver's pace, and allow objects up to 48.8 GiB (10,000 parts).
+ * copies a 1 GiB archive at s3rver's pace; a larger part is chosen for a body said to be over
+ * about 43 GiB (partSizeFor), since S3 allows 10,000 parts.
  */
 export interface S3Tuning {
   /** Bytes per part of a multipart upload (S3: 5 MiB at least); an object of one part or less is one PUT. */
@@ -39,6 +40,16 @@ export const S3_TUNING: S3Tuning = {
   requestTimeoutMs: 60_000,
   stallTimeoutMs: 120_000,
   sweepAfterMs: 60 * 60 * 1000,
+}
+
+/**
+ * The part size for a body of about `expected` bytes: the configured one, or, when 10,000 of
+ * those would not hold it (48.8 GiB at 5 MiB), whole MiB enough for 9,000 parts (a tenth spare
+ * for a body a little larger than said). An 80 GB archive goes in 9 MiB parts.
+ */
+export function partSizeFor(expected: number | undefined, configured: number): number {
+  if (!expected || expected <= configured * (MAX_PARTS - 1000)) return configured
+  return Math.ceil(expected / (MAX_PARTS - 1000) / MiB) * MiB
 }
 
 export type S3Settings = Pick<Config['offsite'], 'url' | 'endpoint' | 'region' | 'accessKeyId' | 'secretAccessKey' | 'pathStyle'>
@@ -87,20 +98,21 @@ export class S3Destination implements OffsiteDestination {
     this.where = `${this.describe} (${base.host})`
   }
 
-  async put(key: string, body: ReadableStream<Uint8Array>): Promise<{ sizeBytes: number }> {
+  async put(key: string, body: ReadableStream<Uint8Array>, hint?: PutHint): Promise<{ sizeBytes: number }> {
     checkOffsiteKey(key)
+    const partSize = partSizeFor(hint?.expectedBytes, this.tuning.partSize)
     const full = this.root + key
     const reader = body.getReader()
     this.running.set(full, (this.running.get(full) ?? 0) + 1)
     try {
-      const first = await readUpTo(reader, this.tuning.partSize + 1)
+      const first = await readUpTo(reader, partSize + 1)
       if (first.done) {
         // One part or less: one PUT, its bytes in hand, so the whole request can be retried.
         const bytes = Buffer.concat(first.chunks)
         await this.request(`put ${key}`, () => this.client.write(full, bytes, { type: 'application/octet-stream' }))
         return { sizeBytes: bytes.byteLength }
       }
-      return await this.putMultipart(full, first.chunks, reader)
+      return await this.putMultipart(full, first.chunks, reader, partSize)
     } catch (err) {
       await reader.cancel(err).catch(() => {})
       throw this.failure(err)
@@ -192,14 +204,14 @@ export class S3Destination implements OffsiteDestination {
   }
 
   /** A large body: Bun's multipart upload, fed through a watch that notices a stalled server. */
-  private async putMultipart(full: string, staged: Uint8Array[], reader: ReadableStreamDefaultReader<Uint8Array>): Promise<{ sizeBytes: number }> {
-    const maxBytes = this.tuning.partSize * MAX_PARTS
+  private async putMultipart(full: string, staged: Uint8Array[], reader: ReadableStreamDefaultReader<Uint8Array>, partSize: number): Promise<{ sizeBytes: number }> {
+    const maxBytes = partSize * MAX_PARTS
     const watch = watchUpload(staged, reader, this.tuning.stallTimeoutMs, (bytes) =>
-      bytes > maxBytes ? new OffsiteUnavailableError('full', `${this.where}: the copy is larger than ${(maxBytes / 1024 ** 3).toFixed(1)} GiB, the most ${MAX_PARTS} parts of ${this.tuning.partSize / MiB} MiB hold`) : null)
+      bytes > maxBytes ? new OffsiteUnavailableError('full', `${this.where}: the copy is larger than ${(maxBytes / 1024 ** 3).toFixed(1)} GiB, the most ${MAX_PARTS} parts of ${partSize / MiB} MiB hold`) : null)
     try {
       const upload = this.client.file(full).write(new Response(watch.stream), {
         type: 'application/octet-stream',
-        partSize: this.tuning.partSize,
+        partSize,
         queueSize: this.tuning.queueSize,
         retry: this.tuning.partRetries,
       })

@@ -12,7 +12,7 @@
  *   manifests/{yyyymmddThhmmssZ}-{rand}.json.age
  *
  * Contracts, for every implementation:
- * - `put(key, body)` streams `body` to `key`; memory stays bounded whatever its size (S3:
+ * - `put(key, body, hint?)` streams `body` to `key`; memory stays bounded whatever its size (S3:
  *   multipart past one part). The object appears whole or not at all: while the upload runs, and
  *   after it failed or the process died, `list` does not show it and `get` does not find it (an
  *   interrupted S3 multipart upload is aborted, or left for `sweep`). Putting an existing key
@@ -33,12 +33,22 @@
 export interface OffsiteDestination {
   /** `s3://bucket/prefix` or `file:///path`, for logs and status (never credentials). */
   readonly describe: string
-  put(key: string, body: ReadableStream<Uint8Array>): Promise<{ sizeBytes: number }>
+  put(key: string, body: ReadableStream<Uint8Array>, hint?: PutHint): Promise<{ sizeBytes: number }>
   get(key: string): Promise<ReadableStream<Uint8Array>>
   list(prefix: string): Promise<OffsiteObject[]>
   delete(key: string): Promise<void>
   probe(): Promise<void>
   sweep(): Promise<void>
+}
+
+/** What the caller knows of a body before it is read. */
+export interface PutHint {
+  /**
+   * About how many bytes the body holds (at least as many, if not exact). An S3 upload has at
+   * most 10,000 parts: with the size known the parts are made big enough, so an archive of a
+   * large site is not refused for its size. Without it, the default part size sets the most.
+   */
+  expectedBytes?: number
 }
 
 export interface OffsiteObject {
