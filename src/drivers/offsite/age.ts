@@ -1,10 +1,12 @@
 import { Decrypter, Encrypter, generateX25519Identity, identityToRecipient } from 'age-encryption'
+import { openStream, sealStream } from './age-stream'
 
 /**
  * Everything that leaves the box is sealed in the age format (age-encryption.org/v1) for the
  * hoster's public keys, `offsite.age_recipients`; only an identity file kept off the box opens
  * it, with Berth (`berth restore --identity FILE`) or with the `age` CLI
- * (`age -d -i FILE object.age`). Streams both ways: memory stays bounded (64 KiB chunks).
+ * (`age -d -i FILE object.age`). Streams both ways: memory stays bounded (64 KiB chunks). The
+ * headers are age-encryption's; the payload of a stream is ./age-stream.ts (libsodium).
  */
 
 /** A plaintext stream sealed for `recipients`, with the SHA-256 and size of the plaintext once it has been read through. */
@@ -17,10 +19,8 @@ export interface Sealed {
 /** Seals `plain` for every recipient (age1... public keys). */
 export async function seal(plain: ReadableStream<Uint8Array>, recipients: readonly string[]): Promise<Sealed> {
   if (recipients.length === 0) throw new Error('No age recipient: set offsite.age_recipients')
-  const e = new Encrypter()
-  for (const r of recipients) e.addRecipient(r)
   const digest = digestTap()
-  const stream = await e.encrypt(plain.pipeThrough(digest.tap))
+  const stream = await sealStream(plain.pipeThrough(digest.tap), recipients)
   return { stream, plain: digest.done }
 }
 
@@ -36,9 +36,7 @@ export async function sealBytes(plain: Uint8Array | string, recipients: readonly
  * this resolves (a wrong identity throws here); a damaged or truncated body errors the stream.
  */
 export async function open(sealed: ReadableStream<Uint8Array>, identities: readonly string[]): Promise<ReadableStream<Uint8Array>> {
-  const d = new Decrypter()
-  for (const i of identities) d.addIdentity(i)
-  return d.decrypt(sealed)
+  return openStream(sealed, identities)
 }
 
 /** Opens a small sealed value whole. */
