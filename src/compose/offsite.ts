@@ -7,7 +7,7 @@ import type { BoxIdentity } from '../domain/offsite/ports'
 import type { OffsiteCopiesRepository } from '../domain/offsite/repository'
 import { LocalArchiveStore } from '../drivers/archives/local'
 import { newIdentity, open, recipientOf, seal, sealBytes } from '../drivers/offsite/age'
-import { selectOffsite } from '../drivers/offsite/select'
+import { destinationOf, selectOffsite } from '../drivers/offsite/select'
 import { TlsFolder } from '../drivers/offsite/tls-folder'
 import type { OffsiteDestination } from '../drivers/offsite/types'
 import type { Store } from '../store/store'
@@ -36,6 +36,7 @@ export function buildOffsite(core: Pick<Core, 'config' | 'store' | 'clock' | 'lo
   if (!config.offsite.url) return null
   // Tests hand in the destination (a folder that fails on cue); otherwise the one the URL names.
   const destination = opts.destination ?? selectOffsite(config.offsite)!
+  followDestination(core, destinationOf(config.offsite))
   const sealing = { seal, sealBytes, open }
   const identity = boxIdentity(store)
   const intervalMs = config.offsite.storeIntervalSeconds * 1000
@@ -54,6 +55,19 @@ export function buildOffsite(core: Pick<Core, 'config' | 'store' | 'clock' | 'lo
   })
   events?.subscribe({ ready: (row) => copier.archiveReady(row), discarded: (row) => copier.archiveDiscarded(row) })
   return { copier, destination, identity }
+}
+
+/**
+ * A destination other than the one the copies were made to (offsite.url or the endpoint changed)
+ * holds none of them: they are all made again there (OffsiteCopiesRepository.followDestination).
+ */
+function followDestination(core: Pick<Core, 'clock' | 'log'> & { repo: OffsiteCopiesRepository }, destination: string): void {
+  const moved = core.repo.followDestination(destination, core.clock.now())
+  if (moved) {
+    core.log.warn('the off-box destination changed: every archive is copied again to the new one, with the store and a manifest; the copies at the old one are left as they are', {
+      previous: moved.previous, destination, archives: moved.requeued,
+    })
+  }
 }
 
 /** The box's identity: made on first use and kept in the store's settings (0600 with the store). */

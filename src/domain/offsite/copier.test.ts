@@ -1,7 +1,13 @@
-import { existsSync, readdirSync, readFileSync, renameSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { offsiteSetup, type OffsiteSetup } from '../../../test/helpers/offsite'
+import { buildOffsite } from '../../compose/offsite'
+import { FolderDestination } from '../../drivers/offsite/folder'
+import { openBytes } from '../../drivers/offsite/age'
+import { destinationOf } from '../../drivers/offsite/select'
+import { checkManifest } from './manifest'
 import { offsiteStatus } from './status'
 
 /**
@@ -133,6 +139,52 @@ describe('archive copies', () => {
     await s.copier.idle()
     expect(s.objects('archives/')).toEqual(made.slice(1).map((a) => a.key).sort())
     expect(copyOf(s, made[0]!.id)).toBeNull()
+  })
+})
+
+describe('a new destination', () => {
+  it('offsite.url changed: every archive is copied again to the new destination, the status and the backup list say so until it is, and its manifest names only what it holds', async () => {
+    const s = await offsiteSetup()
+    const site = s.site()
+    const a = await s.archive(site.id)
+    await s.copier.idle()
+    expect(s.repo.copiedArchiveIds([a.id])).toEqual(new Set([a.id]))
+    const elsewhere = mkdtempSync(join(tmpdir(), 'berth-offsite-moved-'))
+    onTestFinished(() => rmSync(elsewhere, { recursive: true, force: true }))
+    const config = { ...s.config, offsite: { ...s.config.offsite, url: `file://${elsewhere}` } }
+    const core = { config, store: s.t.store, clock: s.t.clock, log: s.t.log, instanceId: 'test1234', repo: s.repo }
+
+    // Berth started with the new url: nothing is at the new destination yet, and it says so.
+    const moved = buildOffsite(core)!
+    expect(s.t.logged('the off-box destination changed: every archive is copied again to the new one, with the store and a manifest; the copies at the old one are left as they are')).toBe(true)
+    expect(s.repo.copiedArchiveIds([a.id])).toEqual(new Set())
+    expect(offsiteStatus(s.repo, { now: s.t.clock.now(), destination: config.offsite.url, intervalSeconds: 300 })).toMatchObject({ last_store_copy: null, last_manifest: null, archives: { pending: 1, deleting: 0 }, others: { pending: 0, deleting: 0 }, last_error: null })
+
+    const pass = await moved.copier.runNow()
+    expect(pass).toMatchObject({ copied: 1, failures: [] })
+    const there = new FolderDestination(elsewhere)
+    expect((await there.list('archives/')).map((o) => o.key)).toEqual([a.key])
+    // Each manifest there names only what the destination held when it was made: the first pass
+    // copies the store before the archives; the next copy of the store names the archive.
+    const manifestThere = async () => {
+      const key = (await there.list('manifests/')).map((o) => o.key).sort().at(-1)!
+      return checkManifest(JSON.parse(new TextDecoder().decode(await openBytes(new Uint8Array(readFileSync(join(elsewhere, key))), [s.hoster]))))
+    }
+    expect((await manifestThere()).sites.find((m) => m.id === site.id)?.archives).toEqual([])
+    s.t.clock.advance(SECOND)
+    expect((await moved.copier.push()).failures).toEqual([])
+    const manifest = await manifestThere()
+    expect(manifest.sites.find((m) => m.id === site.id)?.archives.map((x) => x.key)).toEqual([a.key])
+    expect((await there.list('store/')).map((o) => o.key)).toContain(manifest.store.key)
+    // The old destination keeps what it had; Berth no longer looks after it.
+    expect(s.objects('archives/')).toEqual([a.key])
+
+    // Started again with the same url: nothing is made again.
+    buildOffsite(core)
+    expect(s.repo.copiedArchiveIds([a.id])).toEqual(new Set([a.id]))
+    // What names a destination: the url, and for S3 the endpoint's host (a bucket name can be at two services); never the key.
+    expect(destinationOf({ url: 's3://b/box/', endpoint: 'https://s3.eu-central-003.backblazeb2.com/' })).toBe('s3://b/box at s3.eu-central-003.backblazeb2.com')
+    expect(destinationOf({ url: 's3://b/box', endpoint: '' })).not.toBe(destinationOf({ url: 's3://b/box', endpoint: 'http://127.0.0.1:9000' }))
   })
 })
 

@@ -1,6 +1,6 @@
-import { and, asc, desc, eq, inArray, isNotNull, lte, ne, notInArray, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, inArray, isNotNull, lte, ne, notInArray, or, sql } from 'drizzle-orm'
 import type { OffsiteCopyKind } from '../../core/enums'
-import { archives, offsiteCopies, sites, type OffsiteCopyRow } from '../../store/schema'
+import { archives, offsiteCopies, settings, sites, type OffsiteCopyRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 
 /** A ready archive with its copy off the box, for the manifest. */
@@ -14,6 +14,9 @@ export interface CopiedArchive {
   sha256: string
   bytes: number
 }
+
+/** The settings key naming the destination the copies in the store were made to (followDestination). */
+export const DESTINATION_SETTING = 'offsite_destination'
 
 /**
  * The copies off the box (store/schema/offsite.ts): the copier's queue and its record of what is
@@ -42,6 +45,32 @@ export class OffsiteCopiesRepository {
         id: crypto.randomUUID(), kind: 'archive', key, archiveId: archive.id, status: 'pending', madeAt: archive.madeAt, nextAttemptAt: now,
       }).onConflictDoNothing().run()
       return true
+    })
+  }
+
+  /**
+   * Follows the destination copies go to (`destination` names it: offsite.url, and the S3
+   * endpoint's host), kept in the settings under DESTINATION_SETTING. When it is another than the
+   * one the copies in the store were made to, none of them is at the new one: every archive copy
+   * is pending again, due now (so the backup lists say `local` only until it is), and the rows of
+   * the store, tls and manifest copies and of deletions waiting are forgotten (their objects stay
+   * at the old destination, which Berth no longer looks after). So the first manifest at the new
+   * destination names only what it holds. Returns the previous destination when it changed, with
+   * how many archive copies are made again; null otherwise (the first call only records it).
+   */
+  followDestination(destination: string, now: number): { previous: string; requeued: number } | null {
+    return this.store.write(() => {
+      const previous = this.store.db.select().from(settings).where(eq(settings.key, DESTINATION_SETTING)).get()?.value ?? null
+      if (previous === destination) return null
+      this.store.db.insert(settings).values({ key: DESTINATION_SETTING, value: destination })
+        .onConflictDoUpdate({ target: settings.key, set: { value: destination } }).run()
+      if (previous === null) return null
+      this.store.db.delete(offsiteCopies).where(or(ne(offsiteCopies.kind, 'archive'), eq(offsiteCopies.status, 'deleting'))).run()
+      const requeued = this.store.db.update(offsiteCopies).set({
+        status: 'pending', sha256: null, bytes: null, refs: null, copiedAt: null, attempts: 0, nextAttemptAt: now,
+        attemptedAt: null, lastError: null, verifiedAt: null, verifyError: null,
+      }).where(eq(offsiteCopies.kind, 'archive')).returning({ id: offsiteCopies.id }).all().length
+      return { previous, requeued }
     })
   }
 

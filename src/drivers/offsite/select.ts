@@ -10,3 +10,13 @@ export function selectOffsite(config: Config['offsite']): OffsiteDestination | n
   if (config.url.startsWith('file://')) return new FolderDestination(fileURLToPath(config.url).replace(/\/+$/, ''))
   return new S3Destination(config)
 }
+
+/**
+ * What names the destination for `OffsiteCopiesRepository.followDestination`: `offsite.url`, and
+ * for S3 the host of `offsite.endpoint` (`aws` when empty), since one bucket name may be at two
+ * services. Never a credential: another key to the same bucket is the same destination.
+ */
+export function destinationOf(config: Pick<Config['offsite'], 'url' | 'endpoint'>): string {
+  if (!config.url.startsWith('s3://')) return config.url.replace(/\/+$/, '')
+  return `${config.url.replace(/\/+$/, '')} at ${config.endpoint ? new URL(config.endpoint).host : 'aws'}`
+}
