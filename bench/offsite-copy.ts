@@ -3,7 +3,7 @@
  * of a 1 GiB archive to an S3 server on this machine (s3rver, the tests' server, in its own
  * process), Berth against `rclone copy` (Debian's rclone), same file, same server, same run.
  *
- * - Berth: what the copier does with an archive: `seal(Bun.file(path).stream(), recipients)`
+ * - Berth: what the copier does with an archive: `seal(archiveStore.read(key).stream, recipients)`
  *   (age) then `S3Destination.put`, in a process of its own (test/helpers/offsite-put.ts) so its
  *   memory is measured alone: its RSS after a small warm-up put (idle) and its peak during the
  *   copy.

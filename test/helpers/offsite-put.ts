@@ -8,6 +8,8 @@
  *
  *   OFFSITE_PUT='{"settings":{...},"key":"a/b","file":"/tmp/x","recipients":["age1..."]}' bun test/helpers/offsite-put.ts
  */
+import { basename, dirname } from 'node:path'
+import { LocalArchiveStore } from '../../src/drivers/archives/local'
 import { seal } from '../../src/drivers/offsite/age'
 import { S3Destination, type S3Settings, type S3Tuning } from '../../src/drivers/offsite/s3'
 
@@ -36,17 +38,21 @@ function synthetic(mib: number): ReadableStream<Uint8Array> {
   }, { highWaterMark: 0 })
 }
 
-// Idle: as a Berth that has copied before. The destination built, its code loaded and the
-// client's threads started by a small put and a small multipart put (12 MiB), then a collection.
+// Idle: as a Berth that has copied before (it copies its store at start). The destination built,
+// its code loaded and the client's threads started by a small put and a small multipart put
+// (12 MiB), the sealing's code and libsodium's WebAssembly memory loaded by a small seal, then a
+// collection.
 await destination.put(`${job.key}.warm`, new Response('warm').body!)
 await destination.put(`${job.key}.warm`, synthetic(12))
+if (job.recipients?.length) await new Response((await seal(synthetic(2), job.recipients)).stream).arrayBuffer()
 await destination.delete(`${job.key}.warm`)
 Bun.gc(true)
 const idle = process.memoryUsage().rss
 let peak = idle
 const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 10)
 const started = performance.now()
-let body = job.file ? Bun.file(job.file).stream() : synthetic(job.syntheticMiB ?? 64)
+// A file is read as the copier reads an archive: the local archive store's stream (1 MiB reads).
+let body = job.file ? (await new LocalArchiveStore(dirname(job.file)).read(basename(job.file))).stream : synthetic(job.syntheticMiB ?? 64)
 if (job.recipients?.length) body = (await seal(body, job.recipients)).stream
 const { sizeBytes } = await destination.put(job.key, body)
 const seconds = (performance.now() - started) / 1000
