@@ -33,6 +33,26 @@ describe('berth command line', () => {
     expect(run(['plans']).err).toContain('needs a subcommand')
   })
 
+  it('berth restore refuses what it cannot use with status 2, saying what to give, before touching anything', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'berth-cli-restore-'))
+    const identity = join(dir, 'id.txt')
+    writeFileSync(identity, '# created: 2026-11-25\nAGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ\n')
+    const data = join(dir, 'data')
+    const cases: [string[], RegExp][] = [
+      [['--identity', identity], /--from is required/],
+      [['--from', 'http://bucket/x', '--identity', identity], /give s3:\/\/BUCKET\/PREFIX or file:\/\/\/PATH/],
+      [['--from', 's3://bucket/box1', '--identity', identity], /an S3 bucket needs its credentials: set BERTH_OFFSITE_ACCESS_KEY_ID and BERTH_OFFSITE_SECRET_ACCESS_KEY/],
+      [['--from', `file://${dir}`, '--identity', join(dir, 'missing.txt')], /--identity .*missing\.txt: cannot read it/],
+      [['--from', `file://${dir}`, '--identity', identity, '--at', 'yesterday'], /--at yesterday: give an ISO time/],
+    ]
+    for (const [args, message] of cases) {
+      const res = run(['restore', '--data-dir', data, ...args])
+      expect(res.code, res.err).toBe(2)
+      expect(res.err).toMatch(message)
+    }
+    expect(spawnSync(['ls', data]).exitCode).not.toBe(0)
+  })
+
   it.each([['images', '--help'], ['help', 'images'], ['plans', '-h']])('%s %s lists the group\'s subcommands', (...args) => {
     const res = run(args)
     expect(res.code).toBe(0)
