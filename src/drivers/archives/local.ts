@@ -124,7 +124,7 @@ function readAll(handle: FileHandle): ReadableStream<Uint8Array> {
   }, { highWaterMark: 0 })
 }
 
-const CHUNK = 1024 * 1024
+const CHUNK = 128 * 1024
 
 async function fsync(path: string): Promise<void> {
   const handle = await open(path, 'r')

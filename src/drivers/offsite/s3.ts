@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Config } from '../../config/config'
 import { codeOf, s3Failure, StalledError, withDeadline, withRetries, type RetryPolicy } from './s3-failures'
-import { abortUpload, listIncompleteUploads, type BucketAddress } from './s3-uploads'
+import { abortUpload, beginUpload, completeUpload, listIncompleteUploads, putPart, type BucketAddress } from './s3-uploads'
 import { checkOffsiteKey, OffsiteMissingError, OffsiteUnavailableError, type OffsiteDestination, type OffsiteObject, type PutHint } from './types'
 
 const MiB = 1024 * 1024
@@ -11,22 +11,18 @@ const MAX_PARTS = 10_000
 
 /**
  * How the S3 destination moves bytes. The defaults are measured (docs/benchmarks.md, "Copies off
- * the box"): 5 MiB parts, two in flight, keep Berth within 64 MiB of its idle memory while it
- * copies a 1 GiB archive at s3rver's pace; a larger part is chosen for a body said to be over
- * about 43 GiB (partSizeFor), since S3 allows 10,000 parts.
+ * the box"): 5 MiB parts, one being put while the next is read, keep Berth well within 64 MiB of
+ * its idle memory while it copies a 1 GiB archive; a larger part is chosen for a body said to be
+ * over about 43 GiB (partSizeFor), since S3 allows 10,000 parts.
  */
 export interface S3Tuning {
   /** Bytes per part of a multipart upload (S3: 5 MiB at least); an object of one part or less is one PUT. */
   partSize: number
-  /** Parts uploaded at once. */
-  queueSize: number
-  /** Tries of each part (Bun's client retries a failed part at once, up to this many times). */
-  partRetries: number
-  /** Back-off of every request that can be repeated whole (all but the parts of a large put). */
+  /** Back-off of every request, each part of a large put included (it is sent again from its buffer). */
   retry: RetryPolicy
-  /** A request with no answer by then fails as 'unreachable'. */
+  /** A request (a part's included) not answered by then fails as 'unreachable'. */
   requestTimeoutMs: number
-  /** A put or get whose server takes no bytes (gives none) for this long fails as 'unreachable'. */
+  /** A get whose server gives no bytes for this long fails as 'unreachable'. */
   stallTimeoutMs: number
   /** Incomplete multipart uploads older than this are aborted by `sweep`. */
   sweepAfterMs: number
@@ -34,8 +30,6 @@ export interface S3Tuning {
 
 export const S3_TUNING: S3Tuning = {
   partSize: 5 * MiB,
-  queueSize: 2,
-  partRetries: 5,
   retry: { attempts: 4, firstDelayMs: 500 },
   requestTimeoutMs: 60_000,
   stallTimeoutMs: 120_000,
@@ -56,13 +50,13 @@ export type S3Settings = Pick<Config['offsite'], 'url' | 'endpoint' | 'region' |
 
 /**
  * The `s3://BUCKET/PREFIX` destination, for any S3-compatible service (AWS, Backblaze B2,
- * Wasabi, Hetzner, MinIO, Garage; tested against s3rver). Objects go through Bun's built-in S3
- * client (`Bun.S3Client`): native code that streams a multipart upload in bounded memory, retries
- * each part, and never completes the upload when the body fails. What it lacks is added here:
- * deadlines (it waits forever on a server that stopped answering), back-off, the error kinds, and
- * the listing and abort of incomplete uploads for `sweep` (./s3-uploads.ts). Contracts in ./types.ts.
- * Chosen over the AWS SDK (no new dependency) and over a multipart upload of our own over fetch,
- * which held 114 to 205 MiB for the same 1 GiB copy (docs/benchmarks.md, "Copies off the box").
+ * Wasabi, Hetzner, MinIO, Garage; tested against s3rver). Small objects, reads, listings and
+ * deletes go through Bun's built-in S3 client (`Bun.S3Client`, no new dependency); a large body
+ * is a multipart upload of our own (./s3-uploads.ts, signed by ./s3-sign.ts) from two reused part
+ * buffers, since Bun's own multipart upload grew Berth by 51 to 80 MiB during a 1 GiB copy
+ * (docs/benchmarks.md, "Copies off the box"). Added to the client: deadlines (it waits forever
+ * on a server that stopped answering), back-off, the error kinds, and the listing and abort of
+ * incomplete uploads for `sweep`. Contracts in ./types.ts.
  */
 export class S3Destination implements OffsiteDestination {
   readonly describe: string
@@ -203,24 +197,48 @@ export class S3Destination implements OffsiteDestination {
     }
   }
 
-  /** A large body: Bun's multipart upload, fed through a watch that notices a stalled server. */
+  /**
+   * A large body: a multipart upload of our own (./s3-uploads.ts) from two part buffers, one
+   * being filled from the body while the other is put, each reused for the next part, so memory
+   * is two parts whatever the body's size. A part is retried with back-off from its buffer; any
+   * failure aborts the upload (and what an abort cannot reach is swept later), so a partial
+   * object is never visible.
+   */
   private async putMultipart(full: string, staged: Uint8Array[], reader: ReadableStreamDefaultReader<Uint8Array>, partSize: number): Promise<{ sizeBytes: number }> {
-    const maxBytes = partSize * MAX_PARTS
-    const watch = watchUpload(staged, reader, this.tuning.stallTimeoutMs, (bytes) =>
-      bytes > maxBytes ? new OffsiteUnavailableError('full', `${this.where}: the copy is larger than ${(maxBytes / 1024 ** 3).toFixed(1)} GiB, the most ${MAX_PARTS} parts of ${partSize / MiB} MiB hold`) : null)
+    const upload = { key: full, uploadId: await this.request('begin upload', () => beginUpload(this.address, full, this.tuning.requestTimeoutMs)) }
     try {
-      const upload = this.client.file(full).write(new Response(watch.stream), {
-        type: 'application/octet-stream',
-        partSize,
-        queueSize: this.tuning.queueSize,
-        retry: this.tuning.partRetries,
-      })
-      await Promise.race([upload, watch.stalled])
-      return { sizeBytes: watch.bytes() }
+      const fill = partFiller(staged, reader)
+      const buffers = [new Uint8Array(partSize), new Uint8Array(partSize)]
+      const etags: string[] = []
+      let sizeBytes = 0
+      let putting: Promise<void> | null = null
+      for (let part = 1; ; part++) {
+        const buffer = buffers[part % 2]!
+        const filled = await fill(buffer)
+        if (filled === 0 && part > 1) break
+        if (part > MAX_PARTS) {
+          throw new OffsiteUnavailableError('full', `${this.where}: the copy is larger than ${(partSize * MAX_PARTS / 1024 ** 3).toFixed(1)} GiB, the most ${MAX_PARTS} parts of ${partSize / MiB} MiB hold`)
+        }
+        // The buffer just filled is free again only once the part before it was put.
+        await putting
+        const body = buffer.subarray(0, filled)
+        putting = this.request(`part ${part}`, () => putPart(this.address, upload, part, body, this.tuning.requestTimeoutMs)).then((etag) => {
+          etags[part - 1] = etag
+          // fetch copies each part's body, and the reads and the sealing make garbage at the
+          // copy's pace: a collection asked for per part (in the background) keeps it from piling up.
+          Bun.gc(false)
+        })
+        // Awaited before the next part or at the end; until then its failure is not unhandled.
+        putting.catch(() => {})
+        sizeBytes += filled
+        if (filled < partSize) break
+      }
+      await putting
+      await this.request('complete upload', () => completeUpload(this.address, upload, etags, this.tuning.requestTimeoutMs))
+      return { sizeBytes }
     } catch (err) {
-      throw watch.sourceError() ?? err
-    } finally {
-      watch.stop()
+      await abortUpload(this.address, { ...upload, initiatedAt: 0 }, this.tuning.requestTimeoutMs).catch(() => {})
+      throw err
     }
   }
 
@@ -275,73 +293,35 @@ async function readUpTo(reader: ReadableStreamDefaultReader<Uint8Array>, limit: 
 }
 
 /**
- * The body of a multipart upload: the staged chunks, then the rest of `reader`, pulled only when
- * the client asks (so memory stays at what the client buffers). `stalled` rejects with
- * StalledError when the client has asked for nothing for `stallMs` while the source had bytes to
- * give (the server stopped taking them), and errors the body so the upload cannot complete later.
+ * Fills a part buffer from the staged chunks, then from `reader`: the bytes put in it, fewer than
+ * its size only at the body's end. A chunk larger than the room left is split, its rest kept for
+ * the next part.
  */
-function watchUpload(staged: Uint8Array[], reader: ReadableStreamDefaultReader<Uint8Array>, stallMs: number, tooLarge: (bytes: number) => Error | null) {
-  let bytes = 0
-  let reading = false
-  let cancelled = false
-  let lastActive = Date.now()
-  let sourceError: SourceError | null = null
-  let controller!: ReadableStreamDefaultController<Uint8Array>
-  let timer: ReturnType<typeof setInterval> | undefined
-  const stalled = new Promise<never>((_, reject) => {
-    timer = setInterval(() => {
-      if (reading || Date.now() - lastActive < stallMs) return
-      const err = new StalledError(`the server took no bytes for ${Math.round(stallMs / 1000)} s`)
-      cancelled = true
-      controller.error(err)
-      reader.cancel(err).catch(() => {})
-      reject(err)
-    }, Math.min(1000, stallMs / 4))
-  })
-  stalled.catch(() => {})
-  const stream = new ReadableStream<Uint8Array>({
-    start(c) {
-      controller = c
-    },
-    async pull(c) {
-      lastActive = Date.now()
-      let chunk = staged.shift()
+function partFiller(staged: Uint8Array[], reader: ReadableStreamDefaultReader<Uint8Array>): (buffer: Uint8Array) => Promise<number> {
+  let rest: Uint8Array | null = null
+  let ended = false
+  return async (buffer) => {
+    let filled = 0
+    while (filled < buffer.length) {
+      let chunk = rest ?? staged.shift() ?? null
+      rest = null
       if (!chunk) {
-        reading = true
-        let r: Awaited<ReturnType<typeof reader.read>>
-        try {
-          r = await reader.read()
-        } catch (err) {
-          if (!cancelled) {
-            sourceError = new SourceError('source failed', { cause: err })
-            c.error(sourceError)
-          }
-          return
-        } finally {
-          reading = false
-          lastActive = Date.now()
+        if (ended) break
+        const r = await reader.read().catch((err: unknown) => {
+          throw new SourceError('source failed', { cause: err })
+        })
+        if (r.done) {
+          ended = true
+          break
         }
-        // The client gave up (the server failed) while the source was being read.
-        if (cancelled) return
-        if (r.done) return c.close()
         chunk = r.value
       }
-      bytes += chunk.byteLength
-      const over = tooLarge(bytes)
-      if (over) return c.error(over)
-      c.enqueue(chunk)
-    },
-    cancel(reason) {
-      cancelled = true
-      return reader.cancel(reason)
-    },
-  }, { highWaterMark: 0 })
-  return {
-    stream,
-    stalled,
-    bytes: () => bytes,
-    sourceError: () => sourceError,
-    stop: () => clearInterval(timer),
+      const n = Math.min(chunk.length, buffer.length - filled)
+      buffer.set(chunk.subarray(0, n), filled)
+      filled += n
+      if (n < chunk.length) rest = chunk.subarray(n)
+    }
+    return filled
   }
 }
 
