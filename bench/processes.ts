@@ -176,3 +176,13 @@ export function rssMb(pid: number): number {
   if (!kb) throw new Error(`no VmRSS in /proc/${pid}/status`)
   return Number(kb[1]) / 1024
 }
+
+/** Polls `check` every `pollMs` until it answers true (a throw counts as false); throws after `timeoutMs`. */
+export async function waitFor(check: () => Promise<boolean>, timeoutMs: number, pollMs = 5) {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (await check().catch(() => false)) return
+    await Bun.sleep(pollMs)
+  }
+  throw new Error(`timed out after ${timeoutMs} ms`)
+}

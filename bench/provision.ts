@@ -13,7 +13,7 @@ import Docker from 'dockerode'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { BINARY, freePort } from './processes'
+import { BINARY, freePort, waitFor } from './processes'
 import { median } from './stats'
 
 const TARGETS = { p50Ms: 500, p95Ms: 1000 }
@@ -75,15 +75,6 @@ async function dockerAlone(): Promise<number> {
   } finally {
     await container.remove({ force: true })
   }
-}
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs: number, pollMs = 5) {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return
-    await Bun.sleep(pollMs)
-  }
-  throw new Error(`timed out after ${timeoutMs} ms`)
 }
 
 function report(berth: number[], reference: number[]) {

@@ -13,7 +13,7 @@ import Docker from 'dockerode'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { BINARY, freePort } from './processes'
+import { BINARY, freePort, waitFor } from './processes'
 
 const GOAL_MAX_MS = 2_000
 /** Between runs: longer than the healer's crash-loop window (5 s), so each kill counts as a first. */
@@ -99,15 +99,6 @@ async function dockerCreate(): Promise<number> {
   } finally {
     await container.remove({ force: true })
   }
-}
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs: number, pollMs = 5) {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return
-    await Bun.sleep(pollMs)
-  }
-  throw new Error(`timed out after ${timeoutMs} ms`)
 }
 
 function report(r: { kill: number[]; rm: number[]; dockerStart: number[]; dockerCreate: number[] }) {

@@ -14,16 +14,15 @@
  */
 import { Database } from 'bun:sqlite'
 import { spawn, spawnSync } from 'bun'
-import Docker from 'dockerode'
 import { mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import type { OffsiteManifest } from '../src/domain/offsite/manifest'
 import { ageKeyPair, latestManifest } from '../test/helpers/age-keys'
-import { cleanup, cleanupOnExit, snapshotBinary, startBerth, tempDir } from './processes'
+import { docker, removeSitesOf } from '../test/helpers/sites'
+import { cleanup, cleanupOnExit, snapshotBinary, startBerth, tempDir, waitFor } from './processes'
 import { median } from './stats'
 
-const docker = new Docker({ socketPath: '/var/run/docker.sock' })
 const arg = (name: string, fallback: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : fallback)
 const ROUNDS = arg('--rounds', 3)
 const MIB = arg('--mib', 512)
@@ -71,7 +70,7 @@ async function main() {
 
     const rounds: Round[] = []
     for (let r = 0; r < ROUNDS; r++) {
-      await removeSites(instance)
+      await removeSitesOf(instance)
       for (const name of readdirSync(dataDir)) rmSync(join(dataDir, name), { recursive: true, force: true })
       const started = performance.now()
       const proc = spawn([binary, 'restore', '--from', `file://${bucket}`, '--identity', keys.identityFile, '--data-dir', dataDir, '--json'], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', BERTH_CONTAINERS_FIREWALL: 'false', ...env }, stdout: 'pipe', stderr: 'pipe' })
@@ -87,7 +86,7 @@ async function main() {
     report(rounds, manifest, { loadBefore, loadAfter: loadavg() })
   } finally {
     await berth.stop()
-    await removeSites(instance)
+    await removeSitesOf(instance)
     cleanup()
   }
 }
@@ -180,22 +179,6 @@ async function shell(instance: string, slug: string, script: string): Promise<vo
   await new Promise((done) => stream.on('end', done))
   const { ExitCode } = await exec.inspect()
   if (ExitCode !== 0) throw new Error(`script exited ${ExitCode}`)
-}
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs: number, pollMs = 5) {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return
-    await Bun.sleep(pollMs)
-  }
-  throw new Error(`timed out after ${timeoutMs} ms`)
-}
-
-async function removeSites(instance: string) {
-  const filters = { label: [`dev.berth.instance=${instance}`] }
-  for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
-  for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove().catch(() => {})
-  for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {})
 }
 
 await main()

@@ -16,15 +16,14 @@
  * Each figure is the median over the rounds.
  */
 import { spawn, spawnSync } from 'bun'
-import Docker from 'dockerode'
 import { mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { contention, readCpuTimes } from './cpu-contention'
-import { cleanup, cleanupOnExit, freePort, snapshotBinary, tempDir, track } from './processes'
+import { docker, removeSitesOf } from '../test/helpers/sites'
+import { cleanup, cleanupOnExit, freePort, snapshotBinary, tempDir, track, waitFor } from './processes'
 import { median } from './stats'
 
-const docker = new Docker({ socketPath: '/var/run/docker.sock' })
 const arg = (name: string) => process.argv[process.argv.indexOf(name) + 1]
 const ROUNDS = Number(process.argv.includes('--rounds') ? arg('--rounds') : 5)
 const JSON_OUT = process.argv.includes('--json')
@@ -73,7 +72,7 @@ async function main() {
     report(rounds, { loadBefore, loadAfter: loadavg(), contention: contention(cpuBefore, cpuAfter, 0) })
   } finally {
     await berth.stop()
-    if (instance) await removeSites(instance)
+    if (instance) await removeSitesOf(instance)
     cleanup()
   }
 }
@@ -280,22 +279,6 @@ async function shell(containerId: string, script: string): Promise<void> {
 function run(cmd: string[]) {
   const r = spawnSync(cmd)
   if (r.exitCode !== 0) throw new Error(`${cmd.join(' ')}: ${r.stderr.toString()}`)
-}
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs: number, pollMs = 5) {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return
-    await Bun.sleep(pollMs)
-  }
-  throw new Error(`timed out after ${timeoutMs} ms`)
-}
-
-async function removeSites(instance: string) {
-  const filters = { label: [`dev.berth.instance=${instance}`] }
-  for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
-  for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove().catch(() => {})
-  for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {})
 }
 
 await main()

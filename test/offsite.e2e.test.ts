@@ -1,4 +1,3 @@
-import Docker from 'dockerode'
 import { spawnSync } from 'bun'
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -6,13 +5,13 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api, BINARY, startBerth, type Berth } from './helpers/binary'
 import { buyDirect, uniqueSlug, waitForSite } from './helpers/purchase'
+import { docker, removeSitesOf } from './helpers/sites'
 
 /**
  * Copies off the box end to end (issue 25): the compiled binary with offsite.url a file:// folder,
  * a real Docker engine, and the copies opened by hand as a hoster would, with Debian's `age`,
  * `zstd` and `tar` and an identity made by `age-keygen`.
  */
-const docker = new Docker({ socketPath: '/var/run/docker.sock' })
 const scratch = mkdtempSync(join(tmpdir(), 'berth-offsite-e2e-'))
 const dest = join(scratch, 'dest')
 const identityFile = join(scratch, 'id.txt')
@@ -37,12 +36,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await berth?.dispose()
-  if (instance) {
-    const filters = { label: [`dev.berth.instance=${instance}`] }
-    for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
-    for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove().catch(() => {})
-    for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {})
-  }
+  if (instance) await removeSitesOf(instance)
   rmSync(scratch, { recursive: true, force: true })
 }, 60_000)
 
