@@ -40,6 +40,7 @@ import { LocalArchiveStore } from '../drivers/archives/local'
 import { selectFirewall } from '../drivers/firewall/select'
 import type { SiteFirewall } from '../drivers/firewall/types'
 import { EdgeMetrics } from '../edge/metrics'
+import type { AuditTrail } from '../domain/audit/trail'
 import type { Core } from './core'
 
 export interface Sites {
@@ -72,6 +73,8 @@ export interface Sites {
   siteMetrics: SiteMetricsService
   /** An archive turned ready or is being removed (the copies off the box follow). */
   archiveEvents: ArchiveEvents
+  /** Every exec, console session and admin shell run in a site (domain/audit/trail.ts). */
+  audit: AuditTrail
 }
 
 /** What the sites area takes from the others. */
@@ -142,6 +145,8 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs }),
     siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), metrics, runtime, log, measureDiskUsage),
     archiveEvents,
+    // Issue 26: until the trail's own store is merged, the service log holds it.
+    audit: { begin: (start) => (log.info('audit', { ...start }), { end: (outcome) => log.info('audit end', { ...outcome }) }) },
   }
 }
 

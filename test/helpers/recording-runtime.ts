@@ -1,6 +1,6 @@
 import type { Server } from 'bun'
 import {
-  SiteNotRunnableError, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteEvent, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers,
+  SiteNotRunnableError, type CommandResult, type ContainerRuntime, type ExecResult, type Terminal, type ManagedContainer, type SiteEndpoint, type SiteEvent, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers,
 } from '../../src/drivers/runtime/types'
 
 export type RuntimeCall =
@@ -80,6 +80,14 @@ export class RecordingRuntime implements ContainerRuntime {
 
   async exec(slug: string): Promise<ExecResult> {
     throw new SiteNotRunnableError(`The site '${slug}' cannot run commands in the recording runtime.`)
+  }
+
+  async runCommand(slug: string): Promise<CommandResult> {
+    throw new SiteNotRunnableError(`The site '${slug}' cannot run commands in the recording runtime.`)
+  }
+
+  async openTerminal(slug: string): Promise<Terminal> {
+    throw new SiteNotRunnableError(`The site '${slug}' has no terminal in the recording runtime.`)
   }
 
   withSitePaused<T>(_slug: string, fn: () => Promise<T>): Promise<T> {

@@ -5,13 +5,15 @@ import { watchSiteEvents } from './events'
 import { KeyedLock } from '../../lib/keyed-lock'
 import { hostPortFree } from '../../lib/ports'
 import {
-  containerOptions, LABEL, limitsOf, siteFilter, siteLabels, siteNames, SITE_HOME, SITE_PORT, SITE_USER, specHash, type SiteNames,
+  containerOptions, LABEL, limitsOf, siteFilter, siteLabels, siteNames, SITE_PORT, specHash, type SiteNames,
 } from './site-container'
 import { SiteNetworks } from './site-network'
 import { siteAddresses } from './subnets'
-import { PassThrough } from 'node:stream'
+import { execBounded, untilStarted, type StartInSite } from './processes'
+import { runCommand } from './command'
+import { openTerminal } from './terminal'
 import {
-  HostPortTakenError, SiteNotRunnableError, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteEvent, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers,
+  HostPortTakenError, SiteNotRunnableError, type CommandResult, type CommandSpec, type ContainerRuntime, type ExecResult, type Terminal, type TerminalSpec, type ManagedContainer, type SiteEndpoint, type SiteEvent, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers,
 } from './types'
 
 export interface DockerRuntimeOptions {
@@ -167,32 +169,30 @@ export class DockerRuntime implements ContainerRuntime {
   }
 
   exec(slug: string, cmd: string[], opts: { timeoutMs?: number; maxOutputBytes?: number } = {}): Promise<ExecResult> {
-    const timeoutS = Math.max(1, Math.ceil((opts.timeoutMs ?? 60_000) / 1000))
-    const max = opts.maxOutputBytes ?? 64 * 1024
-    return this.call(async () => {
-      // The check and the start under the site's lock: withSitePaused holds it for a whole
-      // freeze, so an exec that lands in a snapshot's ~0.1 s freeze waits for the thaw instead
-      // of finding the site paused (409 for a deploy, an SSH key, a claim). Only the start: the
-      // command then runs unlocked, so a deploy hook of minutes never holds up the reconciler's
-      // ensureSite, a stop or the next snapshot (which freezes the command with the site).
-      const { run, finished, output } = await this.locks.run(slug, async () => {
-        const info = await this.inspectOwn(this.names(slug).container)
-        if (!info?.State.Running || info.State.Paused) throw new SiteNotRunnableError(`The site '${slug}' is not running.`)
-        const container = this.docker.getContainer(info.Id)
-        // `timeout` exists in both images (busybox and coreutils) and kills what the engine cannot.
-        const run = await container.exec({ Cmd: ['timeout', '-s', 'KILL', String(timeoutS), ...cmd], User: SITE_USER, WorkingDir: SITE_HOME, AttachStdout: true, AttachStderr: true, Tty: false })
-        const stream = await run.start({ hijack: true, stdin: false })
-        // Listen before anything else is awaited: a short command can be over, its stream
-        // ended, by the time its start is confirmed.
-        const collected = collect(this.docker, stream, max)
-        await untilStarted(run)
-        return { run, ...collected }
-      })
-      await finished
-      const { ExitCode } = await run.inspect()
-      return { exitCode: ExitCode ?? -1, output: output() }
-    })
+    return execBounded(this.startInSite, slug, cmd, opts)
   }
+
+  runCommand(slug: string, spec: CommandSpec): Promise<CommandResult> {
+    return runCommand(this.startInSite, slug, spec)
+  }
+
+  openTerminal(slug: string, spec: TerminalSpec): Promise<Terminal> {
+    return openTerminal(this.startInSite, slug, spec)
+  }
+
+  /** Where every process in a site's container starts (contract in ./processes.ts). */
+  private startInSite: StartInSite = (slug, options, attach) => this.call(() => this.locks.run(slug, async () => {
+    // Under the site's lock: withSitePaused holds it for a whole freeze, so a start that lands
+    // in a snapshot's ~0.1 s freeze waits for the thaw instead of finding the site paused (409
+    // for a deploy, an SSH key, a claim).
+    const info = await this.inspectOwn(this.names(slug).container)
+    if (!info?.State.Running || info.State.Paused) throw new SiteNotRunnableError(`The site '${slug}' is not running.`)
+    const run = await this.docker.getContainer(info.Id).exec(options)
+    const stream = await run.start({ hijack: true, stdin: options.AttachStdin === true, Tty: options.Tty === true })
+    const attached = attach({ run, stream, docker: this.docker })
+    await untilStarted(run)
+    return attached
+  }))
 
   withSitePaused<T>(slug: string, fn: () => Promise<T>): Promise<T> {
     // Under the site's lock: an ensureSite meanwhile (the reconciler's) would unpause it, or
@@ -327,47 +327,6 @@ export class DockerRuntime implements ContainerRuntime {
   private async call<T>(fn: () => Promise<T>): Promise<T> {
     await this.ready()
     return engineCall(this.opts.socketPath, fn)
-  }
-}
-
-/** Gathers an exec's demultiplexed output (at most `max` bytes); `finished` resolves at its end. */
-function collect(docker: Docker, stream: NodeJS.ReadWriteStream, max: number): { finished: Promise<void>; output: () => string } {
-  const chunks: Buffer[] = []
-  let size = 0
-  const sink = new PassThrough()
-  sink.on('data', (chunk: Buffer) => {
-    if (size < max) chunks.push(chunk.subarray(0, max - size))
-    size += chunk.length
-  })
-  const finished = new Promise<void>((done, fail) => {
-    stream.on('end', done)
-    stream.on('close', done)
-    stream.on('error', fail)
-  })
-  // Awaited by the caller once the start is confirmed; an error before then is not "unhandled".
-  finished.catch(() => {})
-  docker.modem.demuxStream(stream, sink, sink)
-  return { finished, output: () => Buffer.concat(chunks).toString('utf8') }
-}
-
-/** How long exec keeps the site's lock waiting for its process to exist (it takes milliseconds). */
-const EXEC_START_WAIT_MS = 10_000
-
-/**
- * Resolves once the exec's process exists (it has a pid, or has already ended). The engine
- * answers `start` before runc has finished setting the process up; a freeze (snapshot) landing
- * in between left `runc init` frozen half-way, and with it the exec, the unpause and the
- * snapshot, for good (found by the hostile-input suite). Holding the site's lock until here keeps
- * freezes out of that window.
- */
-async function untilStarted(run: Docker.Exec): Promise<void> {
-  const deadline = Date.now() + EXEC_START_WAIT_MS
-  for (;;) {
-    const state = await run.inspect()
-    // Not `Running`: the engine sets it before asking runc to start the process; the pid comes after.
-    if ((state.Pid ?? 0) > 0 || (!state.Running && state.ExitCode !== null)) return
-    if (Date.now() > deadline) return
-    await Bun.sleep(5)
   }
 }
 

@@ -98,6 +98,23 @@ export interface ContainerRuntime {
    */
   exec(slug: string, cmd: string[], opts?: { timeoutMs?: number; maxOutputBytes?: number }): Promise<ExecResult>
   /**
+   * Runs one command of the exec API (`POST /sites/{slug}/exec/`) in the site's running
+   * container as the site user (uid 1000, never root), in `spec.cwd`, with `spec.env` added and
+   * `spec.stdin` as its input (then closed). stdout and stderr are kept apart, each to its last
+   * `spec.keepBytes` bytes. The command runs in a process group of its own; at `timeoutMs` that
+   * whole group is killed (nothing it started is left running) and the answer says `timedOut`.
+   * Starts as `exec` does (waits out a freeze; SiteNotRunnableError when not running); its
+   * processes run in the container's cgroup, so they count against the plan's CPU and memory.
+   */
+  runCommand(slug: string, spec: CommandSpec): Promise<CommandResult>
+  /**
+   * Starts `spec.argv` with a pseudo-terminal in the site's running container (the engine's exec
+   * with a TTY: a real PTY, job control and `stty size` work), as the site user or, for the
+   * admin's `berth sites shell --user root` only, root. Starts as `exec` does. The session ends
+   * when the process ends or `close()` is called, which kills it and what it started.
+   */
+  openTerminal(slug: string, spec: TerminalSpec): Promise<Terminal>
+  /**
    * Runs `fn` with the site's processes frozen (cgroup freezer), so that what it reads of the
    * site's files is one consistent moment; always thaws, even when `fn` throws. A stopped site
    * runs `fn` as it is. While `fn` runs, the runtime's other calls that change this site
@@ -137,6 +154,60 @@ export interface SiteEvent {
 
 export interface SiteWatch {
   close(): void
+}
+
+/** One command of the exec API (see ContainerRuntime.runCommand). */
+export interface CommandSpec {
+  /** The program and its arguments; a command given as one string arrives as ['sh', '-c', it]. */
+  argv: string[]
+  /** Absolute path inside the container to start in; the caller resolved it beneath the home. */
+  cwd: string
+  /** Variables added to the image's environment (names already checked by the caller). */
+  env: Record<string, string>
+  /** Written to the command's standard input, which is then closed; absent: an empty input. */
+  stdin?: Uint8Array
+  /** The command and everything it started are killed this long after the start. */
+  timeoutMs: number
+  /** Each of stdout and stderr keeps its last this-many bytes; the rest is dropped. */
+  keepBytes: number
+}
+
+export interface CommandResult {
+  /** The command's exit code; 137 (128 + SIGKILL, as a shell reports it) when killed at its timeout. */
+  exitCode: number
+  stdout: Uint8Array
+  stderr: Uint8Array
+  /** True when stdout or stderr lost its beginning to `keepBytes`. */
+  truncated: boolean
+  /** True when the command was still running at its timeout and was killed. */
+  timedOut: boolean
+  /** From the start of the command to its end, in milliseconds. */
+  durationMs: number
+}
+
+/** A process with a pseudo-terminal (see ContainerRuntime.openTerminal). */
+export interface TerminalSpec {
+  argv: string[]
+  /** 'site': uid 1000, what every door of the API gets; 'root': the admin on the box only. */
+  user: 'site' | 'root'
+  /** Absolute path inside the container to start in. */
+  cwd: string
+  env?: Record<string, string>
+  cols: number
+  rows: number
+}
+
+export interface Terminal {
+  /** Hears every piece of the terminal's output, in order; set it before writing. */
+  onData(listener: (bytes: Uint8Array) => void): void
+  /** Sends bytes to the terminal, as typed keys. */
+  write(bytes: Uint8Array | string): void
+  /** Changes the terminal's size (the process gets SIGWINCH). */
+  resize(cols: number, rows: number): Promise<void>
+  /** The process's exit code once it ended; null when it was closed or the engine could not say. */
+  readonly exited: Promise<number | null>
+  /** Ends the session: the process and what it started are killed. Idempotent. */
+  close(): Promise<void>
 }
 
 export interface ExecResult {
