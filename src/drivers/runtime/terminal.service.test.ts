@@ -66,6 +66,22 @@ describe('openTerminal', () => {
     await term.close()
   })
 
+  it('holds its output while paused and hands it all over on resume', async () => {
+    const term = await runtime.openTerminal(SLUG, { argv: ['sh'], user: 'site', cwd: SITE_HOME, cols: 80, rows: 24 })
+    const out = follow(term)
+    term.write('echo ready\n')
+    await out.waitFor(/ready\r?\n/)
+    term.pause()
+    await Bun.sleep(100)
+    const from = out.text.length
+    term.write('seq 1 2000 | tail -n 1\n')
+    await Bun.sleep(500)
+    expect(out.text.slice(from)).not.toContain('2000')
+    term.resume()
+    await out.waitFor(/\r?\n2000\r?\n/, from)
+    await term.close()
+  })
+
   it('runs as root when asked', async () => {
     const term = await runtime.openTerminal(SLUG, { argv: ['sh', '-c', 'id -u; exit 0'], user: 'root', cwd: '/', cols: 80, rows: 24 })
     const out = follow(term)

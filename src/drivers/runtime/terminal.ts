@@ -113,6 +113,14 @@ class TerminalSession implements Terminal {
     this.stream.write(typeof bytes === 'string' ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
   }
 
+  pause(): void {
+    this.stream.pause()
+  }
+
+  resume(): void {
+    this.stream.resume()
+  }
+
   resize(cols: number, rows: number): Promise<void> {
     return this.run.resize({ w: cols, h: rows }).then(() => {})
   }
