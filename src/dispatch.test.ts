@@ -1,6 +1,5 @@
-import type { Server } from 'bun'
 import { describe, expect, it } from 'vitest'
-import { dispatcher, LISTENER_ROUTES, type ListenerTargets } from './dispatch'
+import { dispatcher, LISTENER_ROUTES, type ListenerServer, type ListenerTargets } from './dispatch'
 
 /**
  * The listeners' table with targets that say who answered: a site's Host is `shop.sites.test`,
@@ -15,12 +14,13 @@ function table() {
     plansList: () => new Response('plans-catalog'),
     webhook: (_request, processor) => new Response(`webhook ${processor}`),
     mcp: (_request, _server, secure) => new Response(`mcp${secure ? ' secure' : ''}`),
+    console: (_request, _server, secure) => new Response(`console${secure ? ' secure' : ''}`),
     api: (_request, _server, secure) => new Response(`api${secure ? ' secure' : ''}`),
   }
   const dispatch = dispatcher(targets)
-  const server = {} as Server<undefined>
+  const server = {} as ListenerServer
   return async (path: string, o: { host?: string; method?: string; secure?: boolean } = {}) => {
-    const res = await dispatch(new Request(`http://${o.host ?? 'localhost'}${path}`, { method: o.method ?? 'GET', headers: { host: o.host ?? 'localhost' } }), server, o.secure)
+    const res = (await dispatch(new Request(`http://${o.host ?? 'localhost'}${path}`, { method: o.method ?? 'GET', headers: { host: o.host ?? 'localhost' } }), server, o.secure))!
     return res.status === 308 ? `308 ${res.headers.get('location')}` : await res.text()
   }
 }
@@ -52,7 +52,14 @@ describe('the listeners\' dispatch table', () => {
 
   it("sends every path of a site's Host to the edge, Berth's own paths included", async () => {
     const send = table()
-    for (const path of ['/', '/api/v1/plans/', '/mcp/', '/webhooks/stripe/', '/pay/cs_test_1/']) expect(await send(path, { host: 'shop.sites.test' }), path).toBe('edge')
+    for (const path of ['/', '/api/v1/plans/', '/mcp/', '/webhooks/stripe/', '/pay/cs_test_1/', '/console/x/socket']) expect(await send(path, { host: 'shop.sites.test' }), path).toBe('edge')
+  })
+
+  it("sends /console/ on Berth's own host to the console (page, scripts, WebSocket), on both listeners", async () => {
+    const send = table()
+    for (const path of ['/console/abc', '/console/abc/socket', '/console/assets/xterm.js']) expect(await send(path), path).toBe('console')
+    expect(await send('/console/abc', { host: 'berth.test', secure: true })).toBe('console secure')
+    expect(await send('/consoles')).toBe('api')
   })
 
   it('answers GET of the plan catalog without a query from the cache; other forms go to the API app', async () => {

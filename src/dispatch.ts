@@ -1,6 +1,7 @@
-import type { Server } from 'bun'
+import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
 import { ACME_CHALLENGE_PATH } from './domain/tls/challenges'
 import { WEBHOOK_PATH } from './api/webhooks/handler'
+import { CONSOLE_PATH } from './domain/console/service'
 
 /**
  * Where a request to Berth's listeners goes: read LISTENER_ROUTES top to bottom, the first entry
@@ -50,6 +51,12 @@ export const LISTENER_ROUTES: readonly ListenerRoute[] = [
     handle: (r, t) => t.mcp(r.request, r.server, r.secure),
   },
   {
+    name: 'console',
+    why: 'A site\'s console (issue 26, src/console/): its page /console/{ticket}, the page\'s scripts /console/assets/, and its WebSocket /console/{ticket}/socket, which the Elysia app cannot upgrade. On Berth\'s own host only (a site\'s Host went to the edge above), so no site\'s page is ever the console\'s origin.',
+    match: (r) => r.path.startsWith(CONSOLE_PATH),
+    handle: (r, t) => t.console(r.request, r.server, r.secure),
+  },
+  {
     name: 'api',
     why: 'Everything else: the Elysia app (src/api/app.ts): /api/v1/ and its documents, the discovery documents and pages (/.well-known/, /llms.txt...), and the processor\'s pages (/pay/, /billing/portal/) when it has any.',
     match: () => true,
@@ -66,7 +73,7 @@ export interface Incoming {
   host: string
   /** True on the HTTPS listener. */
   secure: boolean
-  server: Server<undefined>
+  server: ListenerServer
 }
 
 export interface ListenerRoute {
@@ -75,7 +82,7 @@ export interface ListenerRoute {
   /** What the entry serves, and why it sits where it does in the order. */
   why: string
   match(r: Incoming, t: ListenerTargets): boolean
-  handle(r: Incoming, t: ListenerTargets): Response | Promise<Response>
+  handle(r: Incoming, t: ListenerTargets): Response | undefined | Promise<Response | undefined>
 }
 
 /** What the table's entries send requests to; src/server.ts builds it from the services. */
@@ -89,11 +96,44 @@ export interface ListenerTargets {
   httpsOrigin(host: string): string | null
   /** True when a Host header names a site, not Berth itself. */
   isSiteHost(host: string): boolean
-  edge(request: Request, server: Server<undefined>, host: string): Response | Promise<Response>
+  edge(request: Request, server: ListenerServer, host: string): Response | Promise<Response>
   plansList(): Response
   webhook(request: Request, processor: string): Response | Promise<Response>
-  mcp(request: Request, server: Server<undefined>, secure: boolean): Response | Promise<Response>
-  api(request: Request, server: Server<undefined>, secure: boolean): Response | Promise<Response>
+  mcp(request: Request, server: ListenerServer, secure: boolean): Response | Promise<Response>
+  /** The console's page, its scripts and its WebSocket (upgraded here; undefined once upgraded). */
+  console(request: Request, server: ListenerServer, secure: boolean): Response | undefined | Promise<Response | undefined>
+  api(request: Request, server: ListenerServer, secure: boolean): Response | Promise<Response>
+}
+
+/**
+ * What a WebSocket accepted by a listener carries: the handlers of the door that upgraded it
+ * (the console's, src/console/socket.ts), so that both listeners' one `websocket` option
+ * (LISTENER_WEBSOCKET) serves any door.
+ */
+export interface SocketDoor {
+  open(ws: ListenerSocket): void
+  message(ws: ListenerSocket, message: string | Buffer): void
+  /** The socket's send buffer emptied after a send answered -1 (backpressure). */
+  drain(ws: ListenerSocket): void
+  close(ws: ListenerSocket, code: number, reason: string): void
+}
+export type ListenerSocket = ServerWebSocket<SocketDoor>
+export type ListenerServer = Server<SocketDoor>
+
+/** The listeners' `websocket` option: each socket's own door answers. */
+export const LISTENER_WEBSOCKET: WebSocketHandler<SocketDoor> = {
+  open: (ws) => ws.data.open(ws),
+  message: (ws, message) => ws.data.message(ws, message),
+  drain: (ws) => ws.data.drain(ws),
+  close: (ws, code, reason) => ws.data.close(ws, code, reason),
+  // A console's keystrokes and resizes are small; a paste is the largest input (1 MiB).
+  maxPayloadLength: 1024 * 1024,
+  // The most Bun allows; a console session is ended by its own idle limit (15 min), and Bun's
+  // pings keep a quiet socket alive through proxies meanwhile.
+  idleTimeout: 960,
+  sendPings: true,
+  // Terminal output is sent as it comes, in small frames: compressing each costs more than it saves.
+  perMessageDeflate: false,
 }
 
 /**
@@ -101,7 +141,7 @@ export interface ListenerTargets {
  * true for the HTTPS listener.
  */
 export function dispatcher(targets: ListenerTargets, routes: readonly ListenerRoute[] = LISTENER_ROUTES) {
-  return (request: Request, server: Server<undefined>, secure = false): Response | Promise<Response> => {
+  return (request: Request, server: ListenerServer, secure = false): Response | undefined | Promise<Response | undefined> => {
     const r: Incoming = { request, path: pathOf(request.url), host: request.headers.get('host') ?? '', secure, server }
     for (const route of routes) {
       if (route.match(r, targets)) return route.handle(r, targets)

@@ -1,4 +1,3 @@
-import type { Server } from 'bun'
 import { createApp, type ApiDeps } from './api/app'
 import { serializedResponse } from './api/http/envelope'
 import { checkedPlanList } from './api/plans/routes'
@@ -9,13 +8,14 @@ import { viaMcp } from './api/http/doors'
 import { createMcpHandler } from './api/mcp/server'
 import { buildOpenApi } from './api/openapi'
 import { startDnsServer } from './dns/server'
-import { dispatcher, isPlansList, pathOf } from './dispatch'
+import { dispatcher, isPlansList, LISTENER_WEBSOCKET, pathOf, type ListenerServer } from './dispatch'
+import { consoleDoor } from './console/socket'
 import type { ServedCertificate } from './domain/tls/manager'
 import { HttpsListener } from './edge/https'
 import { webhookHandler } from './api/webhooks/handler'
 
 export interface RunningServer {
-  server: Server<undefined>
+  server: ListenerServer
   url: string
   stop(): Promise<void>
 }
@@ -25,7 +25,7 @@ export interface RunningServer {
  * background work's own.
  */
 export type ServerDeps = ApiDeps & MaintenanceDeps & ContainerEventDeps & Pick<Services,
-  'config' | 'store' | 'directory' | 'metrics' | 'accessLog' | 'modulesEdge' | 'certs' | 'challenges' | 'zones' | 'billing' | 'jobs' | 'reconciler' | 'firewall' | 'offsite'>
+  'config' | 'store' | 'directory' | 'metrics' | 'accessLog' | 'modulesEdge' | 'certs' | 'challenges' | 'zones' | 'billing' | 'jobs' | 'reconciler' | 'firewall' | 'offsite' | 'consoleTickets' | 'consoleSessions'>
 
 const MAINTENANCE_MS = 30_000
 /**
@@ -102,6 +102,7 @@ export function startServer(s: ServerDeps): RunningServer {
     log: s.log,
   })
   const webhook = webhookHandler(s.processor, s.log)
+  const consoles = consoleDoor({ tickets: s.consoleTickets, sessions: s.consoleSessions, siteUrl: s.config.server.siteUrl, log: s.log })
   // HTTPS (issue 12): the same dispatch behind a TLS listener, certificates from the manager.
   const tlsListen = s.config.tls.listen
   let served: ServedCertificate[] = []
@@ -110,7 +111,7 @@ export function startServer(s: ServerDeps): RunningServer {
         hostname: tlsListen.hostname,
         port: tlsListen.port,
         log: s.log,
-        fetch: (request, srv): Response | Promise<Response> => dispatch(request, srv, true),
+        fetch: (request, srv) => dispatch(request, srv, true),
       })
     : null
   const refreshCertificates = () => {
@@ -118,7 +119,7 @@ export function startServer(s: ServerDeps): RunningServer {
     https?.update(served)
   }
   // Rate limits and logs read the client's address; the HTTPS listener's peers are its own.
-  const rememberPeer = (request: Request, srv: Server<undefined>, secure: boolean) => {
+  const rememberPeer = (request: Request, srv: ListenerServer, secure: boolean) => {
     if (secure) s.clients.peers.set(request, srv.requestIP(request)?.address ?? '')
   }
   const dispatch = dispatcher({
@@ -137,6 +138,7 @@ export function startServer(s: ServerDeps): RunningServer {
       rememberPeer(request, srv, secure)
       return mcp.handle(request)
     },
+    console: (request, srv) => consoles.handle(request, srv),
     api: (request, srv, secure) => {
       rememberPeer(request, srv, secure)
       return app.fetch(request)
@@ -153,6 +155,7 @@ export function startServer(s: ServerDeps): RunningServer {
     // absurd uploads before they are buffered.
     maxRequestBodySize: 1024 * 1024 * 1024,
     fetch: dispatch,
+    websocket: LISTENER_WEBSOCKET,
   })
   s.clients.attach(server)
   const startedAt = s.clock.now()
@@ -217,6 +220,8 @@ export function startServer(s: ServerDeps): RunningServer {
       clearTimeout(first)
       unfollow()
       mcp.close()
+      // Each console's shell is hung up (its processes killed) and its audit record ended.
+      await s.consoleSessions.closeAll()
       timers.forEach(clearInterval)
       s.certs.stop()
       await server.stop()

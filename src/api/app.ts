@@ -60,6 +60,8 @@ import type { BillingRepository } from '../domain/billing/repository'
 import type { AccountsRepository } from '../domain/accounts/repository'
 import { accountRoutes } from './account/routes'
 import { isPortalForm, portalRoutes } from './portal/routes'
+import { consoleRoutes } from './console/routes'
+import type { ConsoleService } from '../domain/console/service'
 
 /**
  * What the REST door needs: the domain's services (built by the composition root, src/compose/),
@@ -96,6 +98,7 @@ export interface ApiDeps {
   archives: ArchivesService
   dns: DnsService
   domains: DomainsService
+  consoles: ConsoleService
 }
 
 /**
@@ -169,6 +172,7 @@ export function routeGroups(s: ApiDeps, plugins: ApiPlugins, document: () => Ret
     { at: API_V1, owns: ['/sites/:tenant_slug/delete/', '/sites/:tenant_slug/restore/', '/sites/:tenant_slug/scale/'], routes: siteLifecycleRoutes(plugins, s.lifecycle) },
     { at: API_V1, owns: ['/sites/:tenant_slug/snapshot', '/sites/:tenant_slug/backups/'], routes: archiveRoutes(plugins, s.archives) },
     { at: API_V1, owns: ['/sites/:tenant_slug/dns/'], routes: dnsRoutes(plugins, s.dns) },
+    { at: API_V1, owns: ['/sites/:tenant_slug/console/'], routes: consoleRoutes(plugins, s.consoles) },
     { at: API_V1, owns: ['/domains/'], routes: domainRoutes(plugins, s.domains) },
     { at: API_V1, owns: ['/account/'], routes: accountRoutes(plugins, s.accounts, s.subscriptions) },
     ...(pages

@@ -95,6 +95,7 @@ const TAGS = [
   { name: 'Sites', description: 'Sites in the account: list, create under an agency plan, scale to another plan, delete and restore.' },
   { name: 'Modules', description: "Optional features of a site's container, turned on and off per site as the plan allows." },
   { name: 'SSH', description: "SSH access to a site's container: the host port and the authorized public keys." },
+  { name: 'Console', description: "A shell in a site's container over a WebSocket, for programs and, through a terminal page, for people: single-use tickets." },
   { name: 'Logs', description: "The newest lines of a site's access and error logs." },
   { name: 'Files', description: "A site's home folder: list, read, write, upload, make folders and delete, never outside the home." },
   { name: 'Deployments', description: "Deploys of a site: each restarts the site's services and is kept as a record." },

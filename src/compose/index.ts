@@ -10,6 +10,7 @@ import type { Registrar } from '../drivers/registrar/types'
 import type { PaymentProcessor } from '../drivers/payments/types'
 import { VERSION } from '../version'
 import { buildAgents, type Agents } from './agents'
+import { buildConsoles, type Consoles } from './console'
 import { buildCore, type BuildOptions, type Core } from './core'
 import { buildContent, buildModules, type Modules } from './modules'
 import { buildMoney, buildPayments, type Money, type Payments } from './money'
@@ -33,6 +34,7 @@ export type Services = Omit<Core, 'repos' | 'changes'>
   & Sites
   & Money
   & Agents
+  & Consoles
   & {
     status: StatusInfo
     /** Scale, delete and restore of sites. */
@@ -53,6 +55,7 @@ export function buildServices(config: Config, opts: BuildOptions = {}): Services
   const modules = buildModules(core, { content: { generate: (site, brief) => content.generate(site, brief) } })
   const sites = buildSites(core, { purchases: payments.purchases, names, modules: modules.modules, purgers: [modules.purger], firewall: opts.firewall })
   const money = buildMoney(core, payments, sites)
+  const consoles = buildConsoles(core, { audit: sites.audit })
   const agents = buildAgents(core, { processor: payments.processor, subscriptions: money.subscriptions, runner: sites.runner })
   const { repos: _repos, changes: _changes, ...shared } = core
   const { purchases: _purchases, ...pay } = payments
@@ -65,7 +68,7 @@ export function buildServices(config: Config, opts: BuildOptions = {}): Services
     lastStoreCopyAgeSeconds: () => lastStoreCopyAgeSeconds(core.repos.offsite, core.clock.now()),
   })
   return {
-    ...shared, ...pay, ...named, ...mods, ...sites, ...money, ...agents,
+    ...shared, ...pay, ...named, ...mods, ...sites, ...money, ...agents, ...consoles,
     status,
     lifecycle: buildLifecycle(core, sites, money.subscriptions),
     offsite,

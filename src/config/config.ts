@@ -95,7 +95,7 @@ export interface Config {
   mcp: { maxKeyed: number; maxAnonymous: number; perKey: number; keyedIdleMs: number; anonymousIdleMs: number }
   plans: PlanSeed[]
   /** For tests only: `clockOffsetSeconds` shifts the system clock of src/compose/core.ts (0 = real time). */
-  dev: { clockOffsetSeconds: number; paymentDelayMs: number }
+  dev: { clockOffsetSeconds: number; paymentDelayMs: number; consoleTicketSeconds: number }
 }
 
 /** A config problem the hoster must fix; the CLI prints `message` and exits with status 2. */
@@ -342,7 +342,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       anonymousIdleMs: get<number>('mcp.anonymous_idle_seconds') * 1000,
     },
     plans: raw.plans === undefined ? DEFAULT_PLANS : checkPlans(raw.plans, file, get<number>('ai.tokens_per_site_monthly')),
-    dev: { clockOffsetSeconds: get<number>('dev.clock_offset_seconds'), paymentDelayMs: get<number>('dev.payment_delay_ms') },
+    dev: { clockOffsetSeconds: get<number>('dev.clock_offset_seconds'), paymentDelayMs: get<number>('dev.payment_delay_ms'), consoleTicketSeconds: get<number>('dev.console_ticket_seconds') },
   }
 }
 

@@ -1,4 +1,4 @@
-import type { Server } from 'bun'
+import { LISTENER_WEBSOCKET, type ListenerServer } from '../dispatch'
 import { readFileSync, writeFileSync } from 'node:fs'
 import type { Logger } from '../lib/logger'
 
@@ -24,10 +24,10 @@ export interface HttpsCertificate {
  * connections, and the old one finishes what it has; no request fails meanwhile.
  */
 export class HttpsListener {
-  private server: Server<undefined> | null = null
+  private server: ListenerServer | null = null
   private fingerprint = ''
 
-  constructor(private o: { hostname: string; port: number; fetch: (request: Request, server: Server<undefined>) => Response | Promise<Response>; log: Logger; onServer?: (server: Server<undefined>) => void }) {
+  constructor(private o: { hostname: string; port: number; fetch: (request: Request, server: ListenerServer) => Response | undefined | Promise<Response | undefined>; log: Logger; onServer?: (server: ListenerServer) => void }) {
     ensureConnectionMigration(o.log)
   }
 
@@ -56,6 +56,8 @@ export class HttpsListener {
         maxRequestBodySize: 1024 * 1024 * 1024,
         tls,
         fetch: this.o.fetch,
+        // The console's WebSocket (src/dispatch.ts): the same as on the plain listener.
+        websocket: LISTENER_WEBSOCKET,
       })
       this.o.onServer?.(next)
       this.server = next
