@@ -95,6 +95,8 @@ interface Open {
   audit: AuditRecord
   startedAt: number
   lastInput: number
+  /** The store's version when its key and site were last found in good standing. */
+  checkedVersion: number
   done: boolean
 }
 
@@ -111,7 +113,6 @@ export class ConsoleSessions {
   /** Sessions being started (their terminal not there yet), by site: they count against the limit. */
   private starting = new Map<string, number>()
   private timer: ReturnType<typeof setInterval> | null = null
-  private seenVersion = -1
   private limits: typeof CONSOLE_LIMITS
 
   constructor(private d: ConsoleSessionsDeps) {
@@ -138,7 +139,9 @@ export class ConsoleSessions {
    */
   async start(grant: ConsoleGrant, size: { cols: number; rows: number }, peer: SessionPeer): Promise<ConsoleSession> {
     this.requireRoom(grant.siteId, grant.slug)
-    // The key or the site may have changed since the ticket was issued.
+    // The key or the site may have changed since the ticket was issued. The version is read
+    // first: a revocation landing while the terminal starts moves it, and the next check sees it.
+    const checkedVersion = this.d.version()
     const refused = this.standing(grant)
     if (refused) throw refused.code === 'key_revoked' ? unauthorized(refused.message) : conflict(refused.message)
     this.starting.set(grant.siteId, (this.starting.get(grant.siteId) ?? 0) + 1)
@@ -154,7 +157,7 @@ export class ConsoleSessions {
     }
     const now = this.d.clock.now()
     const audit = this.d.audit.begin({ siteId: grant.siteId, kind: 'console', actor: { kind: 'key', keyId: grant.keyId, keyPrefix: grant.keyPrefix }, command: null })
-    const s: Open = { grant, terminal, peer, audit, startedAt: now, lastInput: now, done: false }
+    const s: Open = { grant, terminal, peer, audit, startedAt: now, lastInput: now, checkedVersion, done: false }
     this.open.add(s)
     this.watch()
     terminal.onData((bytes) => {
@@ -184,12 +187,13 @@ export class ConsoleSessions {
   check(): void {
     const now = this.d.clock.now()
     const version = this.d.version()
-    const moved = version !== this.seenVersion
-    this.seenVersion = version
     for (const s of this.open) {
       if (now - s.lastInput >= this.limits.idleMs) void this.end(s, 'idle_timeout')
       else if (now - s.startedAt >= this.limits.maxMs) void this.end(s, 'session_too_long')
-      else if (moved) this.checkStanding(s)
+      else if (version !== s.checkedVersion) {
+        s.checkedVersion = version
+        this.checkStanding(s)
+      }
     }
   }
 
@@ -231,7 +235,6 @@ export class ConsoleSessions {
   /** Starts the checks' timer while any session is open. */
   private watch(): void {
     if (this.timer) return
-    this.seenVersion = this.d.version()
     this.timer = setInterval(() => this.check(), this.limits.checkMs)
     ;(this.timer as { unref?: () => void }).unref?.()
   }
