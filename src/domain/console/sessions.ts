@@ -6,8 +6,15 @@ import type { AuditRecord, AuditTrail } from '../audit/trail'
 import { asDomainError, conflict, OverBudgetError, say, unauthorized } from '../errors'
 import type { ConsoleGrant } from './tickets'
 
+export interface ConsoleLimits {
+  perSite: number
+  idleMs: number
+  maxMs: number
+  checkMs: number
+}
+
 /** The limits of console sessions (issue 26). */
-export const CONSOLE_LIMITS = {
+export const CONSOLE_LIMITS: Readonly<ConsoleLimits> = {
   /** Open sessions per site; one more is refused (429), at the ticket and at the upgrade. */
   perSite: 3,
   /** A session with no input (keys typed, resizes aside) for this long is ended. */
@@ -16,7 +23,7 @@ export const CONSOLE_LIMITS = {
   maxMs: 8 * 60 * 60_000,
   /** How often the open sessions are checked: idle, age, and the key and site when the store moved. */
   checkMs: 1000,
-} as const
+}
 
 /** Why a session ended when not by its process's own exit: a stable code and a sentence. */
 export interface SessionEnd {
@@ -69,7 +76,7 @@ export interface ConsoleSessionsDeps {
   version(): number
   /** The site user's home inside a container: where the shell starts. */
   home: string
-  limits?: typeof CONSOLE_LIMITS
+  limits?: ConsoleLimits
 }
 
 /** What a site's state means for an open console: absent while it may go on, else how it ends. */
@@ -113,7 +120,7 @@ export class ConsoleSessions {
   /** Sessions being started (their terminal not there yet), by site: they count against the limit. */
   private starting = new Map<string, number>()
   private timer: ReturnType<typeof setInterval> | null = null
-  private limits: typeof CONSOLE_LIMITS
+  private limits: ConsoleLimits
 
   constructor(private d: ConsoleSessionsDeps) {
     this.limits = d.limits ?? CONSOLE_LIMITS
