@@ -202,6 +202,13 @@ export interface Terminal {
   onData(listener: (bytes: Uint8Array) => void): void
   /** Sends bytes to the terminal, as typed keys. */
   write(bytes: Uint8Array | string): void
+  /**
+   * Stops handing output over until `resume()`: for a reader that cannot keep up (a WebSocket
+   * with a full send buffer). The engine's stream then fills, and the process blocks writing to
+   * its terminal, as under a slow ssh link; nothing is lost.
+   */
+  pause(): void
+  resume(): void
   /** Changes the terminal's size (the process gets SIGWINCH). */
   resize(cols: number, rows: number): Promise<void>
   /** The process's exit code once it ended; null when it was closed or the engine could not say. */
