@@ -7,6 +7,7 @@ import type { Config } from '../config/config'
 import { AuditRepository } from '../domain/audit/repository'
 import { AuditLog } from '../domain/audit/service'
 import { AdminShell } from '../domain/sites/admin-shell'
+import { SITE_HOME } from '../drivers/runtime/site-container'
 import type { Logger } from '../lib/logger'
 import { buildCore } from './core'
 
@@ -14,7 +15,7 @@ export function buildAdminShell(config: Config, log: Logger): { shell: AdminShel
   const core = buildCore(config, { log })
   const audit = new AuditLog(new AuditRepository(core.store), core.clock, log)
   return {
-    shell: new AdminShell({ sites: core.repos.sites, runtime: core.runtime, audit }),
+    shell: new AdminShell({ sites: core.repos.sites, runtime: core.runtime, audit, home: SITE_HOME }),
     close: () => core.store.close(),
   }
 }

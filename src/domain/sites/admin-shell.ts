@@ -1,4 +1,3 @@
-import { SITE_HOME } from '../../drivers/runtime/site-container'
 import type { ContainerRuntime, Terminal } from '../../drivers/runtime/types'
 import type { SiteRow } from '../../store/schema'
 import { commandLineOf } from '../audit/command-line'
@@ -40,7 +39,13 @@ export interface AdminShellSession {
  * kind `shell` with the admin as actor, from before it starts to its end.
  */
 export class AdminShell {
-  constructor(private d: { sites: Pick<SitesRepository, 'findLiveBySlug'>; runtime: Pick<ContainerRuntime, 'openTerminal'>; audit: AuditTrail }) {}
+  constructor(private d: {
+    sites: Pick<SitesRepository, 'findLiveBySlug'>
+    runtime: Pick<ContainerRuntime, 'openTerminal'>
+    audit: AuditTrail
+    /** The site's home inside its container, where the shell starts (the runtime's SITE_HOME). */
+    home: string
+  }) {}
 
   /** not_found for a slug no live site holds; SiteNotRunnableError when its container is not running. */
   async open(req: AdminShellRequest): Promise<AdminShellSession> {
@@ -51,7 +56,7 @@ export class AdminShell {
     })
     let terminal: Terminal
     try {
-      terminal = await this.d.runtime.openTerminal(site.slug, { argv: req.argv ?? LOGIN_SHELL, user: req.user, cwd: SITE_HOME, cols: req.cols, rows: req.rows })
+      terminal = await this.d.runtime.openTerminal(site.slug, { argv: req.argv ?? LOGIN_SHELL, user: req.user, cwd: this.d.home, cols: req.cols, rows: req.rows })
     } catch (err) {
       record.end({ exitCode: null, reason: `did not start: ${(err as Error).message}` })
       throw err
