@@ -80,7 +80,15 @@ describe('berth sites shell SLUG -- COMMAND', () => {
     ])
   })
 
-  it('says an unknown slug plainly and exits 2, recording nothing', async () => {
+  it('runs without a local terminal too (a script, a pipe): the output comes through, the exit code back', async () => {
+    const proc = spawn([BINARY, 'sites', 'shell', '--data-dir', berth.dataDir, shared.slug, '--', 'sh', '-c', 'echo piped-$((2*4)); exit 5'], { env: adminEnv(), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+    const [output, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited])
+    expect(code).toBe(5)
+    // The container's side is still a terminal (as with ssh -t): its lines end \r\n.
+    expect(output).toBe('piped-8\r\n')
+  })
+
+  it('says an unknown slug plainly and exits 2, and so a bad --user', async () => {
     const run = await underScript(['no-such-site', '--', 'true'])
     expect(run.code).toBe(2)
     expect(run.output).toMatch(/berth: No site 'no-such-site' on this box/)
