@@ -110,10 +110,14 @@ function tmux() {
   return {
     run,
     screen,
-    /** Waits until the pane shows text matching `pattern`. */
-    async waitFor(pattern: RegExp, timeoutMs = 15_000): Promise<string> {
+    /** Waits until the pane shows text matching `pattern`; `ask`, when given, runs first and every half second. */
+    async waitFor(pattern: RegExp, timeoutMs = 15_000, ask?: () => void): Promise<string> {
       const deadline = Date.now() + timeoutMs
-      for (;;) {
+      for (let asked = 0; ; ) {
+        if (ask && Date.now() - asked >= 500) {
+          ask()
+          asked = Date.now()
+        }
         const text = screen()
         if (pattern.test(text)) return text
         if (Date.now() > deadline) throw new Error(`the terminal never showed ${pattern}:\n${text}`)
@@ -147,13 +151,19 @@ describe('berth sites shell SLUG, interactive', () => {
       t.enter()
       await t.waitFor(/^30 100$/m)
       t.run('resize-window', '-t', 'admin', '-x', '120', '-y', '40')
-      await Bun.sleep(300)
-      t.type('stty size')
-      t.enter()
-      await t.waitFor(/^40 120$/m)
+      // The new size reaches the container through the engine's API, a moment after SIGWINCH:
+      // asked again until it shows (a terminal that never follows fails after 15 s).
+      await t.waitFor(/^40 120$/m, 15_000, () => {
+        t.type('stty size')
+        t.enter()
+      })
       // Raw mode: Ctrl-C reaches the shell (which drops the line) instead of ending berth.
+      // A terminal drops its queues with an interrupt (what was typed, what was to be shown), so
+      // each step waits for the shell to have echoed the last.
       t.type('sleep 30')
+      await t.waitFor(/sleep 30$/m)
       t.run('send-keys', '-t', 'admin', 'C-c')
+      await t.waitFor(new RegExp(`sleep 30.*\\n${prompt.source.slice(1)}`, 'm'))
       t.type('echo still-$((1+1))')
       t.enter()
       await t.waitFor(/^still-2$/m)
