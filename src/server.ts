@@ -160,6 +160,8 @@ export function startServer(s: ServerDeps): RunningServer {
   s.clients.attach(server)
   const startedAt = s.clock.now()
   s.jobs.start()
+  // Execs and console sessions run in this process only: one an earlier process left open is over.
+  s.audit.markLost(['exec', 'console'], startedAt, 'berth stopped before it ended')
   if (https) {
     s.certs.subscribe(refreshCertificates)
     refreshCertificates()

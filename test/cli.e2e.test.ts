@@ -53,7 +53,7 @@ describe('berth command line', () => {
     expect(spawnSync(['ls', data]).exitCode).not.toBe(0)
   })
 
-  it.each([['images', '--help'], ['help', 'images'], ['plans', '-h']])('%s %s lists the group\'s subcommands', (...args) => {
+  it.each([['images', '--help'], ['help', 'images'], ['plans', '-h'], ['sites', '--help']])('%s %s lists the group\'s subcommands', (...args) => {
     const res = run(args)
     expect(res.code).toBe(0)
     expect(res.err).toBe('')

@@ -11,12 +11,14 @@ import { offsitePushCommand, offsiteStatusCommand } from './offsite'
 import { plansAddCommand, plansDeprecateCommand, plansListCommand } from './plans'
 import { restoreCommand } from './restore'
 import { serveCommand } from './serve'
+import { sitesShellCommand } from './sites'
 import { versionCommand } from './version'
 
 export const COMMANDS: Command[] = [
   serveCommand,
   migrateCommand,
   restoreCommand,
+  sitesShellCommand,
   plansListCommand,
   plansAddCommand,
   plansDeprecateCommand,

@@ -40,7 +40,8 @@ import { LocalArchiveStore } from '../drivers/archives/local'
 import { selectFirewall } from '../drivers/firewall/select'
 import type { SiteFirewall } from '../drivers/firewall/types'
 import { EdgeMetrics } from '../edge/metrics'
-import type { AuditTrail } from '../domain/audit/trail'
+import { AuditRepository } from '../domain/audit/repository'
+import { AuditLog } from '../domain/audit/service'
 import type { Core } from './core'
 
 export interface Sites {
@@ -73,8 +74,8 @@ export interface Sites {
   siteMetrics: SiteMetricsService
   /** An archive turned ready or is being removed (the copies off the box follow). */
   archiveEvents: ArchiveEvents
-  /** Every exec, console session and admin shell run in a site (domain/audit/trail.ts). */
-  audit: AuditTrail
+  /** Every exec, console session and admin shell run in a site (domain/audit): recorded, read as `logs?type=audit`, pruned by maintenance. */
+  audit: AuditLog
 }
 
 /** What the sites area takes from the others. */
@@ -120,9 +121,10 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain, berthNames: needs.names.berthNames, names: needs.names.ofSites,
   })
   const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, work: archiveWork.work, log, copies: repos.offsite })
+  const audit = new AuditLog(new AuditRepository(store), clock, log)
   // What else a reaped site owns, removed after its container and volume: its snapshots and
-  // backups (rows and stored files), its DNS records, and what the modules keep of it.
-  const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, ...needs.purgers], log })
+  // backups (rows and stored files), its DNS records, its audit trail, and what the modules keep of it.
+  const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, audit, ...needs.purgers], log })
   const metrics = new EdgeMetrics()
   const accessLog = new EdgeAccessLog(runtime, log, openSiteHome)
   return {
@@ -140,13 +142,12 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     healer: new SiteHealer({ sites: repos.sites, runner, log }),
     metrics,
     accessLog,
-    logs: new LogsService(plans, runtime, openSiteHome, accessLog),
+    logs: new LogsService(plans, runtime, openSiteHome, accessLog, audit),
     files: new FilesService(runtime, restores, openSiteHome, undefined, changes),
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs }),
     siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), metrics, runtime, log, measureDiskUsage),
     archiveEvents,
-    // Issue 26: until the trail's own store is merged, the service log holds it.
-    audit: { begin: (start) => (log.info('audit', { ...start }), { end: (outcome) => log.info('audit end', { ...outcome }) }) },
+    audit,
   }
 }
 

@@ -34,18 +34,20 @@ export function followContainerEvents(s: ContainerEventDeps): () => void {
 
 /** What `runMaintenance` reads. */
 export type MaintenanceDeps = Pick<Core, 'keys' | 'clock'> & Pick<Agents, 'limiter'> & Pick<Money, 'checkout' | 'subscriptions'> & Pick<Payments, 'charges'>
-  & Pick<Sites, 'siteMetrics' | 'archives'> & Pick<Names, 'renewals'> & Pick<Modules, 'chatbot' | 'modules'> & { offsite: Pick<Offsite, 'copier'> | null }
+  & Pick<Sites, 'siteMetrics' | 'archives' | 'audit'> & Pick<Names, 'renewals'> & Pick<Modules, 'chatbot' | 'modules'> & { offsite: Pick<Offsite, 'copier'> | null }
 
 /**
  * Periodic upkeep (every 30 s and on stop): flush key last-used times, prune rate-limit hits,
  * expire unpaid checkouts, store the edge's traffic counts; queue due site backups and finish
- * archive removals (in the background: `maintain` never throws); a pass of the copies off the box.
+ * archive removals (in the background: `maintain` never throws); a pass of the copies off the box;
+ * the audit trail's retention (hourly).
  */
 export function runMaintenance(s: MaintenanceDeps): void {
   s.keys.flushLastUsed()
   s.limiter.prune()
   s.checkout.expireOld()
   s.siteMetrics.persist()
+  s.audit.prune()
   void s.archives.maintain()
   void s.renewals.renewDue()
   void s.subscriptions.runDue()

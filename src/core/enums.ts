@@ -90,3 +90,9 @@ export const DomainStatusSchema = t.Union([t.Literal('pending'), t.Literal('acti
   description: 'pending: the registration job is paying for and registering it; active: registered, served by Berth DNS; failed: not registered (error says why; any charge was refunded); expired: not renewed in time.',
 })
 export const DOMAIN_STATUSES = valuesOf(DomainStatusSchema)
+/** What an audit record is of (domain/audit/trail.ts): an exec of the API, a console session, an admin's shell. */
+export const AUDIT_KINDS = ['exec', 'console', 'shell'] as const
+/** Who ran it: an API key, or the admin on the box. */
+export const AUDIT_ACTORS = ['key', 'admin'] as const
+/** Whom it ran as inside the container: the site user (uid 1000), or root (the admin's `--user root`). */
+export const AUDIT_RUN_AS = ['site', 'root'] as const

@@ -24,6 +24,8 @@ export const AREAS = {
   settings: ['settings', 'berth_migrations'],
   /** The copies off the box and their queue (domain/offsite). */
   offsite: ['offsite_copies'],
+  /** The audit trail of commands run in sites (domain/audit): no cache reads it. */
+  audit: ['audit_events'],
 } as const satisfies Record<string, readonly string[]>
 
 export type Area = keyof typeof AREAS

@@ -17,7 +17,7 @@ describe('site operation routes', () => {
     ['/logs/?lines=0', 'lines', /'lines' must be an integer from 1 to 500 \(got 0\)/],
     ['/logs/?lines=501', 'lines', /from 1 to 500/],
     ['/logs/?lines=2.5', 'lines', /integer/],
-    ['/logs/?type=debug', 'type', /one of error, access, php/],
+    ['/logs/?type=debug', 'type', /one of error, access, php, audit/],
     [`/logs/?search=${'a'.repeat(201)}`, 'search', /at most 200 characters/],
     ['/logs/?level=warn', 'level', /Unknown query parameter 'level'/],
     ['/metrics/?days=0', 'days', /'days' must be an integer from 1 to 90 \(got 0\)/],
@@ -53,5 +53,30 @@ describe('site operation routes', () => {
     const res = await h.call('GET', `/api/v1/sites/${slug}/deployments/42/`, { key })
     expect(res.status).toBe(422)
     expect(res.json.error.param).toBe('deployment_id')
+  })
+})
+
+describe('GET /sites/{slug}/logs/?type=audit', () => {
+  it("answers the site's audit trail to its owner, oldest first, with lines and search applied, and 404 to another account", async () => {
+    const { slug, key, siteId } = await mine
+    const actor = { kind: 'key' as const, keyId: 'k1', keyPrefix: 'svc_0123abcd' }
+    for (const n of [1, 2, 3]) {
+      const record = h.services.audit.begin({ siteId, kind: 'exec', actor, command: `echo ${n}` })
+      h.clock.advance(5)
+      record.end({ exitCode: n })
+    }
+    const all = await h.call('GET', `/api/v1/sites/${slug}/logs/?type=audit`, { key })
+    expect(all.status, all.text).toBe(200)
+    expect(all.json.data).toMatchObject({ type: 'audit', file: null })
+    expect(all.json.data.lines).toEqual([1, 2, 3].map((n) => expect.stringMatching(new RegExp(`^\\S+Z exec key=svc_0123abcd exit=${n} duration_ms=5 cmd: echo ${n}$`))))
+    const newest = await h.call('GET', `/api/v1/sites/${slug}/logs/?type=audit&lines=2`, { key })
+    expect(newest.json.data.lines.map((l: string) => l.slice(-6))).toEqual(['echo 2', 'echo 3'])
+    const found = await h.call('GET', `/api/v1/sites/${slug}/logs/?type=audit&search=${encodeURIComponent('exit=2 ')}`, { key })
+    expect(found.json.data.lines).toHaveLength(1)
+    expect(found.json.data.lines[0]).toMatch(/cmd: echo 2$/)
+    const stranger = await h.register()
+    const other = await h.call('GET', `/api/v1/sites/${slug}/logs/?type=audit`, { key: stranger.key })
+    expect(other.status).toBe(404)
+    expect(other.json.error).toMatchObject({ code: 'NOT_FOUND', param: 'tenant_slug' })
   })
 })

@@ -15,6 +15,8 @@ export interface AuditStart {
   actor: AuditActor
   /** The command line as given (argv joined with spaces, quoted where needed; the string as sent); null for an interactive shell. */
   command: string | null
+  /** Whom it runs as in the container: the site user (the default), or root (the admin's `berth sites shell --user root`). */
+  runAs?: 'site' | 'root'
 }
 
 export interface AuditEnd {

@@ -6,6 +6,7 @@ import type { ContainerRuntime } from '../../drivers/runtime/types'
 import { conflict } from '../errors'
 import type { PlansService } from '../plans/service'
 import type { SiteRow } from '../../store/schema'
+import type { AuditLog } from '../audit/service'
 import type { SiteLog } from './views'
 import type { EdgeAccessLog } from './access-log'
 import { edgeWritesAccessLog, logSource, type LogType } from './sources'
@@ -13,7 +14,8 @@ import { tailLines } from './tail'
 
 /**
  * getSiteLogs: the newest lines of a site's log, read from its volume on the host
- * (no engine call, and it works while the container is stopped). The tenant owns ~/logs, so the
+ * (no engine call, and it works while the container is stopped); the audit trail's from the
+ * store (domain/audit). The tenant owns ~/logs, so the
  * file is opened the way the files API opens every path (src/drivers/files/resolver.ts: no
  * symlink anywhere in the path) and must be a regular file.
  */
@@ -25,10 +27,13 @@ export class LogsService {
     private openHome: OpenHome,
     /** The access log the edge writes: what it still holds is written before a read, so a request just answered is in it. */
     private edgeLog?: Pick<EdgeAccessLog, 'flush'>,
+    /** The audit trail (`type=audit`); without it, that log is empty. */
+    private audit?: Pick<AuditLog, 'lines'>,
   ) {}
 
   async read(site: SiteRow, q: { type?: LogType; lines?: number; search?: string }): Promise<SiteLog> {
     const type = q.type ?? 'error'
+    if (type === 'audit') return { type, file: null, lines: this.audit?.lines(site.id, { lines: q.lines ?? 100, search: q.search || undefined }) ?? [] }
     const hostingType = this.plans.get(site.planSlug).hosting_type
     const source = logSource(hostingType, type)
     if (source.file === null) return { type, file: null, lines: [] }

@@ -1,6 +1,9 @@
 import type { HostingType } from '../../core/enums'
 
-export type LogType = 'error' | 'access' | 'php'
+/** The logs read from files in the site's home. */
+export type FileLogType = 'error' | 'access' | 'php'
+/** Every log type of GET /sites/{slug}/logs/: the files, and the audit trail (from the store, domain/audit). */
+export type LogType = FileLogType | 'audit'
 
 /** Where one log type of one site image is read from, and which of its lines count. */
 export interface LogSource {
@@ -28,7 +31,7 @@ export const EDGE_ACCESS_LOG = 'logs/access.log'
  * any other message httpd writes there. There is no PHP on this image, so `php` is always empty
  * (`file: null`).
  */
-export function logSource(hostingType: HostingType, type: LogType): LogSource {
+export function logSource(hostingType: HostingType, type: FileLogType): LogSource {
   if (hostingType === 'shared') {
     if (type === 'php') return { file: null }
     if (type === 'error') return { file: 'logs/error.log', filter: busyboxErrors }

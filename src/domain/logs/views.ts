@@ -1,14 +1,14 @@
 import { Type as t, type Static } from '@sinclair/typebox'
 import { Nullable } from '../schema'
 
-export const LogTypeSchema = t.Union([t.Literal('error'), t.Literal('access'), t.Literal('php')], {
+export const LogTypeSchema = t.Union([t.Literal('error'), t.Literal('access'), t.Literal('php'), t.Literal('audit')], {
   default: 'error',
-  description: "error: the web server's errors; access: one line per request; php: PHP-FPM and PHP errors (empty on shared plans, which have no PHP).",
+  description: "error: the web server's errors; access: one line per request; php: PHP-FPM and PHP errors (empty on shared plans, which have no PHP); audit: every exec, console session and admin shell run in the site, one line each (who, when, how it ended, the command; kept 90 days; docs/api.md, Logs).",
 })
 
 export const SiteLog = t.Object({
   type: LogTypeSchema,
-  file: Nullable(t.String({ description: "The log file under the site's home (files API path), or null when the site's image has no such log." })),
+  file: Nullable(t.String({ description: "The log file under the site's home (files API path), or null when the site's image has no such log, and for audit (kept in Berth's store)." })),
   lines: t.Array(t.String(), { description: 'Oldest first, newest last.' }),
 })
 export type SiteLog = Static<typeof SiteLog>

@@ -159,9 +159,11 @@ describe('DELETE /sites/{slug}/delete/ and POST /sites/{slug}/restore/', () => {
 })
 
 describe('the deletion reaper', () => {
-  it('keeps a site at 6 days 23 hours and removes it at 7 days: files, keys, subscription, listing, slug', async () => {
+  it('keeps a site at 6 days 23 hours and removes it at 7 days: files, keys, subscription, listing, slug, audit trail', async () => {
     const { slug, key } = await buy()
     const site = siteRow(slug)
+    const auditOf = (id: string) => h.services.store.sqlite.query<{ n: number }, [string]>('SELECT count(*) n FROM audit_events WHERE site_id = ?').get(id)!.n
+    h.services.audit.begin({ siteId: site.id, kind: 'shell', actor: { kind: 'admin', user: 'root' }, command: null }).end({ exitCode: 0 })
     const siteKey = h.services.keys.issue(site.account_id, 'claimed', ['read', 'write'], site.id).api_key
     expect((await h.call('GET', sites(`${slug}/`), { key: siteKey })).status).toBe(200)
     expect((await h.call('DELETE', sites(`${slug}/delete/`), { key })).status).toBe(200)
@@ -171,6 +173,7 @@ describe('the deletion reaper', () => {
     expect(siteRow(slug).status).toBe('pending_deletion')
     expect(runtime.callsOf('removeSite', slug)).toHaveLength(0)
     expect((await h.call('GET', sites(`${slug}/`), { key: siteKey })).status).toBe(200)
+    expect(auditOf(site.id)).toBe(1)
 
     h.clock.advance(HOUR)
     // Past the deadline a restore is refused: the site is the reaper's now.
@@ -186,6 +189,7 @@ describe('the deletion reaper', () => {
     expect(subscriptionOf(slug)).toMatchObject({ status: 'ended', ended_at: h.clock.now() })
     expect(h.services.sites.slugUnavailable(slug)).toBeUndefined()
     expect((await h.services.directory.resolve(slug))).toBeNull()
+    expect(auditOf(site.id)).toBe(0)
     // Reaping again is a no-op.
     expect((await h.services.reaper.reap()).reaped).toEqual([])
   })
