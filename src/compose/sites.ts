@@ -41,6 +41,7 @@ import { selectFirewall } from '../drivers/firewall/select'
 import type { SiteFirewall } from '../drivers/firewall/types'
 import { EdgeMetrics } from '../edge/metrics'
 import type { AuditTrail } from '../domain/audit/trail'
+import { ExecService } from '../domain/exec/service'
 import type { Core } from './core'
 
 export interface Sites {
@@ -75,6 +76,8 @@ export interface Sites {
   archiveEvents: ArchiveEvents
   /** Every exec, console session and admin shell run in a site (domain/audit/trail.ts). */
   audit: AuditTrail
+  /** The exec API: one command in a site's container, as the site user. */
+  exec: ExecService
 }
 
 /** What the sites area takes from the others. */
@@ -125,6 +128,8 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
   const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, ...needs.purgers], log })
   const metrics = new EdgeMetrics()
   const accessLog = new EdgeAccessLog(runtime, log, openSiteHome)
+  // Issue 26: until the trail's own store is merged, the service log holds it.
+  const audit: AuditTrail = { begin: (start) => (log.info('audit', { ...start }), { end: (outcome) => log.info('audit end', { ...outcome }) }) }
   return {
     runner,
     guard: new SiteGuard(repos.sites),
@@ -145,8 +150,8 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs }),
     siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), metrics, runtime, log, measureDiskUsage),
     archiveEvents,
-    // Issue 26: until the trail's own store is merged, the service log holds it.
-    audit: { begin: (start) => (log.info('audit', { ...start }), { end: (outcome) => log.info('audit end', { ...outcome }) }) },
+    audit,
+    exec: new ExecService(runtime, openSiteHome, audit),
   }
 }
 
