@@ -33,7 +33,7 @@ const BODY_SLACK = 64 * 1024
 /**
  * The body limit of the exec route, above `server.max_body_bytes`: JSON may escape a byte of
  * text as six (`\u001f`), so six times what stdin, the command and env may hold, and slack (about
- * 7.6 MB). Past it the body parser answers 413 before reading further; within it, the service
+ * 7.5 MB). Past it the body parser answers 413 before reading further; within it, the service
  * checks each field's size exactly and answers naming the field.
  */
 export const EXEC_BODY_LIMIT = { bytes: 6 * (EXEC_LIMITS.stdinBytes + EXEC_LIMITS.commandBytes + EXEC_LIMITS.envBytes) + BODY_SLACK, param: 'stdin' } as const
