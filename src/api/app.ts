@@ -6,6 +6,7 @@ import type { CheckoutService } from '../domain/checkout/service'
 import type { ClaimsService } from '../domain/claims/service'
 import type { DeploymentsService } from '../domain/deployments/service'
 import type { FilesService } from '../domain/files/service'
+import type { ExecService } from '../domain/exec/service'
 import type { KeysService } from '../domain/keys/service'
 import type { LogsService } from '../domain/logs/service'
 import type { SiteMetricsService } from '../domain/metrics/service'
@@ -44,6 +45,8 @@ import { sshRoutes } from './ssh/routes'
 import { logRoutes } from './logs/routes'
 import { fileRoutes } from './files/routes'
 import { fileBodyLimit } from '../domain/files/limits'
+import { execRoutes } from './exec/routes'
+import { execBodyLimit } from '../domain/exec/limits'
 import { deploymentRoutes } from './deployments/routes'
 import { metricsRoutes } from './metrics/routes'
 import { siteLifecycleRoutes } from './sites/lifecycle-routes'
@@ -93,6 +96,7 @@ export interface ApiDeps {
   ssh: SshService
   logs: LogsService
   files: FilesService
+  exec: ExecService
   deployments: DeploymentsService
   siteMetrics: SiteMetricsService
   archives: ArchivesService
@@ -121,7 +125,7 @@ export function createApp(s: ApiDeps) {
   // GET /plans/ and /auth/whoami/ (bench/, issue 2). Responses are still validated.
   const app: AnyElysia = new Elysia({ name: 'berth', normalize: false, encodeSchema: false })
     .use(envelope({ log: s.log, methodsFor: (path) => lookup(path), route: (ref, request) => (viaMcp.has(request) ? toolName(ref.operation) : route(ref)) }))
-    .use(jsonBody(s.config.server.maxBodyBytes, fileBodyLimit, (path) => /^\/pay\/[^/]+\/$/.test(path) || isPortalForm(path)))
+    .use(jsonBody(s.config.server.maxBodyBytes, (path) => fileBodyLimit(path) ?? execBodyLimit(path), (path) => /^\/pay\/[^/]+\/$/.test(path) || isPortalForm(path)))
     .use(strictQuery(() => queryRules))
     .use(plugins)
     .use(api)
@@ -167,6 +171,7 @@ export function routeGroups(s: ApiDeps, plugins: ApiPlugins, document: () => Ret
     { at: API_V1, owns: ['/sites/:tenant_slug/ssh/'], routes: sshRoutes(plugins, s.ssh) },
     { at: API_V1, owns: ['/sites/:tenant_slug/logs/'], routes: logRoutes(plugins, s.logs) },
     { at: API_V1, owns: ['/sites/:tenant_slug/files/'], routes: fileRoutes(plugins, s.files) },
+    { at: API_V1, owns: ['/sites/:tenant_slug/exec/'], routes: execRoutes(plugins, s.exec) },
     { at: API_V1, owns: ['/sites/:tenant_slug/deploy/', '/sites/:tenant_slug/deployments/'], routes: deploymentRoutes(plugins, s.deployments) },
     { at: API_V1, owns: ['/sites/:tenant_slug/metrics/'], routes: metricsRoutes(plugins, s.siteMetrics) },
     { at: API_V1, owns: ['/sites/:tenant_slug/delete/', '/sites/:tenant_slug/restore/', '/sites/:tenant_slug/scale/'], routes: siteLifecycleRoutes(plugins, s.lifecycle) },

@@ -42,6 +42,7 @@ import type { SiteFirewall } from '../drivers/firewall/types'
 import { EdgeMetrics } from '../edge/metrics'
 import { AuditRepository } from '../domain/audit/repository'
 import { AuditLog } from '../domain/audit/service'
+import { ExecService } from '../domain/exec/service'
 import type { Core } from './core'
 
 export interface Sites {
@@ -76,6 +77,8 @@ export interface Sites {
   archiveEvents: ArchiveEvents
   /** Every exec, console session and admin shell run in a site (domain/audit): recorded, read as `logs?type=audit`, pruned by maintenance. */
   audit: AuditLog
+  /** The exec API: one command in a site's container, as the site user. */
+  exec: ExecService
 }
 
 /** What the sites area takes from the others. */
@@ -148,6 +151,7 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), metrics, runtime, log, measureDiskUsage),
     archiveEvents,
     audit,
+    exec: new ExecService(runtime, openSiteHome, audit),
   }
 }
 

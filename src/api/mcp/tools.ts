@@ -75,6 +75,8 @@ export const CHANGE_HINTS: Record<string, ChangeHints> = {
   uploadFile: destructive(true),
   makeDirectory: additive(true),
   deleteFile: destructive(true),
+  // A command can change or delete any of the site's files; each call runs it again.
+  execCommand: destructive(false),
   // Restarts the site's services; each call is a new deployment.
   deploySite: destructive(false),
   // An upgrade charges the prorated difference to the card on file.

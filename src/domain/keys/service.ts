@@ -10,6 +10,8 @@ import type { KeysRepository } from './repository'
 /** Who is calling: the key, its account, and for a site-scoped key the one site it may touch. */
 export interface Principal {
   keyId: string
+  /** The key's first 12 characters, as listings show it (the audit trail names the key by it). */
+  keyPrefix: string
   accountId: string
   email: string | null
   language: 'en' | 'fr'
@@ -21,6 +23,8 @@ export interface Principal {
 }
 
 const CACHE_LIMIT = 10_000
+/** Characters of a key kept in the clear as its `prefix`. */
+const KEY_PREFIX_LENGTH = 12
 
 /**
  * Issues, lists, revokes and rotates API keys, and authenticates bearer keys.
@@ -54,7 +58,7 @@ export class KeysService {
     }
     let principal = this.cache.get(hash)
     if (!principal) {
-      principal = this.load(hash)
+      principal = this.load(hash, key.slice(0, KEY_PREFIX_LENGTH))
       if (this.cache.size >= CACHE_LIMIT) this.cache.clear()
       this.cache.set(hash, principal)
     }
@@ -62,13 +66,14 @@ export class KeysService {
     return principal
   }
 
-  private load(hash: string): Principal {
+  private load(hash: string, keyPrefix: string): Principal {
     const row = this.repo.findForAuth(hash)
     if (!row || row.account_status !== 'active') throw unauthorized(say`This API key is not valid; check it, or get a new one with ${op('register')}.`)
     if (row.revoked_reason === 'rotated') throw unauthorized('This API key was rotated; use the key the rotation returned.')
     if (row.revoked_reason) throw unauthorized('This API key was revoked; use another key.')
     return {
       keyId: row.key_id,
+      keyPrefix,
       accountId: row.account_id,
       email: row.email,
       language: row.language === 'fr' ? 'fr' : 'en',
@@ -87,7 +92,7 @@ export class KeysService {
       id: crypto.randomUUID(),
       accountId,
       name,
-      prefix: apiKey.slice(0, 12),
+      prefix: apiKey.slice(0, KEY_PREFIX_LENGTH),
       keyHash: sha256(apiKey),
       scopes: JSON.stringify(orderScopes(scopes)),
       siteId,

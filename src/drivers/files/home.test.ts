@@ -247,3 +247,19 @@ describe('a tenant racing the API', () => {
     expect([...outcomes.keys()].every((k) => ['ok', 'bad_path', 'not_found', 'busy'].includes(k)), JSON.stringify([...outcomes])).toBe(true)
   })
 })
+
+describe('folder', () => {
+  it('normalises a folder beneath the home; a missing one, a file, a link or an escape is refused', async () => {
+    mkdirSync(join(homeDir, 'public', 'css'))
+    symlinkSync(outside(), join(homeDir, 'public', 'out'))
+    symlinkSync(join(homeDir, 'public', 'css'), join(homeDir, 'css-link'))
+    expect(home.folder('')).toBe('')
+    expect(home.folder('public//css/.')).toBe('public/css')
+    expect(await problem(() => home.folder('public/nope'))).toBe('not_found')
+    expect(await problem(() => home.folder('public/index.html'))).toBe('wrong_type')
+    expect(await problem(() => home.folder('public/out'))).toBe('bad_path')
+    expect(await problem(() => home.folder('css-link'))).toBe('bad_path')
+    expect(await problem(() => home.folder('public/../..'))).toBe('bad_path')
+    expect(await problem(() => home.folder('/etc'))).toBe('bad_path')
+  })
+})

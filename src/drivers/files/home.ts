@@ -75,6 +75,20 @@ export class SiteHome {
   }
 
   /**
+   * The folder at `path`, normalised (`public//css/` is `public/css`; `''` the home itself), for
+   * a process started there (the exec API's `cwd`). Resolved like every path (no `..`, no symlink
+   * anywhere in it); not_found when missing, wrong_type when it is not a folder.
+   */
+  folder(path: string): string {
+    const names = parsePath(path)
+    return this.withFd(names, O_PATH, (fd) => {
+      const st = fstatSync(fd)
+      if (!st.isDirectory()) throw new FileError('wrong_type', `'${display(names)}' is not a folder`)
+      return names.join('/')
+    })
+  }
+
+  /**
    * The text of the regular file at `path`: too_large past `maxBytes`, not_text when it is not
    * UTF-8 or holds a NUL byte.
    */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type Docker from 'dockerode'
-import type { SiteSpec } from './types'
+import { SITE_HOME, type SiteSpec } from './types'
 
 /** Labels Berth puts on every container, network and volume it creates. */
 export const LABEL = {
@@ -18,8 +18,7 @@ export const LABEL = {
 export const SITE_PORT = 8080
 /** The sshd of SSH-enabled sites listens here inside the container, unprivileged. */
 export const SSH_PORT = 2222
-/** The site user's home, on the site's volume; the web root is `public/` inside it. */
-export const SITE_HOME = '/home/site'
+export { SITE_HOME }
 /** The unprivileged `site` user (and group) every site image defines. */
 export const SITE_USER = '1000:1000'
 

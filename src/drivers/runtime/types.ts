@@ -1,5 +1,8 @@
 import type { HostingType } from '../../core/enums'
 
+/** The site user's home in every site's container, on the site's volume; the web root is `public/` inside it. */
+export const SITE_HOME = '/home/site'
+
 /** Everything the runtime needs to run one site; derived from the site and its plan. */
 export interface SiteSpec {
   siteId: string
