@@ -30,7 +30,6 @@ export function buildConsoles(core: Core, needs: { audit: AuditTrail }): Console
   return {
     consoles: new ConsoleService({
       tickets, sessions, siteUrl: config.server.siteUrl,
-      keyPrefix: (accountId, keyId) => repos.keys.find(accountId, keyId)?.prefix ?? '',
     }),
     consoleTickets: tickets,
     consoleSessions: sessions,

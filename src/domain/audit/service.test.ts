@@ -186,14 +186,3 @@ describe('AuditLog', () => {
     ])
   })
 })
-
-describe('commandLineOf', () => {
-  it.each([
-    [['php', '-v'], 'php -v'],
-    [['sh', '-c', 'id -u; echo $HOME'], "sh -c 'id -u; echo $HOME'"],
-    [['echo', "it's", ''], "echo 'it'\\''s' ''"],
-    [['ls', '/home/site/a=b,c:d@e%f+g'], 'ls /home/site/a=b,c:d@e%f+g'],
-  ])('%j reads %s', (argv, line) => {
-    expect(commandLineOf(argv)).toBe(line)
-  })
-})

@@ -11,8 +11,6 @@ export const CONSOLE_PATH = '/console/'
 export interface ConsoleServiceDeps {
   tickets: ConsoleTickets
   sessions: Pick<ConsoleSessions, 'requireRoom'>
-  /** The public prefix of a key of the account (for the audit trail). */
-  keyPrefix(accountId: string, keyId: string): string
   /** Berth's public origin (config `server.site_url`): the page's and the WebSocket's. */
   siteUrl: string
 }
@@ -33,7 +31,7 @@ export class ConsoleService {
 
   open(caller: Principal, site: SiteRow): ConsoleTicketView {
     this.d.sessions.requireRoom(site.id, site.slug)
-    const grant = { siteId: site.id, slug: site.slug, accountId: caller.accountId, keyId: caller.keyId, keyPrefix: this.d.keyPrefix(caller.accountId, caller.keyId) }
+    const grant = { siteId: site.id, slug: site.slug, accountId: caller.accountId, keyId: caller.keyId, keyPrefix: caller.keyPrefix }
     const { ticket, expiresAt } = this.d.tickets.issue(grant)
     return {
       ticket,

@@ -5,7 +5,7 @@ import { SITE_HOME, SiteNotRunnableError, type CommandResult, type ContainerRunt
 import type { SiteRow } from '../../store/schema'
 import type { AuditActor, AuditTrail } from '../audit/trail'
 import { invalid, op, OverBudgetError, say, tooLarge } from '../errors'
-import { commandLine } from './command-line'
+import { commandLineOf } from '../audit/command-line'
 import { EXEC_LIMITS } from './limits'
 import type { ExecResult } from './views'
 
@@ -61,7 +61,7 @@ export class ExecService {
     const timeoutSeconds = timeoutOf(input.timeout_seconds)
     const cwd = await this.cwdOf(site.slug, input.cwd ?? '')
     const release = this.claim(site, timeoutSeconds)
-    const record = this.audit.begin({ siteId: site.id, kind: 'exec', actor, command: typeof input.command === 'string' ? input.command : commandLine(argv) })
+    const record = this.audit.begin({ siteId: site.id, kind: 'exec', actor, command: typeof input.command === 'string' ? input.command : commandLineOf(argv) })
     try {
       const result = await this.runtime.runCommand(site.slug, { argv, cwd, env, stdin, timeoutMs: timeoutSeconds * 1000, keepBytes: EXEC_LIMITS.keepBytes })
       record.end(result.timedOut ? { exitCode: result.exitCode, reason: 'timed out' } : { exitCode: result.exitCode })
