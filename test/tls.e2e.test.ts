@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api, freePort, startBerth, type Berth } from './helpers/binary'
+import { ConsoleClient, openTicket } from './helpers/console'
 import { startPebble, type Pebble } from './helpers/pebble'
 import { buyDirect, uniqueSlug, waitForSite } from './helpers/purchase'
 import { instanceOf, removeInstanceSites } from './helpers/sites'
@@ -11,7 +12,9 @@ import { instanceOf, removeInstanceSites } from './helpers/sites'
 /**
  * HTTPS on the compiled binary with certificates from Pebble, Let's Encrypt's test CA: Pebble
  * resolves names through Berth's own DNS and checks HTTP-01 on Berth's port, as a real CA would
- * through the internet. curl, trusting only Pebble's root, is the client.
+ * through the internet. curl, trusting only Pebble's root, is the client. server.site_url is
+ * https on `sites_domain` itself (which Berth's DNS answers), so the API's own host gets a
+ * certificate too.
  */
 const SITES = 'sites.test'
 const CONTACT = { first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com', phone: '+1.5555551234', address1: '100 King St W', city: 'Toronto', state: 'ON', postal_code: 'M5X 1A9', country: 'CA' }
@@ -24,6 +27,8 @@ let tlsPort = 0
 let key = ''
 let slug = ''
 let root = ''
+/** Berth's public origin (server.site_url): the API's host on the HTTPS port. */
+let siteUrl = ''
 const dir = mkdtempSync(join(tmpdir(), 'berth-tls-'))
 
 /** curl over HTTPS to `name` on Berth's TLS port, trusting Pebble's root only. */
@@ -56,8 +61,10 @@ beforeAll(async () => {
   const [port, dnsPort] = [await freePort(), await freePort()]
   tlsPort = await freePort()
   pebble = await startPebble({ httpPort: port, dnsServer: `127.0.0.1:${dnsPort}`, validitySeconds: VALIDITY_SECONDS })
+  siteUrl = `https://${SITES}:${tlsPort}`
   berth = await startBerth({
     port,
+    siteUrl,
     env: {
       BERTH_SITES_DOMAIN: SITES, BERTH_DNS_LISTEN: `127.0.0.1:${dnsPort}`, BERTH_TLS_LISTEN: `127.0.0.1:${tlsPort}`,
       BERTH_TLS_ACME_DIRECTORY: pebble.directoryUrl, BERTH_TLS_ACME_EMAIL: 'hoster@example.com', BERTH_TLS_ACME_TERMS_AGREED: 'true',
@@ -88,6 +95,36 @@ describe('HTTPS with certificates from Pebble', () => {
     expect(res.error).toBe('')
     expect(res.code).toBe(200)
     expect(res.body).toContain(marker)
+  })
+
+  it("serves the console on site_url's host over HTTPS: a wss:// socket that runs a shell, its page with the strict CSP", async () => {
+    // The API's own certificate (site_url's host), ordered at start like the site's.
+    let status = curl(SITES, '/api/v1/status/')
+    for (const deadline = Date.now() + 25_000; status.error !== '' && Date.now() < deadline; status = curl(SITES, '/api/v1/status/')) await Bun.sleep(300)
+    expect(status.error, berth.output().slice(-2000)).toBe('')
+    expect(status.code).toBe(200)
+    const t = await openTicket(berth.url, key, slug)
+    expect(t.websocket_url).toBe(`wss://${SITES}:${tlsPort}/console/${t.ticket}/socket`)
+    expect(t.page_url).toBe(`${siteUrl}/console/${t.ticket}`)
+
+    const page = curl(SITES, `/console/${t.ticket}`, ['-i'])
+    expect(page.error).toBe('')
+    expect(page.code).toBe(200)
+    const csp = /^content-security-policy: (.*)$/im.exec(page.body)?.[1]?.trim()
+    expect(csp).toContain("default-src 'none'")
+    expect(csp).toContain("script-src 'self'")
+    expect(csp).toContain(`connect-src 'self' wss://${SITES}:${tlsPort}`)
+    expect(csp).not.toContain('unsafe-inline')
+
+    // The ticket's URL, connected as curl --resolve does: to 127.0.0.1, with its name in SNI and Host.
+    const c = new ConsoleClient(t.websocket_url.replace(`//${SITES}:`, '//127.0.0.1:'), '', { tls: { ca: await Bun.file(root).text(), serverName: SITES }, headers: { host: `${SITES}:${tlsPort}` } })
+    await c.opened
+    c.type('echo $((6*7))\n')
+    await c.waitFor(/\r\n42\r\n/)
+    c.type('exit 5\n')
+    const { control, close } = await c.ending()
+    expect(control).toEqual({ type: 'exit', code: 5 })
+    expect(close.code).toBe(1000)
   })
 
   it('redirects plain HTTP for that name to HTTPS, except the ACME challenge path', async () => {

@@ -94,10 +94,13 @@ function selectIssuer(config: Config, log: Logger): AcmeIssuer | null {
   return new AcmeIssuer({ ...acme, dir: acmeDir(config), log })
 }
 
-/** site_url's host when it is a name of its own (not an address, localhost or a site name): the API's certificate. */
+/**
+ * site_url's host when it is a name (not an address or localhost): the API's certificate. It may
+ * be sites_domain itself (no site is ever called that, nor any other of Berth's names); the
+ * certificate manager leaves it to the wildcard's certificate when that covers it.
+ */
 function apiHostOf(config: Config): string | null {
   const host = new URL(config.server.siteUrl).hostname
   if (/^[\d.]+$/.test(host) || host.includes(':') || host.startsWith('[') || host === 'localhost' || host.endsWith('.localhost')) return null
-  if (host === config.sites.domain || host.endsWith(`.${config.sites.domain}`)) return null
   return host
 }

@@ -39,9 +39,10 @@ export interface Berth {
 /**
  * Starts dist/berth serve (or `binary`, e.g. a benchmark's baseline build) on a free loopback
  * port (on every address with `listenHost: '0.0.0.0'`) with a fresh data folder (or the one
- * given) and waits for GET /api/v1/status/ to answer 200.
+ * given) and waits for GET /api/v1/status/ to answer 200. `siteUrl` is its server.site_url
+ * (default: `url`, the plain listener's own origin).
  */
-export async function startBerth(opts: { dataDir?: string; env?: Record<string, string>; args?: string[]; port?: number; listenHost?: string; binary?: string } = {}): Promise<Berth> {
+export async function startBerth(opts: { dataDir?: string; env?: Record<string, string>; args?: string[]; port?: number; listenHost?: string; binary?: string; siteUrl?: string } = {}): Promise<Berth> {
   const binary = opts.binary ?? BINARY
   if (!existsSync(binary)) throw new Error(`${binary} is missing; run bun run build`)
   const port = opts.port ?? (await freePort())
@@ -50,7 +51,7 @@ export async function startBerth(opts: { dataDir?: string; env?: Record<string, 
   let log = ''
   let proc!: Subprocess
   const launch = async () => {
-    proc = spawn([binary, 'serve', '--listen', `${opts.listenHost ?? '127.0.0.1'}:${port}`, '--data-dir', dataDir, '--site-url', url, ...(opts.args ?? [])], {
+    proc = spawn([binary, 'serve', '--listen', `${opts.listenHost ?? '127.0.0.1'}:${port}`, '--data-dir', dataDir, '--site-url', opts.siteUrl ?? url, ...(opts.args ?? [])], {
       // Many instances run at once: none listens for DNS unless a test asks (BERTH_DNS_LISTEN).
       // None keeps the host firewall either (containers.firewall): they all share the default
       // subnet pool, so no one instance owns its rules, and rules outlive the test that made them.

@@ -16,6 +16,9 @@ export async function upgradeRefusal(websocketUrl: string, headers: Record<strin
   return { status: res.status, text: await res.text() }
 }
 
+/** Bun's WebSocket constructor, which takes options (`tls`, `headers`); the DOM's type, which the project's lib includes, knows only protocols. */
+const BunWebSocket = WebSocket as unknown as new (url: string, options?: Bun.WebSocketOptions) => WebSocket
+
 /** A console session through a plain WebSocket client (Bun's), as a program would drive one. */
 export class ConsoleClient {
   /** The terminal's output so far, as text. */
@@ -26,8 +29,9 @@ export class ConsoleClient {
   readonly opened: Promise<void>
   private ws: WebSocket
 
-  constructor(websocketUrl: string, query = '') {
-    this.ws = new WebSocket(websocketUrl + query)
+  /** `options`: Bun's WebSocket options (`tls`, `headers`), e.g. to trust a test CA. */
+  constructor(websocketUrl: string, query = '', options?: Bun.WebSocketOptions) {
+    this.ws = new BunWebSocket(websocketUrl + query, options)
     this.ws.binaryType = 'arraybuffer'
     this.opened = new Promise((done, fail) => {
       this.ws.onopen = () => done()

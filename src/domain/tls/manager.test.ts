@@ -95,6 +95,14 @@ describe('which names get certificates', () => {
     expect(t.manager.wanted()).toEqual([{ subject: 'wildcard', names: ['*.sites.test', 'sites.test'], challenge: 'dns-01' }])
   })
 
+  it("gets the API's host a certificate when it is sites_domain itself, unless the wildcard's covers it", () => {
+    const apiOf = (o: Options) => setup(o).manager.wanted().filter((w) => w.subject === 'api')
+    expect(apiOf({ apiHost: 'sites.test' })).toEqual([{ subject: 'api', names: ['sites.test'], challenge: 'http-01' }])
+    expect(apiOf({ apiHost: 'sites.test', wildcard: true })).toEqual([])
+    expect(apiOf({ apiHost: 'panel.sites.test', wildcard: true })).toEqual([])
+    expect(apiOf({ apiHost: 'api.test', wildcard: true })).toEqual([{ subject: 'api', names: ['api.test'], challenge: 'http-01' }])
+  })
+
   it('without a CA nothing is wanted, recorded or queued, and every view says none', () => {
     const t = setup({ issuer: false })
     t.source.sites.push({ id: 's1', slug: 'acme' })

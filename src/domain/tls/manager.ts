@@ -48,7 +48,10 @@ interface Deps {
 /** The names Berth serves, each of which wants a certificate. */
 export interface ServedNames {
   sitesDomain: string
-  /** The API's own host name (site_url's), or null when it is an address or a site name. */
+  /**
+   * The API's own host name (site_url's), or null when it is an address or localhost. It may be
+   * `sitesDomain` itself or a name under it: it gets a certificate of its own unless the wildcard's covers it.
+   */
   apiHost: string | null
   /** One wildcard certificate (DNS-01) for every site name, instead of one per site (HTTP-01). */
   wildcard: boolean
@@ -108,10 +111,13 @@ export class CertificateManager {
     const { sites, domains } = this.d.served.sources()
     const out: Wanted[] = []
     const base = this.d.served.sitesDomain
-    if (this.d.served.wildcard) out.push({ subject: 'wildcard', names: [`*.${base}`, base], challenge: 'dns-01' })
+    const wildcardNames = [`*.${base}`, base]
+    if (this.d.served.wildcard) out.push({ subject: 'wildcard', names: wildcardNames, challenge: 'dns-01' })
     else for (const s of sites) out.push({ subject: `site:${s.id}`, names: [`${s.slug}.${base}`], challenge: 'http-01' })
     for (const d of domains) if (d.siteId) out.push({ subject: `domain:${d.id}`, names: [d.name, `www.${d.name}`], challenge: 'http-01' })
-    if (this.d.served.apiHost) out.push({ subject: 'api', names: [this.d.served.apiHost], challenge: 'http-01' })
+    const api = this.d.served.apiHost
+    // Without the wildcard, nothing else covers the API's host, even when it is sites_domain itself.
+    if (api && !(this.d.served.wildcard && wildcardNames.some((n) => nameCovers(n, api)))) out.push({ subject: 'api', names: [api], challenge: 'http-01' })
     return out
   }
 
@@ -222,7 +228,7 @@ export class CertificateManager {
 
   /** True when `host` has a certificate being served (plain HTTP then redirects to HTTPS). */
   covers(host: string, served: ServedCertificate[]): boolean {
-    return served.some((c) => c.names.some((n) => n === host || (n.startsWith('*.') && host.endsWith(n.slice(1)) && !host.slice(0, -n.length + 1).includes('.'))))
+    return served.some((c) => c.names.some((n) => nameCovers(n, host)))
   }
 
   /** The `tls` of sites' views by site id, in one read: each site's certificate, or the wildcard. */
@@ -268,3 +274,7 @@ async function firstProblem(names: string[], check: (name: string) => Promise<st
   return null
 }
 
+/** True when a certificate's name `n` covers `host`: the same name, or a wildcard one label above it. */
+function nameCovers(n: string, host: string): boolean {
+  return n === host || (n.startsWith('*.') && host.endsWith(n.slice(1)) && !host.slice(0, -n.length + 1).includes('.'))
+}
