@@ -23,6 +23,15 @@ export const sites = sqliteTable('sites', {
   deletedAt: integer('deleted_at'),
   /** JSON object: module name to enabled. */
   modules: text('modules').notNull().default('{}'),
+  /**
+   * Who suspended a `suspended` site: `billing` (its subscription lapsed) or `admin` (berth sites
+   * suspend); null otherwise. An admin's suspension is lifted by the admin only.
+   */
+  suspendedBy: text('suspended_by', { enum: ['billing', 'admin'] }),
+  /** Why, in the admin's words (berth sites suspend --reason) or billing's; shown to the owner. */
+  suspendedReason: text('suspended_reason'),
+  /** HSTS for the site's HTTPS answers: the max-age in seconds, or null for none (the default, as nginx and Caddy). */
+  hstsMaxAge: integer('hsts_max_age'),
   createdAt: integer('created_at').notNull(),
   updatedAt: integer('updated_at').notNull(),
 }, (t) => [
@@ -63,6 +72,10 @@ export const deployments = sqliteTable('deployments', {
   createdAt: integer('created_at').notNull(),
   startedAt: integer('started_at'),
   finishedAt: integer('finished_at'),
+  /** The archive of the site's files as this deployment put them in place (what a rollback puts back), or null. */
+  archiveId: text('archive_id'),
+  /** For a rollback: the earlier deployment whose files it put back. */
+  rollbackOf: text('rollback_of'),
 }, (t) => [index('deployments_site').on(t.siteId, t.createdAt)])
 
 /**
