@@ -15,17 +15,23 @@ const SERVICE = '**/*.service.test.ts'
 const E2E = '**/*.e2e.test.ts'
 const SOLO = '**/*.solo.e2e.test.ts'
 const ALL = ['src/**/*.test.ts', 'test/**/*.test.ts']
+const TEXT_IMPORTS = [/\.sh$/, /\/src\/console\/client\.js$/, /\/@xterm\/[^/]+\/lib\/[^/]+\.js$/]
 
 export default defineConfig({
-  // Files Bun imports `with { type: 'text' }` (the in-container agent's scripts) load as text here too.
+  // Files Bun imports `with { type: 'text' }` load as text here too: the in-container agent's
+  // scripts, and the console page's scripts (src/console/assets.ts), which would otherwise run
+  // (and fail: no `document`) in any test that imports the server.
   plugins: [{
     name: 'text-imports',
+    enforce: 'pre',
     transform(code: string, id: string) {
-      if (id.endsWith('.sh')) return { code: `export default ${JSON.stringify(code)}`, map: null }
+      if (TEXT_IMPORTS.some((pattern) => pattern.test(id))) return { code: `export default ${JSON.stringify(code)}`, map: null }
     },
   }],
   test: {
     pool: 'threads',
+    // xterm.js goes through the plugin above, not Node's loader.
+    server: { deps: { inline: [/@xterm\//] } },
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // End-to-end suites start dist/berth on their own ports and data folders; files run in
