@@ -142,6 +142,6 @@ export async function checkUnit(probes: BoxProbes): Promise<CheckResult> {
   const state = await probes.unitState('berth')
   if (state === 'enabled') return pass(name, 'berth.service is installed and enabled: it starts at boot')
   if (state === null) return warn(name, 'no systemctl here: nothing starts Berth at boot or restarts it when it dies', 'run Berth under systemd (berth install), or under your own supervisor')
-  if (state === 'not-found') return warn(name, 'berth.service is not installed: nothing starts Berth at boot or restarts it when it dies', 'berth install (writes and enables the unit)')
+  if (state === 'not-found') return warn(name, 'berth.service is not installed: nothing starts Berth at boot or restarts it when it dies', 'berth install, then systemctl enable --now berth')
   return warn(name, `berth.service is ${state}: it does not start at boot`, 'systemctl enable --now berth')
 }
