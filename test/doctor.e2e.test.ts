@@ -1,4 +1,4 @@
-import { spawnSync } from 'bun'
+import { spawn, spawnSync, type Subprocess } from 'bun'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createSocket } from 'node:dgram'
 import { createServer, type Server } from 'node:net'
@@ -36,8 +36,9 @@ function configFile(extra: Record<string, Record<string, string | number | boole
   return file
 }
 
-function doctor(config: string, env: Record<string, string> = {}) {
-  const p = spawnSync([BINARY, 'doctor', '--config', config, '--json'], { stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env } })
+/** Runs dist/berth doctor --json; `prefix` runs it through another command (nsenter). */
+function doctor(config: string, env: Record<string, string> = {}, prefix: string[] = []) {
+  const p = spawnSync([...prefix, BINARY, 'doctor', '--config', config, '--json'], { stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env } })
   const checks = JSON.parse(p.stdout.toString()) as Check[]
   const byName = (name: string) => {
     const found = checks.find((c) => c.name === name)
@@ -192,5 +193,68 @@ describe('berth doctor against an ACME server (Pebble)', () => {
     const res = doctor(configFile({ tls: { acme_directory: `https://127.0.0.1:${await freePort()}/dir`, acme_email: 'ops@example.com', acme_terms_agreed: true } }))
     expect(res.failed).toEqual(['acme'])
     expect(res.byName('clock').status).toBe('WARN')
+  })
+})
+
+/**
+ * The delegation through the system resolver, end to end: a network and mount namespace of the
+ * test's own, whose /etc/resolv.conf names 127.0.0.1, where a berth serve answers DNS on port 53 as
+ * the authority for sites.domain. The doctor runs in the same namespaces (nsenter), so what it
+ * asks the "system resolver" is answered by Berth's zone: NS ns1/ns2.{sites.domain}, glue 203.0.113.10.
+ */
+describe('berth doctor on the delegation of sites.domain', () => {
+  const SITES = 'hosting.doctor-check.net'
+  let berth: Subprocess
+  let log = ''
+  let nsenter: string[]
+  const delegationConfig = (dns: Record<string, string | string[]> = {}) =>
+    configFile({ server: { listen: '127.0.0.1:8080' }, sites: { domain: SITES }, dns: { listen: '127.0.0.1:53', public_ipv4: '203.0.113.10', ...dns } })
+
+  beforeAll(async () => {
+    const resolv = join(dir, 'resolv.conf')
+    writeFileSync(resolv, 'nameserver 127.0.0.1\n')
+    const config = delegationConfig()
+    mkdirSync(join(dir, 'data'), { recursive: true })
+    berth = spawn(['unshare', '--net', '--mount', '--', 'sh', '-c', `ip link set lo up && mount --bind ${resolv} /etc/resolv.conf && exec ${BINARY} serve --config ${config}`], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', BERTH_CONTAINERS_FIREWALL: 'false' },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    for (const stream of [berth.stdout, berth.stderr] as ReadableStream<Uint8Array>[]) {
+      void (async () => {
+        const reader = stream.getReader()
+        for (let r = await reader.read(); !r.done; r = await reader.read()) log += new TextDecoder().decode(r.value)
+      })()
+    }
+    for (const deadline = Date.now() + 15_000; !log.includes('DNS server listening'); await Bun.sleep(50)) {
+      if (Date.now() > deadline || berth.exitCode !== null) throw new Error(`berth serve did not start its DNS server:\n${log}`)
+    }
+    nsenter = ['nsenter', '--target', String(berth.pid), '--net', '--mount', '--']
+  }, 30_000)
+
+  afterAll(async () => {
+    berth?.kill('SIGTERM')
+    await berth?.exited
+  })
+
+  it('PASSes when the NS are dns.nameservers and their glue is dns.public_ipv4', () => {
+    const res = doctor(delegationConfig(), {}, nsenter)
+    expect(res.byName('delegation')).toMatchObject({ status: 'PASS', detail: `${SITES} is delegated to ns1.${SITES}, ns2.${SITES}, which answer 203.0.113.10` })
+    expect(res.byName('port 127.0.0.1:53/udp').detail).toContain('held by Berth')
+    expect(res.code, JSON.stringify(res.failed)).toBe(0)
+  })
+
+  it('FAILs glue that points elsewhere than dns.public_ipv4', () => {
+    const res = doctor(delegationConfig({ public_ipv4: '203.0.113.99' }), {}, nsenter)
+    expect(res.failed).toEqual(['delegation'])
+    expect(res.byName('delegation').detail).toBe(`ns1.${SITES} answers 203.0.113.10, not this box's 203.0.113.99 (dns.public_ipv4/ipv6)`)
+    expect(res.byName('delegation').fix).toContain('glue 203.0.113.99')
+  })
+
+  it('FAILs NS that are not dns.nameservers', () => {
+    const res = doctor(delegationConfig({ nameservers: ['ns1.elsewhere.net', 'ns2.elsewhere.net'] }), {}, nsenter)
+    expect(res.failed).toEqual(['delegation'])
+    expect(res.byName('delegation').detail).toBe(`${SITES}'s NS are ns1.${SITES}, ns2.${SITES}; Berth's (dns.nameservers) are ns1.elsewhere.net, ns2.elsewhere.net`)
+    expect(res.code).toBe(1)
   })
 })

@@ -79,7 +79,7 @@ export async function checkDelegation(config: Config, probes: BoxProbes): Promis
   const fixNs = `at the registrar of ${domain}'s parent, set its NS to ${expected.join(' and ')} with glue ${[config.dns.publicIpv4, config.dns.publicIpv6].filter(Boolean).join(' and ')}`
   let ns
   try {
-    ns = (await probes.resolveNs(domain)).map((n) => n.toLowerCase().replace(/\.$/, ''))
+    ns = (await probes.resolveNs(domain)).map((n) => n.toLowerCase().replace(/\.$/, '')).sort()
   } catch (err) {
     return warn(name, `cannot ask about ${domain}: ${reasonOf(err)}`, 'check /etc/resolv.conf (resolvectl status), then run berth doctor again')
   }
