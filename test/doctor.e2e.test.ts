@@ -164,6 +164,14 @@ describe('berth doctor on this machine', () => {
     expect(bad.failed).toEqual(['offsite'])
     expect(bad.code).toBe(1)
   })
+
+  it('FAILs an S3 destination that does not answer, saying why, within the driver\'s retries', async () => {
+    const s3 = { url: 's3://backups/box1', endpoint: `http://127.0.0.1:${await freePort()}`, region: 'us-east-1', access_key_id: 'AKIDOCTOR', secret_access_key: 'doctor-secret', path_style: true, age_recipients: ['age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p'] }
+    const res = doctor(configFile({ offsite: s3 }))
+    expect(res.failed).toEqual(['offsite'])
+    expect(res.byName('offsite').detail).toMatch(/^s3:\/\/backups\/box1 refused a test object: .+/)
+    expect(res.byName('offsite').detail).not.toContain('doctor-secret')
+  }, 60_000)
 })
 
 describe('berth doctor against an ACME server (Pebble)', () => {

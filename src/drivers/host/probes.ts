@@ -12,6 +12,8 @@ import type { BoxProbes } from './types'
 
 /** How long the ACME directory and systemctl get to answer. */
 const ANSWER_TIMEOUT_MS = 10_000
+/** How long the off-box destination gets for its test object, retries included (an S3 request alone may take a minute). */
+const OFFSITE_TIMEOUT_MS = 30_000
 
 /** The real box, as the config describes it: its engine, its destination, the clock Berth works by. */
 export function boxProbes(config: Config): BoxProbes {
@@ -43,7 +45,15 @@ export function boxProbes(config: Config): BoxProbes {
     async offsiteProbe() {
       const destination = selectOffsite(config.offsite)
       if (!destination) throw new Error('offsite.url is empty')
-      await destination.probe()
+      let timer: Timer | undefined
+      const late = new Promise<never>((_, fail) => {
+        timer = setTimeout(() => fail(new Error(`${destination.describe} did not take a test object within ${OFFSITE_TIMEOUT_MS / 1000} s`)), OFFSITE_TIMEOUT_MS)
+      })
+      try {
+        await Promise.race([destination.probe(), late])
+      } finally {
+        clearTimeout(timer)
+      }
     },
   }
 }
