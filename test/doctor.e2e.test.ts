@@ -155,6 +155,12 @@ describe('berth doctor on this machine', () => {
     expect(res.checks).toEqual([expect.objectContaining({ name: 'config', status: 'FAIL', detail: expect.stringContaining('unknown key server.colour') })])
   })
 
+  it('WARNs a BERTH_* variable that names no key (the loader passes over it); exit 0', () => {
+    const res = doctor(configFile(), { BERTH_TLS_ACME_DIRCTORY: 'https://ca.example.net/dir' })
+    expect(res.byName('config')).toMatchObject({ status: 'WARN', detail: expect.stringContaining('BERTH_TLS_ACME_DIRCTORY names no key Berth reads') })
+    expect(res.code).toBe(0)
+  })
+
   it('checks an off-box folder with a test object: PASS when writable, FAIL on a read-only mount', () => {
     const recipients = ['age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p']
     const good = join(dir, 'offsite')

@@ -1,9 +1,9 @@
-import { ConfigError, type Config } from '../config/config'
+import { ConfigError, unknownVariables, type Config } from '../config/config'
 import { boxProbes } from '../drivers/host/probes'
 import { COMMON_OPTIONS, STORE_OPTIONS, type Command } from './command'
 import { configFrom } from './config-flags'
 import type { CheckResult } from './doctor/check'
-import { configFailed, configPassed, runChecks } from './doctor/run'
+import { configFailed, configLoaded, runChecks } from './doctor/run'
 
 export const doctorCommand: Command = {
   path: ['doctor'],
@@ -25,7 +25,7 @@ export const doctorCommand: Command = {
     let results: CheckResult[]
     try {
       config = configFrom(ctx)
-      results = [configPassed(config), ...(await runChecks(config, boxProbes(config)))]
+      results = [configLoaded(config, unknownVariables(ctx.env)), ...(await runChecks(config, boxProbes(config)))]
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err
       // The other checks read the config: with none that loads there is nothing more to check.

@@ -1,12 +1,20 @@
 import type { Config } from '../../config/config'
 import type { BoxProbes } from '../../drivers/host/types'
 import { checkDataFolder, checkDisk, checkEngine, checkImages, checkPort, checkUnit, listenersOf } from './box-checks'
-import { fail, pass, reasonOf, type CheckResult } from './check'
+import { fail, pass, reasonOf, warn, type CheckResult } from './check'
 import { askDirectory, checkAcme, checkClock, checkDelegation, checkOffsite } from './net-checks'
 
-/** The config check's PASS, which `runChecks` puts first: the rest need a config that loads. */
-export function configPassed(config: Config): CheckResult {
-  return pass('config', `${config.configFile ?? 'no config file (defaults and BERTH_* variables)'} loads; every key is known`)
+/**
+ * The config check when the config loads, which goes first: the rest need it. A `BERTH_*`
+ * variable that names no key WARNs (the loader passes over it, so a misspelt one changes nothing).
+ */
+export function configLoaded(config: Config, unknownVariables: string[]): CheckResult {
+  const source = config.configFile ?? 'no config file (defaults and BERTH_* variables)'
+  if (unknownVariables.length > 0) {
+    return warn('config', `${source} loads, but ${unknownVariables.join(', ')} ${unknownVariables.length === 1 ? 'names' : 'name'} no key Berth reads`,
+      'unset it or correct its name: BERTH_<SECTION>_<KEY> of a key in docs/configuration.md')
+  }
+  return pass('config', `${source} loads; every key is known`)
 }
 
 /** The config check's FAIL: its message names the key (an unknown one included) and its source. */
