@@ -1,6 +1,6 @@
 import type { Config } from '../../config/config'
 import type { BoxProbes, PortHolder } from '../../drivers/host/types'
-import { fail, pass, reasonOf, sizeText, warn, type CheckResult } from './check'
+import { fail, GIB, pass, reasonOf, sizeText, warn, type CheckResult } from './check'
 
 /**
  * The checks of the box itself: the data folder and its disk, the Docker engine and the site
@@ -8,7 +8,6 @@ import { fail, pass, reasonOf, sizeText, warn, type CheckResult } from './check'
  * probes (drivers/host/types.ts), so its judgement is tested on any state of a box.
  */
 
-const GIB = 1024 ** 3
 /** Below this much free space the disk FAILs: a deploy, a backup or the store's next write fails. */
 export const DISK_FAIL_BYTES = 1 * GIB
 /** Below this much free space, or DISK_WARN_FRACTION of the disk, it WARNs: a few backups away from full. */

@@ -19,7 +19,7 @@ export const fail = (name: string, detail: string, fix: string): CheckResult => 
 /** The message of whatever a probe threw. */
 export const reasonOf = (err: unknown) => (err instanceof Error ? err.message : String(err))
 
-const GIB = 1024 ** 3
+export const GIB = 1024 ** 3
 
 /** Bytes as a hoster reads them: `4.2 GiB`, `870 MiB`. */
 export function sizeText(bytes: number): string {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { loadConfig } from '../../config/config'
 import type { BoxProbes } from '../../drivers/host/types'
 import { checkEngine, checkPort, checkUnit, compareVersions, listenersOf } from './box-checks'
-import { checkAcme, checkClock } from './net-checks'
+import { checkAcme, checkClock, checkDelegation } from './net-checks'
 import { runChecks } from './run'
 
 /**
@@ -93,5 +93,26 @@ describe('berth doctor judgements', () => {
     const results = await runChecks(config(), box({ diskSpace: () => { throw new Error('statfs: EIO') } }))
     expect(results.find((r) => r.name === 'disk')).toMatchObject({ status: 'FAIL', detail: 'the check itself failed: statfs: EIO' })
     expect(results.find((r) => r.name === 'engine')?.status).toBe('PASS')
+  })
+})
+
+describe('berth doctor on the delegation (the states the e2e test cannot make)', () => {
+  const delegated = config({ BERTH_SITES_DOMAIN: 'hosting.example.net', BERTH_DNS_LISTEN: '0.0.0.0:53', BERTH_DNS_PUBLIC_IPV4: '203.0.113.10', BERTH_DNS_PUBLIC_IPV6: '2001:db8:0::10' })
+  const ns = ['ns1.hosting.example.net.', 'NS2.hosting.example.net']
+
+  it('PASSes glue given in another spelling of the same IPv6 address', async () => {
+    const res = await checkDelegation(delegated, box({ resolveNs: async () => ns, resolveAddresses: async () => ['203.0.113.10', '2001:db8::10'] }))
+    expect(res.status).toBe('PASS')
+  })
+
+  it('FAILs a domain without NS (not delegated), and glue without the IPv6 address', async () => {
+    expect(await checkDelegation(delegated, box({ resolveNs: async () => [] }))).toMatchObject({ status: 'FAIL', detail: expect.stringContaining('it is not delegated') })
+    const res = await checkDelegation(delegated, box({ resolveNs: async () => ns, resolveAddresses: async () => ['203.0.113.10'] }))
+    expect(res).toMatchObject({ status: 'FAIL', detail: "ns1.hosting.example.net answers 203.0.113.10, not this box's 2001:db8:0::10 (dns.public_ipv4/ipv6)" })
+  })
+
+  it('WARNs when it cannot ask, or when Berth serves no DNS', async () => {
+    expect((await checkDelegation(delegated, box({ resolveNs: async () => { throw new Error('the system resolver did not answer (ETIMEOUT)') } }))).status).toBe('WARN')
+    expect((await checkDelegation(config({ BERTH_SITES_DOMAIN: 'hosting.example.net', BERTH_DNS_LISTEN: 'off' }), box())).status).toBe('WARN')
   })
 })

@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js'
 import type { Config } from '../../config/config'
 import type { BoxProbes } from '../../drivers/host/types'
 import { fail, pass, reasonOf, warn, type CheckResult } from './check'
@@ -94,13 +95,17 @@ export async function checkDelegation(config: Config, probes: BoxProbes): Promis
     } catch (err) {
       return warn(name, `cannot ask about ${server}: ${reasonOf(err)}`, 'check /etc/resolv.conf (resolvectl status), then run berth doctor again')
     }
-    const absent = wanted.filter((a) => !addresses.includes(a))
+    const found = new Set(addresses.map(sameAddress))
+    const absent = wanted.filter((a) => !found.has(sameAddress(a)))
     if (absent.length > 0) {
       return fail(name, `${server} answers ${addresses.join(', ') || 'no address'}, not this box's ${absent.join(' and ')} (dns.public_ipv4/ipv6)`, fixNs)
     }
   }
   return pass(name, `${domain} is delegated to ${expected.join(', ')}, which answer ${wanted.join(' and ')}`)
 }
+
+/** One spelling per address (2001:db8:0::10 and 2001:db8::10 are one). */
+const sameAddress = (address: string) => (ipaddr.isValid(address) ? ipaddr.parse(address).toNormalizedString() : address)
 
 /** The off-box destination takes a test object (put, read back, delete) with the configured credentials. */
 export async function checkOffsite(config: Config, probes: BoxProbes): Promise<CheckResult> {
