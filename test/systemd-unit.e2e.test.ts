@@ -201,6 +201,21 @@ describe('Berth under systemd with the unit berth install writes', () => {
     expect(log).not.toContain('the site firewall could not be set')
   })
 
+  it('berth doctor on the installed box: the unit enabled, the ports held by the running Berth, the CA and the clock pass', async () => {
+    const [json, exit] = (await sh('berth doctor --json 2>/dev/null; echo "exit $?"')).split(/\n(?=exit \d+$)/)
+    const checks = JSON.parse(json!) as { name: string; status: string; detail: string }[]
+    const status = Object.fromEntries(checks.map((c) => [c.name, c.status]))
+    for (const name of ['config', 'data_dir', 'engine', 'images', 'systemd_unit', 'acme', 'clock', `port 0.0.0.0:${port}/tcp`, `port 127.0.0.1:${tlsPort}/tcp`]) {
+      expect(status[name], `${name}: ${JSON.stringify(checks)}`).toBe('PASS')
+    }
+    const berthPid = await mainPid()
+    expect(checks.find((c) => c.name === `port 0.0.0.0:${port}/tcp`)!.detail).toBe(`server.listen: held by Berth, berth (pid ${berthPid})`)
+    // sites.domain is unit.test, a local name: nothing to check, a WARN; no FAIL, exit 0.
+    expect(status.delegation).toBe('WARN')
+    expect(checks.filter((c) => c.status === 'FAIL')).toEqual([])
+    expect(exit).toBe('exit 0')
+  }, 60_000)
+
   it(`systemd-analyze security berth scores at most ${MAX_EXPOSURE}, and /etc/berth is read-only to Berth`, async () => {
     const report = await sh('SYSTEMD_COLORS=0 SYSTEMD_URLIFY=0 systemd-analyze security berth --no-pager')
     const score = Number(/Overall exposure level for berth\.service: ([\d.]+)/.exec(report)?.[1])

@@ -2,6 +2,7 @@ import { ConfigError } from '../config/config'
 import { MigrationError } from '../store/migrate'
 import { VERSION } from '../version'
 import { createOutput, parseCommandArgs, renderHelp, UsageError, type Command } from './command'
+import { doctorCommand } from './doctor'
 import { firewallApplyCommand, firewallCheckCommand, firewallRemoveCommand } from './firewall'
 import { imagesBuildCommand } from './images'
 import { installCommand } from './install'
@@ -24,6 +25,7 @@ export const COMMANDS: Command[] = [
   plansDeprecateCommand,
   imagesBuildCommand,
   installCommand,
+  doctorCommand,
   instanceCommand,
   firewallCheckCommand,
   firewallApplyCommand,

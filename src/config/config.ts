@@ -145,6 +145,15 @@ export function loadConfig(options: LoadOptions = {}): Config {
   return build(values, file ?? null, fromFile, options.cwd ?? process.cwd())
 }
 
+/**
+ * The `BERTH_*` variables of `env` that name no key (nor BERTH_CONFIG): `loadConfig` passes over
+ * them, so a misspelt one changes nothing, silently. `berth doctor` names them.
+ */
+export function unknownVariables(env: Record<string, string | undefined>): string[] {
+  const known = new Set(['BERTH_CONFIG', ...KEYS.map((k) => `BERTH_${k.section}_${k.key}`.toUpperCase())])
+  return Object.keys(env).filter((name) => name.startsWith('BERTH_') && !known.has(name)).sort()
+}
+
 function readToml(file: string): Raw {
   if (!existsSync(file)) throw new ConfigError(`Config file ${file} does not exist; create it or drop --config/BERTH_CONFIG.`)
   try {
