@@ -11,7 +11,7 @@ import { KeysRepository } from '../domain/keys/repository'
 import { SiteAdmin } from '../domain/sites/admin'
 import { SitesRepository } from '../domain/sites/repository'
 import type { Logger } from '../lib/logger'
-import { buildServices } from './index'
+import { buildServices, type Services } from './index'
 
 export interface Admin {
   sites: SiteAdmin
@@ -23,6 +23,18 @@ export function buildAdmin(config: Config, log: Logger): Admin {
   const s = buildServices(config, { log, firewall: null })
   // Jobs an operation enqueues (none of the admin's own) are the running server's to run, never this process's.
   const jobsStopped = s.jobs.stop()
+  const admin = adminOver(s, log)
+  return {
+    ...admin,
+    close: async () => {
+      await jobsStopped
+      s.store.close()
+    },
+  }
+}
+
+/** The admin's services over built services (the CLI's, or a test's in-process ones). */
+export function adminOver(s: Services, log: Logger): Omit<Admin, 'close'> {
   // No SSH port policy: the admin's commands never hand out ports (the server's reconcile pass does).
   const sites = new SitesRepository(s.store)
   const billing = new BillingRepository(s.store)
@@ -30,9 +42,5 @@ export function buildAdmin(config: Config, log: Logger): Admin {
   return {
     sites: new SiteAdmin({ store, clock, log, sites, views: s.sites, accounts: s.accountsRepo, billing, lifecycle: s.lifecycle, reaper: s.reaper, runner }),
     accounts: new AccountAdmin({ store, clock, log, accounts: s.accountsRepo, keys: new KeysRepository(store), sites, billing, runner }),
-    close: async () => {
-      await jobsStopped
-      store.close()
-    },
   }
 }
