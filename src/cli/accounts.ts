@@ -64,8 +64,8 @@ export const accountsSuspendCommand: Command = {
     '',
     STORE_NOTE,
     '',
-    'Exit status: 0; 1 when the account is not active (already suspended, anonymized); 2 for an',
-    'unknown ID or a missing --reason.',
+    'Exit status: 0; 1 when the account is not active (already suspended, anonymized) or one of',
+    'its sites is still being set up (retry in a minute); 2 for an unknown ID or a missing --reason.',
   ].join('\n'),
   options: {
     reason: { type: 'string', value: 'TEXT', help: `Why (required, at most ${MAX_REASON_LENGTH} characters); kept on each of its sites.` },

@@ -64,6 +64,9 @@ export class AccountAdmin {
     const stopped = this.d.store.write(() => {
       const account = this.require(id)
       if (account.status !== 'active') throw conflict(`Account ${id} is ${account.status}; only an active account can be suspended.`)
+      // A site being set up would turn active after the suspension (its provisioning job does), as account deletion says.
+      const settingUp = this.d.sites.listOwned(id).find((s) => s.status === 'provisioning')
+      if (settingUp) throw conflict(`Site '${settingUp.slug}' of account ${id} is still being set up; retry in a minute, when berth sites show ${settingUp.slug} says active (nothing was suspended).`)
       const now = this.d.clock.now()
       this.d.accounts.update(id, { status: 'suspended', updatedAt: now })
       const held = this.d.sites.listOwned(id).filter((s) => s.status === 'active' || (s.status === 'suspended' && s.suspendedBy !== 'admin'))

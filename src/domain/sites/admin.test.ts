@@ -157,6 +157,7 @@ describe('berth accounts suspend / resume', () => {
     expect(refused.json.error.message).toContain('suspended by the hoster')
     expect((await refusal(() => admin.sites.resume(first.slug))).message).toContain('berth accounts resume')
     expect((await refusal(() => admin.accounts.suspend(id, 'again'))).kind).toBe('conflict')
+    expect(await refusal(() => admin.accounts.suspend(id, '  '))).toMatchObject({ kind: 'invalid', field: 'reason' })
 
     const back = await admin.accounts.resume(id)
     expect(back).toMatchObject({ status: 'active', suspended_reason: null })
@@ -166,6 +167,16 @@ describe('berth accounts suspend / resume', () => {
     expect(await edgeState(first.slug)).toBe('serving')
     expect((await refusal(() => admin.accounts.resume(id))).kind).toBe('conflict')
     expect((await refusal(() => admin.accounts.show('00000000-0000-4000-8000-000000000000'))).kind).toBe('not_found')
+  })
+
+  it('refuses to suspend an account while one of its sites is being set up (it would come up active)', async () => {
+    const { slug } = await buy()
+    const id = accountOf(slug)
+    h.services.store.sqlite.run("UPDATE sites SET status = 'provisioning' WHERE slug = ?", [slug])
+    const refused = await refusal(() => admin.accounts.suspend(id, 'fraud'))
+    expect(refused.kind).toBe('conflict')
+    expect(refused.message).toContain('still being set up')
+    expect(admin.accounts.show(id).status).toBe('active')
   })
 
   it('lists accounts with their sites and active keys', async () => {
