@@ -42,7 +42,7 @@ export const accountsShowCommand: Command = {
   options: { ...STORE_OPTIONS, ...COMMON_OPTIONS },
   examples: ['berth accounts show 0b7c0c7e-3f1a-4f57-9d5e-2a6f3c1d8e90'],
   run(ctx) {
-    const id = onlyArgument(ctx, 'id of the account', 'berth accounts show ID')
+    const id = onlyArgument(ctx, 'account id', 'berth accounts show ID')
     return withAdmin(ctx, ({ accounts }) => {
       const account = accounts.show(id)
       ctx.out.result(account, () => accountFields(account))
@@ -75,7 +75,7 @@ export const accountsSuspendCommand: Command = {
   examples: ["berth accounts suspend 0b7c0c7e-3f1a-4f57-9d5e-2a6f3c1d8e90 --reason 'chargeback fraud'"],
   run(ctx) {
     const usage = 'berth accounts suspend ID --reason TEXT'
-    const id = onlyArgument(ctx, 'id of the account', usage)
+    const id = onlyArgument(ctx, 'account id', usage)
     const reason = reasonFrom(ctx, usage)
     return withAdmin(ctx, async ({ accounts }) => {
       const account = await accounts.suspend(id, reason)
@@ -104,7 +104,7 @@ export const accountsResumeCommand: Command = {
   options: { ...STORE_OPTIONS, ...COMMON_OPTIONS },
   examples: ['berth accounts resume 0b7c0c7e-3f1a-4f57-9d5e-2a6f3c1d8e90'],
   run(ctx) {
-    const id = onlyArgument(ctx, 'id of the account', 'berth accounts resume ID')
+    const id = onlyArgument(ctx, 'account id', 'berth accounts resume ID')
     return withAdmin(ctx, async ({ accounts }) => {
       const account = await accounts.resume(id)
       ctx.out.result(account, () => `Resumed account ${id}: its keys work again${account.sites.length ? `; sites: ${account.sites.map((s) => `${s.slug} ${s.status}`).join(', ')}` : ''}.`)

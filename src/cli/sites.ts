@@ -158,7 +158,7 @@ export const sitesShowCommand: Command = {
   options: { ...STORE_OPTIONS, ...COMMON_OPTIONS },
   examples: ['berth sites show shop', 'berth sites show shop --json'],
   run(ctx) {
-    const slug = onlyArgument(ctx, 'slug of the site', 'berth sites show SLUG')
+    const slug = onlyArgument(ctx, 'slug', 'berth sites show SLUG')
     return withAdmin(ctx, ({ sites }) => {
       const site = sites.show(slug)
       ctx.out.result(site, () => siteFields(site))
@@ -192,7 +192,7 @@ export const sitesSuspendCommand: Command = {
   examples: ["berth sites suspend shop --reason 'phishing page reported by abuse@bank.example'"],
   run(ctx) {
     const usage = 'berth sites suspend SLUG --reason TEXT'
-    const slug = onlyArgument(ctx, 'slug of the site', usage)
+    const slug = onlyArgument(ctx, 'slug', usage)
     const reason = reasonFrom(ctx, usage)
     return withAdmin(ctx, async ({ sites }) => {
       const site = await sites.suspend(slug, reason)
@@ -225,7 +225,7 @@ export const sitesResumeCommand: Command = {
   options: { ...STORE_OPTIONS, ...COMMON_OPTIONS },
   examples: ['berth sites resume shop'],
   run(ctx) {
-    const slug = onlyArgument(ctx, 'slug of the site', 'berth sites resume SLUG')
+    const slug = onlyArgument(ctx, 'slug', 'berth sites resume SLUG')
     return withAdmin(ctx, async ({ sites }) => {
       const site = await sites.resume(slug)
       ctx.out.result(site, () => site.status === 'active'
@@ -262,7 +262,7 @@ export const sitesDeleteCommand: Command = {
   },
   examples: ['berth sites delete shop', 'berth sites delete shop --now'],
   run(ctx) {
-    const slug = onlyArgument(ctx, 'slug of the site', 'berth sites delete SLUG [--now]')
+    const slug = onlyArgument(ctx, 'slug', 'berth sites delete SLUG [--now]')
     return withAdmin(ctx, async ({ sites }) => {
       const site = await sites.delete(slug, { now: ctx.values.now === true })
       ctx.out.result(site, () => site.status === 'deleted'
