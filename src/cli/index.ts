@@ -12,14 +12,24 @@ import { offsitePushCommand, offsiteStatusCommand } from './offsite'
 import { plansAddCommand, plansDeprecateCommand, plansListCommand } from './plans'
 import { restoreCommand } from './restore'
 import { serveCommand } from './serve'
-import { sitesShellCommand } from './sites'
+import { accountsListCommand, accountsResumeCommand, accountsShowCommand, accountsSuspendCommand } from './accounts'
+import { sitesDeleteCommand, sitesListCommand, sitesResumeCommand, sitesShellCommand, sitesShowCommand, sitesSuspendCommand } from './sites'
 import { versionCommand } from './version'
 
 export const COMMANDS: Command[] = [
   serveCommand,
   migrateCommand,
   restoreCommand,
+  sitesListCommand,
+  sitesShowCommand,
+  sitesSuspendCommand,
+  sitesResumeCommand,
+  sitesDeleteCommand,
   sitesShellCommand,
+  accountsListCommand,
+  accountsShowCommand,
+  accountsSuspendCommand,
+  accountsResumeCommand,
   plansListCommand,
   plansAddCommand,
   plansDeprecateCommand,

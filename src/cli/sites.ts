@@ -1,15 +1,19 @@
 import { buildAdminShell } from '../compose/shell'
+import type { SiteStatus } from '../core/enums'
+import { MAX_REASON_LENGTH, type AdminSiteView } from '../domain/sites/admin'
 import { DomainError } from '../domain/errors'
 import { SiteNotRunnableError } from '../drivers/runtime/types'
 import { createLogger } from '../lib/logger'
 import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command, type CommandContext } from './command'
+import { fields, onlyArgument, reasonFrom, shortTime, table, withAdmin } from './admin'
 import { configFrom } from './config-flags'
 import { attachTerminal, localSize } from './terminal-io'
 
 /**
- * `berth sites ...`: the admin's commands on the sites of this box, reading the store directly
- * (berth serve may run beside). Each subcommand is a Command of path ['sites', name]; `berth
- * sites --help` lists them.
+ * `berth sites ...`: the admin's commands on the sites of this box (shell, list, show, suspend,
+ * resume, delete), reading and writing the store directly and talking to Docker (berth serve may
+ * run beside: it sees a write within EXTERNAL_CHECK_MS). Each subcommand is a Command of path
+ * ['sites', name]; `berth sites --help` lists them.
  */
 
 /** The signals that end the session from outside: the admin's terminal closed, or a kill. */
@@ -96,4 +100,201 @@ function userOf(value: CommandContext['values'][string]): 'site' | 'root' {
 /** Who runs it, for the audit trail: the person behind sudo, else the login user, else the uid. */
 function adminOf(ctx: CommandContext): string {
   return ctx.env.SUDO_USER || ctx.env.USER || ctx.env.LOGNAME || `uid ${process.getuid?.() ?? '?'}`
+}
+
+const STORE_NOTE = [
+  'Reads and writes the store of --data-dir or the config directly and talks to Docker, as berth',
+  'sites shell does; berth serve may be running (it sees the change within a quarter of a second).',
+].join('\n')
+
+const SITE_STATUSES_SHOWN = ['provisioning', 'active', 'suspended', 'pending_deletion', 'failed']
+
+export const sitesListCommand: Command = {
+  path: ['sites', 'list'],
+  summary: 'List every site of this box (any account): slug, status, plan, account, SSH port, created.',
+  usage: 'berth sites list [--account ID] [--status STATUS] [--json] [--data-dir DIR] [--config FILE]',
+  description: [
+    'One line per live site (deleted sites are not listed), oldest first. NOTE is why a suspended',
+    'site is suspended (by billing, admin or account, and the reason) or when a site pending',
+    'deletion goes. --json prints each site as berth sites show --json does.',
+    '',
+    STORE_NOTE,
+  ].join('\n'),
+  options: {
+    account: { type: 'string', value: 'ID', help: "Only this account's sites." },
+    status: { type: 'string', value: 'STATUS', help: `Only sites in this status: ${SITE_STATUSES_SHOWN.join(', ')}.` },
+    ...STORE_OPTIONS,
+    ...COMMON_OPTIONS,
+  },
+  examples: ['berth sites list', 'berth sites list --status suspended', 'berth sites list --json | jq -r ".[].slug"'],
+  run(ctx) {
+    const status = ctx.values.status
+    if (status !== undefined && !SITE_STATUSES_SHOWN.includes(String(status))) throw new UsageError(`--status ${String(status)}: give one of ${SITE_STATUSES_SHOWN.join(', ')}`)
+    if (ctx.positionals.length > 0) throw new UsageError(`berth sites list takes no argument (got ${ctx.positionals.join(' ')}); berth sites show SLUG shows one site`)
+    return withAdmin(ctx, ({ sites }) => {
+      const list = sites.list({ account: ctx.values.account as string | undefined, status: status as SiteStatus | undefined })
+      ctx.out.result(list, () => list.length === 0 ? 'No sites.' : table(
+        ['SLUG', 'STATUS', 'PLAN', 'TYPE', 'ACCOUNT', 'SSH', 'CREATED', 'NOTE'],
+        list.map((s) => [s.slug, s.status, s.plan, s.hosting_type, s.account.id, s.ssh_port === null ? '-' : String(s.ssh_port), shortTime(s.created_at), noteOf(s)]),
+      ))
+      return 0
+    })
+  },
+}
+
+export const sitesShowCommand: Command = {
+  path: ['sites', 'show'],
+  summary: "Show one site: its owner, plan, status and suspension, URL, domains, SSH port, subscription.",
+  usage: 'berth sites show SLUG [--json] [--data-dir DIR] [--config FILE]',
+  description: [
+    "The site as its owner's GET /sites/SLUG/ shows it (with its suspension: by billing, admin or",
+    'account, and the reason), and what only the box knows: the account (id, email, status), the',
+    "host's SSH port, the subscription's status, when the record last changed.",
+    '',
+    STORE_NOTE,
+    '',
+    'Exit status: 0; 2 for an unknown or deleted SLUG.',
+  ].join('\n'),
+  options: { ...STORE_OPTIONS, ...COMMON_OPTIONS },
+  examples: ['berth sites show shop', 'berth sites show shop --json'],
+  run(ctx) {
+    const slug = onlyArgument(ctx, 'slug', 'berth sites show SLUG')
+    return withAdmin(ctx, ({ sites }) => {
+      const site = sites.show(slug)
+      ctx.out.result(site, () => siteFields(site))
+      return 0
+    })
+  },
+}
+
+export const sitesSuspendCommand: Command = {
+  path: ['sites', 'suspend'],
+  summary: 'Suspend a site, with a reason: the edge shows the suspended page, the container stops.',
+  usage: 'berth sites suspend SLUG --reason TEXT [--json] [--data-dir DIR] [--config FILE]',
+  description: [
+    "Marks the site suspended by the admin, with the reason (its owner sees both in the site's",
+    '`suspension`, GET /sites/SLUG/), then stops its container (files kept). The edge answers the',
+    "same suspended page (503) as for an unpaid site as soon as berth serve reads the change (within",
+    "a quarter of a second); the owner's changes to the site answer 409. A payment does not lift an",
+    "admin's suspension: only berth sites resume does. A site billing had suspended becomes the",
+    "admin's; suspending an admin-suspended site again replaces the reason.",
+    '',
+    STORE_NOTE,
+    '',
+    'Exit status: 0; 1 when the site is not active or suspended (provisioning, pending deletion,',
+    'failed, or suspended with its account); 2 for an unknown SLUG or a missing --reason.',
+  ].join('\n'),
+  options: {
+    reason: { type: 'string', value: 'TEXT', help: `Why (required, at most ${MAX_REASON_LENGTH} characters); shown to the owner.` },
+    ...STORE_OPTIONS,
+    ...COMMON_OPTIONS,
+  },
+  examples: ["berth sites suspend shop --reason 'phishing page reported by abuse@bank.example'"],
+  run(ctx) {
+    const usage = 'berth sites suspend SLUG --reason TEXT'
+    const slug = onlyArgument(ctx, 'slug', usage)
+    const reason = reasonFrom(ctx, usage)
+    return withAdmin(ctx, async ({ sites }) => {
+      const site = await sites.suspend(slug, reason)
+      ctx.out.result(site, () => `Suspended ${slug} (${reason.trim()}); its container is stopped and the edge shows the suspended page. berth sites resume ${slug} lifts it.`)
+      return 0
+    })
+  },
+}
+
+export const sitesResumeCommand: Command = {
+  path: ['sites', 'resume'],
+  summary: "Lift an admin's suspension: the site is active again and its container started.",
+  usage: 'berth sites resume SLUG [--json] [--data-dir DIR] [--config FILE]',
+  description: [
+    'Lifts a suspension made by berth sites suspend: the site is active again, its container is',
+    'started, and the command returns once its web server answers (the edge serves it again). If',
+    'its subscription lapsed meanwhile, the site stays suspended, by billing now, and comes back',
+    'when a payment goes through.',
+    '',
+    'A suspension by billing (unpaid subscription) is not lifted here: the site comes back by',
+    'itself when its owner pays (the billing portal); there is no --force, so that the hoster does',
+    "not serve an unpaid site by accident. A site suspended with its account comes back with",
+    'berth accounts resume ID.',
+    '',
+    STORE_NOTE,
+    '',
+    "Exit status: 0; 1 when the site is not suspended by the admin (billing's or the account's",
+    "suspension, not suspended) or its container would not start; 2 for an unknown SLUG.",
+  ].join('\n'),
+  options: { ...STORE_OPTIONS, ...COMMON_OPTIONS },
+  examples: ['berth sites resume shop'],
+  run(ctx) {
+    const slug = onlyArgument(ctx, 'slug', 'berth sites resume SLUG')
+    return withAdmin(ctx, async ({ sites }) => {
+      const site = await sites.resume(slug)
+      ctx.out.result(site, () => site.status === 'active'
+        ? `Resumed ${slug}: active, its container answers.`
+        : `Lifted the admin's suspension of ${slug}, but its subscription is ${site.subscription_status}: it stays suspended by billing until a payment goes through.`)
+      return 0
+    })
+  },
+}
+
+export const sitesDeleteCommand: Command = {
+  path: ['sites', 'delete'],
+  summary: "Delete a site: scheduled after the 7-day grace period as the API's delete does, or --now.",
+  usage: 'berth sites delete SLUG [--now] [--json] [--data-dir DIR] [--config FILE]',
+  description: [
+    "Without --now, as the owner's DELETE /sites/SLUG/ does: the site is pending_deletion for 7",
+    'days, its container stopped (the edge shows the pending-deletion page), and its owner can',
+    'still restore it (POST /sites/SLUG/restore/); berth serve removes it when the grace period',
+    'ends.',
+    '',
+    'With --now, at once and for good: the container, network and files, the snapshots and',
+    'backups, the DNS records and site-scoped keys go, and its subscription ends if no other site',
+    'uses it. Irreversible. A site still provisioning cannot be deleted either way.',
+    '',
+    STORE_NOTE,
+    '',
+    'Exit status: 0; 1 when the site cannot be deleted in its state (provisioning; already',
+    'pending deletion without --now) or the engine would not remove it; 2 for an unknown SLUG.',
+  ].join('\n'),
+  options: {
+    now: { type: 'boolean', help: 'Remove it now, skipping the grace period (irreversible).' },
+    ...STORE_OPTIONS,
+    ...COMMON_OPTIONS,
+  },
+  examples: ['berth sites delete shop', 'berth sites delete shop --now'],
+  run(ctx) {
+    const slug = onlyArgument(ctx, 'slug', 'berth sites delete SLUG [--now]')
+    return withAdmin(ctx, async ({ sites }) => {
+      const site = await sites.delete(slug, { now: ctx.values.now === true })
+      ctx.out.result(site, () => site.status === 'deleted'
+        ? `Deleted ${slug}: its container, files, archives, DNS records and site keys are gone.`
+        : `Scheduled ${slug} for deletion on ${site.deletion_scheduled_for}; its container is stopped. Its owner can restore it until then; berth sites delete ${slug} --now removes it at once.`)
+      return 0
+    })
+  },
+}
+
+/** What the NOTE column says of a site: its suspension, or when it goes. */
+function noteOf(site: AdminSiteView): string {
+  if (site.suspension) return `by ${site.suspension.by}${site.suspension.reason ? `: ${site.suspension.reason}` : ''}`
+  if (site.deletion_scheduled_for) return `deleted on ${shortTime(site.deletion_scheduled_for)}`
+  if (site.error) return site.error
+  return ''
+}
+
+function siteFields(site: AdminSiteView): string {
+  return fields([
+    ['slug', site.slug],
+    ['status', site.status],
+    ...(site.suspension ? [['suspended by', site.suspension.by], ['reason', site.suspension.reason ?? '-']] as [string, string][] : []),
+    ['account', `${site.account.id} (${site.account.email ?? 'no email'}, ${site.account.status})`],
+    ['plan', `${site.plan} (${site.hosting_type}; ${site.resources.memory_mb} MB, ${site.resources.cpu_cores} CPU, ${site.resources.disk_gb} GB)`],
+    ['url', site.url],
+    ['domains', site.domains.join(', ') || '-'],
+    ['ssh port', site.ssh_port === null ? '-' : String(site.ssh_port)],
+    ['subscription', site.subscription_id ? `${site.subscription_id} (${site.subscription_status})` : '-'],
+    ['created', site.created_at],
+    ['updated', site.updated_at],
+    ...(site.deletion_scheduled_for ? [['deletion', site.deletion_scheduled_for]] as [string, string][] : []),
+    ...(site.error ? [['error', site.error]] as [string, string][] : []),
+  ])
 }

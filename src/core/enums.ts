@@ -35,6 +35,10 @@ export const VisibleSiteStatusSchema = t.Union([t.Literal('provisioning'), t.Lit
 export const SiteStatusSchema = t.Union([...VisibleSiteStatusSchema.anyOf, t.Literal('deleted')])
 export type SiteStatus = Static<typeof SiteStatusSchema>
 export const SITE_STATUSES = valuesOf(SiteStatusSchema)
+/** Who suspended a site (sites.suspended_by): billing (unpaid), the admin, or the admin through its account. */
+export const SuspenderSchema = t.Union([t.Literal('billing'), t.Literal('admin'), t.Literal('account')])
+export type Suspender = Static<typeof SuspenderSchema>
+export const SUSPENDERS = valuesOf(SuspenderSchema)
 
 export const CheckoutStatusSchema = t.Union([t.Literal('not_ready'), t.Literal('ready'), t.Literal('awaiting_payment'), t.Literal('in_progress'), t.Literal('completed'), t.Literal('canceled'), t.Literal('failed')])
 export type CheckoutStatus = Static<typeof CheckoutStatusSchema>
@@ -67,7 +71,8 @@ export const SUBSCRIPTION_STATUSES = valuesOf(SubscriptionStatusSchema)
 
 export const PAYMENT_STATUSES = ['pending', 'succeeded', 'failed', 'refunded'] as const
 export const PAYMENT_KINDS = ['purchase', 'renewal', 'proration', 'domain'] as const
-export const ACCOUNT_STATUSES = ['active', 'anonymized'] as const
+/** `suspended`: by the hoster (berth accounts suspend); its keys answer 403 until berth accounts resume. */
+export const ACCOUNT_STATUSES = ['active', 'suspended', 'anonymized'] as const
 /** Why a key stopped working. */
 export const KeyRevokedSchema = t.Union([t.Literal('revoked'), t.Literal('rotated')])
 export const KEY_REVOKED_REASONS = valuesOf(KeyRevokedSchema)

@@ -17,7 +17,7 @@ const PAGES: Record<PageKind, PageSpec> = {
   provisioning: { status: 503, title: 'This site is being set up', text: 'It will be online in a moment; this page reloads on its own.', retryAfter: 10 },
   recovering: { status: 503, title: 'This site is being brought back', text: 'Its server stopped and is restarting; this page reloads on its own in a few seconds.', retryAfter: 2 },
   stopped: { status: 503, title: 'This site is not running', text: 'It has been stopped. Try again later.' },
-  suspended: { status: 503, title: 'This site is suspended', text: 'Its hosting has not been paid. It comes back, files intact, as soon as its owner settles the bill.' },
+  suspended: { status: 503, title: 'This site is suspended', text: 'Its hosting is on hold. It comes back, files intact, as soon as its owner settles it with the host.' },
   failed: { status: 503, title: 'This site is not available', text: 'It could not be started. Try again later.' },
   pending_deletion: { status: 404, title: 'This site has been scheduled for deletion', text: 'It no longer serves pages. Its owner can still restore it for a few days.' },
   bad_gateway: { status: 502, title: 'This site is not answering', text: 'Its web server could not be reached. Try again in a moment.', retryAfter: 5 },

@@ -1,4 +1,4 @@
-import { eq } from 'drizzle-orm'
+import { asc, eq, sql } from 'drizzle-orm'
 import { accounts, type AccountRow } from '../../store/schema'
 import { onFirstUse } from '../../store/prepared'
 import type { Store } from '../../store/store'
@@ -25,6 +25,11 @@ export class AccountsRepository {
     return this.store.write(() =>
       this.store.db.insert(accounts).values({ ...account, updatedAt: account.createdAt }).returning().get(),
     )
+  }
+
+  /** Every account of the box, oldest first (berth accounts list). */
+  listAll(): AccountRow[] {
+    return this.store.db.select().from(accounts).orderBy(asc(accounts.createdAt), asc(sql`rowid`)).all()
   }
 
   find(id: string): AccountRow | undefined {

@@ -158,6 +158,23 @@ describe('declines, suspension and reactivation', () => {
     expect(t.sub(other.id).status).toBe('active')
   })
 
+  it("records billing's suspension as billing's, and a payment does not lift a suspension the admin made", async () => {
+    const t = setup()
+    const s = t.subscribe({ method: 'pm_card_visa_chargeDeclined', slugs: ['unpaid', 'abusive'] })
+    t.clock.set(s.end)
+    await t.billing.runDue()
+    t.clock.set(s.end + SUSPEND_AFTER_MS)
+    await t.billing.runDue()
+    expect(t.sites.find(s.siteIds[0]!)).toMatchObject({ status: 'suspended', suspendedBy: 'billing', suspendedReason: expect.stringContaining('unpaid') })
+    // The admin suspends the second site on top (berth sites suspend): it is the admin's now.
+    t.sites.suspend(s.siteIds[1]!, 'admin', 'phishing', t.clock.now())
+    await t.billing.paymentMethodChanged(s.accountId, 'pm_card_mastercard', 'mastercard ending 4444 (test)')
+    expect(t.sub(s.id).status).toBe('active')
+    expect(t.sites.find(s.siteIds[0]!)).toMatchObject({ status: 'active', suspendedBy: null, suspendedReason: null })
+    expect(t.sites.find(s.siteIds[1]!)).toMatchObject({ status: 'suspended', suspendedBy: 'admin', suspendedReason: 'phishing' })
+    expect(t.enqueued).toEqual([[APPLY_JOBS.restore, s.siteIds[0]]])
+  })
+
   it('the processor’s method update finds the account by customer, and ignores an unknown one', async () => {
     const t = setup()
     const s = t.subscribe({ method: 'pm_card_visa_chargeDeclined' })

@@ -68,9 +68,12 @@ export class KeysService {
 
   private load(hash: string, keyPrefix: string): Principal {
     const row = this.repo.findForAuth(hash)
-    if (!row || row.account_status !== 'active') throw unauthorized(say`This API key is not valid; check it, or get a new one with ${op('register')}.`)
+    if (!row || (row.account_status !== 'active' && row.account_status !== 'suspended')) throw unauthorized(say`This API key is not valid; check it, or get a new one with ${op('register')}.`)
     if (row.revoked_reason === 'rotated') throw unauthorized('This API key was rotated; use the key the rotation returned.')
     if (row.revoked_reason) throw unauthorized('This API key was revoked; use another key.')
+    // The key is genuine but its account is held (berth accounts suspend): 403, not 401, so an
+    // agent does not throw away a good key or register a new account.
+    if (row.account_status === 'suspended') throw forbidden('The account of this API key is suspended by the hoster; its keys and sites are on hold until the hoster lifts it. Contact the hoster.')
     return {
       keyId: row.key_id,
       keyPrefix,

@@ -2,6 +2,7 @@ import type { SiteRow } from '../../store/schema'
 import { conflict, notFound, op, say, type Message } from '../errors'
 import type { Principal } from '../keys/service'
 import type { SitesRepository } from './repository'
+import { suspendedByAdmin } from './suspension'
 
 /**
  * What a site operation needs of its site: `owned` (reads: the caller's, in any live state) or
@@ -10,11 +11,13 @@ import type { SitesRepository } from './repository'
  */
 export type SiteNeed = 'owned' | 'changeable'
 
-const NOT_CHANGEABLE: Partial<Record<SiteRow['status'], (slug: string) => Message>> = {
-  pending_deletion: (slug) => say`Site '${slug}' is scheduled for deletion; ${op('restoreSite', { tenant_slug: slug })} first.`,
-  provisioning: (slug) => say`Site '${slug}' is still being set up; retry when ${op('getSite', { tenant_slug: slug })} shows status active.`,
-  suspended: (slug) => say`Site '${slug}' is suspended; settle its subscription (${op('listSubscriptions')}) first.`,
-  failed: (slug) => say`Site '${slug}' failed to provision; it cannot be changed. Buy a new one.`,
+const NOT_CHANGEABLE: Partial<Record<SiteRow['status'], (site: SiteRow) => Message>> = {
+  pending_deletion: ({ slug }) => say`Site '${slug}' is scheduled for deletion; ${op('restoreSite', { tenant_slug: slug })} first.`,
+  provisioning: ({ slug }) => say`Site '${slug}' is still being set up; retry when ${op('getSite', { tenant_slug: slug })} shows status active.`,
+  suspended: (site) => suspendedByAdmin(site)
+    ? say`Site '${site.slug}' is suspended by the hoster${site.suspendedReason ? ` (${site.suspendedReason})` : ''}; only the hoster can lift it.`
+    : say`Site '${site.slug}' is suspended; settle its subscription (${op('listSubscriptions')}) first.`,
+  failed: ({ slug }) => say`Site '${slug}' failed to provision; it cannot be changed. Buy a new one.`,
 }
 
 /**
@@ -38,6 +41,6 @@ export class SiteGuard {
  */
 export function requireChangeable(site: SiteRow): SiteRow {
   const why = NOT_CHANGEABLE[site.status]
-  if (why) throw conflict(why(site.slug))
+  if (why) throw conflict(why(site))
   return site
 }

@@ -14,6 +14,7 @@ import { requireChangeable } from './guard'
 import type { SitesRepository } from './repository'
 import type { SiteRunner } from './runner'
 import type { SitesService } from './service'
+import { liftedState, suspendedByAdmin, type Lifted } from './suspension'
 import type { SiteView } from './views'
 
 /** The grace period between a site's deletion and the reaper (spec part 8). */
@@ -131,8 +132,9 @@ export class SiteLifecycle {
 
   /**
    * Undoes a deletion within the grace period. The site returns to what it was: `failed` when
-   * its provisioning had failed (it keeps its error), `suspended` when its subscription is no
-   * longer active, else `active`, its container started in the background (`applying: restore`).
+   * its provisioning had failed (it keeps its error), `suspended` by the admin when the admin had
+   * suspended it (with the same reason), `suspended` by billing when its subscription is no longer
+   * active, else `active`, its container started in the background (`applying: restore`).
    */
   restore(site: SiteRow): SiteView {
     const slug = site.slug
@@ -141,7 +143,9 @@ export class SiteLifecycle {
       if (current.status !== 'pending_deletion') throw conflict(`Site '${slug}' is not scheduled for deletion (status ${current.status}); there is nothing to restore.`)
       const now = this.d.clock.now()
       if (current.deletionScheduledFor! <= now) throw conflict(`The grace period of site '${slug}' ended on ${iso(current.deletionScheduledFor!)}; it is being deleted and cannot be restored.`)
-      const row = this.d.sites.cancelDeletion(site.id, this.statusAfterRestore(current), now)
+      const back = this.stateAfterRestore(current)
+      const row = this.d.sites.cancelDeletion(site.id, back.status, now)
+      if (back.status === 'suspended' && back.by === 'billing') return this.d.sites.suspend(row.id, 'billing', back.reason, now)
       if (row.status === 'active') this.d.jobs.enqueue(APPLY_JOBS.restore, row.id)
       return row
     })
@@ -150,10 +154,10 @@ export class SiteLifecycle {
     return this.d.views.view(restored)
   }
 
-  private statusAfterRestore(site: SiteRow): SiteStatus {
-    if (site.error !== null) return 'failed'
-    const subscription = site.subscriptionId ? this.d.billing.findSubscriptionById(site.subscriptionId) : undefined
-    return subscription && subscription.status !== 'active' ? 'suspended' : 'active'
+  private stateAfterRestore(site: SiteRow): { status: 'failed' | 'suspended'; by?: undefined } | Lifted {
+    if (site.error !== null) return { status: 'failed' }
+    if (suspendedByAdmin(site)) return { status: 'suspended' }
+    return liftedState(site.subscriptionId ? this.d.billing.findSubscriptionById(site.subscriptionId) : undefined)
   }
 }
 

@@ -2,10 +2,10 @@ import { and, asc, eq, inArray, lte, ne, sql } from 'drizzle-orm'
 import { sites, type SiteRow } from '../../store/schema'
 import { inJsonList, onFirstUse } from '../../store/prepared'
 import type { Store } from '../../store/store'
-import type { SiteStatus } from '../../core/enums'
+import type { SiteStatus, Suspender } from '../../core/enums'
 
 /** The columns of a site that its view shows (`SitesService.views`); a whole SiteRow is one too. */
-export type SiteViewRow = Pick<SiteRow, 'id' | 'slug' | 'planSlug' | 'status' | 'modules' | 'subscriptionId' | 'createdAt' | 'error' | 'deletionScheduledFor'>
+export type SiteViewRow = Pick<SiteRow, 'id' | 'slug' | 'planSlug' | 'status' | 'modules' | 'subscriptionId' | 'createdAt' | 'error' | 'deletionScheduledFor' | 'suspendedBy' | 'suspendedReason'>
 
 /** Which plans give their sites SSH, and the host ports to hand out (config `ssh.port_range`). */
 export interface SshPortPolicy {
@@ -24,7 +24,7 @@ export class SitesRepository {
   // was a quarter of a fresh GET /sites/ (bench:lists, issue 22).
   private ownedForViews = onFirstUse(() => this.store.sqlite.prepare<SiteViewRow, [string]>(`
     SELECT id, slug, plan_slug AS planSlug, status, modules, subscription_id AS subscriptionId, created_at AS createdAt, error,
-           deletion_scheduled_for AS deletionScheduledFor
+           deletion_scheduled_for AS deletionScheduledFor, suspended_by AS suspendedBy, suspended_reason AS suspendedReason
     FROM sites WHERE account_id = ? AND status <> 'deleted' ORDER BY created_at, rowid`))
   private owned = onFirstUse(() => this.store.db.select().from(sites)
     .where(and(eq(sites.accountId, sql.placeholder('accountId')), ne(sites.status, 'deleted'))).orderBy(asc(sites.createdAt), asc(sql`rowid`)).prepare())
@@ -89,6 +89,11 @@ export class SitesRepository {
     return this.ownedForViews().all(accountId)
   }
 
+  /** Every live (not deleted) site of the box, oldest first (berth sites list). */
+  listLive(): SiteRow[] {
+    return this.store.db.select().from(sites).where(ne(sites.status, 'deleted')).orderBy(asc(sites.createdAt), asc(sql`rowid`)).all()
+  }
+
   listWithStatus(statuses: SiteStatus[]): SiteRow[] {
     return this.store.db.select().from(sites).where(inArray(sites.status, statuses)).all()
   }
@@ -97,10 +102,18 @@ export class SitesRepository {
     return this.store.db.select({ n: sql<number>`count(*)` }).from(sites).where(and(eq(sites.subscriptionId, subscriptionId), ne(sites.status, 'deleted'))).get()!.n
   }
 
+  /** Sets the status (and error); a suspension it replaces is forgotten (`suspend` makes one). */
   setStatus(id: string, status: SiteStatus, at: number, error: string | null = null): void {
     this.store.write(() => {
-      this.store.db.update(sites).set({ status, error, updatedAt: at }).where(eq(sites.id, id)).run()
+      this.store.db.update(sites).set({ status, error, suspendedBy: null, suspendedReason: null, updatedAt: at }).where(eq(sites.id, id)).run()
     })
+  }
+
+  /** `suspended` by `by`, with its reason (shown to the owner in the site's `suspension`). */
+  suspend(id: string, by: Suspender, reason: string | null, at: number): SiteRow {
+    return this.store.write(() =>
+      this.store.db.update(sites).set({ status: 'suspended', suspendedBy: by, suspendedReason: reason, updatedAt: at }).where(eq(sites.id, id)).returning().get(),
+    )
   }
 
   /** The slugs of the given sites, by id (one query for a list's worth; deleted sites included). */
@@ -153,9 +166,11 @@ export class SitesRepository {
     )
   }
 
+  /** Back to `status` from `pending_deletion`; the suspension it had is kept only if `status` is `suspended`. */
   cancelDeletion(id: string, status: SiteStatus, at: number): SiteRow {
+    const unsuspended = status === 'suspended' ? {} : { suspendedBy: null, suspendedReason: null }
     return this.store.write(() =>
-      this.store.db.update(sites).set({ status, deletionScheduledFor: null, updatedAt: at }).where(eq(sites.id, id)).returning().get(),
+      this.store.db.update(sites).set({ status, deletionScheduledFor: null, ...unsuspended, updatedAt: at }).where(eq(sites.id, id)).returning().get(),
     )
   }
 

@@ -15,7 +15,7 @@ import { APPLY_JOBS, type ApplyKind } from './apply'
 import { PROVISION_JOB } from './provisioning'
 import type { SitesRepository, SiteViewRow } from './repository'
 import type { SiteRunner } from './runner'
-import type { SiteView } from './views'
+import type { SiteView, SuspensionView } from './views'
 import type { DnsRecordView } from '../dns/views'
 
 export interface SitesServiceDeps {
@@ -164,6 +164,7 @@ export class SitesService {
         created_at: iso(site.createdAt),
         error: site.error,
         deletion_scheduled_for: site.deletionScheduledFor === null ? null : iso(site.deletionScheduledFor),
+        suspension: suspensionOf(site),
         applying: applying.get(site.id) ?? null,
       }
     })
@@ -191,4 +192,10 @@ export class SitesService {
     const pending = this.d.jobs.pendingFor(siteIds, Object.values(APPLY_JOBS))
     return new Map([...pending].map(([siteId, job]) => [siteId, CHANGE_OF_JOB.get(job)!]))
   }
+}
+
+/** The suspension a site's view shows: who and why, for a suspended site only (a suspension from before 0014 was billing's). */
+function suspensionOf(site: SiteViewRow): SuspensionView | null {
+  if (site.status !== 'suspended') return null
+  return { by: site.suspendedBy ?? 'billing', reason: site.suspendedReason }
 }

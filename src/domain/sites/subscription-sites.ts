@@ -5,6 +5,7 @@ import { APPLY_JOBS } from './apply'
 import { DELETION_GRACE_MS } from './lifecycle'
 import type { SitesRepository } from './repository'
 import type { SiteRunner } from './runner'
+import { suspendedByAdmin, UNPAID_REASON } from './suspension'
 
 const NOTHING: SubscriptionReaction = { sites: [], after: async () => undefined }
 
@@ -13,15 +14,17 @@ const NOTHING: SubscriptionReaction = { sites: [], after: async () => undefined 
  * (billing/events.ts; subscribed in compose/money.ts). Each answer writes inside billing's transaction
  * and leaves the container work for after its commit:
  *
- * - paid: its suspended sites are active again, their containers started by an apply job;
- * - lapsed (7 days unpaid): its active sites are suspended and their containers stopped, their
- *   files kept;
+ * - paid: its sites suspended by billing are active again, their containers started by an apply
+ *   job; a site the admin suspended (berth sites suspend, berth accounts suspend) stays suspended:
+ *   a payment does not lift the hoster's decision;
+ * - lapsed (7 days unpaid): its active sites are suspended by billing (`suspended_by` billing,
+ *   with UNPAID_REASON) and their containers stopped, their files kept;
  * - ended: its sites are scheduled for deletion after the grace period (those already pending
  *   deletion or still provisioning aside) and their containers stopped.
  */
 export class SubscriptionSites {
   constructor(private d: {
-    sites: Pick<SitesRepository, 'listForSubscription' | 'setStatus' | 'scheduleDeletion'>
+    sites: Pick<SitesRepository, 'listForSubscription' | 'setStatus' | 'suspend' | 'scheduleDeletion'>
     jobs: Pick<JobRunner, 'enqueue' | 'kick'>
     runner: Pick<SiteRunner, 'stop'>
     log: Logger
@@ -39,7 +42,7 @@ export class SubscriptionSites {
   private reactivate({ subscriptionId, at }: SubscriptionEvent): SubscriptionReaction {
     const reactivated: string[] = []
     for (const site of this.d.sites.listForSubscription(subscriptionId)) {
-      if (site.status !== 'suspended') continue
+      if (site.status !== 'suspended' || suspendedByAdmin(site)) continue
       this.d.sites.setStatus(site.id, 'active', at)
       this.d.jobs.enqueue(APPLY_JOBS.restore, site.id)
       reactivated.push(site.slug)
@@ -50,7 +53,7 @@ export class SubscriptionSites {
 
   private suspend({ subscriptionId, at }: SubscriptionEvent): SubscriptionReaction {
     const active = this.d.sites.listForSubscription(subscriptionId).filter((site) => site.status === 'active')
-    for (const site of active) this.d.sites.setStatus(site.id, 'suspended', at)
+    for (const site of active) this.d.sites.suspend(site.id, 'billing', UNPAID_REASON, at)
     const slugs = active.map((site) => site.slug)
     return {
       sites: slugs,

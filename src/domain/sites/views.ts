@@ -1,8 +1,17 @@
 import { Type as t, type Static } from '@sinclair/typebox'
 import { DateTime, Nullable, Uuid } from '../schema'
-import { HostingTypeSchema, VisibleSiteStatusSchema } from '../../core/enums'
+import { HostingTypeSchema, SuspenderSchema, VisibleSiteStatusSchema } from '../../core/enums'
 import { DnsRecord } from '../dns/views'
 import { Tls } from '../tls/views'
+
+/** Why a suspended site is suspended, and by whom. */
+export const Suspension = t.Object({
+  by: t.Union(SuspenderSchema.anyOf, {
+    description: "billing: the subscription is unpaid (7 days past due); it comes back by itself once a payment goes through. admin: the hoster suspended the site; only the hoster lifts it (a payment does not). account: the hoster suspended the whole account.",
+  }),
+  reason: Nullable(t.String({ description: "Why, in the hoster's words (admin, account) or billing's." })),
+})
+export type SuspensionView = Static<typeof Suspension>
 
 export const Site = t.Object({
   slug: t.String({ description: 'Also the {tenant_slug} of /sites/{tenant_slug}/... routes.' }),
@@ -19,6 +28,7 @@ export const Site = t.Object({
   created_at: DateTime(),
   error: Nullable(t.String({ description: 'Why provisioning failed, for failed sites.' })),
   deletion_scheduled_for: Nullable(DateTime()),
+  suspension: t.Union([Suspension, t.Null()], { description: 'For a suspended site: who suspended it and why; null otherwise.' }),
   applying: Nullable(t.Union([t.Literal('scale'), t.Literal('restore')], {
     description: "A change being applied to the site's container in the background, after the answer that recorded it: scale (the new plan's limits or image) or restore (the container started again after a canceled deletion). null once the container is in line; poll the site until then.",
   })),

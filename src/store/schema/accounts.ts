@@ -10,7 +10,7 @@ export const accounts = sqliteTable('accounts', {
   firstName: text('first_name'),
   lastName: text('last_name'),
   language: text('language').notNull().default('en'),
-  /** `active` or `anonymized` (after DELETE /account/delete/). */
+  /** `active`, `suspended` (berth accounts suspend) or `anonymized` (after DELETE /account/delete/). */
   status: text('status', { enum: ACCOUNT_STATUSES }).notNull().default('active'),
   /**
    * The payment method on file: the id of the last method that paid a checkout directly

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
-import { ARCHIVE_KINDS, ARCHIVE_STATUSES, DEPLOYMENT_STATUSES, SITE_STATUSES } from '../../core/enums'
+import { ARCHIVE_KINDS, ARCHIVE_STATUSES, DEPLOYMENT_STATUSES, SITE_STATUSES, SUSPENDERS } from '../../core/enums'
 import { accounts } from './accounts'
 import { plans, subscriptions } from './billing'
 
@@ -24,10 +24,13 @@ export const sites = sqliteTable('sites', {
   /** JSON object: module name to enabled. */
   modules: text('modules').notNull().default('{}'),
   /**
-   * Who suspended a `suspended` site: `billing` (its subscription lapsed) or `admin` (berth sites
-   * suspend); null otherwise. An admin's suspension is lifted by the admin only.
+   * Who suspended a `suspended` site: `billing` (its subscription lapsed), `admin` (berth sites
+   * suspend) or `account` (the admin suspended its account: berth accounts suspend); null
+   * otherwise. An admin's suspension is lifted by the admin only (berth sites resume, berth
+   * accounts resume), never by a payment. Kept while the site is pending deletion, so that a
+   * restore puts the suspension back.
    */
-  suspendedBy: text('suspended_by', { enum: ['billing', 'admin'] }),
+  suspendedBy: text('suspended_by', { enum: SUSPENDERS }),
   /** Why, in the admin's words (berth sites suspend --reason) or billing's; shown to the owner. */
   suspendedReason: text('suspended_reason'),
   /** HSTS for the site's HTTPS answers: the max-age in seconds, or null for none (the default, as nginx and Caddy). */
