@@ -117,7 +117,7 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     [APPLY_JOBS.scale]: applySite,
     [APPLY_JOBS.restore]: applySite,
     [DEPLOY_JOB]: new Deployer(deploymentsRepo, repos.sites, plans, runtime, clock, log, entryExists, changes, new DeploymentFiles({
-      archives: archivesRepo, deployments: deploymentsRepo, retention, files: archiveFiles, runtime, restores, tar: gnuTar, work: archiveWork.work,
+      archives: archivesRepo, deployments: deploymentsRepo, retention, files: archiveFiles, runtime, restores, runner, sites: repos.sites, tar: gnuTar, work: archiveWork.work,
       clock, log, events: archiveEvents, kept: config.archives.deploymentsKept,
     })),
     [CREATE_ARCHIVE_JOB]: new CreateArchiveJob(archiveWork),

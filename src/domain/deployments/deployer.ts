@@ -32,6 +32,14 @@ const RELOAD: Record<HostingType, { what: string; script: string | null }> = {
   dedicated: { what: 'Reloading nginx and PHP-FPM', script: phpReload() },
 }
 
+/**
+ * Whether a rollback restarts the container after the swap, because the web server keeps the
+ * folders it replaced: busybox httpd changes into `public/` when it starts and serves from its
+ * working folder, which the swap moved aside (it would answer 404 for every page). nginx and
+ * PHP-FPM open files by path, and the reload gives them fresh workers.
+ */
+const RESTART_AFTER_SWAP: Record<HostingType, boolean> = { shared: true, vps: false, dedicated: false }
+
 function phpReload(): string {
   return [
     'set -e',
@@ -77,7 +85,7 @@ export class Deployer implements JobHandler {
     /** Whether `name` is in the folder `dir`, itself not followed if a symlink (drivers/files/entry.ts). */
     private entryExists: (dir: string, name: string) => Promise<boolean>,
     private changes?: Pick<SiteChanges, 'changed'>,
-    private files?: Pick<DeploymentFiles, 'recording' | 'record' | 'putBack' | 'settle' | 'prune'>,
+    private files?: Pick<DeploymentFiles, 'recording' | 'record' | 'putBack' | 'restartSite' | 'settle' | 'prune'>,
   ) {}
 
   async run(deploymentId: string): Promise<void> {
@@ -118,7 +126,7 @@ export class Deployer implements JobHandler {
     const out: string[] = []
     const state = await this.runtime.inspectSite(slug)
     if (!state?.running) throw new SiteNotRunnableError(`The site '${slug}' is not running.`)
-    if (deployment.rollbackOf) out.push(...(await this.putBack(deployment, site)))
+    if (deployment.rollbackOf) out.push(...(await this.putBack(deployment, site, hostingType)))
     else out.push(...(await this.record(deployment, site)))
     const reload = RELOAD[hostingType]
     out.push(`==> ${reload.what}`)
@@ -144,11 +152,19 @@ export class Deployer implements JobHandler {
   }
 
   /** A rollback's first step: the files of the deployment it rolls back to, put back. */
-  private async putBack(deployment: DeploymentRow, site: SiteRow): Promise<string[]> {
+  private async putBack(deployment: DeploymentRow, site: SiteRow, hostingType: HostingType): Promise<string[]> {
     if (!deployment.archiveId || !this.files) throw new RollbackRefusedError('The files of that deployment are no longer kept; roll back to a newer deployment.')
     const { frozenMs } = await this.files.putBack(site, deployment.archiveId)
-    this.log.info('deployment files put back', { site: site.slug, deployment: deployment.id, rollback_of: deployment.rollbackOf, frozen_ms: frozenMs })
-    return [`==> Put back the files of deployment ${deployment.rollbackOf} (all of the home but logs/ and .ssh/)`]
+    const out = [`==> Put back the files of deployment ${deployment.rollbackOf} (all of the home but logs/ and .ssh/)`]
+    let restartMs: number | undefined
+    if (RESTART_AFTER_SWAP[hostingType]) {
+      const started = performance.now()
+      await this.files.restartSite(site)
+      restartMs = Math.round(performance.now() - started)
+      out.push('==> Restarted the static web server, which serves from the folder it started in')
+    }
+    this.log.info('deployment files put back', { site: site.slug, deployment: deployment.id, rollback_of: deployment.rollbackOf, frozen_ms: frozenMs, restart_ms: restartMs })
+    return out
   }
 
   /**

@@ -9,6 +9,8 @@ import type { ArchivesRepository } from '../archives/repository'
 import type { RestoreGuard } from '../archives/restore-guard'
 import type { ArchiveRetention } from '../archives/retention'
 import type { HomeTarballs, WorkFolder } from '../archives/tarballs'
+import type { SitesRepository } from '../sites/repository'
+import type { SiteRunner } from '../sites/runner'
 import type { DeploymentsRepository } from './repository'
 
 /**
@@ -30,6 +32,9 @@ export interface DeploymentFilesDeps {
   runtime: Pick<ContainerRuntime, 'homePath' | 'withSitePaused'>
   /** Keeps the files API's changes out of a rollback's swap, as out of a restore's. */
   restores: Pick<RestoreGuard, 'drained'>
+  /** Restarts a site whose web server holds the swapped folders (restartSite). */
+  runner: Pick<SiteRunner, 'run' | 'stop'>
+  sites: Pick<SitesRepository, 'find'>
   tar: HomeTarballs
   work: WorkFolder
   clock: Clock
@@ -116,6 +121,18 @@ export class DeploymentFiles {
       this.d.archives.transition(archiveId, ['restoring'], { status: 'ready', restoredAt: this.d.clock.now() })
       await this.d.work.remove(zstName, tarName)
     }
+  }
+
+  /**
+   * Restarts the site's container and waits until it answers, for a web server that holds the
+   * folders a swap replaced (the static image's busybox httpd serves from its working folder,
+   * the `public/` moved aside). Started again only while the site is active (else the reconciler
+   * decides).
+   */
+  async restartSite(site: SiteRow): Promise<void> {
+    await this.d.runner.stop(site.slug)
+    const current = this.d.sites.find(site.id)
+    if (current?.status === 'active') await this.d.runner.run(current, { waitForAnswer: true })
   }
 
   /**
