@@ -12,10 +12,13 @@ import { instanceOf, removeInstanceSites } from './helpers/sites'
 let berth: Berth
 let mine: { slug: string; key: string }
 let theirs: { slug: string; key: string }
+let php: { slug: string; key: string }
 
 beforeAll(async () => {
-  berth = await startBerth({ env: { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour', BERTH_ARCHIVES_DEPLOYMENTS_KEPT: '2' } })
-  ;[mine, theirs] = await Promise.all([buy(), buy()])
+  // SSH ports of vps sites from a range of their own: other suites' Berths share the engine.
+  const sshBase = 20_000 + Math.floor(Math.random() * 400) * 100
+  berth = await startBerth({ env: { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour', BERTH_ARCHIVES_DEPLOYMENTS_KEPT: '2', BERTH_SSH_PORT_RANGE: `${sshBase}-${sshBase + 99}` } })
+  ;[mine, theirs, php] = await Promise.all([buy(), buy(), buy('svc_business_monthly')])
   instanceOf(berth)
 }, 120_000)
 afterAll(async () => {
@@ -23,9 +26,9 @@ afterAll(async () => {
   await removeInstanceSites(berth)
 }, 60_000)
 
-async function buy() {
+async function buy(sku = 'svc_starter_monthly') {
   const slug = uniqueSlug('rb')
-  const { data } = await buyDirect(berth.url, { sku: 'svc_starter_monthly', slug })
+  const { data } = await buyDirect(berth.url, { sku, slug })
   expect(await waitForSite(berth.url, data.api_key, slug)).toBe('active')
   return { slug, key: data.api_key as string }
 }
@@ -123,4 +126,24 @@ describe('POST /sites/{slug}/deployments/{id}/rollback/', () => {
     expect((await call(theirs, 'POST', `deployments/${two.id}/rollback/`)).status).toBe(404)
     expect((await call(theirs, 'GET', 'deployments/')).json.data).toHaveLength(1)
   }, 60_000)
+
+  it('on a vps site (nginx and PHP-FPM) puts back the first PHP page without a restart: the reload serves it', async () => {
+    const version = (n: string) => `<?php echo "version ${n} " . PHP_VERSION;\n`
+    await write(php, 'public/index.php', version('one'))
+    const first = await deploy(php)
+    expect(first.status, first.error).toBe('succeeded')
+    expect((await viaEdge(berth.url, php.slug, '/')).text).toMatch(/^version one \d/)
+    await write(php, 'public/index.php', version('two'))
+    expect((await deploy(php)).status).toBe('succeeded')
+    expect((await viaEdge(berth.url, php.slug, '/')).text).toMatch(/^version two \d/)
+
+    const res = await call(php, 'POST', `deployments/${first.id}/rollback/`)
+    expect(res.status, res.text).toBe(200)
+    const back = await finished(php, res.json.data.id)
+    expect(back.status, back.error).toBe('succeeded')
+    expect(back.output).toContain('==> Reloading nginx and PHP-FPM')
+    expect(back.output).not.toContain('Restarted')
+    // PHP's opcache held version two; the reload emptied it.
+    expect((await viaEdge(berth.url, php.slug, '/')).text).toMatch(/^version one \d/)
+  }, 120_000)
 })
