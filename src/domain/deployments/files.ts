@@ -71,8 +71,9 @@ export class DeploymentFiles {
     try {
       await this.d.work.prepare()
       const home = await this.d.runtime.homePath(site.slug)
+      const frozenAt = performance.now()
       await this.d.runtime.withSitePaused(site.slug, () => this.d.tar.tarHome(home, tarFile, NOT_RECORDED))
-      const frozenMs = Math.round(performance.now() - started)
+      const frozenMs = Math.round(performance.now() - frozenAt)
       const counts = await this.d.tar.scanTar(tarFile)
       await this.d.tar.compressFile(tarFile, zstFile)
       const { sizeBytes } = await this.d.files.put(row.storageKey!, zstFile)
