@@ -63,6 +63,15 @@ const deployRows: Row[] = [
   { name: "deployment: another account's deployment under one's own site", method: 'GET', path: `${S}/deployments/{deployment}/`, expect: [404, 'NOT_FOUND', 'deployment_id'] },
   { name: "deployment: another account's site and deployment", method: 'GET', path: `${V1}/sites/{foreign}/deployments/{deployment}/`, expect: [404, 'NOT_FOUND', 'tenant_slug'] },
   ...bothWays({ name: 'deployment: unknown id', method: 'GET', path: `${S}/deployments/${UNKNOWN_UUID}/`, expect: [404, 'NOT_FOUND', 'deployment_id'] }),
+  { name: 'rollback: a body with a field', method: 'POST', path: `${S}/deployments/${UNKNOWN_UUID}/rollback/`, body: { ref: 'main' }, expect: [422, 'VALIDATION_ERROR', 'ref'], says: /takes no body; remove the field 'ref'/ },
+  { name: 'rollback: id "not-a-uuid"', method: 'POST', path: `${S}/deployments/not-a-uuid/rollback/`, expect: [422, 'VALIDATION_ERROR', 'deployment_id'], says: /UUID such as/ },
+  { name: 'rollback: unknown id', method: 'POST', path: `${S}/deployments/${UNKNOWN_UUID}/rollback/`, expect: [404, 'NOT_FOUND', 'deployment_id'], says: /deployments\/ lists them/ },
+  { name: "rollback: another account's deployment under one's own site", method: 'POST', path: `${S}/deployments/{deployment}/rollback/`, expect: [404, 'NOT_FOUND', 'deployment_id'] },
+  { name: "rollback: another account's site and deployment", method: 'POST', path: `${V1}/sites/{foreign}/deployments/{deployment}/rollback/`, expect: [404, 'NOT_FOUND', 'tenant_slug'] },
+  { name: 'rollback: a site pending deletion', method: 'POST', path: `${V1}/sites/{doomed}/deployments/${UNKNOWN_UUID}/rollback/`, expect: [409, 'CONFLICT', null], says: /restore\/ first/ },
+  { name: 'rollback: read-only key', method: 'POST', path: `${S}/deployments/${UNKNOWN_UUID}/rollback/`, as: 'reader', expect: [403, 'FORBIDDEN', null] },
+  { name: 'rollback: GET', method: 'GET', path: `${S}/deployments/${UNKNOWN_UUID}/rollback/`, expect: [405, 'METHOD_NOT_ALLOWED', null], header: ['allow', 'POST'] },
+  ...bothWays({ name: 'rollback: unknown id', method: 'POST', path: `${S}/deployments/${UNKNOWN_UUID}/rollback/`, expect: [404, 'NOT_FOUND', 'deployment_id'] }),
 ]
 
 const metricsRows: Row[] = [

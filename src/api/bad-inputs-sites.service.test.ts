@@ -20,6 +20,7 @@ const SITE_ROUTES: [string, string, unknown?][] = [
   ['POST', 'files/write/', { path: 'x.txt', content: 'x' }], ['POST', 'files/upload/', { path: 'x.bin', content_b64: 'AA==' }],
   ['POST', 'files/mkdir/', { path: 'x' }], ['POST', 'files/delete/', { path: 'public/index.html' }],
   ['GET', 'logs/'], ['GET', 'metrics/'], ['POST', 'deploy/'], ['GET', 'deployments/'], ['GET', 'deployments/{deployment}/'],
+  ['POST', 'deployments/{deployment}/rollback/'],
   ['POST', 'snapshot/'], ['GET', 'snapshots/'], ['GET', 'snapshots/{snapshot}/'], ['POST', 'snapshots/{snapshot}/restore/'], ['DELETE', 'snapshots/{snapshot}/'],
   ['GET', 'backups/'], ['GET', 'ssh/'], ['GET', 'ssh/keys/'], ['POST', 'ssh/keys/', { public_key: 'ssh-ed25519 AAAA' }], ['DELETE', 'ssh/keys/{sshKey}/'],
   ['GET', 'modules/'], ['POST', 'modules/seo/toggle/'],

@@ -16,6 +16,7 @@ import type { BillingService } from '../domain/billing/service'
 import type { SubscriptionBilling } from '../domain/billing/subscriptions'
 import type { BerthNames } from '../domain/berth-names'
 import { Deployer } from '../domain/deployments/deployer'
+import { DeploymentFiles } from '../domain/deployments/files'
 import { DeploymentsRepository } from '../domain/deployments/repository'
 import { DEPLOY_JOB, DeploymentsService } from '../domain/deployments/service'
 import { FilesService } from '../domain/files/service'
@@ -115,7 +116,10 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     [PROVISION_JOB]: new Provisioner({ sites: repos.sites, runner, clock, log, onFailed: (site, error) => needs.purchases.refundPurchaseOf(site, error) }),
     [APPLY_JOBS.scale]: applySite,
     [APPLY_JOBS.restore]: applySite,
-    [DEPLOY_JOB]: new Deployer(deploymentsRepo, repos.sites, plans, runtime, clock, log, entryExists, changes),
+    [DEPLOY_JOB]: new Deployer(deploymentsRepo, repos.sites, plans, runtime, clock, log, entryExists, changes, new DeploymentFiles({
+      archives: archivesRepo, deployments: deploymentsRepo, retention, files: archiveFiles, runtime, restores, runner, sites: repos.sites, tar: gnuTar, work: archiveWork.work,
+      clock, log, events: archiveEvents, kept: config.archives.deploymentsKept,
+    })),
     [CREATE_ARCHIVE_JOB]: new CreateArchiveJob(archiveWork),
     [RESTORE_ARCHIVE_JOB]: new RestoreArchiveJob(archiveWork),
   })
@@ -147,7 +151,7 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     accessLog,
     logs: new LogsService(plans, runtime, openSiteHome, accessLog, audit),
     files: new FilesService(runtime, restores, openSiteHome, undefined, changes),
-    deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs }),
+    deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs, archives: archivesRepo }),
     siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), metrics, runtime, log, measureDiskUsage),
     archiveEvents,
     audit,

@@ -75,6 +75,8 @@ export interface Config {
     dir: string
     snapshotsPerSite: number
     backupsKept: number
+    /** The newest deployments of a site that keep their files for a rollback; 0: none recorded. */
+    deploymentsKept: number
     backupIntervalSeconds: number
   }
   /** Encrypted copies off the box (docs/operations.md, "Copies off the box"); off when `url` is empty. */
@@ -330,6 +332,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       dir: resolve(cwd, get<string>('archives.dir') || join(get<string>('server.data_dir'), 'archives')),
       snapshotsPerSite: get<number>('archives.snapshots_per_site'),
       backupsKept: get<number>('archives.backups_kept'),
+      deploymentsKept: get<number>('archives.deployments_kept'),
       backupIntervalSeconds: get<number>('archives.backup_interval_seconds'),
     },
     offsite: {

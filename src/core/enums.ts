@@ -54,6 +54,12 @@ export const PAYMENT_METHOD_KINDS = valuesOf(PaymentMethodKindSchema)
 
 export const ArchiveKindSchema = t.Union([t.Literal('snapshot'), t.Literal('backup')])
 export type ArchiveKind = Static<typeof ArchiveKindSchema>
+/**
+ * Archives the store keeps: the API's two kinds, and `deployment`, the files a deployment put in
+ * place (what a rollback puts back; never listed with snapshots or backups).
+ */
+export const STORED_ARCHIVE_KINDS = [...valuesOf(ArchiveKindSchema), 'deployment'] as const
+export type StoredArchiveKind = (typeof STORED_ARCHIVE_KINDS)[number]
 export const ARCHIVE_KINDS = valuesOf(ArchiveKindSchema)
 export const VisibleArchiveStatusSchema = t.Union([t.Literal('creating'), t.Literal('ready'), t.Literal('restoring'), t.Literal('failed')])
 /** `deleted`: being removed (hidden from the API; its file goes next). */

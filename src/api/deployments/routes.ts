@@ -18,6 +18,14 @@ export const deploymentRoutes = (plugins: ApiPlugins, deployments: DeploymentsSe
       response: ok(Deployment),
       detail: { tags, summary: "Reload the site's web server and run its ~/deploy.sh, in the background", operationId: 'deploySite' },
     })
+    .post('/sites/:tenant_slug/deployments/:deployment_id/rollback/', ({ site, params }) => deployments.rollback(site, params.deployment_id), {
+      scope: 'write',
+      site: 'changeable',
+      params: DeploymentParams,
+      body: NoBody,
+      response: ok(Deployment),
+      detail: { tags, summary: 'Put back the files an earlier deployment recorded, as a new deployment (reload and ~/deploy.sh follow), in the background', operationId: 'rollbackDeployment' },
+    })
     .get('/sites/:tenant_slug/deployments/', ({ site }) => deployments.list(site), {
       scope: 'read',
       site: 'owned',

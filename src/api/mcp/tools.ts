@@ -79,6 +79,8 @@ export const CHANGE_HINTS: Record<string, ChangeHints> = {
   execCommand: destructive(false),
   // Restarts the site's services; each call is a new deployment.
   deploySite: destructive(false),
+  // Overwrites the site's files with an earlier deployment's (files created since are removed).
+  rollbackDeployment: destructive(false),
   // An upgrade charges the prorated difference to the card on file.
   scaleSite: destructive(true, true),
   deleteSite: destructive(true),

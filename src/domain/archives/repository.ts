@@ -1,8 +1,10 @@
 import { and, asc, desc, eq, inArray, ne, sql } from 'drizzle-orm'
 import { archives, jobs, type ArchiveRow } from '../../store/schema'
 import type { Store } from '../../store/store'
+import type { StoredArchiveKind } from '../../core/enums'
 
-export type ArchiveKind = 'snapshot' | 'backup'
+/** snapshot and backup (the API's), deployment (a deployment's files: domain/deployments/files.ts). */
+export type ArchiveKind = StoredArchiveKind
 /**
  * `creating` (the job is making it), `ready`, `restoring` (a restore job is putting it back on
  * the site; `ready` again after), `failed` (never made; `error` says why), `deleted` (being
@@ -79,12 +81,14 @@ export class ArchivesRepository {
 
   /**
    * Archives `creating` or `restoring` that no queued or running job will move on: their job
-   * failed for good and the process stopped before its failure handler ran.
+   * failed for good and the process stopped before its failure handler ran. Deployments' archives
+   * are left out: the deploy job (subject: the deployment) settles them (domain/deployments).
    */
   stranded(): ArchiveRow[] {
     return this.store.db.select().from(archives)
       .where(and(
         inArray(archives.status, ['creating', 'restoring']),
+        ne(archives.kind, 'deployment'),
         sql`not exists (select 1 from ${jobs} where ${jobs.subjectId} = ${archives.id} and ${jobs.status} in ('queued', 'running'))`,
       )).all()
   }

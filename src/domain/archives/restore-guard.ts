@@ -30,6 +30,9 @@ export class RestoreGuard {
   beginChange(site: Pick<SiteRow, 'id' | 'slug'>): () => void {
     const restoring = this.repo.restoringOf(site.id)
     if (restoring) {
+      if (restoring.kind === 'deployment') {
+        throw conflict(say`A rollback of site '${site.slug}' is putting back the files of an earlier deployment; retry when ${op('listDeployments', { tenant_slug: site.slug })} shows it finished.`)
+      }
       const poll = restoring.kind === 'snapshot' ? op('getSnapshot', { tenant_slug: site.slug, snapshot_id: restoring.id }) : op('getBackup', { tenant_slug: site.slug, backup_id: restoring.id })
       throw conflict(say`A restore of site '${site.slug}' from ${restoring.kind} ${restoring.id} is running; retry when ${poll} shows ready.`)
     }

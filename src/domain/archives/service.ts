@@ -23,7 +23,7 @@ const MAX_BACKUPS_IN_FLIGHT = 4
 /** A failed backup is tried again after this long (or the backup interval, when shorter). */
 const FAILED_BACKUP_RETRY_MS = 60 * 60 * 1000
 
-const PARAM: Record<ArchiveKind, string> = { snapshot: 'snapshot_id', backup: 'backup_id' }
+const PARAM: Record<ArchiveKind, string> = { snapshot: 'snapshot_id', backup: 'backup_id', deployment: 'deployment_id' }
 
 export interface ArchivesServiceDeps {
   store: Store
@@ -98,8 +98,8 @@ export class ArchivesService {
       if (archive.status !== 'ready') {
         throw conflict(`This ${kind} is ${archive.status}, not ready; ${archive.status === 'creating' ? 'wait until it is ready' : archive.status === 'restoring' ? 'it is being restored now' : 'restore another one'}.`, PARAM[kind])
       }
-      if (this.d.repo.countWithStatus(site.id, 'snapshot', ['restoring']) + this.d.repo.countWithStatus(site.id, 'backup', ['restoring']) > 0) {
-        throw conflict(`Another restore of site '${slug}' is running; wait until it is done (its archive turns ready again).`)
+      if (this.d.repo.restoringOf(site.id)) {
+        throw conflict(`Another restore or a rollback of site '${slug}' is running; wait until it is done (its archive, or its deployment, says so).`)
       }
       this.d.repo.transition(id, ['ready'], { status: 'restoring' })
       this.d.jobs.enqueue(RESTORE_ARCHIVE_JOB, id)

@@ -4,14 +4,18 @@
  * decide when (the site frozen or not) and in what order, the driver how.
  */
 export interface HomeTarballs {
-  /** Writes the home as an uncompressed tar to `outFile`. Meant to run while the site is frozen. */
-  tarHome(home: string, outFile: string): Promise<void>
   /**
-   * Replaces the files of the home with those of `tarFile`, keeping its `logs/`. The site must not
+   * Writes the home as an uncompressed tar to `outFile`, without `logs/` nor the names in `keep`
+   * (at the root). Meant to run while the site is frozen.
+   */
+  tarHome(home: string, outFile: string, keep?: readonly string[]): Promise<void>
+  /**
+   * Replaces the files of the home with those of `tarFile`, keeping its `logs/` and the names in
+   * `keep` (at the root). The site must not
    * run meanwhile. Safe to run again after a crash part-way: it resumes and never loses the
    * previous files before the new ones are in.
    */
-  replaceHome(home: string, tarFile: string): Promise<void>
+  replaceHome(home: string, tarFile: string, keep?: readonly string[]): Promise<void>
   /** The regular files (and hard links) an uncompressed tar holds, and their bytes. */
   scanTar(file: string): Promise<{ files: number; bytes: number }>
   compressFile(from: string, to: string): Promise<void>

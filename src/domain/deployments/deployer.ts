@@ -8,6 +8,8 @@ import type { PlansService } from '../plans/service'
 import type { SitesRepository } from '../sites/repository'
 import type { DeploymentsRepository } from './repository'
 import type { SiteChanges } from '../sites/changes'
+import type { DeploymentRow, SiteRow } from '../../store/schema'
+import { RollbackRefusedError, type DeploymentFiles } from './files'
 
 /** The site's own deploy hook, relative to its home (the files API root). */
 export const DEPLOY_HOOK = 'deploy.sh'
@@ -29,6 +31,14 @@ const RELOAD: Record<HostingType, { what: string; script: string | null }> = {
   vps: { what: 'Reloading nginx and PHP-FPM', script: phpReload() },
   dedicated: { what: 'Reloading nginx and PHP-FPM', script: phpReload() },
 }
+
+/**
+ * Whether a rollback restarts the container after the swap, because the web server keeps the
+ * folders it replaced: busybox httpd changes into `public/` when it starts and serves from its
+ * working folder, which the swap moved aside (it would answer 404 for every page). nginx and
+ * PHP-FPM open files by path, and the reload gives them fresh workers.
+ */
+const RESTART_AFTER_SWAP: Record<HostingType, boolean> = { shared: true, vps: false, dedicated: false }
 
 function phpReload(): string {
   return [
@@ -56,6 +66,10 @@ interface Outcome {
  * The deploy job (subject: a deployment id). Deployments of one site run one at a time, in order.
  * Not retried: a hook may not be safe to run twice. A deployment found `running` when its job
  * starts was cut short by a stop of Berth; it is marked failed rather than run again.
+ *
+ * With `files` (./files.ts), a deploy first records the home's files (what a rollback puts back);
+ * a rollback (`rollback_of` set) first puts back the files its archive holds. Then both reload
+ * and run the hook alike, and the site's oldest deployments' files are pruned.
  */
 export class Deployer implements JobHandler {
   attempts = 1
@@ -71,6 +85,7 @@ export class Deployer implements JobHandler {
     /** Whether `name` is in the folder `dir`, itself not followed if a symlink (drivers/files/entry.ts). */
     private entryExists: (dir: string, name: string) => Promise<boolean>,
     private changes?: Pick<SiteChanges, 'changed'>,
+    private files?: Pick<DeploymentFiles, 'recording' | 'record' | 'putBack' | 'restartSite' | 'settle' | 'prune'>,
   ) {}
 
   async run(deploymentId: string): Promise<void> {
@@ -78,20 +93,24 @@ export class Deployer implements JobHandler {
     const site = deployment && this.sites.find(deployment.siteId)
     if (!deployment || !site) return
     if (deployment.status === 'running') {
-      this.repo.finish(deploymentId, { status: 'failed', output: deployment.output, error: 'The service restarted while this deployment ran; deploy the site again.', at: this.clock.now() })
+      if (deployment.rollbackOf && deployment.archiveId) this.files?.settle(deployment.archiveId)
+      const again = deployment.rollbackOf ? 'roll back again' : 'deploy the site again'
+      this.repo.finish(deploymentId, { status: 'failed', output: deployment.output, error: `The service restarted while this deployment ran; ${again}.`, at: this.clock.now() })
       return
     }
     if (deployment.status !== 'queued') return
     await this.locks.run(site.id, async () => {
       this.repo.start(deploymentId, this.clock.now())
-      const outcome = await this.deploy(site.slug, this.plans.get(site.planSlug).hosting_type).catch((err): Outcome => {
+      const outcome = await this.deploy(deployment, site, this.plans.get(site.planSlug).hosting_type).catch((err): Outcome => {
         if (err instanceof SiteNotRunnableError) return { status: 'failed', output: '', error: `${err.message} Deploy again once the site shows status active.` }
+        if (err instanceof RollbackRefusedError) return { status: 'failed', output: '', error: err.message }
         this.log.error('deployment failed', { site: site.slug, deployment: deploymentId, error: (err as Error).message })
         return { status: 'failed', output: '', error: 'The deployment could not run (the container engine failed); retry in a minute.' }
       })
       this.repo.finish(deploymentId, { ...outcome, at: this.clock.now() })
       this.changes?.changed({ siteId: site.id, slug: site.slug, reason: 'deploy' })
-      this.log.info('site deployed', { site: site.slug, deployment: deploymentId, status: outcome.status })
+      this.log.info('site deployed', { site: site.slug, deployment: deploymentId, status: outcome.status, rollback_of: deployment.rollbackOf ?? undefined })
+      await this.files?.prune(site.id).catch((err) => this.log.error('could not prune the files of old deployments', { site: site.slug, error: (err as Error).message }))
     })
   }
 
@@ -102,10 +121,13 @@ export class Deployer implements JobHandler {
     }
   }
 
-  private async deploy(slug: string, hostingType: HostingType): Promise<Outcome> {
+  private async deploy(deployment: DeploymentRow, site: SiteRow, hostingType: HostingType): Promise<Outcome> {
+    const slug = site.slug
     const out: string[] = []
     const state = await this.runtime.inspectSite(slug)
     if (!state?.running) throw new SiteNotRunnableError(`The site '${slug}' is not running.`)
+    if (deployment.rollbackOf) out.push(...(await this.putBack(deployment, site, hostingType)))
+    else out.push(...(await this.record(deployment, site)))
     const reload = RELOAD[hostingType]
     out.push(`==> ${reload.what}`)
     if (reload.script) {
@@ -127,6 +149,38 @@ export class Deployer implements JobHandler {
     if (hook.exitCode === 0) return { status: 'succeeded', output: out.join('\n'), error: null }
     const why = hook.exitCode === 137 ? ` (killed: it ran past ${HOOK_TIMEOUT_MS / 1000} s or out of memory)` : ''
     return { status: 'failed', output: out.join('\n'), error: `~/${DEPLOY_HOOK} exited with code ${hook.exitCode}${why}; see output.` }
+  }
+
+  /** A rollback's first step: the files of the deployment it rolls back to, put back. */
+  private async putBack(deployment: DeploymentRow, site: SiteRow, hostingType: HostingType): Promise<string[]> {
+    if (!deployment.archiveId || !this.files) throw new RollbackRefusedError('The files of that deployment are no longer kept; roll back to a newer deployment.')
+    const { frozenMs } = await this.files.putBack(site, deployment.archiveId)
+    const out = [`==> Put back the files of deployment ${deployment.rollbackOf} (all of the home but logs/ and .ssh/)`]
+    let restartMs: number | undefined
+    if (RESTART_AFTER_SWAP[hostingType]) {
+      const started = performance.now()
+      await this.files.restartSite(site)
+      restartMs = Math.round(performance.now() - started)
+      out.push('==> Restarted the static web server, which serves from the folder it started in')
+    }
+    this.log.info('deployment files put back', { site: site.slug, deployment: deployment.id, rollback_of: deployment.rollbackOf, frozen_ms: frozenMs, restart_ms: restartMs })
+    return out
+  }
+
+  /**
+   * A deploy's first step: the home's files recorded, so that a rollback can put them back. A
+   * record that fails does not stop the deploy; the output says this one cannot be rolled back to.
+   */
+  private async record(deployment: DeploymentRow, site: SiteRow): Promise<string[]> {
+    if (!this.files?.recording) return []
+    try {
+      const r = await this.files.record(site, deployment.id)
+      this.log.info('deployment files recorded', { site: site.slug, deployment: deployment.id, archive: r.archiveId, files: r.files, bytes: r.bytes, stored_bytes: r.storedBytes, frozen_ms: r.frozenMs, ms: r.ms })
+      return [`==> Recorded the files for a rollback: ${r.files} files, ${r.bytes} bytes (${r.storedBytes} stored)`]
+    } catch (err) {
+      this.log.error('could not record the files of a deployment', { site: site.slug, deployment: deployment.id, error: (err as Error).message })
+      return ['==> Could not record the files (this deployment cannot be rolled back to); deploying anyway.']
+    }
   }
 
   /**

@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, notInArray, sql } from 'drizzle-orm'
+import { and, desc, eq, inArray, isNotNull, isNull, notInArray, sql } from 'drizzle-orm'
 import { deployments, type DeploymentRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import type { DeploymentStatus } from '../../core/enums'
@@ -7,7 +7,8 @@ import type { DeploymentStatus } from '../../core/enums'
 export class DeploymentsRepository {
   constructor(private store: Store) {}
 
-  insert(row: { id: string; siteId: string; createdAt: number }): DeploymentRow {
+  /** A queued deployment; a rollback names the deployment it puts back and that one's archive. */
+  insert(row: { id: string; siteId: string; createdAt: number; rollbackOf?: string; archiveId?: string }): DeploymentRow {
     return this.store.write(() => this.store.db.insert(deployments).values({ ...row, status: 'queued' }).returning().get())
   }
 
@@ -19,9 +20,32 @@ export class DeploymentsRepository {
     return this.store.db.select().from(deployments).where(and(eq(deployments.siteId, siteId), eq(deployments.id, id))).get()
   }
 
-  /** The site's deployment that has not started yet, if any. */
+  /** The site's deploy (not a rollback) that has not started yet, if any. */
   findQueued(siteId: string): DeploymentRow | undefined {
-    return this.store.db.select().from(deployments).where(and(eq(deployments.siteId, siteId), eq(deployments.status, 'queued'))).get()
+    return this.store.db.select().from(deployments).where(and(eq(deployments.siteId, siteId), eq(deployments.status, 'queued'), isNull(deployments.rollbackOf))).get()
+  }
+
+  /** Records the archive of the files the deployment put in place. */
+  setArchive(id: string, archiveId: string): void {
+    this.store.write(() => {
+      this.store.db.update(deployments).set({ archiveId }).where(eq(deployments.id, id)).run()
+    })
+  }
+
+  /**
+   * Forgets the archives of the site's deployments past the newest `keep` (they can no longer be
+   * rolled back to) and returns the ids of the archives its deployments still name.
+   */
+  keepArchivesOfNewest(siteId: string, keep: number): Set<string> {
+    return this.store.write(() => {
+      const newest = this.store.db.select({ id: deployments.id }).from(deployments).where(eq(deployments.siteId, siteId))
+        .orderBy(desc(deployments.createdAt), desc(sql`rowid`)).limit(keep).all().map((r) => r.id)
+      this.store.db.update(deployments).set({ archiveId: null })
+        .where(and(eq(deployments.siteId, siteId), isNotNull(deployments.archiveId), notInArray(deployments.id, newest))).run()
+      const named = this.store.db.select({ archiveId: deployments.archiveId }).from(deployments)
+        .where(and(eq(deployments.siteId, siteId), isNotNull(deployments.archiveId))).all()
+      return new Set(named.map((r) => r.archiveId!))
+    })
   }
 
   /** Newest first. */

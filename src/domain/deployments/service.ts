@@ -2,7 +2,8 @@ import { iso, type Clock } from '../../lib/clock'
 import type { JobRunner } from '../../jobs/runner'
 import type { DeploymentRow, SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import { notFound, op, say } from '../errors'
+import { conflict, notFound, op, say } from '../errors'
+import type { ArchivesRepository } from '../archives/repository'
 import type { DeploymentStatus } from '../../core/enums'
 import type { Deployment } from './views'
 import type { DeploymentsRepository } from './repository'
@@ -16,7 +17,7 @@ export const KEPT_DEPLOYMENTS = 20
  * `queued`; the deploy job (deployer.ts) reloads the web server and runs the site's hook.
  */
 export class DeploymentsService {
-  constructor(private d: { store: Store; clock: Clock; repo: DeploymentsRepository; jobs: Pick<JobRunner, 'enqueue' | 'kick'> }) {}
+  constructor(private d: { store: Store; clock: Clock; repo: DeploymentsRepository; jobs: Pick<JobRunner, 'enqueue' | 'kick'>; archives: Pick<ArchivesRepository, 'find' | 'restoringOf'> }) {}
 
   /**
    * Queues a deployment of the site (conflict unless it is active). While one is still queued, that
@@ -42,10 +43,44 @@ export class DeploymentsService {
   }
 
   get(site: SiteRow, id: string): Deployment {
+    return view(this.requireDeployment(site, id), site.slug)
+  }
+
+  /**
+   * rollbackDeployment: queues a new deployment that puts back the files deployment `id`
+   * recorded, then reloads and runs the hook as a deploy does (deployer.ts). Never merged with a
+   * queued deploy. conflict when that deployment's files are not kept (older than the feature,
+   * pruned, not yet recorded) or a restore of the site is running.
+   */
+  rollback(site: SiteRow, id: string): Deployment {
+    const slug = site.slug
+    const row = this.d.store.write(() => {
+      const target = this.requireDeployment(site, id)
+      const archive = target.archiveId ? this.d.archives.find(target.archiveId) : undefined
+      if (!archive || archive.siteId !== site.id || (archive.status !== 'ready' && archive.status !== 'restoring')) {
+        const why = target.status === 'queued' || target.status === 'running'
+          ? `it has not recorded them yet (it is ${target.status}); wait until it has finished`
+          : `it was made before Berth recorded deployments' files, its files were dropped (only the newest deployments keep theirs), or recording them failed; roll back to one with files_recorded true (${op('listDeployments', { tenant_slug: slug })})`
+        throw conflict(`Deployment ${id} of site '${slug}' has no recorded files to put back: ${why}.`, 'deployment_id')
+      }
+      const restoring = this.d.archives.restoringOf(site.id)
+      if (restoring && restoring.kind !== 'deployment') {
+        throw conflict(`A restore of site '${slug}' from ${restoring.kind} ${restoring.id} is running; roll back once it is done.`)
+      }
+      const created = this.d.repo.insert({ id: crypto.randomUUID(), siteId: site.id, createdAt: this.d.clock.now(), rollbackOf: target.id, archiveId: archive.id })
+      this.d.jobs.enqueue(DEPLOY_JOB, created.id)
+      this.d.repo.prune(site.id, KEPT_DEPLOYMENTS)
+      return created
+    })
+    this.d.jobs.kick()
+    return view(row, slug)
+  }
+
+  private requireDeployment(site: SiteRow, id: string): DeploymentRow {
     const slug = site.slug
     const row = this.d.repo.findForSite(site.id, id)
     if (!row) throw notFound(say`No deployment ${id} of site '${slug}'; ${op('listDeployments', { tenant_slug: slug })} lists them.`, 'deployment_id')
-    return view(row, site.slug)
+    return row
   }
 }
 
@@ -59,5 +94,7 @@ function view(d: DeploymentRow, slug: string): Deployment {
     finished_at: d.finishedAt === null ? null : iso(d.finishedAt),
     output: d.output,
     error: d.error,
+    rollback_of: d.rollbackOf,
+    files_recorded: d.archiveId !== null,
   }
 }

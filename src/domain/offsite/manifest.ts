@@ -29,7 +29,7 @@ export interface OffsiteObjectRef {
 export interface ManifestArchive extends OffsiteObjectRef {
   /** The archive's id (archives.id in the store copy). */
   id: string
-  kind: 'backup' | 'snapshot'
+  kind: 'backup' | 'snapshot' | 'deployment'
   /** The local archive store's key, `{site_id}/{archive_id}.tar.zst` (archives.storage_key). */
   storage_key: string
   created_at: string

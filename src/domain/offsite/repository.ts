@@ -7,7 +7,7 @@ import type { Store } from '../../store/store'
 export interface CopiedArchive {
   siteId: string
   archiveId: string
-  kind: 'backup' | 'snapshot'
+  kind: 'backup' | 'snapshot' | 'deployment'
   storageKey: string
   createdAt: number
   key: string

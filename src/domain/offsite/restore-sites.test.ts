@@ -93,7 +93,7 @@ function sitesReturn() {
   })
 }
 
-const archive = (siteId: string, id: string, kind: 'backup' | 'snapshot' = 'backup') => ({ key: `archives/${siteId}/${id}.tar.zst.age`, sha256: '0'.repeat(64), bytes: 1, id, kind, storage_key: `${siteId}/${id}.tar.zst`, created_at: '2026-11-25T09:00:00.000Z' })
+const archive = (siteId: string, id: string, kind: 'backup' | 'snapshot' | 'deployment' = 'backup') => ({ key: `archives/${siteId}/${id}.tar.zst.age`, sha256: '0'.repeat(64), bytes: 1, id, kind, storage_key: `${siteId}/${id}.tar.zst`, created_at: '2026-11-25T09:00:00.000Z' })
 const manifestOf = (sites: SiteRow[], archives: Record<string, ReturnType<typeof archive>[]>) =>
   ({ sites: sites.map((s) => ({ id: s.id, slug: s.slug, status: s.status, archives: archives[s.slug] ?? [] })) }) as unknown as OffsiteManifest
 
@@ -104,6 +104,15 @@ describe('bringing the sites back', () => {
     const outcome = await sitesReturn().bring(shop, m, new Set(['back1']))
     expect(outcome).toEqual({ slug: 'shop', status: 'active', archive: { id: 'back1', kind: 'backup', created_at: '2026-11-25T09:00:00.000Z' }, files: 1234, bytes: 12_000_000, result: 'serving', ok: true, problem: null })
     expect(calls).toEqual(['prepare shop', 'stop shop', 'get id-shop/back1.tar.zst', 'paused shop', 'replace /homes/shop', 'run shop wait=true port=2222'])
+  })
+
+  it("an active site whose newest archive is a deployment's record: files from its newest backup (the record has no ~/.ssh)", async () => {
+    const shop = site('shop', 'active')
+    const m = manifestOf([shop], { shop: [archive(shop.id, 'dep3', 'deployment'), archive(shop.id, 'back1')] })
+    expect((await sitesReturn().bring(shop, m, new Set(['dep3', 'back1']))).archive).toMatchObject({ id: 'back1', kind: 'backup' })
+    // With no backup or snapshot back, the record is better than an empty home.
+    const only = manifestOf([shop], { shop: [archive(shop.id, 'dep3', 'deployment')] })
+    expect((await sitesReturn().bring(shop, only, new Set(['dep3']))).archive).toMatchObject({ id: 'dep3', kind: 'deployment' })
   })
 
   it('a suspended site and one pending deletion: made with their files, then stopped', async () => {

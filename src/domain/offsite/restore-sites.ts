@@ -66,14 +66,17 @@ export class SitesReturn {
 
   /**
    * Brings one site back. `landed` holds the ids of the archives that came back intact; the
-   * site's files come from the first of its manifest's archives (newest first) among them.
+   * site's files come from the first of its manifest's archives (newest first) among them, a
+   * backup or snapshot before any deployment's record.
    */
   async bring(site: SiteRow, manifest: OffsiteManifest, landed: ReadonlySet<string>): Promise<SiteOutcome> {
     const base = { slug: site.slug, status: site.status, archive: null, files: null, bytes: null }
     if (site.status === 'provisioning') return { ...base, result: 'provisions on start', ok: true, problem: null }
     if (!WITH_CONTAINER.includes(site.status)) return { ...base, result: 'nothing to run', ok: true, problem: null }
     const listed = manifest.sites.find((s) => s.id === site.id)?.archives ?? []
-    const archive = listed.find((a) => landed.has(a.id)) ?? null
+    // A deployment's record (domain/deployments/files.ts) leaves out ~/.ssh: the site's files come
+    // from its newest backup or snapshot, a deployment's record only when it has neither.
+    const archive = listed.find((a) => landed.has(a.id) && a.kind !== 'deployment') ?? listed.find((a) => landed.has(a.id)) ?? null
     const outcome: SiteOutcome = { ...base, archive: archive && { id: archive.id, kind: archive.kind, created_at: archive.created_at }, result: 'failed', ok: false, problem: null }
     try {
       await this.d.runtime.prepareSite({ siteId: site.id, slug: site.slug })

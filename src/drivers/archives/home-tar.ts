@@ -13,19 +13,25 @@ import { constants, createZstdCompress, createZstdDecompress } from 'node:zlib'
  * - `logs/`: the web server's and PHP's logs are a record of what happened, not the site's state;
  *   a restore keeps the current logs.
  * - MOVING and ASIDE: where a restore parks the current files (below).
+ *
+ * A caller may leave out more names at the root (`keep`): a deployment's record of the files
+ * leaves out `.ssh/` as well (domain/deployments/files.ts), and its rollback keeps it.
  */
 const MOVING = '.berth-restore-moving'
 const ASIDE = '.berth-restore-previous'
-const KEPT = new Set(['logs', MOVING, ASIDE])
-const EXCLUDES = [...KEPT].map((name) => `--exclude=./${name}`)
+const KEPT = ['logs', MOVING, ASIDE]
+
+/** The names at the root of the home an archive leaves out, and a restore keeps. */
+const keptOf = (keep: readonly string[]) => new Set([...KEPT, ...keep])
+const excludesOf = (kept: Set<string>) => [...kept].map((name) => `--exclude=./${name}`)
 
 /**
  * Writes the home as an uncompressed tar to `outFile`. Meant to run while the site is frozen:
  * from the page cache it costs ~0.3 s per 100 MB here, so the freeze stays short; compress after
  * thawing. Sockets are skipped (tar says so on stderr and exits 0).
  */
-export async function tarHome(home: string, outFile: string): Promise<void> {
-  await run(['tar', '--create', '--file', outFile, '--numeric-owner', '--directory', home, ...EXCLUDES, '.'])
+export async function tarHome(home: string, outFile: string, keep: readonly string[] = []): Promise<void> {
+  await run(['tar', '--create', '--file', outFile, '--numeric-owner', '--directory', home, ...excludesOf(keptOf(keep)), '.'])
 }
 
 /**
@@ -45,24 +51,25 @@ export async function tarHome(home: string, outFile: string): Promise<void> {
  * `/`, and creates a symlink that points out of the tree only after every other member, as a
  * placeholder until then, so a member cannot be written through it.
  */
-export async function replaceHome(home: string, tarFile: string): Promise<void> {
+export async function replaceHome(home: string, tarFile: string, keep: readonly string[] = []): Promise<void> {
+  const kept = keptOf(keep)
   const aside = join(home, ASIDE)
   const moving = join(home, MOVING)
   if (await isOurs(aside)) {
-    await clearHome(home)
+    await clearHome(home, kept)
   } else {
     await rm(aside, { recursive: true, force: true })
     if (!(await isOurs(moving))) {
       await rm(moving, { recursive: true, force: true })
       await mkdir(moving, { mode: 0o700 })
     }
-    for (const name of await movable(home)) await rename(join(home, name), join(moving, name))
+    for (const name of await movable(home, kept)) await rename(join(home, name), join(moving, name))
     await rename(moving, aside)
   }
   try {
-    await run(['tar', '--extract', '--file', tarFile, '--directory', home, '--numeric-owner', '--same-owner', '--preserve-permissions', ...EXCLUDES])
+    await run(['tar', '--extract', '--file', tarFile, '--directory', home, '--numeric-owner', '--same-owner', '--preserve-permissions', ...excludesOf(kept)])
   } catch (err) {
-    await clearHome(home)
+    await clearHome(home, kept)
     for (const name of await readdir(aside)) await rename(join(aside, name), join(home, name))
     await rm(aside, { recursive: true, force: true })
     throw err
@@ -76,14 +83,14 @@ async function isOurs(path: string): Promise<boolean> {
   return st !== null && st.isDirectory() && st.uid === 0 && (st.mode & 0o777) === 0o700
 }
 
-/** Entries at the root of the home that an archive covers (all but KEPT). */
-async function movable(home: string): Promise<string[]> {
-  return (await readdir(home)).filter((name) => !KEPT.has(name))
+/** Entries at the root of the home that an archive covers (all but `kept`). */
+async function movable(home: string, kept: Set<string>): Promise<string[]> {
+  return (await readdir(home)).filter((name) => !kept.has(name))
 }
 
 /** Removes every entry an archive covers; `rm` unlinks symlinks, it never follows them. */
-async function clearHome(home: string): Promise<void> {
-  for (const name of await movable(home)) await rm(join(home, name), { recursive: true, force: true })
+async function clearHome(home: string, kept: Set<string>): Promise<void> {
+  for (const name of await movable(home, kept)) await rm(join(home, name), { recursive: true, force: true })
 }
 
 export interface TarCounts {

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
-import { ARCHIVE_KINDS, ARCHIVE_STATUSES, DEPLOYMENT_STATUSES, SITE_STATUSES, SUSPENDERS } from '../../core/enums'
+import { STORED_ARCHIVE_KINDS, ARCHIVE_STATUSES, DEPLOYMENT_STATUSES, SITE_STATUSES, SUSPENDERS } from '../../core/enums'
 import { accounts } from './accounts'
 import { plans, subscriptions } from './billing'
 
@@ -89,8 +89,8 @@ export const deployments = sqliteTable('deployments', {
 export const archives = sqliteTable('archives', {
   id: text('id').primaryKey(),
   siteId: text('site_id').notNull().references(() => sites.id),
-  /** snapshot or backup. */
-  kind: text('kind', { enum: ARCHIVE_KINDS }).notNull(),
+  /** snapshot, backup or deployment (the files a deployment put in place; deployments.archive_id). */
+  kind: text('kind', { enum: STORED_ARCHIVE_KINDS }).notNull(),
   /** creating, ready, restoring (being put back on the site), failed, deleted (being removed). */
   status: text('status', { enum: ARCHIVE_STATUSES }).notNull(),
   storageKey: text('storage_key'),
