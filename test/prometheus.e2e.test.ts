@@ -18,6 +18,7 @@ const TOKEN = 'e2e-metrics-token-0123456789abcdef'
 const EDGE_REQUESTS = 7
 let berth: Berth
 let metricsPort: number
+let dnsPort: number
 let slug: string
 let prometheus: Subprocess | undefined
 let promUrl: string
@@ -46,7 +47,8 @@ const scrape = (url: string, authorization?: string) => fetch(`${url}/metrics`, 
 
 beforeAll(async () => {
   metricsPort = await freePort()
-  berth = await startBerth({ env: { BERTH_METRICS_TOKEN: TOKEN, BERTH_METRICS_LISTEN: `127.0.0.1:${metricsPort}`, BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour' } })
+  dnsPort = await freePort()
+  berth = await startBerth({ env: { BERTH_METRICS_TOKEN: TOKEN, BERTH_METRICS_LISTEN: `127.0.0.1:${metricsPort}`, BERTH_DNS_LISTEN: `127.0.0.1:${dnsPort}`, BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour' } })
   instanceOf(berth)
   slug = uniqueSlug('metrics')
   const key = (await buyDirect(berth.url, { slug })).data.api_key as string
@@ -111,6 +113,15 @@ describe('Prometheus scraping Berth', () => {
     expect(Number((await query(`berth_http_response_size_bytes_total{site="${slug}",job="berth"}`))[0]!.value[1])).toBeGreaterThan(0)
     expect((await query('berth_sites{status="active",job="berth"}')).map((s) => s.value[1])).toEqual(['1'])
     expect(Number((await query('process_resident_memory_bytes{job="berth"}'))[0]!.value[1])).toBeGreaterThan(10_000_000)
+  })
+
+  it('counts the DNS server\'s answers by response code', async () => {
+    const dig = (name: string) => spawnSync(['dig', '@127.0.0.1', '-p', String(dnsPort), '+norecurse', '+time=2', '+tries=1', name, 'A'], { stdout: 'pipe', stderr: 'pipe' }).stdout.toString()
+    expect(dig(`${slug}.localhost`)).toContain('status: NOERROR')
+    expect(dig(`${slug}.localhost`)).toContain('status: NOERROR')
+    expect(dig('example.org')).toContain('status: REFUSED')
+    const counted = await queryUntil('berth_dns_queries_total{job="berth"}', (r) => r.length === 2)
+    expect(Object.fromEntries(counted.map((s) => [s.metric.rcode, s.value[1]]))).toEqual({ NOERROR: '2', REFUSED: '1' })
   })
 
   it('serves a document promtool check metrics passes, with no path or client address in a label', async () => {
