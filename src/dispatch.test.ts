@@ -5,7 +5,7 @@ import { dispatcher, LISTENER_ROUTES, type ListenerServer, type ListenerTargets 
  * The listeners' table with targets that say who answered: a site's Host is `shop.sites.test`,
  * `berth.test` has a certificate (HTTPS on port 8443), one ACME token is pending.
  */
-function table() {
+function table(o: { metricsOn?: boolean } = {}) {
   const targets: ListenerTargets = {
     acmeAnswer: (token) => (token === 'known' ? 'known.thumbprint' : undefined),
     httpsOrigin: (host) => (host.toLowerCase().replace(/:\d+$/, '') === 'berth.test' ? 'https://berth.test:8443' : null),
@@ -15,6 +15,7 @@ function table() {
     webhook: (_request, processor) => new Response(`webhook ${processor}`),
     mcp: (_request, _server, secure) => new Response(`mcp${secure ? ' secure' : ''}`),
     console: (_request, _server, secure) => new Response(`console${secure ? ' secure' : ''}`),
+    metrics: o.metricsOn === false ? null : async () => new Response('metrics'),
     api: (_request, _server, secure) => new Response(`api${secure ? ' secure' : ''}`),
   }
   const dispatch = dispatcher(targets)
@@ -60,6 +61,16 @@ describe('the listeners\' dispatch table', () => {
     for (const path of ['/console/abc', '/console/abc/socket', '/console/assets/xterm.js']) expect(await send(path), path).toBe('console')
     expect(await send('/console/abc', { host: 'berth.test', secure: true })).toBe('console secure')
     expect(await send('/consoles')).toBe('api')
+  })
+
+  it("sends /metrics on Berth's own host to the metrics handler while metrics.token is set, to the API app (a 404) when not; a site's /metrics is the site's", async () => {
+    const on = table()
+    expect(await on('/metrics')).toBe('metrics')
+    expect(await on('/metrics?x=1', { host: 'berth.test', secure: true })).toBe('metrics')
+    expect(await on('/metrics/')).toBe('api')
+    expect(await on('/metricsx')).toBe('api')
+    expect(await on('/metrics', { host: 'shop.sites.test' })).toBe('edge')
+    expect(await table({ metricsOn: false })('/metrics')).toBe('api')
   })
 
   it('answers GET of the plan catalog without a query from the cache; other forms go to the API app', async () => {

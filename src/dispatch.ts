@@ -2,6 +2,7 @@ import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
 import { ACME_CHALLENGE_PATH } from './domain/tls/challenges'
 import { WEBHOOK_PATH } from './api/webhooks/handler'
 import { CONSOLE_PATH } from './domain/console/service'
+import { isMetricsPath } from './api/prometheus/handler'
 
 /**
  * Where a request to Berth's listeners goes: read LISTENER_ROUTES top to bottom, the first entry
@@ -57,6 +58,12 @@ export const LISTENER_ROUTES: readonly ListenerRoute[] = [
     handle: (r, t) => t.console(r.request, r.server, r.secure),
   },
   {
+    name: 'metrics',
+    why: 'GET /metrics for Prometheus (issue 27, src/api/prometheus/), when metrics.token is set: only with `Authorization: Bearer` of it, outside the API\'s envelope, keys and rate limits (a scraper holds no API key, and the text format is not JSON). Without the token the path stays the API app\'s (a 404); metrics.listen serves it on a listener of its own instead.',
+    match: (r, t) => t.metrics !== null && isMetricsPath(r.path),
+    handle: (r, t) => t.metrics!(r.request),
+  },
+  {
     name: 'api',
     why: 'Everything else: the Elysia app (src/api/app.ts): /api/v1/ and its documents, the discovery documents and pages (/.well-known/, /llms.txt...), and the processor\'s pages (/pay/, /billing/portal/) when it has any.',
     match: () => true,
@@ -102,6 +109,8 @@ export interface ListenerTargets {
   mcp(request: Request, server: ListenerServer, secure: boolean): Response | Promise<Response>
   /** The console's page, its scripts and its WebSocket (upgraded here; undefined once upgraded). */
   console(request: Request, server: ListenerServer, secure: boolean): Response | undefined | Promise<Response | undefined>
+  /** GET /metrics behind metrics.token; null when the token is empty (off on these listeners). */
+  metrics: ((request: Request) => Promise<Response>) | null
   api(request: Request, server: ListenerServer, secure: boolean): Response | Promise<Response>
 }
 

@@ -13,6 +13,7 @@ import { consoleDoor } from './console/socket'
 import type { ServedCertificate } from './domain/tls/manager'
 import { HttpsListener } from './edge/https'
 import { webhookHandler } from './api/webhooks/handler'
+import { isMetricsPath, metricsHandler } from './api/prometheus/handler'
 
 export interface RunningServer {
   server: ListenerServer
@@ -25,7 +26,7 @@ export interface RunningServer {
  * background work's own.
  */
 export type ServerDeps = ApiDeps & MaintenanceDeps & ContainerEventDeps & Pick<Services,
-  'config' | 'store' | 'directory' | 'metrics' | 'accessLog' | 'modulesEdge' | 'certs' | 'challenges' | 'zones' | 'billing' | 'jobs' | 'reconciler' | 'firewall' | 'offsite' | 'consoleTickets' | 'consoleSessions'>
+  'config' | 'store' | 'directory' | 'metrics' | 'accessLog' | 'modulesEdge' | 'certs' | 'challenges' | 'zones' | 'billing' | 'jobs' | 'reconciler' | 'firewall' | 'offsite' | 'consoleTickets' | 'consoleSessions' | 'prometheus'>
 
 const MAINTENANCE_MS = 30_000
 /**
@@ -102,6 +103,8 @@ export function startServer(s: ServerDeps): RunningServer {
     log: s.log,
   })
   const webhook = webhookHandler(s.processor, s.log)
+  const metricsToken = s.config.metrics.token
+  const metrics = metricsToken === null ? null : metricsHandler({ token: metricsToken, scrape: () => s.prometheus.scrape(), log: s.log })
   const consoles = consoleDoor({ tickets: s.consoleTickets, sessions: s.consoleSessions, siteUrl: s.config.server.siteUrl, log: s.log })
   // HTTPS (issue 12): the same dispatch behind a TLS listener, certificates from the manager.
   const tlsListen = s.config.tls.listen
@@ -139,6 +142,7 @@ export function startServer(s: ServerDeps): RunningServer {
       return mcp.handle(request)
     },
     console: (request, srv) => consoles.handle(request, srv),
+    metrics,
     api: (request, srv, secure) => {
       rememberPeer(request, srv, secure)
       return app.fetch(request)
@@ -170,11 +174,12 @@ export function startServer(s: ServerDeps): RunningServer {
   // rest of Berth keeps serving.
   const dnsListen = s.config.dns.listen
   const dns = dnsListen
-    ? startDnsServer({ authority: s.zones, hostname: dnsListen.hostname, port: dnsListen.port, log: s.log, rateLimit: s.config.dns.rateLimit }).catch((err) => {
+    ? startDnsServer({ authority: s.zones, hostname: dnsListen.hostname, port: dnsListen.port, log: s.log, rateLimit: s.config.dns.rateLimit, counts: s.prometheus.dnsCounts }).catch((err) => {
         s.log.error('the DNS server could not start; set dns.listen to a free port (or off)', { listen: `${dnsListen.hostname}:${dnsListen.port}`, error: (err as Error).message })
         return null
       })
     : Promise.resolve(null)
+  const metricsListener = startMetricsListener(s)
   // Certificates are ordered once Berth's DNS listens: a DNS-01 answer and the pre-flight (which
   // may ask this very server) need it, and a first order failing on a port not yet open would wait
   // an hour for its retry.
@@ -229,12 +234,37 @@ export function startServer(s: ServerDeps): RunningServer {
       await server.stop()
       await https?.stop()
       await (await dns)?.stop()
+      await metricsListener?.stop()
       await s.jobs.stop()
       await s.accessLog.close()
       runMaintenance(s)
       // Last, so the copy holds what maintenance just wrote; bounded, never a hang.
       await s.offsite?.copier.stop(SHUTDOWN_COPY_MS)
     },
+  }
+}
+
+/**
+ * The separate /metrics listener of `metrics.listen` (plain HTTP, no token: it is meant for a
+ * loopback or private address that only the scraper reaches). It serves GET /metrics and nothing
+ * else. Like the DNS server, a port it cannot take is logged and the rest of Berth keeps serving.
+ */
+function startMetricsListener(s: Pick<ServerDeps, 'config' | 'prometheus' | 'log'>): { stop(): Promise<void> } | null {
+  const listen = s.config.metrics.listen
+  if (!listen) return null
+  const handle = metricsHandler({ token: null, scrape: () => s.prometheus.scrape(), log: s.log })
+  try {
+    const server = Bun.serve({
+      hostname: listen.hostname,
+      port: listen.port,
+      maxRequestBodySize: 64 * 1024,
+      fetch: (request) => (isMetricsPath(pathOf(request.url)) ? handle(request) : new Response('Only /metrics is served here.\n', { status: 404, headers: { 'content-type': 'text/plain' } })),
+    })
+    s.log.info('metrics listener listening', { listen: `${listen.hostname}:${server.port}` })
+    return { stop: () => server.stop() }
+  } catch (err) {
+    s.log.error('the metrics listener could not start; set metrics.listen to a free port (or off)', { listen: `${listen.hostname}:${listen.port}`, error: (err as Error).message })
+    return null
   }
 }
 

@@ -18,6 +18,7 @@ import { buildNames, type Names } from './names'
 import { buildOffsite, type Offsite } from './offsite'
 import { lastStoreCopyAgeSeconds } from '../domain/offsite/status'
 import { buildLifecycle, buildSites, type Sites } from './sites'
+import { buildPrometheus, type Prometheus } from './prometheus'
 
 export { databasePath, readInstanceId, secretFilesOf } from './installation'
 export { followContainerEvents, runMaintenance, type ContainerEventDeps, type MaintenanceDeps } from './upkeep'
@@ -41,6 +42,8 @@ export type Services = Omit<Core, 'repos' | 'changes'>
     lifecycle: SiteLifecycle
     /** Copies off the box; null when `offsite.url` is empty. */
     offsite: Offsite | null
+    /** /metrics for Prometheus. */
+    prometheus: Prometheus
   }
 
 /**
@@ -72,6 +75,7 @@ export function buildServices(config: Config, opts: BuildOptions = {}): Services
     status,
     lifecycle: buildLifecycle(core, sites, money.subscriptions),
     offsite,
+    prometheus: buildPrometheus(core, { metrics: sites.metrics, runner: sites.runner, certs: names.certs, offsite: status.offsite }),
   }
 }
 

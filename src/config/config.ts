@@ -92,6 +92,11 @@ export interface Config {
     ageRecipients: string[]
     storeIntervalSeconds: number
   }
+  /**
+   * /metrics for Prometheus (docs/operations.md, "Watching Berth with Prometheus"): `token` null
+   * leaves it off on the API's listeners; `listen` null runs no separate listener.
+   */
+  metrics: { token: string | null; listen: { hostname: string; port: number } | null }
   rateLimits: Record<string, { limit: number; windowSeconds: number }>
   /** MCP sessions held in memory (src/api/mcp/sessions.ts). */
   mcp: { maxKeyed: number; maxAnonymous: number; perKey: number; keyedIdleMs: number; anonymousIdleMs: number }
@@ -344,6 +349,10 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       pathStyle: get<boolean>('offsite.path_style'),
       ageRecipients: get<string[]>('offsite.age_recipients'),
       storeIntervalSeconds: get<number>('offsite.store_interval_seconds'),
+    },
+    metrics: {
+      token: get<string>('metrics.token') || null,
+      listen: get<string>('metrics.listen') === 'off' ? null : parseListen(get<string>('metrics.listen'))!,
     },
     rateLimits,
     mcp: {

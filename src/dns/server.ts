@@ -1,6 +1,7 @@
 import { createSocket, type Socket } from 'node:dgram'
 import type { Logger } from '../lib/logger'
 import { respond, truncatedAnswer } from './answer'
+import type { DnsQueryCounts } from './query-counts'
 import { type RateLimitSettings, ResponseRateLimiter } from './rate-limit'
 import type { Authority } from './types'
 
@@ -12,6 +13,8 @@ export interface DnsServerOptions {
   log: Logger
   /** Response-rate limiting of UDP answers; none when absent or at 0 responses per second. */
   rateLimit?: RateLimitSettings
+  /** Counts the answers sent by response code (for /metrics); none when absent. */
+  counts?: DnsQueryCounts
 }
 
 export interface RunningDnsServer {
@@ -165,7 +168,9 @@ function raiseReceiveBuffer(socket: Socket, log: Logger): void {
 /** `respond`, with any failure of ours logged and answered by silence rather than a crash. */
 function answerSafely(o: DnsServerOptions, message: Uint8Array, transport: 'udp' | 'tcp'): Buffer | null {
   try {
-    return respond(Buffer.isBuffer(message) ? message : Buffer.from(message), o.authority, transport)
+    const answer = respond(Buffer.isBuffer(message) ? message : Buffer.from(message), o.authority, transport)
+    if (answer) o.counts?.answered(answer)
+    return answer
   } catch (err) {
     o.log.error('DNS answer failed', { error: (err as Error).message, transport })
     return null

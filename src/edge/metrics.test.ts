@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { EdgeMetrics, LATENCY_BUCKETS_MS, latencyPercentile, mergeLatency } from './metrics'
+import { DURATION_BUCKETS_S, EdgeMetrics, LATENCY_BUCKETS_MS, latencyPercentile, mergeLatency } from './metrics'
 
 const DAY1 = Date.UTC(2026, 10, 21, 23, 59, 59, 999)
 const DAY2 = Date.UTC(2026, 10, 22, 0, 0, 0, 0)
@@ -78,5 +78,30 @@ describe('latency histograms', () => {
     expect(latencyPercentile(merged, 0.95)).toBeGreaterThan(LATENCY_BUCKETS_MS[19]!)
     expect(latencyPercentile(merged, 0.95)).toBeLessThanOrEqual(LATENCY_BUCKETS_MS[20]!)
     expect(latencyPercentile([], 0.5)).toBe(0)
+  })
+
+  it('keeps totals since start for Prometheus that a drain does not clear: classes, bytes, a duration histogram, requests in flight', () => {
+    const m = new EdgeMetrics()
+    m.begin('a', 100)
+    m.begin('a', 0)
+    m.begin('a', 0)
+    m.begin('b', 0)
+    expect(m.inFlight()).toBe(4)
+    m.record('a', { status: 200, bytesOut: 1000, durationMs: 3, at: DAY1 })
+    m.record('a', { status: 101, bytesOut: 0, durationMs: 20_000, at: DAY1 })
+    m.record('a', { status: 499, bytesOut: 0, durationMs: 7, at: DAY2 })
+    m.drain()
+    expect(m.inFlight()).toBe(1)
+    const a = [...m.allTotals()].find((t) => t.siteId === 'a')!
+    expect(a.byClass).toEqual([1, 1, 0, 1, 0])
+    expect([a.bytesIn, a.bytesOut]).toEqual([100, 1000])
+    // 3 ms in the first bucket (5 ms), 7 ms in the second (10 ms), 20 s above the last (10 s).
+    expect(a.duration[0]).toBe(1)
+    expect(a.duration[1]).toBe(1)
+    expect(a.duration[DURATION_BUCKETS_S.length]).toBe(1)
+    expect(a.durationSumS).toBeCloseTo(20.01, 6)
+    m.record('b', { status: 200, bytesOut: 0, durationMs: 1, at: DAY2 })
+    m.record('b', { status: 200, bytesOut: 0, durationMs: 1, at: DAY2 })
+    expect(m.inFlight()).toBe(0)
   })
 })

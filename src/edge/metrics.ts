@@ -26,6 +26,33 @@ export interface SiteDayMetrics {
 
 type Counts = Omit<SiteDayMetrics, 'p50Ms' | 'p95Ms'>
 
+/**
+ * Upper bounds (s) of the request-duration histogram exported to Prometheus: the client
+ * libraries' default buckets, which Caddy's and Traefik's duration histograms use too, so that
+ * their dashboards' quantiles read the same.
+ */
+export const DURATION_BUCKETS_S: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+const DURATION_BUCKETS_MS = DURATION_BUCKETS_S.map((s) => s * 1000)
+
+/** The status classes counted apart, `1xx` (a WebSocket's 101) to `5xx`. */
+export const CODE_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const
+
+/**
+ * One site's traffic since Berth started, never drained: what Prometheus scrapes (its counters
+ * only ever grow; a restart starts them at zero, which `rate()` understands).
+ */
+export interface SiteTotals {
+  siteId: string
+  /** Requests per CODE_CLASSES entry. */
+  byClass: number[]
+  /** Request body bytes as declared by Content-Length (a chunked body counts 0). */
+  bytesIn: number
+  bytesOut: number
+  /** Requests per DURATION_BUCKETS_S bound, one more for slower; not cumulative. */
+  duration: number[]
+  durationSumS: number
+}
+
 const DAY_MS = 86_400_000
 
 /**
@@ -42,8 +69,43 @@ export class EdgeMetrics implements EdgeMetricsSink {
   // The last day key, so that the hot path does not format a date per request.
   private dayStart = 0
   private dayKey = ''
+  private totals = new Map<string, SiteTotals>()
+  private begun = 0
+  private ended = 0
+
+  begin(siteId: string, bytesIn: number): void {
+    this.begun++
+    if (bytesIn > 0) this.totalsOf(siteId).bytesIn += bytesIn
+  }
 
   record(siteId: string, request: EdgeRequestRecord): void {
+    this.ended++
+    const t = this.totalsOf(siteId)
+    const cls = Math.floor(request.status / 100)
+    if (cls >= 1 && cls <= 5) t.byClass[cls - 1]!++
+    t.bytesOut += request.bytesOut
+    t.duration[durationBucketOf(request.durationMs)]!++
+    t.durationSumS += request.durationMs / 1000
+    this.recordDay(siteId, request, cls)
+  }
+
+  /** Every site's totals since start (live objects: read them during the call, change nothing). */
+  allTotals(): IterableIterator<SiteTotals> {
+    return this.totals.values()
+  }
+
+  /** Requests begun and not yet answered in full (their body still streaming included). */
+  inFlight(): number {
+    return Math.max(0, this.begun - this.ended)
+  }
+
+  private totalsOf(siteId: string): SiteTotals {
+    let t = this.totals.get(siteId)
+    if (!t) this.totals.set(siteId, (t = { siteId, byClass: [0, 0, 0, 0, 0], bytesIn: 0, bytesOut: 0, duration: new Array(DURATION_BUCKETS_S.length + 1).fill(0), durationSumS: 0 }))
+    return t
+  }
+
+  private recordDay(siteId: string, request: EdgeRequestRecord, cls: number): void {
     const day = this.dayOf(request.at)
     let site = this.days.get(day)
     if (!site) this.days.set(day, (site = new Map()))
@@ -51,7 +113,6 @@ export class EdgeMetrics implements EdgeMetricsSink {
     if (!c) site.set(siteId, (c = emptyCounts(siteId, day)))
     c.requests++
     c.bytesOut += request.bytesOut
-    const cls = Math.floor(request.status / 100)
     if (cls === 2) c.status2xx++
     else if (cls === 3) c.status3xx++
     else if (cls === 4) c.status4xx++
@@ -113,6 +174,12 @@ export function latencyPercentile(latency: readonly number[], q: number): number
     seen += n
   }
   return LATENCY_BUCKETS_MS[LATENCY_BUCKETS_MS.length - 1]!
+}
+
+function durationBucketOf(ms: number): number {
+  let i = 0
+  while (i < DURATION_BUCKETS_MS.length && ms > DURATION_BUCKETS_MS[i]!) i++
+  return i
 }
 
 function bucketOf(ms: number): number {

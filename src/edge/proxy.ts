@@ -107,12 +107,23 @@ export function createEdgeProxy(deps: EdgeProxyDeps): EdgeProxy {
 
   const route = (request: Request, site: SiteTarget | null, host: string, clientAddress: string, start: number, at: number): Response | Promise<Response> => {
     if (site === null) return pageResponse(renderPage('unknown', host, deps.siteUrl))
+    deps.metrics.begin(site.siteId, declaredLength(request))
     if (site.state !== 'serving' || !site.upstream) return answerWithPage(site, pageFor(site.state), start, at)
     const logged = site.accessLog && deps.accessLog ? loggedRequest(request, clientAddress, at) : null
-    if (site.modules && deps.modules) {
-      return deps.modules(request, site, site.modules, clientAddress, (r) => forward(r, site, host, clientAddress, start, at, logged)).catch((err: unknown) => internalError(host, site, err, start, at))
-    }
+    if (site.modules && deps.modules) return viaModules(request, site, host, clientAddress, start, at, logged)
     return forward(request, site, host, clientAddress, start, at, logged)
+  }
+
+  /** A module may answer a request itself; such an answer is counted here, a forwarded one by the forwarding. */
+  const viaModules = (request: Request, site: SiteTarget, host: string, clientAddress: string, start: number, at: number, logged: EdgeAccessRecord | null): Promise<Response> => {
+    let forwarded = false
+    return deps.modules!(request, site, site.modules!, clientAddress, (r) => {
+      forwarded = true
+      return forward(r, site, host, clientAddress, start, at, logged)
+    }).then((response) => {
+      if (!forwarded) deps.metrics.record(site.siteId, { status: response.status, bytesOut: Number(response.headers.get('content-length') ?? 0) || 0, durationMs: performance.now() - start, at })
+      return response
+    }, (err: unknown) => internalError(host, site, err, start, at))
   }
 
   const internalError = (host: string, site: SiteTarget | null, err: unknown, start: number, at: number): Response => {
@@ -161,6 +172,12 @@ export function createEdgeProxy(deps: EdgeProxyDeps): EdgeProxy {
 function loggedRequest(request: Request, clientAddress: string, at: number): EdgeAccessRecord {
   const h = request.headers
   return { at, clientAddress, method: request.method, target: originForm(request.url), status: 0, bytesOut: 0, referer: h.get('referer'), userAgent: h.get('user-agent') }
+}
+
+/** The request body's Content-Length; 0 when none is declared (no body, or a chunked one). */
+function declaredLength(request: Request): number {
+  const length = request.headers.get('content-length')
+  return length === null ? 0 : Number(length) || 0
 }
 
 /** A serving site without a known upstream has no container running: it shows as stopped. */

@@ -64,8 +64,14 @@ export interface EdgeRequestRecord {
   at: number
 }
 
-/** Where the edge reports each request; `record` runs on the hot path and must not block. */
+/**
+ * Where the edge reports each request; both run on the hot path and must not block. Every
+ * request to a known site gets one `begin` (as it arrives) and one `record` (once answered in
+ * full), so that the requests in flight are the difference.
+ */
 export interface EdgeMetricsSink {
+  /** A request to the site arrived; `bytesIn` is its body's Content-Length (0 when none is declared). */
+  begin(siteId: string, bytesIn: number): void
   record(siteId: string, request: EdgeRequestRecord): void
 }
 

@@ -161,6 +161,7 @@ export function useEdgeProxy() {
         return slug === null ? null : (sites.get(slug) ?? null)
       },
       metrics: {
+        begin: (siteId, bytesIn) => metrics.begin(siteId, bytesIn),
         record(siteId, record) {
           records.push({ siteId, record })
           metrics.record(siteId, record)

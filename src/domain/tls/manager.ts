@@ -70,6 +70,7 @@ export class CertificateManager {
   private timer: ReturnType<typeof setInterval> | undefined
   private loaded = new Map<string, ServedCertificate & { serial: string }>()
   private listeners: (() => void)[] = []
+  private failedOrders = 0
 
   constructor(private d: Deps) {}
 
@@ -187,7 +188,13 @@ export class CertificateManager {
     }
   }
 
+  /** Orders (first issue or renewal) that failed since start, for /metrics. */
+  orderFailures(): number {
+    return this.failedOrders
+  }
+
   private fail(row: CertificateRow, serving: boolean, reason: string, retryAt: number | null): void {
+    this.failedOrders++
     const now = this.d.clock.now()
     const failures = row.failures + 1
     const backoff = Math.min(HOUR_MS * 2 ** (failures - 1), BACKOFF_MAX_MS)
