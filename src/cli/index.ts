@@ -12,6 +12,7 @@ import { plansAddCommand, plansDeprecateCommand, plansListCommand } from './plan
 import { restoreCommand } from './restore'
 import { serveCommand } from './serve'
 import { sitesShellCommand } from './sites'
+import { upgradeCommand } from './upgrade'
 import { versionCommand } from './version'
 
 export const COMMANDS: Command[] = [
@@ -24,6 +25,7 @@ export const COMMANDS: Command[] = [
   plansDeprecateCommand,
   imagesBuildCommand,
   installCommand,
+  upgradeCommand,
   instanceCommand,
   firewallCheckCommand,
   firewallApplyCommand,

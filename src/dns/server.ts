@@ -12,6 +12,13 @@ export interface DnsServerOptions {
   log: Logger
   /** Response-rate limiting of UDP answers; none when absent or at 0 responses per second. */
   rateLimit?: RateLimitSettings
+  /**
+   * A bound UDP socket to serve on instead of binding one: the one systemd holds across restarts
+   * (berth.socket), whose receive buffer keeps the queries that come while no Berth runs.
+   */
+  udpFd?: number
+  /** The TCP listener joins others on its address (SO_REUSEPORT): systemd's socket, handed over (drivers/systemd/sockets.ts). */
+  reusePort?: boolean
 }
 
 export interface RunningDnsServer {
@@ -66,10 +73,12 @@ export async function startDnsServer(o: DnsServerOptions): Promise<RunningDnsSer
     udp.on('error', () => {})
     await new Promise<void>((resolve, reject) => {
       udp.once('error', reject)
-      udp.bind(o.port, o.hostname, () => {
+      const bound = () => {
         udp.off('error', reject)
         resolve()
-      })
+      }
+      if (o.udpFd !== undefined) udp.bind({ fd: o.udpFd } as { port?: number }, bound)
+      else udp.bind(o.port, o.hostname, bound)
     })
     raiseReceiveBuffer(udp, o.log)
     const port = udp.address().port
@@ -101,9 +110,11 @@ function listenTcp(o: DnsServerOptions, port: number) {
     const written = socket.write(c.output)
     c.output = written >= c.output.length ? Buffer.alloc(0) : c.output.subarray(Math.max(written, 0))
   }
+  // reusePort is honoured by Bun.listen but missing from its type (bun-types 1.4).
   return Bun.listen({
     hostname: o.hostname,
     port,
+    ...({ reusePort: o.reusePort === true } as object),
     socket: {
       open(socket) {
         connections.set(socket, { input: Buffer.alloc(0), output: Buffer.alloc(0) })
