@@ -20,6 +20,12 @@ export interface RunningServer {
   url: string
   /** Settles once every listener listens (or the DNS one failed, which is logged): systemd's READY=1. */
   ready: Promise<void>
+  /**
+   * Once systemd has taken READY=1 (it watches the sockets it holds until then, and takes one
+   * that stops listening for broken): the passed sockets' queued connections move to Berth's
+   * listeners, which take every new one from now on (PassedSockets.handOver).
+   */
+  handOver(): void
   stop(): Promise<void>
 }
 
@@ -198,10 +204,7 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
   void dns.then(() => {
     if (!stopping) s.certs.start()
   })
-  // Every listener open: the passed sockets' queued connections move to them.
-  const ready = dns.then(() => {
-    for (const p of passed.handOver()) s.log.error('a socket systemd passed would not hand its connections over', { listen: `${p.address}:${p.port}`, fd: p.fd })
-  })
+  const ready = dns.then(() => {})
   const reconcile = () => s.reconciler.reconcile().catch((err) => s.log.error('reconcile failed', { error: (err as Error).message }))
   // The site firewall (issue 23): checked and restored at once, then with every reconcile pass;
   // a host without iptables or the privilege gets a warning, never a refusal to serve.
@@ -238,6 +241,10 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
     server,
     url,
     ready,
+    handOver() {
+      if (stopping) return
+      for (const p of passed.handOver()) s.log.error('a socket systemd passed would not hand its connections over', { listen: `${p.address}:${p.port}`, fd: p.fd })
+    },
     async stop() {
       stopping = true
       // From here on, new connections wait in the passed sockets' queues for the next process

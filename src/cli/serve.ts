@@ -60,6 +60,8 @@ export const serveCommand: Command = {
     reportWidened(widened, services.log)
     await running.ready
     notifier.ready(`serving on ${running.url}`)
+    if (!(await notifier.barrier())) services.log.warn('systemd did not confirm READY=1 in time; handing its sockets over anyway')
+    running.handOver()
     await new Promise<void>((resolve) => {
       const stop = async (signal: string) => {
         services.log.info('stopping', { signal })

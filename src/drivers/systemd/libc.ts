@@ -17,9 +17,11 @@ function load() {
     getsockname: { args: [FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
     getsockopt: { args: [FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
     socket: { args: [FFIType.i32, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
-    sendto: { args: [FFIType.i32, FFIType.ptr, FFIType.u64, FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i64 },
     close: { args: [FFIType.i32], returns: FFIType.i32 },
     fcntl: { args: [FFIType.i32, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+    pipe2: { args: [FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
+    sendmsg: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i64 },
+    read: { args: [FFIType.i32, FFIType.ptr, FFIType.u64], returns: FFIType.i64 },
   }).symbols
 }
 
@@ -36,6 +38,8 @@ const SO_TYPE = 3
 const SHUT_RD = 0
 const MSG_NOSIGNAL = 0x4000
 const F_SETFD = 2
+const O_NONBLOCK = 0o4000
+const SCM_RIGHTS = 1
 const FD_CLOEXEC = 1
 
 /** What a passed socket is: its transport and the address it is bound to. */
@@ -98,23 +102,68 @@ export function stopListening(fd: number): boolean {
   return libc().shutdown(fd, SHUT_RD) === 0
 }
 
-/** Sends `message` as one datagram to the unix socket at `path` (`@name`: the abstract namespace). */
-export function sendUnixDatagram(path: string, message: string): boolean {
+/** The address of the unix socket at `path` (`@name`: the abstract namespace), and its length. */
+function unixAddress(path: string): { addr: Uint8Array; len: number } {
   const name = Buffer.from(path.startsWith('@') ? `\0${path.slice(1)}` : path)
   const addr = new Uint8Array(2 + name.length + 1)
   new DataView(addr.buffer).setUint16(0, AF_UNIX, true)
   addr.set(name, 2)
   // A path name's length counts its NUL; an abstract one is exactly its bytes.
-  const addrLen = path.startsWith('@') ? 2 + name.length : addr.length
+  return { addr, len: path.startsWith('@') ? 2 + name.length : addr.length }
+}
+
+/**
+ * Sends `message` as one datagram to the unix socket at `path`, with descriptor `passFd` attached
+ * (SCM_RIGHTS) when given. True when it was sent whole.
+ */
+export function sendUnixDatagram(path: string, message: string, passFd?: number): boolean {
+  const { addr, len } = unixAddress(path)
   const data = Buffer.from(message)
+  // struct iovec and struct msghdr (LP64: x86_64 and arm64).
+  const iov = new BigUint64Array([BigInt(ptr(data)), BigInt(data.length)])
+  // struct cmsghdr with one int: CMSG_LEN(4) = 20, CMSG_SPACE(4) = 24.
+  const control = new Uint8Array(24)
+  if (passFd !== undefined) {
+    const c = new DataView(control.buffer)
+    c.setBigUint64(0, 20n, true)
+    c.setInt32(8, SOL_SOCKET, true)
+    c.setInt32(12, SCM_RIGHTS, true)
+    c.setInt32(16, passFd, true)
+  }
+  const msg = new DataView(new ArrayBuffer(56))
+  msg.setBigUint64(0, BigInt(ptr(addr)), true)
+  msg.setUint32(8, len, true)
+  msg.setBigUint64(16, BigInt(ptr(iov)), true)
+  msg.setBigUint64(24, 1n, true)
+  if (passFd !== undefined) {
+    msg.setBigUint64(32, BigInt(ptr(control)), true)
+    msg.setBigUint64(40, BigInt(control.length), true)
+  }
   const c = libc()
   const fd = c.socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)
   if (fd < 0) return false
   try {
-    return Number(c.sendto(fd, ptr(data), data.length, MSG_NOSIGNAL, ptr(addr), addrLen)) === data.length
+    return Number(c.sendmsg(fd, ptr(msg), MSG_NOSIGNAL)) === data.length
   } finally {
     c.close(fd)
   }
+}
+
+/** A pipe, both ends close-on-exec and non-blocking: [read end, write end]; null when it failed. */
+export function openPipe(): [number, number] | null {
+  const fds = new Int32Array(2)
+  return libc().pipe2(ptr(fds), SOCK_CLOEXEC | O_NONBLOCK) === 0 ? [fds[0]!, fds[1]!] : null
+}
+
+/** True once every write end of the pipe `readFd` reads from is closed (read(2) says end of file). */
+export function pipeClosed(readFd: number): boolean {
+  const buf = new Uint8Array(1)
+  return Number(libc().read(readFd, ptr(buf), 1)) === 0
+}
+
+/** close(2). */
+export function closeFd(fd: number): void {
+  libc().close(fd)
 }
 
 /** Marks `fd` close-on-exec, so that the programs Berth runs (tar, iptables) do not hold it. */

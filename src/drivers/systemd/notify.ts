@@ -1,4 +1,7 @@
-import { sendUnixDatagram } from './libc'
+import { closeFd, openPipe, pipeClosed, sendUnixDatagram } from './libc'
+
+/** How long `barrier` waits for systemd to have read the notifications sent before it. */
+const BARRIER_MS = 5_000
 
 /**
  * Berth's side of sd_notify(3), written here rather than linked: one datagram per state to the
@@ -36,6 +39,29 @@ export class SystemdNotifier {
   /** Sends `state` lines (`READY=1`, `STATUS=...`); false when there is no manager or it failed. */
   notify(...state: string[]): boolean {
     return this.socket !== null && sendUnixDatagram(this.socket, state.join('\n'))
+  }
+
+  /**
+   * Resolves once systemd has acted on every notification sent before (sd_notify_barrier(3):
+   * BARRIER=1 with a pipe's write end, which systemd closes once it got there), or after
+   * BARRIER_MS. True when systemd confirmed; at once, true, without a manager.
+   */
+  async barrier(): Promise<boolean> {
+    if (this.socket === null) return true
+    const pipe = openPipe()
+    if (!pipe) return false
+    const [readEnd, writeEnd] = pipe
+    const sent = sendUnixDatagram(this.socket, 'BARRIER=1', writeEnd)
+    closeFd(writeEnd)
+    try {
+      if (!sent) return false
+      for (const deadline = Date.now() + BARRIER_MS; Date.now() < deadline; await Bun.sleep(5)) {
+        if (pipeClosed(readEnd)) return true
+      }
+      return false
+    } finally {
+      closeFd(readEnd)
+    }
   }
 
   /** READY=1, and the watchdog's pings from now on. */

@@ -1,0 +1,106 @@
+import { createSocket } from 'node:dgram'
+import * as packet from 'dns-packet'
+
+/**
+ * Clients that send requests one after another, as fast as they are answered, while Berth
+ * restarts (test/systemd-unit.e2e.test.ts, bench/restarts.ts): each counts what it sent, what
+ * failed (a refused or reset connection, a wrong status, no answer in time) and the longest a
+ * request took, which is the longest pause a client saw.
+ */
+export interface LoopResult {
+  name: string
+  sent: number
+  failed: number
+  longestMs: number
+  /** The first few failures, with when they happened (ms since the loop began). */
+  failures: string[]
+}
+
+export interface RequestLoop {
+  /** Stops after the request in flight; the tally. */
+  stop(): Promise<LoopResult>
+}
+
+/** A request that takes longer than this counts as failed (a client's usual patience). */
+const PATIENCE_MS = 10_000
+
+/** Loops `send` until stopped; `send` resolves to null when answered right, else what went wrong. */
+function loop(name: string, send: () => Promise<string | null>, pauseMs = 0): RequestLoop {
+  const result: LoopResult = { name, sent: 0, failed: 0, longestMs: 0, failures: [] }
+  const began = performance.now()
+  let running = true
+  const done = (async () => {
+    while (running) {
+      const at = performance.now()
+      const problem = await send().catch((err: Error) => `${err.name}: ${err.message}`)
+      const took = performance.now() - at
+      result.sent++
+      result.longestMs = Math.max(result.longestMs, Math.round(took))
+      if (problem !== null) {
+        result.failed++
+        if (result.failures.length < 10) result.failures.push(`${Math.round(at - began)} ms: ${problem}`)
+      }
+      if (pauseMs > 0) await Bun.sleep(pauseMs)
+    }
+  })()
+  return {
+    async stop() {
+      running = false
+      await done
+      return result
+    },
+  }
+}
+
+/** GETs `url` (fetch's kept-alive connections, as a browser's) until stopped; 200 with `expect` in the body is right. */
+export function httpLoop(name: string, url: string, expect: string, init: RequestInit & { tls?: { ca?: string; serverName?: string } } = {}): RequestLoop {
+  return loop(name, async () => {
+    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(PATIENCE_MS) } as RequestInit)
+    const body = await res.text()
+    if (res.status !== 200) return `status ${res.status}`
+    return body.includes(expect) ? null : `unexpected body ${JSON.stringify(body.slice(0, 80))}`
+  })
+}
+
+/**
+ * Asks Berth's DNS over UDP for `name`'s SOA until stopped, as a resolver would: one query at a
+ * time, answered with NOERROR, else failed (no retry: a lost query counts). Paced at about 50
+ * a second, under the response-rate limit's 200 (dns.rate_limit), which would drop some.
+ */
+export function dnsLoop(name: string, server: { host: string; port: number }, question: string): RequestLoop {
+  const socket = createSocket('udp4')
+  let id = 0
+  let waiting: ((reply: Buffer) => void) | null = null
+  socket.on('message', (reply) => waiting?.(reply))
+  // An ICMP port unreachable (nothing bound) surfaces here and on the next send.
+  socket.on('error', () => {})
+  const inner = loop(name, () => {
+    const query = packet.encode({ id: ++id % 65536, type: 'query', flags: packet.RECURSION_DESIRED, questions: [{ name: question, type: 'SOA', class: 'IN' }] })
+    return new Promise<string | null>((resolve) => {
+      const timer = setTimeout(() => {
+        waiting = null
+        resolve(`no answer within ${PATIENCE_MS} ms`)
+      }, PATIENCE_MS)
+      waiting = (reply) => {
+        const answer = packet.decode(reply) as packet.DecodedPacket & { rcode?: string }
+        if (answer.id !== id % 65536) return
+        clearTimeout(timer)
+        waiting = null
+        resolve(answer.rcode === 'NOERROR' && (answer.answers?.length ?? 0) > 0 ? null : `rcode ${answer.rcode}, ${answer.answers?.length ?? 0} answers`)
+      }
+      socket.send(query, server.port, server.host)
+    })
+  }, 20)
+  return {
+    async stop() {
+      const result = await inner.stop()
+      socket.close()
+      return result
+    },
+  }
+}
+
+/** One line per loop, for the test's and the benchmark's output. */
+export function describeLoops(results: LoopResult[]): string {
+  return results.map((r) => `${r.name}: ${r.sent} sent, ${r.failed} failed, longest ${r.longestMs} ms${r.failures.length ? `\n  ${r.failures.join('\n  ')}` : ''}`).join('\n')
+}
