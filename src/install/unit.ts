@@ -18,6 +18,10 @@ Description=Berth: web hosting for AI agents
 Documentation=file:/etc/berth/berth.toml
 After=network-online.target docker.service berth.socket
 Wants=network-online.target docker.service berth.socket
+# systemd's default (5 starts in 10 s) refused the sixth of a hoster's quick restarts; a Berth
+# that keeps crashing is still given up after 10 tries (about 30 s at RestartSec=2s).
+StartLimitIntervalSec=60s
+StartLimitBurst=10
 
 [Service]
 # Berth says when it listens (READY=1), that its event loop runs (WATCHDOG=1, every 15 s) and
@@ -116,8 +120,9 @@ export function renderSocketUnit(addresses: SocketAddresses = PRODUCTION_ADDRESS
     if (!/^[\d.]+$/.test(host) && !host.includes(':')) return null
     return host.includes(':') ? `[${host}]:${a.port}` : `${host}:${a.port}`
   }
-  const lines = [at(addresses.http), addresses.https && at(addresses.https), addresses.dns && at(addresses.dns)]
-  const [http, https, dns] = lines
+  const http = at(addresses.http)
+  const https = addresses.https && at(addresses.https)
+  const dns = addresses.dns && at(addresses.dns)
   return `# Installed by \`berth install\` from /etc/berth/berth.toml's listen addresses; see docs/operations.md.
 [Unit]
 Description=Berth's listening sockets, held while Berth restarts
