@@ -94,8 +94,18 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
     modules: (request, site, flags, client, forward) => s.modulesEdge.handle(request, site, flags, client, forward),
   })
   const { hostname, port } = s.config.server.listen
-  // The hand-over from systemd's sockets to Berth's moves queued connections only with it.
-  if (passed.sockets.length > 0) ensureConnectionMigration(s.log)
+  if (passed.sockets.length > 0) {
+    s.log.info('serving on the sockets systemd holds (berth.socket)', { sockets: passed.sockets.map((p) => `${p.address}:${p.port}/${p.transport}`) })
+    // The hand-over from systemd's sockets to Berth's moves queued connections only with it.
+    ensureConnectionMigration(s.log)
+    const held = (transport: 'tcp' | 'udp', listen: { hostname: string; port: number } | null) => {
+      if (listen && !passed.find(transport, listen.hostname, listen.port)) s.log.warn(`berth.socket holds no ${transport.toUpperCase()} socket for ${listen.hostname}:${listen.port}: it is refused while Berth restarts; run berth install, then systemctl restart berth.socket berth`)
+    }
+    held('tcp', s.config.server.listen)
+    held('tcp', s.config.tls.listen)
+    held('tcp', s.config.dns.listen)
+    held('udp', s.config.dns.listen)
+  }
   /** True when a Host header names a site (`{slug}.{sites_domain}` or a linked domain), not Berth itself. */
   const isSiteHost = (host: string) => host !== '' && !isHost(host, siteHost) && slugOf(host) !== null
   const plansList = () => serializedResponse(checkedPlanList(s.plans), crypto.randomUUID())

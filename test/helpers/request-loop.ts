@@ -23,6 +23,10 @@ export interface RequestLoop {
 
 /** A request that takes longer than this counts as failed (a client's usual patience). */
 const PATIENCE_MS = 10_000
+/** A query unanswered this long counts as lost (dig's and most stub resolvers' timeout). */
+const DNS_PATIENCE_MS = 5_000
+/** How long a loop waits after a failure before the next request. */
+const FAILED_RETRY_MS = 10
 
 /** Loops `send` until stopped; `send` resolves to null when answered right, else what went wrong. */
 function loop(name: string, send: () => Promise<string | null>, pauseMs = 0): RequestLoop {
@@ -40,7 +44,9 @@ function loop(name: string, send: () => Promise<string | null>, pauseMs = 0): Re
         result.failed++
         if (result.failures.length < 10) result.failures.push(`${Math.round(at - began)} ms: ${problem}`)
       }
-      if (pauseMs > 0) await Bun.sleep(pauseMs)
+      // A failed request is sent again after a moment, as a client would: the count of failures
+      // then measures how long the service was away.
+      if (pauseMs > 0 || problem !== null) await Bun.sleep(Math.max(pauseMs, problem === null ? 0 : FAILED_RETRY_MS))
     }
   })()
   return {
@@ -79,8 +85,8 @@ export function dnsLoop(name: string, server: { host: string; port: number }, qu
     return new Promise<string | null>((resolve) => {
       const timer = setTimeout(() => {
         waiting = null
-        resolve(`no answer within ${PATIENCE_MS} ms`)
-      }, PATIENCE_MS)
+        resolve(`no answer within ${DNS_PATIENCE_MS} ms`)
+      }, DNS_PATIENCE_MS)
       waiting = (reply) => {
         const answer = packet.decode(reply) as packet.DecodedPacket & { rcode?: string }
         if (answer.id !== id % 65536) return
