@@ -354,6 +354,27 @@ describe('Berth under systemd with the unit berth install writes', () => {
     expect(await journal()).not.toContain('requests still in flight at stop were cut off')
   }, 120_000)
 
+  it('a request in flight when systemctl restart berth begins finishes in the old process (the drain)', async () => {
+    const json = JSON.stringify({ path: 'public/slow.txt', content: 'sent slowly\n' })
+    const before = await mainPid()
+    let restart: Promise<string> = Promise.resolve('')
+    // The body's second half comes 1.5 s after the restart began: SIGTERM reaches Berth meanwhile.
+    const body = new ReadableStream<Uint8Array>({
+      async start(c) {
+        c.enqueue(new TextEncoder().encode(json.slice(0, 10)))
+        restart = sh('systemctl restart berth')
+        await Bun.sleep(1_500)
+        c.enqueue(new TextEncoder().encode(json.slice(10)))
+        c.close()
+      },
+    })
+    const res = await fetch(`${url}/api/v1/sites/${site.slug}/files/write/`, { method: 'POST', body, duplex: 'half', headers: { authorization: `Bearer ${site.key}`, 'content-type': 'application/json' } } as RequestInit)
+    expect(res.status, await res.clone().text()).toBe(200)
+    await restart
+    expect(await mainPid()).not.toBe(before)
+    expect((await files.read('public/slow.txt')).json.data.content).toBe('sent slowly\n')
+  }, 60_000)
+
   it('kill -9 of the main process: systemd starts Berth again', async () => {
     const before = await mainPid()
     const restarts = Number(await sh('systemctl show -p NRestarts --value berth'))
