@@ -5,7 +5,8 @@
  *
  * Clients (test/helpers/request-loop.ts) send one request after another, as fast as answered:
  * `GET /api/v1/status/` over HTTP on kept-alive connections, another on a new connection each
- * time, and an SOA query over UDP to Berth's DNS (paced at 50 a second, under its rate limit).
+ * time, and SOA queries to Berth's DNS over UDP and over TCP (each paced at 50 a second, under
+ * its rate limit).
  * Meanwhile RESTARTS times `systemctl restart berth`, then one `berth upgrade` (the binary
  * replaced). Two ways, in the same run:
  *
@@ -18,7 +19,7 @@
 import Docker from 'dockerode'
 import { resolve } from 'node:path'
 import { BINARY, freePort } from '../test/helpers/binary'
-import { describeLoops, dnsLoop, httpLoop, type LoopResult } from '../test/helpers/request-loop'
+import { describeLoops, dnsLoop, dnsTcpLoop, httpLoop, type LoopResult } from '../test/helpers/request-loop'
 import { ensureSystemdImage, execHost, runSystemdHost, TEST_LABEL, waitForBoot } from '../test/helpers/systemd-host'
 
 const RESTARTS = Number(process.env.RESTARTS ?? 10)
@@ -43,6 +44,7 @@ async function restartsUnderLoad(port: number, dnsPort: number): Promise<LoopRes
     httpLoop('API, kept-alive connections', api, '"data"'),
     httpLoop('API, a new connection each', api, '"data"', { headers: { connection: 'close' } }),
     dnsLoop('DNS over UDP', { host: '127.0.0.1', port: dnsPort }, 'localhost'),
+    dnsTcpLoop('DNS over TCP', { host: '127.0.0.1', port: dnsPort }, 'localhost'),
   ]
   let failed: unknown = null
   try {
@@ -88,7 +90,7 @@ try {
   const lost = (rs: LoopResult[]) => rs.reduce((n, r) => n + r.failed, 0)
   const sent = (rs: LoopResult[]) => rs.reduce((n, r) => n + r.sent, 0)
   const longest = (rs: LoopResult[]) => Math.max(...rs.map((r) => r.longestMs))
-  console.log(`\n${RESTARTS} x systemctl restart berth + 1 x berth upgrade, under three clients\n`)
+  console.log(`\n${RESTARTS} x systemctl restart berth + 1 x berth upgrade, under four clients\n`)
   console.log(`reference (no berth.socket, as before):\n${describeLoops(reference)}\n`)
   console.log(`berth.socket (systemd holds the sockets):\n${describeLoops(held)}\n`)
   console.log(`| | requests | lost | longest pause |\n|---|---|---|---|`)

@@ -8,7 +8,7 @@ import { api, BINARY, freePort } from './helpers/binary'
 import { startPebble, type Pebble } from './helpers/pebble'
 import { buyDirect, uniqueSlug, waitForSite } from './helpers/purchase'
 import { ANSWERED, freePool, probeFromSite, REFUSED_BY_FIREWALL, rulesOfPool } from './helpers/site-firewall'
-import { describeLoops, dnsLoop, httpLoop, type LoopResult } from './helpers/request-loop'
+import { describeLoops, dnsLoop, dnsTcpLoop, httpLoop, type LoopResult } from './helpers/request-loop'
 import { removeSitesOf, siteShell } from './helpers/sites'
 import { ensureSystemdImage, execHost, runSystemdHost, SYSTEMD_IMAGE, TEST_LABEL, waitForBoot } from './helpers/systemd-host'
 
@@ -314,13 +314,14 @@ describe('Berth under systemd with the unit berth install writes', () => {
     expect(await sh('systemctl show -p NRestarts --value berth')).toBe('0')
   }, 60_000)
 
-  it('five systemctl restarts and a berth upgrade under requests to a site (HTTPS), the API and the DNS: not one fails', async () => {
+  it('five systemctl restarts and a berth upgrade under requests to a site (HTTPS), the API and the DNS (UDP and TCP): not one fails', async () => {
     const ca = readFileSync(pebbleRoot, 'utf8')
     const siteName = `${site.slug}.${SITES}`
     const loops = [
       httpLoop('site through the edge (HTTPS)', `https://127.0.0.1:${tlsPort}/hello.html`, 'under systemd', { headers: { host: siteName }, tls: { ca, serverName: siteName } }),
       httpLoop('API (HTTP)', `${url}/api/v1/status/`, '"data"'),
       dnsLoop('DNS (UDP)', { host: '127.0.0.1', port: dnsPort }, SITES),
+      dnsTcpLoop('DNS (TCP)', { host: '127.0.0.1', port: dnsPort }, SITES),
     ]
     const pids = [await mainPid()]
     let upgraded = ''

@@ -106,6 +106,45 @@ export function dnsLoop(name: string, server: { host: string; port: number }, qu
   }
 }
 
+/**
+ * Asks Berth's DNS over TCP for `question`'s SOA until stopped, a new connection for each query
+ * (RFC 7766's two-byte length before each message), paced as `dnsLoop`.
+ */
+export function dnsTcpLoop(name: string, server: { host: string; port: number }, question: string): RequestLoop {
+  let id = 0
+  return loop(name, () => {
+    const query = packet.streamEncode({ id: ++id % 65536, type: 'query', flags: packet.RECURSION_DESIRED, questions: [{ name: question, type: 'SOA', class: 'IN' }] })
+    return new Promise<string | null>((resolve, reject) => {
+      let received = Buffer.alloc(0)
+      let settled = false
+      const finish = (problem: string | null, socket?: { end(): void }) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        socket?.end()
+        resolve(problem)
+      }
+      const timer = setTimeout(() => finish(`no answer within ${DNS_PATIENCE_MS} ms`), DNS_PATIENCE_MS)
+      Bun.connect({
+        hostname: server.host,
+        port: server.port,
+        socket: {
+          open: (socket) => void socket.write(query),
+          data: (socket, chunk) => {
+            received = Buffer.concat([received, chunk])
+            if (received.length < 2 || received.length < 2 + received.readUInt16BE(0)) return
+            const answer = packet.streamDecode(received) as packet.DecodedPacket & { rcode?: string }
+            finish(answer.rcode === 'NOERROR' && (answer.answers?.length ?? 0) > 0 ? null : `rcode ${answer.rcode}, ${answer.answers?.length ?? 0} answers`, socket)
+          },
+          close: () => finish('connection closed before the answer'),
+          error: (_socket, err) => finish(`${err.name}: ${err.message}`),
+          connectError: (_socket, err) => finish(`${err.name}: ${err.message}`),
+        },
+      }).catch(reject)
+    })
+  }, 20)
+}
+
 /** One line per loop, for the test's and the benchmark's output. */
 export function describeLoops(results: LoopResult[]): string {
   return results.map((r) => `${r.name}: ${r.sent} sent, ${r.failed} failed, longest ${r.longestMs} ms${r.failures.length ? `\n  ${r.failures.join('\n  ')}` : ''}`).join('\n')
