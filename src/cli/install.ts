@@ -14,7 +14,7 @@ const NEW_CONFIG = { 'server.data_dir': '/var/lib/berth', 'dns.listen': '0.0.0.0
 
 export const installCommand: Command = {
   path: ['install'],
-  summary: 'Lay out /etc/berth, /var/lib/berth, the binary, the systemd unit, a sysctl setting and the site firewall.',
+  summary: 'Lay out /etc/berth, /var/lib/berth, the binary, the systemd units, a sysctl setting and the site firewall.',
   usage: 'berth install [--root DIR] [--no-binary] [--json]',
   description: [
     'Writes /etc/berth/berth.toml (only if absent: an existing config is never overwritten; a new one',
