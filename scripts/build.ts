@@ -4,12 +4,13 @@
  */
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { renderUnit } from '../src/install/unit'
+import { renderSocketUnit, renderUnit } from '../src/install/unit'
 import { MIGRATIONS_DIR, renderMigrationsModule } from './embed-migrations'
 
 const root = join(import.meta.dirname, '..')
 writeFileSync(join(MIGRATIONS_DIR, 'index.ts'), renderMigrationsModule())
 writeFileSync(join(root, 'systemd', 'berth.service'), renderUnit())
+writeFileSync(join(root, 'systemd', 'berth.socket'), renderSocketUnit())
 
 const result = await Bun.build({
   entrypoints: [join(root, 'src', 'main.ts')],

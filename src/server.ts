@@ -11,13 +11,22 @@ import { startDnsServer } from './dns/server'
 import { dispatcher, isPlansList, LISTENER_WEBSOCKET, pathOf, type ListenerServer } from './dispatch'
 import { consoleDoor } from './console/socket'
 import type { ServedCertificate } from './domain/tls/manager'
-import { HttpsListener } from './edge/https'
+import { ensureConnectionMigration, HttpsListener } from './edge/https'
 import { webhookHandler } from './api/webhooks/handler'
 import { isMetricsPath, metricsHandler } from './api/prometheus/handler'
+import { PassedSockets } from './drivers/systemd/sockets'
 
 export interface RunningServer {
   server: ListenerServer
   url: string
+  /** Settles once every listener listens (or the DNS one failed, which is logged): systemd's READY=1. */
+  ready: Promise<void>
+  /**
+   * Once systemd has taken READY=1 (it watches the sockets it holds until then, and takes one
+   * that stops listening for broken): the passed sockets' queued connections move to Berth's
+   * listeners, which take every new one from now on (PassedSockets.handOver).
+   */
+  handOver(): void
   stop(): Promise<void>
 }
 
@@ -40,13 +49,18 @@ const SHUTDOWN_COPY_MS = 20_000
  * first 200 went from ~290 to ~130 ms (bench/, issue 2).
  */
 const START_RECONCILE_DELAY_MS = 500
+/**
+ * At stop, requests in flight get this long to finish before their connections are closed;
+ * systemd's TimeoutStopSec (30 s) covers it and the copy below.
+ */
+const DRAIN_MS = 8_000
 
 /**
  * Starts the listeners and the background work. Where each request goes is the table in
  * src/dispatch.ts (the edge for a site's Host, the API app for the rest...); this builds what its
  * entries send requests to.
  */
-export function startServer(s: ServerDeps): RunningServer {
+export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets.none()): RunningServer {
   const app = createApp(s)
   app.compile()
   const siteHost = new URL(s.config.server.siteUrl).hostname
@@ -81,6 +95,18 @@ export function startServer(s: ServerDeps): RunningServer {
     modules: (request, site, flags, client, forward) => s.modulesEdge.handle(request, site, flags, client, forward),
   })
   const { hostname, port } = s.config.server.listen
+  if (passed.sockets.length > 0) {
+    s.log.info('serving on the sockets systemd holds (berth.socket)', { sockets: passed.sockets.map((p) => `${p.address}:${p.port}/${p.transport}`) })
+    // The hand-over from systemd's sockets to Berth's moves queued connections only with it.
+    ensureConnectionMigration(s.log)
+    const held = (transport: 'tcp' | 'udp', listen: { hostname: string; port: number } | null) => {
+      if (listen && !passed.find(transport, listen.hostname, listen.port)) s.log.warn(`berth.socket holds no ${transport.toUpperCase()} socket for ${listen.hostname}:${listen.port}: it is refused while Berth restarts; run berth install, then systemctl restart berth.socket berth`)
+    }
+    held('tcp', s.config.server.listen)
+    held('tcp', s.config.tls.listen)
+    held('tcp', s.config.dns.listen)
+    held('udp', s.config.dns.listen)
+  }
   /** True when a Host header names a site (`{slug}.{sites_domain}` or a linked domain), not Berth itself. */
   const isSiteHost = (host: string) => host !== '' && !isHost(host, siteHost) && slugOf(host) !== null
   const plansList = () => serializedResponse(checkedPlanList(s.plans), crypto.randomUUID())
@@ -152,9 +178,11 @@ export function startServer(s: ServerDeps): RunningServer {
   // released before the listener opens, so that the processor's redelivery is acted on.
   const released = s.billing.releaseStaleClaims(s.clock.now())
   if (released > 0) s.log.warn('webhook events left claimed by a stopped process were released; their redeliveries will be acted on', { events: released })
+  // Under berth.socket, the listener joins the passed socket's SO_REUSEPORT group (PassedSockets).
   const server = Bun.serve({
     hostname,
     port,
+    reusePort: passed.find('tcp', hostname, port) !== undefined,
     // Bodies are limited per route by the JSON parser, with an enveloped 413; this only stops
     // absurd uploads before they are buffered.
     maxRequestBodySize: 1024 * 1024 * 1024,
@@ -174,7 +202,12 @@ export function startServer(s: ServerDeps): RunningServer {
   // rest of Berth keeps serving.
   const dnsListen = s.config.dns.listen
   const dns = dnsListen
-    ? startDnsServer({ authority: s.zones, hostname: dnsListen.hostname, port: dnsListen.port, log: s.log, rateLimit: s.config.dns.rateLimit, counts: s.prometheus.dnsCounts }).catch((err) => {
+    ? startDnsServer({
+        authority: s.zones, hostname: dnsListen.hostname, port: dnsListen.port, log: s.log, rateLimit: s.config.dns.rateLimit,
+        udpFd: passed.find('udp', dnsListen.hostname, dnsListen.port)?.fd,
+        reusePort: passed.find('tcp', dnsListen.hostname, dnsListen.port) !== undefined,
+        counts: s.prometheus.dnsCounts,
+      }).catch((err) => {
         s.log.error('the DNS server could not start; set dns.listen to a free port (or off)', { listen: `${dnsListen.hostname}:${dnsListen.port}`, error: (err as Error).message })
         return null
       })
@@ -187,6 +220,7 @@ export function startServer(s: ServerDeps): RunningServer {
   void dns.then(() => {
     if (!stopping) s.certs.start()
   })
+  const ready = dns.then(() => {})
   const reconcile = () => s.reconciler.reconcile().catch((err) => s.log.error('reconcile failed', { error: (err as Error).message }))
   // The site firewall (issue 23): checked and restored at once, then with every reconcile pass;
   // a host without iptables or the privilege gets a warning, never a refusal to serve.
@@ -222,8 +256,18 @@ export function startServer(s: ServerDeps): RunningServer {
   return {
     server,
     url,
+    ready,
+    handOver() {
+      if (stopping) return
+      for (const p of passed.handOver()) s.log.error('a socket systemd passed would not hand its connections over', { listen: `${p.address}:${p.port}`, fd: p.fd })
+    },
     async stop() {
       stopping = true
+      // From here on, new connections wait in the passed sockets' queues for the next process
+      // (none are refused across `systemctl restart`); the listeners stop taking any, and the
+      // requests in flight finish.
+      for (const p of passed.takeBack()) s.log.error('a socket systemd passed would not listen again; connections may be refused until Berth is back', { listen: `${p.address}:${p.port}`, fd: p.fd })
+      const drained = Promise.all([server.stop(), https?.stop(), dns.then((d) => d?.stop())])
       clearTimeout(first)
       unfollow()
       mcp.close()
@@ -231,9 +275,10 @@ export function startServer(s: ServerDeps): RunningServer {
       await s.consoleSessions.closeAll()
       timers.forEach(clearInterval)
       s.certs.stop()
-      await server.stop()
-      await https?.stop()
-      await (await dns)?.stop()
+      if (!(await settledWithin(drained, DRAIN_MS))) {
+        s.log.warn('requests still in flight at stop were cut off', { after_ms: DRAIN_MS })
+        await Promise.all([server.stop(true), https?.stop(true)])
+      }
       await metricsListener?.stop()
       await s.jobs.stop()
       await s.accessLog.close()
@@ -277,6 +322,15 @@ function keyIdOf(s: Pick<ServerDeps, 'keys'>, authorization: string | undefined)
   } catch {
     return null
   }
+}
+
+/** True when `work` settled within `ms`. */
+async function settledWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)))
+  const done = await Promise.race([work.then(() => true, () => true), late])
+  clearTimeout(timer)
+  return done
 }
 
 /** True when a Host header names `hostname`, with or without a port. */

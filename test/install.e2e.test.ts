@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { renderUnit } from '../src/install/unit'
+import { renderSocketUnit, renderUnit } from '../src/install/unit'
 import { BINARY, freePort } from './helpers/binary'
 
 const run = (...args: string[]) => {
@@ -30,6 +30,9 @@ describe('berth install', () => {
     expect(statSync(join(root, 'var/lib/berth')).mode & 0o777).toBe(0o750)
     expect(statSync(join(root, 'usr/local/bin/berth')).mode & 0o111).toBeTruthy()
     expect(readFileSync(join(root, 'etc/systemd/system/berth.service'), 'utf8')).toBe(renderUnit())
+    // A new config's listeners (HTTP 8080, HTTPS 443, DNS 53), held by systemd across restarts.
+    expect(readFileSync(join(root, 'etc/systemd/system/berth.socket'), 'utf8')).toBe(renderSocketUnit())
+    expect(out.actions.socket).toBe('written')
     const config = readFileSync(join(root, 'etc/berth/berth.toml'), 'utf8')
     // What docs/install.md says a new config sets, and nothing else.
     const set = config.split('\n').filter((l) => l.trim() && !l.startsWith('#') && !l.startsWith('['))
@@ -99,7 +102,7 @@ describe('berth install', () => {
     expect(failed.err).toContain(`${join(upgrade, 'etc/sysctl.d')} is not a folder`)
     expect(readFileSync(unit, 'utf8')).toBe('# the previous version\n')
     expect(existsSync(join(upgrade, 'usr/local/bin/berth'))).toBe(false)
-    expect(readdirSync(join(upgrade, 'etc/systemd/system'))).toEqual(['berth.service'])
+    expect(readdirSync(join(upgrade, 'etc/systemd/system')).sort()).toEqual(['berth.service', 'berth.socket'])
   })
 
   it('never overwrites an existing config', () => {
@@ -111,6 +114,9 @@ describe('berth install', () => {
     expect(JSON.parse(res.out).actions).toMatchObject({ config: 'kept', binary: 'skipped' })
     expect(readFileSync(join(root, 'etc/berth/berth.toml'), 'utf8')).toBe('[server]\nlisten = "127.0.0.1:1234"\n')
     expect(existsSync(join(root, 'usr/local/bin/berth'))).toBe(false)
+    // berth.socket holds the kept config's listeners: its HTTP address, DNS at its default, no HTTPS.
+    const socket = readFileSync(join(root, 'etc/systemd/system/berth.socket'), 'utf8')
+    expect(socket.split('\n').filter((l) => l.startsWith('Listen'))).toEqual(['ListenStream=127.0.0.1:1234', 'ListenStream=0.0.0.0:5353', 'ListenDatagram=0.0.0.0:5353'])
   })
 
   it('writes a unit that systemd-analyze verify accepts without a warning', () => {
@@ -121,7 +127,8 @@ describe('berth install', () => {
     const dir = join(root, 'verify')
     mkdirSync(dir)
     writeFileSync(join(dir, 'berth.service'), renderUnit(join(root, 'usr/local/bin/berth')))
-    const verify = spawnSync(['systemd-analyze', 'verify', join(dir, 'berth.service')], { stdout: 'pipe', stderr: 'pipe' })
+    writeFileSync(join(dir, 'berth.socket'), readFileSync(join(root, 'etc/systemd/system/berth.socket'), 'utf8'))
+    const verify = spawnSync(['systemd-analyze', 'verify', join(dir, 'berth.service'), join(dir, 'berth.socket')], { stdout: 'pipe', stderr: 'pipe' })
     expect(verify.exitCode).toBe(0)
     expect((verify.stdout.toString() + verify.stderr.toString()).trim()).toBe('')
   })
@@ -138,9 +145,45 @@ describe('berth install', () => {
     expect(unit).toMatch(/^RestrictAddressFamilies=.*AF_UNIX/m)
     // Its seccomp filter answers openat2 with ENOSYS and refuses setgid bits (systemd-unit.e2e).
     expect(unit).not.toMatch(/^RestrictSUIDSGID=/m)
+    // Berth says when it is ready and that it is alive (drivers/systemd/notify.ts); a hung one is restarted.
+    expect(unit).toMatch(/^Type=notify$/m)
+    expect(unit).toMatch(/^WatchdogSec=30s$/m)
+    expect(unit).toMatch(/^Wants=.*berth\.socket/m)
   })
 
-  it('the committed systemd/berth.service is the rendered unit', () => {
+  it('the committed systemd/berth.service and berth.socket are the rendered units', () => {
     expect(readFileSync(join(import.meta.dirname, '..', 'systemd', 'berth.service'), 'utf8')).toBe(renderUnit())
+    expect(readFileSync(join(import.meta.dirname, '..', 'systemd', 'berth.socket'), 'utf8')).toBe(renderSocketUnit())
+  })
+})
+
+describe('berth upgrade', () => {
+  it('replaces the installed binary with one that runs, and changes nothing for a file that does not', () => {
+    const root = mkdtempSync(join(tmpdir(), 'berth-upgrade-'))
+    const installed = join(root, 'berth')
+    writeFileSync(installed, '#!/bin/sh\necho old\n', { mode: 0o755 })
+    // Not an executable for this machine (a truncated download, say): refused, nothing changed.
+    const broken = join(root, 'berth-broken')
+    writeFileSync(broken, readFileSync(BINARY).subarray(0, 4096), { mode: 0o755 })
+    const refused = run('upgrade', broken, '--binary', installed, '--no-restart')
+    expect(refused.code).toBe(1)
+    expect(refused.err).toContain(`${broken} does not run as berth`)
+    expect(refused.err).toContain('nothing was changed')
+    expect(readFileSync(installed, 'utf8')).toBe('#!/bin/sh\necho old\n')
+    expect(run('upgrade', join(root, 'missing'), '--binary', installed).err).toContain('is not a file; nothing was changed')
+
+    const done = run('upgrade', BINARY, '--binary', installed, '--no-restart', '--json')
+    expect(done.code, done.err).toBe(0)
+    expect(JSON.parse(done.out)).toMatchObject({ binary: installed, restart: 'skipped (--no-restart): run systemctl restart berth' })
+    expect(statSync(installed).size).toBe(statSync(BINARY).size)
+    expect(statSync(installed).mode & 0o777).toBe(0o755)
+    expect(readdirSync(root).sort()).toEqual(['berth', 'berth-broken'])
+    rmSync(root, { recursive: true, force: true })
+  }, 30_000)
+
+  it('takes exactly one FILE', () => {
+    const res = run('upgrade')
+    expect(res.code).toBe(2)
+    expect(res.err).toContain('give exactly one FILE')
   })
 })

@@ -1,6 +1,6 @@
 import { spawnSync } from 'bun'
 import Docker from 'dockerode'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -8,6 +8,7 @@ import { api, BINARY, freePort } from './helpers/binary'
 import { startPebble, type Pebble } from './helpers/pebble'
 import { buyDirect, uniqueSlug, waitForSite } from './helpers/purchase'
 import { ANSWERED, freePool, probeFromSite, REFUSED_BY_FIREWALL, rulesOfPool } from './helpers/site-firewall'
+import { describeLoops, dnsLoop, dnsTcpLoop, httpLoop, type LoopResult } from './helpers/request-loop'
 import { removeSitesOf, siteShell } from './helpers/sites'
 import { ensureSystemdImage, execHost, runSystemdHost, SYSTEMD_IMAGE, TEST_LABEL, waitForBoot } from './helpers/systemd-host'
 
@@ -56,6 +57,8 @@ let pebbleRoot = ''
 let pool = ''
 /** Berth's HTTP port (server.listen, on every address of the host, as docs/install.md has it). */
 let port = 0
+/** Berth's DNS port (dns.listen, on 127.0.0.1). */
+let dnsPort = 0
 
 /** Runs a command as root on the systemd host; fails the test when it exits non-zero. */
 async function sh(script: string): Promise<string> {
@@ -113,7 +116,7 @@ const files = {
 
 beforeAll(async () => {
   await ensureSystemdImage(docker, (line) => console.log(`${SYSTEMD_IMAGE}: ${line}`))
-  const dnsPort = await freePort()
+  dnsPort = await freePort()
   port = await freePort()
   pool = await freePool(docker)
   tlsPort = await freePort()
@@ -155,6 +158,9 @@ beforeAll(async () => {
     `-e 's|^# reconcile_seconds = .*|reconcile_seconds = 3600|'`,
     '/etc/berth/berth.toml',
   ].join(' '))
+  // docs/install.md: berth install again once the listen addresses are edited, so that berth.socket
+  // holds the config's (the first one wrote a new config's: 8080, 443 and 53 on every address).
+  await sh('berth install')
   // The rules berth install set, taken away again: the first start, in the sandbox, must set them.
   await sh('berth firewall remove')
   // A refused system call kills Berth (see above) instead of failing with EPERM.
@@ -183,6 +189,7 @@ afterAll(async () => {
 describe('Berth under systemd with the unit berth install writes', () => {
   it('berth install says what it wrote; the unit is enabled and its sandbox filters nothing Berth needs', async () => {
     expect(installOutput).toContain('unit     /etc/systemd/system/berth.service (written; systemd reloaded)')
+    expect(installOutput).toContain('sockets  /etc/systemd/system/berth.socket (written: held across restarts)')
     // /proc/sys is read-only in the container: written, and said to be not applied.
     expect(installOutput).toMatch(/^sysctl {3}\/etc\/sysctl\.d\/60-berth\.conf: net\.ipv4\.tcp_migrate_req = 1 \(written, not applied: .+\)$/m)
     expect(installOutput).toContain('binary   /usr/local/bin/berth (copied)')
@@ -191,6 +198,12 @@ describe('Berth under systemd with the unit berth install writes', () => {
     expect(await sh('systemctl is-active berth')).toBe('active')
     const props = (await sh('systemctl show -p NoNewPrivileges -p ProtectSystem -p RestrictSUIDSGID -p ProtectProc berth')).split('\n').sort()
     expect(props).toEqual(['NoNewPrivileges=yes', 'ProtectProc=invisible', 'ProtectSystem=strict', 'RestrictSUIDSGID=no'])
+    // Berth's own sd_notify: systemd waited for READY=1 (the unit is active) and expects pings.
+    expect((await sh('systemctl show -p Type -p WatchdogUSec -p NotifyAccess berth')).split('\n').sort()).toEqual(['NotifyAccess=main', 'Type=notify', 'WatchdogUSec=30s'])
+    expect(await sh('systemctl show -p StatusText --value berth')).toBe(`serving on http://0.0.0.0:${port}`)
+    // systemd holds the config's listening sockets (berth install ran again after the edit).
+    expect(await sh('systemctl is-active berth.socket')).toBe('active')
+    expect((await sh('systemctl show -p Listen --value berth.socket')).split('\n')).toEqual([`0.0.0.0:${port} (Stream)`, `127.0.0.1:${tlsPort} (Stream)`, `127.0.0.1:${dnsPort} (Stream)`, `127.0.0.1:${dnsPort} (Datagram)`])
     expect(instance).toMatch(/^[0-9a-f]{8}$/)
     // The firewall is kept in the background: its first line may follow the listener's.
     const log = await eventually(async () => ((await journal()).includes('site firewall') ? journal() : undefined))
@@ -316,12 +329,66 @@ describe('Berth under systemd with the unit berth install writes', () => {
     expect(await sh('systemctl show -p NRestarts --value berth')).toBe('0')
   }, 60_000)
 
-  it('systemctl restart berth: serves again with a new process', async () => {
-    const before = await mainPid()
-    await sh('systemctl restart berth')
-    await untilServing()
-    expect(await mainPid()).not.toBe(before)
+  it('five systemctl restarts and a berth upgrade under requests to a site (HTTPS), the API and the DNS (UDP and TCP): not one fails', async () => {
+    const ca = readFileSync(pebbleRoot, 'utf8')
+    const siteName = `${site.slug}.${SITES}`
+    const loops = [
+      httpLoop('site through the edge (HTTPS)', `https://127.0.0.1:${tlsPort}/hello.html`, 'under systemd', { headers: { host: siteName }, tls: { ca, serverName: siteName } }),
+      httpLoop('API (HTTP)', `${url}/api/v1/status/`, '"data"'),
+      dnsLoop('DNS (UDP)', { host: '127.0.0.1', port: dnsPort }, SITES),
+      dnsTcpLoop('DNS (TCP)', { host: '127.0.0.1', port: dnsPort }, SITES),
+    ]
+    const pids = [await mainPid()]
+    let upgraded = ''
+    let results: LoopResult[] = []
+    try {
+      for (let i = 0; i < 5; i++) {
+        await Bun.sleep(400)
+        await sh('systemctl restart berth')
+        pids.push(await mainPid())
+      }
+      await Bun.sleep(400)
+      // The binary replaced (checked, renamed over the installed one) and restarted.
+      upgraded = await sh('berth upgrade /opt/berth/berth')
+      pids.push(await mainPid())
+      await Bun.sleep(400)
+    } finally {
+      results = await Promise.all(loops.map((l) => l.stop()))
+    }
+    console.log(`five restarts and an upgrade:\n${describeLoops(results)}`)
+    expect(upgraded).toMatch(/^binary {3}\/usr\/local\/bin\/berth: berth \S+ -> \S+ \(schema \S+\)$/m)
+    expect(upgraded).toContain('restart  done')
+    // Seven processes, each started by systemd in turn; none failed (no automatic restart).
+    expect(new Set(pids).size).toBe(7)
+    expect(await sh('systemctl show -p NRestarts --value berth')).toBe('0')
+    for (const r of results) {
+      expect(r.failed, describeLoops([r])).toBe(0)
+      expect(r.sent).toBeGreaterThan(20)
+    }
     expect((await files.read('public/hello.html')).status).toBe(200)
+    // Each stop drained: the log says it was told, and none cut requests off.
+    expect(await journal()).not.toContain('requests still in flight at stop were cut off')
+  }, 120_000)
+
+  it('a request in flight when systemctl restart berth begins finishes in the old process (the drain)', async () => {
+    const json = JSON.stringify({ path: 'public/slow.txt', content: 'sent slowly\n' })
+    const before = await mainPid()
+    let restart: Promise<string> = Promise.resolve('')
+    // The body's second half comes 1.5 s after the restart began: SIGTERM reaches Berth meanwhile.
+    const body = new ReadableStream<Uint8Array>({
+      async start(c) {
+        c.enqueue(new TextEncoder().encode(json.slice(0, 10)))
+        restart = sh('systemctl restart berth')
+        await Bun.sleep(1_500)
+        c.enqueue(new TextEncoder().encode(json.slice(10)))
+        c.close()
+      },
+    })
+    const res = await fetch(`${url}/api/v1/sites/${site.slug}/files/write/`, { method: 'POST', body, duplex: 'half', headers: { authorization: `Bearer ${site.key}`, 'content-type': 'application/json' } } as RequestInit)
+    expect(res.status, await res.clone().text()).toBe(200)
+    await restart
+    expect(await mainPid()).not.toBe(before)
+    expect((await files.read('public/slow.txt')).json.data.content).toBe('sent slowly\n')
   }, 60_000)
 
   it('kill -9 of the main process: systemd starts Berth again', async () => {
@@ -333,6 +400,29 @@ describe('Berth under systemd with the unit berth install writes', () => {
     expect(Number(await sh('systemctl show -p NRestarts --value berth'))).toBe(restarts + 1)
     expect((await files.read('public/hello.html')).json.data.content).toBe('<p>under systemd</p>\n')
   }, 60_000)
+
+  it('a hung Berth (SIGSTOP): it stops sending WATCHDOG=1 and systemd restarts it', async () => {
+    // A shorter WatchdogSec= than the unit's 30 s, for the test's sake.
+    await sh('mkdir -p /etc/systemd/system/berth.service.d && printf "[Service]\\nWatchdogSec=3s\\n" > /etc/systemd/system/berth.service.d/watchdog.conf && systemctl daemon-reload && systemctl restart berth')
+    try {
+      await untilServing()
+      expect(await sh('systemctl show -p WatchdogUSec --value berth')).toBe('3s')
+      // Pinging, Berth runs well past WatchdogSec.
+      const before = await mainPid()
+      await Bun.sleep(4_000)
+      expect(await mainPid()).toBe(before)
+      const restarts = Number(await sh('systemctl show -p NRestarts --value berth'))
+      await sh(`kill -STOP ${before}`)
+      // WatchdogSec, then SIGABRT (pending on a stopped process) and SIGKILL after TimeoutAbortSec=5s, then RestartSec.
+      await untilServing(40_000, async () => ![before, 0].includes(await mainPid()))
+      expect(Number(await sh('systemctl show -p NRestarts --value berth'))).toBe(restarts + 1)
+      expect(await sh('journalctl -u berth -o cat --no-pager')).toContain('Watchdog timeout')
+      expect((await files.read('public/hello.html')).json.data.content).toBe('<p>under systemd</p>\n')
+    } finally {
+      await sh('rm /etc/systemd/system/berth.service.d/watchdog.conf && systemctl daemon-reload && systemctl restart berth')
+    }
+    await untilServing()
+  }, 90_000)
 
   it('a reboot of the host: the enabled unit starts Berth again', async () => {
     // systemd halts on the container's stop signal; the engine starts it again (docker restart).

@@ -14,6 +14,7 @@ import { restoreCommand } from './restore'
 import { serveCommand } from './serve'
 import { accountsListCommand, accountsResumeCommand, accountsShowCommand, accountsSuspendCommand } from './accounts'
 import { sitesDeleteCommand, sitesListCommand, sitesResumeCommand, sitesShellCommand, sitesShowCommand, sitesSuspendCommand } from './sites'
+import { upgradeCommand } from './upgrade'
 import { versionCommand } from './version'
 
 export const COMMANDS: Command[] = [
@@ -36,6 +37,7 @@ export const COMMANDS: Command[] = [
   imagesBuildCommand,
   installCommand,
   doctorCommand,
+  upgradeCommand,
   instanceCommand,
   firewallCheckCommand,
   firewallApplyCommand,

@@ -4,7 +4,7 @@ import { loadConfig } from '../config/config'
 import { selectFirewall } from '../drivers/firewall/select'
 import { MIGRATE_SYSCTL } from '../edge/https'
 import { renderConfigFile } from '../install/config-file'
-import { renderUnit } from '../install/unit'
+import { PRODUCTION_ADDRESSES, renderSocketUnit, renderUnit, type SocketAddresses } from '../install/unit'
 import { InstallError, writeAllOrNothing, type PlannedFile } from '../install/write-all'
 import { COMMON_OPTIONS, type Command } from './command'
 
@@ -14,12 +14,14 @@ const NEW_CONFIG = { 'server.data_dir': '/var/lib/berth', 'dns.listen': '0.0.0.0
 
 export const installCommand: Command = {
   path: ['install'],
-  summary: 'Lay out /etc/berth, /var/lib/berth, the binary, the systemd unit, a sysctl setting and the site firewall.',
+  summary: 'Lay out /etc/berth, /var/lib/berth, the binary, the systemd units, a sysctl setting and the site firewall.',
   usage: 'berth install [--root DIR] [--no-binary] [--json]',
   description: [
     'Writes /etc/berth/berth.toml (only if absent: an existing config is never overwritten; a new one',
     'sets data_dir, dns.listen 0.0.0.0:53 and tls.listen 0.0.0.0:443), creates /var/lib/berth (mode',
     '0750), copies this executable to /usr/local/bin/berth, writes /etc/systemd/system/berth.service',
+    'and berth.socket (the config\'s listen addresses, held by systemd while Berth restarts: run',
+    'berth install again after changing one),',
     `and ${SYSCTL_FILE} (${MIGRATE_SYSCTL} = 1: a renewed certificate's HTTPS listener takes over`,
     'the old one\'s queued connections), then runs sysctl -p on that file and systemctl daemon-reload,',
     'and puts the site firewall in place (berth firewall apply; containers.firewall).',
@@ -42,6 +44,7 @@ export const installCommand: Command = {
       config: at('/etc/berth/berth.toml'),
       data_dir: at('/var/lib/berth'),
       unit: at('/etc/systemd/system/berth.service'),
+      socket: at('/etc/systemd/system/berth.socket'),
       binary: at('/usr/local/bin/berth'),
       sysctl: at(SYSCTL_FILE),
     }
@@ -55,6 +58,14 @@ export const installCommand: Command = {
     }
     files.push({ path: paths.unit, mode: 0o644, content: renderUnit('/usr/local/bin/berth') })
     actions.unit = 'written'
+    // The sockets systemd holds across restarts, at the config's listen addresses.
+    const addresses = socketAddressesOf(paths.config, ctx.env)
+    if (typeof addresses === 'string') {
+      ctx.out.error(addresses)
+      return 1
+    }
+    files.push({ path: paths.socket, mode: 0o644, content: renderSocketUnit(addresses) })
+    actions.socket = 'written'
     // A renewed certificate opens a new HTTPS listener beside the old one (SO_REUSEPORT); with this
     // the kernel hands the old one's queued connections to the new one instead of resetting them.
     files.push({ path: paths.sysctl, mode: 0o644, content: `${MIGRATE_SYSCTL} = 1\n` })
@@ -95,6 +106,7 @@ export const installCommand: Command = {
       `config   ${paths.config} (${actions.config})`,
       `data     ${paths.data_dir}`,
       `unit     ${paths.unit} (${actions.unit}${actions.systemd ? `; systemd ${actions.systemd}` : ''})`,
+      `sockets  ${paths.socket} (${actions.socket}: held across restarts)`,
       `sysctl   ${paths.sysctl}: ${MIGRATE_SYSCTL} = 1 (${actions.sysctl})`,
       `binary   ${paths.binary} (${actions.binary})`,
       ...(actions.firewall ? [`firewall sites kept off the host and link-local addresses: ${actions.firewall}`] : []),
@@ -102,6 +114,20 @@ export const installCommand: Command = {
     ].join('\n'))
     return 0
   },
+}
+
+/**
+ * The listen addresses berth.socket holds: the existing config's (with $BERTH_* overrides), or a
+ * new config's. A message (nothing is changed) when the existing config does not load.
+ */
+function socketAddressesOf(configFile: string, env: Record<string, string | undefined>): SocketAddresses | string {
+  if (!existsSync(configFile)) return PRODUCTION_ADDRESSES
+  try {
+    const config = loadConfig({ file: configFile, env })
+    return { http: config.server.listen, https: config.tls.listen, dns: config.dns.listen }
+  } catch (err) {
+    return `${configFile} does not load (${(err as Error).message}); fix it and run berth install again (nothing was changed).`
+  }
 }
 
 /**

@@ -2,6 +2,8 @@ import { buildServices, secretFilesOf } from '../compose'
 import { probeOpenat2 } from '../drivers/files/syscalls'
 import type { Logger } from '../lib/logger'
 import { tightenPrivateFiles, type WidenedFile } from '../lib/private-file'
+import { PassedSockets } from '../drivers/systemd/sockets'
+import { SystemdNotifier } from '../drivers/systemd/notify'
 import { startServer } from '../server'
 import { VERSION } from '../version'
 import { COMMON_OPTIONS, STORE_OPTIONS, type Command } from './command'
@@ -36,11 +38,14 @@ export const serveCommand: Command = {
     'BERTH_SERVER_LISTEN=0.0.0.0:80 berth serve --config /etc/berth/berth.toml',
   ],
   async run(ctx) {
+    // Under systemd: the sockets berth.socket holds, and where to say ready, alive and stopping.
+    const passed = PassedSockets.fromEnv(process.env)
+    const notifier = SystemdNotifier.fromEnv(process.env)
     const config = configFrom(ctx)
     // Before the store opens, so that SQLite's -wal and -shm files take the store's corrected mode.
     const widened = tightenPrivateFiles(secretFilesOf(config))
     const services = buildServices(config)
-    const running = startServer(services)
+    const running = startServer(services, passed)
     services.log.info('berth listening', {
       version: VERSION,
       url: running.url,
@@ -53,10 +58,16 @@ export const serveCommand: Command = {
     const openat2 = probeOpenat2()
     if (openat2) services.log.error("the files API, logs, disk usage, restores and the AI modules' reads of site files cannot work here", { error: openat2 })
     reportWidened(widened, services.log)
+    await running.ready
+    notifier.ready(`serving on ${running.url}`)
+    if (!(await notifier.barrier())) services.log.warn('systemd did not confirm READY=1 in time; handing its sockets over anyway')
+    running.handOver()
     await new Promise<void>((resolve) => {
       const stop = async (signal: string) => {
         services.log.info('stopping', { signal })
+        notifier.stopping('finishing the requests in flight')
         await running.stop()
+        notifier.stopped()
         services.store.close()
         resolve()
       }

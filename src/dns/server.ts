@@ -15,6 +15,13 @@ export interface DnsServerOptions {
   rateLimit?: RateLimitSettings
   /** Counts the answers sent by response code (for /metrics); none when absent. */
   counts?: DnsQueryCounts
+  /**
+   * A bound UDP socket to serve on instead of binding one: the one systemd holds across restarts
+   * (berth.socket), whose receive buffer keeps the queries that come while no Berth runs.
+   */
+  udpFd?: number
+  /** The TCP listener joins others on its address (SO_REUSEPORT): systemd's socket, handed over (drivers/systemd/sockets.ts). */
+  reusePort?: boolean
 }
 
 export interface RunningDnsServer {
@@ -41,7 +48,16 @@ interface Connection {
   input: Buffer
   /** Bytes answered and not yet taken by the kernel. */
   output: Buffer
+  /** Messages answered on it. */
+  answered: number
 }
+
+/**
+ * At stop, open TCP connections get this long to send the query they were opened for and take
+ * its answer (a connection accepted just before the stop has not sent it yet); then any left are
+ * closed.
+ */
+const TCP_DRAIN_MS = 2_000
 
 /**
  * Berth's authoritative DNS server: UDP and TCP on one port (RFC 7766 makes TCP mandatory).
@@ -69,10 +85,12 @@ export async function startDnsServer(o: DnsServerOptions): Promise<RunningDnsSer
     udp.on('error', () => {})
     await new Promise<void>((resolve, reject) => {
       udp.once('error', reject)
-      udp.bind(o.port, o.hostname, () => {
+      const bound = () => {
         udp.off('error', reject)
         resolve()
-      })
+      }
+      if (o.udpFd !== undefined) udp.bind({ fd: o.udpFd } as { port?: number }, bound)
+      else udp.bind(o.port, o.hostname, bound)
     })
     raiseReceiveBuffer(udp, o.log)
     const port = udp.address().port
@@ -86,7 +104,7 @@ export async function startDnsServer(o: DnsServerOptions): Promise<RunningDnsSer
         async stop() {
           if (summary) clearInterval(summary)
           await new Promise<void>((r) => udp.close(() => r()))
-          tcp.stop(true)
+          await tcp.stop()
         },
       }
     } catch (err) {
@@ -97,19 +115,31 @@ export async function startDnsServer(o: DnsServerOptions): Promise<RunningDnsSer
   throw lastError
 }
 
-function listenTcp(o: DnsServerOptions, port: number) {
-  const connections = new WeakMap<object, Connection>()
+/**
+ * The TCP side. `stop` takes no new connection and lets each open one finish the query it came
+ * for: one that has had an answer and has nothing pending is closed at once, one that has not is
+ * closed after its answer; whatever is left after TCP_DRAIN_MS is cut off.
+ */
+function listenTcp(o: DnsServerOptions, port: number): { stop(): Promise<void> } {
+  const connections = new Map<Bun.Socket<undefined>, Connection>()
+  let stopping = false
+  /** While stopping: closes `socket` once it has answered and has nothing left to answer or send. */
+  const closeIfDone = (socket: Bun.Socket<undefined>, c: Connection) => {
+    if (stopping && c.answered > 0 && c.input.length === 0 && c.output.length === 0) socket.end()
+  }
   const flush = (socket: Bun.Socket<undefined>, c: Connection) => {
     if (c.output.length === 0) return
     const written = socket.write(c.output)
     c.output = written >= c.output.length ? Buffer.alloc(0) : c.output.subarray(Math.max(written, 0))
   }
-  return Bun.listen({
+  // reusePort is honoured by Bun.listen but missing from its type (bun-types 1.4).
+  const listener = Bun.listen({
     hostname: o.hostname,
     port,
+    ...({ reusePort: o.reusePort === true } as object),
     socket: {
       open(socket) {
-        connections.set(socket, { input: Buffer.alloc(0), output: Buffer.alloc(0) })
+        connections.set(socket, { input: Buffer.alloc(0), output: Buffer.alloc(0), answered: 0 })
         socket.timeout(TCP_IDLE_SECONDS)
       },
       data(socket, chunk) {
@@ -127,6 +157,7 @@ function listenTcp(o: DnsServerOptions, port: number) {
           const prefix = Buffer.alloc(2)
           prefix.writeUInt16BE(answer.length)
           c.output = Buffer.concat([c.output, prefix, answer])
+          c.answered++
         }
         if (c.output.length > TCP_MAX_PENDING) {
           socket.end()
@@ -134,10 +165,13 @@ function listenTcp(o: DnsServerOptions, port: number) {
         }
         socket.timeout(TCP_IDLE_SECONDS)
         flush(socket, c)
+        closeIfDone(socket, c)
       },
       drain(socket) {
         const c = connections.get(socket)
-        if (c) flush(socket, c)
+        if (!c) return
+        flush(socket, c)
+        closeIfDone(socket, c)
       },
       timeout(socket) {
         socket.end()
@@ -148,6 +182,15 @@ function listenTcp(o: DnsServerOptions, port: number) {
       },
     },
   })
+  return {
+    async stop() {
+      stopping = true
+      listener.stop(false)
+      for (const [socket, c] of connections) closeIfDone(socket, c)
+      for (const deadline = Date.now() + TCP_DRAIN_MS; connections.size > 0 && Date.now() < deadline; ) await Bun.sleep(10)
+      listener.stop(true)
+    },
+  }
 }
 
 /** One line a minute while answers are being limited: how many, to how many client prefixes. */

@@ -26,6 +26,9 @@ export interface HttpsCertificate {
 export class HttpsListener {
   private server: ListenerServer | null = null
   private fingerprint = ''
+  /** The listener `stop` is draining, which a forced stop cuts off. */
+  private closing: ListenerServer | null = null
+  private stopped = false
 
   constructor(private o: { hostname: string; port: number; fetch: (request: Request, server: ListenerServer) => Response | undefined | Promise<Response | undefined>; log: Logger; onServer?: (server: ListenerServer) => void }) {
     ensureConnectionMigration(o.log)
@@ -38,7 +41,7 @@ export class HttpsListener {
 
   update(certificates: HttpsCertificate[]): void {
     const fingerprint = certificates.map((c) => `${c.names.join(',')}:${Bun.hash(c.cert)}`).sort().join('|')
-    if (fingerprint === this.fingerprint) return
+    if (fingerprint === this.fingerprint || this.stopped) return
     const old = this.server
     if (certificates.length === 0) {
       this.server = null
@@ -70,18 +73,22 @@ export class HttpsListener {
     }
   }
 
-  async stop(): Promise<void> {
-    await this.server?.stop(true)
+  /** Stops taking connections; the requests in flight finish (all cut at once with `force`). */
+  async stop(force = false): Promise<void> {
+    this.stopped = true
+    const server = this.server ?? this.closing
+    this.closing = server
     this.server = null
+    await server?.stop(force)
   }
 }
 
 /** Turns on MIGRATE_SYSCTL when it can (as root), and says how otherwise; `berth install` sets it for good. */
-function ensureConnectionMigration(log: Logger): void {
+export function ensureConnectionMigration(log: Logger): void {
   try {
     if (readFileSync(MIGRATE_PROC, 'utf8').trim() === '1') return
     writeFileSync(MIGRATE_PROC, '1')
   } catch {
-    log.warn(`${MIGRATE_SYSCTL} is 0: a connection arriving while a renewed certificate is put in place may be reset; set it with: sysctl -w ${MIGRATE_SYSCTL}=1 (berth install writes /etc/sysctl.d/60-berth.conf)`)
+    log.warn(`${MIGRATE_SYSCTL} is 0: a connection arriving while a renewed certificate is put in place, or while Berth restarts, may be reset; set it with: sysctl -w ${MIGRATE_SYSCTL}=1 (berth install writes /etc/sysctl.d/60-berth.conf)`)
   }
 }

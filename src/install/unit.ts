@@ -16,11 +16,21 @@ export function renderUnit(binary = '/usr/local/bin/berth'): string {
 [Unit]
 Description=Berth: web hosting for AI agents
 Documentation=file:/etc/berth/berth.toml
-After=network-online.target docker.service
-Wants=network-online.target docker.service
+After=network-online.target docker.service berth.socket
+Wants=network-online.target docker.service berth.socket
+# systemd's default (5 starts in 10 s) refused the sixth of a hoster's quick restarts; a Berth
+# that keeps crashing is still given up after 10 tries (about 30 s at RestartSec=2s).
+StartLimitIntervalSec=60s
+StartLimitBurst=10
 
 [Service]
-Type=simple
+# Berth says when it listens (READY=1), that its event loop runs (WATCHDOG=1, every 15 s) and
+# that it drains (STOPPING=1), itself: drivers/systemd/notify.ts. A loop that hangs for
+# WatchdogSec is killed (SIGABRT, then SIGKILL after TimeoutAbortSec) and restarted.
+Type=notify
+NotifyAccess=main
+WatchdogSec=30s
+TimeoutAbortSec=5s
 Environment=BERTH_CONFIG=/etc/berth/berth.toml
 ExecStart=${binary} serve
 Restart=on-failure
@@ -77,5 +87,59 @@ CapabilityBoundingSet=CAP_NET_BIND_SERVICE CAP_NET_ADMIN CAP_NET_RAW CAP_CHOWN C
 
 [Install]
 WantedBy=multi-user.target
+Also=berth.socket
+`
+}
+
+/** The addresses berth.socket holds: Berth's listeners of the config (`host:port`; null: off). */
+export interface SocketAddresses {
+  http: { hostname: string; port: number }
+  https: { hostname: string; port: number } | null
+  dns: { hostname: string; port: number } | null
+}
+
+/** What `berth install` lays out for a new config (install.ts NEW_CONFIG): the committed copy. */
+export const PRODUCTION_ADDRESSES: SocketAddresses = {
+  http: { hostname: '0.0.0.0', port: 8080 },
+  https: { hostname: '0.0.0.0', port: 443 },
+  dns: { hostname: '0.0.0.0', port: 53 },
+}
+
+/**
+ * berth.socket: systemd holds Berth's listening sockets, so that they stay open while Berth
+ * restarts: a connection made meanwhile waits in the queue (Backlog=) and a DNS query in the
+ * receive buffer until the next process takes them (drivers/systemd/sockets.ts), where without
+ * it the port was closed and refused them. ReusePort= lets Berth's own listeners join them. Its
+ * addresses are the config's when `berth install` ran; after changing a listen address run
+ * `berth install` again and `systemctl restart berth.socket berth`. An address that is a name
+ * (not an IP) gets no socket here: Berth binds it itself.
+ */
+export function renderSocketUnit(addresses: SocketAddresses = PRODUCTION_ADDRESSES): string {
+  const at = (a: { hostname: string; port: number }) => {
+    const host = a.hostname === 'localhost' ? '127.0.0.1' : a.hostname.replace(/^\[(.*)\]$/, '$1')
+    if (!/^[\d.]+$/.test(host) && !host.includes(':')) return null
+    return host.includes(':') ? `[${host}]:${a.port}` : `${host}:${a.port}`
+  }
+  const http = at(addresses.http)
+  const https = addresses.https && at(addresses.https)
+  const dns = addresses.dns && at(addresses.dns)
+  return `# Installed by \`berth install\` from /etc/berth/berth.toml's listen addresses; see docs/operations.md.
+[Unit]
+Description=Berth's listening sockets, held while Berth restarts
+
+[Socket]
+${[
+    http && `ListenStream=${http}`,
+    https && `ListenStream=${https}`,
+    dns && `ListenStream=${dns}`,
+    dns && `ListenDatagram=${dns}`,
+  ].filter(Boolean).join('\n')}
+ReusePort=yes
+Backlog=4096
+ReceiveBuffer=4M
+Service=berth.service
+
+[Install]
+WantedBy=sockets.target
 `
 }
