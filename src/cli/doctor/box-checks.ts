@@ -116,6 +116,8 @@ export function listenersOf(config: Config): Listener[] {
 
 /** Berth's own process: the executable berth serve runs as (the installed /usr/local/bin/berth, or dist/berth). */
 const isBerth = (h: PortHolder) => h.command === 'berth'
+/** systemd itself (PID 1), which holds the listeners of berth.socket across restarts and shares them with Berth. */
+const isSystemd = (h: PortHolder) => h.pid === 1 && h.command === 'systemd'
 
 /** A listener's port is free, or held by Berth (a running berth serve: doctor after going live). */
 export async function checkPort(listener: Listener, probes: BoxProbes): Promise<CheckResult> {
@@ -130,6 +132,10 @@ export async function checkPort(listener: Listener, probes: BoxProbes): Promise<
   if (!state.taken) return pass(name, `${listener.key}: free`)
   const holders = state.holders.map((h) => `${h.command} (pid ${h.pid})`).join(', ')
   if (state.holders.length > 0 && state.holders.every(isBerth)) return pass(name, `${listener.key}: held by Berth, ${holders}`)
+  // berth.socket (berth install) keeps the port open in systemd while Berth restarts.
+  if (state.holders.length > 0 && state.holders.every((h) => isBerth(h) || isSystemd(h)) && (await probes.unitState('berth.socket')) === 'enabled') {
+    return pass(name, `${listener.key}: held by Berth's socket unit, ${holders}`)
+  }
   const lookup = `ss -${listener.protocol === 'tcp' ? 'lt' : 'lu'}np 'sport = :${listener.port}'`
   return fail(name, `${listener.key}: taken by ${holders || 'a process this box does not show (another network namespace?)'}`,
     `stop it (${lookup} names it), or move ${listener.key} to another address`)

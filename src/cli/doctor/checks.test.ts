@@ -54,6 +54,16 @@ describe('berth doctor judgements', () => {
     expect((await checkPort(listener!, held())).detail).toContain('a process this box does not show')
   })
 
+  it('PASSes a port systemd (PID 1) holds for berth.socket, alone or shared with berth, only while that unit is enabled', async () => {
+    const [, , udp] = listenersOf(config({ BERTH_DNS_LISTEN: '0.0.0.0:53' }))
+    const holders = [{ pid: 1, command: 'systemd' }, { pid: 190, command: 'berth' }]
+    const shared = (unit: string) => box({ portState: async () => ({ taken: true, holders }), unitState: async (u) => (u === 'berth.socket' ? unit : 'enabled') })
+    expect(await checkPort(udp!, shared('enabled'))).toMatchObject({ status: 'PASS', detail: "dns.listen: held by Berth's socket unit, systemd (pid 1), berth (pid 190)" })
+    expect((await checkPort(udp!, shared('not-found'))).status).toBe('FAIL')
+    const alone = box({ portState: async () => ({ taken: true, holders: [{ pid: 1, command: 'systemd' }] }) })
+    expect((await checkPort(udp!, alone)).status).toBe('PASS')
+  })
+
   it('lists only the listeners the config opens', () => {
     expect(listenersOf(config({ BERTH_DNS_LISTEN: 'off' })).map((l) => l.key)).toEqual(['server.listen'])
     expect(listenersOf(config({ BERTH_TLS_LISTEN: '0.0.0.0:443', BERTH_DNS_LISTEN: '0.0.0.0:53' })).map((l) => `${l.key}/${l.protocol}`))
