@@ -21,8 +21,9 @@ fi
 # debootstrap also makes the systemd host of test/systemd-unit.e2e.test.ts; util-linux (unshare,
 # mount: essential on Debian) hides busybox from one images test. age opens the off-box copies by hand
 # (test/offsite*.e2e.test.ts), as a hoster would. tmux and bsdutils' script give berth sites shell
-# a terminal (test/sites-shell.e2e.test.ts).
-scripts/setup.sh systemd bind9-dnsutils openssh-client chromium busybox-static debootstrap pebble openssl age tmux bsdutils
+# a terminal (test/sites-shell.e2e.test.ts). nghttp2-client's h2load loads the HTTPS edge over HTTP/2
+# (test/https-edge.e2e.test.ts, bench/h2.ts).
+scripts/setup.sh systemd bind9-dnsutils openssh-client chromium busybox-static debootstrap pebble openssl age tmux bsdutils nghttp2-client
 bun run typecheck
 bun run build
 # The site images the service and end-to-end tests run (built locally, no registry; quick when present).
