@@ -142,6 +142,35 @@ describe('HTTP/2 on the HTTPS edge', () => {
   })
 })
 
+describe("the modules' rewriting over h2", () => {
+  it('adds the seo head tags and serves the generated sitemap over h2, the same bytes as over HTTP/1.1', async () => {
+    // Business: nginx + PHP-FPM in the container, seo included.
+    const seoSlug = uniqueSlug('h2seo')
+    const seoKey = (await buyDirect(berth.url, { slug: seoSlug, sku: 'svc_business_monthly' })).data.api_key as string
+    expect(await waitForSite(berth.url, seoKey, seoSlug, 120_000)).toBe('active')
+    const page = '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Harbour Bakery</title></head>\n<body><h1>Harbour Bakery</h1><p>Fresh sourdough every morning at the old harbour.</p></body></html>\n'
+    expect((await api(berth.url, 'POST', `/sites/${seoSlug}/files/write/`, { key: seoKey, body: { path: 'public/index.html', content: page } })).status).toBe(200)
+    expect((await api(berth.url, 'POST', `/sites/${seoSlug}/modules/seo/toggle/`, { key: seoKey, body: { enabled: true } })).status).toBe(200)
+    const deadline = Date.now() + 40_000
+    while ((await api(berth.url, 'GET', `/sites/${seoSlug}/`, { key: seoKey })).json.data.tls.status !== 'active') {
+      if (Date.now() > deadline) throw new Error('no certificate for the seo site')
+      await Bun.sleep(200)
+    }
+    const seoHost = `${seoSlug}.${SITES}`
+    const h2 = curl(seoHost, '/', '--http2')
+    expect(h2.error).toBe('')
+    expect(h2.version).toBe('2')
+    const home = h2.body.toString()
+    expect(home).toContain(`<link rel="canonical" href="https://${seoHost}:${tlsPort}/">`)
+    expect(home).toContain('<meta property="og:title" content="Harbour Bakery">')
+    expect(home.slice(home.indexOf('</head>'))).toBe(page.slice(page.indexOf('</head>')))
+    expect(sha256(curl(seoHost, '/', '--http1.1').body)).toBe(sha256(h2.body))
+    const sitemap = curl(seoHost, '/sitemap.xml', '--http2')
+    expect(sitemap.version).toBe('2')
+    expect(sitemap.body.toString()).toContain(`<loc>https://${seoHost}:${tlsPort}/</loc>`)
+  }, 150_000)
+})
+
 describe("the TLS listener's defaults", () => {
   it('offers AEAD suites only: a CBC suite is refused, GCM and ChaCha20 accepted', () => {
     for (const cbc of ['ECDHE-RSA-AES128-SHA', 'ECDHE-ECDSA-AES128-SHA', 'ECDHE-RSA-AES256-SHA', 'AES128-SHA', 'AES256-SHA256']) {
