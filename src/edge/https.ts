@@ -34,9 +34,10 @@ export interface HttpsCertificate {
  * others (a WebSocket upgrade is an HTTP/1.1 request, so browsers open the console's on an
  * HTTP/1.1 connection). A handshake without SNI, or naming a host Berth holds no certificate for,
  * fails (alert) instead of being answered with some other site's certificate: the listener's
- * default context, which answers those, has none. AEAD suites only (TLS_CIPHERS). A new set of certificates takes effect from the next handshake:
- * a listener with them opens on the same port (SO_REUSEPORT) before the old one stops taking
- * connections, and the old one finishes what it has; no request fails meanwhile.
+ * default context, which answers those, has none. AEAD suites only (TLS_CIPHERS). A new set of
+ * certificates takes effect from the next handshake: a listener with them opens on the same port
+ * (SO_REUSEPORT) before the old one stops taking connections, and the old one finishes what it
+ * has; no request fails meanwhile.
  */
 export class HttpsListener {
   private server: ListenerServer | null = null
