@@ -90,12 +90,16 @@ try {
       const targets = (close: boolean): WrkTarget[] => {
         // Capitalised: wrk adds its own Host unless one named exactly 'Host' is given.
         const headers = { Host: host, ...(close ? { Connection: 'close' } : {}) }
+        // The site's name in the URL, resolved to loopback, so that it is the TLS SNI too (Berth
+        // refuses a handshake without a name it holds, issue 27).
+        const resolve = { [host]: '127.0.0.1' }
         return [
-          { name: `nginx${close ? ' new handshakes' : ''}`, url: `https://127.0.0.1:${nginxPort}/`, pid: nginx.pid, headers },
-          { name: `berth${close ? ' new handshakes' : ''}`, url: `https://127.0.0.1:${tlsPort}/`, pid: berth.proc.pid, headers },
-          ...(bare && !close ? [{ name: 'bare bun fetch proxy', url: `https://127.0.0.1:${barePort}/`, pid: bare.pid, headers }] : []),
+          { name: `nginx${close ? ' new handshakes' : ''}`, url: `https://${host}:${nginxPort}/`, pid: nginx.pid, headers, resolve },
+          { name: `berth${close ? ' new handshakes' : ''}`, url: `https://${host}:${tlsPort}/`, pid: berth.proc.pid, headers, resolve },
+          ...(bare && !close ? [{ name: 'bare bun fetch proxy', url: `https://${host}:${barePort}/`, pid: bare.pid, headers, resolve }] : []),
           ...(process.env.PLAIN ? [
-            { name: 'berth api https', url: `https://127.0.0.1:${tlsPort}/api/v1/auth/whoami/`, pid: berth.proc.pid, headers: { Authorization: `Bearer ${key}` } },
+            // The site's name for SNI, Berth's own address as Host (so the API answers, not the site).
+            { name: 'berth api https', url: `https://${host}:${tlsPort}/api/v1/auth/whoami/`, pid: berth.proc.pid, headers: { Host: `127.0.0.1:${tlsPort}`, Authorization: `Bearer ${key}` }, resolve },
             { name: 'berth api http', url: `http://127.0.0.1:${port}/api/v1/auth/whoami/`, pid: berth.proc.pid, headers: { Authorization: `Bearer ${key}` } },
           ] : []),
         ]

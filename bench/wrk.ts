@@ -3,6 +3,9 @@
  * warm-up, duration), so the only difference between two runs is the server.
  */
 import { spawn } from 'bun'
+import { writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { contention, microsToTicks, readCpuTimes, ticksToMicros, treeTicks, type Contention } from './cpu-contention'
 import { track } from './processes'
 
@@ -16,6 +19,13 @@ export interface WrkTarget {
   headers?: Record<string, string>
   /** A wrk Lua script (method, body), for POST targets. */
   script?: string
+  /**
+   * Names for wrk to resolve, as curl's --resolve: wrk sends the URL's host as TLS SNI, and
+   * Berth's HTTPS listener refuses a handshake that names no host it holds a certificate for
+   * (an address included). wrk then runs with these in /etc/hosts, in a mount namespace of its
+   * own (`unshare -m`, root), so the machine's file is left alone.
+   */
+  resolve?: Record<string, string>
 }
 
 export interface WrkResult {
@@ -55,7 +65,7 @@ async function runWrk(target: WrkTarget, seconds: number): Promise<WrkResult> {
   for (const [name, value] of Object.entries(target.headers ?? {})) args.push('-H', `${name}: ${value}`)
   if (target.script) args.push('-s', target.script)
   args.push(target.url)
-  const proc = track(spawn(args, { stdout: 'pipe', stderr: 'pipe' }))
+  const proc = track(spawn(target.resolve ? withHosts(target.resolve, args) : args, { stdout: 'pipe', stderr: 'pipe' }))
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   if (code !== 0) throw new Error(`wrk failed on ${target.name} (exit ${code}):\n${out}${err}`)
   const after = readCpuTimes()
@@ -93,4 +103,11 @@ function toMs(value: number, unit: string): number {
     case 'm': return value * 60_000
   }
   throw new Error(`unknown wrk time unit '${unit}'`)
+}
+
+/** `command` run with `names` in its own /etc/hosts (a private mount namespace; the host's file is not touched). */
+function withHosts(names: Record<string, string>, command: string[]): string[] {
+  const file = join(tmpdir(), `berth-bench-hosts-${process.pid}`)
+  writeFileSync(file, `127.0.0.1 localhost\n${Object.entries(names).map(([name, address]) => `${address} ${name}`).join('\n')}\n`)
+  return ['unshare', '-m', 'sh', '-c', 'mount --bind "$0" /etc/hosts && exec "$@"', file, ...command]
 }

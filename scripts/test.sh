@@ -22,8 +22,9 @@ fi
 # mount: essential on Debian) hides busybox from one images test. age opens the off-box copies by hand
 # (test/offsite*.e2e.test.ts), as a hoster would. tmux and bsdutils' script give berth sites shell
 # a terminal (test/sites-shell.e2e.test.ts). prometheus (with promtool) scrapes Berth's /metrics
-# (test/prometheus.e2e.test.ts).
-scripts/setup.sh systemd bind9-dnsutils openssh-client chromium busybox-static debootstrap pebble openssl age tmux bsdutils prometheus
+# (test/prometheus.e2e.test.ts). nghttp2-client's h2load loads the HTTPS edge over HTTP/2
+# (test/https-edge.e2e.test.ts, bench/h2.ts).
+scripts/setup.sh systemd bind9-dnsutils openssh-client chromium busybox-static debootstrap pebble openssl age tmux bsdutils prometheus nghttp2-client
 bun run typecheck
 bun run build
 # The site images the service and end-to-end tests run (built locally, no registry; quick when present).

@@ -23,7 +23,7 @@ const SITE_ROUTES: [string, string, unknown?][] = [
   ['POST', 'deployments/{deployment}/rollback/'],
   ['POST', 'snapshot/'], ['GET', 'snapshots/'], ['GET', 'snapshots/{snapshot}/'], ['POST', 'snapshots/{snapshot}/restore/'], ['DELETE', 'snapshots/{snapshot}/'],
   ['GET', 'backups/'], ['GET', 'ssh/'], ['GET', 'ssh/keys/'], ['POST', 'ssh/keys/', { public_key: 'ssh-ed25519 AAAA' }], ['DELETE', 'ssh/keys/{sshKey}/'],
-  ['GET', 'modules/'], ['POST', 'modules/seo/toggle/'],
+  ['GET', 'modules/'], ['POST', 'modules/seo/toggle/'], ['POST', 'settings/', { hsts_max_age: 60 }],
 ]
 
 const siteKeyRows: Row[] = [
@@ -116,6 +116,19 @@ const siteRows: Row[] = [
   { name: 'scale: no key', method: 'POST', path: `${S}/scale/`, as: null, body: { new_plan: 'business' }, expect: [401, 'UNAUTHORIZED', null] },
   { name: 'scale: GET', method: 'GET', path: `${S}/scale/`, expect: [405, 'METHOD_NOT_ALLOWED', null], header: ['allow', 'POST'] },
   ...bothWays({ name: 'scale: unknown plan', method: 'POST', path: `${S}/scale/`, body: { new_plan: 'platinum' }, expect: [422, 'VALIDATION_ERROR', 'new_plan'] }),
+
+  // ---- POST /sites/{slug}/settings/ (hsts_max_age) ----
+  { name: 'settings: hsts_max_age missing', method: 'POST', path: `${S}/settings/`, body: {}, expect: [422, 'VALIDATION_ERROR', 'hsts_max_age'], says: /'hsts_max_age' is required/ },
+  { name: 'settings: hsts_max_age as a string', method: 'POST', path: `${S}/settings/`, body: { hsts_max_age: '3600' }, expect: [422, 'VALIDATION_ERROR', 'hsts_max_age'] },
+  { name: 'settings: hsts_max_age as a boolean', method: 'POST', path: `${S}/settings/`, body: { hsts_max_age: true }, expect: [422, 'VALIDATION_ERROR', 'hsts_max_age'] },
+  { name: 'settings: hsts_max_age negative', method: 'POST', path: `${S}/settings/`, body: { hsts_max_age: -1 }, expect: [422, 'VALIDATION_ERROR', 'hsts_max_age'] },
+  { name: 'settings: hsts_max_age above two years', method: 'POST', path: `${S}/settings/`, body: { hsts_max_age: 63072001 }, expect: [422, 'VALIDATION_ERROR', 'hsts_max_age'] },
+  { name: 'settings: hsts_max_age fractional', method: 'POST', path: `${S}/settings/`, body: { hsts_max_age: 60.5 }, expect: [422, 'VALIDATION_ERROR', 'hsts_max_age'] },
+  { name: 'settings: unknown field', method: 'POST', path: `${S}/settings/`, body: { hsts_max_age: 60, include_subdomains: true }, expect: [422, 'VALIDATION_ERROR', 'include_subdomains'] },
+  { name: "settings: another account's site", method: 'POST', path: `${V1}/sites/{foreign}/settings/`, body: { hsts_max_age: 60 }, expect: [404, 'NOT_FOUND', 'tenant_slug'] },
+  { name: 'settings: read-only key', method: 'POST', path: `${S}/settings/`, as: 'reader', body: { hsts_max_age: 60 }, expect: [403, 'FORBIDDEN', null] },
+  { name: 'settings: no key', method: 'POST', path: `${S}/settings/`, as: null, body: { hsts_max_age: 60 }, expect: [401, 'UNAUTHORIZED', null] },
+  { name: 'settings: GET', method: 'GET', path: `${S}/settings/`, expect: [405, 'METHOD_NOT_ALLOWED', null], header: ['allow', 'POST'] },
 
   // ---- DELETE /sites/{slug}/delete/: a body is refused rather than ignored ----
   { name: 'delete: a body with a field (dry_run)', method: 'DELETE', path: `${S}/delete/`, body: { dry_run: true }, expect: [422, 'VALIDATION_ERROR', 'dry_run'], says: /takes no body; remove the field 'dry_run'/ },

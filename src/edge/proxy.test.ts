@@ -177,3 +177,32 @@ describe('when there is no answer', () => {
     expect(performance.now() - started).toBeLessThan(TIMEOUT_MS + 1500)
   })
 })
+
+describe('HSTS (a site whose owner set hsts_max_age)', () => {
+  /** The edge's answer to a request for `slug.localhost` arriving on `scheme`'s listener. */
+  const over = (scheme: 'https' | 'http', slug: string, path = '/echo') =>
+    proxy.edge.handle(new Request(`${scheme}://${slug}.localhost${path}`, { headers: { host: `${slug}.localhost` } }), '127.0.0.1')
+
+  it("sends Strict-Transport-Security on that site's HTTPS answers only, its own pages included", async () => {
+    const secure = await over('https', 'strict')
+    expect(secure.status).toBe(200)
+    expect(secure.headers.get('strict-transport-security')).toBe('max-age=600')
+    // The same container head over plain HTTP (its parsed fields are kept and shared): no header.
+    const plain = await over('http', 'strict')
+    expect(plain.status).toBe(200)
+    expect(plain.headers.get('strict-transport-security')).toBeNull()
+    expect((await over('https', 'strict')).headers.get('strict-transport-security')).toBe('max-age=600')
+
+    const page = await over('https', 'strict-paused')
+    expect(page.status).toBe(503)
+    expect(page.headers.get('strict-transport-security')).toBe('max-age=600')
+    expect((await over('http', 'strict-paused')).headers.get('strict-transport-security')).toBeNull()
+  })
+
+  it('sends none for a site without the setting, over HTTPS too', async () => {
+    const res = await over('https', 'app')
+    expect(res.status).toBe(200)
+    expect(res.headers.get('strict-transport-security')).toBeNull()
+    expect((await over('https', 'paused')).headers.get('strict-transport-security')).toBeNull()
+  })
+})

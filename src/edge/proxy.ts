@@ -134,7 +134,10 @@ export function createEdgeProxy(deps: EdgeProxyDeps): EdgeProxy {
 
   const answer = (request: Request, site: SiteTarget | null, host: string, clientAddress: string, start: number, at: number): Response | Promise<Response> => {
     try {
-      return route(request, site, host, clientAddress, start, at)
+      const response = route(request, site, host, clientAddress, start, at)
+      // Only sites whose owner turned HSTS on pay for the header, and only over HTTPS (a browser
+      // ignores it over plain HTTP, RFC 6797 section 8.1).
+      return site?.hsts !== undefined && request.url.startsWith('https:') ? withHsts(response, site.hsts) : response
     } catch (err) {
       return internalError(host, site, err, start, at)
     }
@@ -178,6 +181,24 @@ function loggedRequest(request: Request, clientAddress: string, at: number): Edg
 function declaredLength(request: Request): number {
   const length = request.headers.get('content-length')
   return length === null ? 0 : Number(length) || 0
+}
+
+/**
+ * The answer with the site's Strict-Transport-Security field. Every Response the edge hands out
+ * is its own (built from the container's head, a module's rewrite or a page), so its fields can
+ * be set; the head a container's answers share is copied into each, never changed here.
+ */
+function withHsts(response: Response | Promise<Response>, value: string): Response | Promise<Response> {
+  if (response instanceof Promise) return response.then((r) => withHsts(r, value) as Response)
+  try {
+    response.headers.set('strict-transport-security', value)
+    return response
+  } catch {
+    // Fields that cannot change (a Response a module took from fetch()): the same answer, copied.
+    const copy = new Response(response.body, response)
+    copy.headers.set('strict-transport-security', value)
+    return copy
+  }
 }
 
 /** A serving site without a known upstream has no container running: it shows as stopped. */

@@ -21,6 +21,11 @@ export interface SiteTarget {
    * request target as sent (berth/static's busybox httpd logs the path without the query).
    */
   accessLog?: true
+  /**
+   * The site's Strict-Transport-Security value (`max-age=N`), sent on its answers over HTTPS
+   * only (the owner's `hsts_max_age`); absent when the owner has not turned HSTS on.
+   */
+  hsts?: string
 }
 
 /** One request forwarded to a site's container, for its access log (nginx's combined format). */

@@ -152,6 +152,8 @@ export function useEdgeProxy() {
       site('doomed', 'pending_deletion'),
       site('nocontainer', 'serving'),
       site('coming-back', 'recovering'),
+      { ...site('strict', 'serving', upstream.server.port), hsts: 'max-age=600' },
+      { ...site('strict-paused', 'stopped'), hsts: 'max-age=600' },
     ]) {
       sites.set(s.slug, s)
     }

@@ -86,6 +86,8 @@ export const CHANGE_HINTS: Record<string, ChangeHints> = {
   deleteSite: destructive(true),
   // Cancels a scheduled deletion: the site comes back as it was; no file is touched.
   restoreSite: additive(true),
+  // Sets the value sent; the same call twice leaves the same setting.
+  updateSiteSettings: additive(true),
   createSnapshot: additive(false),
   deleteSnapshot: destructive(true),
   // Both replace the site's whole home with the archive's files.

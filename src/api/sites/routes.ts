@@ -3,7 +3,7 @@ import { serializedResponse } from '../http/envelope'
 import { JsonCache } from '../http/json-cache'
 import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
-import { CreateSiteBody, Site, SiteParams } from './model'
+import { CreateSiteBody, Site, SiteParams, SiteSettingsBody } from './model'
 import type { SitesService } from '../../domain/sites/service'
 import type { SiteView } from '../../domain/sites/views'
 
@@ -36,5 +36,13 @@ export const siteRoutes = (plugins: ApiPlugins, sites: SitesService) => {
       params: SiteParams,
       response: ok(Site),
       detail: { tags, summary: 'Get one site', operationId: 'getSite' },
+    })
+    .post('/sites/:tenant_slug/settings/', ({ site, body }) => sites.settings(site, body), {
+      scope: 'write',
+      site: 'owned',
+      params: SiteParams,
+      body: SiteSettingsBody,
+      response: ok(Site),
+      detail: { tags, summary: "Change the site's settings: HSTS (hsts_max_age)", operationId: 'updateSiteSettings' },
     })
 }

@@ -5,7 +5,7 @@ import type { Store } from '../../store/store'
 import { SiteDirectory } from './directory'
 
 /** A site row with what the directory reads; the rest of the row does not matter here. */
-const row = (over: Partial<SiteRow> = {}) => ({ id: 'site_1', slug: 'shop', status: 'active', planSlug: 'p', modules: '{}', ...over }) as SiteRow
+const row = (over: Partial<SiteRow> = {}) => ({ id: 'site_1', slug: 'shop', status: 'active', planSlug: 'p', modules: '{}', hstsMaxAge: null, ...over }) as SiteRow
 
 /** The directory over in-memory stand-ins for the store, the sites table and the runner. */
 function setUp() {
@@ -72,5 +72,17 @@ describe('SiteDirectory.resolve', () => {
     state.rows.delete('shop')
     state.version++
     expect(directory.resolve('shop')).toBeNull()
+  })
+
+  it("carries the owner's HSTS setting to the edge, serving or not; none when null", () => {
+    const { state, directory } = setUp()
+    state.endpoints.set('shop', first)
+    expect(directory.resolve('shop')).not.toHaveProperty('hsts')
+    state.rows.set('shop', row({ hstsMaxAge: 31536000 }))
+    state.version++
+    expect(directory.resolve('shop')).toMatchObject({ state: 'serving', hsts: 'max-age=31536000' })
+    state.rows.set('shop', row({ hstsMaxAge: 0, status: 'suspended' }))
+    state.version++
+    expect(directory.resolve('shop')).toEqual({ siteId: 'site_1', slug: 'shop', state: 'suspended', hsts: 'max-age=0' })
   })
 })

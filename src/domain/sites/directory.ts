@@ -72,7 +72,7 @@ export class SiteDirectory {
     const site = this.site(slug)
     if (!site || site.status === 'deleted') return null
     const state = STATE[site.status]
-    if (state !== 'serving') return { siteId: site.id, slug, state }
+    if (state !== 'serving') return { siteId: site.id, slug, state, ...hstsOf(site) }
     const endpoint = this.d.runner.knownEndpoint(slug)
     if (endpoint !== undefined) return this.target(site, endpoint)
     return this.d.runner.endpointOf(slug).then((found) => this.target(site, found))
@@ -81,13 +81,13 @@ export class SiteDirectory {
   /** The serving target of a site row and its endpoint, reused while neither changes. */
   private target(site: SiteRow, endpoint: SiteEndpoint | null): SiteTarget {
     // Active but its container is not running: it died or was removed, and is being brought back.
-    if (!endpoint) return { siteId: site.id, slug: site.slug, state: 'recovering' }
+    if (!endpoint) return { siteId: site.id, slug: site.slug, state: 'recovering', ...hstsOf(site) }
     const last = this.targets.get(site.slug)
     if (last && last.site === site && last.endpoint === endpoint) return last.target
     const modules = this.d.modules?.(site)
     const target: SiteTarget = {
       siteId: site.id, slug: site.slug, state: 'serving', upstream: { address: endpoint.address, port: endpoint.port },
-      ...(modules ? { modules } : {}), ...(this.d.edgeLogs?.(site) ? { accessLog: true as const } : {}),
+      ...(modules ? { modules } : {}), ...(this.d.edgeLogs?.(site) ? { accessLog: true as const } : {}), ...hstsOf(site),
     }
     this.targets.set(site.slug, { site, endpoint, target })
     return target
@@ -112,4 +112,9 @@ export class SiteDirectory {
     }
     return site
   }
+}
+
+/** The edge's Strict-Transport-Security value of a site whose owner set `hsts_max_age`; nothing when null (off). */
+function hstsOf(site: SiteRow): { hsts?: string } {
+  return site.hstsMaxAge === null ? {} : { hsts: `max-age=${site.hstsMaxAge}` }
 }

@@ -5,7 +5,7 @@ import type { Store } from '../../store/store'
 import type { SiteStatus, Suspender } from '../../core/enums'
 
 /** The columns of a site that its view shows (`SitesService.views`); a whole SiteRow is one too. */
-export type SiteViewRow = Pick<SiteRow, 'id' | 'slug' | 'planSlug' | 'status' | 'modules' | 'subscriptionId' | 'createdAt' | 'error' | 'deletionScheduledFor' | 'suspendedBy' | 'suspendedReason'>
+export type SiteViewRow = Pick<SiteRow, 'id' | 'slug' | 'planSlug' | 'status' | 'modules' | 'subscriptionId' | 'createdAt' | 'error' | 'deletionScheduledFor' | 'suspendedBy' | 'suspendedReason' | 'hstsMaxAge'>
 
 /** Which plans give their sites SSH, and the host ports to hand out (config `ssh.port_range`). */
 export interface SshPortPolicy {
@@ -24,7 +24,7 @@ export class SitesRepository {
   // was a quarter of a fresh GET /sites/ (bench:lists, issue 22).
   private ownedForViews = onFirstUse(() => this.store.sqlite.prepare<SiteViewRow, [string]>(`
     SELECT id, slug, plan_slug AS planSlug, status, modules, subscription_id AS subscriptionId, created_at AS createdAt, error,
-           deletion_scheduled_for AS deletionScheduledFor, suspended_by AS suspendedBy, suspended_reason AS suspendedReason
+           deletion_scheduled_for AS deletionScheduledFor, suspended_by AS suspendedBy, suspended_reason AS suspendedReason, hsts_max_age AS hstsMaxAge
     FROM sites WHERE account_id = ? AND status <> 'deleted' ORDER BY created_at, rowid`))
   private owned = onFirstUse(() => this.store.db.select().from(sites)
     .where(and(eq(sites.accountId, sql.placeholder('accountId')), ne(sites.status, 'deleted'))).orderBy(asc(sites.createdAt), asc(sql`rowid`)).prepare())
@@ -157,6 +157,13 @@ export class SitesRepository {
       this.store.db.update(sites).set({ planSlug, updatedAt: at }).where(inArray(sites.id, ids)).run()
       this.assignSshPorts()
     })
+  }
+
+  /** The site's HSTS max-age in seconds, null for none (the owner's setting, sent by the edge over HTTPS). */
+  setHstsMaxAge(id: string, maxAge: number | null, at: number): SiteRow {
+    return this.store.write(() =>
+      this.store.db.update(sites).set({ hstsMaxAge: maxAge, updatedAt: at }).where(eq(sites.id, id)).returning().get(),
+    )
   }
 
   /** `pending_deletion` until `deadline`; the error of a failed site is kept for its restore. */

@@ -126,6 +126,15 @@ export class SitesService {
     return `${this.urlBase.scheme}//${slug}.${this.d.sitesDomain}${this.urlBase.port}/`
   }
 
+  /**
+   * The owner's settings of a site: `hsts_max_age`, the Strict-Transport-Security max-age the
+   * edge sends on the site's HTTPS answers (null turns HSTS off; 0 tells browsers to forget it).
+   * The edge sees it from its next request (the sites area's version moves).
+   */
+  settings(site: SiteRow, input: { hsts_max_age: number | null }): SiteView {
+    return this.view(this.d.sites.setHstsMaxAge(site.id, input.hsts_max_age, this.d.clock.now()))
+  }
+
   /** The site as its owner sees it (design.md, Sites). */
   view(site: SiteRow): SiteView {
     return this.views([site])[0]!
@@ -165,6 +174,7 @@ export class SitesService {
         error: site.error,
         deletion_scheduled_for: site.deletionScheduledFor === null ? null : iso(site.deletionScheduledFor),
         suspension: suspensionOf(site),
+        hsts_max_age: site.hstsMaxAge,
         applying: applying.get(site.id) ?? null,
       }
     })

@@ -29,6 +29,9 @@ export const Site = t.Object({
   error: Nullable(t.String({ description: 'Why provisioning failed, for failed sites.' })),
   deletion_scheduled_for: Nullable(DateTime()),
   suspension: t.Union([Suspension, t.Null()], { description: 'For a suspended site: who suspended it and why; null otherwise.' }),
+  hsts_max_age: Nullable(t.Integer({
+    description: "Strict-Transport-Security max-age in seconds, sent on the site's answers over HTTPS (POST /sites/{slug}/settings/); null: no HSTS (the default).",
+  })),
   applying: Nullable(t.Union([t.Literal('scale'), t.Literal('restore')], {
     description: "A change being applied to the site's container in the background, after the answer that recorded it: scale (the new plan's limits or image) or restore (the container started again after a canceled deletion). null once the container is in line; poll the site until then.",
   })),
