@@ -1,6 +1,6 @@
 /**
  * `bun run bench:restarts`: requests lost across restarts of Berth, and the longest pause a client
- * saw, under Debian 12's real systemd (the container of test/systemd-unit.e2e.test.ts, built on
+ * saw, under Debian 12's real systemd (the container of test/systemd-unit.solo.e2e.test.ts, built on
  * first use: about two minutes), with the units `berth install` writes.
  *
  * Clients (test/helpers/request-loop.ts) send one request after another, as fast as answered:

@@ -18,7 +18,7 @@ if [ "${tier[*]}" = "--project unit" ]; then
   [ -d node_modules ] || bun install --frozen-lockfile
   exec bun --bun vitest run --pool=threads "${tier[@]}" "$@"
 fi
-# debootstrap also makes the systemd host of test/systemd-unit.e2e.test.ts; util-linux (unshare,
+# debootstrap also makes the systemd host of test/systemd-unit.solo.e2e.test.ts; util-linux (unshare,
 # mount: essential on Debian) hides busybox from one images test. age opens the off-box copies by hand
 # (test/offsite*.e2e.test.ts), as a hoster would. tmux and bsdutils' script give berth sites shell
 # a terminal (test/sites-shell.e2e.test.ts). prometheus (with promtool) scrapes Berth's /metrics
@@ -38,5 +38,7 @@ case "${tier[*]}" in
   "--project e2e") bun --bun vitest run --pool=threads --project e2e ;;
   *) bun --bun vitest run --pool=threads --project unit --project service --project e2e ;;
 esac
-# The solo tier restarts the Docker engine, so it runs last and alone.
+# The solo tier disturbs the whole machine (it restarts the Docker engine; Berth under systemd on
+# the host network, restarted and upgraded under a request loop that must lose nothing), so it runs
+# last, one file at a time.
 exec bun --bun vitest run --pool=threads --project solo

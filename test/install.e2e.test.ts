@@ -143,7 +143,7 @@ describe('berth install', () => {
     expect(unit).toMatch(/^ReadWritePaths=.*-\/var\/lib\/docker\/volumes/m)
     expect(unit).toMatch(/^After=.*docker\.service/m)
     expect(unit).toMatch(/^RestrictAddressFamilies=.*AF_UNIX/m)
-    // Its seccomp filter answers openat2 with ENOSYS and refuses setgid bits (systemd-unit.e2e).
+    // Its seccomp filter answers openat2 with ENOSYS and refuses setgid bits (systemd-unit.solo.e2e).
     expect(unit).not.toMatch(/^RestrictSUIDSGID=/m)
     // Berth says when it is ready and that it is alive (drivers/systemd/notify.ts); a hung one is restarted.
     expect(unit).toMatch(/^Type=notify$/m)

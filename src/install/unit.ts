@@ -8,7 +8,7 @@
  * volumes (the config folder is read-only too), no new privileges, no kernel tunables or modules,
  * a system call allow-list, other users' processes hidden, and a capability set limited to binding
  * low ports, keeping the site firewall (iptables) and handling customer files.
- * test/systemd-unit.e2e.test.ts runs Berth under it in a real systemd, the site firewall on, and
+ * test/systemd-unit.solo.e2e.test.ts runs Berth under it in a real systemd, the site firewall on, and
  * bounds `systemd-analyze security berth` (2.6, of which CAP_NET_ADMIN 0.2; it was 4.5).
  */
 export function renderUnit(binary = '/usr/local/bin/berth'): string {

@@ -3,7 +3,7 @@ import * as packet from 'dns-packet'
 
 /**
  * Clients that send requests one after another, as fast as they are answered, while Berth
- * restarts (test/systemd-unit.e2e.test.ts, bench/restarts.ts): each counts what it sent, what
+ * restarts (test/systemd-unit.solo.e2e.test.ts, bench/restarts.ts): each counts what it sent, what
  * failed (a refused or reset connection, a wrong status, no answer in time) and the longest a
  * request took, which is the longest pause a client saw.
  */

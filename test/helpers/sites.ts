@@ -56,7 +56,7 @@ export async function hostHome(b: Berth, slug: string): Promise<string> {
 /**
  * Runs a shell script in the site's container as the site user (uid 1000), in its home, as a
  * tenant with a shell would; returns the exit code and the combined output. `b` is a Berth this
- * test started, or the instance id of one it did not (systemd-unit.e2e).
+ * test started, or the instance id of one it did not (systemd-unit.solo.e2e).
  */
 export async function siteShell(b: Berth | string, slug: string, script: string): Promise<{ code: number; output: string }> {
   const instance = typeof b === 'string' ? b : instanceOf(b)
