@@ -6,7 +6,7 @@
  *    plan (berth/php:1, kept-alive upstream connections, 2 cores); Berth obtains its certificate.
  * 2. nginx (one worker, as Berth is one process) with `listen ... ssl http2` on that certificate
  *    and key, proxying to the site's container over kept-alive HTTP/1.1, as Berth's edge does.
- * 3. h2load (nghttp2-client: -c16 clients, -m10 streams each, 2 threads, a 3 s run thrown away
+ * 3. h2load (nghttp2-client: -c16 clients, -m4 streams each, 2 threads, a 3 s run thrown away
  *    then 10 s), 3 interleaved rounds: the figure is the median of Berth's requests per second
  *    over nginx's; goal at least 0.8. Every request must succeed (no failed or errored stream),
  *    else it stops. Each server's CPU time per request (its process and children, so nginx's
@@ -32,7 +32,7 @@ import { nginxCommand, nginxProxyConf } from './nginx'
 const GOAL = 0.8
 const ROUNDS = 3
 const SITES = 'bench.test'
-const H2LOAD = { clients: 16, streams: 10, threads: 2, warmupSeconds: 3, durationSeconds: 10 }
+const H2LOAD = { clients: 16, streams: 4, threads: 2, warmupSeconds: 3, durationSeconds: 10 }
 
 if (!Bun.which('h2load')) throw new Error('h2load is not installed; install it with: apt-get install nghttp2-client nginx-light pebble')
 cleanupOnExit()
