@@ -133,13 +133,16 @@ describe('HTTP/2 on the HTTPS edge', () => {
     expect(out).toMatch(/status codes: 600 2xx/)
   })
 
-  it("serves Berth's own host over h2 too: the API", () => {
-    const status = curl(SITES, '/api/v1/status/', '--http2')
-    expect(status.error).toBe('')
+  it("serves Berth's own host over h2 too: the API", async () => {
+    // The API's own certificate (site_url's host) is ordered at start like the site's; until it
+    // is served, its name is one the listener has no certificate for (an alert, by design).
+    let status = curl(SITES, '/api/v1/status/', '--http2')
+    for (const deadline = Date.now() + 40_000; status.error !== '' && Date.now() < deadline; status = curl(SITES, '/api/v1/status/', '--http2')) await Bun.sleep(300)
+    expect(status.error, berth.output().slice(-2000)).toBe('')
     expect(status.version).toBe('2')
     expect(status.code).toBe(200)
     expect(JSON.parse(status.body.toString()).ok).toBe(true)
-  })
+  }, 60_000)
 })
 
 describe("the modules' rewriting over h2", () => {
