@@ -97,6 +97,12 @@ export interface Config {
    * leaves it off on the API's listeners; `listen` null runs no separate listener.
    */
   metrics: { token: string | null; listen: { hostname: string; port: number } | null }
+  /**
+   * Sites across nodes on Docker Swarm (docs/cluster.md, src/cluster): off by default. `address`
+   * is this box's private address; nodes' agents listen on `agentPort` (API) and `agentPort + 1`
+   * (their engine), both under mutual TLS with the cluster's CA (data folder, cluster/).
+   */
+  cluster: { enabled: boolean; address: string; agentPort: number; joinTokenMinutes: number }
   rateLimits: Record<string, { limit: number; windowSeconds: number }>
   /** MCP sessions held in memory (src/api/mcp/sessions.ts). */
   mcp: { maxKeyed: number; maxAnonymous: number; perKey: number; keyedIdleMs: number; anonymousIdleMs: number }
@@ -228,6 +234,9 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
   if (get<string>('offsite.url').startsWith('s3://') && (!get<string>('offsite.access_key_id') || !get<string>('offsite.secret_access_key'))) {
     throw new ConfigError('offsite.url is an s3:// bucket but offsite.access_key_id or offsite.secret_access_key is empty: give the credentials of a key that may read, write, list and delete under the prefix')
   }
+  if (get<boolean>('cluster.enabled') && !get<string>('cluster.address')) {
+    throw new ConfigError("cluster.enabled is true but cluster.address is empty: give this box's address on the nodes' private network (e.g. 10.0.0.1); see docs/cluster.md")
+  }
   if (get<string>('tls.acme_directory') && !get<boolean>('tls.acme_terms_agreed')) {
     throw new ConfigError("tls.acme_directory is set but tls.acme_terms_agreed is false: read the CA's terms of service and set tls.acme_terms_agreed = true")
   }
@@ -349,6 +358,12 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       pathStyle: get<boolean>('offsite.path_style'),
       ageRecipients: get<string[]>('offsite.age_recipients'),
       storeIntervalSeconds: get<number>('offsite.store_interval_seconds'),
+    },
+    cluster: {
+      enabled: get<boolean>('cluster.enabled'),
+      address: get<string>('cluster.address'),
+      agentPort: get<number>('cluster.agent_port'),
+      joinTokenMinutes: get<number>('cluster.join_token_minutes'),
     },
     metrics: {
       token: get<string>('metrics.token') || null,

@@ -26,6 +26,8 @@ export const AREAS = {
   offsite: ['offsite_copies'],
   /** The audit trail of commands run in sites (domain/audit): no cache reads it. */
   audit: ['audit_events'],
+  /** The cluster's nodes and join tokens (drivers/cluster/types.ts): the runtime's placement reads them. */
+  cluster: ['nodes', 'node_join_tokens'],
 } as const satisfies Record<string, readonly string[]>
 
 export type Area = keyof typeof AREAS
