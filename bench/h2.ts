@@ -15,15 +15,10 @@
  * HOLD=<s> keeps everything up that long after set-up (URLs and Berth's pid printed), for profilers.
  */
 import { spawn, spawnSync } from 'bun'
-import Docker from 'dockerode'
-import { Database } from 'bun:sqlite'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { api, freePort, startBerth } from '../test/helpers/binary'
-import { startPebble } from '../test/helpers/pebble'
-import { buyDirect, waitForSite } from '../test/helpers/purchase'
-import { instanceOf, removeInstanceSites } from '../test/helpers/sites'
-import { SITE_PORT } from '../src/drivers/runtime/site-container'
+import { freePort } from '../test/helpers/binary'
+import { startTlsSite } from './tls-site'
 import { cleanupOnExit, tempDir, track } from './processes'
 import { median } from './stats'
 import { ticksToMicros, treeTicks } from './cpu-contention'
@@ -31,42 +26,17 @@ import { nginxCommand, nginxProxyConf } from './nginx'
 
 const GOAL = 0.8
 const ROUNDS = 3
-const SITES = 'bench.test'
 const H2LOAD = { clients: 16, streams: 4, threads: 2, warmupSeconds: 3, durationSeconds: 10 }
 
 if (!Bun.which('h2load')) throw new Error('h2load is not installed; install it with: apt-get install nghttp2-client nginx-light pebble')
 cleanupOnExit()
 const dir = tempDir('berth-bench-h2-')
-const [port, dnsPort, tlsPort, nginxPort] = [await freePort(), await freePort(), await freePort(), await freePort()]
-const pebble = await startPebble({ httpPort: port, dnsServer: `127.0.0.1:${dnsPort}` })
-const berth = await startBerth({
-  port,
-  dataDir: join(dir, 'data'),
-  env: {
-    BERTH_SITES_DOMAIN: SITES, BERTH_DNS_LISTEN: `127.0.0.1:${dnsPort}`, BERTH_TLS_LISTEN: `127.0.0.1:${tlsPort}`,
-    BERTH_TLS_ACME_DIRECTORY: pebble.directoryUrl, BERTH_TLS_ACME_EMAIL: 'hoster@example.com', BERTH_TLS_ACME_TERMS_AGREED: 'true',
-    BERTH_TLS_CA_BUNDLE: pebble.caBundleFile, BERTH_TLS_PREFLIGHT_RESOLVER: `127.0.0.1:${dnsPort}`,
-  },
-})
-instanceOf(berth)
+const nginxPort = await freePort()
+const { berth, host, tlsPort, cert, certKey, upstream, dispose } = await startTlsSite(dir, 'h2bench')
 try {
-  const slug = `h2bench${Date.now().toString(36)}`
-  const key = (await buyDirect(berth.url, { slug, sku: 'svc_performance_monthly' })).data.api_key as string
-  if ((await waitForSite(berth.url, key, slug, 120_000)) !== 'active') throw new Error(`the site ${slug} did not become active`)
-  await api(berth.url, 'POST', `/sites/${slug}/files/write/`, { key, body: { path: 'public/index.html', content: `<h1>${'x'.repeat(2000)}</h1>` } })
-  const host = `${slug}.${SITES}`
-  for (let i = 0; (await api(berth.url, 'GET', `/sites/${slug}/`, { key })).json.data.tls.status !== 'active'; i++) {
-    if (i > 300) throw new Error('no certificate after 60 s')
-    await Bun.sleep(200)
-  }
-  const db = new Database(join(berth.dataDir, 'berth.db'), { readonly: true })
-  const { id } = db.query("SELECT id FROM certificates WHERE subject LIKE 'site:%'").get() as { id: string }
-  db.close()
-  const [cert, certKey] = ['crt', 'key'].map((ext) => join(berth.dataDir, 'tls', 'certs', `${id}.${ext}`))
-  const upstream = await containerAddress(slug)
   const root = join(dir, 'nginx')
   spawnSync(['mkdir', '-p', root])
-  writeFileSync(join(root, 'nginx.conf'), nginxProxyConf({ root, workers: 1, port: nginxPort, upstream, tls: { cert: cert!, key: certKey!, http2: true } }))
+  writeFileSync(join(root, 'nginx.conf'), nginxProxyConf({ root, workers: 1, port: nginxPort, upstream, tls: { cert, key: certKey, http2: true } }))
   const nginx = track(spawn(nginxCommand(root), { stdout: 'ignore', stderr: 'inherit' }))
   try {
     const targets = [
@@ -104,9 +74,7 @@ try {
     await nginx.exited
   }
 } finally {
-  await berth.dispose()
-  await removeInstanceSites(berth)
-  await pebble.stop()
+  await dispose()
 }
 
 interface H2loadResult { requestsPerSec: number; succeeded: number; failed: number; meanMs: number; protocol: string; cipher: string; cpuMicros: number }
@@ -131,16 +99,6 @@ function h2load(port: number, host: string, seconds: number): H2loadResult {
     cipher: /Cipher: (\S+)/.exec(out)?.[1] ?? '?',
     cpuMicros: NaN,
   }
-}
-
-/** The site container's address on its network, where Berth's edge connects too. */
-async function containerAddress(slug: string): Promise<string> {
-  const docker = new Docker({ socketPath: '/var/run/docker.sock' })
-  const [c] = await docker.listContainers({ filters: { label: [`dev.berth.instance=${instanceOf(berth)}`, `dev.berth.site-slug=${slug}`] } })
-  if (!c) throw new Error('no container for the site')
-  const network = Object.values(c.NetworkSettings.Networks)[0]
-  if (!network?.IPAddress) throw new Error('the container has no address')
-  return `${network.IPAddress}:${SITE_PORT}`
 }
 
 /** Waits until `port` answers the site's page over h2. */

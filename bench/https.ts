@@ -17,15 +17,10 @@
  * then measures; Ctrl-C during the hold takes everything down without measuring.
  */
 import { spawn, spawnSync } from 'bun'
-import Docker from 'dockerode'
-import { Database } from 'bun:sqlite'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { api, freePort, startBerth } from '../test/helpers/binary'
-import { startPebble } from '../test/helpers/pebble'
-import { buyDirect, waitForSite } from '../test/helpers/purchase'
-import { instanceOf, removeInstanceSites } from '../test/helpers/sites'
-import { SITE_PORT } from '../src/drivers/runtime/site-container'
+import { freePort } from '../test/helpers/binary'
+import { startTlsSite } from './tls-site'
 import { cleanupOnExit, tempDir, track } from './processes'
 import { median } from './stats'
 import { nginxCommand, nginxProxyConf } from './nginx'
@@ -33,43 +28,16 @@ import { measure, warmUp, WRK_SETTINGS, wrkInstalled, type WrkResult, type WrkTa
 
 const GOAL = 0.8
 const ROUNDS = 3
-const SITES = 'bench.test'
 
 if (!wrkInstalled()) throw new Error('wrk is not installed; install it with: apt-get install wrk nginx-light pebble')
 cleanupOnExit()
 const dir = tempDir('berth-bench-https-')
-const [port, dnsPort, tlsPort, nginxPort] = [await freePort(), await freePort(), await freePort(), await freePort()]
-const pebble = await startPebble({ httpPort: port, dnsServer: `127.0.0.1:${dnsPort}` })
-const berth = await startBerth({
-  port,
-  dataDir: join(dir, 'data'),
-  env: {
-    BERTH_SITES_DOMAIN: SITES, BERTH_DNS_LISTEN: `127.0.0.1:${dnsPort}`, BERTH_TLS_LISTEN: `127.0.0.1:${tlsPort}`,
-    BERTH_TLS_ACME_DIRECTORY: pebble.directoryUrl, BERTH_TLS_ACME_EMAIL: 'hoster@example.com', BERTH_TLS_ACME_TERMS_AGREED: 'true',
-    BERTH_TLS_CA_BUNDLE: pebble.caBundleFile, BERTH_TLS_PREFLIGHT_RESOLVER: `127.0.0.1:${dnsPort}`,
-  },
-})
-instanceOf(berth)
+const nginxPort = await freePort()
+const { berth, key, host, tlsPort, cert, certKey, upstream, dispose } = await startTlsSite(dir, 'httpsbench')
 try {
-  const slug = `httpsbench${Date.now().toString(36)}`
-  // The dedicated plan: berth/php:1 (nginx + PHP-FPM, kept-alive connections) on 2 cores, so the
-  // container is not what limits either proxy (busybox httpd closes every connection).
-  const key = (await buyDirect(berth.url, { slug, sku: 'svc_performance_monthly' })).data.api_key as string
-  if ((await waitForSite(berth.url, key, slug, 120_000)) !== 'active') throw new Error(`the site ${slug} did not become active`)
-  await api(berth.url, 'POST', `/sites/${slug}/files/write/`, { key, body: { path: 'public/index.html', content: `<h1>${'x'.repeat(2000)}</h1>` } })
-  const host = `${slug}.${SITES}`
-  for (let i = 0; (await api(berth.url, 'GET', `/sites/${slug}/`, { key })).json.data.tls.status !== 'active'; i++) {
-    if (i > 300) throw new Error('no certificate after 60 s')
-    await Bun.sleep(200)
-  }
-  const db = new Database(join(berth.dataDir, 'berth.db'), { readonly: true })
-  const { id } = db.query("SELECT id FROM certificates WHERE subject LIKE 'site:%'").get() as { id: string }
-  db.close()
-  const [cert, certKey] = ['crt', 'key'].map((ext) => join(berth.dataDir, 'tls', 'certs', `${id}.${ext}`))
-  const upstream = await containerAddress(berth, slug)
-  const nginx = startNginx(join(dir, 'nginx'), nginxPort, cert!, certKey!, upstream)
+  const nginx = startNginx(join(dir, 'nginx'), nginxPort, cert, certKey, upstream)
   const barePort = await freePort()
-  const bare = process.env.BARE ? track(spawn(['bun', process.env.BARE, cert!, certKey!, upstream, String(barePort)], { stdout: 'ignore', stderr: 'inherit' })) : null
+  const bare = process.env.BARE ? track(spawn(['bun', process.env.BARE, cert, certKey, upstream, String(barePort)], { stdout: 'ignore', stderr: 'inherit' })) : null
   try {
     await waitFor(`https://127.0.0.1:${nginxPort}/`, host)
     let interrupted = false
@@ -100,7 +68,7 @@ try {
           ...(process.env.PLAIN ? [
             // The site's name for SNI, Berth's own address as Host (so the API answers, not the site).
             { name: 'berth api https', url: `https://${host}:${tlsPort}/api/v1/auth/whoami/`, pid: berth.proc.pid, headers: { Host: `127.0.0.1:${tlsPort}`, Authorization: `Bearer ${key}` }, resolve },
-            { name: 'berth api http', url: `http://127.0.0.1:${port}/api/v1/auth/whoami/`, pid: berth.proc.pid, headers: { Authorization: `Bearer ${key}` } },
+            { name: 'berth api http', url: `${berth.url}/api/v1/auth/whoami/`, pid: berth.proc.pid, headers: { Authorization: `Bearer ${key}` } },
           ] : []),
         ]
       }
@@ -132,19 +100,7 @@ try {
     await Promise.all([nginx.exited, bare?.exited])
   }
 } finally {
-  await berth.dispose()
-  await removeInstanceSites(berth)
-  await pebble.stop()
-}
-
-/** The site container's address on its network, where Berth's edge connects too. */
-async function containerAddress(b: typeof berth, slug: string): Promise<string> {
-  const docker = new Docker({ socketPath: '/var/run/docker.sock' })
-  const [c] = await docker.listContainers({ filters: { label: [`dev.berth.instance=${instanceOf(b)}`, `dev.berth.site-slug=${slug}`] } })
-  if (!c) throw new Error('no container for the site')
-  const network = Object.values(c.NetworkSettings.Networks)[0]
-  if (!network?.IPAddress) throw new Error('the container has no address')
-  return `${network.IPAddress}:${SITE_PORT}`
+  await dispose()
 }
 
 function startNginx(root: string, listenPort: number, cert: string, key: string, upstream: string) {
