@@ -10,10 +10,10 @@
  * what an admin on the box gets from the engine's own client. Both go through the engine's
  * hijacked exec stream; Berth adds its WebSocket and its process in between.
  */
-import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { docker, removeSitesOf } from '../test/helpers/sites'
 import { cleanup, cleanupOnExit, snapshotBinary, startBerth, tempDir, track, waitFor } from './processes'
+import { buySite, instanceOf } from './sites'
 
 const keys = Number(process.argv[process.argv.indexOf('--keys') + 1]) || 1000
 const BLOCK = 100
@@ -107,9 +107,9 @@ async function main() {
   snapshotBinary()
   const dataDir = tempDir('berth-bench-console-')
   const berth = await startBerth(dataDir)
-  const instance = instanceOf(dataDir)
+  const instance = instanceOf(dataDir)!
   try {
-    const { slug, key } = await buySite(berth.url)
+    const { slug, key } = await buySite(berth.url, 'bench-console')
     const [container] = await docker.listContainers({ filters: { label: [`dev.berth.instance=${instance}`, `dev.berth.site-slug=${slug}`] } })
     const viaBerth = await berthConsole(berth.url, key, slug)
     const viaDocker = await dockerExec(container!.Id)
@@ -136,28 +136,6 @@ async function main() {
     await removeSitesOf(instance)
     cleanup()
   }
-}
-
-/** The Berth instance id of the data folder (in the labels of the sites it makes). */
-function instanceOf(dataDir: string): string {
-  const db = new Database(join(dataDir, 'berth.db'), { readonly: true })
-  try {
-    return (db.query("SELECT value FROM settings WHERE key = 'instance_id'").get() as { value: string }).value
-  } finally {
-    db.close()
-  }
-}
-
-async function buySite(url: string): Promise<{ slug: string; key: string }> {
-  const slug = `bench-console-${Math.random().toString(36).slice(2, 7)}`
-  const post = (path: string, body: unknown, secret?: string) =>
-    fetch(`${url}/api/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(secret ? { 'x-checkout-secret': secret } : {}) }, body: JSON.stringify(body) })
-  const created = (await (await post('/acp/checkouts/', { sku: 'svc_starter_monthly' })).json()).data
-  await post(`/acp/checkouts/${created.id}/update/`, { requested_slug: slug, buyer_email: 'bench@example.com' }, created.checkout_secret)
-  const done = await (await post(`/acp/checkouts/${created.id}/complete/`, { payment_method: 'processor_payment_method', payment_method_id: 'pm_card_visa' }, created.checkout_secret)).json()
-  const key = done.data.api_key as string
-  await waitFor(async () => (await (await fetch(`${url}/api/v1/sites/${slug}/`, { headers: { authorization: `Bearer ${key}` } })).json()).data.status === 'active', 60_000)
-  return { slug, key }
 }
 
 await main()

@@ -12,14 +12,12 @@
  * (10 ms polls), and by its own started_at..finished_at. Also printed: how long the site was
  * frozen for the copy (the `frozen_ms` Berth logs), and one rollback's time on the recording side.
  */
-import Docker from 'dockerode'
-import { Database } from 'bun:sqlite'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { median } from './stats'
 import { cleanup, cleanupOnExit, snapshotBinary, startBerth, tempDir, waitFor, type RunningBerth } from './processes'
+import { buySite, removeSites } from './sites'
 
-const docker = new Docker({ socketPath: '/var/run/docker.sock' })
 const arg = (name: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined)
 const rounds = Number(arg('--rounds')) || 20
 const mb = Number(arg('--mb')) || 20
@@ -36,7 +34,7 @@ async function main() {
     for (const [name, kept] of [['recording', '5'], ['reference', '0']] as const) {
       const dataDir = tempDir(`berth-bench-deploy-${name}-`)
       const berth = await startBerth(dataDir, 2, { BERTH_ARCHIVES_DEPLOYMENTS_KEPT: kept })
-      sides.push({ name, berth, dataDir, ...(await buySite(berth.url, image === 'php' ? 'svc_business_monthly' : 'svc_starter_monthly')), wall: [], server: [] })
+      sides.push({ name, berth, dataDir, ...(await buySite(berth.url, 'bench-dep', image === 'php' ? 'svc_business_monthly' : 'svc_starter_monthly')), wall: [], server: [] })
     }
     const blob = () => Buffer.from(crypto.getRandomValues(new Uint8Array(1 << 20))).toString('base64')
     for (let i = 0; i < mb; i++) {
@@ -96,36 +94,6 @@ async function deploy(s: Side): Promise<{ wallMs: number; serverMs: number }> {
 function frozen(s: Side): number[] {
   const log = join(s.dataDir, `bench-${new URL(s.berth.url).port}.log`)
   return readFileSync(log, 'utf8').split('\n').filter((l) => l.includes('deployment files recorded')).map((l) => Number(/frozen_ms"?[:=]\s*(\d+)/.exec(l)?.[1])).filter((n) => Number.isFinite(n))
-}
-
-async function buySite(url: string, sku: string): Promise<{ slug: string; key: string }> {
-  const slug = `bench-dep-${Math.random().toString(36).slice(2, 7)}`
-  const post = (path: string, body: unknown, secret?: string) =>
-    fetch(`${url}/api/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(secret ? { 'x-checkout-secret': secret } : {}) }, body: JSON.stringify(body) })
-  const created = (await (await post('/acp/checkouts/', { sku })).json()).data
-  await post(`/acp/checkouts/${created.id}/update/`, { requested_slug: slug, buyer_email: 'bench@example.com' }, created.checkout_secret)
-  const done = await (await post(`/acp/checkouts/${created.id}/complete/`, { payment_method: 'processor_payment_method', payment_method_id: 'pm_card_visa' }, created.checkout_secret)).json()
-  const key = done.data.api_key as string
-  await waitFor(async () => (await (await fetch(`${url}/api/v1/sites/${slug}/`, { headers: { authorization: `Bearer ${key}` } })).json()).data.status === 'active', 120_000, 50)
-  return { slug, key }
-}
-
-function instanceOf(dataDir: string): string | undefined {
-  const db = new Database(join(dataDir, 'berth.db'), { readonly: true })
-  try {
-    return (db.query("SELECT value FROM settings WHERE key = 'instance_id'").get() as { value: string } | null)?.value
-  } finally {
-    db.close()
-  }
-}
-
-async function removeSites(dataDir: string) {
-  const instance = instanceOf(dataDir)
-  if (!instance) return
-  const filters = { label: [`dev.berth.instance=${instance}`] }
-  for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
-  for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove().catch(() => {})
-  for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {})
 }
 
 function report(sides: Side[], frozenMs: number[], rollback: { wallMs: number; status: string }) {

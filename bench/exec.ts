@@ -13,11 +13,11 @@
  * Goal: Berth faster than the CLI (ratio p50 below 1).
  */
 import Docker from 'dockerode'
-import { Database } from 'bun:sqlite'
 import { spawn } from 'bun'
 import { join } from 'node:path'
 import { contention, processTicks, readCpuTimes } from './cpu-contention'
 import { cleanup, cleanupOnExit, snapshotBinary, startBerth, tempDir, waitFor } from './processes'
+import { buySite, instanceOf, removeSites } from './sites'
 
 const WARM_UP = 10
 /** CLI rounds that may fail (and be taken again) before the run gives up. */
@@ -34,7 +34,7 @@ async function main() {
   const dataDir = tempDir('berth-bench-exec-')
   const berth = await startBerth(dataDir)
   try {
-    const { slug, key } = await buySite(berth.url, image === 'php' ? 'svc_business_monthly' : 'svc_starter_monthly')
+    const { slug, key } = await buySite(berth.url, 'bench-exec', image === 'php' ? 'svc_business_monthly' : 'svc_starter_monthly')
     const [container] = await docker.listContainers({ filters: { label: [`dev.berth.instance=${instanceOf(dataDir)}`, `dev.berth.site-slug=${slug}`] } })
     if (!container) throw new Error(`no container for ${slug}`)
     const viaApi = () => execTrue(`${berth.url}/api/v1/sites/${slug}/exec/`, key)
@@ -87,37 +87,6 @@ async function dockerExecTrue(containerId: string): Promise<number> {
   const ms = performance.now() - started
   if (code !== 0) throw new Error(`docker exec exited with ${code}: ${(await new Response(proc.stderr).text()).trim()}`)
   return ms
-}
-
-/** Buys one site with a direct test payment and waits until it is active. */
-async function buySite(url: string, sku: string): Promise<{ slug: string; key: string }> {
-  const slug = `bench-exec-${Math.random().toString(36).slice(2, 7)}`
-  const post = (path: string, body: unknown, secret?: string) =>
-    fetch(`${url}/api/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(secret ? { 'x-checkout-secret': secret } : {}) }, body: JSON.stringify(body) })
-  const created = (await (await post('/acp/checkouts/', { sku })).json()).data
-  await post(`/acp/checkouts/${created.id}/update/`, { requested_slug: slug, buyer_email: 'bench@example.com' }, created.checkout_secret)
-  const done = await (await post(`/acp/checkouts/${created.id}/complete/`, { payment_method: 'processor_payment_method', payment_method_id: 'pm_card_visa' }, created.checkout_secret)).json()
-  const key = done.data.api_key as string
-  await waitFor(async () => (await (await fetch(`${url}/api/v1/sites/${slug}/`, { headers: { authorization: `Bearer ${key}` } })).json()).data.status === 'active', 120_000, 50)
-  return { slug, key }
-}
-
-function instanceOf(dataDir: string): string | undefined {
-  const db = new Database(join(dataDir, 'berth.db'), { readonly: true })
-  try {
-    return (db.query("SELECT value FROM settings WHERE key = 'instance_id'").get() as { value: string } | null)?.value
-  } finally {
-    db.close()
-  }
-}
-
-async function removeSites(dataDir: string) {
-  const instance = instanceOf(dataDir)
-  if (!instance) return
-  const filters = { label: [`dev.berth.instance=${instance}`] }
-  for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
-  for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove().catch(() => {})
-  for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {})
 }
 
 function report(times: { berth: number[]; cli: number[] }, otherPercent: number) {

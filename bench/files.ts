@@ -15,11 +15,11 @@
  *   exec would read (20 runs); it shows why Berth works on the volume from the host instead.
  */
 import Docker from 'dockerode'
-import { Database } from 'bun:sqlite'
 import { spawn } from 'bun'
 import { chownSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { cleanup, cleanupOnExit, freePort, snapshotBinary, startBerth, tempDir, track } from './processes'
+import { cleanup, cleanupOnExit, freePort, snapshotBinary, startBerth, tempDir, track, waitFor } from './processes'
+import { buySite, instanceOf, removeSites } from './sites'
 import { contention, processTicks, readCpuTimes } from './cpu-contention'
 import { median } from './stats'
 
@@ -43,7 +43,7 @@ async function main() {
   const ref = track(spawn([process.execPath, join(import.meta.dir, 'files-reference.ts'), String(refPort), refRoot], { stdout: 'inherit', stderr: 'inherit' }))
   const refUrl = `http://127.0.0.1:${refPort}`
   try {
-    const { slug, key } = await buySite(berth.url)
+    const { slug, key } = await buySite(berth.url, 'bench-files')
     const home = await volumePath(dataDir, slug)
     await waitFor(async () => (await fetch(`${refUrl}/list?path=`)).status === 200, 10_000)
     const api = (method: string, path: string, body?: unknown) =>
@@ -94,19 +94,6 @@ async function main() {
   }
 }
 
-/** Buys one static site with a direct test payment and waits until it answers. */
-async function buySite(url: string): Promise<{ slug: string; key: string }> {
-  const slug = `bench-files-${Math.random().toString(36).slice(2, 7)}`
-  const post = (path: string, body: unknown, secret?: string) =>
-    fetch(`${url}/api/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(secret ? { 'x-checkout-secret': secret } : {}) }, body: JSON.stringify(body) })
-  const created = (await (await post('/acp/checkouts/', { sku: 'svc_starter_monthly' })).json()).data
-  await post(`/acp/checkouts/${created.id}/update/`, { requested_slug: slug, buyer_email: 'bench@example.com' }, created.checkout_secret)
-  const done = await (await post(`/acp/checkouts/${created.id}/complete/`, { payment_method: 'processor_payment_method', payment_method_id: 'pm_card_visa' }, created.checkout_secret)).json()
-  const key = done.data.api_key as string
-  await waitFor(async () => (await (await fetch(`${url}/api/v1/sites/${slug}/`, { headers: { authorization: `Bearer ${key}` } })).json()).data.status === 'active', 60_000)
-  return { slug, key }
-}
-
 async function timed(url: string, init: RequestInit): Promise<{ ms: number; json: any }> {
   const started = performance.now()
   const res = await fetch(url, init)
@@ -117,15 +104,6 @@ async function timed(url: string, init: RequestInit): Promise<{ ms: number; json
 }
 
 const ownTicks = (...pids: number[]) => pids.reduce((sum, pid) => sum + processTicks(pid), 0) + processTicks(process.pid)
-
-function instanceOf(dataDir: string): string | undefined {
-  const db = new Database(join(dataDir, 'berth.db'), { readonly: true })
-  try {
-    return (db.query("SELECT value FROM settings WHERE key = 'instance_id'").get() as { value: string } | null)?.value
-  } finally {
-    db.close()
-  }
-}
 
 async function volumePath(dataDir: string, slug: string): Promise<string> {
   const [volume] = (await docker.listVolumes({ filters: { label: [`dev.berth.instance=${instanceOf(dataDir)}`, `dev.berth.site-slug=${slug}`] } })).Volumes ?? []
@@ -142,24 +120,6 @@ async function dockerExecCat(dataDir: string, slug: string): Promise<number> {
   stream.resume()
   await new Promise((done) => stream.on('end', done))
   return performance.now() - started
-}
-
-async function removeSites(dataDir: string) {
-  const instance = instanceOf(dataDir)
-  if (!instance) return
-  const filters = { label: [`dev.berth.instance=${instance}`] }
-  for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
-  for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove().catch(() => {})
-  for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {})
-}
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return
-    await Bun.sleep(20)
-  }
-  throw new Error(`timed out after ${timeoutMs} ms`)
 }
 
 function report(writeRead: { berth: number[]; bare: number[] }, list: { berth: number[]; bare: number[] }, exec: number[], otherPercent: number) {
