@@ -53,8 +53,11 @@ export interface SiteReader {
    * that are not valid UTF-8 are left out (no path can name them).
    */
   list(path: string, maxEntries?: number): Promise<SiteEntry[] | null>
-  /** The entry at `path`, or null when nothing is there or the path goes through a link (its last name included). */
-  stat(path: string): SiteEntry | null
+  /**
+   * The entry at `path`, or null when nothing is there or the path goes through a link (its last
+   * name included). Awaited: a home on another node answers through its agent.
+   */
+  stat(path: string): SiteEntry | null | Promise<SiteEntry | null>
   /** The first `maxBytes` of the regular file at `path`, or null when it is not one. */
   read(path: string, maxBytes: number): Promise<SiteFileContent | null>
 }
