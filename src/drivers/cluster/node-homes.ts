@@ -1,10 +1,10 @@
 import { gnuTar } from '../archives/home-tar'
-import { measureDiskUsage, type DiskUsage } from '../files/disk-usage'
+import { measureDiskUsage } from '../files/disk-usage'
 import { entryExists } from '../files/entry'
 import { openSiteHome } from '../files/home'
-import { homeEndpoint, openRemoteHome, remoteDiskUsage, remoteEntryExists, remoteReplaceHome, remoteTarHome, RemoteSiteReader, callHome, type HomeEndpoint } from '../files/remote-home'
+import { callHome, homeEndpoint, openRemoteHome, remoteDiskUsage, remoteEntryExists, remoteReplaceHome, remoteTarHome, RemoteSiteReader, type HomeEndpoint } from '../files/remote-home'
 import { HomeReader, HostSiteFiles, type OpenedReader } from '../files/site-reader'
-import type { OpenHome } from '../files/types'
+import type { HomeDrivers } from '../files/home-drivers'
 import { NodeUnreachableError, parseNodeHome, type ClusterNode, type NodeLink } from './types'
 
 /**
@@ -12,14 +12,11 @@ import { NodeUnreachableError, parseNodeHome, type ClusterNode, type NodeLink } 
  * ContainerRuntime.homePath answers it, a folder on this box (a site on the control plane, as
  * on a single box: the local driver, unchanged) or `node:{nodeId}:{volume}` (a site on another
  * node: through that node's agent, drivers/files/remote-home.ts). The same shapes as the local
- * drivers, so compose hands these to the same services:
+ * drivers (HomeDrivers), so compose hands them to the same services when cluster.enabled:
  *
  *   const homes = nodeHomes({ link, node: (id) => nodes.find(id) })
- *   new FilesService(runtime, restores, homes.openHome, ...)      // openSiteHome's place
- *   archiveWork.tar = homes.tar                                    // gnuTar's
- *   new SiteMetricsService(..., homes.measureDisk)                 // measureDiskUsage's
- *   new Deployer(..., homes.entryExists, ...)                      // entryExists'
- *   homes.siteFiles((slug) => runtime.homePath(slug))              // new HostSiteFiles(...)'s
+ *   buildModules(core, { content, homes })
+ *   buildSites(core, { ..., homes })
  */
 export interface NodeHomesDeps {
   link: NodeLink
@@ -27,16 +24,14 @@ export interface NodeHomesDeps {
   node: (id: string) => ClusterNode | null
 }
 
-export interface NodeHomes {
-  openHome: OpenHome
-  /** gnuTar's shape (domain/archives/tarballs.ts HomeTarballs): tarHome and replaceHome of a node home go through its agent; the archive files themselves are here. */
-  tar: typeof gnuTar
-  measureDisk: (home: string) => Promise<DiskUsage>
-  entryExists: (dir: string, name: string) => Promise<boolean>
+/**
+ * HomeDrivers (drivers/files/home-drivers.ts): `tar` is gnuTar's shape, with tarHome and
+ * replaceHome of a node home through its agent (the archive files themselves, scanTar and
+ * compression stay here); `siteFiles` is a HostSiteFiles that reads node homes through their agents.
+ */
+export interface NodeHomes extends HomeDrivers {
   /** A reader of a home path (HostSiteFiles' opener). */
   openReader: (hostPath: string) => Promise<OpenedReader>
-  /** HostSiteFiles over `homePath`, reading node homes through their agents. */
-  siteFiles: (homePath: (slug: string) => Promise<string>) => HostSiteFiles
 }
 
 export function nodeHomes(d: NodeHomesDeps): NodeHomes {
