@@ -4,7 +4,6 @@ import { dirname, join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { replaceHome, tarHomeCommand } from '../archives/home-tar'
 import { measureDiskUsage } from './disk-usage'
-import { FileError } from './errors'
 import { SiteHome } from './home'
 import { checkedName, keepOf, MAX_CALL_BYTES, MAX_CALL_DATA, MAX_RANGE_BYTES, missingHome, wireError, type HomeCall, type HomeOp } from './home-wire'
 import { HomeReader } from './site-reader'
@@ -37,6 +36,14 @@ export function parseHomeRoute(pathname: string): { volume: string; rest: string
   }
   return /^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(volume) ? { volume, rest: match[2] } : null
 }
+
+/**
+ * The request body the agent's server must accept (its Bun.serve's `maxRequestBodySize`, which
+ * is 128 MiB by default and refuses a bigger `PUT tar` with a broken pipe): an upload carries a
+ * whole home, streamed to disk, never held in memory (320 MB went through with under 100 MB of
+ * RSS here). Calls bound their own bodies (MAX_CALL_BYTES).
+ */
+export const HOMES_MAX_REQUEST_BODY = Number.MAX_SAFE_INTEGER
 
 /** The answer for a volume that is not this instance's (or does not exist): the control plane reads it as a missing folder. */
 export function missingHomeResponse(): Response {
@@ -294,7 +301,6 @@ const badRequest = (message: string) => new BadRequest(message)
 
 function errorResponse(err: unknown): Response {
   if (err instanceof BadRequest) return json({ error: { kind: 'error', code: 'bad_request', message: err.message } }, 400)
-  if (err instanceof FileError) return json({ error: wireError(err).error }, 422)
   const { status, error } = wireError(err)
   return json({ error }, status)
 }

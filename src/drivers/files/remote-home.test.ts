@@ -12,7 +12,7 @@ import { SiteNotRunnableError, type ContainerRuntime } from '../runtime/types'
 import { measureDiskUsage } from './disk-usage'
 import { entryExists } from './entry'
 import { FileError } from './errors'
-import { handleHomeRequest, missingHomeResponse, parseHomeRoute } from './home-agent'
+import { handleHomeRequest, HOMES_MAX_REQUEST_BODY, missingHomeResponse, parseHomeRoute } from './home-agent'
 import { openSiteHome } from './home'
 import { HostSiteFiles } from './site-reader'
 import type { Home } from './types'
@@ -38,6 +38,7 @@ let requests = 0
 const server = Bun.serve({
   hostname: '127.0.0.1',
   port: 0,
+  maxRequestBodySize: HOMES_MAX_REQUEST_BODY,
   fetch(req) {
     requests++
     const route = parseHomeRoute(new URL(req.url).pathname)
@@ -353,5 +354,38 @@ describe('usage, entries and the modules reader of a home on a node', () => {
     expect(await outcome(() => remote.read('acme', (r) => r.list('../x')))).toEqual(await outcome(() => local.read('acme', (r) => r.list('../x'))))
     const gone = homes.siteFiles(async () => nodeHomePath(NODE.id, 'berth-test-gone-home'))
     await expect(gone.read('acme', () => 1)).rejects.toBeInstanceOf(SiteNotRunnableError)
+  })
+})
+
+describe("the agent's homes routes", () => {
+  it('name a volume by its Docker name only', () => {
+    expect(parseHomeRoute('/v1/homes/berth-x-acme-home/call')).toEqual({ volume: 'berth-x-acme-home', rest: 'call' })
+    for (const path of ['/v1/homes/../call', '/v1/homes/%2e%2e/call', '/v1/homes/a%2Fb/tar', '/v1/homes//call', '/v1/homes/v/other', '/v1/homes/v/call/x', '/v1/info']) {
+      expect(parseHomeRoute(path)).toBeNull()
+    }
+  })
+
+  it('refuse a call the control plane never sends: 400 bad_request, nothing changed', async () => {
+    const before = tree(remoteDir)
+    const post = (body: string) => fetch(`http://127.0.0.1:${server.port}/v1/homes/berth-test-acme-home/call`, { method: 'POST', body })
+    for (const body of ['not json', '{}', JSON.stringify({ op: 'write', args: ['x', 'AA=='] }), JSON.stringify({ op: 'write', args: ['x', 'AA=='], owner: { uid: -1, gid: 0 } }),
+      JSON.stringify({ op: 'chmod', args: ['x'], owner: OWNER }), JSON.stringify({ op: 'read', args: [1, 2], owner: OWNER }), JSON.stringify({ op: 'exists', args: ['../outside'], owner: OWNER }).replace('exists', 'write'),
+      'x'.repeat(17 * 1024 * 1024)]) {
+      const res = await post(body)
+      expect(res.status).toBe(400)
+      expect((await res.json()).error).toMatchObject({ kind: 'error', code: 'bad_request' })
+    }
+    expect(await homes.entryExists(remotePath, '../outside')).toBe(false)
+    expect(tree(remoteDir)).toEqual(before)
+  })
+
+  it('read a file by ranges, within the file', async () => {
+    const get = (range: string) => fetch(`http://127.0.0.1:${server.port}/v1/homes/berth-test-acme-home/file?path=public/index.html`, { headers: { range } })
+    const whole = await fetch(`http://127.0.0.1:${server.port}/v1/homes/berth-test-acme-home/file?path=public/index.html`)
+    expect([whole.status, await whole.text()]).toEqual([200, '<h1>hello</h1>'])
+    expect(await (await get('bytes=4-8')).text()).toBe('hello')
+    expect(await (await get('bytes=-5')).text()).toBe('</h1>')
+    expect(await (await get('bytes=100-200')).text()).toBe('')
+    expect((await get('bytes=5')).status).toBe(400)
   })
 })
