@@ -6,7 +6,7 @@ import type { SiteDataPurger } from '../domain/sites/reaper'
 import type { FilesService } from '../domain/files/service'
 import { selectAiProvider } from '../drivers/ai/select'
 import type { AiProvider } from '../drivers/ai/types'
-import { HostSiteFiles } from '../drivers/files/site-reader'
+import { localHomes, type HomeDrivers } from '../drivers/files/home-drivers'
 import { AiBudget } from '../modules/ai-calls'
 import { AiUsageRepository } from '../modules/ai-usage-repository'
 import { chatbotDriver } from '../modules/chatbot/driver'
@@ -39,7 +39,7 @@ export interface Modules {
  * The modules and what keeps their derived data (the chatbot's index, the sitemap) in step with
  * sites' files. A site's allowance is its plan's ai_tokens_monthly, none for a site that is gone.
  */
-export function buildModules(core: Core, later: { content: Pick<ContentService, 'generate'> }): Modules {
+export function buildModules(core: Core, later: { content: Pick<ContentService, 'generate'>; homes?: HomeDrivers }): Modules {
   const { config, store, clock, log, plans, runtime, changes, repos } = core
   const provider = selectAiProvider(config, log)
   const budget = new AiBudget(new AiUsageRepository(store), clock, (siteId) => {
@@ -47,7 +47,8 @@ export function buildModules(core: Core, later: { content: Pick<ContentService, 
     return site ? plans.get(site.planSlug).features.ai_tokens_monthly : 0
   })
   // The modules read sites' files through this reader only (never node:fs: src/modules/no-fs.test.ts).
-  const siteFiles = new HostSiteFiles((slug) => runtime.homePath(slug))
+  // In a cluster (later.homes), a site's files on another node are read through its agent.
+  const siteFiles = (later.homes ?? localHomes).siteFiles((slug) => runtime.homePath(slug))
   const chatbot = new ChatbotService({
     dir: join(config.server.dataDir, 'modules', 'chatbot'), files: siteFiles,
     diskBytes: (siteId) => plans.get(repos.sites.find(siteId)?.planSlug ?? '').features.disk_gb * 1024 ** 3, provider, budget, log,

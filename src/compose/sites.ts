@@ -1,10 +1,7 @@
 /** Sites: their containers, files, deployments, archives, logs and metrics, and the edge's view of them. */
 import { waitForAnswer } from '../drivers/runtime/first-answer'
-import { gnuTar } from '../drivers/archives/home-tar'
 import { LocalWorkFolder } from '../drivers/archives/work-folder'
-import { openSiteHome } from '../drivers/files/home'
-import { entryExists } from '../drivers/files/entry'
-import { measureDiskUsage } from '../drivers/files/disk-usage'
+import { localHomes, type HomeDrivers } from '../drivers/files/home-drivers'
 import { join } from 'node:path'
 import { ArchivesRepository } from '../domain/archives/repository'
 import { ArchiveEvents } from '../domain/archives/events'
@@ -98,11 +95,17 @@ export interface SitesNeeds {
   purgers: SiteDataPurger[]
   /** null: no host firewall (tests); undefined: the one the config selects. */
   firewall: SiteFirewall | null | undefined
+  /**
+   * The drivers of the sites' homes: folders on this box (localHomes) when absent; in a cluster
+   * (cluster.enabled) drivers/cluster/node-homes.ts's, which reach a home on a node through its agent.
+   */
+  homes?: HomeDrivers
 }
 
 /** Sites and their jobs (provisioning, scale and restore, deploys, archives). */
 export function buildSites(core: Core, needs: SitesNeeds): Sites {
   const { config, store, clock, log, plans, jobs, runtime, changes, repos } = core
+  const homes = needs.homes ?? localHomes
   const archivesRepo = new ArchivesRepository(store)
   const deploymentsRepo = new DeploymentsRepository(store)
   const archiveFiles = new LocalArchiveStore(config.archives.dir)
@@ -110,14 +113,14 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
   const archiveEvents = new ArchiveEvents()
   const retention = new ArchiveRetention(archivesRepo, archiveFiles, log, archiveEvents)
   const restores = new RestoreGuard(archivesRepo)
-  const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: repos.sites, backupsKept: config.archives.backupsKept, clock, log, tar: gnuTar, work: new LocalWorkFolder(join(config.archives.dir, '.work')), changes, events: archiveEvents }
+  const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: repos.sites, backupsKept: config.archives.backupsKept, clock, log, tar: homes.tar, work: new LocalWorkFolder(join(config.archives.dir, '.work')), changes, events: archiveEvents }
   const applySite = new ApplySiteJob({ sites: repos.sites, runner, log })
   jobs.register({
     [PROVISION_JOB]: new Provisioner({ sites: repos.sites, runner, clock, log, onFailed: (site, error) => needs.purchases.refundPurchaseOf(site, error) }),
     [APPLY_JOBS.scale]: applySite,
     [APPLY_JOBS.restore]: applySite,
-    [DEPLOY_JOB]: new Deployer(deploymentsRepo, repos.sites, plans, runtime, clock, log, entryExists, changes, new DeploymentFiles({
-      archives: archivesRepo, deployments: deploymentsRepo, retention, files: archiveFiles, runtime, restores, runner, sites: repos.sites, tar: gnuTar, work: archiveWork.work,
+    [DEPLOY_JOB]: new Deployer(deploymentsRepo, repos.sites, plans, runtime, clock, log, homes.entryExists, changes, new DeploymentFiles({
+      archives: archivesRepo, deployments: deploymentsRepo, retention, files: archiveFiles, runtime, restores, runner, sites: repos.sites, tar: homes.tar, work: archiveWork.work,
       clock, log, events: archiveEvents, kept: config.archives.deploymentsKept,
     })),
     [CREATE_ARCHIVE_JOB]: new CreateArchiveJob(archiveWork),
@@ -133,7 +136,7 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
   // backups (rows and stored files), its DNS records, its audit trail, and what the modules keep of it.
   const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, audit, ...needs.purgers], log })
   const metrics = new EdgeMetrics()
-  const accessLog = new EdgeAccessLog(runtime, log, openSiteHome)
+  const accessLog = new EdgeAccessLog(runtime, log, homes.openHome)
   return {
     runner,
     guard: new SiteGuard(repos.sites),
@@ -149,13 +152,13 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     healer: new SiteHealer({ sites: repos.sites, runner, log }),
     metrics,
     accessLog,
-    logs: new LogsService(plans, runtime, openSiteHome, accessLog, audit),
-    files: new FilesService(runtime, restores, openSiteHome, undefined, changes),
+    logs: new LogsService(plans, runtime, homes.openHome, accessLog, audit),
+    files: new FilesService(runtime, restores, homes.openHome, undefined, changes),
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs, archives: archivesRepo }),
-    siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), metrics, runtime, log, measureDiskUsage),
+    siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), metrics, runtime, log, homes.measureDisk),
     archiveEvents,
     audit,
-    exec: new ExecService(runtime, openSiteHome, audit),
+    exec: new ExecService(runtime, homes.openHome, audit),
   }
 }
 

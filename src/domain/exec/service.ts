@@ -1,6 +1,5 @@
 import { FileError } from '../../drivers/files/errors'
-import type { SiteHome } from '../../drivers/files/home'
-import { SITE_OWNER, type FileOwner, type OpenHome } from '../../drivers/files/types'
+import { SITE_OWNER, type FileOwner, type Home, type OpenHome } from '../../drivers/files/types'
 import { SITE_HOME, SiteNotRunnableError, type CommandResult, type ContainerRuntime } from '../../drivers/runtime/types'
 import type { SiteRow } from '../../store/schema'
 import type { AuditActor, AuditTrail } from '../audit/trail'
@@ -104,14 +103,14 @@ export class ExecService {
     }
     if (relative === '') return SITE_HOME
     const dir = await this.runtime.homePath(slug)
-    let home: SiteHome
+    let home: Home
     try {
-      home = this.openHome(dir, this.owner)
+      home = await this.openHome(dir, this.owner)
     } catch {
       throw new SiteNotRunnableError(`The files of site '${slug}' are not available right now.`)
     }
     try {
-      const folder = home.folder(relative)
+      const folder = await home.folder(relative)
       return folder === '' ? SITE_HOME : `${SITE_HOME}/${folder}`
     } catch (err) {
       if (!(err instanceof FileError)) throw err

@@ -1,6 +1,6 @@
 import { FileError, type FileNextStep } from '../../drivers/files/errors'
-import type { FileEntry, SiteHome } from '../../drivers/files/home'
-import { SITE_OWNER, type FileOwner, type OpenHome } from '../../drivers/files/types'
+import type { FileEntry } from '../../drivers/files/home'
+import { SITE_OWNER, type FileOwner, type Home, type OpenHome } from '../../drivers/files/types'
 import { SiteNotRunnableError, type ContainerRuntime } from '../../drivers/runtime/types'
 import type { SiteRow } from '../../store/schema'
 import type { RestoreGuard } from '../archives/restore-guard'
@@ -76,7 +76,7 @@ export class FilesService {
   }
 
   /** `inHome` for a change: conflict while a restore of the site runs; else counted, so a restore accepted meanwhile waits for it. */
-  private async change<T>(site: SiteRow, contentParam: string, fn: (home: SiteHome) => T | Promise<T>): Promise<T> {
+  private async change<T>(site: SiteRow, contentParam: string, fn: (home: Home) => T | Promise<T>): Promise<T> {
     const end = this.restores.beginChange(site)
     try {
       const result = await this.inHome(site.slug, contentParam, fn)
@@ -88,11 +88,11 @@ export class FilesService {
   }
 
   /** Opens the site's home for `fn`, and turns the driver's refusals into API errors. */
-  private async inHome<T>(slug: string, contentParam: string, fn: (home: SiteHome) => T | Promise<T>): Promise<T> {
+  private async inHome<T>(slug: string, contentParam: string, fn: (home: Home) => T | Promise<T>): Promise<T> {
     const dir = await this.runtime.homePath(slug)
-    let home: SiteHome
+    let home: Home
     try {
-      home = this.openHome(dir, this.owner)
+      home = await this.openHome(dir, this.owner)
     } catch {
       throw new SiteNotRunnableError(`The files of site '${slug}' are not available right now.`)
     }

@@ -67,9 +67,9 @@ export class EdgeAccessLog implements EdgeAccessLogSink {
     this.pending = new Map()
     for (const [slug, { lines }] of batch) {
       try {
-        const home = this.openHome(await this.runtime.homePath(slug), SITE_OWNER)
+        const home = await this.openHome(await this.runtime.homePath(slug), SITE_OWNER)
         try {
-          home.append(EDGE_ACCESS_LOG, Buffer.from(lines.join(''), 'utf8'))
+          await home.append(EDGE_ACCESS_LOG, Buffer.from(lines.join(''), 'utf8'))
         } finally {
           home.close()
         }

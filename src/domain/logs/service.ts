@@ -1,7 +1,5 @@
-import type { FileHandle } from 'node:fs/promises'
 import { FileError } from '../../drivers/files/errors'
-import type { SiteHome } from '../../drivers/files/home'
-import { SITE_OWNER, type OpenHome } from '../../drivers/files/types'
+import { SITE_OWNER, type Home, type OpenHome, type ReadHandle } from '../../drivers/files/types'
 import type { ContainerRuntime } from '../../drivers/runtime/types'
 import { conflict } from '../errors'
 import type { PlansService } from '../plans/service'
@@ -56,10 +54,10 @@ export class LogsService {
  * folder) does not exist yet. conflict (`param: type`) when the tenant replaced it, or a folder on
  * the way, with a symlink or anything but a regular file.
  */
-async function openLog(openHome: OpenHome, hostPath: string, path: string): Promise<FileHandle | null> {
-  let home: SiteHome
+async function openLog(openHome: OpenHome, hostPath: string, path: string): Promise<ReadHandle | null> {
+  let home: Home
   try {
-    home = openHome(hostPath, SITE_OWNER)
+    home = await openHome(hostPath, SITE_OWNER)
   } catch (err) {
     // The volume's folder itself is gone: no log either.
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null

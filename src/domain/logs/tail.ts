@@ -1,4 +1,4 @@
-import type { FileHandle } from 'node:fs/promises'
+import type { ReadHandle } from '../../drivers/files/types'
 
 export interface TailOptions {
   /** How many lines to return at most. */
@@ -28,7 +28,7 @@ const NL = 0x0a
  * Memory stays under one chunk plus one (cut) line. A line that starts before the scanned window
  * is dropped, not shown half. Bytes that are not UTF-8 are replaced (U+FFFD).
  */
-export async function tailLines(file: FileHandle, opts: TailOptions): Promise<string[]> {
+export async function tailLines(file: ReadHandle, opts: TailOptions): Promise<string[]> {
   const chunkBytes = opts.chunkBytes ?? DEFAULT_CHUNK_BYTES
   const maxLine = opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES
   const size = (await file.stat()).size
@@ -63,7 +63,7 @@ export async function tailLines(file: FileHandle, opts: TailOptions): Promise<st
   return newestFirst.reverse()
 }
 
-async function readAt(file: FileHandle, position: number, length: number): Promise<Uint8Array> {
+async function readAt(file: ReadHandle, position: number, length: number): Promise<Uint8Array> {
   const buffer = new Uint8Array(length)
   let done = 0
   while (done < length) {

@@ -31,7 +31,15 @@ const excludesOf = (kept: Set<string>) => [...kept].map((name) => `--exclude=./$
  * thawing. Sockets are skipped (tar says so on stderr and exits 0).
  */
 export async function tarHome(home: string, outFile: string, keep: readonly string[] = []): Promise<void> {
-  await run(['tar', '--create', '--file', outFile, '--numeric-owner', '--directory', home, ...excludesOf(keptOf(keep)), '.'])
+  await run(tarHomeCommand(home, outFile, keep))
+}
+
+/**
+ * The command tarHome runs: GNU tar writing the home to `outFile` (`-` for its stdout: a node's
+ * agent streams it to the control plane, drivers/files/home-agent.ts).
+ */
+export function tarHomeCommand(home: string, outFile: string, keep: readonly string[] = []): string[] {
+  return ['tar', '--create', '--file', outFile, '--numeric-owner', '--directory', home, ...excludesOf(keptOf(keep)), '.']
 }
 
 /**

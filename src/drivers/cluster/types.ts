@@ -105,9 +105,11 @@ export interface AgentInfo {
  *   network on this node, and its web port) → `{ port }`: a TCP port on the node's private address
  *   that forwards to it, accepting connections from the control address only. Idempotent (same
  *   port while the target is the same). `DELETE /v1/forwards/{slug}` closes it.
- * - `POST /v1/homes/{volume}/call` body `{ op, args }` → `{ result }` or `{ error: { code, message } }`:
- *   one SiteHome operation on the volume's folder (drivers/files/remote-home.ts).
- * - `GET  /v1/homes/{volume}/file?path=P`: a file's bytes (streamed), as SiteHome.openForReading opens it.
+ * - `POST /v1/homes/{volume}/call` body `{ op, args, owner }` → `{ result }` or `{ error: { kind, code, message } }`:
+ *   one SiteHome operation on the volume's folder (drivers/files/remote-home.ts; the ops, limits
+ *   and errors in drivers/files/home-wire.ts, the agent's side drivers/files/home-agent.ts).
+ * - `GET  /v1/homes/{volume}/file?path=P`: a file's bytes (streamed), as SiteHome.openForReading
+ *   opens it; with `range: bytes=A-B` or `bytes=-N` those bytes (206, `x-file-size`, `x-range-start`).
  * - `GET  /v1/homes/{volume}/tar?keep=a,b` → the home as an uncompressed tar (tarHome);
  *   `PUT  /v1/homes/{volume}/tar?keep=a,b` with a tar body → replaceHome.
  * - `GET  /v1/homes/{volume}/usage` → DiskUsage (measureDiskUsage).

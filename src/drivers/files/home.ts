@@ -7,9 +7,9 @@ import { removeTree } from './remove'
 import { asFileError, display, openBeneath, openHome } from './resolver'
 import { AT_REMOVEDIR, Errno, fdPath, mkdirat, O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_PATH, O_RDONLY, O_WRONLY, renameat, statxAt, SyscallError, unlinkat, type EntryStat } from './syscalls'
 
-import type { FileOwner, OpenHome } from './types'
+import type { FileOwner, Home, OpenHome } from './types'
 
-export { SITE_OWNER, type FileOwner } from './types'
+export { SITE_OWNER, type FileOwner, type Home, type ReadHandle } from './types'
 export type { EntryType, FileEntry } from './entries'
 
 const O_APPEND = constants.O_APPEND
@@ -34,7 +34,7 @@ const FILE_MODE = 0o644
  *   disk on the kernel's usual schedule (a crash of the host can lose the last seconds).
  * - Errors are FileError (errors.ts) for anything the caller can fix; anything else is a bug.
  */
-export class SiteHome {
+export class SiteHome implements Home {
   private constructor(
     private readonly fd: number,
     private readonly owner: FileOwner,

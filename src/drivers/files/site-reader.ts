@@ -53,8 +53,11 @@ export interface SiteReader {
    * that are not valid UTF-8 are left out (no path can name them).
    */
   list(path: string, maxEntries?: number): Promise<SiteEntry[] | null>
-  /** The entry at `path`, or null when nothing is there or the path goes through a link (its last name included). */
-  stat(path: string): SiteEntry | null
+  /**
+   * The entry at `path`, or null when nothing is there or the path goes through a link (its last
+   * name included). Awaited: a home on another node answers through its agent.
+   */
+  stat(path: string): SiteEntry | null | Promise<SiteEntry | null>
   /** The first `maxBytes` of the regular file at `path`, or null when it is not one. */
   read(path: string, maxBytes: number): Promise<SiteFileContent | null>
 }
@@ -69,15 +72,25 @@ export interface SiteFiles {
   read<T>(slug: string, fn: (reader: SiteReader) => Promise<T> | T): Promise<T>
 }
 
-/** SiteFiles over the runtime's host path of each site's volume (Berth runs on the Docker host). */
+/** A SiteReader the caller closes once done with it. */
+export type OpenedReader = SiteReader & { close(): void }
+
+/**
+ * SiteFiles over the runtime's host path of each site's volume (Berth runs on the Docker host).
+ * `open` opens a reader on a home path: HomeReader's by default; in a cluster the node-aware one
+ * of drivers/cluster/node-homes.ts, which reads a `node:` path through the node's agent.
+ */
 export class HostSiteFiles implements SiteFiles {
-  constructor(private readonly homePath: (slug: string) => Promise<string>) {}
+  constructor(
+    private readonly homePath: (slug: string) => Promise<string>,
+    private readonly open: (hostPath: string) => OpenedReader | Promise<OpenedReader> = (hostPath) => HomeReader.open(hostPath),
+  ) {}
 
   async read<T>(slug: string, fn: (reader: SiteReader) => Promise<T> | T): Promise<T> {
     const hostPath = await this.homePath(slug)
-    let home: HomeReader
+    let home: OpenedReader
     try {
-      home = HomeReader.open(hostPath)
+      home = await this.open(hostPath)
     } catch {
       throw new SiteNotRunnableError(`The files of site '${slug}' are not available right now.`)
     }

@@ -48,7 +48,7 @@ export class SeoEdge implements ModuleEdgeHook {
    * a regular file reached through no link: it wins. False when the site's files are unavailable.
    */
   private async hasOwn(site: SiteTarget, path: '/sitemap.xml' | '/robots.txt'): Promise<boolean> {
-    return this.d.files.read(site.slug, (files) => files.stat(`public${path}`)?.type === 'file').catch(() => false)
+    return this.d.files.read(site.slug, async (files) => (await files.stat(`public${path}`))?.type === 'file').catch(() => false)
   }
 
   private async pages(site: SiteTarget): Promise<SitePage[]> {

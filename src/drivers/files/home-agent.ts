@@ -1,0 +1,310 @@
+import { createWriteStream } from 'node:fs'
+import { lstat, rm } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { pipeline } from 'node:stream/promises'
+import { replaceHome, tarHomeCommand } from '../archives/home-tar'
+import { measureDiskUsage } from './disk-usage'
+import { SiteHome } from './home'
+import { checkedName, keepOf, MAX_CALL_BYTES, MAX_CALL_DATA, MAX_RANGE_BYTES, missingHome, wireError, type HomeCall, type HomeOp } from './home-wire'
+import { HomeReader } from './site-reader'
+import type { FileOwner } from './types'
+
+/**
+ * The agent's side of a site's home on its node (issue 28; the routes in the doc comment of
+ * drivers/cluster/types.ts): the real SiteHome, tar and disk usage on the volume's folder, for the
+ * control plane's RemoteHome (./remote-home.ts). The agent's server (drivers/cluster) checks the
+ * caller (mutual TLS, the control plane's certificate), resolves `{volume}` to its mount point
+ * (a volume of this instance, by its label; any other is missingHomeResponse()) and hands the
+ * request here with the route's rest:
+ *
+ *   const route = parseHomeRoute(url.pathname)
+ *   if (route) return handleHomeRequest(req, await mountpointOf(route.volume), route.rest)
+ *
+ * Every path is resolved by SiteHome beneath the folder as on the control plane's own box, so
+ * the same path gets the same answer or the same error (home-wire.ts carries it across).
+ */
+
+/** The homes routes: `/v1/homes/{volume}/{rest}`, rest one of call, file, tar, usage. */
+export function parseHomeRoute(pathname: string): { volume: string; rest: string } | null {
+  const match = /^\/v1\/homes\/([^/]+)\/(call|file|tar|usage)$/.exec(pathname)
+  if (!match) return null
+  let volume: string
+  try {
+    volume = decodeURIComponent(match[1])
+  } catch {
+    return null
+  }
+  return /^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(volume) ? { volume, rest: match[2] } : null
+}
+
+/**
+ * The request body the agent's server must accept (its Bun.serve's `maxRequestBodySize`, which
+ * is 128 MiB by default and refuses a bigger `PUT tar` with a broken pipe): an upload carries a
+ * whole home, streamed to disk, never held in memory (320 MB went through with under 100 MB of
+ * RSS here). Calls bound their own bodies (MAX_CALL_BYTES).
+ */
+export const HOMES_MAX_REQUEST_BODY = Number.MAX_SAFE_INTEGER
+
+/** The answer for a volume that is not this instance's (or does not exist): the control plane reads it as a missing folder. */
+export function missingHomeResponse(): Response {
+  return errorResponse(missingHome())
+}
+
+export interface HomeAgentOptions {
+  /**
+   * Where an uploaded tar waits before it replaces the home: a folder on a disk, never tmpfs
+   * (an archive is as big as the site). Default: the folder that holds the home (for a Docker
+   * volume, the volume's own root-only folder next to `_data`).
+   */
+  workDir?: string
+}
+
+/** Answers one request of the homes routes on the folder `hostPath` (the volume's mount point). */
+export async function handleHomeRequest(req: Request, hostPath: string, rest: string, options: HomeAgentOptions = {}): Promise<Response> {
+  const url = new URL(req.url)
+  try {
+    switch (`${req.method} ${rest}`) {
+      case 'POST call':
+        return json({ result: await callOf(hostPath, await bodyOf(req)) })
+      case 'GET file':
+        return await fileOf(hostPath, url.searchParams.get('path') ?? '', req.headers.get('range'))
+      case 'GET tar':
+        return await tarOf(hostPath, keepOf(url.searchParams.get('keep')))
+      case 'PUT tar':
+        await replaceWith(req, hostPath, keepOf(url.searchParams.get('keep')), options.workDir ?? dirname(hostPath))
+        return json({ result: null })
+      case 'GET usage':
+        return json({ result: await measureDiskUsage(hostPath) })
+    }
+    return json({ error: { kind: 'error', code: 'not_found', message: `No route ${req.method} ${rest} for homes.` } }, 404)
+  } catch (err) {
+    return errorResponse(err)
+  }
+}
+
+/** Runs one operation of SiteHome (or SiteReader) on the home at `hostPath`, opened for it alone. */
+async function callOf(hostPath: string, call: HomeCall): Promise<unknown> {
+  const { op, args } = call
+  const str = (i: number) => argOf(args, i, 'string') as string
+  const num = (i: number) => (args[i] === null ? Number.POSITIVE_INFINITY : (argOf(args, i, 'number') as number))
+  const bytes = (i: number) => {
+    const data = Buffer.from(str(i), 'base64')
+    if (data.length > MAX_CALL_DATA) throw badRequest(`${op} sends at most ${MAX_CALL_DATA} bytes`)
+    return data
+  }
+  if (op.startsWith('reader.')) {
+    const reader = HomeReader.open(hostPath)
+    try {
+      if (op === 'reader.list') return await reader.list(str(0), num(1))
+      if (op === 'reader.stat') return reader.stat(str(0))
+      if (op === 'reader.read') {
+        const read = await reader.read(str(0), Math.min(num(1), MAX_RANGE_BYTES))
+        return read && { data: read.data.toString('base64'), size: read.size, mtimeMs: read.mtimeMs, truncated: read.truncated }
+      }
+    } finally {
+      reader.close()
+    }
+    throw badRequest(`unknown op ${op}`)
+  }
+  if (op === 'exists') {
+    const name = checkedName(str(0))
+    return lstat(join(hostPath, name)).then(() => true, () => false)
+  }
+  const home = SiteHome.open(hostPath, ownerOf(call.owner))
+  try {
+    switch (op as HomeOp) {
+      case 'open':
+        return null
+      case 'list':
+        return home.list(str(0), num(1))
+      case 'folder':
+        return home.folder(str(0))
+      case 'read':
+        return home.read(str(0), num(1))
+      case 'write':
+        return home.write(str(0), bytes(1))
+      case 'append':
+        home.append(str(0), bytes(1))
+        return null
+      case 'mkdir':
+        return home.mkdir(str(0))
+      case 'remove':
+        return await home.remove(str(0))
+    }
+    throw badRequest(`unknown op ${op}`)
+  } finally {
+    home.close()
+  }
+}
+
+/**
+ * `GET file?path=P`: the regular file at P, opened as SiteHome.openForReading opens it. With
+ * `range: bytes=A-B` (or `bytes=-N`, its last N bytes) the bytes asked for (at most
+ * MAX_RANGE_BYTES; fewer past the end), 206; without, the whole file streamed, 200. Both say the
+ * file's size (`x-file-size`) and where the bytes start (`x-range-start`).
+ */
+async function fileOf(hostPath: string, path: string, range: string | null): Promise<Response> {
+  const home = SiteHome.open(hostPath, { uid: 0, gid: 0 })
+  let file: Awaited<ReturnType<SiteHome['openForReading']>>
+  try {
+    file = await home.openForReading(path)
+  } finally {
+    home.close()
+  }
+  try {
+    const size = (await file.stat()).size
+    if (range !== null) {
+      const { start, length } = rangeOf(range, size)
+      const data = Buffer.allocUnsafe(length)
+      let done = 0
+      while (done < length) {
+        const { bytesRead } = await file.read(data, done, length - done, start + done)
+        if (bytesRead === 0) break
+        done += bytesRead
+      }
+      await file.close()
+      return new Response(data.subarray(0, done), { status: 206, headers: { 'content-type': 'application/octet-stream', 'x-file-size': String(size), 'x-range-start': String(start) } })
+    }
+    let sent = 0
+    const body = new ReadableStream({
+      type: 'bytes',
+      async pull(controller) {
+        const chunk = Buffer.allocUnsafe(Math.min(1 << 20, size - sent))
+        const { bytesRead } = chunk.length === 0 ? { bytesRead: 0 } : await file.read(chunk, 0, chunk.length, sent)
+        sent += bytesRead
+        if (bytesRead > 0) controller.enqueue(chunk.subarray(0, bytesRead))
+        if (sent >= size || bytesRead === 0) {
+          await file.close()
+          if (sent < size) controller.error(new Error('the file shrank while it was sent'))
+          else controller.close()
+        }
+      },
+      async cancel() {
+        await file.close()
+      },
+    })
+    return new Response(body, { headers: { 'content-type': 'application/octet-stream', 'content-length': String(size), 'x-file-size': String(size), 'x-range-start': '0' } })
+  } catch (err) {
+    await file.close().catch(() => {})
+    throw err
+  }
+}
+
+/** `bytes=A-B` or `bytes=-N` of a file of `size` bytes, within it and MAX_RANGE_BYTES. */
+function rangeOf(header: string, size: number): { start: number; length: number } {
+  const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim())
+  if (!match || (match[1] === '' && match[2] === '')) throw badRequest(`range '${header}' is not bytes=A-B or bytes=-N`)
+  let start: number
+  let end: number
+  if (match[1] === '') {
+    start = Math.max(0, size - Number(match[2]))
+    end = size
+  } else {
+    start = Math.min(Number(match[1]), size)
+    end = match[2] === '' ? size : Math.min(Number(match[2]) + 1, size)
+  }
+  return { start, length: Math.max(0, Math.min(end - start, MAX_RANGE_BYTES)) }
+}
+
+/**
+ * `GET tar`: tarHome's archive, streamed from GNU tar's stdout as it writes it (no copy on the
+ * node, none in memory). Should tar fail part-way, the body is cut short (the stream errors, the
+ * connection ends without its last chunk) and the control plane's read fails, so a broken
+ * archive is never taken for a whole one; a failure before any byte is an error answer.
+ */
+async function tarOf(hostPath: string, keep: string[]): Promise<Response> {
+  const proc = Bun.spawn(tarHomeCommand(hostPath, '-', keep), { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+  const stderr = new Response(proc.stderr).text()
+  const failure = async (code: number) => {
+    const tail = (await stderr).trim().split('\n').slice(-3).join('; ')
+    return new Error(`tar --create failed (exit ${code}): ${tail || 'no message'}`)
+  }
+  const reader = proc.stdout.getReader()
+  const first = await reader.read()
+  if (first.done) {
+    const code = await proc.exited
+    if (code !== 0) throw await failure(code)
+  }
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      if (!first.done) controller.enqueue(first.value)
+    },
+    async pull(controller) {
+      const next = first.done ? { done: true as const, value: undefined } : await reader.read()
+      if (!next.done) {
+        controller.enqueue(next.value)
+        return
+      }
+      const code = await proc.exited
+      if (code === 0) controller.close()
+      else controller.error(await failure(code))
+    },
+    cancel() {
+      proc.kill()
+    },
+  })
+  return new Response(body, { headers: { 'content-type': 'application/x-tar' } })
+}
+
+/** `PUT tar`: the body written to a file in `workDir` (streamed, never held in memory), then replaceHome. */
+async function replaceWith(req: Request, hostPath: string, keep: string[], workDir: string): Promise<void> {
+  if (!req.body) throw badRequest('PUT tar needs the archive as its body')
+  const file = join(workDir, `.berth-home-${crypto.randomUUID()}.tar`)
+  try {
+    await pipeline(req.body as unknown as AsyncIterable<Uint8Array>, createWriteStream(file, { mode: 0o600, flags: 'wx', highWaterMark: 1 << 20 }))
+    const expected = req.headers.get('content-length')
+    const written = (await lstat(file)).size
+    if (expected !== null && Number(expected) !== written) throw new Error(`the archive arrived cut short (${written} of ${expected} bytes)`)
+    await replaceHome(hostPath, file, keep)
+  } finally {
+    await rm(file, { force: true })
+  }
+}
+
+/** The call's JSON body, read up to MAX_CALL_BYTES. */
+async function bodyOf(req: Request): Promise<HomeCall> {
+  const declared = Number(req.headers.get('content-length') ?? 0)
+  if (declared > MAX_CALL_BYTES) throw badRequest(`a call is at most ${MAX_CALL_BYTES} bytes`)
+  const chunks: Uint8Array[] = []
+  let size = 0
+  if (req.body) {
+    for await (const chunk of req.body as unknown as AsyncIterable<Uint8Array>) {
+      size += chunk.length
+      if (size > MAX_CALL_BYTES) throw badRequest(`a call is at most ${MAX_CALL_BYTES} bytes`)
+      chunks.push(chunk)
+    }
+  }
+  let call: HomeCall
+  try {
+    call = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+  } catch {
+    throw badRequest('the call is not JSON')
+  }
+  if (typeof call?.op !== 'string' || !Array.isArray(call.args)) throw badRequest('a call is { op, args, owner }')
+  return call
+}
+
+function ownerOf(owner: unknown): FileOwner {
+  const o = owner as FileOwner | null
+  if (!o || !Number.isSafeInteger(o.uid) || !Number.isSafeInteger(o.gid) || o.uid < 0 || o.gid < 0) throw badRequest('owner is { uid, gid }')
+  return { uid: o.uid, gid: o.gid }
+}
+
+function argOf(args: unknown[], i: number, type: 'string' | 'number'): unknown {
+  if (typeof args[i] !== type) throw badRequest(`argument ${i} is not a ${type}`)
+  return args[i]
+}
+
+/** A request the control plane should never send (a bug there): 400, `bad_request`. */
+class BadRequest extends Error {}
+const badRequest = (message: string) => new BadRequest(message)
+
+function errorResponse(err: unknown): Response {
+  if (err instanceof BadRequest) return json({ error: { kind: 'error', code: 'bad_request', message: err.message } }, 400)
+  const { status, error } = wireError(err)
+  return json({ error }, status)
+}
+
+function json(body: unknown, status = 200): Response {
+  return Response.json(body, { status })
+}
