@@ -22,7 +22,9 @@ import { LocalArchiveStore } from '../drivers/archives/local'
 import type { NodeLink, Placement } from '../drivers/cluster/types'
 import { open } from '../drivers/offsite/age'
 import { LocalLanding } from '../drivers/offsite/landing'
-import type { Services } from './index'
+import type { Config } from '../config/config'
+import type { Logger } from '../lib/logger'
+import { buildServices, type Services } from './index'
 
 export interface NodeOps {
   nodes: NodesService
@@ -88,4 +90,29 @@ export function lateRecovering(): { source: NonNullable<SitesServiceDeps['recove
     source: { recovering: () => health?.recovering() ?? none, version: () => health?.version() ?? 0 },
     set: (h) => void (health = h),
   }
+}
+
+/** Why a node command cannot run on this box: no cluster. */
+export class NoClusterError extends Error {}
+
+/**
+ * The node operations for an admin command, in its own process: the services `berth serve`
+ * builds (the cluster runtime when cluster.enabled), nothing started (no listener, job runner or
+ * background pass: `berth serve` may run beside and sees the store's changes within
+ * EXTERNAL_CHECK_MS). Throws NoClusterError on a single box.
+ */
+export function buildNodeOpsAdmin(config: Config, log: Logger): NodeOps & { close(): Promise<void> } {
+  if (!config.cluster.enabled) throw new NoClusterError('this box runs no cluster (cluster.enabled is false); see docs/cluster.md, "Turning it on"')
+  const s = buildServices(config, { log, firewall: null })
+  const jobsStopped = s.jobs.stop()
+  const close = async () => {
+    await jobsStopped
+    s.store.close()
+  }
+  const placement = placementOf(s.runtime)
+  if (!placement) {
+    void close()
+    throw new NoClusterError('cluster.enabled is true but the runtime built has no placement (this binary runs sites on one engine only)')
+  }
+  return { ...buildNodeOps(s, placement), close }
 }
