@@ -84,13 +84,14 @@ export class NodeHealth {
 
   private answered(node: StoredNode, info: AgentInfo, now: number): void {
     this.failing.delete(node.id)
+    const wasDown = this.unreachable.get(node.id)
+    const back = node.state === 'down' || wasDown !== undefined
     const changed = info.memoryBytes !== node.memoryBytes || info.cpus !== node.cpus || (info.swarmNodeId !== null && info.swarmNodeId !== node.swarmNodeId)
-    if (changed || now - (this.seenWritten.get(node.id) ?? -Infinity) >= SEEN_WRITE_MS) {
+    if (back || changed || now - (this.seenWritten.get(node.id) ?? -Infinity) >= SEEN_WRITE_MS) {
       this.d.nodes.recordSeen(node.id, { at: now, memoryBytes: info.memoryBytes, cpus: info.cpus, swarmNodeId: info.swarmNodeId })
       this.seenWritten.set(node.id, now)
     }
-    const wasDown = this.unreachable.get(node.id)
-    if (node.state === 'down' || wasDown) {
+    if (back) {
       this.unreachable.delete(node.id)
       this.d.nodes.setState(node.id, ['down'], 'active')
       for (const slug of wasDown ?? []) this.d.runner.markStarted(slug)
