@@ -120,7 +120,7 @@ const GIB = 1024 ** 3
  * store (node_a: 8 GiB, node_b: 2 GiB; the control plane 4 GiB), the node operations built as
  * `berth serve` builds them, and helpers to buy sites and pin them.
  */
-export function clusterInProcess(opts: { recovering?: BuildOptions['recovering'] } = {}) {
+export function clusterInProcess(opts: { recovering?: BuildOptions['recovering']; env?: Record<string, string> } = {}) {
   let repo: NodesRepository | null = null
   let h: InProcess | null = null
   const runtime = new ClusterRuntimeDouble({
@@ -129,7 +129,7 @@ export function clusterInProcess(opts: { recovering?: BuildOptions['recovering']
     memoryMb: { [CONTROL_NODE]: 4096, node_a: 8192, node_b: 2048 },
     siteMemoryMb: (slug) => h!.services.plans.get(new SitesRepository(h!.services.store).findLiveBySlug(slug)!.planSlug).features.memory_mb,
   })
-  h = inProcess({ runtime, recovering: opts.recovering })
+  h = inProcess({ runtime, recovering: opts.recovering, env: opts.env })
   repo = new NodesRepository(h.services.store)
   for (const [id, gib] of [['node_a', 8], ['node_b', 2]] as const) {
     repo.insert({

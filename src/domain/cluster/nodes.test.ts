@@ -1,5 +1,7 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { generateX25519Identity, identityToRecipient } from 'age-encryption'
 import { afterEach, describe, expect, it } from 'vitest'
 import { clusterInProcess } from '../../../test/helpers/cluster-double'
 import { DomainError } from '../errors'
@@ -127,12 +129,38 @@ describe('nodes evacuate', () => {
     c.h.services.archives.scheduleBackups()
     await c.h.services.jobs.drain()
     const [newest, older] = c.h.services.store.sqlite.query("SELECT id, storage_key AS k FROM archives WHERE status = 'ready' ORDER BY created_at DESC").all() as { id: string; k: string }[]
-    const { rmSync } = await import('node:fs')
     rmSync(join(c.h.services.config.archives.dir, newest!.k))
     expect(existsSync(join(c.h.services.config.archives.dir, older!.k))).toBe(true)
 
     const result = await c.ops.nodes.evacuate('node_b', { force: true })
     expect(result.sites[0]).toMatchObject({ slug: site.slug, result: 'restored', archive: { id: older!.id } })
     expect(readFileSync(join(c.runtime.homeOn(result.sites[0]!.node!, site.slug), 'public/data.txt'), 'utf8')).toBe('old')
+  }, 30_000)
+
+  it('fetches an archive back from its copy off the box when the one on this box is missing, checked against its digest', async () => {
+    const bucket = mkdtempSync(join(tmpdir(), 'berth-evacuate-offsite-'))
+    const hoster = await generateX25519Identity()
+    c = clusterInProcess({ env: { BERTH_OFFSITE_URL: `file://${bucket}`, BERTH_OFFSITE_AGE_RECIPIENTS: await identityToRecipient(hoster) } })
+    try {
+      const site = await c.buy('ef')
+      await c.pin(site.slug, 'node_b')
+      await c.runtime.write(site.slug, 'public/data.txt', 'kept off the box')
+      c.h.services.archives.scheduleBackups()
+      await c.h.services.jobs.drain()
+      // Its copy off the box (queued when it turned ready).
+      await c.h.services.offsite!.copier.runNow()
+      const { id, k } = c.h.services.store.sqlite.query("SELECT id, storage_key AS k FROM archives WHERE status = 'ready'").get() as { id: string; k: string }
+      expect(c.h.services.store.sqlite.query("SELECT status FROM offsite_copies WHERE archive_id = ?").get(id)).toEqual({ status: 'copied' })
+      rmSync(join(c.h.services.config.archives.dir, k))
+      c.repo.setState('node_b', ['active'], 'down')
+
+      const result = await c.ops.nodes.evacuate('node_b')
+      expect(result.sites[0]).toMatchObject({ slug: site.slug, result: 'restored', archive: { id, kind: 'backup', source: 'offsite' } })
+      expect(readFileSync(join(c.runtime.homeOn(result.sites[0]!.node!, site.slug), 'public/data.txt'), 'utf8')).toBe('kept off the box')
+      // Back in the local store, where the next restore finds it.
+      expect(existsSync(join(c.h.services.config.archives.dir, k))).toBe(true)
+    } finally {
+      rmSync(bucket, { recursive: true, force: true })
+    }
   }, 30_000)
 })
