@@ -21,7 +21,7 @@ import { buildLifecycle, buildSites, type Sites } from './sites'
 import { buildPrometheus, type Prometheus } from './prometheus'
 
 export { databasePath, readInstanceId, secretFilesOf } from './installation'
-export { followContainerEvents, runMaintenance, type ContainerEventDeps, type MaintenanceDeps } from './upkeep'
+export { followContainerEvents, followNodeHealth, runMaintenance, type ContainerEventDeps, type MaintenanceDeps } from './upkeep'
 export type { BuildOptions } from './core'
 
 /**

@@ -56,7 +56,7 @@ describe('node health', () => {
     c.h.clock.advance(HEALTH_INTERVAL_MS)
     await health.tick()
     expect(c.repo.find('node_b')!.state).toBe('down')
-    expect(c.h.log.lines.some((l) => l.level === 'error' && l.msg.startsWith('a node stopped answering') && l.node === 'node_b')).toBe(true)
+    expect(c.h.log.lines.some((l) => l.level === 'error' && String(l.msg).startsWith('a node stopped answering') && l.node === 'node_b')).toBe(true)
     expect([...health.recovering()]).toEqual([slug])
     // The owner's view says so (the list's cache too), the edge answers its page without trying,
     // and a site on another node is untouched.
