@@ -33,7 +33,7 @@ export interface NodeOps {
 }
 
 /** What the node operations take of the built services. */
-export type NodeOpsDeps = Pick<Services, 'config' | 'store' | 'clock' | 'log' | 'plans' | 'runtime' | 'runner' | 'archiveJobs' | 'offsite'>
+export type NodeOpsDeps = Pick<Services, 'config' | 'store' | 'clock' | 'log' | 'plans' | 'runner' | 'archiveJobs' | 'offsite'>
 
 /** The placement of a runtime that has one (the cluster runtime), else null (a single box). */
 export function placementOf(runtime: unknown): Placement | null {
@@ -43,13 +43,13 @@ export function placementOf(runtime: unknown): Placement | null {
 
 /** NodesService and SiteMover over the services and the cluster runtime's `placement`. */
 export function buildNodeOps(s: NodeOpsDeps, placement: Placement): NodeOps {
-  const { config, store, clock, log, plans, runtime, runner } = s
+  const { config, store, clock, log, plans, runner } = s
   const repo = new NodesRepository(store)
   // No SSH port policy: these operations never hand out ports (the runner's run moves a taken one).
   const sites = new SitesRepository(store)
   const archiveStore = new LocalArchiveStore(config.archives.dir)
   const transfer = new SiteTransfer({
-    placement, runtime, runner, sites, clock, log,
+    placement, runner, sites, clock, log,
     archives: new ArchivesRepository(store),
     create: s.archiveJobs.create,
     restore: s.archiveJobs.restore,

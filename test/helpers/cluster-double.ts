@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import type { BuildOptions } from '../../src/compose'
 import type { NodeState } from '../../src/core/enums'
 import { CONTROL_NODE, type Placement } from '../../src/drivers/cluster/types'
-import type { SiteEndpoint, SiteSpec } from '../../src/drivers/runtime/types'
+import { SiteNotRunnableError, type SiteEndpoint, type SiteSpec } from '../../src/drivers/runtime/types'
 import { buildNodeOps } from '../../src/compose/cluster-ops'
 import { NodesRepository } from '../../src/domain/cluster/nodes-repository'
 import { SitesRepository } from '../../src/domain/sites/repository'
@@ -32,11 +32,18 @@ export class ClusterRuntimeDouble extends HomeRuntime implements Placement {
     return this.pins.get(slug) ?? CONTROL_NODE
   }
 
-  /** A home on the site's node: the image's page on the control plane (as HomeRuntime's), an empty one on a node where the site is new. */
+  /** The site's home on its node; as the Swarm runtime's, none before ensureSite made its volume there. */
   async homePath(slug: string): Promise<string> {
+    const home = this.homeOn(this.nodeOfNow(slug), slug)
+    if (!existsSync(home)) throw new SiteNotRunnableError(`The site '${slug}' has no files volume yet.`)
+    return home
+  }
+
+  /** The volume on the site's node: the image's page on the control plane (as HomeRuntime's), empty on a node where the site is new. */
+  private makeVolume(slug: string): void {
     const node = this.nodeOfNow(slug)
     const home = this.homeOn(node, slug)
-    if (existsSync(home)) return home
+    if (existsSync(home)) return
     mkdirSync(home, { recursive: true })
     const owned = ['']
     if (node === CONTROL_NODE) {
@@ -47,7 +54,6 @@ export class ClusterRuntimeDouble extends HomeRuntime implements Placement {
       owned.push('public', 'public/index.html', 'logs', 'logs/access.log')
     }
     for (const p of owned) chownSync(join(home, p), 1000, 1000)
-    return home
   }
 
   /** Writes a file into the site's home on the node it is on now. */
@@ -64,15 +70,13 @@ export class ClusterRuntimeDouble extends HomeRuntime implements Placement {
   async ensureSite(spec: SiteSpec): Promise<SiteEndpoint> {
     if (!this.pins.has(spec.slug)) this.pins.set(spec.slug, CONTROL_NODE)
     this.order.push(`ensureSite ${spec.slug}@${this.nodeOfNow(spec.slug)}`)
-    await this.homePath(spec.slug)
+    this.makeVolume(spec.slug)
     return super.ensureSite(spec)
   }
 
-  /** The volume on the site's node, as the engine makes it (empty on a node where the site is new). */
+  /** As the Swarm runtime's: nothing ahead of the service (its volume is made on its node by ensureSite). */
   async prepareSite(site: Pick<SiteSpec, 'siteId' | 'slug'>): Promise<void> {
     this.order.push(`prepareSite ${site.slug}@${this.nodeOfNow(site.slug)}`)
-    await this.homePath(site.slug)
-    return super.prepareSite(site)
   }
 
   async withSitePaused<T>(slug: string, fn: () => Promise<T>): Promise<T> {

@@ -43,7 +43,11 @@ describe('sites move', () => {
     const { slug, siteId } = await c.buy('mv')
     await c.runtime.write(slug, 'public/page.html', 'moved with me')
     c.runtime.order = []
+    // While its files go back on the target, the edge answers its own page, never the empty home.
+    const upWhileRestoring: boolean[] = []
+    c.runtime.onPause = (s) => void (c.runtime.pins.get(s) === 'node_a' && upWhileRestoring.push(c.h.services.runner.isUp(s)))
     const moved = await c.ops.mover.move(slug, 'node_a')
+    expect(upWhileRestoring).toEqual([false])
 
     expect(moved).toMatchObject({ slug, from: 'control', to: 'node_a' })
     expect(moved.unavailable_ms).toBeGreaterThanOrEqual(0)
@@ -54,12 +58,16 @@ describe('sites move', () => {
       expect(i, `${step} in ${order.join(', ')}`).toBeGreaterThanOrEqual(0)
       return i
     }
-    // The archive is taken on the old node (frozen) before the switch; the files are put back on
-    // the target before its container first runs; the old volume goes once the new one serves.
+    // The archive is taken on the old node (frozen) before the switch; on the target the site
+    // runs once (its volume is made there), is frozen while its files go back, and runs again;
+    // the old volume goes once the new one serves.
+    const ensures = order.flatMap((o, i) => (o === `ensureSite ${slug}@node_a` ? [i] : []))
+    expect(ensures.length).toBe(2)
     expect(at(`pause ${slug}@control`)).toBeLessThan(at(`placeOn ${slug}@node_a`))
-    expect(at(`placeOn ${slug}@node_a`)).toBeLessThan(at(`pause ${slug}@node_a`))
-    expect(at(`pause ${slug}@node_a`)).toBeLessThan(at(`ensureSite ${slug}@node_a`))
-    expect(at(`ensureSite ${slug}@node_a`)).toBeLessThan(at(`removeVolumeOn ${slug}@control`))
+    expect(at(`placeOn ${slug}@node_a`)).toBeLessThan(ensures[0]!)
+    expect(ensures[0]!).toBeLessThan(at(`pause ${slug}@node_a`))
+    expect(at(`pause ${slug}@node_a`)).toBeLessThan(ensures[1]!)
+    expect(ensures[1]!).toBeLessThan(at(`removeVolumeOn ${slug}@control`))
     expect(order.filter((o) => o.startsWith('ensureSite')).every((o) => o === `ensureSite ${slug}@node_a`)).toBe(true)
 
     expect(readFileSync(join(c.runtime.homeOn('node_a', slug), 'public/page.html'), 'utf8')).toBe('moved with me')

@@ -1,5 +1,5 @@
 import type { Placement } from '../../drivers/cluster/types'
-import type { ContainerRuntime } from '../../drivers/runtime/types'
+import { HostPortTakenError } from '../../drivers/runtime/types'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { ArchiveRow, SiteRow } from '../../store/schema'
@@ -10,10 +10,12 @@ import type { ArchiveBytes, ArchiveSource } from '../offsite/fetch-back'
 import type { SitesRepository } from '../sites/repository'
 import type { SiteRunner } from '../sites/runner'
 
+/** Runs of a site whose SSH port turned out to be taken on its new node (each moves it to another). */
+const PORT_TRIES = 3
+
 export interface SiteTransferDeps {
   placement: Pick<Placement, 'placeOn'>
-  runtime: Pick<ContainerRuntime, 'prepareSite'>
-  runner: Pick<SiteRunner, 'run' | 'stop' | 'holding'>
+  runner: Pick<SiteRunner, 'run' | 'stop' | 'markDown' | 'holding'>
   sites: Pick<SitesRepository, 'find'>
   archives: Pick<ArchivesRepository, 'insert' | 'find' | 'transition' | 'listOf' | 'restoringOf'>
   /**
@@ -36,9 +38,10 @@ export interface ArchiveChoice {
 
 /**
  * What moving and evacuating share: a site's archive taken, its newest usable archive found, and
- * the site brought up on another node from an archive. The files go back before the container
- * starts there (as `berth restore` brings a site back), so the site never serves an empty home
- * in between; until it answers, the edge shows its "being brought back" page (503).
+ * the site brought up on another node from an archive: placed there, run there once (which makes
+ * its volume on that node), its files put back by the restore job (frozen, then restarted), so
+ * the edge, which shows its "being brought back" page (503) until then, never serves the empty
+ * home in between.
  */
 export class SiteTransfer {
   constructor(private d: SiteTransferDeps) {}
@@ -84,20 +87,36 @@ export class SiteTransfer {
   }
 
   /**
-   * Pins the site to `nodeId` (its service elsewhere goes) and runs it there with the files of
-   * `archive`, or with an empty home when null. Resolves once an active site answers there (a
-   * suspended or pending one gets its files and no running container, as the reconciler keeps it).
+   * Pins the site to `nodeId` (its service elsewhere stops) and runs it there with the files of
+   * `archive`, or with an empty home when null. Resolves once an active site answers there; a
+   * suspended or pending one is left with its files and no running container, as the reconciler
+   * keeps it. The edge answers "being brought back" from the stop until the site answers with
+   * its files: the container's first run there (which makes its volume on that node) is never
+   * handed to the edge.
    */
   async bringUp(site: SiteRow, nodeId: string, archive: ArchiveRow | null): Promise<void> {
     await this.d.runner.holding(site.slug, async () => {
       await this.d.placement.placeOn(site.slug, nodeId)
-      // The edge answers "being brought back" from now on, without trying the old node.
-      await this.d.runner.stop(site.slug)
-      await this.d.runtime.prepareSite({ siteId: site.id, slug: site.slug })
-      if (archive) return this.restore(site, archive)
-      const current = this.d.sites.find(site.id)
-      if (current?.status === 'active') await this.d.runner.run(current, { waitForAnswer: true })
+      this.d.runner.markDown(site.slug)
+      await this.runThere(site, false)
+      this.d.runner.markDown(site.slug)
+      if (archive) await this.restore(site, archive)
+      else if (this.d.sites.find(site.id)?.status === 'active') await this.runThere(site, true)
+      if (this.d.sites.find(site.id)?.status !== 'active') await this.d.runner.stop(site.slug)
     })
+  }
+
+  /** SiteRunner.run on the site's current row; an SSH port taken on the new node moves it to another (the runner did) and runs again. */
+  private async runThere(site: SiteRow, waitForAnswer: boolean): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const current = this.d.sites.find(site.id) ?? site
+      try {
+        await this.d.runner.run(current, { waitForAnswer })
+        return
+      } catch (err) {
+        if (!(err instanceof HostPortTakenError) || attempt === PORT_TRIES) throw err
+      }
+    }
   }
 
   /** The restore job on the archive (ready → restoring → ready with restored_at), here and now. */
