@@ -93,4 +93,17 @@ describe('node health', () => {
     expect([...health.recovering()]).toEqual([slug])
     expect(link.asked.every((a) => a.startsWith('node_a '))).toBe(true)
   }, 30_000)
+
+  it('shows the sites of a node the store has down at once after a restart, while it stays silent', async () => {
+    const late = lateRecovering()
+    c = clusterInProcess({ recovering: late.source })
+    const { slug } = await c.buy('hr')
+    await c.pin(slug, 'node_b')
+    c.repo.setState('node_b', ['active'], 'down')
+    const health = buildNodeHealth(c.h.services, { placement: c.runtime, link: linkDouble(new Set(['node_a'])) })
+    late.set(health)
+    await health.tick()
+    expect([...health.recovering()]).toEqual([slug])
+    expect(c.repo.find('node_b')!.state).toBe('down')
+  }, 30_000)
 })

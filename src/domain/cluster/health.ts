@@ -73,7 +73,9 @@ export class NodeHealth {
     if (info) return this.answered(node, info, now)
     const since = this.failing.get(node.id) ?? now
     this.failing.set(node.id, since)
-    if (now - since < (this.d.downAfterMs ?? DOWN_AFTER_MS) || this.unreachable.has(node.id)) return
+    if (this.unreachable.has(node.id)) return
+    // A node the store already has down (this process just started) is not given 6 s more.
+    if (node.state !== 'down' && now - since < (this.d.downAfterMs ?? DOWN_AFTER_MS)) return
     this.unreachable.set(node.id, [])
     if (this.d.nodes.setState(node.id, ['active'], 'down')) {
       this.d.log.error('a node stopped answering: it is down, its sites show recovering (berth nodes evacuate brings them back elsewhere if it is lost)', { node: node.id, name: node.name, address: node.address, silent_ms: now - since })
