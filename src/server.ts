@@ -1,7 +1,8 @@
 import { createApp, type ApiDeps } from './api/app'
 import { serializedResponse } from './api/http/envelope'
 import { checkedPlanList } from './api/plans/routes'
-import { followContainerEvents, runMaintenance, type ContainerEventDeps, type MaintenanceDeps, type Services } from './compose'
+import { followContainerEvents, followNodeHealth, runMaintenance, type ContainerEventDeps, type MaintenanceDeps, type Services } from './compose'
+import type { NodeHealth } from './domain/cluster/health'
 import { createEdgeProxy, parseSiteHost } from './edge/proxy'
 import { hostNameOf } from './edge/host'
 import { viaMcp } from './api/http/doors'
@@ -36,6 +37,10 @@ export interface RunningServer {
  */
 export type ServerDeps = ApiDeps & MaintenanceDeps & ContainerEventDeps & Pick<Services,
   'config' | 'store' | 'directory' | 'metrics' | 'accessLog' | 'modulesEdge' | 'certs' | 'challenges' | 'zones' | 'billing' | 'jobs' | 'reconciler' | 'firewall' | 'offsite' | 'consoleTickets' | 'consoleSessions' | 'prometheus'>
+  & {
+    /** In a cluster, the nodes' health monitor (compose/cluster-ops.ts, buildNodeHealth): a round every 2 s from the first reconcile on. */
+    nodeHealth?: Pick<NodeHealth, 'tick'> | null
+  }
 
 const MAINTENANCE_MS = 30_000
 /**
@@ -226,9 +231,11 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
   // a host without iptables or the privilege gets a warning, never a refusal to serve.
   void s.firewall.keep()
   let unfollow = () => {}
+  let unfollowNodes = () => {}
   const first = setTimeout(() => {
     // Events first, then the pass: a container that dies during the pass is seen either way.
     unfollow = followContainerEvents(s)
+    if (s.nodeHealth) unfollowNodes = followNodeHealth(s.nodeHealth)
     void reconcile()
     // Money due while Berth was down (a period end, a retry, a suspension) is settled at start,
     // and payments an earlier process left pending are finished (nothing of it is in flight).
@@ -270,6 +277,7 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
       const drained = Promise.all([server.stop(), https?.stop(), dns.then((d) => d?.stop())])
       clearTimeout(first)
       unfollow()
+      unfollowNodes()
       mcp.close()
       // Each console's shell is hung up (its processes killed) and its audit record ended.
       await s.consoleSessions.closeAll()

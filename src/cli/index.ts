@@ -13,7 +13,8 @@ import { plansAddCommand, plansDeprecateCommand, plansListCommand } from './plan
 import { restoreCommand } from './restore'
 import { serveCommand } from './serve'
 import { accountsListCommand, accountsResumeCommand, accountsShowCommand, accountsSuspendCommand } from './accounts'
-import { sitesDeleteCommand, sitesListCommand, sitesResumeCommand, sitesShellCommand, sitesShowCommand, sitesSuspendCommand } from './sites'
+import { sitesDeleteCommand, sitesListCommand, sitesMoveCommand, sitesResumeCommand, sitesShellCommand, sitesShowCommand, sitesSuspendCommand } from './sites'
+import { NODE_OPS_COMMANDS } from './nodes'
 import { upgradeCommand } from './upgrade'
 import { versionCommand } from './version'
 
@@ -27,6 +28,7 @@ export const COMMANDS: Command[] = [
   sitesResumeCommand,
   sitesDeleteCommand,
   sitesShellCommand,
+  sitesMoveCommand,
   accountsListCommand,
   accountsShowCommand,
   accountsSuspendCommand,
@@ -44,6 +46,7 @@ export const COMMANDS: Command[] = [
   firewallRemoveCommand,
   offsiteStatusCommand,
   offsitePushCommand,
+  ...NODE_OPS_COMMANDS,
   versionCommand,
 ]
 

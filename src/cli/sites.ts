@@ -8,12 +8,16 @@ import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command, type CommandCo
 import { fields, onlyArgument, reasonFrom, shortTime, table, withAdmin } from './admin'
 import { configFrom } from './config-flags'
 import { attachTerminal, localSize } from './terminal-io'
+import { CLUSTER_NOTE, withNodeOps } from './nodes'
+import type { MoveView } from '../domain/cluster/views'
+import { formatSpan } from '../domain/offsite/restore'
 
 /**
  * `berth sites ...`: the admin's commands on the sites of this box (shell, list, show, suspend,
- * resume, delete), reading and writing the store directly and talking to Docker (berth serve may
- * run beside: it sees a write within EXTERNAL_CHECK_MS). Each subcommand is a Command of path
- * ['sites', name]; `berth sites --help` lists them.
+ * resume, delete; move, in a cluster: cli/nodes.ts's withNodeOps), reading and writing the store
+ * directly and talking to Docker (berth serve may run beside: it sees a write within
+ * EXTERNAL_CHECK_MS). Each subcommand is a Command of path ['sites', name]; `berth sites --help`
+ * lists them.
  */
 
 /** The signals that end the session from outside: the admin's terminal closed, or a kill. */
@@ -271,6 +275,49 @@ export const sitesDeleteCommand: Command = {
       return 0
     })
   },
+}
+
+export const sitesMoveCommand: Command = {
+  path: ['sites', 'move'],
+  summary: 'Move a site to another node of the cluster; says how long it did not serve.',
+  usage: 'berth sites move SLUG --to NODE [--json] [--data-dir DIR] [--config FILE]',
+  description: [
+    'Takes an archive of the site (a backup, made with the site frozen for a moment while it keeps',
+    'serving), stops it on its node, puts its files back on NODE from that archive, starts it there',
+    'and waits for it to answer, then removes its files from the old node. From the stop to the',
+    'answer, visitors get the "being brought back" page (503, reloading by itself); the command',
+    'prints how long that was. What the site wrote between the archive and the stop (a few',
+    'seconds) is not carried over: move a busy site at a quiet hour. NODE is a node id from berth',
+    'nodes list, or control for the control plane.',
+    '',
+    CLUSTER_NOTE,
+    '',
+    'Exit status: 0; 1 when the site is already on NODE, has nothing to move (provisioning, failed)',
+    'or the move failed (its files stay on the old node); 2 for an unknown SLUG, or a NODE that is',
+    'unknown, draining, down or removed.',
+  ].join('\n'),
+  options: {
+    to: { type: 'string', value: 'NODE', help: 'The node to move it to (an active one; control for the control plane).' },
+    ...STORE_OPTIONS,
+    ...COMMON_OPTIONS,
+  },
+  examples: ['berth sites move shop --to node_7f3k2q', 'berth sites move shop --to control --json'],
+  run(ctx) {
+    const usage = 'berth sites move SLUG --to NODE'
+    const slug = onlyArgument(ctx, 'slug', usage)
+    const to = ctx.values.to
+    if (typeof to !== 'string' || !to.trim()) throw new UsageError(`give the node to move it to with --to NODE (berth nodes list shows them): ${usage}`)
+    return withNodeOps(ctx, async ({ mover }) => {
+      const moved = await mover.move(slug, to.trim())
+      ctx.out.result(moved, () => moveText(moved))
+      return 0
+    })
+  },
+}
+
+function moveText(m: MoveView): string {
+  const gap = m.unavailable_ms < 10_000 ? `${(m.unavailable_ms / 1000).toFixed(1)} s` : formatSpan(m.unavailable_ms)
+  return `Moved ${m.slug} from ${m.from} to ${m.to}: it did not serve for ${gap} (the whole move took ${formatSpan(m.total_ms)}); its data is from ${m.archive.created_at} (archive ${m.archive.id}).`
 }
 
 /** What the NOTE column says of a site: its suspension, or when it goes. */

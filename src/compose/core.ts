@@ -30,6 +30,8 @@ export interface BuildOptions {
   runtime?: ContainerRuntime
   /** null: no host firewall (tests); absent: the one the config selects. */
   firewall?: SiteFirewall | null
+  /** In a cluster: the sites whose node is down, shown `recovering` (compose/cluster-ops.ts, lateRecovering). */
+  recovering?: { recovering(): ReadonlySet<string>; version(): number }
 }
 
 /** The repositories more than one area reads; an area's own repositories are made in its file. */

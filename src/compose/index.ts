@@ -21,7 +21,7 @@ import { buildLifecycle, buildSites, type Sites } from './sites'
 import { buildPrometheus, type Prometheus } from './prometheus'
 
 export { databasePath, readInstanceId, secretFilesOf } from './installation'
-export { followContainerEvents, runMaintenance, type ContainerEventDeps, type MaintenanceDeps } from './upkeep'
+export { followContainerEvents, followNodeHealth, runMaintenance, type ContainerEventDeps, type MaintenanceDeps } from './upkeep'
 export type { BuildOptions } from './core'
 
 /**
@@ -56,7 +56,7 @@ export function buildServices(config: Config, opts: BuildOptions = {}): Services
   const names = buildNames(core, payments)
   // Content writes through the files API, made with the sites; the modules service reaches it only on requests.
   const modules = buildModules(core, { content: { generate: (site, brief) => content.generate(site, brief) } })
-  const sites = buildSites(core, { purchases: payments.purchases, names, modules: modules.modules, purgers: [modules.purger], firewall: opts.firewall })
+  const sites = buildSites(core, { purchases: payments.purchases, names, modules: modules.modules, purgers: [modules.purger], firewall: opts.firewall, recovering: opts.recovering })
   const money = buildMoney(core, payments, sites)
   const consoles = buildConsoles(core, { audit: sites.audit })
   const agents = buildAgents(core, { processor: payments.processor, subscriptions: money.subscriptions, runner: sites.runner })

@@ -77,6 +77,8 @@ export interface Sites {
   audit: AuditLog
   /** The exec API: one command in a site's container, as the site user. */
   exec: ExecService
+  /** The archive jobs themselves, for work that runs one and waits for it (a move between nodes, an evacuation). */
+  archiveJobs: { create: CreateArchiveJob; restore: RestoreArchiveJob }
 }
 
 /** What the sites area takes from the others. */
@@ -100,6 +102,8 @@ export interface SitesNeeds {
    * (cluster.enabled) drivers/cluster/node-homes.ts's, which reach a home on a node through its agent.
    */
   homes?: HomeDrivers
+  /** In a cluster: the sites whose node is down, shown `recovering` (compose/cluster-ops.ts). */
+  recovering?: SitesServiceDeps['recovering']
 }
 
 /** Sites and their jobs (provisioning, scale and restore, deploys, archives). */
@@ -114,6 +118,7 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
   const retention = new ArchiveRetention(archivesRepo, archiveFiles, log, archiveEvents)
   const restores = new RestoreGuard(archivesRepo)
   const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: repos.sites, backupsKept: config.archives.backupsKept, clock, log, tar: homes.tar, work: new LocalWorkFolder(join(config.archives.dir, '.work')), changes, events: archiveEvents }
+  const archiveJobs = { create: new CreateArchiveJob(archiveWork), restore: new RestoreArchiveJob(archiveWork) }
   const applySite = new ApplySiteJob({ sites: repos.sites, runner, log })
   jobs.register({
     [PROVISION_JOB]: new Provisioner({ sites: repos.sites, runner, clock, log, onFailed: (site, error) => needs.purchases.refundPurchaseOf(site, error) }),
@@ -123,12 +128,13 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
       archives: archivesRepo, deployments: deploymentsRepo, retention, files: archiveFiles, runtime, restores, runner, sites: repos.sites, tar: homes.tar, work: archiveWork.work,
       clock, log, events: archiveEvents, kept: config.archives.deploymentsKept,
     })),
-    [CREATE_ARCHIVE_JOB]: new CreateArchiveJob(archiveWork),
-    [RESTORE_ARCHIVE_JOB]: new RestoreArchiveJob(archiveWork),
+    [CREATE_ARCHIVE_JOB]: archiveJobs.create,
+    [RESTORE_ARCHIVE_JOB]: archiveJobs.restore,
   })
   const sites = new SitesService({
     store, clock, sites: repos.sites, checkouts: repos.checkout, billing: repos.billing, plans, jobs, runner,
     siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain, berthNames: needs.names.berthNames, names: needs.names.ofSites,
+    recovering: needs.recovering,
   })
   const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, work: archiveWork.work, log, copies: repos.offsite })
   const audit = new AuditLog(new AuditRepository(store), clock, log)
@@ -159,6 +165,7 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     archiveEvents,
     audit,
     exec: new ExecService(runtime, homes.openHome, audit),
+    archiveJobs,
   }
 }
 

@@ -1,4 +1,5 @@
 /** The background upkeep the server runs over the built services: maintenance, and the engine's events. */
+import { HEALTH_INTERVAL_MS, type NodeHealth } from '../domain/cluster/health'
 import type { StatusInfo } from '../domain/status'
 import type { Agents } from './agents'
 import type { Core } from './core'
@@ -30,6 +31,16 @@ export function followContainerEvents(s: ContainerEventDeps): () => void {
     s.healer.stop()
     watch.close()
   }
+}
+
+/**
+ * In a cluster, the nodes' health (domain/cluster/health.ts): a round every HEALTH_INTERVAL_MS
+ * (2 s), the first at once. Returns the stop function.
+ */
+export function followNodeHealth(health: Pick<NodeHealth, 'tick'>, intervalMs = HEALTH_INTERVAL_MS): () => void {
+  void health.tick()
+  const timer = setInterval(() => void health.tick(), intervalMs)
+  return () => clearInterval(timer)
 }
 
 /** What `runMaintenance` reads. */

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createApp } from '../../src/api/app'
-import { buildServices, type Services } from '../../src/compose'
+import { buildServices, type BuildOptions, type Services } from '../../src/compose'
 import { loadConfig, type LoadOptions } from '../../src/config/config'
 import type { ContainerRuntime } from '../../src/drivers/runtime/types'
 import { ManualClock } from '../../src/lib/clock'
@@ -34,7 +34,7 @@ export interface CallResult {
  * The container runtime is a RecordingRuntime unless the test passes its own, or `'docker'` for the
  * real engine: only service-tier suites (`*.service.test.ts`) may ask for Docker.
  */
-export function inProcess(options: { env?: Record<string, string>; file?: string | null; runtime?: ContainerRuntime | 'docker' } & Pick<LoadOptions, 'flags'> = {}) {
+export function inProcess(options: { env?: Record<string, string>; file?: string | null; runtime?: ContainerRuntime | 'docker'; recovering?: BuildOptions['recovering'] } & Pick<LoadOptions, 'flags'> = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'berth-test-'))
   // In-process requests have no socket; they come from 127.0.0.1, trusted here so tests can pose
   // as many clients through X-Forwarded-For.
@@ -47,7 +47,7 @@ export function inProcess(options: { env?: Record<string, string>; file?: string
   const log = memoryLogger()
   const recording = options.runtime === undefined ? new RecordingRuntime() : null
   const runtime = options.runtime === 'docker' ? undefined : (options.runtime ?? recording!)
-  const services: Services = buildServices(config, { clock, log, runtime, firewall: null })
+  const services: Services = buildServices(config, { clock, log, runtime, firewall: null, recovering: options.recovering })
   const app = createApp(services)
   let checker: AnswerChecker | undefined
   async function call(method: string, path: string, opts: CallOptions = {}): Promise<CallResult> {

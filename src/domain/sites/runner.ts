@@ -121,6 +121,20 @@ export class SiteRunner {
     return this.endpoints.has(slug)
   }
 
+  /**
+   * Runs `fn` counted as a `run` of the site under way: the healer waits for it to end before it
+   * looks at the site again (`settled`), and a start event meanwhile is left to it. For work that
+   * takes a site down and brings it back itself (a move to another node, an evacuation).
+   */
+  async holding<T>(slug: string, fn: () => Promise<T>): Promise<T> {
+    const done = this.begin(slug)
+    try {
+      return await fn()
+    } finally {
+      done()
+    }
+  }
+
   /** Resolves once no `run` of the site is under way. */
   async settled(slug: string): Promise<void> {
     while (this.busy.has(slug)) await this.busy.get(slug)!.promise

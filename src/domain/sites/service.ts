@@ -37,6 +37,11 @@ export interface SitesServiceDeps {
    * TLS), each for many sites in one read, keyed by site id.
    */
   names: { linkedDomains(siteIds: string[]): Map<string, string[]>; recordsOf(sites: Pick<SiteRow, 'id' | 'slug'>[]): Map<string, DnsRecordView[]>; tls?(siteIds: string[]): Map<string, TlsView> }
+  /**
+   * In a cluster, the active sites whose node is down (domain/cluster/health.ts): shown
+   * `recovering`; `version` moves whenever the set changes. Absent on a single box.
+   */
+  recovering?: { recovering(): ReadonlySet<string>; version(): number }
 }
 
 /** What a site's plan and module switches make of its view; the same for every site with both alike. */
@@ -51,7 +56,11 @@ export class SitesService {
   private urlBase: { scheme: string; port: string }
 
   constructor(private d: SitesServiceDeps) {
-    this.version = d.store.versionOf(['sites', 'names', 'certificates', 'jobs', 'plans'])
+    const stored = d.store.versionOf(['sites', 'names', 'certificates', 'jobs', 'plans'])
+    const recovering = d.recovering
+    // A node going down or coming back changes views without a write: its count moves the version
+    // (both only grow, so their sum moves whenever either does).
+    this.version = recovering ? () => stored() + recovering.version() : stored
     const base = new URL(d.siteUrl)
     this.urlBase = { scheme: base.protocol, port: base.port ? `:${base.port}` : '' }
   }
@@ -154,6 +163,7 @@ export class SitesService {
     const records = this.d.names.recordsOf(sites)
     const tls = this.d.names.tls?.(ids)
     const applying = this.applying(ids)
+    const recovering = this.d.recovering?.recovering()
     const planParts = new Map<string, PlanPart>()
     return sites.map((site) => {
       const fromPlan = this.planPart(site, planParts)
@@ -162,7 +172,7 @@ export class SitesService {
         plan: site.planSlug,
         hosting_type: fromPlan.hosting_type,
         // A deleted site is never shown: not listed, and not_found on its routes.
-        status: site.status as SiteView['status'],
+        status: site.status === 'active' && recovering?.has(site.slug) ? 'recovering' : site.status as SiteView['status'],
         url: this.siteUrl(site.slug),
         domains: domains.get(site.id) ?? [],
         dns_records: records.get(site.id) ?? [],

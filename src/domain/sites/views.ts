@@ -13,11 +13,20 @@ export const Suspension = t.Object({
 })
 export type SuspensionView = Static<typeof Suspension>
 
+/**
+ * A site's status as its view shows it: the stored status, or `recovering` for an active site
+ * whose node in a cluster is down (docs/cluster.md): it serves again once the node answers or
+ * the hoster brings it back on another node.
+ */
+export const SiteViewStatus = t.Union([...VisibleSiteStatusSchema.anyOf, t.Literal('recovering')], {
+  description: "provisioning, active, suspended, pending_deletion, failed; or recovering: the site is active but the server it runs on does not answer (its visitors get a 503 page that reloads); it serves again without any action, once that server is back or the site is brought back on another.",
+})
+
 export const Site = t.Object({
   slug: t.String({ description: 'Also the {tenant_slug} of /sites/{tenant_slug}/... routes.' }),
   plan: t.String(),
   hosting_type: HostingTypeSchema,
-  status: VisibleSiteStatusSchema,
+  status: SiteViewStatus,
   url: t.String({ description: 'Where the site answers: http(s)://{slug}.{sites_domain}.' }),
   domains: t.Array(t.String(), { description: 'Your domains linked to the site (POST /domains/{domain_name}/link/); each and its www are routed here.' }),
   dns_records: t.Array(DnsRecord, { description: "DNS records under the site's own name (POST /sites/{slug}/dns/)." }),

@@ -1,0 +1,118 @@
+/**
+ * The node operations of a cluster (domain/cluster: nodes.ts, move.ts, health.ts) over the built
+ * services and the cluster runtime's placement. `berth serve` builds them to run the health
+ * monitor (followNodeHealth in upkeep.ts) and show down nodes' sites `recovering`; the admin's
+ * commands (`berth nodes ...`, `berth sites move`) build them in their own process, over the
+ * same composition as `berth serve` (buildServices with the cluster runtime), and run the
+ * operation there.
+ */
+import { cpus, totalmem } from 'node:os'
+import { join } from 'node:path'
+import { NodeHealth } from '../domain/cluster/health'
+import { SiteMover } from '../domain/cluster/move'
+import { NodesRepository } from '../domain/cluster/nodes-repository'
+import { NodesService } from '../domain/cluster/nodes'
+import { SiteTransfer } from '../domain/cluster/site-transfer'
+import { ArchivesRepository } from '../domain/archives/repository'
+import { ArchiveFetchBack } from '../domain/offsite/fetch-back'
+import { OffsiteCopiesRepository } from '../domain/offsite/repository'
+import { SitesRepository } from '../domain/sites/repository'
+import type { SitesServiceDeps } from '../domain/sites/service'
+import { LocalArchiveStore } from '../drivers/archives/local'
+import type { NodeLink, Placement } from '../drivers/cluster/types'
+import { open } from '../drivers/offsite/age'
+import { LocalLanding } from '../drivers/offsite/landing'
+import type { Config } from '../config/config'
+import type { Logger } from '../lib/logger'
+import { buildServices, type Services } from './index'
+
+export interface NodeOps {
+  nodes: NodesService
+  mover: SiteMover
+  repo: NodesRepository
+}
+
+/** What the node operations take of the built services. */
+export type NodeOpsDeps = Pick<Services, 'config' | 'store' | 'clock' | 'log' | 'plans' | 'runner' | 'archiveJobs' | 'offsite'>
+
+/** The placement of a runtime that has one (the cluster runtime), else null (a single box). */
+export function placementOf(runtime: unknown): Placement | null {
+  const r = runtime as Partial<Placement>
+  return typeof r.placeOn === 'function' && typeof r.placements === 'function' && typeof r.choose === 'function' ? (r as Placement) : null
+}
+
+/** NodesService and SiteMover over the services and the cluster runtime's `placement`. */
+export function buildNodeOps(s: NodeOpsDeps, placement: Placement): NodeOps {
+  const { config, store, clock, log, plans, runner } = s
+  const repo = new NodesRepository(store)
+  // No SSH port policy: these operations never hand out ports (the runner's run moves a taken one).
+  const sites = new SitesRepository(store)
+  const archiveStore = new LocalArchiveStore(config.archives.dir)
+  const transfer = new SiteTransfer({
+    placement, runner, sites, clock, log,
+    archives: new ArchivesRepository(store),
+    create: s.archiveJobs.create,
+    restore: s.archiveJobs.restore,
+    bytes: new ArchiveFetchBack({
+      archives: archiveStore,
+      offsite: s.offsite && {
+        repo: new OffsiteCopiesRepository(store),
+        destination: s.offsite.destination,
+        sealing: { open },
+        identity: s.offsite.identity,
+        files: new LocalLanding(join(config.archives.dir, '.work')),
+      },
+    }),
+  })
+  return {
+    repo,
+    nodes: new NodesService({
+      nodes: repo, placement, sites, plans, transfer, clock, log,
+      control: { address: config.cluster.address, memoryBytes: totalmem(), cpus: cpus().length },
+    }),
+    mover: new SiteMover({ sites, nodes: repo, placement, transfer, clock, log }),
+  }
+}
+
+/** The health monitor of `berth serve`; its `recovering()` feeds the sites' views (lateRecovering). */
+export function buildNodeHealth(s: Pick<Services, 'store' | 'clock' | 'log' | 'runner'>, cluster: { placement: Placement; link: NodeLink }): NodeHealth {
+  return new NodeHealth({ nodes: new NodesRepository(s.store), link: cluster.link, placement: cluster.placement, runner: s.runner, clock: s.clock, log: s.log })
+}
+
+/**
+ * The sites' views are built before the health monitor (which needs their runner): they read
+ * it through this, set once the monitor is made. Hand `source` to buildSites (needs.recovering).
+ */
+export function lateRecovering(): { source: NonNullable<SitesServiceDeps['recovering']>; set(health: Pick<NodeHealth, 'recovering' | 'version'>): void } {
+  let health: Pick<NodeHealth, 'recovering' | 'version'> | null = null
+  const none: ReadonlySet<string> = new Set()
+  return {
+    source: { recovering: () => health?.recovering() ?? none, version: () => health?.version() ?? 0 },
+    set: (h) => void (health = h),
+  }
+}
+
+/** Why a node command cannot run on this box: no cluster. */
+export class NoClusterError extends Error {}
+
+/**
+ * The node operations for an admin command, in its own process: the services `berth serve`
+ * builds (the cluster runtime when cluster.enabled), nothing started (no listener, job runner or
+ * background pass: `berth serve` may run beside and sees the store's changes within
+ * EXTERNAL_CHECK_MS). Throws NoClusterError on a single box.
+ */
+export function buildNodeOpsAdmin(config: Config, log: Logger): NodeOps & { close(): Promise<void> } {
+  if (!config.cluster.enabled) throw new NoClusterError('this box runs no cluster (cluster.enabled is false); see docs/cluster.md, "Turning it on"')
+  const s = buildServices(config, { log, firewall: null })
+  const jobsStopped = s.jobs.stop()
+  const close = async () => {
+    await jobsStopped
+    s.store.close()
+  }
+  const placement = placementOf(s.runtime)
+  if (!placement) {
+    void close()
+    throw new NoClusterError('cluster.enabled is true but the runtime built has no placement (this binary runs sites on one engine only)')
+  }
+  return { ...buildNodeOps(s, placement), close }
+}

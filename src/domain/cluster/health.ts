@@ -1,0 +1,136 @@
+import type { AgentInfo, NodeLink, Placement } from '../../drivers/cluster/types'
+import type { Clock } from '../../lib/clock'
+import type { Logger } from '../../lib/logger'
+import type { SiteRunner } from '../sites/runner'
+import type { NodesRepository, StoredNode } from './nodes-repository'
+
+/** How often each node's agent is asked (`GET /v1/info`). */
+export const HEALTH_INTERVAL_MS = 2_000
+/** A node whose agent has not answered for this long is down. */
+export const DOWN_AFTER_MS = 6_000
+/** One question's bound: a node that does not answer within it failed this round. */
+const ASK_TIMEOUT_MS = 1_500
+/** last_seen_at is written at most this often while nothing else changes (each write moves the cluster area). */
+const SEEN_WRITE_MS = 30_000
+
+export interface NodeHealthDeps {
+  nodes: Pick<NodesRepository, 'list' | 'find' | 'setState' | 'recordSeen'>
+  link: Pick<NodeLink, 'fetch'>
+  placement: Pick<Placement, 'placements'>
+  /** The edge learns at once that a down node's sites do not answer, and asks again when it is back. */
+  runner: Pick<SiteRunner, 'markDown' | 'markStarted'>
+  clock: Clock
+  log: Logger
+  downAfterMs?: number
+}
+
+/**
+ * Watches the cluster's nodes from the control plane (docs/cluster.md, "Losing a node"): every
+ * HEALTH_INTERVAL_MS the agent of each node that is not removed is asked `GET /v1/info`. A node
+ * that fails for DOWN_AFTER_MS turns `down` (logged): its sites show `recovering` in the API
+ * and the edge answers them with its "being brought back" page without trying. When it answers
+ * again it is `active` again (a draining node stays draining; its reachability is kept here),
+ * with its capacity and last_seen_at updated.
+ */
+export class NodeHealth {
+  /** Per unreachable node: since when it fails. */
+  private failing = new Map<string, number>()
+  /** Nodes found down in this process, and the sites they ran when found so. */
+  private unreachable = new Map<string, string[]>()
+  private recoveringSlugs = new Set<string>()
+  private generation = 0
+  private running: Promise<void> | null = null
+  private seenWritten = new Map<string, number>()
+
+  constructor(private d: NodeHealthDeps) {}
+
+  /** One round over every node; a round still running is not doubled. Never throws. */
+  tick(): Promise<void> {
+    this.running ??= this.round().catch((err) => this.d.log.error('the node health round failed', { error: (err as Error).message })).finally(() => (this.running = null))
+    return this.running
+  }
+
+  /** The slugs of sites whose node is down: the API shows them `recovering`. */
+  recovering(): ReadonlySet<string> {
+    return this.recoveringSlugs
+  }
+
+  /** Moves whenever `recovering()` changed: for caches of site views. */
+  version(): number {
+    return this.generation
+  }
+
+  private async round(): Promise<void> {
+    const nodes = this.d.nodes.list({ live: true })
+    await Promise.all(nodes.map((node) => this.check(node)))
+    for (const id of this.unreachable.keys()) if (!nodes.some((n) => n.id === id)) this.unreachable.delete(id)
+    await this.refreshRecovering()
+  }
+
+  private async check(node: StoredNode): Promise<void> {
+    const now = this.d.clock.now()
+    const info = await this.ask(node)
+    if (info) return this.answered(node, info, now)
+    const since = this.failing.get(node.id) ?? now
+    this.failing.set(node.id, since)
+    if (this.unreachable.has(node.id)) return
+    // A node the store already has down (this process just started) is not given 6 s more.
+    if (node.state !== 'down' && now - since < (this.d.downAfterMs ?? DOWN_AFTER_MS)) return
+    this.unreachable.set(node.id, [])
+    if (this.d.nodes.setState(node.id, ['active'], 'down')) {
+      this.d.log.error('a node stopped answering: it is down, its sites show recovering (berth nodes evacuate brings them back elsewhere if it is lost)', { node: node.id, name: node.name, address: node.address, silent_ms: now - since })
+    } else {
+      this.d.log.warn('a node stopped answering', { node: node.id, state: node.state, silent_ms: now - since })
+    }
+  }
+
+  private answered(node: StoredNode, info: AgentInfo, now: number): void {
+    this.failing.delete(node.id)
+    const wasDown = this.unreachable.get(node.id)
+    const back = node.state === 'down' || wasDown !== undefined
+    const changed = info.memoryBytes !== node.memoryBytes || info.cpus !== node.cpus || (info.swarmNodeId !== null && info.swarmNodeId !== node.swarmNodeId)
+    if (back || changed || now - (this.seenWritten.get(node.id) ?? -Infinity) >= SEEN_WRITE_MS) {
+      this.d.nodes.recordSeen(node.id, { at: now, memoryBytes: info.memoryBytes, cpus: info.cpus, swarmNodeId: info.swarmNodeId })
+      this.seenWritten.set(node.id, now)
+    }
+    if (back) {
+      this.unreachable.delete(node.id)
+      this.d.nodes.setState(node.id, ['down'], 'active')
+      for (const slug of wasDown ?? []) this.d.runner.markStarted(slug)
+      this.d.log.info('a node answers again', { node: node.id, name: node.name, state: node.state === 'down' ? 'active' : node.state })
+    }
+  }
+
+  /** The agent's info, or null when it did not answer well in time (refused, unreachable, an error status). */
+  private async ask(node: StoredNode): Promise<AgentInfo | null> {
+    try {
+      const res = await this.d.link.fetch(node, '/v1/info', { signal: AbortSignal.timeout(ASK_TIMEOUT_MS) })
+      if (!res.ok) {
+        await res.body?.cancel()
+        return null
+      }
+      return await res.json() as AgentInfo
+    } catch {
+      return null
+    }
+  }
+
+  /** The sites of the unreachable nodes, from the Swarm's placements; the edge stops trying them. */
+  private async refreshRecovering(): Promise<void> {
+    const next = new Set<string>()
+    if (this.unreachable.size > 0) {
+      const placed = await this.d.placement.placements()
+      for (const [id, known] of this.unreachable) {
+        const slugs = [...placed].filter(([, node]) => node === id).map(([slug]) => slug)
+        for (const slug of slugs) {
+          next.add(slug)
+          if (!known.includes(slug)) this.d.runner.markDown(slug)
+        }
+        this.unreachable.set(id, slugs)
+      }
+    }
+    if (next.size === this.recoveringSlugs.size && [...next].every((s) => this.recoveringSlugs.has(s))) return
+    this.recoveringSlugs = next
+    this.generation++
+  }
+}

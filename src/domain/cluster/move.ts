@@ -1,0 +1,79 @@
+import { CONTROL_NODE, type Placement } from '../../drivers/cluster/types'
+import { iso, type Clock } from '../../lib/clock'
+import type { Logger } from '../../lib/logger'
+import type { SiteStatus } from '../../core/enums'
+import { conflict, invalid, notFound } from '../errors'
+import type { SitesRepository } from '../sites/repository'
+import type { NodesRepository } from './nodes-repository'
+import type { SiteTransfer } from './site-transfer'
+import type { MoveView } from './views'
+
+/** Sites that have a service and files to move (the others have nothing on any node). */
+const MOVABLE: SiteStatus[] = ['active', 'suspended', 'pending_deletion']
+
+export interface SiteMoverDeps {
+  sites: Pick<SitesRepository, 'findLiveBySlug'>
+  nodes: Pick<NodesRepository, 'find'>
+  placement: Pick<Placement, 'nodeOf' | 'removeVolumeOn'>
+  transfer: Pick<SiteTransfer, 'archive' | 'bringUp'>
+  clock: Clock
+  log: Logger
+  /** Milliseconds from a fixed point, for the time the site did not serve; performance.now by default. */
+  now?: () => number
+}
+
+/**
+ * `berth sites move SLUG --to NODE` (docs/cluster.md, "Moving a site"): an archive of the site
+ * (taken frozen, while it still serves), then the switch: its service on the old node stops, the
+ * site is pinned to the target, its files put back there from that archive and its container
+ * started; once it answers, its volume on the old node is removed. The site answers the edge's
+ * "being brought back" page (503) from the stop to the answer, and the move says how long that
+ * was. What the site wrote between the archive and the stop (seconds) is not carried over.
+ */
+export class SiteMover {
+  private now: () => number
+
+  constructor(private d: SiteMoverDeps) {
+    this.now = d.now ?? (() => performance.now())
+  }
+
+  /**
+   * 404 (param `slug`) for an unknown site, 409 for a site with nothing to move (provisioning,
+   * failed) or already on the target, 422 (param `to`) for a target that is unknown, removed,
+   * down or draining.
+   */
+  async move(slug: string, to: string): Promise<MoveView> {
+    const site = this.d.sites.findLiveBySlug(slug)
+    if (!site) throw notFound(`No site '${slug}'; berth sites list shows the sites of this box.`, 'slug')
+    if (!MOVABLE.includes(site.status)) throw conflict(`Site '${slug}' is ${site.status}: it runs nowhere, so there is nothing to move.`, 'slug')
+    this.requireTarget(to)
+    const from = await this.d.placement.nodeOf(slug)
+    if (from === to) throw conflict(`Site '${slug}' already runs on ${to}.`, 'to')
+    const started = this.now()
+    const archive = await this.d.transfer.archive(site)
+    const stoppedAt = this.now()
+    await this.d.transfer.bringUp(site, to, archive)
+    const servingAt = this.now()
+    if (from) {
+      await this.d.placement.removeVolumeOn(slug, from).catch((err) => {
+        this.d.log.warn('the volume of a moved site could not be removed from its old node; remove it by hand', { site: slug, node: from, error: (err as Error).message })
+      })
+    }
+    const view: MoveView = {
+      slug, from: from ?? CONTROL_NODE, to, archive: { id: archive.id, created_at: iso(archive.createdAt) },
+      unavailable_ms: Math.round(servingAt - stoppedAt), total_ms: Math.round(this.now() - started),
+    }
+    this.d.log.info('site moved', { site: slug, from: view.from, to, unavailable_ms: view.unavailable_ms, ms: view.total_ms })
+    return view
+  }
+
+  /** The target must be the control plane or a node that takes sites (active). */
+  private requireTarget(to: string): void {
+    if (to === CONTROL_NODE) return
+    const node = this.d.nodes.find(to)
+    if (!node) throw invalid('to', `No node '${to}'; berth nodes list shows the nodes and their ids (the control plane is '${CONTROL_NODE}').`)
+    if (node.state !== 'active') {
+      throw invalid('to', `Node ${to} is ${node.state}: it takes no site${node.state === 'down' ? ' (its agent does not answer)' : ''}. Move the site to an active node (berth nodes list).`)
+    }
+  }
+}

@@ -1,0 +1,159 @@
+import type { NodeState } from '../../core/enums'
+import { CONTROL_NODE, type Placement } from '../../drivers/cluster/types'
+import { iso, type Clock } from '../../lib/clock'
+import type { Logger } from '../../lib/logger'
+import type { SiteRow } from '../../store/schema'
+import { conflict, invalid, notFound } from '../errors'
+import type { PlansService } from '../plans/service'
+import type { SitesRepository } from '../sites/repository'
+import type { NodesRepository, StoredNode } from './nodes-repository'
+import type { SiteTransfer } from './site-transfer'
+import type { EvacuatedSite, EvacuationView, NodeView } from './views'
+
+const MIB = 1024 * 1024
+
+export interface NodesServiceDeps {
+  nodes: Pick<NodesRepository, 'list' | 'find' | 'setState'>
+  placement: Pick<Placement, 'placements' | 'choose'>
+  sites: Pick<SitesRepository, 'listLive' | 'findLiveBySlug'>
+  plans: Pick<PlansService, 'get'>
+  transfer: Pick<SiteTransfer, 'newestUsable' | 'bringUp'>
+  /** The control plane as a node: config cluster.address, and its box's memory and processors. */
+  control: { address: string; memoryBytes: number; cpus: number }
+  clock: Clock
+  log: Logger
+}
+
+/**
+ * The hoster's operations on the nodes of a cluster (docs/cluster.md): list them with their
+ * sites, drain one (no new site goes there; those it runs stay), remove an empty one (its
+ * certificate is refused from then on: the link checks the state), and evacuate a lost one
+ * (its sites come back on the other nodes from their newest archive). The control plane is the
+ * node `control`: listed first, never drained, removed or evacuated.
+ */
+export class NodesService {
+  constructor(private d: NodesServiceDeps) {}
+
+  /** Every node, the control plane first, each with its state, capacity, used memory and sites. */
+  async list(): Promise<NodeView[]> {
+    const placed = await this.d.placement.placements()
+    const live = new Map(this.d.sites.listLive().map((s) => [s.slug, s]))
+    const byNode = new Map<string, string[]>()
+    for (const [slug, node] of placed) byNode.set(node, [...(byNode.get(node) ?? []), slug])
+    const view = (node: Omit<NodeView, 'sites' | 'used_memory_bytes'>): NodeView => {
+      const slugs = (byNode.get(node.id) ?? []).sort()
+      const used = slugs.reduce((sum, slug) => sum + this.memoryMbOf(live.get(slug)) * MIB, 0)
+      return { ...node, used_memory_bytes: used, sites: slugs }
+    }
+    const control = this.d.control
+    return [
+      view({ id: CONTROL_NODE, name: CONTROL_NODE, address: control.address, state: 'active', capacity: { memory_bytes: control.memoryBytes, cpus: control.cpus }, joined_at: null, last_seen_at: null, removed_at: null }),
+      ...this.d.nodes.list().map((n) => view(nodeFields(n))),
+    ]
+  }
+
+  /** One node's view; 404 (param `node`) for an unknown one. */
+  async show(id: string): Promise<NodeView> {
+    if (id !== CONTROL_NODE) this.requireNode(id)
+    return (await this.list()).find((n) => n.id === id)!
+  }
+
+  /**
+   * No new site is placed on the node from now on (Placement.choose skips it); the sites it runs
+   * stay and keep serving, until moved. Idempotent. A removed node is refused (409).
+   */
+  async drain(id: string): Promise<NodeView> {
+    const node = this.requireNode(id, 'drain')
+    if (node.state === 'removed') throw conflict(`Node ${id} is removed; there is nothing to drain.`, 'node')
+    if (node.state !== 'draining') {
+      this.d.nodes.setState(id, ['active', 'down'], 'draining')
+      this.d.log.info('node drained: no new site is placed there', { node: id, was: node.state })
+    }
+    return this.show(id)
+  }
+
+  /**
+   * Removes a node that runs no site: state `removed`, its certificate refused by the control
+   * plane from now on. One that still runs sites is refused (409) with what to do first.
+   * Idempotent for a removed node.
+   */
+  async remove(id: string): Promise<NodeView> {
+    const node = this.requireNode(id, 'remove')
+    if (node.state !== 'removed') {
+      const sites = await this.sitesOn(id)
+      if (sites.length > 0) {
+        throw conflict(`Node ${id} still runs ${sites.length} site(s) (${sites.join(', ')}): move them first (berth sites move SLUG --to NODE), or, if the node is lost, bring them back elsewhere with berth nodes evacuate ${id}.`, 'node')
+      }
+      this.d.nodes.setState(id, ['active', 'draining', 'down'], 'removed', this.d.clock.now())
+      this.d.log.info('node removed: its certificate is refused from now on', { node: id })
+    }
+    return this.show(id)
+  }
+
+  /**
+   * Brings the sites of a lost node back on the other nodes, each from its newest archive (the
+   * copy off the box when the local one is missing), and answers when each one's data is from,
+   * or that it had none (it serves an empty home). The node is left `draining`, so nothing is
+   * placed there again; remove it once it is empty. A node that still answers (`active`) is
+   * refused unless `force`: moving its sites loses nothing, evacuating loses what changed since
+   * their archives.
+   */
+  async evacuate(id: string, opts: { force?: boolean } = {}): Promise<EvacuationView> {
+    const node = this.requireNode(id, 'evacuate')
+    if (node.state === 'removed') throw conflict(`Node ${id} is removed; its sites were moved off it before.`, 'node')
+    if (node.state === 'active' && !opts.force) {
+      throw conflict(`Node ${id} is active (its agent answers): drain it (berth nodes drain ${id}) and move each site (berth sites move SLUG --to NODE), which carries every change over; evacuate brings sites back from their last archive and is for a lost node (state down). --force evacuates it anyway.`, 'node')
+    }
+    this.d.nodes.setState(id, ['active', 'down'], 'draining')
+    const sites: EvacuatedSite[] = []
+    for (const slug of await this.sitesOn(id)) {
+      const site = this.d.sites.findLiveBySlug(slug)
+      if (site) sites.push(await this.evacuateSite(site, id))
+    }
+    this.d.log.info('node evacuated', { node: id, sites: sites.map((s) => `${s.slug}:${s.result}`) })
+    return { node: id, sites }
+  }
+
+  private async evacuateSite(site: SiteRow, from: string): Promise<EvacuatedSite> {
+    const outcome: EvacuatedSite = { slug: site.slug, node: null, archive: null, data_from: null, result: 'failed', problem: null }
+    try {
+      const to = await this.d.placement.choose(this.memoryMbOf(site), [from])
+      const choice = await this.d.transfer.newestUsable(site)
+      await this.d.transfer.bringUp(site, to, choice?.archive ?? null)
+      outcome.node = to
+      if (choice) {
+        Object.assign(outcome, { archive: { id: choice.archive.id, kind: choice.archive.kind, source: choice.source }, data_from: iso(choice.archive.createdAt), result: 'restored' })
+      } else {
+        Object.assign(outcome, { result: 'empty', problem: 'no archive of it was found, on this box or off it: it serves an empty home' })
+      }
+    } catch (err) {
+      outcome.problem = (err as Error).message
+      this.d.log.error('could not bring a site of an evacuated node back', { site: site.slug, node: from, error: outcome.problem })
+    }
+    return outcome
+  }
+
+  /** The node's row; 404 for an unknown id, 422 for the control plane (an operation it has not). */
+  private requireNode(id: string, operation?: string): StoredNode {
+    if (id === CONTROL_NODE && operation) throw invalid('node', `The control plane cannot be ${operation === 'drain' ? 'drained' : operation === 'remove' ? 'removed' : 'evacuated'}: it holds the store and the edge. Give a node id from berth nodes list.`)
+    const node = this.d.nodes.find(id)
+    if (!node) throw notFound(`No node '${id}'; berth nodes list shows the nodes and their ids.`, 'node')
+    return node
+  }
+
+  private async sitesOn(id: string): Promise<string[]> {
+    return [...(await this.d.placement.placements())].filter(([, node]) => node === id).map(([slug]) => slug).sort()
+  }
+
+  private memoryMbOf(site: SiteRow | undefined): number {
+    return site ? this.d.plans.get(site.planSlug).features.memory_mb : 0
+  }
+}
+
+function nodeFields(n: StoredNode): Omit<NodeView, 'sites' | 'used_memory_bytes'> {
+  return {
+    id: n.id, name: n.name, address: n.address, state: n.state as NodeState,
+    capacity: { memory_bytes: n.memoryBytes, cpus: n.cpus },
+    joined_at: iso(n.joinedAt), last_seen_at: n.lastSeenAt === null ? null : iso(n.lastSeenAt), removed_at: n.removedAt === null ? null : iso(n.removedAt),
+  }
+}

@@ -1,0 +1,134 @@
+import type { Placement } from '../../drivers/cluster/types'
+import { HostPortTakenError } from '../../drivers/runtime/types'
+import type { Clock } from '../../lib/clock'
+import type { Logger } from '../../lib/logger'
+import type { ArchiveRow, SiteRow } from '../../store/schema'
+import type { CreateArchiveJob, RestoreArchiveJob } from '../archives/jobs'
+import type { ArchivesRepository } from '../archives/repository'
+import { conflict, unavailable } from '../errors'
+import type { ArchiveBytes, ArchiveSource } from '../offsite/fetch-back'
+import type { SitesRepository } from '../sites/repository'
+import type { SiteRunner } from '../sites/runner'
+
+/** Runs of a site whose SSH port turned out to be taken on its new node (each moves it to another). */
+const PORT_TRIES = 3
+
+export interface SiteTransferDeps {
+  placement: Pick<Placement, 'placeOn'>
+  runner: Pick<SiteRunner, 'run' | 'stop' | 'markDown' | 'holding'>
+  sites: Pick<SitesRepository, 'find'>
+  archives: Pick<ArchivesRepository, 'insert' | 'find' | 'transition' | 'listOf' | 'restoringOf'>
+  /**
+   * The archive jobs (domain/archives/jobs.ts), run here rather than queued: the node operation
+   * waits for each, and the archive's row tells the owner the same story as a restore they asked for.
+   */
+  create: Pick<CreateArchiveJob, 'run' | 'failed'>
+  restore: Pick<RestoreArchiveJob, 'run' | 'failed'>
+  /** The archive's bytes on this box, or brought back from off the box (domain/offsite/fetch-back.ts). */
+  bytes: ArchiveBytes
+  clock: Clock
+  log: Logger
+}
+
+/** An archive a site can come back from, and where its bytes were. */
+export interface ArchiveChoice {
+  archive: ArchiveRow
+  source: Exclude<ArchiveSource, 'missing'>
+}
+
+/**
+ * What moving and evacuating share: a site's archive taken, its newest usable archive found, and
+ * the site brought up on another node from an archive: placed there, run there once (which makes
+ * its volume on that node), its files put back by the restore job (frozen, then restarted), so
+ * the edge, which shows its "being brought back" page (503) until then, never serves the empty
+ * home in between.
+ */
+export class SiteTransfer {
+  constructor(private d: SiteTransferDeps) {}
+
+  /**
+   * A new archive of the site, made now by the archive job (its home written while the site is
+   * frozen, so it is one moment of it). Kind `backup`: it counts among the daily backups and
+   * their retention prunes it, so a move never fills the owner's snapshot slots. Throws when it
+   * could not be made.
+   */
+  async archive(site: SiteRow): Promise<ArchiveRow> {
+    const id = crypto.randomUUID()
+    this.d.archives.insert({ id, siteId: site.id, kind: 'backup', storageKey: `${site.id}/${id}.tar.zst`, createdAt: this.d.clock.now() })
+    try {
+      await this.d.create.run(id)
+    } catch (err) {
+      await this.d.create.failed(id)
+      throw unavailable(`The archive of site '${site.slug}' could not be made (${(err as Error).message}); nothing was moved.`)
+    }
+    const made = this.d.archives.find(id)
+    if (made?.status !== 'ready') throw unavailable(`The archive of site '${site.slug}' could not be made (${made?.error ?? 'it is gone'}); nothing was moved.`)
+    return made
+  }
+
+  /**
+   * The newest archive the site can come back from: its newest ready backup or snapshot, a
+   * deployment's record only when it has neither (it leaves ~/.ssh out), the first of them whose
+   * bytes are on this box or come back from off the box. null when none.
+   */
+  async newestUsable(site: SiteRow): Promise<ArchiveChoice | null> {
+    const ready = (kind: 'backup' | 'snapshot' | 'deployment') => this.d.archives.listOf(site.id, kind).filter((a) => a.status === 'ready')
+    const files = [...ready('backup'), ...ready('snapshot')].sort((a, b) => b.createdAt - a.createdAt)
+    for (const archive of [...files, ...ready('deployment')]) {
+      try {
+        const source = await this.d.bytes.ensureLocal(archive)
+        if (source !== 'missing') return { archive, source }
+        this.d.log.warn('an archive of a site has no bytes on this box nor off it; trying an older one', { site: site.slug, archive: archive.id })
+      } catch (err) {
+        this.d.log.warn('an archive of a site could not be brought back from off the box; trying an older one', { site: site.slug, archive: archive.id, error: (err as Error).message })
+      }
+    }
+    return null
+  }
+
+  /**
+   * Pins the site to `nodeId` (its service elsewhere stops) and runs it there with the files of
+   * `archive`, or with an empty home when null. Resolves once an active site answers there; a
+   * suspended or pending one is left with its files and no running container, as the reconciler
+   * keeps it. The edge answers "being brought back" from the stop until the site answers with
+   * its files: the container's first run there (which makes its volume on that node) is never
+   * handed to the edge.
+   */
+  async bringUp(site: SiteRow, nodeId: string, archive: ArchiveRow | null): Promise<void> {
+    await this.d.runner.holding(site.slug, async () => {
+      await this.d.placement.placeOn(site.slug, nodeId)
+      this.d.runner.markDown(site.slug)
+      await this.runThere(site, false)
+      this.d.runner.markDown(site.slug)
+      if (archive) await this.restore(site, archive)
+      else if (this.d.sites.find(site.id)?.status === 'active') await this.runThere(site, true)
+      if (this.d.sites.find(site.id)?.status !== 'active') await this.d.runner.stop(site.slug)
+    })
+  }
+
+  /** SiteRunner.run on the site's current row; an SSH port taken on the new node moves it to another (the runner did) and runs again. */
+  private async runThere(site: SiteRow, waitForAnswer: boolean): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const current = this.d.sites.find(site.id) ?? site
+      try {
+        await this.d.runner.run(current, { waitForAnswer })
+        return
+      } catch (err) {
+        if (!(err instanceof HostPortTakenError) || attempt === PORT_TRIES) throw err
+      }
+    }
+  }
+
+  /** The restore job on the archive (ready → restoring → ready with restored_at), here and now. */
+  private async restore(site: SiteRow, archive: ArchiveRow): Promise<void> {
+    if (this.d.archives.restoringOf(site.id) || !this.d.archives.transition(archive.id, ['ready'], { status: 'restoring' })) {
+      throw conflict(`Another restore of site '${site.slug}' is running; wait until it is done and try again.`)
+    }
+    try {
+      await this.d.restore.run(archive.id)
+    } catch (err) {
+      await this.d.restore.failed(archive.id)
+      throw err
+    }
+  }
+}

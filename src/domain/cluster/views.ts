@@ -1,0 +1,54 @@
+import type { NodeState } from '../../core/enums'
+
+/** A node as `berth nodes list` shows it (its JSON with --json). */
+export interface NodeView {
+  /** `control` for the control plane, else the node's id (`node_...`). */
+  id: string
+  name: string
+  /** Its address on the private network. */
+  address: string
+  state: NodeState
+  capacity: { memory_bytes: number; cpus: number }
+  /** The memory of its sites' plans, added up: what placement counts as taken. */
+  used_memory_bytes: number
+  /** The slugs of the sites it runs, sorted. */
+  sites: string[]
+  joined_at: string | null
+  /** When its agent last answered the control plane (null for the control plane itself, and before the first answer). */
+  last_seen_at: string | null
+  removed_at: string | null
+}
+
+/** What became of one site of an evacuated node. */
+export interface EvacuatedSite {
+  slug: string
+  /** The node it runs on now; null when it could not be brought back. */
+  node: string | null
+  /** The archive its files came from; null when it had none (it serves an empty home). */
+  archive: { id: string; kind: string; source: 'local' | 'offsite' } | null
+  /** When the data it serves now was taken (the archive's time); null without an archive. */
+  data_from: string | null
+  /** `restored`, `empty` (no archive: served with an empty home), or `failed`. */
+  result: 'restored' | 'empty' | 'failed'
+  /** What went wrong, or what is missing. */
+  problem: string | null
+}
+
+/** `berth nodes evacuate`'s answer. */
+export interface EvacuationView {
+  node: string
+  sites: EvacuatedSite[]
+}
+
+/** `berth sites move`'s answer. */
+export interface MoveView {
+  slug: string
+  from: string
+  to: string
+  /** The archive taken for the move (kind backup): the data the site serves on its new node. */
+  archive: { id: string; created_at: string }
+  /** From the stop of the old service to the new one answering, in milliseconds. */
+  unavailable_ms: number
+  /** The whole move, archive included. */
+  total_ms: number
+}
