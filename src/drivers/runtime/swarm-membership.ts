@@ -94,3 +94,8 @@ export async function leaveSwarm(socket: string, force = false): Promise<void> {
   const docker = await openEngine(socket, MEMBERSHIP_TIMEOUT_MS)
   await engineCall(socket, () => docker.swarmLeave({ force }))
 }
+
+/** The Swarm manager as the join service asks it (domain/cluster/join.ts SwarmManager): the control plane's engine. */
+export function swarmManagerOn(socket: string): { workerJoinToken(): Promise<string> } {
+  return { workerJoinToken: () => workerJoinToken(socket) }
+}
