@@ -8,6 +8,8 @@ import { imagesBuildCommand } from './images'
 import { installCommand } from './install'
 import { instanceCommand } from './instance'
 import { migrateCommand } from './migrate'
+import { nodeJoinCommand, nodeServeCommand } from './node'
+import { nodesTokenCommand } from './nodes-token'
 import { offsitePushCommand, offsiteStatusCommand } from './offsite'
 import { plansAddCommand, plansDeprecateCommand, plansListCommand } from './plans'
 import { restoreCommand } from './restore'
@@ -44,6 +46,9 @@ export const COMMANDS: Command[] = [
   firewallRemoveCommand,
   offsiteStatusCommand,
   offsitePushCommand,
+  nodesTokenCommand,
+  nodeJoinCommand,
+  nodeServeCommand,
   versionCommand,
 ]
 

@@ -64,11 +64,7 @@ export class JoinService {
 
   /** A new join token, valid for cluster.join_token_minutes, for one join. Only its SHA-256 is kept. */
   issueToken(): { token: string; expiresAt: number } {
-    const token = `${JOIN_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`
-    const now = this.clock.now()
-    const expiresAt = now + this.o.tokenMinutes * 60_000
-    this.repo.insertToken(hashToken(token), now, expiresAt)
-    return { token, expiresAt }
+    return issueJoinToken(this.repo, this.clock, this.o.tokenMinutes)
   }
 
   /**
@@ -126,6 +122,15 @@ export class JoinService {
     if (clash?.name === req.name) throw conflict(`A node named '${req.name}' is in the cluster already (${clash.id}); remove it first (berth nodes remove ${clash.id}) or join under another name.`, 'name')
     if (clash) throw conflict(`Node ${clash.id} has the address ${req.address} already; remove it first (berth nodes remove ${clash.id}).`, 'address')
   }
+}
+
+/** A new join token valid for `minutes` (`berth nodes token`, which needs no PKI nor Swarm for it). */
+export function issueJoinToken(repo: NodesRepository, clock: Clock, minutes: number): { token: string; expiresAt: number } {
+  const token = `${JOIN_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`
+  const now = clock.now()
+  const expiresAt = now + minutes * 60_000
+  repo.insertToken(hashToken(token), now, expiresAt)
+  return { token, expiresAt }
 }
 
 export function hashToken(token: string): string {
