@@ -29,10 +29,16 @@ export async function postJoin(url: string, request: JoinRequest): Promise<JoinA
   try {
     res = await fetch(endpoint, { method: 'POST', body: JSON.stringify(request), headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(JOIN_TIMEOUT_MS) })
   } catch (err) {
-    throw new Error(`the control plane at ${endpoint} does not answer (${(err as { code?: string }).code ?? (err as Error).message}): check the URL and that this box reaches it`)
+    throw new Error(`the control plane at ${endpoint} does not answer (${reason(err)}): check the URL and that this box reaches it`)
   }
   const body = (await res.json().catch(() => null)) as (JoinAnswer & { error?: { code: string; message: string; param?: string } }) | null
   if (res.ok && body?.nodeId) return body
   if (body?.error) throw new JoinRefusedError(res.status, body.error.code, body.error.message, body.error.param ?? null)
   throw new JoinRefusedError(res.status, 'unexpected_answer', `${endpoint} answered ${res.status} without a join answer: is it a Berth control plane with cluster.enabled = true?`, null)
+}
+
+function reason(err: unknown): string {
+  const e = err as { code?: unknown; name?: string; message?: string }
+  if (e?.name === 'TimeoutError') return `no answer in ${JOIN_TIMEOUT_MS / 1000} s`
+  return typeof e?.code === 'string' ? e.code : e?.message ?? String(err)
 }
