@@ -1,4 +1,4 @@
-import { connect } from 'node:net'
+import { connect, type Socket } from 'node:net'
 import { createServer, type TLSSocket } from 'node:tls'
 import type { Logger } from '../../../lib/logger'
 import type { AgentTls } from '../types'
@@ -33,6 +33,10 @@ export async function startEngineProxy(o: { address: string; port: number; contr
     }).on('close', end)
     client.pipe(engine)
     engine.pipe(client)
+  })
+  // Before the handshake: a stranger is not even shown the node's certificate.
+  server.on('connection', (socket: Socket) => {
+    if (!fromControl(socket.remoteAddress, o.controlAddress)) socket.destroy()
   })
   server.on('tlsClientError', (err, socket) => {
     o.log.info('engine pass-through: a handshake failed', { from: socket.remoteAddress, error: err.message })
