@@ -1,6 +1,7 @@
-import { connect, createServer, type Server, type Socket } from 'node:net'
+import type { TCPSocketListener } from 'bun'
 import type { Logger } from '../../../lib/logger'
 import { fromControl } from './remote'
+import { startRelay } from './tcp-relay'
 
 /** Where a forward sends its connections: a site container's address and web port on this node. */
 export interface ForwardTarget {
@@ -9,10 +10,9 @@ export interface ForwardTarget {
 }
 
 interface Forward {
-  server: Server
+  listener: TCPSocketListener<unknown>
   port: number
   target: ForwardTarget
-  connections: Set<Socket>
 }
 
 /**
@@ -30,30 +30,20 @@ export class Forwards {
 
   constructor(private readonly o: { address: string; controlAddress: string; log: Logger }) {}
 
-  /** Opens (or retargets) the forward of `slug`; resolves with its port once it listens. */
+  /** Opens (or retargets) the forward of `slug`; resolves with its port, listening. */
   async open(slug: string, target: ForwardTarget): Promise<number> {
     const existing = this.bySlug.get(slug)
     if (existing) {
       existing.target = target
       return existing.port
     }
-    const forward: Forward = { server: createServer({ allowHalfOpen: true }), port: 0, target, connections: new Set() }
-    forward.server.on('connection', (client) => this.accept(slug, forward, client))
-    await new Promise<void>((listening, failed) => {
-      forward.server.once('error', failed)
-      forward.server.listen({ host: this.o.address, port: 0 }, () => {
-        forward.server.off('error', failed)
-        listening()
-      })
-    })
-    forward.port = (forward.server.address() as { port: number }).port
-    // Two PUTs at once: the first to listen keeps the slug, the other closes its listener.
-    const raced = this.bySlug.get(slug)
-    if (raced) {
-      forward.server.close()
-      raced.target = target
-      return raced.port
-    }
+    const forward = { target } as Forward
+    forward.listener = startRelay({
+      address: this.o.address,
+      allow: (remote) => fromControl(remote, this.o.controlAddress) || this.refused(slug, remote),
+      target: () => forward.target,
+    }) as TCPSocketListener<unknown>
+    forward.port = forward.listener.port
     this.bySlug.set(slug, forward)
     return forward.port
   }
@@ -63,8 +53,7 @@ export class Forwards {
     const forward = this.bySlug.get(slug)
     if (!forward) return false
     this.bySlug.delete(slug)
-    forward.server.close()
-    for (const c of forward.connections) c.destroy()
+    forward.listener.stop(true)
     return true
   }
 
@@ -77,24 +66,9 @@ export class Forwards {
     for (const slug of [...this.bySlug.keys()]) this.close(slug)
   }
 
-  private accept(slug: string, forward: Forward, client: Socket): void {
-    if (!fromControl(client.remoteAddress, this.o.controlAddress)) {
-      this.o.log.warn('forward connection refused: not from the control address', { slug, from: client.remoteAddress })
-      client.destroy()
-      return
-    }
-    const upstream = connect({ host: forward.target.address, port: forward.target.port, allowHalfOpen: true })
-    forward.connections.add(client)
-    client.setNoDelay(true)
-    upstream.setNoDelay(true)
-    const end = () => {
-      forward.connections.delete(client)
-      client.destroy()
-      upstream.destroy()
-    }
-    client.on('error', end).on('close', end)
-    upstream.on('error', end).on('close', end)
-    client.pipe(upstream)
-    upstream.pipe(client)
+  /** Logs a connection from another address than the control plane's; false (it is closed). */
+  private refused(slug: string, remote: string): boolean {
+    this.o.log.warn('forward connection refused: not from the control address', { slug, from: remote })
+    return false
   }
 }
