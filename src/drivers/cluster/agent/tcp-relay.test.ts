@@ -27,7 +27,7 @@ function exchange(port: number, input: Uint8Array): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     const s = connect({ host: '127.0.0.1', port, allowHalfOpen: true }, () => s.end(input))
-    s.on('data', (d) => chunks.push(d))
+    s.on('data', (d: Buffer) => chunks.push(d))
     s.on('end', () => resolve(Buffer.concat(chunks)))
     // A reset is a refusal too: what came before it is the answer.
     s.on('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' || err.code === 'EPIPE' ? resolve(Buffer.concat(chunks)) : reject(err)))
