@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type Subprocess } from 'bun'
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -11,8 +11,9 @@ import { join } from 'node:path'
  * 10.249.{net}.{i + 1}). Each runs as `ip netns exec` would, in a private mount namespace with a
  * fresh sysfs and the host's cgroup tree put back under it (dockerd and runc need it).
  *
- * `stop()` kills every process of the namespaces and removes them, the links and the folder;
- * it runs at process exit too, so a failed or interrupted test leaves nothing behind. For the
+ * `stop()` kills every process of the namespaces and removes them, the links and the folder
+ * (`/tmp/{name}`); it runs at process exit too, and a run killed before either is swept at the
+ * next start of the same name, so a failed or interrupted test leaves nothing behind. For the
  * whole two-node lab (a control plane and an agent), see test/lab.
  */
 export interface PrivateEngines {
@@ -24,19 +25,15 @@ export interface PrivateEngines {
 const ENGINE_WAIT_MS = 30_000
 
 export async function startPrivateEngines(name: string, count: number, net: number): Promise<PrivateEngines> {
-  const root = mkdtempSync(join(tmpdir(), `${name}-`))
+  const root = join(tmpdir(), name)
   const namespaces = Array.from({ length: count }, (_, i) => `${name}-${i}`)
   const links = namespaces.slice(1).map((_, i) => `${name.slice(0, 8)}v${i + 1}`)
   const procs: Subprocess[] = []
   let stopped = false
-  const stop = () => {
-    if (stopped) return
-    stopped = true
-    for (const p of procs) p.kill('SIGTERM')
-    const deadline = Date.now() + 10_000
-    while (procs.some((p) => p.exitCode === null && p.signalCode === null) && Date.now() < deadline) Bun.sleepSync(100)
+  /** Kills what runs in the namespaces and removes them, the links and the folder (a run killed before its stop left them). */
+  const sweep = () => {
     for (const ns of namespaces) {
-      // dockerd's containerd, the shims and containers: whatever still runs in the namespace.
+      // dockerd, its containerd, the shims and containers: whatever still runs in the namespace.
       const pids = sh(['ip', 'netns', 'pids', ns], true).stdout.split('\n').filter(Boolean)
       if (pids.length > 0) sh(['kill', '-9', ...pids], true)
     }
@@ -44,10 +41,19 @@ export async function startPrivateEngines(name: string, count: number, net: numb
     for (const ns of namespaces) sh(['ip', 'netns', 'del', ns], true)
     rmSync(root, { recursive: true, force: true })
   }
+  const stop = () => {
+    if (stopped) return
+    stopped = true
+    for (const p of procs) p.kill('SIGTERM')
+    const deadline = Date.now() + 10_000
+    while (procs.some((p) => p.exitCode === null && p.signalCode === null) && Date.now() < deadline) Bun.sleepSync(100)
+    sweep()
+  }
   process.once('exit', stop)
   try {
+    sweep()
+    mkdirSync(root, { recursive: true })
     for (const ns of namespaces) {
-      sh(['ip', 'netns', 'del', ns], true)
       sh(['ip', 'netns', 'add', ns])
       sh(['ip', '-n', ns, 'link', 'set', 'lo', 'up'])
     }

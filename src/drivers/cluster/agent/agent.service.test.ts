@@ -80,6 +80,17 @@ describe('the node agent under mutual TLS', () => {
     await expect(new Docker(link().engineOptions(nodeOf(strict)) as Docker.DockerOptions).ping()).rejects.toThrow()
   })
 
+  it('answers 503 engine_unavailable for its info while its engine does not answer', async () => {
+    const engineless = await startAgent({ nodeId: 'node_test', address: '127.0.0.1', agentPort: 0, controlAddress: '127.0.0.1', tls: agentTls, dockerSocket: join(dir, 'no-engine.sock'), log: memoryLogger() })
+    try {
+      const res = await link().fetch(nodeOf(engineless), '/v1/info')
+      expect(res.status).toBe(503)
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('engine_unavailable')
+    } finally {
+      await engineless.stop()
+    }
+  })
+
   it('answers homes 501 until they are wired, and unknown routes 404', async () => {
     const homes = await link().fetch(nodeOf(agent), '/v1/homes/berth-x-home/usage')
     expect(homes.status).toBe(501)

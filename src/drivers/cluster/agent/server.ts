@@ -1,6 +1,7 @@
 import type { Logger } from '../../../lib/logger'
 import { VERSION } from '../../../version'
 import { swarmInfo } from '../../runtime/swarm-membership'
+import { RuntimeUnavailableError } from '../../runtime/types'
 import type { AgentInfo, AgentTls } from '../types'
 import { agentError, NO_HOMES, routeAgentRequest, type HomesHandler } from './api'
 import { startEngineProxy, type EngineProxy } from './engine-proxy'
@@ -55,6 +56,7 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
       try {
         return await routeAgentRequest(api, request)
       } catch (err) {
+        if (err instanceof RuntimeUnavailableError) return agentError(503, 'engine_unavailable', `The node's Docker engine does not answer on ${o.dockerSocket}.`)
         o.log.error('agent request failed', { path: new URL(request.url).pathname, error: (err as Error).message })
         return agentError(500, 'internal_error', 'The agent failed; see its log (journalctl -u berth-node).')
       }
