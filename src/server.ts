@@ -35,7 +35,10 @@ export interface RunningServer {
  * background work's own.
  */
 export type ServerDeps = ApiDeps & MaintenanceDeps & ContainerEventDeps & Pick<Services,
-  'config' | 'store' | 'directory' | 'metrics' | 'accessLog' | 'modulesEdge' | 'certs' | 'challenges' | 'zones' | 'billing' | 'jobs' | 'reconciler' | 'firewall' | 'offsite' | 'consoleTickets' | 'consoleSessions' | 'prometheus'>
+  'config' | 'store' | 'directory' | 'metrics' | 'accessLog' | 'modulesEdge' | 'certs' | 'challenges' | 'zones' | 'billing' | 'jobs' | 'reconciler' | 'firewall' | 'offsite' | 'consoleTickets' | 'consoleSessions' | 'prometheus'> & {
+    /** POST /cluster/v1/join (compose/cluster-nodes.ts joinRoute); absent or null with the cluster off. */
+    clusterJoin?: ((request: Request) => Promise<Response>) | null
+  }
 
 const MAINTENANCE_MS = 30_000
 /**
@@ -169,6 +172,7 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
     },
     console: (request, srv) => consoles.handle(request, srv),
     metrics,
+    clusterJoin: s.clusterJoin ?? null,
     api: (request, srv, secure) => {
       rememberPeer(request, srv, secure)
       return app.fetch(request)
