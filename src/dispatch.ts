@@ -3,6 +3,7 @@ import { ACME_CHALLENGE_PATH } from './domain/tls/challenges'
 import { WEBHOOK_PATH } from './api/webhooks/handler'
 import { CONSOLE_PATH } from './domain/console/service'
 import { isMetricsPath } from './api/prometheus/handler'
+import { isClusterJoinPath } from './api/cluster/join'
 
 /**
  * Where a request to Berth's listeners goes: read LISTENER_ROUTES top to bottom, the first entry
@@ -64,6 +65,12 @@ export const LISTENER_ROUTES: readonly ListenerRoute[] = [
     handle: (r, t) => t.metrics!(r.request),
   },
   {
+    name: 'cluster-join',
+    why: 'POST /cluster/v1/join when cluster.enabled (issue 28, src/api/cluster/join.ts): a new node posts its join request here with its single-use token, outside the API\'s keys, rate limits and OpenAPI document. With the cluster off the path goes on to the API app (a 404).',
+    match: (r, t) => t.clusterJoin != null && isClusterJoinPath(r.path),
+    handle: (r, t) => t.clusterJoin!(r.request),
+  },
+  {
     name: 'api',
     why: 'Everything else: the Elysia app (src/api/app.ts): /api/v1/ and its documents, the discovery documents and pages (/.well-known/, /llms.txt...), and the processor\'s pages (/pay/, /billing/portal/) when it has any.',
     match: () => true,
@@ -111,6 +118,8 @@ export interface ListenerTargets {
   console(request: Request, server: ListenerServer, secure: boolean): Response | undefined | Promise<Response | undefined>
   /** GET /metrics behind metrics.token; null when the token is empty (off on these listeners). */
   metrics: ((request: Request) => Promise<Response>) | null
+  /** POST /cluster/v1/join (api/cluster/join.ts); null or absent when cluster.enabled is false. */
+  clusterJoin?: ((request: Request) => Promise<Response>) | null
   api(request: Request, server: ListenerServer, secure: boolean): Response | Promise<Response>
 }
 

@@ -40,6 +40,8 @@ export type ServerDeps = ApiDeps & MaintenanceDeps & ContainerEventDeps & Pick<S
   & {
     /** In a cluster, the nodes' health monitor (compose/cluster-ops.ts, buildNodeHealth): a round every 2 s from the first reconcile on. */
     nodeHealth?: Pick<NodeHealth, 'tick'> | null
+    /** POST /cluster/v1/join (compose/cluster-nodes.ts joinRoute); absent or null with the cluster off. */
+    clusterJoin?: ((request: Request) => Promise<Response>) | null
   }
 
 const MAINTENANCE_MS = 30_000
@@ -174,6 +176,7 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
     },
     console: (request, srv) => consoles.handle(request, srv),
     metrics,
+    clusterJoin: s.clusterJoin ?? null,
     api: (request, srv, secure) => {
       rememberPeer(request, srv, secure)
       return app.fetch(request)

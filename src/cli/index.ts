@@ -8,6 +8,8 @@ import { imagesBuildCommand } from './images'
 import { installCommand } from './install'
 import { instanceCommand } from './instance'
 import { migrateCommand } from './migrate'
+import { nodeJoinCommand, nodeServeCommand } from './node'
+import { nodesTokenCommand } from './nodes-token'
 import { offsitePushCommand, offsiteStatusCommand } from './offsite'
 import { plansAddCommand, plansDeprecateCommand, plansListCommand } from './plans'
 import { restoreCommand } from './restore'
@@ -47,6 +49,9 @@ export const COMMANDS: Command[] = [
   offsiteStatusCommand,
   offsitePushCommand,
   ...NODE_OPS_COMMANDS,
+  nodesTokenCommand,
+  nodeJoinCommand,
+  nodeServeCommand,
   versionCommand,
 ]
 

@@ -58,7 +58,7 @@ export interface AgentTls {
   key: string
 }
 
-/** `POST /v1/cluster/join` on the control plane's API listener: what a joining node sends. */
+/** `POST /cluster/v1/join` on the control plane's API listener: what a joining node sends. */
 export interface JoinRequest {
   /** From `berth nodes token`; single use, expires (cluster.join_token_minutes). */
   token: string

@@ -1,0 +1,180 @@
+import { hostname } from 'node:os'
+import { startAgent } from '../drivers/cluster/agent/server'
+import type { HomesHandler } from '../drivers/cluster/agent/api'
+import { JoinRefusedError, postJoin } from '../drivers/cluster/join-client'
+import { DEFAULT_NODE_DATA, NodeFiles, type NodeIdentity } from '../drivers/cluster/node-files'
+import { makeNodeKey } from '../drivers/cluster/pki'
+import { joinSwarm, swarmInfo } from '../drivers/runtime/swarm-membership'
+import { renderNodeUnit } from '../install/node-unit'
+import { writeAllOrNothing } from '../install/write-all'
+import { createLogger } from '../lib/logger'
+import { COMMON_OPTIONS, UsageError, type Command, type CommandContext } from './command'
+
+const DOCKER_SOCKET = '/var/run/docker.sock'
+const DEFAULT_AGENT_PORT = 7710
+const NODE_UNIT = '/etc/systemd/system/berth-node.service'
+
+export const nodeJoinCommand: Command = {
+  path: ['node', 'join'],
+  summary: 'Join this box to a Berth cluster as a node: its certificate, the Swarm, and the berth-node service.',
+  usage: 'berth node join URL --token T --address ADDR [--port 7710] [--name NAME] [--data DIR] [--docker-socket PATH] [--no-systemd] [--json]',
+  description: [
+    'Run as root on the new box, with Docker running and this binary on it. URL is the control',
+    'plane\'s API listener on the private network (berth nodes token prints the whole command), T the',
+    'token from berth nodes token (single use), ADDR this box\'s address on the private network: the',
+    'agent, the engine pass-through (port + 1), the sites\' SSH ports and their forwards listen there,',
+    'and the Swarm is joined advertising it.',
+    '',
+    'In order: makes this node\'s key and certificate request (the key never leaves the box), posts the',
+    'join (the control plane signs the certificate, pinned from then on by its fingerprint), writes',
+    'DIR (default /var/lib/berth-node, 0700: node.json, node.key, node.pem, client-ca.pem, each 0600),',
+    'joins the local engine to the Swarm as a worker, then writes /etc/systemd/system/berth-node.service',
+    '(berth node serve --data DIR, Restart=always) and runs systemctl enable --now berth-node.',
+    'With --no-systemd it stops before the unit: start berth node serve yourself. Prints the node\'s id.',
+    'Refused (nothing changed, the token kept) when DIR holds a node already or the engine is in a',
+    'Swarm already. Ports to open between the boxes: docs/cluster.md, "Joining a node".',
+  ].join('\n'),
+  options: {
+    token: { type: 'string', value: 'T', help: 'The join token from berth nodes token on the control plane (required).' },
+    address: { type: 'string', value: 'ADDR', help: 'This box\'s IP address on the private network (required).' },
+    port: { type: 'string', value: 'PORT', help: `The agent's port on ADDR; the engine pass-through takes the next one (default ${DEFAULT_AGENT_PORT}).` },
+    name: { type: 'string', value: 'NAME', help: 'The name berth nodes list shows (default: this box\'s host name).' },
+    data: { type: 'string', value: 'DIR', help: `Where the node's identity and certificates are kept (default ${DEFAULT_NODE_DATA}).` },
+    'docker-socket': { type: 'string', value: 'PATH', help: `The local Docker engine's socket (default ${DOCKER_SOCKET}).` },
+    'no-systemd': { type: 'boolean', help: 'Do not write or start berth-node.service (run berth node serve yourself).' },
+    ...COMMON_OPTIONS,
+  },
+  examples: [
+    'berth node join http://10.0.0.1:8080 --token bnj_... --address 10.0.0.2',
+    'berth node join http://10.0.0.1:8080 --token bnj_... --address 10.0.0.2 --data /srv/berth-node --no-systemd --json',
+  ],
+  async run(ctx) {
+    const v = ctx.values
+    const url = ctx.positionals[0]
+    if (!url || ctx.positionals.length > 1) throw new UsageError('give the control plane\'s URL, once (berth nodes token prints the whole command)')
+    const token = required(v.token, '--token')
+    const address = required(v.address, '--address')
+    const agentPort = v.port === undefined ? DEFAULT_AGENT_PORT : Number(v.port)
+    if (!Number.isInteger(agentPort) || agentPort < 1 || agentPort > 65534) throw new UsageError('--port must be a TCP port from 1 to 65534 (the engine pass-through takes the next one)')
+    const dockerSocket = (v['docker-socket'] as string | undefined) ?? DOCKER_SOCKET
+    const files = new NodeFiles((v.data as string | undefined) ?? DEFAULT_NODE_DATA)
+    const name = (v.name as string | undefined) ?? hostname()
+    let identity: NodeIdentity
+    if (files.joined) {
+      identity = files.identity()
+      if (identity.swarmNodeId) {
+        ctx.out.error(`${files.dir} holds node ${identity.nodeId} already: this box has joined. To join again, remove it on the control plane (berth nodes remove), then ${files.dir} here`)
+        return 1
+      }
+      // The join went through but the Swarm's did not (the last run stopped in between): go on from there.
+      ctx.out.info(`${files.dir} holds node ${identity.nodeId}, not in the Swarm yet; joining it (the token is not needed again)`)
+    } else {
+      const joined = await joinControlPlane(ctx, files, { url, token, name, address, agentPort, dockerSocket })
+      if (typeof joined === 'number') return joined
+      identity = joined
+    }
+    ctx.out.info(`Joined as ${identity.nodeId}; joining the Swarm at ${identity.managerAddress}...`)
+    identity.swarmNodeId = await joinSwarm(identity.dockerSocket, { token: files.swarmToken(), managerAddress: identity.managerAddress, advertiseAddress: identity.address })
+    files.writeIdentity(identity)
+    files.dropSwarmToken()
+    let service = 'not installed (--no-systemd): run berth node serve --data ' + files.dir
+    if (v['no-systemd'] !== true) service = installUnit(files.dir)
+    ctx.out.result({ node_id: identity.nodeId, swarm_node_id: identity.swarmNodeId, data: files.dir, service }, () => [
+      identity.nodeId,
+      `In the Swarm as ${identity.swarmNodeId}; identity in ${files.dir}; berth-node.service ${service}.`,
+    ].join('\n'))
+    return 0
+  },
+}
+
+export const nodeServeCommand: Command = {
+  path: ['node', 'serve'],
+  summary: 'Run the node agent (what berth-node.service runs): this box\'s engine, files and traffic for the control plane.',
+  usage: 'berth node serve [--data DIR]',
+  description: [
+    'Reads DIR (default /var/lib/berth-node, written by berth node join) and listens on the node\'s',
+    'address: the agent\'s API on its port and the Docker engine pass-through on the next, both under',
+    'mutual TLS (only the control plane\'s certificate is accepted, and only from cluster.address),',
+    'and one port per site on the control plane\'s demand, forwarding the edge\'s traffic to the',
+    'site\'s container. Logs go to stdout (journalctl -u berth-node). SIGTERM or SIGINT stops it.',
+  ].join('\n'),
+  options: {
+    data: { type: 'string', value: 'DIR', help: `The node's data folder (default ${DEFAULT_NODE_DATA}).` },
+    help: COMMON_OPTIONS.help!,
+  },
+  examples: ['berth node serve', 'berth node serve --data /srv/berth-node'],
+  async run(ctx) {
+    return serveNode((ctx.values.data as string | undefined) ?? DEFAULT_NODE_DATA)
+  },
+}
+
+/**
+ * Runs the agent of the node whose data is in `dataDir` until SIGTERM or SIGINT. `homes` serves
+ * the sites' homes on this node (drivers/files); without it those routes answer 501.
+ */
+export async function serveNode(dataDir: string, homes?: HomesHandler): Promise<number> {
+  const files = new NodeFiles(dataDir)
+  const identity = files.identity()
+  const log = createLogger('info')
+  const agent = await startAgent({
+    nodeId: identity.nodeId, address: identity.address, agentPort: identity.agentPort, controlAddress: identity.controlAddress,
+    tls: files.tls(), dockerSocket: identity.dockerSocket, homes, log,
+  })
+  await new Promise<void>((resolve) => {
+    const stop = async (signal: string) => {
+      log.info('stopping', { signal })
+      await agent.stop()
+      resolve()
+    }
+    process.once('SIGTERM', () => void stop('SIGTERM'))
+    process.once('SIGINT', () => void stop('SIGINT'))
+  })
+  return 0
+}
+
+/**
+ * The join itself: checks the engine is in no Swarm, makes the key (kept first) and the request,
+ * posts it, and writes the answer. The identity, or the exit status of a refusal.
+ */
+async function joinControlPlane(
+  ctx: CommandContext,
+  files: NodeFiles,
+  o: { url: string; token: string; name: string; address: string; agentPort: number; dockerSocket: string },
+): Promise<NodeIdentity | number> {
+  const engine = await swarmInfo(o.dockerSocket)
+  if (engine.state !== 'inactive') {
+    ctx.out.error(`the engine on ${o.dockerSocket} is in a Swarm already (state ${engine.state}): run docker swarm leave on this box first`)
+    return 1
+  }
+  const { keyPem, csrPem } = await makeNodeKey(o.name)
+  files.writeKey(keyPem)
+  let answer
+  try {
+    answer = await postJoin(o.url, { token: o.token, csr: csrPem, name: o.name, address: o.address, agentPort: o.agentPort, memoryBytes: engine.memoryBytes, cpus: engine.cpus })
+  } catch (err) {
+    if (!(err instanceof JoinRefusedError)) throw err
+    ctx.out.error(`the control plane refused the join: ${err.message}${err.param ? ` (${err.param})` : ''}`)
+    return err.status === 401 || err.status === 422 || err.status === 409 ? 2 : 1
+  }
+  const identity: NodeIdentity = {
+    nodeId: answer.nodeId, name: o.name, address: o.address, agentPort: o.agentPort, controlAddress: answer.controlAddress, managerAddress: answer.managerAddress,
+    swarmNodeId: null, dockerSocket: o.dockerSocket, joinedVia: o.url, joinedAt: new Date().toISOString(),
+  }
+  files.writeJoined(identity, answer.certificate, answer.clientCa, answer.swarmToken)
+  return identity
+}
+
+function required(value: unknown, flag: string): string {
+  if (typeof value !== 'string' || value === '') throw new UsageError(`${flag} is required`)
+  return value
+}
+
+/** Writes berth-node.service and starts it; says what happened. */
+function installUnit(dataDir: string): string {
+  writeAllOrNothing([], [{ path: NODE_UNIT, mode: 0o644, content: renderNodeUnit(process.execPath, dataDir) }])
+  for (const argv of [['systemctl', 'daemon-reload'], ['systemctl', 'enable', '--now', 'berth-node']]) {
+    const run = Bun.spawnSync(argv, { stdout: 'ignore', stderr: 'pipe' })
+    if (run.exitCode !== 0) return `written to ${NODE_UNIT}, but ${argv.join(' ')} failed (${run.stderr.toString().trim()}): run it yourself`
+  }
+  return 'installed and started'
+}

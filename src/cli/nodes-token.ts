@@ -1,0 +1,62 @@
+import { existsSync } from 'node:fs'
+import { databasePath } from '../compose'
+import { issueJoinToken } from '../domain/cluster/join'
+import { NodesRepository } from '../domain/cluster/repository'
+import { shiftedClock } from '../lib/clock'
+import { pendingMigrations } from '../store/migrate'
+import { openStore } from '../store/store'
+import { COMMON_OPTIONS, STORE_OPTIONS, type Command } from './command'
+import { configFrom } from './config-flags'
+
+export const nodesTokenCommand: Command = {
+  path: ['nodes', 'token'],
+  summary: 'Make a single-use token for berth node join, valid cluster.join_token_minutes.',
+  usage: 'berth nodes token [--data-dir DIR] [--config FILE] [--json]',
+  description: [
+    'Run on the control plane (cluster.enabled = true). Prints a join token (bnj_ and 43 characters)',
+    'and the command to run on the new box. The token joins one node, once, within',
+    'cluster.join_token_minutes (60 by default); only its SHA-256 is kept in the store, so a lost',
+    'token cannot be shown again: make another. Works whether or not berth serve runs.',
+    'What a join does, and the ports to open between the boxes: docs/cluster.md, "Joining a node".',
+  ].join('\n'),
+  options: { ...STORE_OPTIONS, ...COMMON_OPTIONS },
+  examples: ['berth nodes token', 'berth nodes token --json | jq -r .token'],
+  run(ctx) {
+    const config = configFrom(ctx)
+    if (!config.cluster.enabled) {
+      ctx.out.error('cluster.enabled is false: set cluster.enabled = true and cluster.address in the config, restart berth serve, then make a token (docs/cluster.md)')
+      return 1
+    }
+    const path = databasePath(config)
+    if (!existsSync(path)) {
+      ctx.out.error(`${path} does not exist: berth serve makes the store on its first start (or pass --data-dir)`)
+      return 1
+    }
+    const store = openStore(path)
+    try {
+      const pending = pendingMigrations(store)
+      if (pending.length > 0) {
+        ctx.out.error(`${path} is not migrated to this berth (${pending.join(', ')} pending): run berth migrate, or start berth serve`)
+        return 1
+      }
+      const clock = shiftedClock(config.dev.clockOffsetSeconds * 1000)
+      const { token, expiresAt } = issueJoinToken(new NodesRepository(store), clock, config.cluster.joinTokenMinutes)
+      const url = `http://${hostPart(config.cluster.address)}:${config.server.listen.port}`
+      const command = `berth node join ${url} --token ${token} --address NODE_ADDRESS`
+      ctx.out.result({ token, expires_at: new Date(expiresAt).toISOString(), url, command }, () => [
+        token,
+        '',
+        `Valid once, until ${new Date(expiresAt).toISOString()}. On the new box (as root, Docker running), with its`,
+        'address on the private network for NODE_ADDRESS:',
+        `  ${command}`,
+      ].join('\n'))
+      return 0
+    } finally {
+      store.close()
+    }
+  },
+}
+
+function hostPart(address: string): string {
+  return address.includes(':') ? `[${address}]` : address
+}

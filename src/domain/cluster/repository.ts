@@ -1,0 +1,100 @@
+import { and, asc, eq, gt, isNull } from 'drizzle-orm'
+import type { NodeState } from '../../core/enums'
+import type { ClusterNode } from '../../drivers/cluster/types'
+import { nodeJoinTokens, nodes, type NodeRow } from '../../store/schema'
+import type { Store } from '../../store/store'
+
+/** A node as the join records it. */
+export type NewNode = Omit<NodeRow, 'lastSeenAt' | 'removedAt' | 'swarmNodeId'> & { swarmNodeId?: string | null }
+
+/**
+ * The cluster's nodes and join tokens (store/schema/cluster.ts). A removed node keeps its row, so
+ * that its certificate's fingerprint stays known and refused.
+ */
+export class NodesRepository {
+  constructor(private store: Store) {}
+
+  insert(node: NewNode): ClusterNode {
+    return toNode(this.store.write(() => this.store.db.insert(nodes).values({ swarmNodeId: null, ...node }).returning().get()))
+  }
+
+  find(id: string): ClusterNode | null {
+    const row = this.store.db.select().from(nodes).where(eq(nodes.id, id)).get()
+    return row ? toNode(row) : null
+  }
+
+  /** The node with this name that is not removed, if any. */
+  findByName(name: string): ClusterNode | null {
+    const row = this.store.db.select().from(nodes).where(eq(nodes.name, name)).all().find((r) => r.state !== 'removed')
+    return row ? toNode(row) : null
+  }
+
+  /** Every node, removed ones included, in the order they joined. */
+  list(): ClusterNode[] {
+    return this.store.db.select().from(nodes).orderBy(asc(nodes.joinedAt), asc(nodes.id)).all().map(toNode)
+  }
+
+  setState(id: string, state: NodeState, at: number): void {
+    this.store.write(() => {
+      this.store.db.update(nodes).set({ state, ...(state === 'removed' ? { removedAt: at } : {}) }).where(eq(nodes.id, id)).run()
+    })
+  }
+
+  setSwarmNodeId(id: string, swarmNodeId: string): void {
+    this.store.write(() => {
+      this.store.db.update(nodes).set({ swarmNodeId }).where(eq(nodes.id, id)).run()
+    })
+  }
+
+  /** Records that the node's agent answered, with the capacity it reported. */
+  markSeen(id: string, at: number, capacity?: { memoryBytes: number; cpus: number }): void {
+    this.store.write(() => {
+      this.store.db.update(nodes).set({ lastSeenAt: at, ...(capacity ?? {}) }).where(eq(nodes.id, id)).run()
+    })
+  }
+
+  insertToken(tokenHash: string, createdAt: number, expiresAt: number): void {
+    this.store.write(() => {
+      this.store.db.insert(nodeJoinTokens).values({ tokenHash, createdAt, expiresAt }).run()
+    })
+  }
+
+  /** True when the token is known, unused and unexpired at `now` (the join spends it later). */
+  tokenUsable(tokenHash: string, now: number): boolean {
+    const row = this.store.db.select().from(nodeJoinTokens).where(eq(nodeJoinTokens.tokenHash, tokenHash)).get()
+    return row !== undefined && row.usedAt === null && row.expiresAt > now
+  }
+
+  /**
+   * Spends a join token and records the node that spent it, in one transaction: true when the
+   * token was unused and unexpired at `now`. A second spend of the same token (a replay, or two
+   * joins racing) finds it used and records nothing.
+   */
+  spendTokenAndInsert(tokenHash: string, now: number, node: NewNode): ClusterNode | null {
+    return this.store.write(() => {
+      const spent = this.store.db.update(nodeJoinTokens)
+        .set({ usedAt: now, nodeId: node.id })
+        .where(and(eq(nodeJoinTokens.tokenHash, tokenHash), isNull(nodeJoinTokens.usedAt), gt(nodeJoinTokens.expiresAt, now)))
+        .returning({ tokenHash: nodeJoinTokens.tokenHash }).all()
+      if (spent.length === 0) return null
+      return toNode(this.store.db.insert(nodes).values({ swarmNodeId: null, ...node }).returning().get())
+    })
+  }
+}
+
+function toNode(row: NodeRow): ClusterNode {
+  return {
+    id: row.id,
+    name: row.name,
+    address: row.address,
+    agentPort: row.agentPort,
+    swarmNodeId: row.swarmNodeId,
+    certFingerprint: row.certFingerprint,
+    certSerial: row.certSerial,
+    state: row.state,
+    memoryBytes: row.memoryBytes,
+    cpus: row.cpus,
+    joinedAt: row.joinedAt,
+    lastSeenAt: row.lastSeenAt,
+  }
+}

@@ -1,0 +1,74 @@
+import type { AgentInfo } from '../types'
+import type { ForwardTarget, Forwards } from './forwards'
+
+/**
+ * One homes call (`/v1/homes/{volume}/{rest}`), answered by the remote-home handler
+ * (drivers/files): `volume` is the path's volume name as sent, `rest` what follows it
+ * (`call`, `file`, `tar`, `usage`). It checks the volume is this instance's.
+ */
+export type HomesHandler = (request: Request, volume: string, rest: string) => Promise<Response>
+
+/** What the agent's API answers from. */
+export interface AgentApi {
+  info(): Promise<AgentInfo>
+  forwards: Forwards
+  homes: HomesHandler
+}
+
+/** A slug as sites are named (domain/sites), so that no path trick names anything else. */
+const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/
+/** A volume name as Docker allows it. */
+const VOLUME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$/
+const IPV4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/
+
+/** The agent's answer to `fail`: the API's envelope, `{ error: { code, message, param? } }`. */
+export function agentError(status: number, code: string, message: string, param?: string): Response {
+  return Response.json({ error: { code, message, ...(param ? { param } : {}) } }, { status })
+}
+
+/** The default homes handler, until the node's home files are wired in. */
+export const NO_HOMES: HomesHandler = async () => agentError(501, 'not_implemented', 'This agent serves no homes.')
+
+/**
+ * Routes one request of the agent's API (drivers/cluster/types.ts, AGENT_ROUTES); the caller
+ * checked the client certificate and the remote address already.
+ */
+export async function routeAgentRequest(api: AgentApi, request: Request): Promise<Response> {
+  const url = new URL(request.url)
+  const path = url.pathname
+  if (path === '/v1/info') {
+    if (request.method !== 'GET') return agentError(405, 'method_not_allowed', 'GET /v1/info only.')
+    return Response.json(await api.info())
+  }
+  if (path.startsWith('/v1/forwards/')) return routeForward(api.forwards, request, path.slice('/v1/forwards/'.length))
+  if (path.startsWith('/v1/homes/')) {
+    const [volume = '', ...rest] = path.slice('/v1/homes/'.length).split('/')
+    if (!VOLUME.test(volume)) return agentError(404, 'not_found', 'No such volume.')
+    return api.homes(request, volume, rest.join('/'))
+  }
+  return agentError(404, 'not_found', `No route ${request.method} ${path} on this agent.`)
+}
+
+async function routeForward(forwards: Forwards, request: Request, slug: string): Promise<Response> {
+  if (!SLUG.test(slug)) return agentError(404, 'not_found', 'No such site.')
+  if (request.method === 'DELETE') {
+    forwards.close(slug)
+    return new Response(null, { status: 204 })
+  }
+  if (request.method !== 'PUT') return agentError(405, 'method_not_allowed', 'PUT or DELETE /v1/forwards/{slug}.')
+  const body = (await request.json().catch(() => null)) as Partial<ForwardTarget> | null
+  if (!body || typeof body.address !== 'string' || !isAddress(body.address)) return agentError(422, 'validation_error', 'address must be the container\'s IP address.', 'address')
+  if (!Number.isInteger(body.port) || body.port! < 1 || body.port! > 65535) return agentError(422, 'validation_error', 'port must be a TCP port (1-65535).', 'port')
+  const port = await forwards.open(slug, { address: body.address, port: body.port! })
+  return Response.json({ port })
+}
+
+function isAddress(s: string): boolean {
+  if (IPV4.test(s)) return true
+  if (!s.includes(':')) return false
+  try {
+    return new URL(`http://[${s}]/`).hostname.length > 2
+  } catch {
+    return false
+  }
+}

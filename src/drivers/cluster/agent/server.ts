@@ -1,0 +1,89 @@
+import type { Logger } from '../../../lib/logger'
+import { VERSION } from '../../../version'
+import { swarmInfo } from '../../runtime/swarm-membership'
+import { RuntimeUnavailableError } from '../../runtime/types'
+import type { AgentInfo, AgentTls } from '../types'
+import { agentError, NO_HOMES, routeAgentRequest, type HomesHandler } from './api'
+import { startEngineProxy, type EngineProxy } from './engine-proxy'
+import { Forwards } from './forwards'
+import { fromControl } from './remote'
+
+export interface AgentOptions {
+  nodeId: string
+  /** The node's private address: the agent, its engine pass-through and its forwards listen there. */
+  address: string
+  /** The agent's API port; the engine pass-through listens on the next one (0: a free port, for tests). */
+  agentPort: number
+  /** The only address calls and forwarded traffic are accepted from (cluster.address). */
+  controlAddress: string
+  tls: AgentTls
+  /** The local engine's socket (/var/run/docker.sock). */
+  dockerSocket: string
+  /** The remote homes (drivers/files); answers 501 without. */
+  homes?: HomesHandler
+  log: Logger
+}
+
+/** A running agent. */
+export interface RunningAgent {
+  port: number
+  enginePort: number
+  forwards: Forwards
+  /** Closes the listeners and every forward. */
+  stop(): Promise<void>
+}
+
+/**
+ * Starts the node agent (`berth node serve`, drivers/cluster/types.ts): its API on
+ * `{address}:{agentPort}` and the engine pass-through on `{address}:{agentPort + 1}`, both under
+ * mutual TLS (a client certificate of the client CA is required: only the control plane's), both
+ * refusing any other remote address than the control plane's. The forwards open on demand.
+ */
+export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
+  const forwards = new Forwards({ address: o.address, controlAddress: o.controlAddress, log: o.log })
+  const api = { info: () => agentInfo(o), forwards, homes: o.homes ?? NO_HOMES }
+  const server = Bun.serve({
+    hostname: o.address,
+    port: o.agentPort,
+    tls: { key: o.tls.key, cert: o.tls.cert, ca: o.tls.clientCa, requestCert: true, rejectUnauthorized: true },
+    // Archives stream through the homes routes: no body limit beyond Bun's default is wanted here.
+    maxRequestBodySize: 64 * 1024 * 1024 * 1024,
+    idleTimeout: 0,
+    async fetch(request, srv) {
+      if (!fromControl(srv.requestIP(request)?.address, o.controlAddress)) {
+        return agentError(403, 'forbidden', 'This agent answers the control plane only.')
+      }
+      try {
+        return await routeAgentRequest(api, request)
+      } catch (err) {
+        if (err instanceof RuntimeUnavailableError) return agentError(503, 'engine_unavailable', `The node's Docker engine does not answer on ${o.dockerSocket}.`)
+        o.log.error('agent request failed', { path: new URL(request.url).pathname, error: (err as Error).message })
+        return agentError(500, 'internal_error', 'The agent failed; see its log (journalctl -u berth-node).')
+      }
+    },
+  })
+  let engine: EngineProxy
+  try {
+    engine = await startEngineProxy({ address: o.address, port: server.port! + 1, controlAddress: o.controlAddress, tls: o.tls, dockerSocket: o.dockerSocket, log: o.log })
+  } catch (err) {
+    server.stop(true)
+    throw err
+  }
+  const enginePort = engine.port
+  o.log.info('node agent listening', { node: o.nodeId, api: `${o.address}:${server.port}`, engine: `${o.address}:${enginePort}`, control: o.controlAddress })
+  return {
+    port: server.port!,
+    enginePort,
+    forwards,
+    async stop() {
+      forwards.closeAll()
+      await engine.close()
+      await server.stop(true)
+    },
+  }
+}
+
+async function agentInfo(o: AgentOptions): Promise<AgentInfo> {
+  const engine = await swarmInfo(o.dockerSocket)
+  return { nodeId: o.nodeId, swarmNodeId: engine.nodeId, memoryBytes: engine.memoryBytes, cpus: engine.cpus, version: VERSION, engineVersion: engine.engineVersion }
+}

@@ -1,0 +1,37 @@
+/**
+ * The systemd unit `berth node join` writes on a node (/etc/systemd/system/berth-node.service):
+ * the node agent, `berth node serve --data DIR`. It runs as root, as Berth does, because it
+ * drives the local Docker engine (root-equivalent anyway) and serves the sites' homes on their
+ * volumes. Restart=always: the agent is the only way the control plane reaches this node's
+ * containers, files and traffic, so it comes back whatever ended it.
+ */
+export function renderNodeUnit(binary: string, dataDir: string): string {
+  return `# Written by \`berth node join\`. The node's identity and certificates are in ${dataDir}; see docs/cluster.md.
+[Unit]
+Description=Berth node agent: this box's engine, files and traffic for the control plane
+Documentation=file:${dataDir}/node.json
+After=network-online.target docker.service
+Wants=network-online.target docker.service
+
+[Service]
+Type=simple
+ExecStart=${binary} node serve --data ${dataDir}
+Restart=always
+RestartSec=2s
+TimeoutStopSec=15s
+LimitNOFILE=65536
+UMask=0077
+NoNewPrivileges=yes
+ProtectSystem=strict
+ReadWritePaths=${dataDir} -/run/docker.sock -/var/lib/docker/volumes
+ProtectHome=yes
+PrivateTmp=yes
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectControlGroups=yes
+RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK
+
+[Install]
+WantedBy=multi-user.target
+`
+}
