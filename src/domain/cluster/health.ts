@@ -2,7 +2,7 @@ import type { AgentInfo, NodeLink, Placement } from '../../drivers/cluster/types
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { SiteRunner } from '../sites/runner'
-import type { NodesRepository, StoredNode } from './nodes-repository'
+import type { NodesRepository, StoredNode } from './repository'
 
 /** How often each node's agent is asked (`GET /v1/info`). */
 export const HEALTH_INTERVAL_MS = 2_000

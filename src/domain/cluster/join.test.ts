@@ -88,7 +88,7 @@ describe('joining a node', () => {
     const token = joins.issueToken().token
     await expect(joins.join(request(token, { address: '10.0.0.9' }))).rejects.toMatchObject({ kind: 'conflict', field: 'name' })
     await expect(joins.join(request(token, { name: 'worker-9' }))).rejects.toMatchObject({ kind: 'conflict', field: 'address' })
-    repo.setState(first.nodeId, 'removed', t.clock.now())
+    repo.setState(first.nodeId, ['active'], 'removed', t.clock.now())
     await expect(joins.join(request(token))).resolves.toMatchObject({ controlAddress: '10.0.0.1' })
   })
 })

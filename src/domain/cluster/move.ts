@@ -4,7 +4,7 @@ import type { Logger } from '../../lib/logger'
 import type { SiteStatus } from '../../core/enums'
 import { conflict, invalid, notFound } from '../errors'
 import type { SitesRepository } from '../sites/repository'
-import type { NodesRepository } from './nodes-repository'
+import type { NodesRepository } from './repository'
 import type { SiteTransfer } from './site-transfer'
 import type { MoveView } from './views'
 

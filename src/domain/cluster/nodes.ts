@@ -6,7 +6,7 @@ import type { SiteRow } from '../../store/schema'
 import { conflict, invalid, notFound } from '../errors'
 import type { PlansService } from '../plans/service'
 import type { SitesRepository } from '../sites/repository'
-import type { NodesRepository, StoredNode } from './nodes-repository'
+import type { NodesRepository, StoredNode } from './repository'
 import type { SiteTransfer } from './site-transfer'
 import type { EvacuatedSite, EvacuationView, NodeView } from './views'
 

@@ -1,55 +1,60 @@
-import { and, asc, eq, gt, isNull } from 'drizzle-orm'
+import { and, asc, eq, gt, inArray, isNull, ne } from 'drizzle-orm'
 import type { NodeState } from '../../core/enums'
 import type { ClusterNode } from '../../drivers/cluster/types'
 import { nodeJoinTokens, nodes, type NodeRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 
 /** A node as the join records it. */
-export type NewNode = Omit<NodeRow, 'lastSeenAt' | 'removedAt' | 'swarmNodeId'> & { swarmNodeId?: string | null }
+export type NewNode = Omit<NodeRow, 'lastSeenAt' | 'removedAt' | 'swarmNodeId'> & { swarmNodeId?: string | null; lastSeenAt?: number | null }
+
+/** A node row as the cluster's contract names it (drivers/cluster/types.ts), with when it was removed. */
+export type StoredNode = ClusterNode & { removedAt: number | null }
 
 /**
- * The cluster's nodes and join tokens (store/schema/cluster.ts). A removed node keeps its row, so
- * that its certificate's fingerprint stays known and refused.
+ * The cluster's nodes and join tokens (store/schema/cluster.ts): the join inserts a node, the node
+ * operations and the health monitor change its state (active, draining, down, removed), when it
+ * last answered and its capacity. A removed node keeps its row, so that its certificate's
+ * fingerprint stays known and refused.
  */
 export class NodesRepository {
   constructor(private store: Store) {}
 
-  insert(node: NewNode): ClusterNode {
-    return toNode(this.store.write(() => this.store.db.insert(nodes).values({ swarmNodeId: null, ...node }).returning().get()))
+  insert(node: NewNode): StoredNode {
+    return toNode(this.store.write(() => this.store.db.insert(nodes).values({ swarmNodeId: null, lastSeenAt: null, ...node }).returning().get()))
   }
 
-  find(id: string): ClusterNode | null {
+  find(id: string): StoredNode | null {
     const row = this.store.db.select().from(nodes).where(eq(nodes.id, id)).get()
     return row ? toNode(row) : null
   }
 
   /** The node with this name that is not removed, if any. */
-  findByName(name: string): ClusterNode | null {
+  findByName(name: string): StoredNode | null {
     const row = this.store.db.select().from(nodes).where(eq(nodes.name, name)).all().find((r) => r.state !== 'removed')
     return row ? toNode(row) : null
   }
 
-  /** Every node, removed ones included, in the order they joined. */
-  list(): ClusterNode[] {
-    return this.store.db.select().from(nodes).orderBy(asc(nodes.joinedAt), asc(nodes.id)).all().map(toNode)
+  /** Every node in the order they joined; removed ones too unless `live`. */
+  list(opts: { live?: boolean } = {}): StoredNode[] {
+    const q = this.store.db.select().from(nodes)
+    return (opts.live ? q.where(ne(nodes.state, 'removed')) : q).orderBy(asc(nodes.joinedAt), asc(nodes.id)).all().map(toNode)
   }
 
-  setState(id: string, state: NodeState, at: number): void {
-    this.store.write(() => {
-      this.store.db.update(nodes).set({ state, ...(state === 'removed' ? { removedAt: at } : {}) }).where(eq(nodes.id, id)).run()
-    })
+  /** Sets the node's state when it is one of `from`; true when it was. */
+  setState(id: string, from: NodeState[], state: NodeState, at?: number): boolean {
+    return this.store.write(() => this.store.db.update(nodes)
+      .set({ state, ...(state === 'removed' ? { removedAt: at ?? null } : {}) })
+      .where(and(eq(nodes.id, id), inArray(nodes.state, from)))
+      .returning({ id: nodes.id }).get() !== undefined)
   }
 
-  setSwarmNodeId(id: string, swarmNodeId: string): void {
+  /** The node answered: when, and what it said of itself (its capacity, its id in the Swarm). */
+  recordSeen(id: string, seen: { at: number; memoryBytes: number; cpus: number; swarmNodeId: string | null }): void {
     this.store.write(() => {
-      this.store.db.update(nodes).set({ swarmNodeId }).where(eq(nodes.id, id)).run()
-    })
-  }
-
-  /** Records that the node's agent answered, with the capacity it reported. */
-  markSeen(id: string, at: number, capacity?: { memoryBytes: number; cpus: number }): void {
-    this.store.write(() => {
-      this.store.db.update(nodes).set({ lastSeenAt: at, ...(capacity ?? {}) }).where(eq(nodes.id, id)).run()
+      this.store.db.update(nodes).set({
+        lastSeenAt: seen.at, memoryBytes: seen.memoryBytes, cpus: seen.cpus,
+        ...(seen.swarmNodeId ? { swarmNodeId: seen.swarmNodeId } : {}),
+      }).where(eq(nodes.id, id)).run()
     })
   }
 
@@ -82,7 +87,7 @@ export class NodesRepository {
   }
 }
 
-function toNode(row: NodeRow): ClusterNode {
+function toNode(row: NodeRow): StoredNode {
   return {
     id: row.id,
     name: row.name,
@@ -96,5 +101,6 @@ function toNode(row: NodeRow): ClusterNode {
     cpus: row.cpus,
     joinedAt: row.joinedAt,
     lastSeenAt: row.lastSeenAt,
+    removedAt: row.removedAt,
   }
 }
