@@ -1,6 +1,7 @@
 import { hostname } from 'node:os'
 import { startAgent } from '../drivers/cluster/agent/server'
 import type { HomesHandler } from '../drivers/cluster/agent/api'
+import { nodeHomes } from '../drivers/cluster/agent/homes'
 import { JoinRefusedError, postJoin } from '../drivers/cluster/join-client'
 import { DEFAULT_NODE_DATA, NodeFiles, type NodeIdentity } from '../drivers/cluster/node-files'
 import { makeNodeKey } from '../drivers/cluster/pki'
@@ -110,7 +111,8 @@ export const nodeServeCommand: Command = {
 
 /**
  * Runs the agent of the node whose data is in `dataDir` until SIGTERM or SIGINT. `homes` serves
- * the sites' homes on this node (drivers/files); without it those routes answer 501.
+ * the sites' homes on this node (default: drivers/cluster/agent/homes.ts, the site volumes of its
+ * engine).
  */
 export async function serveNode(dataDir: string, homes?: HomesHandler): Promise<number> {
   const files = new NodeFiles(dataDir)
@@ -118,7 +120,7 @@ export async function serveNode(dataDir: string, homes?: HomesHandler): Promise<
   const log = createLogger('info')
   const agent = await startAgent({
     nodeId: identity.nodeId, address: identity.address, agentPort: identity.agentPort, controlAddress: identity.controlAddress,
-    tls: files.tls(), dockerSocket: identity.dockerSocket, homes, log,
+    tls: files.tls(), dockerSocket: identity.dockerSocket, homes: homes ?? nodeHomes(identity.dockerSocket), log,
   })
   await new Promise<void>((resolve) => {
     const stop = async (signal: string) => {
