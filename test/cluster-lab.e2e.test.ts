@@ -73,7 +73,7 @@ describe('the two-node lab', () => {
     await lab.docker('B', 'network', 'create', '--config-only', '--subnet', '10.231.0.0/28', 'smoke-config')
     await lab.docker('A', 'network', 'create', '-d', 'bridge', '--scope', 'swarm', '--config-from', 'smoke-config', 'smoke-net')
     await lab.docker('A', 'service', 'create', '--detach', '--name', 'smoke', '--endpoint-mode', 'dnsrr', '--network', 'smoke-net',
-      '--constraint', `node.id == ${bNode}`, '--restart-condition', 'any', '--user', SITE_USER, 'berth/static:1')
+      '--constraint', `node.id == ${bNode}`, '--restart-condition', 'any', '--no-resolve-image', '--user', SITE_USER, 'berth/static:1')
     const container = await waitFor('the service\'s container running on B', 30_000, async () =>
       (await lab.docker('B', 'ps', '-q', '--filter', 'label=com.docker.swarm.service.name=smoke', '--filter', 'status=running')).split('\n')[0])
     figures.service = `service created to running on B in ${(performance.now() - creating).toFixed(0)} ms`

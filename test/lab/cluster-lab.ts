@@ -166,8 +166,9 @@ function collectOutput(proc: Subprocess<'ignore' | 'pipe', 'pipe', 'pipe'>): () 
   let log = ''
   for (const stream of [proc.stdout, proc.stderr]) {
     void (async () => {
+      const reader = stream.getReader()
       const decoder = new TextDecoder()
-      for await (const chunk of stream) log += decoder.decode(chunk, { stream: true })
+      for (let r = await reader.read(); !r.done; r = await reader.read()) log += decoder.decode(r.value, { stream: true })
     })()
   }
   return () => log
