@@ -93,6 +93,8 @@ export interface Lab {
   hostSideAddress(node?: LabNode): string
   /** The unix socket of a node's dockerd (reachable from the host). */
   dockerSocket(node: LabNode): string
+  /** The argv that runs `argv` inside a node, for callers that spawn it themselves (its processes are killed at stop, as lab.spawn's). */
+  command(node: LabNode, argv: string[]): string[]
   /** Runs a command inside a node (its network, a fresh /sys) and waits for it. */
   exec(node: LabNode, argv: string[], opts?: ExecOptions): Promise<ExecResult>
   /** Starts a long-running command inside a node; it is killed at stop, or with its node's processes. */
@@ -316,6 +318,7 @@ export async function startLab(name: string): Promise<Lab> {
     hostAddress: (node = 'A') => `10.252.${n}.${node === 'A' ? 2 : 6}`,
     hostSideAddress: (node = 'A') => `10.252.${n}.${node === 'A' ? 1 : 5}`,
     dockerSocket,
+    command: (node, argv) => inNode(node, 'procs', argv),
     exec,
     spawn(node, argv, env = {}) {
       const proc = spawn(inNode(node, 'procs', argv), { env: { ...process.env, ...env }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
