@@ -2,6 +2,8 @@ import { spawn } from 'bun'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buyDirect, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
+import { CONTROL_PORT, startControlPlane } from './lab/berth-cluster'
 import { startLab, type Lab } from './lab/cluster-lab'
 import { leftovers } from './lab/lab-host'
 
@@ -11,7 +13,8 @@ import { leftovers } from './lab/lab-host'
  * swarm-scoped bridge network whose subnet is set on the node, pinned to node B), the container
  * answers HTTP inside B, and nothing of the lab is left on the machine after its stop, nor after
  * a run that was killed (the next start's sweep). Prints what the lab costs: the time to start
- * both engines, to join the swarm, to a running service, and each node's memory.
+ * both engines, to join the swarm, to a running service, and each node's memory. Last, the
+ * compiled Berth as the control plane in node A (test/lab/berth-cluster.ts) sells and serves a site.
  */
 const SITE_PORT = 8080
 const SITE_USER = '1000:1000'
@@ -119,5 +122,28 @@ describe('a lab whose run was killed', () => {
       await next.stop()
     }
     expect(leftovers('smoke-next')).toEqual([])
+  }, 60_000)
+})
+
+describe('Berth on the lab', () => {
+  it('runs the compiled control plane in node A, on A\'s engine, reached from the host, selling and serving a site', async () => {
+    const berthLab = await startLab('smoke-berth')
+    try {
+      const control = await startControlPlane(berthLab, { images: ['berth/static:1'] })
+      expect(control.url).toBe(`http://${berthLab.hostAddress('A')}:${CONTROL_PORT}`)
+      const slug = uniqueSlug('lab')
+      const { data } = await buyDirect(control.url, { slug })
+      expect(await waitForSite(control.url, data.api_key, slug)).toBe('active')
+      expect(await viaEdge(control.url, slug)).toMatchObject({ status: 200, text: expect.stringContaining('This site is live') })
+      // Its container runs on A's engine, not on the machine's.
+      expect(await berthLab.docker('A', 'ps', '--format', '{{.Names}}')).toContain(slug)
+      expect((await Bun.$`docker ps -a --format {{.Names}}`.text())).not.toContain(slug)
+      // B reaches it on A's private address (where nodes join).
+      const fromB = await berthLab.exec('B', ['curl', '-sS', '-o', '/dev/null', '-w', '%{http_code}', `${control.joinUrl}/api/v1/status/`])
+      expect(fromB.stdout).toBe('200')
+    } finally {
+      await berthLab.stop()
+    }
+    expect(leftovers('smoke-berth')).toEqual([])
   }, 60_000)
 })
