@@ -76,7 +76,7 @@ describe('the two-node lab', () => {
     await lab.docker('B', 'network', 'create', '--config-only', '--subnet', '10.231.0.0/28', 'smoke-config')
     await lab.docker('A', 'network', 'create', '-d', 'bridge', '--scope', 'swarm', '--config-from', 'smoke-config', 'smoke-net')
     await lab.docker('A', 'service', 'create', '--detach', '--name', 'smoke', '--endpoint-mode', 'dnsrr', '--network', 'smoke-net',
-      '--constraint', `node.id == ${bNode}`, '--restart-condition', 'any', '--no-resolve-image', '--user', SITE_USER, 'berth/static:1')
+      '--constraint', `node.id == ${bNode}`, '--restart-condition', 'any', '--no-resolve-image', '--init', '--user', SITE_USER, 'berth/static:1')
     const container = await waitFor('the service\'s container running on B', 30_000, async () =>
       (await lab.docker('B', 'ps', '-q', '--filter', 'label=com.docker.swarm.service.name=smoke', '--filter', 'status=running')).split('\n')[0])
     figures.service = `service created to running on B in ${(performance.now() - creating).toFixed(0)} ms`
@@ -94,6 +94,27 @@ describe('the two-node lab', () => {
 
     figures.memory = (['A', 'B'] as const).map((node) => `${node} ${(lab.memoryBytes(node) / 2 ** 20).toFixed(0)} MiB`).join(', ')
   })
+
+  it('stops and starts node B\'s engine: cleanly (the service comes back on B), and as a lost box (engine and containers gone at once)', async () => {
+    const bNode = await lab.swarmNodeId('B')
+    const running = () => lab.docker('B', 'ps', '-q', '--filter', 'label=com.docker.swarm.service.name=smoke', '--filter', 'status=running')
+    const before = await running()
+    await lab.stopEngine('B', { graceful: true })
+    const restartMs = await lab.startEngine('B')
+    const after = await waitFor('the service running on B again', 30_000, async () => (await running()) || undefined)
+    expect(after).not.toBe(before)
+    figures.restart = `B's engine answers ${restartMs.toFixed(0)} ms after its start`
+
+    // A lost box: nothing of B's engine is left running, its containers included. (After this,
+    // moby#37087: B, back, rejects every task on the swarm-scoped network it had, "network ... exists".)
+    const address = await lab.docker('B', 'inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', after.split('\n')[0]!)
+    await lab.stopEngine('B')
+    await expect(lab.docker('B', 'version')).rejects.toThrow()
+    expect(lab.memoryBytes('B')).toBe(0)
+    expect((await lab.exec('B', ['curl', '-sS', '--max-time', '2', `http://${address}:${SITE_PORT}/`], { allowFailure: true })).code).not.toBe(0)
+    await lab.startEngine('B')
+    expect(await lab.swarmNodeId('B')).toBe(bNode)
+  }, 60_000)
 
   it('leaves nothing behind once stopped, and stopping again does nothing', async () => {
     await lab.stop()

@@ -362,7 +362,9 @@ export async function startLab(name: string): Promise<Lab> {
         await Promise.race([proc.exited, Bun.sleep(60_000)])
       }
       for (const part of ['engine', 'sites'] as const) killCgroup(nodeCgroup(name, letter(node), part))
-      rmSync(dockerSocket(node), { force: true })
+      // A killed engine leaves its pidfiles: the next dockerd would take a live process of a reused
+      // pid (or an unreaped one) for its containerd and wait 30 s for it, then exit.
+      for (const file of [dockerSocket(node), join(nodeDir(node), 'dockerd.pid'), join(nodeDir(node), 'exec', 'containerd', 'containerd.pid')]) rmSync(file, { force: true })
     },
     async startEngine(node) {
       const started = performance.now()
