@@ -37,6 +37,8 @@ export interface ControlPlane {
   cli(args: string[], opts?: ExecOptions): Promise<ExecResult & { json?: any }>
   /** A new join token (`berth nodes token`). */
   joinToken(): Promise<string>
+  /** The binary it runs (dist/berth unless given). */
+  binary: string
 }
 
 export interface JoinedNode {
@@ -81,7 +83,8 @@ function controlConfig(lab: Lab, dataDir: string, extra: string): string {
  * lab's. Loads `images` (default SITE_IMAGES) into A's engine from the machine's first.
  * `config` is TOML appended to the file (new sections only: plans, payments, ...).
  */
-export async function startControlPlane(lab: Lab, opts: { config?: string; env?: Record<string, string>; images?: string[] } = {}): Promise<ControlPlane> {
+export async function startControlPlane(lab: Lab, opts: { config?: string; env?: Record<string, string>; images?: string[]; binary?: string } = {}): Promise<ControlPlane> {
+  const berthBinary = opts.binary ?? BINARY
   const images = opts.images ?? SITE_IMAGES
   if (images.length > 0) await lab.loadImages(images, 'A')
   const dataDir = join(lab.root, 'a', 'berth')
@@ -90,7 +93,7 @@ export async function startControlPlane(lab: Lab, opts: { config?: string; env?:
   writeFileSync(configPath, controlConfig(lab, dataDir, opts.config ?? ''))
   // startBerth spawns `binary serve ...`: a script that runs the binary inside node A.
   const binary = join(lab.root, 'a', 'berth-in-a')
-  writeFileSync(binary, `#!/bin/sh\nexec ${lab.command('A', [BINARY]).map(shellQuote).join(' ')} "$@"\n`)
+  writeFileSync(binary, `#!/bin/sh\nexec ${lab.command('A', [berthBinary]).map(shellQuote).join(' ')} "$@"\n`)
   chmodSync(binary, 0o755)
   const url = `http://${lab.hostAddress('A')}:${CONTROL_PORT}`
   const berth = await startBerth({
@@ -104,7 +107,7 @@ export async function startControlPlane(lab: Lab, opts: { config?: string; env?:
     env: { BERTH_CONTAINERS_DOCKER_SOCKET: lab.dockerSocket('A'), ...opts.env },
   })
   const cli = async (args: string[], execOpts: ExecOptions = {}) => {
-    const res = await lab.exec('A', [BINARY, ...args, '--config', configPath], { ...execOpts, env: { ...opts.env, ...execOpts.env } })
+    const res = await lab.exec('A', [berthBinary, ...args, '--config', configPath], { ...execOpts, env: { ...opts.env, ...execOpts.env } })
     let json: any
     try {
       json = JSON.parse(res.stdout)
@@ -120,9 +123,10 @@ export async function startControlPlane(lab: Lab, opts: { config?: string; env?:
     configPath,
     dataDir,
     cli,
+    binary: berthBinary,
     async joinToken() {
-      const res = await cli(['nodes', 'token'])
-      const token = /bnj_[A-Za-z0-9_-]{43}/.exec(res.stdout)?.[0]
+      const res = await cli(['nodes', 'token', '--json'])
+      const token = /^bnj_[A-Za-z0-9_-]{43}$/.exec(res.json?.token ?? '')?.[0]
       if (!token) throw new Error(`berth nodes token printed no token: ${res.stdout}${res.stderr}`)
       return token
     },
@@ -130,22 +134,26 @@ export async function startControlPlane(lab: Lab, opts: { config?: string; env?:
 }
 
 /**
- * Joins a node (B by default) as a hoster would, but without systemd: `berth nodes token` on the
- * control plane, then in the node `berth node join {joinUrl} --token T --address {its private
- * address} --docker-socket {its engine} --data DIR --no-systemd` (which joins its engine to the
- * swarm), then `berth node serve --data DIR` as the unit would; resolves once the agent accepts
- * connections on its port. UNTESTED until `berth node join/serve` exist (wt-nodes, issue 28).
+ * Joins a node (B by default) as a hoster would, but without systemd: `berth nodes token --json` on
+ * the control plane, then in the node `berth node join {joinUrl} --token T --address {its private
+ * address} --name lab-b --docker-socket {its engine} --data DIR --no-systemd --json` (which joins
+ * its engine to the swarm), then `berth node serve --data DIR` as the unit would; resolves once the
+ * agent accepts connections on its port. Runs the control plane's binary.
  */
 export async function joinNode(lab: Lab, control: ControlPlane, node: LabNode = 'B', opts: { env?: Record<string, string> } = {}): Promise<JoinedNode> {
   const started = performance.now()
   const token = await control.joinToken()
   const dataDir = join(lab.root, node.toLowerCase(), 'berth-node')
-  const joined = await lab.exec(node, [BINARY, 'node', 'join', control.joinUrl, '--token', token, '--address', lab.address(node),
-    '--port', String(AGENT_PORT), '--docker-socket', lab.dockerSocket(node), '--data', dataDir, '--no-systemd'], { env: opts.env })
-  // It prints the node id (its last line; other lines say what it did).
-  const id = joined.stdout.trim().split('\n').at(-1)?.trim() ?? ''
-  if (!id) throw new Error(`berth node join printed no node id: ${joined.stdout}${joined.stderr}`)
-  const serve = () => lab.spawn(node, [BINARY, 'node', 'serve', '--data', dataDir], opts.env)
+  const joined = await lab.exec(node, [control.binary, 'node', 'join', control.joinUrl, '--token', token, '--address', lab.address(node),
+    '--port', String(AGENT_PORT), '--name', `lab-${node.toLowerCase()}`, '--docker-socket', lab.dockerSocket(node), '--data', dataDir, '--no-systemd', '--json'], { env: opts.env })
+  let id = ''
+  try {
+    id = (JSON.parse(joined.stdout) as { node_id?: string }).node_id ?? ''
+  } catch {
+    // not JSON: said below
+  }
+  if (!id) throw new Error(`berth node join printed no node_id: ${joined.stdout}${joined.stderr}`)
+  const serve = () => lab.spawn(node, [control.binary, 'node', 'serve', '--data', dataDir], opts.env)
   const result: JoinedNode = {
     node,
     id,
