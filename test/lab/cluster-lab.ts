@@ -51,7 +51,7 @@ export interface ExecResult {
 }
 
 export interface ExecOptions {
-  /** Added to the test process's environment. */
+  /** Added to the test process's environment (less its BERTH_* variables). */
   env?: Record<string, string>
   /** Written to the command's standard input. */
   input?: string
@@ -198,6 +198,15 @@ async function waitForEngine(socket: string, proc: Subprocess, logPath: string):
   throw new Error(`the lab's dockerd on ${socket} did not answer (exit ${proc.exitCode}):\n${log}`)
 }
 
+/**
+ * The environment of a process in a node: the test process's, less its BERTH_* variables (a node
+ * is another box: Berth there reads its own config, not the test run's engine socket), plus `env`.
+ */
+function nodeEnv(env: Record<string, string> = {}): Record<string, string | undefined> {
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('BERTH_')))
+  return { ...inherited, ...env }
+}
+
 /** Every lab this process started and has not stopped: stopped by the exit handlers. */
 const running = new Set<() => void>()
 let handlersInstalled = false
@@ -290,7 +299,7 @@ export async function startLab(name: string): Promise<Lab> {
 
   const exec = async (node: LabNode, argv: string[], opts: ExecOptions = {}): Promise<ExecResult> => {
     const proc = spawn(inNode(node, 'procs', argv), {
-      env: { ...process.env, ...opts.env },
+      env: nodeEnv(opts.env),
       stdin: opts.input === undefined ? 'ignore' : new TextEncoder().encode(opts.input),
       stdout: 'pipe',
       stderr: 'pipe',
@@ -321,7 +330,7 @@ export async function startLab(name: string): Promise<Lab> {
     command: (node, argv) => inNode(node, 'procs', argv),
     exec,
     spawn(node, argv, env = {}) {
-      const proc = spawn(inNode(node, 'procs', argv), { env: { ...process.env, ...env }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+      const proc = spawn(inNode(node, 'procs', argv), { env: nodeEnv(env), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
       const output = collectOutput(proc)
       const handle: LabProcess = {
         proc,
