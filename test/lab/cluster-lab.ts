@@ -3,7 +3,7 @@ import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, write
 import { join, resolve } from 'node:path'
 import { ENGINE_SOCKET } from '../helpers/engine'
 import {
-  currentOwner, killCgroup, labRoot, linkAlias, nodeCgroup, nodeNamespace, pidsIn, sh, sitesCgroupParent, sweepLab,
+  currentOwner, killCgroup, labRoot, makeNetwork, nodeCgroup, nodeNamespace, pidsIn, sitesCgroupParent, sweepLab,
   sweepOrphanLabs, type NodeLetter,
 } from './lab-host'
 
@@ -126,41 +126,6 @@ export interface Lab {
 /** The lab letter of a node. */
 function letter(node: LabNode): NodeLetter {
   return node === 'A' ? 'a' : 'b'
-}
-
-/** The index `n` of a lab's address ranges: taken by creating host link `bl{n}a` (which fails when another lab has it). */
-function claimIndex(name: string): number {
-  const start = [...name].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7) % 256
-  for (let k = 0; k < 256; k++) {
-    const n = (start + k) % 256
-    const made = sh(['ip', 'link', 'add', `bl${n}a`, 'type', 'veth', 'peer', 'name', 'host', 'netns', nodeNamespace(name, 'a')], { allowFailure: true })
-    if (made.status === 0) return n
-  }
-  throw new Error('no free lab index: 256 labs run at once?')
-}
-
-/** Namespaces, links, addresses and routes; returns the index n. */
-function makeNetwork(name: string): number {
-  for (const node of NODES) {
-    sh(['ip', 'netns', 'add', nodeNamespace(name, letter(node))])
-    sh(['ip', '-n', nodeNamespace(name, letter(node)), 'link', 'set', 'lo', 'up'])
-  }
-  const [nsA, nsB] = [nodeNamespace(name, 'a'), nodeNamespace(name, 'b')]
-  const n = claimIndex(name)
-  sh(['ip', 'link', 'set', `bl${n}a`, 'alias', linkAlias(name)])
-  sh(['ip', 'link', 'add', `bl${n}b`, 'type', 'veth', 'peer', 'name', 'host', 'netns', nsB])
-  sh(['ip', 'link', 'set', `bl${n}b`, 'alias', linkAlias(name)])
-  sh(['ip', '-n', nsA, 'link', 'add', 'lab', 'type', 'veth', 'peer', 'name', 'lab', 'netns', nsB])
-  for (const [ns, hostLink, base] of [[nsA, `bl${n}a`, 0], [nsB, `bl${n}b`, 4]] as const) {
-    sh(['ip', 'addr', 'add', `10.252.${n}.${base + 1}/30`, 'dev', hostLink])
-    sh(['ip', 'link', 'set', hostLink, 'up'])
-    sh(['ip', '-n', ns, 'addr', 'add', `10.252.${n}.${base + 2}/30`, 'dev', 'host'])
-    sh(['ip', '-n', ns, 'link', 'set', 'host', 'up'])
-    sh(['ip', '-n', ns, 'addr', 'add', `10.251.${n}.${ns === nsA ? 1 : 2}/24`, 'dev', 'lab'])
-    sh(['ip', '-n', ns, 'link', 'set', 'lab', 'up'])
-    sh(['ip', 'route', 'add', `10.251.${n}.${ns === nsA ? 1 : 2}/32`, 'via', `10.252.${n}.${base + 2}`])
-  }
-  return n
 }
 
 /** Reads a process's stdout and stderr into a growing string. */

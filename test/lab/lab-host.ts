@@ -71,6 +71,44 @@ export function sh(argv: string[], opts: { allowFailure?: boolean; input?: strin
   return result
 }
 
+/** The index `n` of a lab's address ranges: taken by creating host link `bl{n}a` (which fails when another lab has it). */
+function claimIndex(name: string): number {
+  const start = [...name].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7) % 256
+  for (let k = 0; k < 256; k++) {
+    const n = (start + k) % 256
+    const made = sh(['ip', 'link', 'add', `bl${n}a`, 'type', 'veth', 'peer', 'name', 'host', 'netns', nodeNamespace(name, 'a')], { allowFailure: true })
+    if (made.status === 0) return n
+  }
+  throw new Error('no free lab index: 256 labs run at once?')
+}
+
+/**
+ * Makes a lab's namespaces, links, addresses and routes (the layout in cluster-lab.ts); returns
+ * its index n (10.251.n.0/24 between the nodes, 10.252.n.0/29 to the host).
+ */
+export function makeNetwork(name: string): number {
+  for (const node of NODE_LETTERS) {
+    sh(['ip', 'netns', 'add', nodeNamespace(name, node)])
+    sh(['ip', '-n', nodeNamespace(name, node), 'link', 'set', 'lo', 'up'])
+  }
+  const [nsA, nsB] = [nodeNamespace(name, 'a'), nodeNamespace(name, 'b')]
+  const n = claimIndex(name)
+  sh(['ip', 'link', 'set', `bl${n}a`, 'alias', linkAlias(name)])
+  sh(['ip', 'link', 'add', `bl${n}b`, 'type', 'veth', 'peer', 'name', 'host', 'netns', nsB])
+  sh(['ip', 'link', 'set', `bl${n}b`, 'alias', linkAlias(name)])
+  sh(['ip', '-n', nsA, 'link', 'add', 'lab', 'type', 'veth', 'peer', 'name', 'lab', 'netns', nsB])
+  for (const [ns, hostLink, base] of [[nsA, `bl${n}a`, 0], [nsB, `bl${n}b`, 4]] as const) {
+    sh(['ip', 'addr', 'add', `10.252.${n}.${base + 1}/30`, 'dev', hostLink])
+    sh(['ip', 'link', 'set', hostLink, 'up'])
+    sh(['ip', '-n', ns, 'addr', 'add', `10.252.${n}.${base + 2}/30`, 'dev', 'host'])
+    sh(['ip', '-n', ns, 'link', 'set', 'host', 'up'])
+    sh(['ip', '-n', ns, 'addr', 'add', `10.251.${n}.${ns === nsA ? 1 : 2}/24`, 'dev', 'lab'])
+    sh(['ip', '-n', ns, 'link', 'set', 'lab', 'up'])
+    sh(['ip', 'route', 'add', `10.251.${n}.${ns === nsA ? 1 : 2}/32`, 'via', `10.252.${n}.${base + 2}`])
+  }
+  return n
+}
+
 /** Every pid in a cgroup folder and its descendants. */
 export function pidsIn(cgroupDir: string): number[] {
   if (!existsSync(cgroupDir)) return []
