@@ -1,9 +1,9 @@
 import { spawn, type Subprocess } from 'bun'
-import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, copyFileSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { ENGINE_SOCKET } from '../helpers/engine'
 import {
-  currentOwner, killCgroup, labRoot, makeNetwork, nodeCgroup, nodeNamespace, pidsIn, sitesCgroupParent, sweepLab,
+  currentOwner, killCgroup, labRoot, makeNetwork, nodeCgroup, nodeNamespace, otherLiveOwner, pidsIn, sitesCgroupParent, sweepLab,
   sweepOrphanLabs, type NodeLetter,
 } from './lab-host'
 
@@ -29,7 +29,8 @@ import {
  *
  * Everything is removed by `stop()`, by the exit handlers, and otherwise by the sweep at the next
  * start (of the same name, or of any lab whose owner process is gone): lab-host.ts says what a lab
- * owns and how it is found. Names must be unique among the labs that run at once (one per test file).
+ * owns and how it is found. Names must be unique among the labs that run at once (one per test
+ * file); a start refuses a name whose owner still runs (the same test run from another worktree).
  *
  * @example
  *   const lab = await startLab('smoke')
@@ -172,6 +173,20 @@ function nodeEnv(env: Record<string, string> = {}): Record<string, string | unde
   return { ...inherited, ...env }
 }
 
+/** With BERTH_LAB_LOGS=DIR, the engines' logs are copied to DIR/{name}-{a,b}-dockerd.log at stop (the lab's folder goes). */
+function keepLogs(name: string, root: string): void {
+  const dir = process.env.BERTH_LAB_LOGS
+  if (!dir) return
+  mkdirSync(dir, { recursive: true })
+  for (const node of ['a', 'b']) {
+    try {
+      copyFileSync(join(root, node, 'dockerd.log'), join(dir, `${name}-${node}-dockerd.log`))
+    } catch {
+      // no log
+    }
+  }
+}
+
 /** Every lab this process started and has not stopped: stopped by the exit handlers. */
 const running = new Set<() => void>()
 let handlersInstalled = false
@@ -206,6 +221,9 @@ function installExitHandlers(): void {
 export async function startLab(name: string): Promise<Lab> {
   if (!NAME.test(name)) throw new Error(`lab name ${JSON.stringify(name)}: lowercase letters, digits and dashes, up to 20`)
   const t0 = performance.now()
+  // The machine is shared: another run of the same test (another worktree) may hold this name.
+  const other = otherLiveOwner(name)
+  if (other) throw new Error(`lab ${name} is in use by process ${other.pid} (another run of this test?): wait for it, or stop it`)
   sweepLab(name)
   sweepOrphanLabs()
   const root = labRoot(name)
@@ -223,6 +241,7 @@ export async function startLab(name: string): Promise<Lab> {
     if (stopped) return
     stopped = true
     running.delete(stopSync)
+    keepLogs(name, root)
     sweepLab(name)
   }
   running.add(stopSync)

@@ -228,18 +228,19 @@ export function sweepLab(name: string): void {
 
 /** What of the lab `name` is left on the host, one line each; empty when nothing. */
 export function leftovers(name: string): string[] {
-  const processes = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((pid) => {
+  const processes = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).flatMap((pid) => {
     try {
-      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(labRoot(name))
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      return cmdline.includes(labRoot(name)) ? [`process ${pid}: ${cmdline.replaceAll('\0', ' ').trim()}`] : []
     } catch {
-      return false
+      return []
     }
   })
   const cgroups = readdirSync(CGROUP_ROOT).flatMap((h) => NODE_LETTERS.map((node) => join(CGROUP_ROOT, h, nodeNamespace(name, node)))).filter((dir) => existsSync(dir))
   return [
     ...labNamespaces(name).map((ns) => `network namespace ${ns}`),
     ...labLinks(name).map((link) => `link ${link}`),
-    ...processes.map((pid) => `process ${pid}: ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim()}`),
+    ...processes,
     ...NODE_LETTERS.flatMap((node) => pidsIn(nodeCgroup(name, node)).map((pid) => `process ${pid} in cgroup ${nodeNamespace(name, node)}`)),
     ...cgroups.map((dir) => `cgroup ${dir}`),
     ...labMounts(name).map((m) => `mount ${m}`),
@@ -258,11 +259,30 @@ export function currentOwner(): LabOwner {
   return { pid: process.pid, startTime: startTimeOf(process.pid) ?? '' }
 }
 
-/** Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot. */
+/**
+ * Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot; undefined when
+ * it is gone or a zombie (this machine's pid 1 reaps none: a killed run's process can stay a zombie).
+ */
 function startTimeOf(pid: number): string | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return fields[0] === 'Z' ? undefined : fields[19]
+  } catch {
+    return undefined
+  }
+}
+
+/** The live process (not this one) that owns the lab `name`, if any. */
+export function otherLiveOwner(name: string): LabOwner | undefined {
+  const owner = ownerOf(join(labRoot(name), 'lab.json'))
+  return owner && owner.pid !== process.pid && startTimeOf(owner.pid) === owner.startTime ? owner : undefined
+}
+
+/** The owner a lab.json records; undefined when there is none. */
+function ownerOf(path: string): LabOwner | undefined {
+  try {
+    return (JSON.parse(readFileSync(path, 'utf8')) as { owner: LabOwner }).owner
   } catch {
     return undefined
   }
@@ -274,12 +294,7 @@ export function sweepOrphanLabs(): string[] {
   for (const entry of readdirSync(tmpdir())) {
     if (!entry.startsWith(PREFIX)) continue
     const name = entry.slice(PREFIX.length)
-    let owner: LabOwner | undefined
-    try {
-      owner = (JSON.parse(readFileSync(join(tmpdir(), entry, 'lab.json'), 'utf8')) as { owner: LabOwner }).owner
-    } catch {
-      owner = undefined
-    }
+    const owner = ownerOf(join(tmpdir(), entry, 'lab.json'))
     if (owner && startTimeOf(owner.pid) === owner.startTime) continue
     sweepLab(name)
     swept.push(name)
