@@ -105,10 +105,12 @@ describe('the two-node lab', () => {
     expect(after).not.toBe(before)
     figures.restart = `B's engine answers ${restartMs.toFixed(0)} ms after its start`
 
-    // A lost box: nothing of B's engine is left running, its containers included. (After this,
+    // A lost box: nothing of B is left running, its engine, containers and processes. (After this,
     // moby#37087: B, back, rejects every task on the swarm-scoped network it had, "network ... exists".)
     const address = await lab.docker('B', 'inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', after.split('\n')[0]!)
-    await lab.stopEngine('B')
+    const listener = lab.spawn('B', ['sleep', '600'])
+    await lab.powerOff('B')
+    expect(await listener.proc.exited).not.toBe(0)
     await expect(lab.docker('B', 'version')).rejects.toThrow()
     expect(lab.memoryBytes('B')).toBe(0)
     expect((await lab.exec('B', ['curl', '-sS', '--max-time', '2', `http://${address}:${SITE_PORT}/`], { allowFailure: true })).code).not.toBe(0)

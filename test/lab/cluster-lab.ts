@@ -116,6 +116,8 @@ export interface Lab {
    * `graceful`, SIGTERM to dockerd, as `systemctl stop docker`, and what it leaves is killed then.
    */
   stopEngine(node: LabNode, opts?: { graceful?: boolean }): Promise<void>
+  /** A box powered off: stopEngine(node) and SIGKILL to every lab.exec/spawn process in it (its agent). */
+  powerOff(node: LabNode): Promise<void>
   /** Starts a node's engine again (same data root: its containers and swarm state come back); resolves once it answers, with the time it took in ms. */
   startEngine(node: LabNode): Promise<number>
   /** Resident memory (bytes) of a node's engine: dockerd, containerd, shims and its containers (not lab.spawn processes). */
@@ -358,6 +360,10 @@ export async function startLab(name: string): Promise<Lab> {
       // A killed engine leaves its pidfiles: the next dockerd would take a live process of a reused
       // pid (or an unreaped one) for its containerd and wait 30 s for it, then exit.
       for (const file of [dockerSocket(node), join(nodeDir(node), 'dockerd.pid'), join(nodeDir(node), 'exec', 'containerd', 'containerd.pid')]) rmSync(file, { force: true })
+    },
+    async powerOff(node) {
+      await lab.stopEngine(node)
+      killCgroup(nodeCgroup(name, letter(node), 'procs'))
     },
     async startEngine(node) {
       const started = performance.now()
