@@ -40,14 +40,15 @@ export interface Berth {
  * Starts dist/berth serve (or `binary`, e.g. a benchmark's baseline build) on a free loopback
  * port (on every address with `listenHost: '0.0.0.0'`) with a fresh data folder (or the one
  * given) and waits for GET /api/v1/status/ to answer 200. `siteUrl` is its server.site_url
- * (default: `url`, the plain listener's own origin).
+ * (default: `url`, the plain listener's own origin). `urlHost` is the host of `url` (default
+ * 127.0.0.1; the cluster lab's control plane listens in a network namespace: test/lab/berth-cluster.ts).
  */
-export async function startBerth(opts: { dataDir?: string; env?: Record<string, string>; args?: string[]; port?: number; listenHost?: string; binary?: string; siteUrl?: string } = {}): Promise<Berth> {
+export async function startBerth(opts: { dataDir?: string; env?: Record<string, string>; args?: string[]; port?: number; listenHost?: string; binary?: string; siteUrl?: string; urlHost?: string } = {}): Promise<Berth> {
   const binary = opts.binary ?? BINARY
   if (!existsSync(binary)) throw new Error(`${binary} is missing; run bun run build`)
   const port = opts.port ?? (await freePort())
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'berth-e2e-'))
-  const url = `http://127.0.0.1:${port}`
+  const url = `http://${opts.urlHost ?? '127.0.0.1'}:${port}`
   let log = ''
   let proc!: Subprocess
   const launch = async () => {

@@ -1,0 +1,199 @@
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { BINARY, startBerth, type Berth } from '../helpers/binary'
+import type { ExecOptions, ExecResult, Lab, LabNode, LabProcess } from './cluster-lab'
+
+/**
+ * Berth on the two-node lab (cluster-lab.ts), for the cluster's end-to-end tests and benchmarks:
+ * the compiled control plane in node A (cluster.enabled, its private address, A's engine) and a
+ * node agent joined from node B, both run as an admin would run them.
+ *
+ * @example
+ *   const lab = await startLab('cluster')
+ *   const control = await startControlPlane(lab)
+ *   const b = await joinNode(lab, control, 'B')
+ *   const { data } = await buyDirect(control.url, { slug })   // test/helpers/purchase.ts
+ *   await viaEdge(control.url, slug)
+ */
+
+/** Berth's port inside node A (the namespace is the lab's own: no other test listens there). */
+export const CONTROL_PORT = 8080
+/** cluster.agent_port's default: the agent's API; the engine pass-through is the next port. */
+export const AGENT_PORT = 7710
+/** The site images Berth runs; the control plane's engine gets them from the machine's (no registry, no build). */
+export const SITE_IMAGES = ['berth/static:1', 'berth/php:1']
+
+export interface ControlPlane {
+  /** The running `berth serve` (stop, restart, kill9, output), as startBerth gives it. */
+  berth: Berth
+  /** Where the test process reaches its listener (API, edge): A's host-side address. */
+  url: string
+  /** What nodes join: A's private address (`berth node join URL`). */
+  joinUrl: string
+  /** Its config file (TOML), read by `serve` and every admin command. */
+  configPath: string
+  dataDir: string
+  /** `dist/berth ARGS --config FILE` in node A, as the admin on the control plane's box; `json` when stdout parses. */
+  cli(args: string[], opts?: ExecOptions): Promise<ExecResult & { json?: any }>
+  /** A new join token (`berth nodes token`). */
+  joinToken(): Promise<string>
+  /** The binary it runs (dist/berth unless given). */
+  binary: string
+}
+
+export interface JoinedNode {
+  node: LabNode
+  /** Berth's id of the node, as `berth node join` printed it. */
+  id: string
+  /** The agent's data folder (node.json, node.key, node.pem, client-ca.pem). */
+  dataDir: string
+  /** The running `berth node serve`. */
+  agent: LabProcess
+  /** From the token's request to the agent answering on its port, ms. */
+  joinMs: number
+  /** Starts `berth node serve` again (after agent.kill, or after the node's engine came back). */
+  restartAgent(): Promise<void>
+}
+
+/** The control plane's config: the keys the lab sets (extra TOML is appended; a section may not appear twice). */
+function controlConfig(lab: Lab, dataDir: string, extra: string): string {
+  return [
+    '[server]',
+    `listen = "0.0.0.0:${CONTROL_PORT}"`,
+    `site_url = "http://${lab.hostAddress('A')}:${CONTROL_PORT}"`,
+    `data_dir = "${dataDir}"`,
+    '[containers]',
+    `docker_socket = "${lab.dockerSocket('A')}"`,
+    // The lab's nodes are namespaces of their own; firewall tests turn it on in `extra`'s place.
+    'firewall = false',
+    '[dns]',
+    'listen = "off"',
+    '[cluster]',
+    'enabled = true',
+    `address = "${lab.address('A')}"`,
+    `agent_port = ${AGENT_PORT}`,
+    extra,
+  ].join('\n') + '\n'
+}
+
+/**
+ * Starts `dist/berth serve --config FILE` in node A as the control plane: listening on every
+ * address of A (the host reaches it on A's host-side address, B on A's private one), on A's
+ * engine, with cluster.enabled and cluster.address = A's private address, a data folder in the
+ * lab's. Loads `images` (default SITE_IMAGES) into A's engine from the machine's first.
+ * `config` is TOML appended to the file (new sections only: plans, payments, ...).
+ */
+export async function startControlPlane(lab: Lab, opts: { config?: string; env?: Record<string, string>; images?: string[]; binary?: string } = {}): Promise<ControlPlane> {
+  const berthBinary = opts.binary ?? BINARY
+  const images = opts.images ?? SITE_IMAGES
+  if (images.length > 0) await lab.loadImages(images, 'A')
+  const dataDir = join(lab.root, 'a', 'berth')
+  mkdirSync(dataDir, { recursive: true })
+  const configPath = join(lab.root, 'a', 'berth.toml')
+  writeFileSync(configPath, controlConfig(lab, dataDir, opts.config ?? ''))
+  // startBerth spawns `binary serve ...`: a script that runs the binary inside node A.
+  const binary = join(lab.root, 'a', 'berth-in-a')
+  writeFileSync(binary, `#!/bin/sh\nexec ${lab.command('A', [berthBinary]).map(shellQuote).join(' ')} "$@"\n`)
+  chmodSync(binary, 0o755)
+  const url = `http://${lab.hostAddress('A')}:${CONTROL_PORT}`
+  const berth = await startBerth({
+    binary,
+    port: CONTROL_PORT,
+    listenHost: '0.0.0.0',
+    urlHost: lab.hostAddress('A'),
+    siteUrl: url,
+    dataDir,
+    args: ['--config', configPath],
+    env: { BERTH_CONTAINERS_DOCKER_SOCKET: lab.dockerSocket('A'), ...opts.env },
+  })
+  const cli = async (args: string[], execOpts: ExecOptions = {}) => {
+    const res = await lab.exec('A', [berthBinary, ...args, '--config', configPath], { ...execOpts, env: { ...opts.env, ...execOpts.env } })
+    let json: any
+    try {
+      json = JSON.parse(res.stdout)
+    } catch {
+      json = undefined
+    }
+    return { ...res, json }
+  }
+  return {
+    berth,
+    url,
+    joinUrl: `http://${lab.address('A')}:${CONTROL_PORT}`,
+    configPath,
+    dataDir,
+    cli,
+    binary: berthBinary,
+    async joinToken() {
+      const res = await cli(['nodes', 'token', '--json'])
+      const token = /^bnj_[A-Za-z0-9_-]{43}$/.exec(res.json?.token ?? '')?.[0]
+      if (!token) throw new Error(`berth nodes token printed no token: ${res.stdout}${res.stderr}`)
+      return token
+    },
+  }
+}
+
+/**
+ * Joins a node (B by default) as a hoster would, but without systemd: `berth nodes token --json` on
+ * the control plane, then in the node `berth node join {joinUrl} --token T --address {its private
+ * address} --name lab-b --docker-socket {its engine} --data DIR --no-systemd --json` (which joins
+ * its engine to the swarm), then `berth node serve --data DIR` as the unit would; resolves once the
+ * agent accepts connections on its port. Runs the control plane's binary.
+ */
+export async function joinNode(lab: Lab, control: ControlPlane, node: LabNode = 'B', opts: { env?: Record<string, string> } = {}): Promise<JoinedNode> {
+  const started = performance.now()
+  const token = await control.joinToken()
+  const dataDir = join(lab.root, node.toLowerCase(), 'berth-node')
+  const joined = await lab.exec(node, [control.binary, 'node', 'join', control.joinUrl, '--token', token, '--address', lab.address(node),
+    '--port', String(AGENT_PORT), '--name', `lab-${node.toLowerCase()}`, '--docker-socket', lab.dockerSocket(node), '--data', dataDir, '--no-systemd', '--json'], { env: opts.env })
+  let id = ''
+  try {
+    id = (JSON.parse(joined.stdout) as { node_id?: string }).node_id ?? ''
+  } catch {
+    // not JSON: said below
+  }
+  if (!id) throw new Error(`berth node join printed no node_id: ${joined.stdout}${joined.stderr}`)
+  const serve = () => lab.spawn(node, [control.binary, 'node', 'serve', '--data', dataDir], opts.env)
+  const result: JoinedNode = {
+    node,
+    id,
+    dataDir,
+    agent: serve(),
+    joinMs: 0,
+    async restartAgent() {
+      await result.agent.kill()
+      result.agent = serve()
+      await waitForAgent(lab, node, result.agent)
+    },
+  }
+  await waitForAgent(lab, node, result.agent)
+  result.joinMs = performance.now() - started
+  return result
+}
+
+/** Waits until the agent accepts TCP connections on the node's private address (the host routes there), 15 s at most. */
+async function waitForAgent(lab: Lab, node: LabNode, agent: LabProcess): Promise<void> {
+  const deadline = Date.now() + 15_000
+  while (Date.now() < deadline) {
+    if (agent.proc.exitCode !== null) throw new Error(`berth node serve exited with ${agent.proc.exitCode}:\n${agent.output()}`)
+    if (await accepts(lab.address(node), AGENT_PORT)) return
+    await Bun.sleep(50)
+  }
+  throw new Error(`the agent of node ${node} did not listen on ${lab.address(node)}:${AGENT_PORT} within 15 s:\n${agent.output()}`)
+}
+
+/** Whether a TCP connection to host:port is accepted (then closed at once). */
+async function accepts(hostname: string, port: number): Promise<boolean> {
+  try {
+    const socket = await Bun.connect({ hostname, port, socket: { data() {}, error() {} } })
+    socket.end()
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** A word for sh, single-quoted. */
+function shellQuote(word: string): string {
+  return `'${word.replaceAll("'", `'\\''`)}'`
+}
