@@ -5,8 +5,9 @@ import { startLab, type Lab } from '../../../../test/lab-swarm/lab'
 import { CONTROL_NODE, type ClusterNode, type NodeLink } from '../../cluster/types'
 import { IMAGES } from '../images'
 import { LABEL } from '../site-container'
-import { SITE_HOME, type SiteEvent, type SiteSpec, type SiteWatch } from '../types'
+import { HostPortTakenError, SITE_HOME, type SiteEvent, type SiteSpec, type SiteWatch } from '../types'
 import { ClusterRuntime } from './cluster-runtime'
+import { watchCluster } from './cluster-watch'
 
 // A real two-node Swarm (test/lab-swarm): A, the manager, is the control node; B a worker known
 // as node 'nb'. The site image is loaded into A only: the runtime carries it to B itself. The
@@ -77,6 +78,7 @@ beforeAll(async () => {
 }, 120_000)
 
 afterAll(async () => {
+  for (const line of log.lines.filter((l) => /^timing|loaded an image|site task runs/.test(String(l.msg)))) console.log(JSON.stringify(line))
   watch?.close()
   await lab?.stop()
 }, 120_000)
@@ -206,4 +208,38 @@ describe('ClusterRuntime on a two-node swarm', () => {
     await expect(runtime.choose(1024 * 1024)).rejects.toThrow(/No active node has/)
     await runtime.removeSite('big', { volume: true })
   }, 90_000)
+
+  it('publishes the SSH port on the node in host mode, moves it when it changes, and says when the node has it taken', async () => {
+    const first = await runtime.ensureSite(spec('sh', { sshPort: 2299 }))
+    const ports = async (id: string) => (await b.getContainer(id).inspect()).NetworkSettings.Ports['2222/tcp']?.map((p) => p.HostPort)
+    expect(await ports(first.containerId)).toContain('2299')
+    const second = await runtime.ensureSite(spec('sh', { sshPort: 2300 }))
+    expect(second.containerId).not.toBe(first.containerId)
+    expect(await ports(second.containerId)).toContain('2300')
+    lab.docker(lab.b, ['run', '-d', '--name', `${instanceId}-squatter`, '-p', '2301:8080', IMAGES.static])
+    const started = performance.now()
+    await expect(runtime.ensureSite(spec('sh', { sshPort: 2301 }))).rejects.toBeInstanceOf(HostPortTakenError)
+    expect(performance.now() - started).toBeLessThan(15_000)
+    lab.docker(lab.b, ['rm', '-f', `${instanceId}-squatter`])
+    await runtime.removeSite('sh', { volume: true })
+  }, 90_000)
+
+  it('follows a node that joins after the watch began', async () => {
+    const nodes: ClusterNode[] = []
+    const seen: SiteEvent[] = []
+    const late = watchCluster({ manager: lab.a.socket, instanceId, log, nodes: () => nodes, engineOf: () => ({ socketPath: lab.b.socket }), pollMs: 200 }, { onEvent: (e) => seen.push(e), onReconnect: () => {} })
+    try {
+      await runtime.ensureSite(spec('late'))
+      await Bun.sleep(500)
+      expect(seen.filter((e) => e.slug === 'late')).toEqual([])
+      nodes.push(node)
+      await Bun.sleep(1000)
+      const [container] = await containersOf(b, 'late')
+      lab.docker(lab.b, ['kill', container!.Id])
+      await until('the die of the late node', () => seen.find((e) => e.slug === 'late' && e.action === 'die' && e.containerId === container!.Id))
+    } finally {
+      late.close()
+      await runtime.removeSite('late', { volume: true })
+    }
+  }, 60_000)
 })

@@ -10,7 +10,7 @@ import { runCommand } from '../command'
 import { openTerminal } from '../terminal'
 import { containerStats, ensureSiteVolume, frozenWhile } from '../container-ops'
 import {
-  RuntimeUnavailableError, SiteNotRunnableError, type CommandResult, type CommandSpec, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteEvent, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers, type Terminal, type TerminalSpec,
+  HostPortTakenError, RuntimeUnavailableError, SiteNotRunnableError, type CommandResult, type CommandSpec, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteEvent, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers, type Terminal, type TerminalSpec,
 } from '../types'
 import { watchCluster } from './cluster-watch'
 import { NodeImages } from './node-images'
@@ -395,7 +395,7 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
       await this.updateService(service, (spec) => ({ ...wanted, TaskTemplate: { ...wanted.TaskTemplate, ForceUpdate: (spec.TaskTemplate.ForceUpdate ?? 0) + (rebuilt ? 1 : 0) } }))
       this.opts.log.info('updated site service', { site: spec.slug, node: nodeId, rebuilt })
     }
-    const info = await this.untilRunning(engine, spec.slug, before)
+    const info = await this.untilRunning(engine, spec.slug, before, spec.sshPort)
     this.opts.log.debug('site task runs', { site: spec.slug, node: nodeId, ms: Math.round(performance.now() - started) })
     return this.endpointOf(engine, spec.slug, info)
   }
@@ -447,7 +447,7 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
   }
 
   /** The site's running task container on its node, once it runs (not `before`, the one replaced). */
-  private async untilRunning(engine: Engine, slug: string, before: string | null): Promise<Docker.ContainerInspectInfo> {
+  private async untilRunning(engine: Engine, slug: string, before: string | null, sshPort: number | null): Promise<Docker.ContainerInspectInfo> {
     const deadline = Date.now() + (this.opts.startWithinMs ?? START_WITHIN_MS)
     const filters = { label: siteFilter(this.opts.instanceId, slug).label, status: ['running'] }
     let lastTaskCheck = 0
@@ -461,6 +461,10 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
       if (Date.now() - lastTaskCheck > 1000) {
         lastTaskCheck = Date.now()
         problem = (await this.taskProblem(slug)) ?? problem
+        // Swarm retries such a task for ever: say so now, so that the caller picks another port.
+        if (sshPort && /port/i.test(problem) && /in use|allocated/i.test(problem)) {
+          throw new HostPortTakenError(sshPort, `Host port ${sshPort} for the SSH of '${slug}' is taken on node ${engine.nodeId}.`)
+        }
       }
       if (Date.now() > deadline) throw new Error(`The site '${slug}' did not start on node ${engine.nodeId} within ${Math.round((this.opts.startWithinMs ?? START_WITHIN_MS) / 1000)} s${problem ? `: ${problem}` : ''}.`)
       await Bun.sleep(POLL_MS)
