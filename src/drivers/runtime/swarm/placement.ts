@@ -1,3 +1,5 @@
+import { CONTROL_NODE, type ClusterNode } from '../../cluster/types'
+
 /** A node as placement weighs it. */
 export interface NodeCapacity {
   id: string
@@ -26,4 +28,17 @@ export function chooseNode(nodes: NodeCapacity[], memoryMb: number, except: stri
     if (!best || free > best.free) best = { id: node.id, free }
   }
   return best?.id ?? null
+}
+
+/**
+ * The nodes as placement weighs them: the control node (always active, `controlMemoryBytes`)
+ * first, then the store's nodes, each with the memory limits of the services `placed` on it.
+ */
+export function nodeCapacities(controlMemoryBytes: number, nodes: ClusterNode[], placed: { nodeId: string; memoryBytes: number }[]): NodeCapacity[] {
+  const used = new Map<string, number>()
+  for (const p of placed) used.set(p.nodeId, (used.get(p.nodeId) ?? 0) + p.memoryBytes)
+  return [
+    { id: CONTROL_NODE, state: 'active', memoryBytes: controlMemoryBytes, usedBytes: used.get(CONTROL_NODE) ?? 0 },
+    ...nodes.map((n) => ({ id: n.id, state: n.state, memoryBytes: n.memoryBytes, usedBytes: used.get(n.id) ?? 0 })),
+  ]
 }
