@@ -78,7 +78,7 @@ beforeAll(async () => {
 }, 120_000)
 
 afterAll(async () => {
-  for (const line of log.lines.filter((l) => /^timing|loaded an image|site task runs/.test(String(l.msg)))) console.log(JSON.stringify(line))
+  console.log(['timings:', ...log.lines.filter((l) => /^timing|image|site task runs/.test(String(l.msg))).map((l) => JSON.stringify(l))].join('\n'))
   watch?.close()
   await lab?.stop()
 }, 120_000)
@@ -99,6 +99,8 @@ describe('ClusterRuntime on a two-node swarm', () => {
     const [container] = await containersOf(b, 'w1')
     expect(container?.Id).toBe(endpoint.containerId)
     expect(await containersOf(a, 'w1')).toHaveLength(0)
+    expect((await b.getImage(IMAGES.static).inspect()).Id).toBe((await a.getImage(IMAGES.static).inspect()).Id)
+    expect(log.lines.filter((l) => l.msg === 'loaded an image on a node').map((l) => l.node)).toEqual(['nb'])
     const info = await b.getContainer(endpoint.containerId).inspect()
     expect(info.HostConfig).toMatchObject({ Memory: 128 * 1024 * 1024, NanoCpus: 5e8, PidsLimit: 64, ReadonlyRootfs: true, CapDrop: ['ALL'], Init: true })
     expect(info.Config.User).toBe('1000:1000')
