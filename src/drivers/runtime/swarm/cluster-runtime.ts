@@ -39,7 +39,6 @@ export interface ClusterRuntimeOptions {
 }
 
 const PING_TIMEOUT_MS = 2000
-const START_WITHIN_MS = 60_000
 
 /**
  * The container runtime of a cluster (issue 28, docs/cluster.md "How sites run on Swarm"): each
@@ -116,8 +115,8 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
   }
 
   /** Nothing ahead of the service: its node, and with it where its network and volume go, is chosen at ensureSite. */
-  async prepareSite(): Promise<void> {
-    await this.call(async () => {})
+  prepareSite(): Promise<void> {
+    return this.call(async () => {})
   }
 
   inspectSite(slug: string): Promise<SiteRuntimeState | null> {
@@ -249,8 +248,7 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
     })
   }
 
-  // Placement (contracts in drivers/cluster/types.ts)
-
+  /** Placement (contracts in drivers/cluster/types.ts). */
   nodeOf(slug: string): Promise<string | null> {
     return this.call(async () => {
       const service = await this.services.find(slug)
@@ -340,17 +338,21 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
       this.opts.log.info('created site service', { site: spec.slug, node: nodeId })
     } else {
       const current = await siteContainer(engine, this.opts.instanceId, spec.slug)
-      before = current?.Id ?? null
       // A rebuilt image under the same tag: Swarm sees no change in the spec, so force one.
       const rebuilt = current !== null && current.Image !== imageId
-      const wanted = serviceSpec(plan) as unknown as ServiceInfo['Spec']
-      await this.services.update(service, (now) => ({ ...wanted, TaskTemplate: { ...wanted.TaskTemplate, ForceUpdate: (now.TaskTemplate.ForceUpdate ?? 0) + (rebuilt ? 1 : 0) } }))
-      this.opts.log.info('updated site service', { site: spec.slug, node: nodeId, rebuilt })
+      const reason = serviceDrift(service, spec, specHash(spec)) ?? (limitsDiffer(service, spec) ? 'its limits changed' : replicasOf(service) !== 1 ? 'it was stopped' : rebuilt ? 'its image was rebuilt' : null)
+      // None: Swarm is replacing a task that ended (the healer's call after a die); wait for it.
+      if (reason) {
+        before = current?.Id ?? null
+        const wanted = serviceSpec(plan) as unknown as ServiceInfo['Spec']
+        await this.services.update(service, (now) => ({ ...wanted, TaskTemplate: { ...wanted.TaskTemplate, ForceUpdate: (now.TaskTemplate.ForceUpdate ?? 0) + (rebuilt ? 1 : 0) } }))
+        this.opts.log.info('updated site service', { site: spec.slug, node: nodeId, reason })
+      }
     }
     const info = await untilRunning(engine, this.opts.instanceId, spec.slug, {
       before,
       sshPort: spec.sshPort,
-      withinMs: this.opts.startWithinMs ?? START_WITHIN_MS,
+      withinMs: this.opts.startWithinMs ?? 60_000,
       problem: () => this.services.taskProblem(spec.slug),
     })
     this.opts.log.debug('site task runs', { site: spec.slug, node: nodeId, ms: Math.round(performance.now() - started) })
