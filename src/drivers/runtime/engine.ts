@@ -1,5 +1,5 @@
 import type Docker from 'dockerode'
-import { connect as connectUnix, type Socket } from 'node:net'
+import { connect as connectUnix, isIP, type Socket } from 'node:net'
 import { connect as connectTls } from 'node:tls'
 import type { EngineConnection, EngineSocket } from '../cluster/types'
 import { RuntimeUnavailableError } from './types'
@@ -29,7 +29,8 @@ export function connectEngine(address: EngineAddress): { socket: Socket; ready: 
   if (typeof address === 'string') return { socket: connectUnix({ path: address }), ready: 'connect' }
   if ('socketPath' in address) return { socket: connectUnix({ path: address.socketPath }), ready: 'connect' }
   const { host, port, ca, cert, key, checkServerIdentity } = address
-  const socket = connectTls({ host, port, ca, cert, key, servername: host, checkServerIdentity: checkServerIdentity as never })
+  // SNI takes names only; a node is usually known by its address.
+  const socket = connectTls({ host, port, ca, cert, key, ...(isIP(host) ? {} : { servername: host }), checkServerIdentity: checkServerIdentity as never })
   return { socket, ready: 'secureConnect' }
 }
 
