@@ -127,7 +127,12 @@ export interface NodeLink {
   /** A request to the node's agent API (`path` starts with `/v1/`). */
   fetch(node: ClusterNode, path: string, init?: RequestInit): Promise<Response>
   /** dockerode-compatible options for the node's engine through its agent (protocol https, ca, cert, key, host, port). */
-  engineOptions(node: ClusterNode): EngineConnection
+  engineOptions(node: ClusterNode): EngineConnection | EngineSocket
+}
+
+/** A node's engine on a Unix socket of this box: the lab's private engines in tests (test/lab-swarm). */
+export interface EngineSocket {
+  socketPath: string
 }
 
 /** What dockerode / docker-modem need to reach an engine over TLS. */

@@ -9,7 +9,8 @@ import {
 } from './site-container'
 import { SiteNetworks } from './site-network'
 import { siteAddresses } from './subnets'
-import { execBounded, untilStarted, type StartInSite } from './processes'
+import { execBounded, startInContainer, type StartInSite } from './processes'
+import { containerStats, ensureSiteVolume, frozenWhile } from './container-ops'
 import { runCommand } from './command'
 import { openTerminal } from './terminal'
 import {
@@ -185,13 +186,7 @@ export class DockerRuntime implements ContainerRuntime {
     // Under the site's lock: withSitePaused holds it for a whole freeze, so a start that lands
     // in a snapshot's ~0.1 s freeze waits for the thaw instead of finding the site paused (409
     // for a deploy, an SSH key, a claim).
-    const info = await this.inspectOwn(this.names(slug).container)
-    if (!info?.State.Running || info.State.Paused) throw new SiteNotRunnableError(`The site '${slug}' is not running.`)
-    const run = await this.docker.getContainer(info.Id).exec(options)
-    const stream = await run.start({ hijack: true, stdin: options.AttachStdin === true, Tty: options.Tty === true })
-    const attached = attach({ run, stream, docker: this.docker })
-    await untilStarted(run)
-    return attached
+    return startInContainer(this.docker, await this.inspectOwn(this.names(slug).container), slug, options, attach)
   }))
 
   withSitePaused<T>(slug: string, fn: () => Promise<T>): Promise<T> {
@@ -199,29 +194,14 @@ export class DockerRuntime implements ContainerRuntime {
     // start a stopped one, under fn's feet.
     return this.locks.run(slug, async () => {
       const info = await this.call(() => this.inspectOwn(this.names(slug).container))
-      if (!info?.State.Running || info.State.Paused) return fn()
-      const container = this.docker.getContainer(info.Id)
-      await this.call(() => ignoring([409], container.pause()))
-      try {
-        return await fn()
-      } finally {
-        await this.call(() => ignoring([409], container.unpause())).catch((err) => this.opts.log.error('could not unpause a site', { site: slug, error: (err as Error).message }))
-      }
+      return frozenWhile(this.docker, info, slug, fn, (f) => this.call(f), this.opts.log)
     })
   }
 
   stats(slug: string): Promise<SiteStats | null> {
     return this.call(async () => {
       const info = await this.inspectOwn(this.names(slug).container)
-      if (!info?.State.Running) return null
-      const s = (await this.docker.getContainer(info.Id).stats({ stream: false })) as Docker.ContainerStats
-      const cpuDelta = s.cpu_stats.cpu_usage.total_usage - (s.precpu_stats.cpu_usage?.total_usage ?? 0)
-      const systemDelta = (s.cpu_stats.system_cpu_usage ?? 0) - (s.precpu_stats.system_cpu_usage ?? 0)
-      const cpus = s.cpu_stats.online_cpus ?? 1
-      const cpuPercent = systemDelta > 0 && cpuDelta >= 0 ? (cpuDelta / systemDelta) * cpus * 100 : 0
-      // As `docker stats` shows it: usage less the reclaimable page cache.
-      const cache = (s.memory_stats.stats as Record<string, number> | undefined)?.inactive_file ?? 0
-      return { cpuPercent: Math.round(cpuPercent * 100) / 100, memoryBytes: Math.max(0, (s.memory_stats.usage ?? 0) - cache), memoryLimitBytes: s.memory_stats.limit ?? 0 }
+      return info?.State.Running ? containerStats(this.docker, info.Id) : null
     })
   }
 
@@ -297,20 +277,8 @@ export class DockerRuntime implements ContainerRuntime {
     return endpointOf(info, names)
   }
 
-  /**
-   * Creates the volume when missing. A volume of this name that belongs to another site id is
-   * never mounted: it would hand that site's files to this one.
-   */
-  private async ensureVolume(names: SiteNames, labels: Record<string, string>): Promise<void> {
-    const volume = await orNull(this.docker.getVolume(names.volume).inspect())
-    if (!volume) {
-      await this.docker.createVolume({ Name: names.volume, Labels: labels })
-      return
-    }
-    const owner = volume.Labels?.[LABEL.siteId]
-    if (owner !== labels[LABEL.siteId]) {
-      throw new Error(`The volume ${names.volume} holds the files of another site (id ${owner ?? 'unknown'}); remove it or restore that site first.`)
-    }
+  private ensureVolume(names: SiteNames, labels: Record<string, string>): Promise<void> {
+    return ensureSiteVolume(this.docker, names.volume, labels)
   }
 
   /** The container of this name when it carries this instance's label, else null. */

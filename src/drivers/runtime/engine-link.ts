@@ -1,4 +1,5 @@
-import { connect, type Socket } from 'node:net'
+import type { Socket } from 'node:net'
+import { connectEngine, type EngineAddress } from './engine'
 
 /** The request asked on the link: HEAD answers carry no body, so an answer ends at its blank line. */
 const PING = 'HEAD /_ping HTTP/1.1\r\nHost: docker\r\nUser-Agent: berth\r\n\r\n'
@@ -28,7 +29,7 @@ export class EngineLink {
   private waiting: { done(): void; fail(err: Error): void } | null = null
   private received = ''
 
-  constructor(private readonly socketPath: string, private readonly timeoutMs: number) {}
+  constructor(private readonly address: EngineAddress, private readonly timeoutMs: number) {}
 
   check(): Promise<void> {
     if (this.failure) return Promise.reject(this.failure)
@@ -51,10 +52,10 @@ export class EngineLink {
   }
 
   private open(): void {
-    const socket = connect({ path: this.socketPath })
+    const { socket, ready } = connectEngine(this.address)
     this.socket = socket
     socket.setEncoding('latin1')
-    socket.on('connect', () => socket.write(PING))
+    socket.on(ready, () => socket.write(PING))
     socket.on('data', (chunk: string) => this.onData(chunk))
     socket.on('end', () => this.kill(new Error('the engine closed the connection')))
     socket.on('close', () => this.kill(new Error('the engine closed the connection')))

@@ -1,5 +1,38 @@
 import type Docker from 'dockerode'
+import { connect as connectUnix, isIP, type Socket } from 'node:net'
+import { connect as connectTls } from 'node:tls'
+import type { EngineConnection, EngineSocket } from '../cluster/types'
 import { RuntimeUnavailableError } from './types'
+
+/**
+ * Where an engine answers: a Unix socket path (this box's), or a node's engine as the cluster's
+ * NodeLink gives it (over mutual TLS through the node's agent, or a Unix socket in tests).
+ */
+export type EngineAddress = string | EngineSocket | EngineConnection
+
+/** dockerode's options for `address`. */
+export function dockerOptions(address: EngineAddress): Docker.DockerOptions {
+  if (typeof address === 'string') return { socketPath: address }
+  if ('socketPath' in address) return { socketPath: address.socketPath }
+  const { protocol, host, port, ca, cert, key, checkServerIdentity } = address
+  return { protocol, host, port, ca, cert, key, checkServerIdentity } as Docker.DockerOptions
+}
+
+/** A name for `address` in messages: the socket path, or host:port. */
+export function describeEngine(address: EngineAddress): string {
+  if (typeof address === 'string') return address
+  return 'socketPath' in address ? address.socketPath : `${address.host}:${address.port}`
+}
+
+/** A raw connection to the engine at `address` (for EngineLink); 'ready' once HTTP can be written. */
+export function connectEngine(address: EngineAddress): { socket: Socket; ready: 'connect' | 'secureConnect' } {
+  if (typeof address === 'string') return { socket: connectUnix({ path: address }), ready: 'connect' }
+  if ('socketPath' in address) return { socket: connectUnix({ path: address.socketPath }), ready: 'connect' }
+  const { host, port, ca, cert, key, checkServerIdentity } = address
+  // SNI takes names only; a node is usually known by its address.
+  const socket = connectTls({ host, port, ca, cert, key, ...(isIP(host) ? {} : { servername: host }), checkServerIdentity: checkServerIdentity as never })
+  return { socket, ready: 'secureConnect' }
+}
 
 /**
  * Socket errors that mean the engine is not there: connecting failed (not started, socket
@@ -10,13 +43,13 @@ const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES'])
 const BROKEN_CONNECTION = new Set(['ECONNRESET', 'EPIPE'])
 
 /**
- * A Docker API client on a Unix socket; `timeoutMs` bounds every request (builds excepted: pass 0).
+ * A Docker API client on a Unix socket (or any EngineAddress); `timeoutMs` bounds every request (builds excepted: pass 0).
  * dockerode is imported here, on first use, not at start-up: with the gRPC and SSH stacks it
  * brings, loading it doubled Berth's start-up time (bench/, issue 2's start-up figure).
  */
-export async function openEngine(socketPath: string, timeoutMs = 60_000): Promise<Docker> {
+export async function openEngine(address: EngineAddress, timeoutMs = 60_000): Promise<Docker> {
   const { default: DockerClient } = await import('dockerode')
-  return new DockerClient({ socketPath, ...(timeoutMs > 0 ? { timeout: timeoutMs } : {}) })
+  return new DockerClient({ ...dockerOptions(address), ...(timeoutMs > 0 ? { timeout: timeoutMs } : {}) })
 }
 
 /** The HTTP status the engine answered with, when the error is an engine answer. */
@@ -28,20 +61,20 @@ export function statusOf(err: unknown): number | undefined {
 export const isNotFound = (err: unknown) => statusOf(err) === 404
 
 /** Runs `fn`, turning "the engine is down" socket errors into RuntimeUnavailableError. */
-export async function engineCall<T>(socketPath: string, fn: () => Promise<T>): Promise<T> {
+export async function engineCall<T>(address: EngineAddress, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn()
   } catch (err) {
-    throw asUnavailable(socketPath, err) ?? err
+    throw asUnavailable(address, err) ?? err
   }
 }
 
 /** The RuntimeUnavailableError for `err`, or undefined when the engine did answer. */
-export function asUnavailable(socketPath: string, err: unknown): RuntimeUnavailableError | undefined {
+export function asUnavailable(address: EngineAddress, err: unknown): RuntimeUnavailableError | undefined {
   const { code, syscall } = (err ?? {}) as { code?: unknown; syscall?: unknown }
   if (statusOf(err) !== undefined || typeof code !== 'string') return undefined
   if (!BROKEN_CONNECTION.has(code) && !(CONNECT_ERRORS.has(code) && syscall === 'connect')) return undefined
-  return new RuntimeUnavailableError(`The Docker engine at ${socketPath} is not answering (${code}); start it (systemctl start docker) and retry.`, { cause: err })
+  return new RuntimeUnavailableError(`The Docker engine at ${describeEngine(address)} is not answering (${code}); start it (systemctl start docker) and retry.`, { cause: err })
 }
 
 /** Resolves null when the engine answers 404, else passes the result or error through. */

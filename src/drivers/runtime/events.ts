@@ -1,5 +1,5 @@
 import type { Logger } from '../../lib/logger'
-import { openEngine } from './engine'
+import { openEngine, type EngineAddress } from './engine'
 import { EngineLink } from './engine-link'
 import { LABEL } from './site-container'
 import type { SiteEvent, SiteEventAction, SiteWatch, SiteWatchHandlers } from './types'
@@ -51,7 +51,7 @@ interface Connection {
  * `onReachable` hears whether the engine answers, each time that changes.
  */
 export function watchSiteEvents(
-  opts: { socketPath: string; instanceId: string; log: Logger; timing?: WatchTiming },
+  opts: { socketPath: EngineAddress; instanceId: string; log: Logger; timing?: WatchTiming },
   handlers: SiteWatchHandlers,
 ): SiteWatch {
   const timing = opts.timing ?? WATCH_TIMING

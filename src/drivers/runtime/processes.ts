@@ -1,7 +1,7 @@
 import type Docker from 'dockerode'
 import { PassThrough } from 'node:stream'
 import { SITE_HOME, SITE_USER } from './site-container'
-import type { ExecResult } from './types'
+import { SiteNotRunnableError, type ExecResult } from './types'
 
 /** A process just started in a site's container: the engine's exec and its hijacked stream. */
 export interface StartedProcess {
@@ -76,4 +76,18 @@ export async function untilStarted(run: Docker.Exec): Promise<void> {
     if (Date.now() > deadline) return
     await Bun.sleep(5)
   }
+}
+
+/**
+ * The body of a StartInSite once the site's container is found (`info`, on the engine `docker`):
+ * refuses a container that does not run or is frozen, starts the exec, hands its stream to
+ * `attach` and resolves once the process exists. Both runtimes (docker.ts, swarm/) start here.
+ */
+export async function startInContainer<T>(docker: Docker, info: Docker.ContainerInspectInfo | null, slug: string, options: Docker.ExecCreateOptions, attach: (p: StartedProcess) => T): Promise<T> {
+  if (!info?.State.Running || info.State.Paused) throw new SiteNotRunnableError(`The site '${slug}' is not running.`)
+  const run = await docker.getContainer(info.Id).exec(options)
+  const stream = await run.start({ hijack: true, stdin: options.AttachStdin === true, Tty: options.Tty === true })
+  const attached = attach({ run, stream, docker })
+  await untilStarted(run)
+  return attached
 }

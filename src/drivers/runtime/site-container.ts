@@ -70,6 +70,27 @@ export function limitsOf(spec: SiteSpec): { Memory: number; MemorySwap: number; 
   return { Memory: memory, MemorySwap: memory, NanoCpus: Math.round(spec.cpuCores * 1e9), PidsLimit: spec.pidsLimit }
 }
 
+/**
+ * What a site's processes run as and are labelled with: the same for a container
+ * (containerOptions) and a Swarm service's task (swarm/service-spec.ts).
+ */
+export function siteProcess(instanceId: string, spec: SiteSpec): { Hostname: string; User: string; WorkingDir: string; Env: string[]; Labels: Record<string, string> } {
+  return {
+    Hostname: spec.slug.slice(0, 63),
+    User: SITE_USER,
+    WorkingDir: SITE_HOME,
+    // BERTH_SSH tells the image's start script to run sshd (berth/php does; berth/static has none).
+    Env: [`HOME=${SITE_HOME}`, ...(spec.sshPort ? ['BERTH_SSH=1'] : [])],
+    Labels: { ...siteLabels(instanceId, spec), [LABEL.spec]: specHash(spec) },
+  }
+}
+
+/** The site's /tmp: noexec, as nothing a site runs needs to execute from there; its own programs live in its home. */
+export const SITE_TMP = { path: '/tmp', options: 'rw,nosuid,nodev,noexec,size=64m,mode=1777', sizeBytes: 64 * 1024 * 1024, mode: 0o1777 } as const
+
+/** The site's log: the engine's JSON files, rotated at 10 MB, three kept. */
+export const SITE_LOG = { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } }
+
 export interface ContainerPlan {
   instanceId: string
   spec: SiteSpec
@@ -89,15 +110,15 @@ export interface ContainerPlan {
  */
 export function containerOptions(plan: ContainerPlan): Docker.ContainerCreateOptions {
   const { spec, names } = plan
+  const { Hostname, User, WorkingDir, Env, Labels } = siteProcess(plan.instanceId, spec)
   return {
     name: names.container,
     Image: spec.image,
-    Hostname: spec.slug.slice(0, 63),
-    User: SITE_USER,
-    WorkingDir: SITE_HOME,
-    // BERTH_SSH tells the image's start script to run sshd (berth/php does; berth/static has none).
-    Env: [`HOME=${SITE_HOME}`, ...(spec.sshPort ? ['BERTH_SSH=1'] : [])],
-    Labels: { ...siteLabels(plan.instanceId, spec), [LABEL.spec]: specHash(spec) },
+    Hostname,
+    User,
+    WorkingDir,
+    Env,
+    Labels,
     ExposedPorts: { [`${SITE_PORT}/tcp`]: {}, ...(spec.sshPort ? { [`${SSH_PORT}/tcp`]: {} } : {}) },
     HostConfig: {
       // Only sshd is published on the host; the web server is reached through the edge alone.
@@ -111,10 +132,9 @@ export function containerOptions(plan: ContainerPlan): Docker.ContainerCreateOpt
       SecurityOpt: ['no-new-privileges'],
       IpcMode: 'private',
       ReadonlyRootfs: plan.readonlyRootfs,
-      // noexec: nothing a site runs needs to execute from /tmp; its own programs live in its home.
-      Tmpfs: { '/tmp': 'rw,nosuid,nodev,noexec,size=64m,mode=1777' },
+      Tmpfs: { [SITE_TMP.path]: SITE_TMP.options },
       ...limitsOf(spec),
-      LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
+      LogConfig: SITE_LOG,
       RestartPolicy: { Name: 'unless-stopped', MaximumRetryCount: 0 },
     },
     NetworkingConfig: {

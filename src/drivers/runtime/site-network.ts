@@ -20,13 +20,18 @@ export class SiteNetworks {
 
   constructor(private docker: Docker, private pool: string, private log: Logger) {}
 
-  /** The subnet of network `name`, created with `labels` when missing. */
-  async ensure(name: string, labels: Record<string, string>): Promise<string> {
+  /**
+   * The subnet of network `name`, created with `labels` when missing. With `configOnly` it is a
+   * configuration network (`docker network create --config-only`): the subnet plan of a Swarm
+   * site network on this node (drivers/runtime/swarm); `alsoUsed` adds subnets taken elsewhere
+   * (the manager's) to those of this engine.
+   */
+  async ensure(name: string, labels: Record<string, string>, opts: { configOnly?: boolean; alsoUsed?: () => Promise<string[]> } = {}): Promise<string> {
     const existing = await this.subnetOf(name)
     if (existing) return existing
     const tried = new Set<string>()
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const used = (await this.docker.listNetworks()).flatMap((n) => (n.IPAM?.Config ?? []).map((c) => c.Subnet ?? ''))
+      const used = [...subnetsOf(await this.docker.listNetworks()), ...((await opts.alsoUsed?.()) ?? [])]
       const subnet = freeSiteSubnets(this.pool, used, new Set([...tried, ...this.pending])).next().value
       if (!subnet) throw new Error(`The subnet pool ${this.pool} has no free /${SITE_PREFIX} left; widen containers.subnet_pool.`)
       tried.add(subnet)
@@ -34,7 +39,7 @@ export class SiteNetworks {
       try {
         await this.docker.createNetwork({
           Name: name,
-          Driver: 'bridge',
+          ...(opts.configOnly ? { ConfigOnly: true } : { Driver: 'bridge' }),
           // Engines before API 1.44 allow two networks of one name unless asked not to.
           CheckDuplicate: true,
           IPAM: { Driver: 'default', Config: [{ Subnet: subnet, Gateway: siteAddresses(subnet).gateway }] },
@@ -57,10 +62,20 @@ export class SiteNetworks {
     throw new Error(`Could not find a free /${SITE_PREFIX} in ${this.pool} after ${MAX_ATTEMPTS} attempts; other networks keep taking them.`)
   }
 
+  /** Subnets of every network of this engine, for another engine's choice (`alsoUsed`). */
+  async used(): Promise<string[]> {
+    return subnetsOf(await this.docker.listNetworks())
+  }
+
   /** The IPv4 subnet of network `name`, or null when there is no such network. */
   async subnetOf(name: string): Promise<string | null> {
     const info = await orNull(this.docker.getNetwork(name).inspect() as Promise<Docker.NetworkInspectInfo>)
     if (!info || info.Name !== name) return null
     return info.IPAM?.Config?.find((c) => c.Subnet && !c.Subnet.includes(':'))?.Subnet ?? null
   }
+}
+
+/** The CIDR ranges the networks use (IPv6 ones included; freeSiteSubnets skips them). */
+function subnetsOf(networks: Docker.NetworkInspectInfo[]): string[] {
+  return networks.flatMap((n) => (n.IPAM?.Config ?? []).map((c) => c.Subnet ?? ''))
 }

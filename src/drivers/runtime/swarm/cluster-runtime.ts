@@ -1,0 +1,400 @@
+import type Docker from 'dockerode'
+import type { Logger } from '../../../lib/logger'
+import { KeyedLock } from '../../../lib/keyed-lock'
+import { CONTROL_NODE, nodeHomePath, type ClusterNode, type NodeLink, type Placement } from '../../cluster/types'
+import { engineCall, ignoring, openEngine, orNull } from '../engine'
+import { LABEL, siteFilter, siteLabels, specHash } from '../site-container'
+import { execBounded, startInContainer, type StartInSite } from '../processes'
+import { runCommand } from '../command'
+import { openTerminal } from '../terminal'
+import { containerStats, ensureSiteVolume, frozenWhile } from '../container-ops'
+import {
+  SiteNotRunnableError, type CommandResult, type CommandSpec, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteEvent, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers, type Terminal, type TerminalSpec,
+} from '../types'
+import { watchCluster } from './cluster-watch'
+import { Forwards } from './forwards'
+import { NodeEngines, type Engine } from './node-engines'
+import { NodeImages } from './node-images'
+import { chooseNode, nodeCapacities } from './placement'
+import { limitsDiffer, NODE_LABEL, serviceDrift, serviceSpec, type ServiceInfo } from './service-spec'
+import { nodeOfService, replicasOf, SiteServices } from './site-services'
+import { managedContainer, removeEndedTasks, siteContainer, untilNoContainer, untilRunning } from './site-tasks'
+
+export interface ClusterRuntimeOptions {
+  /** This box's engine: the Swarm manager, and the control node's engine. */
+  managerSocket: string
+  instanceId: string
+  subnetPool: string
+  /** Process limit used when a spec carries none. */
+  pidsLimit: number
+  /** This box's private address (cluster.address): the Swarm advertise address at `swarm init`. */
+  advertiseAddress: string
+  /** The nodes other than the control plane, from the store. */
+  nodes: () => ClusterNode[]
+  /** Reaches the nodes' engines and agents (drivers/cluster/link.ts). */
+  link: NodeLink
+  log: Logger
+  /** How long a site's task may take to run (image on the node, network, start); default 60 s. */
+  startWithinMs?: number
+}
+
+const PING_TIMEOUT_MS = 2000
+
+/**
+ * The container runtime of a cluster (issue 28, docs/cluster.md "How sites run on Swarm"): each
+ * site is a Swarm service of one replica pinned to one node (service-spec.ts), created through
+ * the manager (this box's engine); what Swarm cannot do through the manager (a worker's
+ * containers: exec, inspect, stats, pause, events, volumes, image loads; moby#27552) is done on
+ * the node's own engine, reached through its agent (node-engines.ts). Placement is Berth's: the
+ * node a site runs on is a label and a `node.id` constraint on its service.
+ *
+ * A site's endpoint is its container's address on the control node, and the agent's forward
+ * (`{ node address, port }`) on any other node (forwards.ts): the edge is unchanged.
+ */
+export class ClusterRuntime implements ContainerRuntime, Placement {
+  private engines!: NodeEngines
+  private services!: SiteServices
+  private loading: Promise<void> | undefined
+  private locks = new KeyedLock()
+  private images: NodeImages
+  private forwards: Forwards
+  private homes = new Map<string, string>()
+  /** Sites placed (placeOn) before they had a service: their first ensureSite runs them there. */
+  private pinned = new Map<string, string>()
+
+  constructor(private opts: ClusterRuntimeOptions) {
+    this.images = new NodeImages(opts.log)
+    this.forwards = new Forwards(opts.link, opts.nodes, opts.log)
+  }
+
+  /** Connects, and makes this engine a Swarm manager (`swarm init` advertising cluster.address) when it is in no swarm. */
+  ready(): Promise<void> {
+    this.loading ??= (async () => {
+      const manager = await openEngine(this.opts.managerSocket)
+      let info = await manager.info()
+      if (info.Swarm?.LocalNodeState === 'inactive') {
+        await manager.swarmInit({ ListenAddr: '0.0.0.0:2377', AdvertiseAddr: this.opts.advertiseAddress })
+        this.opts.log.info('made this engine a Swarm manager', { advertise: this.opts.advertiseAddress })
+        info = await manager.info()
+      }
+      if (!info.Swarm?.ControlAvailable) throw new Error(`The engine at ${this.opts.managerSocket} is in a swarm but not its manager (state ${info.Swarm?.LocalNodeState}); the control plane's engine must manage the swarm.`)
+      this.engines = await NodeEngines.forManager(this.opts.managerSocket, info.Swarm.NodeID, this.opts)
+      this.services = new SiteServices(this.engines.manager.docker, this.opts.instanceId)
+    })().catch((err) => {
+      this.loading = undefined
+      throw err
+    })
+    return this.loading
+  }
+
+  watch(handlers: SiteWatchHandlers): SiteWatch {
+    return watchCluster({
+      manager: this.opts.managerSocket,
+      instanceId: this.opts.instanceId,
+      log: this.opts.log,
+      nodes: this.opts.nodes,
+      engineOf: (node) => this.opts.link.engineOptions(node),
+      beforeStart: (nodeId, e) => this.forwardStarted(nodeId, e),
+    }, handlers)
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      await this.ready()
+      const ping = this.engines.manager.docker.ping as unknown as (opts: { abortSignal: AbortSignal }) => Promise<unknown>
+      await ping.call(this.engines.manager.docker, { abortSignal: AbortSignal.timeout(PING_TIMEOUT_MS) })
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  ensureSite(spec: SiteSpec): Promise<SiteEndpoint> {
+    const full = { ...spec, pidsLimit: spec.pidsLimit > 0 ? spec.pidsLimit : this.opts.pidsLimit }
+    return this.call(() => this.locks.run(spec.slug, () => this.ensureLocked(full)))
+  }
+
+  /** Nothing ahead of the service: its node, and with it where its network and volume go, is chosen at ensureSite. */
+  prepareSite(): Promise<void> {
+    return this.call(async () => {})
+  }
+
+  inspectSite(slug: string): Promise<SiteRuntimeState | null> {
+    return this.call(async () => {
+      const { engine, info } = await this.containerOfSite(slug)
+      if (!info) return null
+      const running = info.State.Running
+      return { containerId: info.Id, running, endpoint: running ? await this.endpointOf(engine, slug, info) : null, image: info.Config.Image.split('@')[0] ?? info.Config.Image }
+    })
+  }
+
+  /** Scales the site's service to no replica, and waits for its container to stop. */
+  stopSite(slug: string): Promise<void> {
+    return this.call(() => this.locks.run(slug, async () => {
+      const service = await this.services.find(slug)
+      if (!service) return
+      if (replicasOf(service) !== 0) await this.services.scaleTo(service, 0)
+      await untilNoContainer(await this.engines.of(nodeOfService(service)), this.opts.instanceId, slug, true)
+    }))
+  }
+
+  /** Removes the service, its swarm network (manager), its configuration networks (node and control node), and its volume on its node when asked. */
+  removeSite(slug: string, opts: { volume: boolean }): Promise<void> {
+    return this.call(() => this.locks.run(slug, async () => {
+      const service = await this.services.find(slug)
+      const nodeId = service ? nodeOfService(service) : this.pinned.get(slug) ?? CONTROL_NODE
+      if (service) await this.services.remove(service)
+      this.pinned.delete(slug)
+      const engine = await this.engines.of(nodeId)
+      await untilNoContainer(engine, this.opts.instanceId, slug, false)
+      await this.forwards.drop(slug, nodeId)
+      await this.services.removeNetwork(this.services.names(slug).network)
+      const filters = siteFilter(this.opts.instanceId, slug)
+      for (const e of new Set([engine, this.engines.manager])) {
+        const networks = await e.docker.listNetworks({ filters })
+        await Promise.all(networks.map((n) => ignoring([404], e.docker.getNetwork(n.Id).remove())))
+      }
+      if (opts.volume) {
+        this.homes.delete(slug)
+        const { Volumes: volumes } = await engine.docker.listVolumes({ filters })
+        await Promise.all((volumes ?? []).map((v) => ignoring([404], engine.docker.getVolume(v.Name).remove())))
+      }
+      this.opts.log.info('removed site from the swarm', { site: slug, node: nodeId, files: opts.volume ? 'removed' : 'kept' })
+    }))
+  }
+
+  /** Every node's containers of this instance; a node that does not answer is left out (logged). */
+  listManaged(): Promise<ManagedContainer[]> {
+    return this.call(async () => {
+      const filters = { label: [`${LABEL.managed}=true`, `${LABEL.instance}=${this.opts.instanceId}`] }
+      const lists = await Promise.all((await this.engines.all()).map(async (engine) => {
+        try {
+          return await engine.docker.listContainers({ all: true, filters })
+        } catch (err) {
+          if (engine.node === null) throw err
+          this.opts.log.warn('could not list the containers of a node', { node: engine.nodeId, error: (err as Error).message })
+          return []
+        }
+      }))
+      return lists.flat().map(managedContainer)
+    })
+  }
+
+  /**
+   * Stops a container the store does not know, on whichever node has it. A service's task would
+   * be replaced by Swarm, so its service is scaled to 0 instead. Refuses another instance's.
+   */
+  quarantine(containerId: string): Promise<void> {
+    return this.call(async () => {
+      for (const engine of await this.engines.all()) {
+        const info = await orNull(engine.docker.getContainer(containerId).inspect()).catch(() => null)
+        if (!info) continue
+        const labels = info.Config.Labels ?? {}
+        if (labels[LABEL.instance] !== this.opts.instanceId) throw new Error(`Container ${containerId} is not managed by this Berth instance; leaving it alone.`)
+        const serviceName = labels['com.docker.swarm.service.name']
+        const service = serviceName ? await this.services.named(serviceName) : null
+        if (service) await this.services.scaleTo(service, 0)
+        else await ignoring([304, 404], engine.docker.getContainer(info.Id).stop({ t: 10 }))
+        return
+      }
+    })
+  }
+
+  /** The volume's folder on the control node; `node:{nodeId}:{volume}` on any other (drivers/files reach it through the agent). */
+  homePath(slug: string): Promise<string> {
+    const cached = this.homes.get(slug)
+    if (cached) return Promise.resolve(cached)
+    return this.call(async () => {
+      const name = this.services.names(slug).volume
+      const service = await this.services.find(slug)
+      const engine = await this.engines.of(service ? nodeOfService(service) : this.pinned.get(slug) ?? CONTROL_NODE)
+      const volume = await orNull(engine.docker.getVolume(name).inspect())
+      if (!volume || volume.Labels?.[LABEL.instance] !== this.opts.instanceId) throw new SiteNotRunnableError(`The site '${slug}' has no files volume yet.`)
+      const path = engine.node ? nodeHomePath(engine.nodeId, name) : volume.Mountpoint
+      this.homes.set(slug, path)
+      return path
+    })
+  }
+
+  exec(slug: string, cmd: string[], opts: { timeoutMs?: number; maxOutputBytes?: number } = {}): Promise<ExecResult> {
+    return execBounded(this.startInSite, slug, cmd, opts)
+  }
+
+  runCommand(slug: string, spec: CommandSpec): Promise<CommandResult> {
+    return runCommand(this.startInSite, slug, spec)
+  }
+
+  openTerminal(slug: string, spec: TerminalSpec): Promise<Terminal> {
+    return openTerminal(this.startInSite, slug, spec)
+  }
+
+  /** Where every process in a site's container starts: on its node's engine, under the site's lock (as docker.ts). */
+  private startInSite: StartInSite = (slug, options, attach) => this.call(() => this.locks.run(slug, async () => {
+    const { engine, info } = await this.containerOfSite(slug)
+    return startInContainer(engine.docker, info, slug, options, attach)
+  }))
+
+  withSitePaused<T>(slug: string, fn: () => Promise<T>): Promise<T> {
+    return this.locks.run(slug, async () => {
+      const { engine, info } = await this.call(() => this.containerOfSite(slug))
+      return frozenWhile(engine.docker, info, slug, fn, (f) => this.call(f), this.opts.log)
+    })
+  }
+
+  stats(slug: string): Promise<SiteStats | null> {
+    return this.call(async () => {
+      const { engine, info } = await this.containerOfSite(slug)
+      return info?.State.Running ? containerStats(engine.docker, info.Id) : null
+    })
+  }
+
+  /** Placement (contracts in drivers/cluster/types.ts). */
+  nodeOf(slug: string): Promise<string | null> {
+    return this.call(async () => {
+      const service = await this.services.find(slug)
+      return service ? nodeOfService(service) : null
+    })
+  }
+
+  placements(): Promise<Map<string, string>> {
+    return this.call(async () => new Map((await this.services.list()).map((s) => [s.Spec.Labels?.[LABEL.slug] ?? '', nodeOfService(s)])))
+  }
+
+  /**
+   * Pins the site to `nodeId`: its service keeps its definition with the new node's label and
+   * constraint and no replica (the old node's task ends; its volume stays), so the next
+   * ensureSite brings the image, network and volume to the new node and starts it there. A site
+   * without a service is remembered (in memory) for its first ensureSite.
+   */
+  placeOn(slug: string, nodeId: string): Promise<void> {
+    return this.call(() => this.locks.run(slug, async () => {
+      const swarmId = await this.engines.swarmIdOf(await this.engines.of(nodeId))
+      const service = await this.services.find(slug)
+      this.homes.delete(slug)
+      if (!service) return void this.pinned.set(slug, nodeId)
+      const from = nodeOfService(service)
+      if (from === nodeId) return
+      await this.services.update(service, (spec) => ({
+        ...spec,
+        Labels: { ...spec.Labels, [NODE_LABEL]: nodeId },
+        TaskTemplate: { ...spec.TaskTemplate, Placement: { ...spec.TaskTemplate.Placement, Constraints: [`node.id==${swarmId}`] } },
+        Mode: { Replicated: { Replicas: 0 } },
+      }))
+      const old = await this.engines.of(from).catch(() => null)
+      await (old && untilNoContainer(old, this.opts.instanceId, slug, true).catch((err) => this.opts.log.warn('the old node did not stop the site in time', { site: slug, node: from, error: (err as Error).message })))
+      await this.forwards.drop(slug, from)
+      this.opts.log.info('placed a site on another node', { site: slug, from, to: nodeId })
+    }))
+  }
+
+  removeVolumeOn(slug: string, nodeId: string): Promise<void> {
+    return this.call(async () => {
+      const engine = await this.engines.of(nodeId)
+      const name = this.services.names(slug).volume
+      const volume = await orNull(engine.docker.getVolume(name).inspect())
+      if (!volume || volume.Labels?.[LABEL.instance] !== this.opts.instanceId) return
+      await removeEndedTasks(engine, this.opts.instanceId, slug)
+      await ignoring([404], engine.docker.getVolume(name).remove())
+      if (this.homes.get(slug)?.includes(name)) this.homes.delete(slug)
+    })
+  }
+
+  choose(memoryMb: number, except: string[] = []): Promise<string> {
+    return this.call(async () => {
+      const [info, services] = await Promise.all([this.engines.manager.docker.info(), this.services.list()])
+      const placed = services.map((s) => ({ nodeId: nodeOfService(s), memoryBytes: s.Spec.TaskTemplate.Resources?.Limits?.MemoryBytes ?? 0 }))
+      const chosen = chooseNode(nodeCapacities(info.MemTotal ?? 0, this.opts.nodes(), placed), memoryMb, except)
+      if (!chosen) throw new Error(`No active node has ${memoryMb} MB of memory free for this site; add a node (berth node join) or free one.`)
+      return chosen
+    })
+  }
+
+  private async ensureLocked(spec: SiteSpec): Promise<SiteEndpoint> {
+    let service = await this.services.find(spec.slug)
+    if (service && service.Spec.Labels?.[LABEL.siteId] !== spec.siteId) {
+      // A service of this name for another site id: never hand it this one's traffic.
+      this.opts.log.warn('removing a service of another site id', { site: spec.slug })
+      await this.services.remove(service)
+      await untilNoContainer(await this.engines.of(nodeOfService(service)), this.opts.instanceId, spec.slug, false)
+      service = null
+    }
+    const nodeId = service ? nodeOfService(service) : this.pinned.get(spec.slug) ?? await this.choose(spec.memoryMb)
+    const engine = await this.engines.of(nodeId)
+    if (service && replicasOf(service) === 1 && !serviceDrift(service, spec, specHash(spec)) && !limitsDiffer(service, spec)) {
+      // The usual case: it runs as asked, on the manager's current image.
+      const [info, image] = await Promise.all([siteContainer(engine, this.opts.instanceId, spec.slug), orNull(this.engines.manager.docker.getImage(spec.image).inspect())])
+      if (info?.State.Running && (!image || info.Image === image.Id)) {
+        if (info.State.Paused) await engine.docker.getContainer(info.Id).unpause()
+        return this.endpointOf(engine, spec.slug, info)
+      }
+    }
+    const started = performance.now()
+    const { readonlyRootfs, imageId } = await this.prepareNode(engine, spec)
+    const plan = { instanceId: this.opts.instanceId, spec, names: this.services.names(spec.slug), nodeId, swarmNodeId: await this.engines.swarmIdOf(engine), readonlyRootfs }
+    let before: string | null = null
+    if (!service) {
+      await this.engines.manager.docker.createService(serviceSpec(plan))
+      this.pinned.delete(spec.slug)
+      this.opts.log.info('created site service', { site: spec.slug, node: nodeId })
+    } else {
+      const current = await siteContainer(engine, this.opts.instanceId, spec.slug)
+      // A rebuilt image under the same tag: Swarm sees no change in the spec, so force one.
+      const rebuilt = current !== null && current.Image !== imageId
+      const reason = serviceDrift(service, spec, specHash(spec)) ?? (limitsDiffer(service, spec) ? 'its limits changed' : replicasOf(service) !== 1 ? 'it was stopped' : rebuilt ? 'its image was rebuilt' : null)
+      // None: Swarm is replacing a task that ended (the healer's call after a die); wait for it.
+      if (reason) {
+        before = current?.Id ?? null
+        const wanted = serviceSpec(plan) as unknown as ServiceInfo['Spec']
+        await this.services.update(service, (now) => ({ ...wanted, TaskTemplate: { ...wanted.TaskTemplate, ForceUpdate: (now.TaskTemplate.ForceUpdate ?? 0) + (rebuilt ? 1 : 0) } }))
+        this.opts.log.info('updated site service', { site: spec.slug, node: nodeId, reason })
+      }
+    }
+    const info = await untilRunning(engine, this.opts.instanceId, spec.slug, {
+      before,
+      sshPort: spec.sshPort,
+      withinMs: this.opts.startWithinMs ?? 60_000,
+      problem: () => this.services.taskProblem(spec.slug),
+    })
+    this.opts.log.debug('site task runs', { site: spec.slug, node: nodeId, ms: Math.round(performance.now() - started) })
+    return this.endpointOf(engine, spec.slug, info)
+  }
+
+  /** What a site needs on its node before its task can run there: the image, its /28, the swarm network, the volume. */
+  private async prepareNode(engine: Engine, spec: SiteSpec): Promise<{ readonlyRootfs: boolean; imageId: string }> {
+    const names = this.services.names(spec.slug)
+    const labels = siteLabels(this.opts.instanceId, spec)
+    const manager = this.engines.manager
+    const image = await this.images.ensureOn(manager.bulk, engine.node ? engine.bulk : manager.bulk, engine.nodeId, spec.image)
+    await this.engines.networksOf(engine).ensure(names.config, labels, {
+      configOnly: true,
+      ...(engine.node ? { alsoUsed: () => this.engines.networksOf(manager).used() } : {}),
+    })
+    await Promise.all([this.services.ensureNetwork(names), ensureSiteVolume(engine.docker, names.volume, labels)])
+    return { readonlyRootfs: image.Config?.Labels?.[LABEL.rootfs] !== 'writable', imageId: image.Id }
+  }
+
+  private async containerOfSite(slug: string): Promise<{ engine: Engine; info: Docker.ContainerInspectInfo | null }> {
+    const service = await this.services.find(slug)
+    if (!service) return { engine: this.engines.manager, info: null }
+    const engine = await this.engines.of(nodeOfService(service))
+    return { engine, info: await siteContainer(engine, this.opts.instanceId, slug) }
+  }
+
+  private endpointOf(engine: Engine, slug: string, info: Docker.ContainerInspectInfo): Promise<SiteEndpoint> {
+    return this.forwards.endpointOf(engine, this.services.names(slug).network, slug, info)
+  }
+
+  /** A node's container started (Swarm replaced a task): its forward follows it before the start is reported. */
+  private async forwardStarted(nodeId: string, e: SiteEvent): Promise<void> {
+    if (nodeId === CONTROL_NODE) return
+    await this.ready()
+    const engine = await this.engines.of(nodeId)
+    const info = await orNull(engine.docker.getContainer(e.containerId).inspect())
+    if (info?.State.Running) await this.endpointOf(engine, e.slug, info)
+  }
+
+  private async call<T>(fn: () => Promise<T>): Promise<T> {
+    await this.ready()
+    return engineCall(this.opts.managerSocket, fn)
+  }
+}

@@ -1,0 +1,53 @@
+import type Docker from 'dockerode'
+import type { Logger } from '../../../lib/logger'
+import type { ClusterNode, NodeLink } from '../../cluster/types'
+import { SITE_PORT } from '../site-container'
+import { RuntimeUnavailableError, SiteNotRunnableError, type SiteEndpoint } from '../types'
+import type { Engine } from './node-engines'
+
+/**
+ * Site endpoints in a cluster: a container on the control node is reached at its address, as
+ * on one box; one on another node through the port its agent forwards to it
+ * (`PUT /v1/forwards/{slug}`, accepting the control plane's address only), so the endpoint is
+ * `{ node address, forward port }` and the edge is unchanged. The agent is asked again only when
+ * the container's address changed (Swarm replaced the task).
+ */
+export class Forwards {
+  private known = new Map<string, { nodeId: string; target: string; port: number }>()
+
+  constructor(private link: NodeLink, private nodes: () => ClusterNode[], private log: Logger) {}
+
+  async endpointOf(engine: Engine, network: string, slug: string, info: Docker.ContainerInspectInfo): Promise<SiteEndpoint> {
+    const net = info.NetworkSettings.Networks?.[network]
+    const address = net?.IPAddress || net?.IPAMConfig?.IPv4Address
+    if (!address) throw new SiteNotRunnableError(`The site '${slug}' has no address on its network yet.`)
+    if (!engine.node) return { containerId: info.Id, address, port: SITE_PORT }
+    const port = await this.to(engine.node, slug, address)
+    return { containerId: info.Id, address: engine.node.address, port }
+  }
+
+  private async to(node: ClusterNode, slug: string, target: string): Promise<number> {
+    const known = this.known.get(slug)
+    if (known && known.nodeId === node.id && known.target === target) return known.port
+    const res = await this.link.fetch(node, `/v1/forwards/${encodeURIComponent(slug)}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ address: target, port: SITE_PORT }),
+    })
+    if (!res.ok) throw new RuntimeUnavailableError(`Node ${node.id} would not forward to '${slug}' (HTTP ${res.status}: ${await res.text()}).`)
+    const { port } = (await res.json()) as { port: number }
+    this.known.set(slug, { nodeId: node.id, target, port })
+    return port
+  }
+
+  /** Closes the site's forward on the node it was last set on, else on `nodeId` (best effort). */
+  async drop(slug: string, nodeId?: string): Promise<void> {
+    const known = this.known.get(slug)
+    this.known.delete(slug)
+    const on = known?.nodeId ?? nodeId
+    const node = on ? this.nodes().find((n) => n.id === on) : undefined
+    if (!node) return
+    await this.link.fetch(node, `/v1/forwards/${encodeURIComponent(slug)}`, { method: 'DELETE' })
+      .catch((err) => this.log.warn('could not close a forward', { site: slug, node: node.id, error: (err as Error).message }))
+  }
+}

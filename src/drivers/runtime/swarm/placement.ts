@@ -1,0 +1,44 @@
+import { CONTROL_NODE, type ClusterNode } from '../../cluster/types'
+
+/** A node as placement weighs it. */
+export interface NodeCapacity {
+  id: string
+  /** Only `active` nodes take new sites (draining, down and removed never). */
+  state: string
+  memoryBytes: number
+  /** The memory limits of the site services pinned to it. */
+  usedBytes: number
+}
+
+/**
+ * The node for a new site of `memoryMb`: the active node with the most free memory (its memory
+ * less the limits of the sites placed there) that fits it, not in `except`; null when none fits.
+ * Ties go to the earlier node of the list (the control plane first).
+ *
+ * @example
+ * chooseNode([{ id: 'control', state: 'active', memoryBytes: 4 * GiB, usedBytes: 3 * GiB }, { id: 'n1', state: 'active', memoryBytes: 2 * GiB, usedBytes: 0 }], 512) // 'n1'
+ */
+export function chooseNode(nodes: NodeCapacity[], memoryMb: number, except: string[] = []): string | null {
+  const need = memoryMb * 1024 * 1024
+  let best: { id: string; free: number } | null = null
+  for (const node of nodes) {
+    if (node.state !== 'active' || except.includes(node.id)) continue
+    const free = node.memoryBytes - node.usedBytes
+    if (free < need) continue
+    if (!best || free > best.free) best = { id: node.id, free }
+  }
+  return best?.id ?? null
+}
+
+/**
+ * The nodes as placement weighs them: the control node (always active, `controlMemoryBytes`)
+ * first, then the store's nodes, each with the memory limits of the services `placed` on it.
+ */
+export function nodeCapacities(controlMemoryBytes: number, nodes: ClusterNode[], placed: { nodeId: string; memoryBytes: number }[]): NodeCapacity[] {
+  const used = new Map<string, number>()
+  for (const p of placed) used.set(p.nodeId, (used.get(p.nodeId) ?? 0) + p.memoryBytes)
+  return [
+    { id: CONTROL_NODE, state: 'active', memoryBytes: controlMemoryBytes, usedBytes: used.get(CONTROL_NODE) ?? 0 },
+    ...nodes.map((n) => ({ id: n.id, state: n.state, memoryBytes: n.memoryBytes, usedBytes: used.get(n.id) ?? 0 })),
+  ]
+}

@@ -1,0 +1,104 @@
+import type Docker from 'dockerode'
+import { CONTROL_NODE } from '../../cluster/types'
+import { ignoring, orNull, statusOf } from '../engine'
+import { LABEL } from '../site-container'
+import { NODE_LABEL, serviceNames, type ServiceInfo, type ServiceNames } from './service-spec'
+
+/** Between two looks while the manager lets go of something. */
+const POLL_MS = 100
+/** How long a swarm network's removal waits for the node to let go of the task's endpoint. */
+const NETWORK_GONE_WITHIN_MS = 30_000
+
+/** The Berth node a site's service is pinned to (its label). */
+export function nodeOfService(service: ServiceInfo): string {
+  return service.Spec.Labels?.[NODE_LABEL] ?? CONTROL_NODE
+}
+
+export function replicasOf(service: ServiceInfo): number {
+  return service.Spec.Mode?.Replicated?.Replicas ?? 1
+}
+
+/**
+ * This instance's site services and swarm networks on the manager. Only services labelled with
+ * the instance's id are ever found, so two Berths on one swarm never touch each other's.
+ */
+export class SiteServices {
+  constructor(private manager: Docker, private instanceId: string) {}
+
+  names(slug: string): ServiceNames {
+    return serviceNames(this.instanceId, slug)
+  }
+
+  async find(slug: string): Promise<ServiceInfo | null> {
+    const name = this.names(slug).service
+    const service = (await orNull(this.manager.getService(name).inspect())) as ServiceInfo | null
+    if (!service || service.Spec.Name !== name || service.Spec.Labels?.[LABEL.instance] !== this.instanceId) return null
+    return service
+  }
+
+  /** A service by its name as a container's label gives it, when it is this instance's. */
+  async named(name: string): Promise<ServiceInfo | null> {
+    const service = (await orNull(this.manager.getService(name).inspect())) as ServiceInfo | null
+    return service?.Spec.Labels?.[LABEL.instance] === this.instanceId ? service : null
+  }
+
+  async list(): Promise<ServiceInfo[]> {
+    return (await this.manager.listServices({ filters: { label: [`${LABEL.instance}=${this.instanceId}`] } })) as unknown as ServiceInfo[]
+  }
+
+  async remove(service: ServiceInfo): Promise<void> {
+    await ignoring([404], this.manager.getService(service.ID).remove())
+  }
+
+  /** Updates the service's spec as `change` makes it, at its current version (retried once when another update came first). */
+  async update(service: ServiceInfo, change: (spec: ServiceInfo['Spec']) => ServiceInfo['Spec']): Promise<void> {
+    let current = service
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.manager.getService(current.ID).update({ _query: { version: current.Version.Index }, _body: change(current.Spec) } as never)
+        return
+      } catch (err) {
+        if (attempt > 0 || statusOf(err) === undefined) throw err
+        const again = (await orNull(this.manager.getService(current.ID).inspect())) as ServiceInfo | null
+        if (!again) throw err
+        current = again
+      }
+    }
+  }
+
+  scaleTo(service: ServiceInfo, replicas: number): Promise<void> {
+    return this.update(service, (spec) => ({ ...spec, Mode: { Replicated: { Replicas: replicas } } }))
+  }
+
+  /** The swarm-scoped bridge network of the site, taking its subnet on each node from `{name}-config`. */
+  async ensureNetwork(names: ServiceNames): Promise<void> {
+    const found = await orNull(this.manager.getNetwork(names.network).inspect() as Promise<Docker.NetworkInspectInfo>)
+    if (found && found.Name === names.network) return
+    try {
+      // No labels: Swarm refuses any setting beside ConfigFrom; the configuration networks carry them.
+      await this.manager.createNetwork({ Name: names.network, Driver: 'bridge', Scope: 'swarm', ConfigFrom: { Network: names.config }, CheckDuplicate: true } as Docker.NetworkCreateOptions)
+    } catch (err) {
+      if (statusOf(err) !== 409) throw err
+    }
+  }
+
+  async removeNetwork(name: string): Promise<void> {
+    const deadline = Date.now() + NETWORK_GONE_WITHIN_MS
+    for (;;) {
+      try {
+        return await ignoring([404], this.manager.getNetwork(name).remove())
+      } catch (err) {
+        // Still in use while the node lets go of the task's endpoint.
+        if (Date.now() > deadline || statusOf(err) === undefined) throw err
+        await Bun.sleep(POLL_MS)
+      }
+    }
+  }
+
+  /** The error of the site's latest failed task, as Swarm reports it (a port taken on the node, say). */
+  async taskProblem(slug: string): Promise<string | null> {
+    const tasks = (await this.manager.listTasks({ filters: { service: [this.names(slug).service] } })) as { CreatedAt: string; Status?: { Err?: string } }[]
+    const failed = tasks.filter((t) => t.Status?.Err).sort((a, b) => b.CreatedAt.localeCompare(a.CreatedAt))[0]
+    return failed?.Status?.Err ?? null
+  }
+}

@@ -1,0 +1,84 @@
+import type Docker from 'dockerode'
+import { orNull } from '../engine'
+import { LABEL, siteFilter } from '../site-container'
+import { HostPortTakenError, type ManagedContainer } from '../types'
+import type { Engine } from './node-engines'
+
+/** Between two looks for a task's container; Swarm starts one in about a second. */
+const POLL_MS = 100
+/** How long a stop or removal waits for the node to drop the task's container. */
+export const GONE_WITHIN_MS = 30_000
+
+/**
+ * The containers of a site's tasks on its node's engine. Swarm names them
+ * `{service}.1.{task id}` and gives each the ContainerSpec's labels, so they are found by the
+ * site's labels; an ended task's container stays a while (Swarm's task history).
+ */
+
+/** The site's container on the node: the running one, else the newest. */
+export async function siteContainer(engine: Engine, instanceId: string, slug: string): Promise<Docker.ContainerInspectInfo | null> {
+  const found = await engine.docker.listContainers({ all: true, filters: siteFilter(instanceId, slug) })
+  const pick = found.sort((a, b) => Number(b.State === 'running') - Number(a.State === 'running') || b.Created - a.Created)[0]
+  if (!pick) return null
+  const info = await orNull(engine.docker.getContainer(pick.Id).inspect())
+  return info?.Config.Labels?.[LABEL.instance] === instanceId ? info : null
+}
+
+/**
+ * The site's running container on the node once it runs (not `before`, the one replaced), asking
+ * `problem` (Swarm's word on the failed task) every second: a host port taken is thrown at once
+ * as HostPortTakenError (Swarm retries such a task for ever), anything else is named when
+ * `withinMs` ran out.
+ */
+export async function untilRunning(
+  engine: Engine, instanceId: string, slug: string,
+  opts: { before: string | null; sshPort: number | null; withinMs: number; problem: () => Promise<string | null> },
+): Promise<Docker.ContainerInspectInfo> {
+  const deadline = Date.now() + opts.withinMs
+  const filters = { label: siteFilter(instanceId, slug).label, status: ['running'] }
+  let lastTaskCheck = 0
+  let problem = ''
+  for (;;) {
+    const running = (await engine.docker.listContainers({ filters })).filter((c) => c.Id !== opts.before)
+    if (running[0]) {
+      const info = await orNull(engine.docker.getContainer(running[0].Id).inspect())
+      if (info?.State.Running) return info
+    }
+    if (Date.now() - lastTaskCheck > 1000) {
+      lastTaskCheck = Date.now()
+      problem = (await opts.problem()) ?? problem
+      if (opts.sshPort && /port/i.test(problem) && /in use|allocated/i.test(problem)) {
+        throw new HostPortTakenError(opts.sshPort, `Host port ${opts.sshPort} for the SSH of '${slug}' is taken on node ${engine.nodeId}.`)
+      }
+    }
+    if (Date.now() > deadline) throw new Error(`The site '${slug}' did not start on node ${engine.nodeId} within ${Math.round(opts.withinMs / 1000)} s${problem ? `: ${problem}` : ''}.`)
+    await Bun.sleep(POLL_MS)
+  }
+}
+
+/** Waits until the node has no running (`runningOnly`) or no container at all of the site. */
+export async function untilNoContainer(engine: Engine, instanceId: string, slug: string, runningOnly: boolean): Promise<void> {
+  const filters = { label: siteFilter(instanceId, slug).label, ...(runningOnly ? { status: ['running', 'paused', 'restarting'] } : {}) }
+  const deadline = Date.now() + GONE_WITHIN_MS
+  while ((await engine.docker.listContainers({ all: !runningOnly, filters })).length > 0) {
+    if (Date.now() > deadline) throw new Error(`Node ${engine.nodeId} still has the container of '${slug}' after ${GONE_WITHIN_MS / 1000} s.`)
+    await Bun.sleep(POLL_MS)
+  }
+}
+
+/** Removes the containers of the site's ended tasks on the node: they hold its volume. */
+export async function removeEndedTasks(engine: Engine, instanceId: string, slug: string): Promise<void> {
+  const ended = await engine.docker.listContainers({ all: true, filters: { label: siteFilter(instanceId, slug).label, status: ['exited', 'created', 'dead'] } })
+  await Promise.all(ended.map((c) => engine.docker.getContainer(c.Id).remove().catch(() => {})))
+}
+
+/** A listed container as ContainerRuntime.listManaged answers it. */
+export function managedContainer(c: Docker.ContainerInfo): ManagedContainer {
+  return {
+    containerId: c.Id,
+    name: (c.Names[0] ?? '').replace(/^\//, ''),
+    siteId: c.Labels[LABEL.siteId] ?? '',
+    slug: c.Labels[LABEL.slug] ?? '',
+    running: c.State === 'running',
+  }
+}
