@@ -1,4 +1,6 @@
 import { buildServices, secretFilesOf } from '../compose'
+import { prepareControlPlane } from '../compose/cluster'
+import { createLogger } from '../lib/logger'
 import { probeOpenat2 } from '../drivers/files/syscalls'
 import type { Logger } from '../lib/logger'
 import { tightenPrivateFiles, type WidenedFile } from '../lib/private-file'
@@ -44,7 +46,10 @@ export const serveCommand: Command = {
     const config = configFrom(ctx)
     // Before the store opens, so that SQLite's -wal and -shm files take the store's corrected mode.
     const widened = tightenPrivateFiles(secretFilesOf(config))
-    const services = buildServices(config)
+    // In a cluster: the PKI (made at the first start) and this engine as the Swarm's manager,
+    // before the runtime and the join's route need them.
+    const clusterPki = await prepareControlPlane(config, createLogger(config.server.logLevel))
+    const services = buildServices(config, { clusterPki })
     const running = startServer(services, passed)
     services.log.info('berth listening', {
       version: VERSION,

@@ -1,4 +1,6 @@
 /** Agents: accounts, keys and who a request comes from (authentication, rate limits, client addresses), SSH and claims. */
+import { CONTROL_NODE } from '../drivers/cluster/types'
+import type { ClusterCore } from './cluster'
 import { ClientAddress } from '../api/http/client-address'
 import type { AccountsRepository } from '../domain/accounts/repository'
 import { AccountsService } from '../domain/accounts/service'
@@ -37,7 +39,7 @@ export function buildAgents(core: Core, needs: AgentsNeeds): Agents {
     limiter: new RateLimiter(store, clock, config.rateLimits),
     clients: new ClientAddress(config.server.trustedProxies),
     claims: new ClaimsService({ store, clock, log, repo: new ClaimsRepository(store), sites: repos.sites, keys, runtime, prefix: config.brand.prefix }),
-    ssh: new SshService({ ssh: config.ssh, plans, runtime }),
+    ssh: new SshService({ ssh: config.ssh, plans, runtime, nodeHost: core.cluster ? nodeAddressOf(core.cluster) : undefined }),
     accountsRepo: repos.accounts,
     accounts: new AccountsService({
       store, clock, log, repo: repos.accounts,
@@ -45,5 +47,13 @@ export function buildAgents(core: Core, needs: AgentsNeeds): Agents {
       money: { billing: repos.billing, subscriptions: needs.subscriptions, processor: needs.processor },
       runner: needs.runner, siteUrl: config.server.siteUrl,
     }),
+  }
+}
+
+/** The address of the node a site runs on, or null on the control plane's own box (compose/cluster.ts). */
+function nodeAddressOf(cluster: ClusterCore): (slug: string) => Promise<string | null> {
+  return async (slug) => {
+    const node = await cluster.runtime.nodeOf(slug)
+    return node && node !== CONTROL_NODE ? cluster.nodes.find(node)?.address ?? null : null
   }
 }

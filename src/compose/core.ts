@@ -21,6 +21,8 @@ import { createLogger, type Logger } from '../lib/logger'
 import { migrate } from '../store/migrate'
 import { openStore, type Store } from '../store/store'
 import { databasePath, instanceIdOf } from './installation'
+import { buildClusterCore, type ClusterCore } from './cluster'
+import type { ClusterPki } from '../drivers/cluster/pki'
 
 /** What a test (or a tool) puts in place of the real thing. */
 export interface BuildOptions {
@@ -32,6 +34,8 @@ export interface BuildOptions {
   firewall?: SiteFirewall | null
   /** In a cluster: the sites whose node is down, shown `recovering` (compose/cluster-ops.ts, lateRecovering). */
   recovering?: { recovering(): ReadonlySet<string>; version(): number }
+  /** `berth serve` in a cluster: the PKI it opened (compose/cluster.ts prepareControlPlane), for the join's route. */
+  clusterPki?: ClusterPki | null
 }
 
 /** The repositories more than one area reads; an area's own repositories are made in its file. */
@@ -54,6 +58,8 @@ export interface Core {
   /** Random id of this installation, in the names and labels of its containers. */
   instanceId: string
   runtime: ContainerRuntime
+  /** With cluster.enabled: the nodes, the link to their agents and the Swarm runtime (which is `runtime`). */
+  cluster: ClusterCore | null
   /** The background jobs; each area registers its kinds (`JobRunner.register`). */
   jobs: JobRunner
   plans: PlansService
@@ -96,9 +102,12 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
 
   // Drivers: the only code that touches Docker.
   const instanceId = instanceIdOf(store)
-  const runtime = opts.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, log })
+  // A cluster's sites run as Swarm services across the nodes (compose/cluster.ts); a test's own
+  // runtime is used as it is.
+  const cluster = !opts.runtime && config.cluster.enabled ? buildClusterCore(config, { store, instanceId, log }) : null
+  const runtime = opts.runtime ?? cluster?.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, log })
   return {
-    config, clock, log, store, instanceId, runtime,
+    config, clock, log, store, instanceId, runtime, cluster,
     jobs: new JobRunner(store, clock, log, {}),
     plans,
     keys: new KeysService(keysRepo, store, clock, prefix),

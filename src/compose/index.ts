@@ -12,6 +12,8 @@ import { VERSION } from '../version'
 import { buildAgents, type Agents } from './agents'
 import { buildConsoles, type Consoles } from './console'
 import { buildCore, type BuildOptions, type Core } from './core'
+import { buildClusterServices, clusterHomes, type ClusterServices } from './cluster'
+import { lateRecovering } from './cluster-ops'
 import { buildContent, buildModules, type Modules } from './modules'
 import { buildMoney, buildPayments, type Money, type Payments } from './money'
 import { buildNames, type Names } from './names'
@@ -44,6 +46,10 @@ export type Services = Omit<Core, 'repos' | 'changes'>
     offsite: Offsite | null
     /** /metrics for Prometheus. */
     prometheus: Prometheus
+    /** In a cluster (compose/cluster.ts): the nodes' health monitor; null on a single box. */
+    nodeHealth: ClusterServices['nodeHealth'] | null
+    /** In a cluster under `berth serve`: POST /cluster/v1/join; null otherwise. */
+    clusterJoin: ClusterServices['clusterJoin']
   }
 
 /**
@@ -52,11 +58,15 @@ export type Services = Omit<Core, 'repos' | 'changes'>
  */
 export function buildServices(config: Config, opts: BuildOptions = {}): Services {
   const core = buildCore(config, opts)
+  // In a cluster, a site's home on another node is reached through its agent, and the sites of a
+  // down node show `recovering` once the health monitor (made after the sites) is in place.
+  const homes = core.cluster ? clusterHomes(core.cluster) : undefined
+  const late = core.cluster && !opts.recovering ? lateRecovering() : null
   const payments = buildPayments(core)
   const names = buildNames(core, payments)
   // Content writes through the files API, made with the sites; the modules service reaches it only on requests.
-  const modules = buildModules(core, { content: { generate: (site, brief) => content.generate(site, brief) } })
-  const sites = buildSites(core, { purchases: payments.purchases, names, modules: modules.modules, purgers: [modules.purger], firewall: opts.firewall, recovering: opts.recovering })
+  const modules = buildModules(core, { content: { generate: (site, brief) => content.generate(site, brief) }, homes })
+  const sites = buildSites(core, { purchases: payments.purchases, names, modules: modules.modules, purgers: [modules.purger], firewall: opts.firewall, recovering: opts.recovering ?? late?.source, homes })
   const money = buildMoney(core, payments, sites)
   const consoles = buildConsoles(core, { audit: sites.audit })
   const agents = buildAgents(core, { processor: payments.processor, subscriptions: money.subscriptions, runner: sites.runner })
@@ -70,8 +80,11 @@ export function buildServices(config: Config, opts: BuildOptions = {}): Services
     enabled: offsite !== null,
     lastStoreCopyAgeSeconds: () => lastStoreCopyAgeSeconds(core.repos.offsite, core.clock.now()),
   })
+  const cluster = core.cluster && late ? buildClusterServices(config, core.cluster, { ...core, runner: sites.runner }, late, opts.clusterPki ?? null) : null
   return {
     ...shared, ...pay, ...named, ...mods, ...sites, ...money, ...agents, ...consoles,
+    nodeHealth: cluster?.nodeHealth ?? null,
+    clusterJoin: cluster?.clusterJoin ?? null,
     status,
     lifecycle: buildLifecycle(core, sites, money.subscriptions),
     offsite,

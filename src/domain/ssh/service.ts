@@ -17,11 +17,20 @@ const AGENT_REFUSED = 3
  * site user (berth/php); keys go to ~/.ssh/authorized_keys through the in-container agent.
  */
 export class SshService {
-  constructor(private d: { ssh: { host: string }; plans: Pick<PlansService, 'get'>; runtime: Pick<ContainerRuntime, 'exec'> }) {}
+  constructor(private d: {
+    ssh: { host: string }
+    plans: Pick<PlansService, 'get'>
+    runtime: Pick<ContainerRuntime, 'exec'>
+    /**
+     * In a cluster: the address of the node the site runs on, where its SSH port is published
+     * (null for a site on the control plane's own box, which answers on `ssh.host`).
+     */
+    nodeHost?: (slug: string) => Promise<string | null>
+  }) {}
 
   async info(owned: SiteRow): Promise<SshInfoView> {
     const site = this.requireSsh(owned)
-    const host = this.d.ssh.host
+    const host = (await this.d.nodeHost?.(site.slug)) ?? this.d.ssh.host
     const port = site.sshPort!
     const hostKeys = await this.hostKeys(site)
     const hostName = port === 22 ? host : `[${host}]:${port}`

@@ -46,6 +46,18 @@ export function normalizeFingerprint(fingerprint: string): string {
  * const pki = await ClusterPki.open('/var/lib/berth')
  * const signed = await pki.signNode(csrPem, 'node_x1', '10.0.0.2')
  */
+/**
+ * What the control plane presents to the agents, read from the data folder without making
+ * anything: null when `berth serve` has not made the cluster's PKI yet (ClusterPki.open does).
+ * For the admin's commands, which run beside `berth serve` and only reach the nodes.
+ */
+export function readControlTls(dataDir: string): ControlTls | null {
+  const dir = join(dataDir, 'cluster')
+  if (!existsSync(join(dir, 'control.pem'))) return null
+  const read = (name: string) => readFileSync(join(dir, name), 'utf8')
+  return { nodeCa: read('node-ca.pem'), cert: read('control.pem'), key: read('control.key') }
+}
+
 export class ClusterPki {
   private constructor(
     readonly dir: string,
