@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api } from './helpers/binary'
 import { buyDirect, viaEdge, waitForSite } from './helpers/purchase'
@@ -92,4 +95,91 @@ describe('a cluster of two nodes', () => {
     expect(escape.status).toBe(422)
     expect(escape.json.error.param).toBe('path')
   })
+
+  it('reads the site\'s logs on B: the request just served through the edge is in its access log', async () => {
+    const path = `/probe-${Date.now()}`
+    expect((await viaEdge(control.url, sites.onB.slug, path)).status).toBe(404)
+    const access = await api(control.url, 'GET', `/sites/${sites.onB.slug}/logs/?type=access&search=${encodeURIComponent(path)}`, { key: sites.onB.key })
+    expect(access.status, access.text).toBe(200)
+    expect(access.json.data.lines.at(-1)).toContain(`GET ${path} HTTP/1.1" 404`)
+  })
+
+  it('scales the site on B to a plan with PHP and SSH: the service on B gets the new image and limits, files kept', async () => {
+    const res = await api(control.url, 'POST', `/sites/${sites.onB.slug}/scale/`, { key: sites.onB.key, body: { new_plan: 'business' } })
+    expect(res.status, res.text).toBe(200)
+    const container = await waitFor('the php container running on B', 90_000, async () => {
+      const id = (await lab.docker('B', 'ps', '-q', '--filter', `label=dev.berth.site-slug=${sites.onB.slug}`, '--filter', 'status=running')).split('\n')[0]
+      return id && (await lab.docker('B', 'inspect', '-f', '{{.Config.Image}} {{.HostConfig.Memory}}', id)) === 'berth/php:1 1073741824' ? id : undefined
+    })
+    expect(container).toBeTruthy()
+    expect(await lab.docker('A', 'ps', '-q', '--filter', `label=dev.berth.site-slug=${sites.onB.slug}`)).toBe('')
+    await waitFor('the site active on its new plan', 60_000, async () => {
+      const site = (await api(control.url, 'GET', `/sites/${sites.onB.slug}/`, { key: sites.onB.key })).json.data
+      return site.plan === 'business' && site.status === 'active'
+    })
+    const served = await waitFor('the page through the edge', 30_000, async () => {
+      const page = await viaEdge(control.url, sites.onB.slug)
+      return page.status === 200 && page.text
+    })
+    expect(served).toMatch(/^on-b-/)
+  }, 180_000)
+
+  it('lets the owner SSH into the site on B at B\'s address, as its SSH view says', async () => {
+    const keys = mkdtempSync(join(tmpdir(), 'berth-cluster-ssh-'))
+    await lab.exec('A', ['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', 'agent', '-f', join(keys, 'id')])
+    const publicKey = (await Bun.file(join(keys, 'id.pub')).text()).trim()
+    const added = await api(control.url, 'POST', `/sites/${sites.onB.slug}/ssh/keys/`, { key: sites.onB.key, body: { public_key: publicKey } })
+    expect(added.status, added.text).toBeLessThan(300)
+    const info = (await api(control.url, 'GET', `/sites/${sites.onB.slug}/ssh/`, { key: sites.onB.key })).json.data
+    expect(info.host).toBe(lab.address('B'))
+    expect(info.known_hosts[0]).toContain(`[${lab.address('B')}]:${info.port}`)
+    await Bun.write(join(keys, 'known_hosts'), `${info.known_hosts.join('\n')}\n`)
+    const ssh = await waitFor('ssh into the site on B', 30_000, async () => {
+      const run = await lab.exec('A', ['ssh', '-i', join(keys, 'id'), '-p', String(info.port), '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=yes',
+        '-o', `UserKnownHostsFile=${join(keys, 'known_hosts')}`, '-o', 'ConnectTimeout=5', `${info.username}@${info.host}`, 'cat public/index.html; hostname'], { allowFailure: true })
+      return run.code === 0 && run.stdout
+    })
+    expect(ssh).toMatch(/^on-b-/)
+  }, 60_000)
+
+  it('takes a snapshot of the site on B and restores it: the files come back', async () => {
+    const taken = await api(control.url, 'POST', `/sites/${sites.onB.slug}/snapshot/`, { key: sites.onB.key })
+    expect(taken.status, taken.text).toBe(200)
+    const id = taken.json.data.id as string
+    const ready = await waitFor('the snapshot ready', 60_000, async () => {
+      const snap = (await api(control.url, 'GET', `/sites/${sites.onB.slug}/snapshots/${id}/`, { key: sites.onB.key })).json.data
+      return snap.status !== 'creating' && snap
+    })
+    expect(ready.status).toBe('ready')
+    const before = (await viaEdge(control.url, sites.onB.slug)).text
+    await write(sites.onB, 'public/index.html', 'changed after the snapshot')
+    expect((await viaEdge(control.url, sites.onB.slug)).text).toBe('changed after the snapshot')
+    const restoring = await api(control.url, 'POST', `/sites/${sites.onB.slug}/snapshots/${id}/restore/`, { key: sites.onB.key })
+    expect(restoring.status, restoring.text).toBe(200)
+    await waitFor('the snapshot restored', 60_000, async () => {
+      const snap = (await api(control.url, 'GET', `/sites/${sites.onB.slug}/snapshots/${id}/`, { key: sites.onB.key })).json.data
+      return snap.status === 'ready' && snap.restored_at
+    })
+    const page = await waitFor('the restored page', 30_000, async () => {
+      const res = await viaEdge(control.url, sites.onB.slug)
+      return res.status === 200 && res.text === before && res.text
+    })
+    expect(page).toBe(before)
+  }, 120_000)
+
+  it('serves the site again within 2 s of its container on B being killed', async () => {
+    const container = (await lab.docker('B', 'ps', '-q', '--filter', `label=dev.berth.site-slug=${sites.onB.slug}`, '--filter', 'status=running')).split('\n')[0]!
+    expect(container).toBeTruthy()
+    const expected = (await viaEdge(control.url, sites.onB.slug)).text
+    await lab.docker('B', 'kill', container)
+    const killed = performance.now()
+    await waitFor('serving again', 10_000, async () => {
+      const res = await viaEdge(control.url, sites.onB.slug)
+      return res.status === 200 && res.text === expected
+    })
+    const back = performance.now() - killed
+    figures.killed = `serving again ${back.toFixed(0)} ms after the kill on B`
+    expect(back).toBeLessThan(2000)
+  }, 30_000)
 })
+
