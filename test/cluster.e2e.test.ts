@@ -181,5 +181,66 @@ describe('a cluster of two nodes', () => {
     figures.killed = `serving again ${back.toFixed(0)} ms after the kill on B`
     expect(back).toBeLessThan(2000)
   }, 30_000)
+
+  it('moves a site from the control plane to B and back, its files with it, and says how long it did not serve', async () => {
+    const token = `moving-${Date.now()}`
+    await write(sites.first, 'public/index.html', token)
+    for (const to of [b.id, 'control']) {
+      const moved = await control.cli(['sites', 'move', sites.first.slug, '--to', to, '--json'], { allowFailure: true })
+      expect(moved.code, moved.stdout + moved.stderr).toBe(0)
+      expect(moved.json).toMatchObject({ slug: sites.first.slug, to })
+      expect(moved.json.unavailable_ms).toBeGreaterThanOrEqual(0)
+      figures[`move to ${to}`] = `did not serve for ${moved.json.unavailable_ms} ms, whole move ${moved.json.total_ms} ms`
+      expect(await nodeOf(sites.first.slug)).toBe(to)
+      const page = await waitFor(`the site served from ${to}`, 30_000, async () => {
+        const res = await viaEdge(control.url, sites.first.slug)
+        return res.status === 200 && res.text
+      })
+      expect(page).toBe(token)
+      const read = await api(control.url, 'GET', `/sites/${sites.first.slug}/files/read/?path=public/index.html`, { key: sites.first.key })
+      expect(read.status, read.text).toBe(200)
+      expect(read.json.data.content).toBe(token)
+    }
+    // Nothing of it is left on B: its service runs on the control plane, its volume on B is gone.
+    expect(await lab.docker('B', 'ps', '-aq', '--filter', `label=dev.berth.site-slug=${sites.first.slug}`, '--filter', 'status=running')).toBe('')
+    expect(await lab.docker('B', 'volume', 'ls', '-q', '--filter', `label=dev.berth.site-slug=${sites.first.slug}`)).toBe('')
+  }, 240_000)
+
+  it('deletes a site on B: it stops serving and its container on B stops', async () => {
+    const doomed = await buy('doomed')
+    if ((await nodeOf(doomed.slug)) !== b.id) expect((await control.cli(['sites', 'move', doomed.slug, '--to', b.id])).code).toBe(0)
+    expect(await nodeOf(doomed.slug)).toBe(b.id)
+    expect((await api(control.url, 'DELETE', `/sites/${doomed.slug}/delete/`, { key: doomed.key })).status).toBe(200)
+    await waitFor('its container on B stopped', 30_000, async () =>
+      (await lab.docker('B', 'ps', '-q', '--filter', `label=dev.berth.site-slug=${doomed.slug}`, '--filter', 'status=running')) === '')
+    expect((await viaEdge(control.url, doomed.slug)).status).toBeGreaterThanOrEqual(400)
+  }, 120_000)
+
+  it('shows the sites of a lost node as recovering, and serves them from the control plane once it is evacuated', async () => {
+    const expected = (await viaEdge(control.url, sites.onB.slug)).text
+    await lab.powerOff('B')
+    const lost = performance.now()
+    await waitFor('the site on B shown recovering', 30_000, async () =>
+      (await api(control.url, 'GET', `/sites/${sites.onB.slug}/`, { key: sites.onB.key })).json.data.status === 'recovering')
+    figures.recovering = `shown recovering ${(performance.now() - lost).toFixed(0)} ms after B was lost`
+    const { json: listed } = await control.cli(['nodes', 'list', '--json'])
+    expect((listed.nodes ?? listed).find((n: { id: string }) => n.id === b.id).state).toBe('down')
+
+    const evacuated = await control.cli(['nodes', 'evacuate', b.id, '--json'], { allowFailure: true })
+    expect(evacuated.code, evacuated.stdout + evacuated.stderr).toBe(0)
+    const site = (evacuated.json.sites ?? evacuated.json).find((s: { slug: string }) => s.slug === sites.onB.slug)
+    // From its newest archive (the snapshot above, or a backup since), whose time it says.
+    expect(site).toMatchObject({ slug: sites.onB.slug, node: 'control', result: 'restored', archive: { source: 'local' } })
+    expect(['snapshot', 'backup']).toContain(site.archive.kind)
+    expect(Date.parse(site.data_from)).toBeLessThan(Date.now())
+    figures.evacuate = JSON.stringify(evacuated.json).slice(0, 300)
+    const page = await waitFor('the evacuated site served from the control plane', 60_000, async () => {
+      const res = await viaEdge(control.url, sites.onB.slug)
+      return res.status === 200 && res.text
+    })
+    expect(page).toBe(expected)
+    expect(await nodeOf(sites.onB.slug)).toBe('control')
+    expect((await api(control.url, 'GET', `/sites/${sites.onB.slug}/`, { key: sites.onB.key })).json.data.status).toBe('active')
+  }, 180_000)
 })
 

@@ -119,6 +119,8 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
   const restores = new RestoreGuard(archivesRepo)
   const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: repos.sites, backupsKept: config.archives.backupsKept, clock, log, tar: homes.tar, work: new LocalWorkFolder(join(config.archives.dir, '.work')), changes, events: archiveEvents }
   const archiveJobs = { create: new CreateArchiveJob(archiveWork), restore: new RestoreArchiveJob(archiveWork) }
+  // A restore brings its site back itself, perhaps from another process (berth sites move).
+  const restoring = (siteId: string) => archivesRepo.restoringOf(siteId) !== undefined
   const applySite = new ApplySiteJob({ sites: repos.sites, runner, log })
   jobs.register({
     [PROVISION_JOB]: new Provisioner({ sites: repos.sites, runner, clock, log, onFailed: (site, error) => needs.purchases.refundPurchaseOf(site, error) }),
@@ -153,9 +155,9 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
       store, sites: repos.sites, runner, domains: { linked: () => needs.names.linkedDomains() }, modules: (site) => needs.modules.edgeFlags(site),
       edgeLogs: (site) => edgeWritesAccessLog(plans.get(site.planSlug).hosting_type),
     }),
-    reconciler: new Reconciler({ sites: repos.sites, runner, runtime, jobs, reaper, log }),
+    reconciler: new Reconciler({ sites: repos.sites, runner, runtime, jobs, reaper, log, restoring }),
     firewall: new SiteFirewallKeeper({ firewall: needs.firewall === undefined ? selectFirewall(config) : needs.firewall, log }),
-    healer: new SiteHealer({ sites: repos.sites, runner, log }),
+    healer: new SiteHealer({ sites: repos.sites, runner, log, restoring }),
     metrics,
     accessLog,
     logs: new LogsService(plans, runtime, homes.openHome, accessLog, audit),

@@ -13,6 +13,8 @@ export interface ReconcilerDeps {
   jobs: Pick<JobRunner, 'kick'>
   reaper: Pick<SiteReaper, 'reap'>
   log: Logger
+  /** True while a restore of the site's files is under way, perhaps in another process (SiteHealerDeps.restoring). */
+  restoring?: (siteId: string) => boolean
 }
 
 export interface ReconcileReport {
@@ -55,7 +57,7 @@ export class Reconciler {
     } catch (err) {
       report.errors.push((err as Error).message)
     }
-    const active = this.d.sites.listWithStatus(['active'])
+    const active = this.d.sites.listWithStatus(['active']).filter((site) => !this.d.restoring?.(site.id))
     await Promise.all(active.map(async (site) => {
       try {
         await this.d.runner.run(site)

@@ -95,7 +95,19 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
       nodes: this.opts.nodes,
       engineOf: (node) => this.opts.link.engineOptions(node),
       beforeStart: (nodeId, e) => this.forwardStarted(nodeId, e),
-    }, handlers)
+    }, {
+      ...handlers,
+      // A site may have moved to another node meanwhile (berth sites move and berth nodes
+      // evacuate run in the admin's own process): where its home is is asked again.
+      onEvent: (e) => {
+        if (e.action === 'start' || e.action === 'destroy') this.homes.delete(e.slug)
+        handlers.onEvent(e)
+      },
+      onReconnect: () => {
+        this.homes.clear()
+        handlers.onReconnect()
+      },
+    })
   }
 
   async ping(): Promise<boolean> {

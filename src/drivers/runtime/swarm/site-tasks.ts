@@ -6,6 +6,8 @@ import type { Engine } from './node-engines'
 
 /** Between two looks for a task's container; Swarm starts one in about a second. */
 const POLL_MS = 100
+/** How long Swarm must say a task's host port is in use before it counts as taken by another. */
+const PORT_TAKEN_MS = 5000
 /** How long a stop or removal waits for the node to drop the task's container. */
 export const GONE_WITHIN_MS = 30_000
 
@@ -38,6 +40,7 @@ export async function untilRunning(
   const filters = { label: siteFilter(instanceId, slug).label, status: ['running'] }
   let lastTaskCheck = 0
   let problem = ''
+  let portTakenSince: number | null = null
   for (;;) {
     const running = (await engine.docker.listContainers({ filters })).filter((c) => c.Id !== opts.before)
     if (running[0]) {
@@ -46,9 +49,14 @@ export async function untilRunning(
     }
     if (Date.now() - lastTaskCheck > 1000) {
       lastTaskCheck = Date.now()
-      problem = (await opts.problem()) ?? problem
-      if (opts.sshPort && /port/i.test(problem) && /in use|allocated/i.test(problem)) {
-        throw new HostPortTakenError(opts.sshPort, `Host port ${opts.sshPort} for the SSH of '${slug}' is taken on node ${engine.nodeId}.`)
+      const now = (await opts.problem()) ?? ''
+      problem = now || problem
+      // A port held by this site's own task being replaced frees within a second or two, and
+      // Swarm then schedules the new one: only a port still taken after PORT_TAKEN_MS is another's.
+      const portTaken = opts.sshPort && /port/i.test(now) && /in use|allocated/i.test(now)
+      portTakenSince = portTaken ? portTakenSince ?? Date.now() : null
+      if (opts.sshPort && portTakenSince !== null && Date.now() - portTakenSince >= PORT_TAKEN_MS) {
+        throw new HostPortTakenError(opts.sshPort, `Host port ${opts.sshPort} for the SSH of '${slug}' is taken on node ${engine.nodeId} (Swarm: ${problem}).`)
       }
     }
     if (Date.now() > deadline) throw new Error(`The site '${slug}' did not start on node ${engine.nodeId} within ${Math.round(opts.withinMs / 1000)} s${problem ? `: ${problem}` : ''}.`)
