@@ -1,5 +1,5 @@
 /**
- * `bun run bench:cluster [--quick] [--files-rounds N]`: a site on a joined node against the same
+ * `bun run bench:cluster [--quick] [--image static|php] [--files-rounds N]`: a site on a joined node against the same
  * site on the control plane (issue 28), on the two-node lab (test/lab: two network namespaces,
  * each with a dockerd of its own, on a private /24), with a copy of the compiled dist/berth.
  *
@@ -38,13 +38,20 @@ import { parseWrk } from './wrk'
 const WRK = { connections: 64, threads: 2, warmupSeconds: 3, durationSeconds: 10, rounds: 3 }
 const FILES = { rounds: 200, warmup: 10 }
 const TARGET_RATIO = 0.8
-const SKU = 'svc_starter_monthly'
+/** The plan of both sites: a static site (busybox httpd, one connection per request) or, with `--image php`, a vps site (nginx, kept-alive). */
+const IMAGES = { static: { sku: 'svc_starter_monthly', image: 'berth/static:1' }, php: { sku: 'svc_business_monthly', image: 'berth/php:1' } } as const
 
 const argv = process.argv.slice(2)
 if (argv.includes('--quick')) {
   Object.assign(WRK, { warmupSeconds: 1, durationSeconds: 2, rounds: 1 })
   FILES.rounds = 20
 }
+const imageArg = argv.includes('--image') ? argv[argv.indexOf('--image') + 1] : 'static'
+if (imageArg !== 'static' && imageArg !== 'php') {
+  console.error('usage: bun bench/cluster.ts [--quick] [--image static|php] [--files-rounds N]')
+  process.exit(2)
+}
+const { sku: SKU, image: IMAGE } = IMAGES[imageArg]
 const filesRounds = Number(argv[argv.indexOf('--files-rounds') + 1])
 if (argv.includes('--files-rounds') && filesRounds > 0) FILES.rounds = filesRounds
 
@@ -143,7 +150,8 @@ interface Run {
   p50Ms: number
   p99Ms: number
   requests: number
-  errors: number
+  non2xx: number
+  socketErrors: number
   /** CPU time per request of the control plane's process tree and of B's agent, µs. */
   controlCpuUs: number
   agentCpuUs: number
@@ -168,7 +176,8 @@ async function runWrk(control: ControlPlane, b: JoinedNode, site: Site, seconds:
     p50Ms: report.p50Ms,
     p99Ms: report.p99Ms,
     requests: report.requests,
-    errors: report.non2xx + report.socketErrors,
+    non2xx: report.non2xx,
+    socketErrors: report.socketErrors,
     controlCpuUs: ticksToMicros(ticks.control) / Math.max(1, report.requests),
     agentCpuUs: ticksToMicros(ticks.agent) / Math.max(1, report.requests),
     otherPercent: load.otherPercent,
@@ -177,7 +186,7 @@ async function runWrk(control: ControlPlane, b: JoinedNode, site: Site, seconds:
 }
 
 const fmtRun = (r: Run) =>
-  `${Math.round(r.rps)} req/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, control ${r.controlCpuUs.toFixed(0)} µs/req, agent ${r.agentCpuUs.toFixed(0)} µs/req, other ${r.otherPercent.toFixed(0)}%, steal ${r.stealPercent.toFixed(0)}%${r.errors ? `, ${r.errors} errors` : ''}`
+  `${Math.round(r.rps)} req/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, control ${r.controlCpuUs.toFixed(0)} µs/req, agent ${r.agentCpuUs.toFixed(0)} µs/req, other ${r.otherPercent.toFixed(0)}%, steal ${r.stealPercent.toFixed(0)}%${r.non2xx + r.socketErrors ? `, ${r.non2xx} non-2xx, ${r.socketErrors} socket errors` : ''}`
 
 async function edgeRounds(control: ControlPlane, b: JoinedNode, local: Site, remote: Site): Promise<{ local: Run; remote: Run }[]> {
   for (const site of [local, remote]) await runWrk(control, b, site, WRK.warmupSeconds)
@@ -261,7 +270,7 @@ function report(r: { loadBefore: string; join: JoinFigures; rounds: { local: Run
   const pick = (side: 'local' | 'remote') => {
     const runs = r.rounds.map((round) => round[side])
     const m = (f: (run: Run) => number) => median(runs.map(f))
-    return { rps: m((x) => x.rps), p50Ms: m((x) => x.p50Ms), p99Ms: m((x) => x.p99Ms), controlCpuUs: m((x) => x.controlCpuUs), agentCpuUs: m((x) => x.agentCpuUs), otherPercent: m((x) => x.otherPercent), errors: runs.reduce((n, x) => n + x.errors, 0) }
+    return { rps: m((x) => x.rps), p50Ms: m((x) => x.p50Ms), p99Ms: m((x) => x.p99Ms), controlCpuUs: m((x) => x.controlCpuUs), agentCpuUs: m((x) => x.agentCpuUs), otherPercent: m((x) => x.otherPercent), requests: runs.reduce((n, x) => n + x.requests, 0), non2xx: runs.reduce((n, x) => n + x.non2xx, 0), socketErrors: runs.reduce((n, x) => n + x.socketErrors, 0) }
   }
   const local = pick('local')
   const remote = pick('remote')
@@ -270,7 +279,7 @@ function report(r: { loadBefore: string; join: JoinFigures; rounds: { local: Run
   const pass = rpsRatio >= TARGET_RATIO && p50Ratio >= TARGET_RATIO
   const files = { local: { p50: percentile(r.files.local, 50), p95: percentile(r.files.local, 95) }, remote: { p50: percentile(r.files.remote, 50), p95: percentile(r.files.remote, 95) } }
 
-  console.log(`\nCluster (issue 28): site on node B (agent forward) vs site on the control plane, ${SKU} (berth/static:1), 2 KB page; wrk -t${WRK.threads} -c${WRK.connections}, ${WRK.warmupSeconds} s warm-up, median of ${WRK.rounds} x ${WRK.durationSeconds} s interleaved; files ${FILES.rounds} rounds each; load average ${r.loadBefore} before, ${loadAfter} after; bun ${Bun.version}; ${new Date().toISOString()}`)
+  console.log(`\nCluster (issue 28): site on node B (agent forward) vs site on the control plane, ${SKU} (${IMAGE}), 2 KB page; wrk -t${WRK.threads} -c${WRK.connections}, ${WRK.warmupSeconds} s warm-up, median of ${WRK.rounds} x ${WRK.durationSeconds} s interleaved; files ${FILES.rounds} rounds each; load average ${r.loadBefore} before, ${loadAfter} after; bun ${Bun.version}; ${new Date().toISOString()}`)
   console.log(`\nJoin to first site served on B: ${ms(r.join.totalMs)} (token to agent up ${ms(r.join.joinMs)}, purchase ${ms(r.join.buyMs)}, purchase to active ${ms(r.join.activeMs)}, purchase to first 200 through the edge ${ms(r.join.servedMs)})`)
   console.log('\n| measure | control node | node B | B / control |')
   console.log('| --- | ---: | ---: | ---: |')
@@ -282,7 +291,9 @@ function report(r: { loadBefore: string; join: JoinFigures; rounds: { local: Run
   console.log(`| other load during edge runs | ${local.otherPercent.toFixed(0)}% | ${remote.otherPercent.toFixed(0)}% | |`)
   console.log(`| files write+read p50 | ${ms(files.local.p50)} | ${ms(files.remote.p50)} | ${(files.remote.p50 / files.local.p50).toFixed(2)} |`)
   console.log(`| files write+read p95 | ${ms(files.local.p95)} | ${ms(files.remote.p95)} | ${(files.remote.p95 / files.local.p95).toFixed(2)} |`)
-  if (local.errors + remote.errors > 0) console.log(`note: ${local.errors} errors (non-2xx or socket) on the control node's site, ${remote.errors} on B's`)
+  for (const [name, side] of [["the control node's site", local], ["B's site", remote]] as const) {
+    if (side.non2xx + side.socketErrors > 0) console.log(`note: ${name}: ${side.non2xx} non-2xx answers and ${side.socketErrors} socket errors (wrk's connect, read, write, timeout) over ${side.requests} requests`)
+  }
   console.log(`\n${pass ? 'PASS' : 'FAIL'}: edge on B ${rpsRatio.toFixed(2)} of the control node's req/s, p50 ratio (control/B) ${p50Ratio.toFixed(2)} (goal: both at least ${TARGET_RATIO})`)
   if (!pass) process.exitCode = 1
 }
