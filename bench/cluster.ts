@@ -1,5 +1,5 @@
 /**
- * `bun run bench:cluster [--quick] [--image static|php] [--files-rounds N]`: a site on a joined node against the same
+ * `bun run bench:cluster [--quick] [--image static|php] [--files-rounds N] [--binary PATH]`: a site on a joined node against the same
  * site on the control plane (issue 28), on the two-node lab (test/lab: two network namespaces,
  * each with a dockerd of its own, on a private /24), with a copy of the compiled dist/berth.
  *
@@ -48,7 +48,7 @@ if (argv.includes('--quick')) {
 }
 const imageArg = argv.includes('--image') ? argv[argv.indexOf('--image') + 1] : 'static'
 if (imageArg !== 'static' && imageArg !== 'php') {
-  console.error('usage: bun bench/cluster.ts [--quick] [--image static|php] [--files-rounds N]')
+  console.error('usage: bun bench/cluster.ts [--quick] [--image static|php] [--files-rounds N] [--binary PATH]')
   process.exit(2)
 }
 const { sku: SKU, image: IMAGE } = IMAGES[imageArg]
@@ -229,7 +229,8 @@ async function main() {
     process.exit(1)
   }
   cleanupOnExit()
-  const binary = snapshotBinary()
+  // --binary: another build (an experiment) in place of the copy of dist/berth.
+  const binary = argv.includes('--binary') ? argv[argv.indexOf('--binary') + 1]! : snapshotBinary()
   const loadBefore = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
   let lab: Lab | undefined
   let control: ControlPlane | undefined
