@@ -1,10 +1,10 @@
 /**
- * `bun run bench:cluster [--quick] [--image static|php] [--files-rounds N] [--binary PATH]`: a site on a joined node against the same
- * site on the control plane (issue 28), on the two-node lab (test/lab: two network namespaces,
+ * `bun run bench:cluster [--quick] [--image static|php] [--files-rounds N] [--binary PATH]`:
+ * a site on a joined node against the same site on the control plane (issue 28), on the two-node lab (test/lab: two network namespaces,
  * each with a dockerd of its own, on a private /24), with a copy of the compiled dist/berth.
  *
  * 1. Join to first site served: the control plane starts in node A (cluster.enabled) and one
- *    static site is bought there first, so the next one goes to the new node (placement ties go
+ *    site is bought there first, so the next one goes to the new node (placement ties go
  *    to the control plane, then the most free memory wins). Then, timed from the token request:
  *    `berth nodes token`, `berth node join` in node B (key, CSR, the join, `docker swarm join`),
  *    `berth node serve` until its port accepts, the purchase of a second site (placed on B: its
