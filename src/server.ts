@@ -40,7 +40,7 @@ export type ServerDeps = ApiDeps & MaintenanceDeps & ContainerEventDeps & Pick<S
   & {
     /** In a cluster, the nodes' health monitor (compose/cluster-ops.ts, buildNodeHealth): a round every 2 s from the first reconcile on. */
     nodeHealth?: Pick<NodeHealth, 'tick'> | null
-    /** POST /cluster/v1/join (compose/cluster-nodes.ts joinRoute); absent or null with the cluster off. */
+    /** POST /cluster/v1/join (compose/cluster.ts buildClusterServices); absent or null with the cluster off. */
     clusterJoin?: ((request: Request) => Promise<Response>) | null
   }
 

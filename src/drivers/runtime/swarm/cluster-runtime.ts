@@ -11,7 +11,7 @@ import { containerStats, ensureSiteVolume, frozenWhile } from '../container-ops'
 import {
   SiteNotRunnableError, type CommandResult, type CommandSpec, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteEvent, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers, type Terminal, type TerminalSpec,
 } from '../types'
-import { watchCluster } from './cluster-watch'
+import { forgettingHomes, watchCluster } from './cluster-watch'
 import { Forwards } from './forwards'
 import { NodeEngines, type Engine } from './node-engines'
 import { NodeImages } from './node-images'
@@ -95,19 +95,7 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
       nodes: this.opts.nodes,
       engineOf: (node) => this.opts.link.engineOptions(node),
       beforeStart: (nodeId, e) => this.forwardStarted(nodeId, e),
-    }, {
-      ...handlers,
-      // A site may have moved to another node meanwhile (berth sites move and berth nodes
-      // evacuate run in the admin's own process): where its home is is asked again.
-      onEvent: (e) => {
-        if (e.action === 'start' || e.action === 'destroy') this.homes.delete(e.slug)
-        handlers.onEvent(e)
-      },
-      onReconnect: () => {
-        this.homes.clear()
-        handlers.onReconnect()
-      },
-    })
+    }, forgettingHomes(handlers, this.homes))
   }
 
   async ping(): Promise<boolean> {

@@ -93,3 +93,22 @@ export function watchCluster(opts: ClusterWatchOptions, handlers: SiteWatchHandl
     },
   }
 }
+
+/**
+ * The handlers, first forgetting the cached home of a site whose container starts or goes: it may
+ * run on another node now (berth sites move and berth nodes evacuate run in the admin's own
+ * process), and after a reconnect every cached home.
+ */
+export function forgettingHomes(handlers: SiteWatchHandlers, homes: Map<string, string>): SiteWatchHandlers {
+  return {
+    ...handlers,
+    onEvent: (e) => {
+      if (e.action === 'start' || e.action === 'destroy') homes.delete(e.slug)
+      handlers.onEvent(e)
+    },
+    onReconnect: () => {
+      homes.clear()
+      handlers.onReconnect()
+    },
+  }
+}

@@ -97,10 +97,10 @@ export class SiteServices {
 
   /** The error of the site's latest failed task, as Swarm reports it (a port taken on the node, say). */
   async taskProblem(slug: string): Promise<string | null> {
-    // The newest task meant to run only: an older task's error (a port its predecessor still
-    // held for a moment, say) is history, and would be read as today's problem.
+    // Tasks meant to run only: a replaced task's error (a port its predecessor still held for a
+    // moment, say) is history, and would be read as today's problem.
     const tasks = (await this.manager.listTasks({ filters: { service: [this.names(slug).service], 'desired-state': ['running'] } })) as { CreatedAt: string; Status?: { Err?: string } }[]
-    const newest = tasks.sort((a, b) => b.CreatedAt.localeCompare(a.CreatedAt))[0]
-    return newest?.Status?.Err || null
+    const newest = tasks.filter((t) => t.Status?.Err).sort((a, b) => b.CreatedAt.localeCompare(a.CreatedAt))[0]
+    return newest?.Status?.Err ?? null
   }
 }

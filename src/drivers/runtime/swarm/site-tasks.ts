@@ -54,7 +54,8 @@ export async function untilRunning(
       // A port held by this site's own task being replaced frees within a second or two, and
       // Swarm then schedules the new one: only a port still taken after PORT_TAKEN_MS is another's.
       const portTaken = opts.sshPort && /port/i.test(now) && /in use|allocated/i.test(now)
-      portTakenSince = portTaken ? portTakenSince ?? Date.now() : null
+      if (portTaken) portTakenSince ??= Date.now()
+      else if (now) portTakenSince = null
       if (opts.sshPort && portTakenSince !== null && Date.now() - portTakenSince >= PORT_TAKEN_MS) {
         throw new HostPortTakenError(opts.sshPort, `Host port ${opts.sshPort} for the SSH of '${slug}' is taken on node ${engine.nodeId} (Swarm: ${problem}).`)
       }
