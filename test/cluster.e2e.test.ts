@@ -192,7 +192,9 @@ describe('a cluster of two nodes', () => {
       expect(moved.json.unavailable_ms).toBeGreaterThanOrEqual(0)
       figures[`move to ${to}`] = `did not serve for ${moved.json.unavailable_ms} ms, whole move ${moved.json.total_ms} ms`
       expect(await nodeOf(sites.first.slug)).toBe(to)
-      const page = await waitFor(`the site served from ${to}`, 30_000, async () => {
+      // Once the move is done the site serves its own files (never an empty home), at once or
+      // once berth serve heard its container start on the new node.
+      const page = await waitFor(`the site served from ${to}`, 10_000, async () => {
         const res = await viaEdge(control.url, sites.first.slug)
         return res.status === 200 && res.text
       })
@@ -240,7 +242,9 @@ describe('a cluster of two nodes', () => {
     })
     expect(page).toBe(expected)
     expect(await nodeOf(sites.onB.slug)).toBe('control')
-    expect((await api(control.url, 'GET', `/sites/${sites.onB.slug}/`, { key: sites.onB.key })).json.data.status).toBe('active')
+    // The health monitor's next round (every 2 s) sees it on a node that answers.
+    await waitFor('the evacuated site active again', 10_000, async () =>
+      (await api(control.url, 'GET', `/sites/${sites.onB.slug}/`, { key: sites.onB.key })).json.data.status === 'active')
   }, 180_000)
 })
 

@@ -74,9 +74,10 @@ export class ClusterRuntimeDouble extends HomeRuntime implements Placement {
     return super.ensureSite(spec)
   }
 
-  /** As the Swarm runtime's: nothing ahead of the service (its volume is made on its node by ensureSite). */
+  /** As the Swarm runtime's: the volume on the node the site is placed on, nothing started. */
   async prepareSite(site: Pick<SiteSpec, 'siteId' | 'slug'>): Promise<void> {
     this.order.push(`prepareSite ${site.slug}@${this.nodeOfNow(site.slug)}`)
+    if (this.pins.has(site.slug)) this.makeVolume(site.slug)
   }
 
   async withSitePaused<T>(slug: string, fn: () => Promise<T>): Promise<T> {

@@ -14,7 +14,7 @@ import type { SiteRunner } from '../sites/runner'
 const PORT_TRIES = 3
 
 export interface SiteTransferDeps {
-  placement: Pick<Placement, 'placeOn'>
+  placement: Pick<Placement, 'placeOn' | 'prepareSite'>
   runner: Pick<SiteRunner, 'run' | 'stop' | 'markDown' | 'holding'>
   sites: Pick<SitesRepository, 'find'>
   archives: Pick<ArchivesRepository, 'insert' | 'find' | 'transition' | 'listOf' | 'restoringOf'>
@@ -96,11 +96,22 @@ export class SiteTransfer {
    */
   async bringUp(site: SiteRow, nodeId: string, archive: ArchiveRow | null): Promise<void> {
     await this.d.runner.holding(site.slug, async () => {
-      await this.d.placement.placeOn(site.slug, nodeId)
-      this.d.runner.markDown(site.slug)
-      await this.runThere(site, false)
-      this.d.runner.markDown(site.slug)
-      if (archive) await this.restore(site, archive)
+      // The archive is `restoring` from before the switch: berth serve, in its own process, then
+      // leaves the site to this (its healer and reconcile pass skip a site being restored).
+      if (archive) this.claimRestore(site, archive)
+      try {
+        await this.d.placement.placeOn(site.slug, nodeId)
+        this.d.runner.markDown(site.slug)
+        // With files to put back, only its volume is made there: nothing serves an empty home
+        // (berth serve's edge follows the node's start events, whichever process started it).
+        if (archive) await this.d.placement.prepareSite({ siteId: site.id, slug: site.slug })
+        else await this.runThere(site, false)
+        this.d.runner.markDown(site.slug)
+      } catch (err) {
+        if (archive) await this.d.restore.failed(archive.id)
+        throw err
+      }
+      if (archive) await this.restore(archive)
       else if (this.d.sites.find(site.id)?.status === 'active') await this.runThere(site, true)
       if (this.d.sites.find(site.id)?.status !== 'active') await this.d.runner.stop(site.slug)
     })
@@ -119,11 +130,15 @@ export class SiteTransfer {
     }
   }
 
-  /** The restore job on the archive (ready → restoring → ready with restored_at), here and now. */
-  private async restore(site: SiteRow, archive: ArchiveRow): Promise<void> {
+  /** Marks the archive `restoring` (ready → restoring); refused while another restore of the site runs. */
+  private claimRestore(site: SiteRow, archive: ArchiveRow): void {
     if (this.d.archives.restoringOf(site.id) || !this.d.archives.transition(archive.id, ['ready'], { status: 'restoring' })) {
       throw conflict(`Another restore of site '${site.slug}' is running; wait until it is done and try again.`)
     }
+  }
+
+  /** The restore job on the claimed archive (restoring → ready with restored_at), here and now. */
+  private async restore(archive: ArchiveRow): Promise<void> {
     try {
       await this.d.restore.run(archive.id)
     } catch (err) {
@@ -131,4 +146,5 @@ export class SiteTransfer {
       throw err
     }
   }
+
 }

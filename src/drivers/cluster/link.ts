@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto'
+import type { Agent } from 'node:https'
+import { fetchThrough, keepAliveAgent } from './pinned-https'
 import { hostPart } from '../runtime/swarm-membership'
 import { normalizeFingerprint } from './pki'
 import { NodeRefusedError, NodeUnreachableError, type ClusterNode, type ControlTls, type EngineConnection, type NodeLink } from './types'
@@ -28,7 +30,21 @@ const REFUSED_TLS_CODES = new Set([
  * const docker = new Docker(link.engineOptions(node))
  */
 export class AgentLink implements NodeLink {
+  /** One keep-alive agent per node and certificate: the pin is checked once per connection. */
+  private agents = new Map<string, Agent>()
+
   constructor(private readonly tls: ControlTls, private readonly o: { answerTimeoutMs?: number } = {}) {}
+
+  private agentOf(node: ClusterNode): Agent {
+    const key = `${node.id}:${node.address}:${node.agentPort}:${node.certFingerprint}`
+    let agent = this.agents.get(key)
+    if (!agent) {
+      for (const [k, old] of this.agents) if (k.startsWith(`${node.id}:`)) (old.destroy(), this.agents.delete(k))
+      agent = keepAliveAgent({ ca: this.tls.nodeCa, cert: this.tls.cert, key: this.tls.key, checkServerIdentity: pinTo(node) as never })
+      this.agents.set(key, agent)
+    }
+    return agent
+  }
 
   /**
    * A request to the node's agent. Throws NodeRefusedError for a removed node or a certificate
@@ -42,11 +58,7 @@ export class AgentLink implements NodeLink {
     const timer = setTimeout(() => timeout.abort(new NodeUnreachableError(`node ${node.id} (${node.address}) did not answer within ${timeoutMs} ms`)), timeoutMs)
     const signal = init.signal ? AbortSignal.any([init.signal, timeout.signal]) : timeout.signal
     try {
-      return await fetch(`https://${hostPart(node.address)}:${node.agentPort}${path}`, {
-        ...init,
-        signal,
-        tls: { ca: this.tls.nodeCa, cert: this.tls.cert, key: this.tls.key, checkServerIdentity: pinTo(node) },
-      } as RequestInit)
+      return await fetchThrough(this.agentOf(node), `https://${hostPart(node.address)}:${node.agentPort}${path}`, { ...init, signal })
     } catch (err) {
       if (init.signal?.aborted) throw err
       throw linkError(node, err, timeout.signal)

@@ -186,6 +186,11 @@ export interface Placement {
    * node's volume stays until removeVolumeOn.
    */
   placeOn(slug: string, nodeId: string): Promise<void>
+  /**
+   * Makes the site's volume on the node it is placed on (placeOn) without starting anything, so
+   * that its files can be put back before its first start there; a no-op for an unplaced site.
+   */
+  prepareSite(site: { siteId: string; slug: string }): Promise<void>
   /** Removes the site's volume (files) on one node; a no-op when it has none there. */
   removeVolumeOn(slug: string, nodeId: string): Promise<void>
   /**

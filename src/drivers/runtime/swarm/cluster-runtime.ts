@@ -1,7 +1,7 @@
 import type Docker from 'dockerode'
-import type { Logger } from '../../../lib/logger'
 import { KeyedLock } from '../../../lib/keyed-lock'
-import { CONTROL_NODE, nodeHomePath, type ClusterNode, type NodeLink, type Placement } from '../../cluster/types'
+import type { ClusterRuntimeOptions } from './options'
+import { CONTROL_NODE, nodeHomePath, type Placement } from '../../cluster/types'
 import { engineCall, ignoring, openEngine, orNull } from '../engine'
 import { LABEL, siteFilter, siteLabels, specHash } from '../site-container'
 import { execBounded, startInContainer, type StartInSite } from '../processes'
@@ -19,24 +19,6 @@ import { chooseNode, nodeCapacities } from './placement'
 import { limitsDiffer, NODE_LABEL, serviceDrift, serviceSpec, type ServiceInfo } from './service-spec'
 import { nodeOfService, replicasOf, SiteServices } from './site-services'
 import { managedContainer, removeEndedTasks, siteContainer, untilNoContainer, untilRunning } from './site-tasks'
-
-export interface ClusterRuntimeOptions {
-  /** This box's engine: the Swarm manager, and the control node's engine. */
-  managerSocket: string
-  instanceId: string
-  subnetPool: string
-  /** Process limit used when a spec carries none. */
-  pidsLimit: number
-  /** This box's private address (cluster.address): the Swarm advertise address at `swarm init`. */
-  advertiseAddress: string
-  /** The nodes other than the control plane, from the store. */
-  nodes: () => ClusterNode[]
-  /** Reaches the nodes' engines and agents (drivers/cluster/link.ts). */
-  link: NodeLink
-  log: Logger
-  /** How long a site's task may take to run (image on the node, network, start); default 60 s. */
-  startWithinMs?: number
-}
 
 const PING_TIMEOUT_MS = 2000
 
@@ -115,8 +97,13 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
   }
 
   /** Nothing ahead of the service: its node, and with it where its network and volume go, is chosen at ensureSite. */
-  prepareSite(): Promise<void> {
-    return this.call(async () => {})
+  /** The site's volume on the node it is placed on, before any container (a move restores into it); no-op when unplaced. */
+  prepareSite(site: Pick<SiteSpec, 'siteId' | 'slug'>): Promise<void> {
+    return this.call(() => this.locks.run(site.slug, async () => {
+      const service = await this.services.find(site.slug)
+      const nodeId = service ? nodeOfService(service) : this.pinned.get(site.slug)
+      if (nodeId) await ensureSiteVolume((await this.engines.of(nodeId)).docker, this.services.names(site.slug).volume, siteLabels(this.opts.instanceId, site))
+    }))
   }
 
   inspectSite(slug: string): Promise<SiteRuntimeState | null> {
@@ -353,7 +340,7 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
       before,
       sshPort: spec.sshPort,
       withinMs: this.opts.startWithinMs ?? 60_000,
-      problem: () => this.services.taskProblem(spec.slug),
+      problem: (since) => this.services.taskProblem(spec.slug, since),
     })
     this.opts.log.debug('site task runs', { site: spec.slug, node: nodeId, ms: Math.round(performance.now() - started) })
     return this.endpointOf(engine, spec.slug, info)

@@ -96,11 +96,12 @@ export class SiteServices {
   }
 
   /** The error of the site's latest failed task, as Swarm reports it (a port taken on the node, say). */
-  async taskProblem(slug: string): Promise<string | null> {
-    // Tasks meant to run only: a replaced task's error (a port its predecessor still held for a
-    // moment, say) is history, and would be read as today's problem.
-    const tasks = (await this.manager.listTasks({ filters: { service: [this.names(slug).service], 'desired-state': ['running'] } })) as { CreatedAt: string; Status?: { Err?: string } }[]
-    const newest = tasks.filter((t) => t.Status?.Err).sort((a, b) => b.CreatedAt.localeCompare(a.CreatedAt))[0]
-    return newest?.Status?.Err ?? null
+  async taskProblem(slug: string, since: number): Promise<string | null> {
+    // Tasks made since `since` only: an older task's error (a port its predecessor still held for
+    // a moment, a node since lost) is history, and would be read as today's problem.
+    const tasks = (await this.manager.listTasks({ filters: { service: [this.names(slug).service] } })) as { CreatedAt: string; Status?: { Err?: string } }[]
+    const failed = tasks.filter((t) => t.Status?.Err && Date.parse(t.CreatedAt) >= since).sort((a, b) => b.CreatedAt.localeCompare(a.CreatedAt))[0]
+    return failed?.Status?.Err ?? null
   }
+
 }

@@ -34,9 +34,10 @@ export async function siteContainer(engine: Engine, instanceId: string, slug: st
  */
 export async function untilRunning(
   engine: Engine, instanceId: string, slug: string,
-  opts: { before: string | null; sshPort: number | null; withinMs: number; problem: () => Promise<string | null> },
+  opts: { before: string | null; sshPort: number | null; withinMs: number; problem: (since: number) => Promise<string | null> },
 ): Promise<Docker.ContainerInspectInfo> {
-  const deadline = Date.now() + opts.withinMs
+  const startedAt = Date.now()
+  const deadline = startedAt + opts.withinMs
   const filters = { label: siteFilter(instanceId, slug).label, status: ['running'] }
   let lastTaskCheck = 0
   let problem = ''
@@ -49,7 +50,7 @@ export async function untilRunning(
     }
     if (Date.now() - lastTaskCheck > 1000) {
       lastTaskCheck = Date.now()
-      const now = (await opts.problem()) ?? ''
+      const now = (await opts.problem(startedAt - 1000)) ?? ''
       problem = now || problem
       // A port held by this site's own task being replaced frees within a second or two, and
       // Swarm then schedules the new one: only a port still taken after PORT_TAKEN_MS is another's.
