@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buyDirect, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
 import { CONTROL_PORT, startControlPlane } from './lab/berth-cluster'
-import { startLab, type Lab } from './lab/cluster-lab'
+import { startLab, waitFor, type Lab } from './lab/cluster-lab'
 import { leftovers } from './lab/lab-host'
 
 /**
@@ -34,16 +34,6 @@ afterAll(async () => {
   console.log(`cluster lab: ${Object.entries(figures).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
 })
 
-/** Polls `probe` every 50 ms until it answers a truthy value; throws after `ms`. */
-async function waitFor<T>(what: string, ms: number, probe: () => Promise<T | undefined | null | '' | false>): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await probe().catch(() => undefined)
-    if (value) return value
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`)
-    await Bun.sleep(50)
-  }
-}
 
 describe('the two-node lab', () => {
   it('has two engines of their own on a private network, and the host reaches each node', async () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api } from './helpers/binary'
 import { buyDirect, viaEdge, waitForSite } from './helpers/purchase'
-import { startLab, type Lab } from './lab/cluster-lab'
+import { startLab, waitFor, type Lab } from './lab/cluster-lab'
 import { leftovers } from './lab/lab-host'
 import { joinNode, startControlPlane, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
 
@@ -36,16 +36,6 @@ afterAll(async () => {
   expect(leftovers('cluster')).toEqual([])
 }, 60_000)
 
-/** Polls `probe` every 50 ms until it answers a truthy value; throws after `ms`. */
-async function waitFor<T>(what: string, ms: number, probe: () => Promise<T | undefined | null | '' | false>): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await probe().catch(() => undefined)
-    if (value) return value
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`)
-    await Bun.sleep(50)
-  }
-}
 
 async function buy(stem: string, sku = 'svc_starter_monthly'): Promise<Bought> {
   const slug = `${stem}${Math.random().toString(36).slice(2, 6)}`

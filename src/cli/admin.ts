@@ -11,16 +11,21 @@ import { configFrom } from './config-flags'
  * refusal, and the tables they print.
  */
 
-/** Exit status of an admin command refused by the domain: 2 for what the admin typed, 1 for a state that does not allow it. */
-const EXIT_OF_KIND: Partial<Record<DomainError['kind'], number>> = { not_found: 2, invalid: 2, conflict: 1, forbidden: 1 }
+/** Exit status of an admin command refused by the domain: 2 for what the admin typed, 1 for a state that does not allow it (or a node that does not answer). */
+const EXIT_OF_KIND: Partial<Record<DomainError['kind'], number>> = { not_found: 2, invalid: 2, conflict: 1, forbidden: 1, unavailable: 1 }
 
 /** Runs `fn` over the admin's services; a refusal is printed as `berth: message` (or JSON on stderr) with its exit status. */
 export async function withAdmin(ctx: CommandContext, fn: (admin: Admin) => Promise<number> | number): Promise<number> {
   const config = configFrom(ctx)
   // Warnings (a container the engine would not stop) and errors on stderr; stdout is the result's.
   const admin = buildAdmin(config, createLogger('warn', (line) => process.stderr.write(line + '\n')))
+  return refusalsAsExit(ctx, () => fn(admin), () => admin.close())
+}
+
+/** Runs `fn`, then `close`; a refusal of the domain is printed as `berth: message` and answered with its exit status. */
+export async function refusalsAsExit(ctx: CommandContext, fn: () => Promise<number> | number, close: () => Promise<void> | void): Promise<number> {
   try {
-    return await fn(admin)
+    return await fn()
   } catch (err) {
     if (err instanceof DomainError && EXIT_OF_KIND[err.kind] !== undefined) {
       ctx.out.error(err.message)
@@ -28,7 +33,7 @@ export async function withAdmin(ctx: CommandContext, fn: (admin: Admin) => Promi
     }
     throw err
   } finally {
-    await admin.close()
+    await close()
   }
 }
 

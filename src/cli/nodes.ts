@@ -1,9 +1,8 @@
 import { buildNodeOpsAdmin, NoClusterError, type NodeOps } from '../compose/cluster-ops'
 import type { EvacuationView, NodeView } from '../domain/cluster/views'
-import { DomainError } from '../domain/errors'
 import { createLogger } from '../lib/logger'
 import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command, type CommandContext } from './command'
-import { onlyArgument, shortTime, table } from './admin'
+import { onlyArgument, refusalsAsExit, shortTime, table } from './admin'
 import { configFrom } from './config-flags'
 
 /**
@@ -14,9 +13,6 @@ import { configFrom } from './config-flags'
  * quarter of a second. Each subcommand is a Command of path ['nodes', name]; NODE_OPS_COMMANDS
  * lists this file's (`berth nodes token` is the join's, beside them).
  */
-
-/** Exit status of a refusal: 2 for what the admin typed (an unknown node or site, a bad target), 1 for a state that does not allow it. */
-const EXIT_OF_KIND: Partial<Record<DomainError['kind'], number>> = { not_found: 2, invalid: 2, conflict: 1, forbidden: 1, unavailable: 1 }
 
 export const CLUSTER_NOTE = [
   'Runs on the control plane (the box with berth.db), in this process, over the Swarm manager and',
@@ -35,17 +31,7 @@ export async function withNodeOps(ctx: CommandContext, fn: (ops: NodeOps) => Pro
     ctx.out.error(err.message)
     return 1
   }
-  try {
-    return await fn(ops)
-  } catch (err) {
-    if (err instanceof DomainError && EXIT_OF_KIND[err.kind] !== undefined) {
-      ctx.out.error(err.message)
-      return EXIT_OF_KIND[err.kind]!
-    }
-    throw err
-  } finally {
-    await ops.close()
-  }
+  return refusalsAsExit(ctx, () => fn(ops), () => ops.close())
 }
 
 export const nodesListCommand: Command = {

@@ -396,3 +396,14 @@ export async function startLab(name: string): Promise<Lab> {
   lab.timings.totalMs = performance.now() - t0
   return lab
 }
+
+/** Polls `probe` every 50 ms until it answers a truthy value; throws after `ms`. */
+export async function waitFor<T>(what: string, ms: number, probe: () => Promise<T | undefined | null | '' | false>): Promise<T> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const value = await probe().catch(() => undefined)
+    if (value) return value
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`)
+    await Bun.sleep(50)
+  }
+}
