@@ -23,7 +23,8 @@ interface Bought { slug: string; key: string }
 const sites: Record<'first' | 'onB', Bought> = {} as never
 
 beforeAll(async () => {
-  lab = await startLab('cluster')
+  // BERTH_LAB_NAME runs a second copy beside another worktree's (lab names are exclusive on a machine).
+  lab = await startLab(process.env.BERTH_LAB_NAME ?? 'cluster')
   control = await startControlPlane(lab)
   b = await joinNode(lab, control, 'B')
   figures.join = `token to agent answering ${b.joinMs.toFixed(0)} ms`
