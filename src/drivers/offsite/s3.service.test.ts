@@ -163,9 +163,14 @@ describe('S3Destination on s3rver', () => {
       const port = (silent.address() as { port: number }).port
       const hung = new S3Destination({ ...s3.offsite('x'), endpoint: `http://127.0.0.1:${port}` }, { retry: { attempts: 1, firstDelayMs: 0 }, requestTimeoutMs: 500, stallTimeoutMs: 1000 })
       const started = Date.now()
-      expect((await failureOf(hung.list(''))).kind).toBe('unreachable')
-      expect((await failureOf(hung.put('a/b', new Response('x').body!))).kind).toBe('unreachable')
-      expect((await failureOf(hung.put('big/one', generated(12).stream))).kind).toBe('unreachable')
+      // The whole failure is compared so that a wrong kind shows its message.
+      const kindOf = async (op: Promise<unknown>) => {
+        const { kind, message } = await failureOf(op)
+        return { kind, message }
+      }
+      expect(await kindOf(hung.list(''))).toMatchObject({ kind: 'unreachable' })
+      expect(await kindOf(hung.put('a/b', new Response('x').body!))).toMatchObject({ kind: 'unreachable' })
+      expect(await kindOf(hung.put('big/one', generated(12).stream))).toMatchObject({ kind: 'unreachable' })
       expect(Date.now() - started).toBeLessThan(8000)
     } finally {
       silent.close()
