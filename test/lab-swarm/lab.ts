@@ -54,6 +54,7 @@ export async function startLab(images: string[]): Promise<Lab> {
   const id = `${PREFIX}${Math.random().toString(36).slice(2, 6)}`
   const dir = join(ROOT, id)
   mkdirSync(dir, { recursive: true })
+  writeFileSync(join(dir, 'owner'), String(process.pid))
   const nodes = (['a', 'b'] as const).map((name, i) => ({ name, netns: `${id}${name}`, dir: join(dir, name), socket: join(dir, name, 'sock'), address: `${SUBNET}.${i + 1}`, swarmNodeId: '' }))
   const [a, b] = nodes as [LabNode, LabNode]
   const stop = () => stopLab(id)
@@ -145,7 +146,11 @@ export async function stopLab(id: string): Promise<void> {
   rmSync(dir, { recursive: true, force: true })
 }
 
-/** Stops and removes every lab an earlier run left (its folders /tmp/bswl*, its namespaces). */
+/**
+ * Stops and removes every lab an earlier run left (its folders /tmp/bswl*, its namespaces): those
+ * whose owner process is gone. A lab another live test process owns (the same test run from
+ * another worktree) is left alone.
+ */
 export async function cleanLeftovers(): Promise<void> {
   const ids = new Set<string>()
   for (const entry of readdirSync(ROOT)) if (entry.startsWith(PREFIX)) ids.add(entry)
@@ -153,7 +158,17 @@ export async function cleanLeftovers(): Promise<void> {
     const name = ns.split(' ')[0] ?? ''
     if (name.startsWith(PREFIX)) ids.add(name.slice(0, -1))
   }
-  for (const id of ids) await stopLab(id)
+  for (const id of ids) if (!ownedByAnother(id)) await stopLab(id)
+}
+
+/** True when the lab's owner file names a live process other than this one. */
+function ownedByAnother(id: string): boolean {
+  try {
+    const owner = Number(readFileSync(join(ROOT, id, 'owner'), 'utf8').trim())
+    return owner > 0 && owner !== process.pid && alive(owner)
+  } catch {
+    return false
+  }
 }
 
 function tryList(args: string[]): string[] {
