@@ -26,10 +26,15 @@ const KIND_OF_CODE: Record<string, OffsiteFailureKind> = {
   TooManyParts: 'full',
 }
 
-/** Codes worth trying again after a pause: the network, the server's own trouble, throttling. */
+/**
+ * Codes (or error names) worth trying again after a pause, shown as 'unreachable': the network,
+ * the server's own trouble, throttling. TimeoutError is what fetch throws when its
+ * AbortSignal.timeout fires: the deadline of our own requests (s3-uploads.ts), which on a loaded
+ * box can fire before withDeadline's timer does.
+ */
 const TRANSIENT = new Set([
   'ConnectionRefused', 'ConnectionClosed', 'ConnectionReset', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN',
-  'DNSResolveFailed', 'Timeout', 'TimedOut', 'RequestTimeout', 'InternalError', 'ServiceUnavailable', 'SlowDown', 'OperationAborted',
+  'DNSResolveFailed', 'Timeout', 'TimedOut', 'TimeoutError', 'RequestTimeout', 'InternalError', 'ServiceUnavailable', 'SlowDown', 'OperationAborted',
   'Throttling', 'ThrottlingException', 'RequestLimitExceeded', 'BadGateway', 'GatewayTimeout', 'UnexpectedEOF',
 ])
 
