@@ -189,8 +189,13 @@ describe('a cluster of two nodes', () => {
         const res = await viaEdge(control.url, sites.first.slug)
         return res.status === 200 && res.text
       })
-      expect(page).toBe(token)
       const read = await api(control.url, 'GET', `/sites/${sites.first.slug}/files/read/?path=public/index.html`, { key: sites.first.key })
+      if (page !== token) {
+        // What berth serve and the move said of the site, to tell a wrong route from a wrong home.
+        const said = control.berth.output().split('\n').filter((line) => line.includes(sites.first.slug)).slice(-40).join('\n')
+        console.log(`moved to ${to}: the edge served another page; the file reads ${JSON.stringify(read.json?.data?.content)}\nmove: ${moved.stdout}${moved.stderr}\nberth serve:\n${said}`)
+      }
+      expect(page).toBe(token)
       expect(read.status, read.text).toBe(200)
       expect(read.json.data.content).toBe(token)
     }
