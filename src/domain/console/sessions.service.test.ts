@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import Docker from 'dockerode'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DockerRuntime } from '../../drivers/runtime/docker'
+import type { ContainerRuntime } from '../../drivers/runtime/types'
 import { IMAGES } from '../../drivers/runtime/images'
 import { LABEL, SITE_HOME } from '../../drivers/runtime/site-container'
 import { ManualClock } from '../../lib/clock'
@@ -31,20 +32,21 @@ const trail: AuditTrail = {
   },
 }
 const clock = new ManualClock(Date.now())
-const sessions = new ConsoleSessions({
+const sessionsDeps: ConstructorParameters<typeof ConsoleSessions>[0] = {
   clock, log: memoryLogger(), runtime, audit: trail, home: SITE_HOME,
   keyActive: () => world.keyActive,
   site: () => (world.status === 'gone' ? undefined : ({ id: grant.siteId, slug: SLUG, status: world.status } as SiteRow)),
   version: () => world.version,
   // No timer in the way: the test calls check() itself.
   limits: { ...CONSOLE_LIMITS, checkMs: 3_600_000 },
-})
+}
+const sessions = new ConsoleSessions(sessionsDeps)
 
 /** A session joined to a peer that keeps what it got. */
-async function open() {
+async function open(from = sessions) {
   let output = ''
   let ended: SessionEnd | null = null
-  const session = await sessions.start(grant, { cols: 80, rows: 24 }, {
+  const session = await from.start(grant, { cols: 80, rows: 24 }, {
     output: (bytes) => ((output += Buffer.from(bytes).toString('utf8')), true),
     ended: (end) => (ended = end),
   })
@@ -76,6 +78,29 @@ afterAll(async () => {
 }, 60_000)
 
 describe('console sessions', () => {
+  it('applies a resize before the keys typed right after it, however slow the engine is to apply it: stty size shows the new size', async () => {
+    // The engine takes 300 ms to apply each resize (a loaded box), while keys go straight down the stream.
+    const slowResizes: Pick<ContainerRuntime, 'openTerminal'> = {
+      async openTerminal(slug, opts) {
+        const terminal = await runtime.openTerminal(slug, opts)
+        const resize = terminal.resize.bind(terminal)
+        terminal.resize = async (cols, rows) => {
+          await Bun.sleep(300)
+          return resize(cols, rows)
+        }
+        return terminal
+      },
+    }
+    const s = await open(new ConsoleSessions({ ...sessionsDeps, runtime: slowResizes }))
+    await s.waitFor(/~ \$ /)
+    for (const [cols, rows] of [[101, 33], [57, 19]] as const) {
+      s.session.resize(cols, rows)
+      s.session.input(new TextEncoder().encode('stty size\n'))
+      await s.waitFor(new RegExp(`^${rows} ${cols}\\r?$`, 'm'))
+    }
+    s.session.input(new TextEncoder().encode('exit\n'))
+  })
+
   it('records a session that ends by itself with its exit code, begun with the key', async () => {
     const s = await open()
     s.session.input(new TextEncoder().encode('exit 4\n'))

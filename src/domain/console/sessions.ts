@@ -171,14 +171,15 @@ export class ConsoleSessions {
       if (!s.done && !peer.output(bytes)) terminal.pause()
     })
     void terminal.exited.then((code) => (code === null ? this.end(s, 'terminal_lost') : this.finish(s, { exitCode: code, reason: null })))
+    const ordered = new ResizesFirst(terminal)
     return {
       input: (bytes) => {
         if (s.done) return
         s.lastInput = this.d.clock.now()
-        terminal.write(bytes)
+        ordered.write(bytes)
       },
       resize: (cols, rows) => {
-        if (!s.done) terminal.resize(cols, rows).catch(() => {})
+        if (!s.done) ordered.resize(cols, rows)
       },
       drained: () => terminal.resume(),
       hangUp: () => this.end(s, 'closed'),
@@ -244,5 +245,43 @@ export class ConsoleSessions {
     if (this.timer) return
     this.timer = setInterval(() => this.check(), this.limits.checkMs)
     ;(this.timer as { unref?: () => void }).unref?.()
+  }
+}
+
+/** How long keys typed after a resize wait for the engine to apply it, at most. */
+const RESIZE_WAIT_MS = 1000
+
+/**
+ * Keeps a terminal's resizes and keys in the order the peer sent them: a resize is a call to the
+ * engine while keys go straight down the stream, so keys typed right after a resize (`stty size`)
+ * would otherwise reach the shell before the new size did. Keys that come while a resize is under
+ * way wait for it (at most RESIZE_WAIT_MS), then go in the order they came.
+ */
+class ResizesFirst {
+  private resizing: Promise<void> | null = null
+  private held: Uint8Array[] = []
+
+  constructor(private terminal: Pick<Terminal, 'write' | 'resize'>) {}
+
+  write(bytes: Uint8Array): void {
+    if (this.resizing) this.held.push(bytes)
+    else this.terminal.write(bytes)
+  }
+
+  resize(cols: number, rows: number): void {
+    const before = this.resizing ?? Promise.resolve()
+    const applied = before.then(() => new Promise<void>((done) => {
+      const timer = setTimeout(done, RESIZE_WAIT_MS)
+      void this.terminal.resize(cols, rows).catch(() => {}).finally(() => {
+        clearTimeout(timer)
+        done()
+      })
+    }))
+    this.resizing = applied
+    void applied.then(() => {
+      if (this.resizing !== applied) return
+      this.resizing = null
+      for (const bytes of this.held.splice(0)) this.terminal.write(bytes)
+    })
   }
 }
