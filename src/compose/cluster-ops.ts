@@ -13,6 +13,7 @@ import { SiteMover } from '../domain/cluster/move'
 import { NodesRepository } from '../domain/cluster/repository'
 import { NodesService } from '../domain/cluster/nodes'
 import { SiteTransfer } from '../domain/cluster/site-transfer'
+import { CREATE_ARCHIVE_JOB, RESTORE_ARCHIVE_JOB } from '../domain/archives/jobs'
 import { ArchivesRepository } from '../domain/archives/repository'
 import { ArchiveFetchBack } from '../domain/offsite/fetch-back'
 import { OffsiteCopiesRepository } from '../domain/offsite/repository'
@@ -33,7 +34,7 @@ export interface NodeOps {
 }
 
 /** What the node operations take of the built services. */
-export type NodeOpsDeps = Pick<Services, 'config' | 'store' | 'clock' | 'log' | 'plans' | 'runner' | 'archiveJobs' | 'offsite'>
+export type NodeOpsDeps = Pick<Services, 'config' | 'store' | 'clock' | 'log' | 'plans' | 'runner' | 'archiveJobs' | 'offsite' | 'jobs'>
 
 /** The placement of a runtime that has one (the cluster runtime), else null (a single box). */
 export function placementOf(runtime: unknown): Placement | null {
@@ -51,8 +52,11 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement): NodeOps {
   const transfer = new SiteTransfer({
     placement, runner, sites, clock, log,
     archives: new ArchivesRepository(store),
-    create: s.archiveJobs.create,
-    restore: s.archiveJobs.restore,
+    // Run here, each recorded as a running job meanwhile: berth serve, in its own process, then
+    // neither settles the archive as stranded (which would end the `restoring` claim and let its
+    // healer start the site on an empty home) nor clears the work files under the restore.
+    create: { run: (id) => s.jobs.runHere(CREATE_ARCHIVE_JOB, id), failed: (id) => s.archiveJobs.create.failed(id) },
+    restore: { run: (id) => s.jobs.runHere(RESTORE_ARCHIVE_JOB, id), failed: (id) => s.archiveJobs.restore.failed(id) },
     bytes: new ArchiveFetchBack({
       archives: archiveStore,
       offsite: s.offsite && {

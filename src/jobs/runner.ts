@@ -54,6 +54,33 @@ export class JobRunner {
     return this.store.write(() => this.repo.insert(kind, subjectId, now))
   }
 
+  /**
+   * Runs the handler of `kind` on `subjectId` here and now, recorded as a running job while it
+   * runs: for work a process does itself and waits for (the admin's node operations, in their own
+   * process), so that every process reading the store sees it under way (an archive with a running
+   * job is not stranded: `berth serve` leaves it and its work files alone). The row ends
+   * succeeded, or failed with the handler's error, which is thrown: the caller handles the failure
+   * (no retry, no failure handler here). A process killed meanwhile leaves the row running; the
+   * next start of `berth serve` queues it again and finishes the work.
+   */
+  async runHere(kind: string, subjectId: string): Promise<void> {
+    const handler = this.handlers[kind]
+    if (!handler) throw new Error(`No job handler for '${kind}'`)
+    const now = this.clock.now()
+    const job = this.store.write(() => {
+      const row = this.repo.insert(kind, subjectId, now)
+      this.repo.update(row.id, { status: 'running', attempts: 1, updatedAt: now })
+      return row
+    })
+    try {
+      await handler.run(subjectId)
+      this.setState(job.id, { status: 'succeeded', error: null })
+    } catch (err) {
+      this.setState(job.id, { status: 'failed', error: (err as Error).message })
+      throw err
+    }
+  }
+
   /** The kind of the oldest queued or running job of `subjectId` among `kinds`, or null. */
   pendingOf(subjectId: string, kinds: readonly string[]): string | null {
     return this.repo.oldestPendingKind(subjectId, kinds)

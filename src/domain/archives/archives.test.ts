@@ -2,6 +2,7 @@ import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, re
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { RESTORE_ARCHIVE_JOB } from './jobs'
 import { buyInProcess as buy, HomeRuntime } from '../../../test/helpers/home-runtime'
 import { inProcess, type InProcess } from '../../../test/helpers/in-process'
 
@@ -266,6 +267,34 @@ describe('daily backups', () => {
     expect((await h.call('GET', `/api/v1/sites/${site.slug}/backups/${newest.id}/`, { key: site.key })).json.data.restored_at).not.toBeNull()
     // Not a snapshot: the snapshot routes do not know it, and backups are not deleted on request.
     expect((await h.call('DELETE', `/api/v1/sites/${site.slug}/snapshots/${newest.id}/`, { key: site.key })).status).toBe(404)
+  })
+
+  it('a restore another process runs itself (runHere, as berth sites move does) is left alone by the upkeep pass while it runs', async () => {
+    const [newest] = await backups(site.slug, site.key)
+    h.services.store.sqlite.run("UPDATE archives SET status = 'restoring' WHERE id = ?", [newest.id])
+    const original = runtime.homePath.bind(runtime)
+    const { promise: released, resolve: release } = Promise.withResolvers<void>()
+    const { promise: reached, resolve: arrived } = Promise.withResolvers<void>()
+    runtime.homePath = async (slug) => {
+      arrived()
+      await released
+      return original(slug)
+    }
+    try {
+      const restoring = h.services.jobs.runHere(RESTORE_ARCHIVE_JOB, newest.id)
+      await reached
+      // berth serve's pass meanwhile: without the running job it would settle the archive as
+      // stranded (back to ready: the site's healer would start it on the files being replaced).
+      await h.services.archives.maintain()
+      expect((await h.call('GET', `/api/v1/sites/${site.slug}/backups/${newest.id}/`, { key: site.key })).json.data.status).toBe('restoring')
+      release()
+      await restoring
+    } finally {
+      runtime.homePath = original
+    }
+    const done = (await h.call('GET', `/api/v1/sites/${site.slug}/backups/${newest.id}/`, { key: site.key })).json.data
+    expect([done.status, done.restored_at !== null]).toEqual(['ready', true])
+    expect(h.services.store.sqlite.query('SELECT kind, status FROM jobs WHERE subject_id = ? ORDER BY rowid DESC LIMIT 1').get(newest.id)).toEqual({ kind: RESTORE_ARCHIVE_JOB, status: 'succeeded' })
   })
 
   it('after a failure, tries again an hour later, not at every pass', async () => {
