@@ -11,6 +11,8 @@
  * reach the same nodes, beside a running `berth serve`.
  */
 import { clusterJoinHandler } from '../api/cluster/join'
+import { ArchivesRepository } from '../domain/archives/repository'
+import type { JobRunner } from '../jobs/runner'
 import type { Config } from '../config/config'
 import { JoinService } from '../domain/cluster/join'
 import { NodesRepository } from '../domain/cluster/repository'
@@ -48,7 +50,7 @@ export async function prepareControlPlane(config: Config, log: Logger): Promise<
 }
 
 /** The link and the Swarm runtime, for buildCore; throws when `berth serve` has not made the PKI yet. */
-export function buildClusterCore(config: Config, core: { store: Store; instanceId: string; log: Logger }): ClusterCore {
+export function buildClusterCore(config: Config, core: { store: Store; instanceId: string; log: Logger; jobs: Pick<JobRunner, 'runsHere'> }): ClusterCore {
   const tls = readControlTls(config.server.dataDir)
   if (!tls) throw new Error("The cluster's certificates are not made yet: start 'berth serve' once with cluster.enabled = true (docs/cluster.md).")
   const nodes = new NodesRepository(core.store)
@@ -62,8 +64,22 @@ export function buildClusterCore(config: Config, core: { store: Store; instanceI
     nodes: liveNodes(core.store, nodes),
     link,
     log: core.log,
+    mayStart: startedHereOnly(new ArchivesRepository(core.store), core.jobs),
   })
   return { link, nodes, runtime }
+}
+
+/**
+ * A site whose files are being restored (an archive `restoring`) is started only by the process
+ * that runs the restore: the admin's `berth sites move` and `berth nodes evacuate` run theirs in
+ * their own process, while berth serve's reconcile pass or healer may have checked the site
+ * before the restore was claimed.
+ */
+function startedHereOnly(archives: ArchivesRepository, jobs: Pick<JobRunner, 'runsHere'>): (siteId: string) => boolean {
+  return (siteId) => {
+    const restoring = archives.restoringOf(siteId)
+    return !restoring || jobs.runsHere(restoring.id)
+  }
 }
 
 /** The nodes not removed, read again only when the cluster's tables changed. */

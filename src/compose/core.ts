@@ -104,11 +104,12 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
   const instanceId = instanceIdOf(store)
   // A cluster's sites run as Swarm services across the nodes (compose/cluster.ts); a test's own
   // runtime is used as it is.
-  const cluster = !opts.runtime && config.cluster.enabled ? buildClusterCore(config, { store, instanceId, log }) : null
+  const jobs = new JobRunner(store, clock, log, {})
+  const cluster = !opts.runtime && config.cluster.enabled ? buildClusterCore(config, { store, instanceId, log, jobs }) : null
   const runtime = opts.runtime ?? cluster?.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, log })
   return {
     config, clock, log, store, instanceId, runtime, cluster,
-    jobs: new JobRunner(store, clock, log, {}),
+    jobs,
     plans,
     keys: new KeysService(keysRepo, store, clock, prefix),
     changes: new SiteChanges(),

@@ -21,6 +21,8 @@ const RETRY_DELAYS_MS = [1_000, 5_000, 15_000]
  */
 export class JobRunner {
   private active = new Set<string>()
+  /** Subjects of the jobs running in this process (execute and runHere), with how many of each. */
+  private subjects = new Map<string, number>()
   private timer: ReturnType<typeof setTimeout> | undefined
   private stopped = false
   private idle: (() => void)[] = []
@@ -73,11 +75,27 @@ export class JobRunner {
       return row
     })
     try {
-      await handler.run(subjectId)
+      await this.counted(subjectId, () => handler.run(subjectId))
       this.setState(job.id, { status: 'succeeded', error: null })
     } catch (err) {
       this.setState(job.id, { status: 'failed', error: (err as Error).message })
       throw err
+    }
+  }
+
+  /** True while a job of `subjectId` runs in this process (not another process's, whatever the store says). */
+  runsHere(subjectId: string): boolean {
+    return this.subjects.has(subjectId)
+  }
+
+  private async counted(subjectId: string, work: () => Promise<void>): Promise<void> {
+    this.subjects.set(subjectId, (this.subjects.get(subjectId) ?? 0) + 1)
+    try {
+      await work()
+    } finally {
+      const n = (this.subjects.get(subjectId) ?? 1) - 1
+      if (n > 0) this.subjects.set(subjectId, n)
+      else this.subjects.delete(subjectId)
     }
   }
 
@@ -153,7 +171,7 @@ export class JobRunner {
     const attempt = job.attempts + 1
     this.setState(job.id, { status: 'running', attempts: attempt })
     try {
-      await handler.run(job.subjectId)
+      await this.counted(job.subjectId, () => handler.run(job.subjectId))
       this.setState(job.id, { status: 'succeeded', error: null })
     } catch (err) {
       const message = (err as Error).message

@@ -96,7 +96,6 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
     return this.call(() => this.locks.run(spec.slug, () => this.ensureLocked(full)))
   }
 
-  /** Nothing ahead of the service: its node, and with it where its network and volume go, is chosen at ensureSite. */
   /** The site's volume on the node it is placed on, before any container (a move restores into it); no-op when unplaced. */
   prepareSite(site: Pick<SiteSpec, 'siteId' | 'slug'>): Promise<void> {
     return this.call(() => this.locks.run(site.slug, async () => {
@@ -319,6 +318,7 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
     const { readonlyRootfs, imageId } = await this.prepareNode(engine, spec)
     const plan = { instanceId: this.opts.instanceId, spec, names: this.services.names(spec.slug), nodeId, swarmNodeId: await this.engines.swarmIdOf(engine), readonlyRootfs }
     let before: string | null = null
+    if (this.opts.mayStart?.(spec.siteId) === false) throw new SiteNotRunnableError(`The site '${spec.slug}' is being restored by another process (a move or an evacuation); it starts once that is done.`)
     if (!service) {
       await this.engines.manager.docker.createService(serviceSpec(plan))
       this.pinned.delete(spec.slug)
