@@ -221,7 +221,7 @@ describe('the forwards', () => {
       expect(await agent.forwards.open('moved', { address: '127.0.0.1', port: (second.address() as { port: number }).port })).toBe(port)
       expect(await roundTrip(port, 'b')).toBe('second:b')
     } finally {
-      agent.forwards.close('moved')
+      await agent.forwards.close('moved')
       second.close()
     }
   })
@@ -233,7 +233,7 @@ describe('the forwards', () => {
       await expect(roundTrip(port, 'stranger')).rejects.toThrow()
       expect(await roundTrip(port, 'control', '127.0.0.2')).toBe('echo:control')
     } finally {
-      strict.forwards.close('shop')
+      await strict.forwards.close('shop')
     }
   })
 })
