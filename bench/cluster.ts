@@ -236,7 +236,8 @@ async function main() {
   let control: ControlPlane | undefined
   try {
     const labStarted = performance.now()
-    lab = await startLab('bench-cluster')
+    // BERTH_LAB_NAME: another lab name, beside a run of another worktree (names are exclusive on a machine).
+    lab = await startLab(process.env.BERTH_LAB_NAME ?? 'bench-cluster')
     control = await startControlPlane(lab, { binary })
     console.log(`lab and control plane up in ${ms(performance.now() - labStarted)}`)
 

@@ -109,7 +109,8 @@ export async function startControlPlane(
     siteUrl: url,
     dataDir,
     args: ['--config', configPath],
-    env: { BERTH_CONTAINERS_DOCKER_SOCKET: lab.dockerSocket('A'), ...opts.env },
+    // startBerth turns the firewall off in the environment, which outranks the file.
+    env: { BERTH_CONTAINERS_DOCKER_SOCKET: lab.dockerSocket('A'), ...(opts.firewall ? { BERTH_CONTAINERS_FIREWALL: 'true' } : {}), ...opts.env },
   })
   const cli = async (args: string[], execOpts: ExecOptions = {}) => {
     const res = await lab.exec('A', [berthBinary, ...args, '--config', configPath], { ...execOpts, env: { ...opts.env, ...execOpts.env } })
