@@ -35,7 +35,7 @@ afterAll(async () => {
   await control?.berth.stop().catch(() => {})
   await lab?.stop()
   console.log(`cluster e2e: ${Object.entries(figures).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
-  expect(leftovers('cluster')).toEqual([])
+  expect(leftovers(lab?.name ?? 'cluster')).toEqual([])
 }, 60_000)
 
 
