@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { compareRules, compareTagged, desiredRules, parseListing, removeTaggedScript, replaceTaggedScript } from '../../firewall/iptables-rules'
-import { ACCEPT_CHAIN, desiredForwardRules, DNAT_CHAIN, FORWARDS_TAG, isIpv4, type KernelForward } from './kernel-forward-rules'
+import { ACCEPT_CHAIN, desiredForwardRules, DNAT_CHAIN, FORWARDS_TAG, isIpv4, swapScript, type KernelForward } from './kernel-forward-rules'
 
 const ENDS = { node: '10.0.0.2', control: '10.0.0.1' }
 const SHOP: KernelForward = { slug: 'shop', port: 41000, target: { address: '10.231.0.2', port: 8080 } }
@@ -89,6 +89,25 @@ describe('the kernel forwards as iptables rules', () => {
       '',
     ].join('\n'))
     expect(removeTaggedScript('filter', parseListing(DOCKER_FILTER.join('\n')), FORWARDS_TAG, [ACCEPT_CHAIN])).toBeNull()
+  })
+
+  it('swaps the rule set last applied for a new one in one script per table, without a listing', () => {
+    const moved = desiredForwardRules(ENDS, [BLOG, { ...SHOP, target: { address: '10.231.0.3', port: 8080 } }], 'DOCKER-USER')
+    const M = moved.comment
+    const script = swapScript(rules, moved)!.split('\n')
+    expect(script.slice(0, 6)).toEqual([
+      '*nat',
+      `:${DNAT_CHAIN} - [0:0]`,
+      `-D PREROUTING -s 10.0.0.1/32 -d 10.0.0.2/32 -p tcp -m comment --comment ${C} -j ${DNAT_CHAIN}`,
+      `-A ${DNAT_CHAIN} -s 10.0.0.1/32 -d 10.0.0.2/32 -p tcp --dport 39000 -m comment --comment ${M} -j DNAT --to-destination 10.231.0.18:8080`,
+      `-A ${DNAT_CHAIN} -s 10.0.0.1/32 -d 10.0.0.2/32 -p tcp --dport 41000 -m comment --comment ${M} -j DNAT --to-destination 10.231.0.3:8080`,
+      `-I PREROUTING 1 -s 10.0.0.1/32 -d 10.0.0.2/32 -p tcp -m comment --comment ${M} -j ${DNAT_CHAIN}`,
+    ])
+    expect(script.slice(6, 9)).toEqual(['COMMIT', '*filter', `:${ACCEPT_CHAIN} - [0:0]`])
+    expect(script).toContain(`-D DOCKER-USER -s 10.0.0.1/32 -p tcp -m comment --comment ${C} -j ${ACCEPT_CHAIN}`)
+    expect(script).toContain(`-I DOCKER-USER 1 -s 10.0.0.1/32 -p tcp -m comment --comment ${M} -j ${ACCEPT_CHAIN}`)
+    expect(script.slice(-2)).toEqual(['COMMIT', ''])
+    expect(swapScript(rules, desiredForwardRules(ENDS, [BLOG, SHOP], 'DOCKER-USER'))).toBeNull()
   })
 
   it('carries IPv4 only', () => {

@@ -69,6 +69,29 @@ export function desiredForwardRules(ends: ForwardEnds, forwards: KernelForward[]
   }
 }
 
+/**
+ * An `iptables-restore --noflush` script that turns the rules `from` (known to be in place: the
+ * last set applied) into `to` in one transaction per table, without listing the host's rules
+ * first: our chains are declared (which empties them) and refilled, the old jumps deleted and the
+ * new ones inserted. Null when nothing changes. If the host changed our rules meanwhile, a `-D`
+ * finds nothing and the whole script is refused, changing nothing: list and replace then.
+ */
+export function swapScript(from: ForwardRules, to: ForwardRules): string | null {
+  if (from.comment === to.comment) return null
+  const table = (name: string, a: DesiredRules, b: DesiredRules) => [
+    `*${name}`,
+    ...b.chains.map((c) => `:${c.name} - [0:0]`),
+    ...a.jumps.map((j) => `-D ${j.from} ${j.rule.join(' ')}`),
+    ...b.chains.flatMap((c) => c.rules.map((r) => `-A ${c.name} ${r.join(' ')}`)),
+    ...b.jumps.map((j) => `-I ${j.from} 1 ${j.rule.join(' ')}`),
+    'COMMIT',
+  ]
+  return [...table('nat', from.nat, to.nat), ...table('filter', from.filter, to.filter), ''].join('\n')
+}
+
+/** The filter chain `rules` take forwarded traffic from (DOCKER-USER, or FORWARD). */
+export const forwardHookOfRules = (rules: ForwardRules) => rules.filter.jumps[0]!.from
+
 /** True for a dotted IPv4 address: the kernel forwards are IPv4 only (the relay carries the rest). */
 export function isIpv4(address: string): boolean {
   return /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/.test(address)

@@ -2,7 +2,9 @@ import type { Logger } from '../../../lib/logger'
 import { compareTagged, forwardHookOf, parseListing, removeTaggedScript, replaceTaggedScript, type Listing } from '../../firewall/iptables-rules'
 import { LOCK_WAIT, runTool } from '../../firewall/iptables'
 import type { FirewallCheck } from '../../firewall/types'
-import { ACCEPT_CHAIN, desiredForwardRules, DNAT_CHAIN, FORWARDS_TAG, isIpv4, type ForwardEnds, type KernelForward } from './kernel-forward-rules'
+import {
+  ACCEPT_CHAIN, desiredForwardRules, DNAT_CHAIN, FORWARDS_TAG, forwardHookOfRules, isIpv4, swapScript, type ForwardEnds, type ForwardRules, type KernelForward,
+} from './kernel-forward-rules'
 
 /** What is lost while the rules are not in place, said with every warning. */
 const FALLBACK = 'the agent relays the sites\' traffic itself (slower)'
@@ -20,6 +22,8 @@ const FALLBACK = 'the agent relays the sites\' traffic itself (slower)'
  */
 export class KernelForwards {
   private wanted: KernelForward[] = []
+  /** The rules the last change put in place (or found there); null until one did, or after a failure. */
+  private applied: ForwardRules | null = null
   private queue: Promise<unknown> = Promise.resolve()
   private lastFailure: string | null = null
   private removed = false
@@ -33,10 +37,15 @@ export class KernelForwards {
     this.unusable = isIpv4(o.node) && isIpv4(o.control) ? null : `the node's address (${o.node}) or the control address (${o.control}) is not IPv4`
   }
 
-  /** Carries `forwards` in the kernel from now on (every rule of ours replaced); true when in place. */
+  /**
+   * Carries `forwards` in the kernel from now on (every rule of ours replaced); true when in
+   * place. A forward's PUT waits for it: one `iptables-restore` from the rules last applied
+   * (a retarget after a container came back is on the way to the site's next answer), else the
+   * host's rules listed and replaced.
+   */
   set(forwards: KernelForward[]): Promise<boolean> {
     this.wanted = forwards.filter((f) => this.ipv4Target(f))
-    return this.serialize(async () => (await this.ensure(false)) !== null)
+    return this.serialize(async () => (await this.swap()) || (await this.ensure(false)) !== null)
   }
 
   /** Checks the rules and restores them when changed (the 30 s check); the check before, or null when off or failed. */
@@ -59,6 +68,21 @@ export class KernelForwards {
     })
   }
 
+  /** Turns the rules last applied into the wanted ones with one restore; false when it cannot (then ensure). */
+  private async swap(): Promise<boolean> {
+    if (this.removed || !this.applied) return false
+    const desired = desiredForwardRules(this.o, this.wanted, forwardHookOfRules(this.applied))
+    const script = swapScript(this.applied, desired)
+    try {
+      if (script) await this.restore(script)
+      this.applied = desired
+      return true
+    } catch {
+      this.applied = null
+      return false
+    }
+  }
+
   /**
    * Puts the wanted rules in place unless they are; the check from before, null when off or
    * failed. `checking`: a periodic check, where a difference is a drift worth a warning (after a
@@ -70,17 +94,20 @@ export class KernelForwards {
     try {
       const [nat, filter] = await Promise.all([this.list('nat'), this.list('filter')])
       const before = this.compare(nat, filter)
+      const desired = desiredForwardRules(this.o, this.wanted, forwardHookOf(filter))
       if (before.state !== 'in_place') {
-        const desired = desiredForwardRules(this.o, this.wanted, forwardHookOf(filter))
+        this.applied = null
         await this.restore(replaceTaggedScript('nat', nat, desired.nat, FORWARDS_TAG) + replaceTaggedScript('filter', filter, desired.filter, FORWARDS_TAG))
-        const after = this.compare(await this.list('nat'), await this.list('filter'))
+        const after = this.compare(...(await Promise.all([this.list('nat'), this.list('filter')])))
         if (after.state !== 'in_place') throw new Error(`iptables took the rules but they are not in place: ${after.problems.join('; ')}`)
         if (checking && this.lastFailure === null) this.o.log.warn('restored the kernel forwards', { problems: before.problems })
       }
+      this.applied = desired
       if (this.lastFailure !== null) this.o.log.info('the kernel forwards work again', { forwards: this.wanted.length })
       this.lastFailure = null
       return before
     } catch (err) {
+      this.applied = null
       return this.failed((err as Error).message)
     }
   }
