@@ -99,8 +99,9 @@ describe('a cluster of two nodes', () => {
     const started = performance.now()
     const probe = await lab.docker('B', 'exec', container, 'sh', '-c',
       `for p in ${AGENT_PORT} ${AGENT_PORT + 1}; do nc -w 5 ${lab.address('B')} $p </dev/null; echo "port $p: $?"; done 2>&1`)
+    // Refused (icmp-admin-prohibited), not timed out: nc would wait its 5 s for each port.
     expect(probe.match(/No route to host/g), probe).toHaveLength(2)
-    expect(performance.now() - started).toBeLessThan(3000)
+    expect(performance.now() - started).toBeLessThan(5000)
   })
 
   it('carries the edge\'s connections to the site on B in B\'s kernel (DNAT from the control address only); other sources are refused', async () => {
