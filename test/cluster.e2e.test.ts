@@ -194,9 +194,14 @@ describe('a cluster of two nodes', () => {
   }, 120_000)
 
   it('serves the site again within 2 s of its container on B being killed', async () => {
-    const container = (await lab.docker('B', 'ps', '-q', '--filter', `label=dev.berth.site-slug=${sites.onB.slug}`, '--filter', 'status=running')).split('\n')[0]!
-    expect(container).toBeTruthy()
-    const expected = (await viaEdge(control.url, sites.onB.slug)).text
+    // The restore above may still be starting the site again (its old container served the restored
+    // files between the thaw and the stop): wait for the container that runs now.
+    const container = await waitFor('the site\'s container running on B', 30_000, async () =>
+      (await lab.docker('B', 'ps', '-q', '--filter', `label=dev.berth.site-slug=${sites.onB.slug}`, '--filter', 'status=running')).split('\n')[0])
+    const expected = (await waitFor('the site served', 30_000, async () => {
+      const res = await viaEdge(control.url, sites.onB.slug)
+      return res.status === 200 && res.text
+    }))
     await lab.docker('B', 'kill', container)
     const killed = performance.now()
     await waitFor('serving again', 10_000, async () => {
