@@ -14,7 +14,8 @@
  *    berth/static:1). wrk on the host (-t2 -c64, 3 s warm-up, 3 rounds of 10 s, interleaved, the
  *    order swapped each round) reaches the control plane's listener on A's host-side address with
  *    `Host: {slug}.localhost:8080`. For the site on B the edge connects to the TCP port the agent
- *    opened on B's private address for it, which pipes to the container. Goal: for the site on B,
+ *    opened on B's private address for it, which B's kernel rewrites to the container (a DNAT rule
+ *    of the agent's; its listener relays when the rules cannot be set). Goal: for the site on B,
  *    requests/s at least 0.8 of the local site's and p50 no more than 1/0.8 of it (median of the
  *    per-round ratios).
  * 3. Files API: POST files/write/ of a 4 KB file then GET files/read/ of it, timed together,
@@ -236,7 +237,8 @@ async function main() {
   let control: ControlPlane | undefined
   try {
     const labStarted = performance.now()
-    lab = await startLab('bench-cluster')
+    // BERTH_LAB_NAME: another lab name, beside a run of another worktree (names are exclusive on a machine).
+    lab = await startLab(process.env.BERTH_LAB_NAME ?? 'bench-cluster')
     control = await startControlPlane(lab, { binary })
     console.log(`lab and control plane up in ${ms(performance.now() - labStarted)}`)
 

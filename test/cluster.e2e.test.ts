@@ -6,7 +6,7 @@ import { api } from './helpers/binary'
 import { buyDirect, viaEdge, waitForSite } from './helpers/purchase'
 import { startLab, waitFor, type Lab } from './lab/cluster-lab'
 import { leftovers } from './lab/lab-host'
-import { joinNode, startControlPlane, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
+import { AGENT_PORT, joinNode, startControlPlane, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
 
 /**
  * Sites across two nodes (issue 28), on the two-node lab (test/lab): the compiled control plane
@@ -25,7 +25,8 @@ const sites: Record<'first' | 'onB', Bought> = {} as never
 beforeAll(async () => {
   // BERTH_LAB_NAME runs a second copy beside another worktree's (lab names are exclusive on a machine).
   lab = await startLab(process.env.BERTH_LAB_NAME ?? 'cluster')
-  control = await startControlPlane(lab)
+  // containers.firewall on, as a hoster runs it: the nodes keep the site firewall the join gives them.
+  control = await startControlPlane(lab, { firewall: true })
   b = await joinNode(lab, control, 'B')
   figures.join = `token to agent answering ${b.joinMs.toFixed(0)} ms`
 }, 120_000)
@@ -34,7 +35,7 @@ afterAll(async () => {
   await control?.berth.stop().catch(() => {})
   await lab?.stop()
   console.log(`cluster e2e: ${Object.entries(figures).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
-  expect(leftovers('cluster')).toEqual([])
+  expect(leftovers(lab?.name ?? 'cluster')).toEqual([])
 }, 60_000)
 
 
@@ -85,6 +86,40 @@ describe('a cluster of two nodes', () => {
     const escape = await api(control.url, 'GET', `/sites/${sites.onB.slug}/files/read/?path=../../etc/passwd`, { key: sites.onB.key })
     expect(escape.status).toBe(422)
     expect(escape.json.error.param).toBe('path')
+  })
+
+  it('keeps the site on B off B\'s own addresses: the site firewall the join gave, refusing at once', async () => {
+    const rules = (await lab.exec('B', ['iptables', '-S'])).stdout
+    expect(rules).toContain('-N BERTH-IN-10.231.0.0-16')
+    expect(rules).toMatch(/^-A INPUT -s 10\.231\.0\.0\/16 .*-j BERTH-IN-10\.231\.0\.0-16$/m)
+    expect(rules).toMatch(/^-A DOCKER-USER -s 10\.231\.0\.0\/16 .*-j BERTH-FWD-10\.231\.0\.0-16$/m)
+    expect(b.agent.output()).toContain('installed the site firewall')
+    const container = (await lab.docker('B', 'ps', '-q', '--filter', `label=dev.berth.site-slug=${sites.onB.slug}`, '--filter', 'status=running')).split('\n')[0]!
+    // The agent's API and the engine pass-through on B's private address, from inside the site.
+    const started = performance.now()
+    const probe = await lab.docker('B', 'exec', container, 'sh', '-c',
+      `for p in ${AGENT_PORT} ${AGENT_PORT + 1}; do nc -w 5 ${lab.address('B')} $p </dev/null; echo "port $p: $?"; done 2>&1`)
+    // Refused (icmp-admin-prohibited), not timed out: nc would wait its 5 s for each port.
+    expect(probe.match(/No route to host/g), probe).toHaveLength(2)
+    expect(performance.now() - started).toBeLessThan(5000)
+  })
+
+  it('carries the edge\'s connections to the site on B in B\'s kernel (DNAT from the control address only); other sources are refused', async () => {
+    const container = (await lab.docker('B', 'ps', '-q', '--filter', `label=dev.berth.site-slug=${sites.onB.slug}`, '--filter', 'status=running')).split('\n')[0]!
+    const address = await lab.docker('B', 'inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', container)
+    const rule = (await lab.exec('B', ['iptables', '-t', 'nat', '-S', 'BERTH-NODE-DNAT'])).stdout.split('\n').find((l) => l.endsWith(`--to-destination ${address}:8080`))
+    expect(rule).toMatch(new RegExp(`^-A BERTH-NODE-DNAT -s ${lab.address('A')}/32 -d ${lab.address('B')}/32 -p tcp -m tcp --dport \\d+ `))
+    const port = Number(/--dport (\d+)/.exec(rule!)![1])
+    expect((await viaEdge(control.url, sites.onB.slug)).status).toBe(200)
+    const counters = (await lab.exec('B', ['iptables', '-t', 'nat', '-L', 'BERTH-NODE-DNAT', '-n', '-v', '-x'])).stdout
+    const rewritten = Number(/^\s*(\d+)/.exec(counters.split('\n').find((l) => l.includes(`dpt:${port} `)) ?? '')?.[1] ?? 0)
+    expect(rewritten, counters).toBeGreaterThan(0)
+    // From the host (another box on the private network) and from B itself: the agent's listener, which refuses.
+    const stranger = await fetch(`http://${lab.address('B')}:${port}/`, { signal: AbortSignal.timeout(5000) }).then((r) => r.status, () => 'refused')
+    expect(stranger).toBe('refused')
+    const fromB = await lab.exec('B', ['curl', '-sS', '-m', '5', `http://${lab.address('B')}:${port}/`], { allowFailure: true })
+    expect(fromB.code, fromB.stdout).not.toBe(0)
+    expect(b.agent.output()).not.toContain('kernel forwards could not be set')
   })
 
   it('reads the site\'s logs on B: the request just served through the edge is in its access log', async () => {
@@ -159,9 +194,14 @@ describe('a cluster of two nodes', () => {
   }, 120_000)
 
   it('serves the site again within 2 s of its container on B being killed', async () => {
-    const container = (await lab.docker('B', 'ps', '-q', '--filter', `label=dev.berth.site-slug=${sites.onB.slug}`, '--filter', 'status=running')).split('\n')[0]!
-    expect(container).toBeTruthy()
-    const expected = (await viaEdge(control.url, sites.onB.slug)).text
+    // The restore above may still be starting the site again (its old container served the restored
+    // files between the thaw and the stop): wait for the container that runs now.
+    const container = await waitFor('the site\'s container running on B', 30_000, async () =>
+      (await lab.docker('B', 'ps', '-q', '--filter', `label=dev.berth.site-slug=${sites.onB.slug}`, '--filter', 'status=running')).split('\n')[0])
+    const expected = (await waitFor('the site served', 30_000, async () => {
+      const res = await viaEdge(control.url, sites.onB.slug)
+      return res.status === 200 && res.text
+    }))
     await lab.docker('B', 'kill', container)
     const killed = performance.now()
     await waitFor('serving again', 10_000, async () => {

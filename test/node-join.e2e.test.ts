@@ -45,7 +45,7 @@ beforeAll(async () => {
   pki = await ClusterPki.open(join(dir, 'control'))
   const manager = lab.engines[0]!
   await ensureManager(manager.socket, manager.address)
-  const joins = new JoinService(new NodesRepository(store), pki, swarmManagerOn(manager.socket), systemClock, { controlAddress: manager.address, tokenMinutes: 60 })
+  const joins = new JoinService(new NodesRepository(store), pki, swarmManagerOn(manager.socket), systemClock, { controlAddress: manager.address, tokenMinutes: 60, firewall: null })
   server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: clusterJoinHandler(joins, memoryLogger()) })
   url = `http://127.0.0.1:${server.port}`
 }, 120_000)

@@ -1,19 +1,24 @@
 import { hostname } from 'node:os'
+import { SiteFirewallKeeper } from '../domain/sites/firewall-keeper'
+import { KernelForwards } from '../drivers/cluster/agent/kernel-forwards'
 import { startAgent } from '../drivers/cluster/agent/server'
 import type { HomesHandler } from '../drivers/cluster/agent/api'
 import { nodeHomes } from '../drivers/cluster/agent/homes'
 import { JoinRefusedError, postJoin } from '../drivers/cluster/join-client'
 import { DEFAULT_NODE_DATA, NodeFiles, type NodeIdentity } from '../drivers/cluster/node-files'
 import { makeNodeKey } from '../drivers/cluster/pki'
+import { IptablesFirewall } from '../drivers/firewall/iptables'
 import { joinSwarm, swarmInfo } from '../drivers/runtime/swarm-membership'
 import { renderNodeUnit } from '../install/node-unit'
 import { writeAllOrNothing } from '../install/write-all'
-import { createLogger } from '../lib/logger'
+import { createLogger, type Logger } from '../lib/logger'
 import { COMMON_OPTIONS, UsageError, type Command, type CommandContext } from './command'
 
 const DOCKER_SOCKET = '/var/run/docker.sock'
 const DEFAULT_AGENT_PORT = 7710
 const NODE_UNIT = '/etc/systemd/system/berth-node.service'
+/** How often the node's site firewall is checked and restored (berth serve's reconcile pass, about as often). */
+const FIREWALL_CHECK_MS = 30_000
 
 export const nodeJoinCommand: Command = {
   path: ['node', 'join'],
@@ -97,7 +102,10 @@ export const nodeServeCommand: Command = {
     'address: the agent\'s API on its port and the Docker engine pass-through on the next, both under',
     'mutual TLS (only the control plane\'s certificate is accepted, and only from cluster.address),',
     'and one port per site on the control plane\'s demand, forwarding the edge\'s traffic to the',
-    'site\'s container. Logs go to stdout (journalctl -u berth-node). SIGTERM or SIGINT stops it.',
+    'site\'s container (a DNAT rule per forward in the kernel, the listener relaying what it does not',
+    'carry). Keeps the site firewall the join gave (containers.subnet_pool: sites kept off this box\'s',
+    'own addresses and link-local ones), checked every 30 s. Logs go to stdout (journalctl -u',
+    'berth-node). SIGTERM or SIGINT stops it (the forwards\' rules go with it; the firewall stays).',
   ].join('\n'),
   options: {
     data: { type: 'string', value: 'DIR', help: `The node's data folder (default ${DEFAULT_NODE_DATA}).` },
@@ -118,13 +126,16 @@ export async function serveNode(dataDir: string, homes?: HomesHandler): Promise<
   const files = new NodeFiles(dataDir)
   const identity = files.identity()
   const log = createLogger('info')
+  const firewall = await keepNodeFirewall(identity, log)
   const agent = await startAgent({
     nodeId: identity.nodeId, address: identity.address, agentPort: identity.agentPort, controlAddress: identity.controlAddress,
     tls: files.tls(), dockerSocket: identity.dockerSocket, homes: homes ?? nodeHomes(identity.dockerSocket), log,
+    kernel: new KernelForwards({ node: identity.address, control: identity.controlAddress, log }),
   })
   await new Promise<void>((resolve) => {
     const stop = async (signal: string) => {
       log.info('stopping', { signal })
+      clearInterval(firewall)
       await agent.stop()
       resolve()
     }
@@ -132,6 +143,21 @@ export async function serveNode(dataDir: string, homes?: HomesHandler): Promise<
     process.once('SIGINT', () => void stop('SIGINT'))
   })
   return 0
+}
+
+/**
+ * Keeps the site firewall the control plane gave at the join (node.json's `firewall`) on this
+ * box, with the single box's keeper: now, then every FIREWALL_CHECK_MS. Sites on the node are
+ * kept off its own addresses (the agent, the engine pass-through, sshd) and link-local ones.
+ * Returns the timer.
+ */
+async function keepNodeFirewall(identity: NodeIdentity, log: Logger): Promise<ReturnType<typeof setInterval>> {
+  if (identity.firewall === undefined) {
+    log.warn('node.json has no site firewall policy (this node joined before nodes were given one): sites here can reach this box\'s own addresses; join it again to get it')
+  }
+  const keeper = new SiteFirewallKeeper({ firewall: identity.firewall ? new IptablesFirewall(identity.firewall) : null, log })
+  await keeper.keep()
+  return setInterval(() => void keeper.keep(), FIREWALL_CHECK_MS)
 }
 
 /**
@@ -160,7 +186,7 @@ async function joinControlPlane(
   }
   const identity: NodeIdentity = {
     nodeId: answer.nodeId, name: o.name, address: o.address, agentPort: o.agentPort, controlAddress: answer.controlAddress, managerAddress: answer.managerAddress,
-    swarmNodeId: null, dockerSocket: o.dockerSocket, joinedVia: o.url, joinedAt: new Date().toISOString(),
+    swarmNodeId: null, dockerSocket: o.dockerSocket, joinedVia: o.url, joinedAt: new Date().toISOString(), firewall: answer.firewall ?? null,
   }
   files.writeJoined(identity, answer.certificate, answer.clientCa, answer.swarmToken)
   return identity

@@ -21,6 +21,7 @@ import { nodeHomes } from '../drivers/cluster/node-homes'
 import { ClusterPki, readControlTls } from '../drivers/cluster/pki'
 import type { ClusterNode } from '../drivers/cluster/types'
 import type { HomeDrivers } from '../drivers/files/home-drivers'
+import { nodeFirewallPolicyOf } from '../drivers/firewall/select'
 import { ensureManager, swarmManagerOn } from '../drivers/runtime/swarm-membership'
 import { ClusterRuntime } from '../drivers/runtime/swarm/cluster-runtime'
 import type { Clock } from '../lib/clock'
@@ -122,6 +123,7 @@ export function buildClusterServices(
   const joins = pki && new JoinService(cluster.nodes, pki, swarmManagerOn(config.containers.dockerSocket), s.clock, {
     controlAddress: config.cluster.address,
     tokenMinutes: config.cluster.joinTokenMinutes,
+    firewall: nodeFirewallPolicyOf(config),
   })
   return { nodeHealth, clusterJoin: joins ? clusterJoinHandler(joins, s.log) : null }
 }

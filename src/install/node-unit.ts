@@ -1,9 +1,10 @@
 /**
  * The systemd unit `berth node join` writes on a node (/etc/systemd/system/berth-node.service):
  * the node agent, `berth node serve --data DIR`. It runs as root, as Berth does, because it
- * drives the local Docker engine (root-equivalent anyway) and serves the sites' homes on their
- * volumes. Restart=always: the agent is the only way the control plane reaches this node's
- * containers, files and traffic, so it comes back whatever ended it.
+ * drives the local Docker engine (root-equivalent anyway), serves the sites' homes on their
+ * volumes and keeps iptables rules (the site firewall, the site forwards). Restart=always: the
+ * agent is the only way the control plane reaches this node's containers, files and traffic, so
+ * it comes back whatever ended it.
  */
 export function renderNodeUnit(binary: string, dataDir: string): string {
   return `# Written by \`berth node join\`. The node's identity and certificates are in ${dataDir}; see docs/cluster.md.
@@ -23,7 +24,8 @@ LimitNOFILE=65536
 UMask=0077
 NoNewPrivileges=yes
 ProtectSystem=strict
-ReadWritePaths=${dataDir} -/run/docker.sock -/var/lib/docker/volumes
+# /run/xtables.lock: iptables-legacy's lock, for the site firewall and the forwards' rules (iptables-nft takes none).
+ReadWritePaths=${dataDir} -/run/docker.sock -/var/lib/docker/volumes -/run/xtables.lock
 ProtectHome=yes
 PrivateTmp=yes
 ProtectKernelTunables=yes

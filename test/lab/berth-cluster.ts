@@ -56,7 +56,7 @@ export interface JoinedNode {
 }
 
 /** The control plane's config: the keys the lab sets (extra TOML is appended; a section may not appear twice). */
-function controlConfig(lab: Lab, dataDir: string, extra: string): string {
+function controlConfig(lab: Lab, dataDir: string, extra: string, firewall: boolean): string {
   return [
     '[server]',
     `listen = "0.0.0.0:${CONTROL_PORT}"`,
@@ -64,8 +64,9 @@ function controlConfig(lab: Lab, dataDir: string, extra: string): string {
     `data_dir = "${dataDir}"`,
     '[containers]',
     `docker_socket = "${lab.dockerSocket('A')}"`,
-    // The lab's nodes are namespaces of their own; firewall tests turn it on in `extra`'s place.
-    'firewall = false',
+    // Off unless asked (startControlPlane's `firewall`): the nodes are namespaces of their own, so
+    // it is safe either way; on, berth serve keeps it in A and every joined agent in its node.
+    `firewall = ${firewall}`,
     '[dns]',
     'listen = "off"',
     '[cluster]',
@@ -81,16 +82,20 @@ function controlConfig(lab: Lab, dataDir: string, extra: string): string {
  * address of A (the host reaches it on A's host-side address, B on A's private one), on A's
  * engine, with cluster.enabled and cluster.address = A's private address, a data folder in the
  * lab's. Loads `images` (default SITE_IMAGES) into A's engine from the machine's first.
- * `config` is TOML appended to the file (new sections only: plans, payments, ...).
+ * `config` is TOML appended to the file (new sections only: plans, payments, ...); `firewall`
+ * turns containers.firewall on (off by default).
  */
-export async function startControlPlane(lab: Lab, opts: { config?: string; env?: Record<string, string>; images?: string[]; binary?: string } = {}): Promise<ControlPlane> {
+export async function startControlPlane(
+  lab: Lab,
+  opts: { config?: string; env?: Record<string, string>; images?: string[]; binary?: string; firewall?: boolean } = {},
+): Promise<ControlPlane> {
   const berthBinary = opts.binary ?? BINARY
   const images = opts.images ?? SITE_IMAGES
   if (images.length > 0) await lab.loadImages(images, 'A')
   const dataDir = join(lab.root, 'a', 'berth')
   mkdirSync(dataDir, { recursive: true })
   const configPath = join(lab.root, 'a', 'berth.toml')
-  writeFileSync(configPath, controlConfig(lab, dataDir, opts.config ?? ''))
+  writeFileSync(configPath, controlConfig(lab, dataDir, opts.config ?? '', opts.firewall ?? false))
   // startBerth spawns `binary serve ...`: a script that runs the binary inside node A.
   const binary = join(lab.root, 'a', 'berth-in-a')
   writeFileSync(binary, `#!/bin/sh\nexec ${lab.command('A', [berthBinary]).map(shellQuote).join(' ')} "$@"\n`)
@@ -104,7 +109,8 @@ export async function startControlPlane(lab: Lab, opts: { config?: string; env?:
     siteUrl: url,
     dataDir,
     args: ['--config', configPath],
-    env: { BERTH_CONTAINERS_DOCKER_SOCKET: lab.dockerSocket('A'), ...opts.env },
+    // startBerth turns the firewall off in the environment, which outranks the file.
+    env: { BERTH_CONTAINERS_DOCKER_SOCKET: lab.dockerSocket('A'), ...(opts.firewall ? { BERTH_CONTAINERS_FIREWALL: 'true' } : {}), ...opts.env },
   })
   const cli = async (args: string[], execOpts: ExecOptions = {}) => {
     const res = await lab.exec('A', [berthBinary, ...args, '--config', configPath], { ...execOpts, env: { ...opts.env, ...execOpts.env } })

@@ -9,7 +9,7 @@ import { CLUSTER_JOIN_PATH, clusterJoinHandler } from './join'
 /** The listeners' table with the join wired (or not), every other target answering its name. */
 async function listeners(clusterOn: boolean) {
   const t = domainStore()
-  const joins = new JoinService(new NodesRepository(t.store), await ClusterPki.open(t.dir), { workerJoinToken: async () => 'SWMTKN-1-test' }, t.clock, { controlAddress: '10.0.0.1', tokenMinutes: 60 })
+  const joins = new JoinService(new NodesRepository(t.store), await ClusterPki.open(t.dir), { workerJoinToken: async () => 'SWMTKN-1-test' }, t.clock, { controlAddress: '10.0.0.1', tokenMinutes: 60, firewall: null })
   const other = () => new Response('other')
   const targets: ListenerTargets = {
     acmeAnswer: () => undefined, httpsOrigin: () => null, isSiteHost: () => false, edge: other, plansList: other, webhook: other, mcp: other, console: other,

@@ -11,7 +11,7 @@ async function setup() {
   const t = domainStore()
   const repo = new NodesRepository(t.store)
   const pki = await ClusterPki.open(t.dir)
-  const joins = new JoinService(repo, pki, { workerJoinToken: async () => 'SWMTKN-1-test' }, t.clock, { controlAddress: '10.0.0.1', tokenMinutes: 60 })
+  const joins = new JoinService(repo, pki, { workerJoinToken: async () => 'SWMTKN-1-test' }, t.clock, { controlAddress: '10.0.0.1', tokenMinutes: 60, firewall: { pool: '10.231.0.0/16', publicEdge: null } })
   const { csrPem } = await makeNodeKey('worker-1')
   const request = (token: string, over: Partial<JoinRequest> = {}): JoinRequest => ({
     token, csr: csrPem, name: 'worker-1', address: '10.0.0.2', agentPort: 7710, memoryBytes: 8 << 30, cpus: 4, ...over,
@@ -28,7 +28,7 @@ describe('joining a node', () => {
     const stored = t.store.sqlite.query('SELECT token_hash FROM node_join_tokens').all() as { token_hash: string }[]
     expect(stored.map((r) => r.token_hash)).not.toContain(token)
     const answer = await joins.join(request(token))
-    expect(answer).toMatchObject({ clientCa: pki.clientCaPem, swarmToken: 'SWMTKN-1-test', managerAddress: '10.0.0.1', controlAddress: '10.0.0.1' })
+    expect(answer).toMatchObject({ clientCa: pki.clientCaPem, swarmToken: 'SWMTKN-1-test', managerAddress: '10.0.0.1', controlAddress: '10.0.0.1', firewall: { pool: '10.231.0.0/16', publicEdge: null } })
     expect(answer.nodeId).toMatch(/^node_[0-9a-f]{12}$/)
     expect(answer.certificate).toContain('BEGIN CERTIFICATE')
     const node = repo.find(answer.nodeId)!

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { InvalidCsrError } from '../../drivers/cluster/errors'
 import type { JoinAnswer, JoinRequest } from '../../drivers/cluster/types'
+import type { SiteFirewallPolicy } from '../../drivers/firewall/types'
 import type { Clock } from '../../lib/clock'
 import { conflict, DomainError, invalid } from '../errors'
 import type { NodesRepository } from './repository'
@@ -41,6 +42,8 @@ export interface JoinOptions {
   controlAddress: string
   /** cluster.join_token_minutes. */
   tokenMinutes: number
+  /** The site firewall every node keeps (JoinAnswer.firewall); null when containers.firewall = false. */
+  firewall: SiteFirewallPolicy | null
 }
 
 /**
@@ -107,6 +110,7 @@ export class JoinService {
       swarmToken,
       managerAddress: this.o.controlAddress,
       controlAddress: this.o.controlAddress,
+      firewall: this.o.firewall,
     }
   }
 

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { writePrivateFile } from '../../lib/private-file'
+import type { SiteFirewallPolicy } from '../firewall/types'
 import type { AgentTls } from './types'
 
 /** Where `berth node join` keeps a node's identity unless told (--data). */
@@ -22,6 +23,12 @@ export interface NodeIdentity {
   /** The control plane's URL the node joined through. */
   joinedVia: string
   joinedAt: string
+  /**
+   * The site firewall the agent keeps on this box (JoinAnswer.firewall); null when the control
+   * plane's containers.firewall is false. Absent in the node.json of a node joined before it was
+   * given (the agent then keeps none and says so).
+   */
+  firewall?: SiteFirewallPolicy | null
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { NodeState } from '../../core/enums'
+import type { SiteFirewallPolicy } from '../firewall/types'
 
 /**
  * Sites across nodes on Docker Swarm (issue 28; docs/cluster.md). The contracts the parts share:
@@ -85,6 +86,12 @@ export interface JoinAnswer {
   managerAddress: string
   /** The only address the agent accepts calls and forwarded traffic from (cluster.address). */
   controlAddress: string
+  /**
+   * The site firewall the node keeps (`berth node serve`, as berth serve does on the control
+   * plane): the control plane's containers.subnet_pool, from which the sites' networks on every
+   * node are cut, and no public edge (none runs on a node). Null when containers.firewall = false.
+   */
+  firewall: SiteFirewallPolicy | null
 }
 
 /** `GET /v1/info` of an agent. */

@@ -58,7 +58,8 @@ export interface Listing {
 const chainSuffix = (pool: string) => pool.replace('/', '-')
 export const inputChainOf = (pool: string) => `BERTH-IN-${chainSuffix(pool)}`
 export const forwardChainOf = (pool: string) => `BERTH-FWD-${chainSuffix(pool)}`
-const tagOf = (pool: string) => `berth:${pool}:`
+/** The start of the comments of `pool`'s rules: `berth:<pool>:`. */
+export const tagOf = (pool: string) => `berth:${pool}:`
 
 /**
  * The chain Docker sends forwarded traffic through first and leaves to the administrator:
@@ -91,7 +92,7 @@ export function desiredRules(policy: SiteFirewallPolicy, forwardHook: string): D
   ]
   const digest = createHash('sha256').update(JSON.stringify({ inputRules, forwardRules, jumps })).digest('hex').slice(0, 8)
   const comment = `${tagOf(policy.pool)}${digest}`
-  const tagged = (rule: string[]) => [...rule.slice(0, rule.indexOf('-j')), '-m', 'comment', '--comment', comment, ...rule.slice(rule.indexOf('-j'))]
+  const tagged = (rule: string[]) => withComment(rule, comment)
   return {
     comment,
     chains: [
@@ -102,7 +103,13 @@ export function desiredRules(policy: SiteFirewallPolicy, forwardHook: string): D
   }
 }
 
-/** Parses `iptables -S` (the filter table). */
+/** `rule` with `-m comment --comment {comment}` before its target (`-j`). */
+export function withComment(rule: string[], comment: string): string[] {
+  const target = rule.indexOf('-j')
+  return [...rule.slice(0, target), '-m', 'comment', '--comment', comment, ...rule.slice(target)]
+}
+
+/** Parses `iptables -S` (the filter table, or any with `-t`). */
 export function parseListing(text: string): Listing {
   const listing: Listing = { chains: new Set(), rules: new Map() }
   for (const line of text.split('\n')) {
@@ -123,6 +130,15 @@ export function commentOf(rule: string): string | null {
 
 /** Compares the host's rules with `desired`: what is in place, missing or out of place. */
 export function compareRules(listing: Listing, desired: DesiredRules, pool: string): Omit<FirewallCheck, 'tool'> {
+  return compareTagged(listing, desired, tagOf(pool))
+}
+
+/**
+ * compareRules for any rule set whose comments start with `tag` (`berth:<pool>:` for the site
+ * firewall): its chains must hold exactly its rules, and each jump must be there once, after
+ * nothing but other `berth:` rules.
+ */
+export function compareTagged(listing: Listing, desired: DesiredRules, tag: string): Omit<FirewallCheck, 'tool'> {
   const problems: string[] = []
   let found = 0
   for (const chain of desired.chains) {
@@ -144,7 +160,7 @@ export function compareRules(listing: Listing, desired: DesiredRules, pool: stri
     let current = 0
     rules.forEach((rule, i) => {
       const comment = commentOf(rule)
-      if (!comment?.startsWith(tagOf(pool))) return
+      if (!comment?.startsWith(tag)) return
       found++
       if (!wanted || comment !== desired.comment || !rule.endsWith(`-j ${target}`)) {
         problems.push(`stale rule in ${chain}`)
@@ -169,10 +185,15 @@ export function compareRules(listing: Listing, desired: DesiredRules, pool: stri
  * in place, in one transaction. Declaring our chains creates them or empties them.
  */
 export function replaceScript(listing: Listing, desired: DesiredRules, pool: string): string {
+  return replaceTaggedScript('filter', listing, desired, tagOf(pool))
+}
+
+/** replaceScript for the rules tagged `tag` in `table`. */
+export function replaceTaggedScript(table: string, listing: Listing, desired: DesiredRules, tag: string): string {
   return [
-    '*filter',
+    `*${table}`,
     ...desired.chains.map((c) => `:${c.name} - [0:0]`),
-    ...deletions(listing, pool, new Set(desired.chains.map((c) => c.name))),
+    ...deletions(listing, tag, new Set(desired.chains.map((c) => c.name))),
     ...desired.chains.flatMap((c) => c.rules.map((r) => `-A ${c.name} ${r.join(' ')}`)),
     ...desired.jumps.map((j) => `-I ${j.from} 1 ${j.rule.join(' ')}`),
     'COMMIT',
@@ -182,14 +203,19 @@ export function replaceScript(listing: Listing, desired: DesiredRules, pool: str
 
 /** An `iptables-restore --noflush` script removing every rule and chain of `pool`; null when there is none. */
 export function removeScript(listing: Listing, pool: string): string | null {
-  const own = [inputChainOf(pool), forwardChainOf(pool)].filter((c) => listing.chains.has(c))
-  const lines = [...deletions(listing, pool, new Set(own)), ...own.map((c) => `-F ${c}`), ...own.map((c) => `-X ${c}`)]
-  return lines.length === 0 ? null : ['*filter', ...lines, 'COMMIT', ''].join('\n')
+  return removeTaggedScript('filter', listing, tagOf(pool), [inputChainOf(pool), forwardChainOf(pool)])
 }
 
-/** `-D` lines for every rule tagged with `pool` outside our own chains (the jumps, current or stale). */
-function deletions(listing: Listing, pool: string, own: ReadonlySet<string>): string[] {
+/** removeScript for the rules tagged `tag` in `table` and the chains `chains` (those that exist). */
+export function removeTaggedScript(table: string, listing: Listing, tag: string, chains: string[]): string | null {
+  const own = chains.filter((c) => listing.chains.has(c))
+  const lines = [...deletions(listing, tag, new Set(own)), ...own.map((c) => `-F ${c}`), ...own.map((c) => `-X ${c}`)]
+  return lines.length === 0 ? null : [`*${table}`, ...lines, 'COMMIT', ''].join('\n')
+}
+
+/** `-D` lines for every rule tagged `tag` outside our own chains (the jumps, current or stale). */
+function deletions(listing: Listing, tag: string, own: ReadonlySet<string>): string[] {
   return [...listing.rules].flatMap(([chain, rules]) =>
-    own.has(chain) ? [] : rules.filter((r) => commentOf(r)?.startsWith(tagOf(pool))).map((r) => `-D ${chain} ${r}`),
+    own.has(chain) ? [] : rules.filter((r) => commentOf(r)?.startsWith(tag)).map((r) => `-D ${chain} ${r}`),
   )
 }

@@ -2,7 +2,7 @@ import { compareRules, desiredRules, forwardHookOf, parseListing, removeScript, 
 import { FirewallError, type FirewallCheck, type SiteFirewall, type SiteFirewallPolicy } from './types'
 
 /** Seconds an iptables command waits for the xtables lock (iptables-legacy; nft ignores it). */
-const LOCK_WAIT = '10'
+export const LOCK_WAIT = '10'
 
 /**
  * The site firewall kept with `iptables` and `iptables-restore` (either backend: nf_tables, as
@@ -42,17 +42,17 @@ export class IptablesFirewall implements SiteFirewall {
 
   /** The filter table, every chain. */
   private async list(): Promise<Listing> {
-    return parseListing(await run([this.commands.iptables, '-w', LOCK_WAIT, '-S']))
+    return parseListing(await runTool([this.commands.iptables, '-w', LOCK_WAIT, '-S']))
   }
 
   /** Applies a restore script in one transaction, keeping every rule it does not name. */
   private async restore(script: string): Promise<void> {
-    await run([this.commands.restore, '-w', LOCK_WAIT, '--noflush'], script)
+    await runTool([this.commands.restore, '-w', LOCK_WAIT, '--noflush'], script)
   }
 }
 
-/** Runs a command; its standard output, or a FirewallError saying what went wrong. */
-async function run(argv: string[], input?: string): Promise<string> {
+/** Runs a command (iptables, iptables-restore); its standard output, or a FirewallError saying what went wrong. */
+export async function runTool(argv: string[], input?: string): Promise<string> {
   let proc: ReturnType<typeof Bun.spawn>
   try {
     proc = Bun.spawn(argv, { stdin: input === undefined ? 'ignore' : new TextEncoder().encode(input), stdout: 'pipe', stderr: 'pipe' })

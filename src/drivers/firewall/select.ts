@@ -13,6 +13,14 @@ export function selectFirewall(config: Config): SiteFirewall | null {
   return config.containers.firewall ? new IptablesFirewall(firewallPolicyOf(config)) : null
 }
 
+/**
+ * The policy a node keeps (JoinAnswer.firewall), or null when the firewall is off: the same pool
+ * (the sites' networks on every node are cut from it), and no public edge, since none runs there.
+ */
+export function nodeFirewallPolicyOf(config: Config): SiteFirewallPolicy | null {
+  return config.containers.firewall ? { pool: firewallPolicyOf(config).pool, publicEdge: null } : null
+}
+
 /** The policy from the config: the subnet pool, and the public edge sites may reach like anyone. */
 export function firewallPolicyOf(config: Config): SiteFirewallPolicy {
   const [address, bits] = ipaddr.parseCIDR(config.containers.subnetPool)

@@ -9,6 +9,7 @@ import { memoryLogger } from '../../../lib/logger'
 import { AgentLink } from '../link'
 import { ClusterPki, makeNodeKey } from '../pki'
 import { NodeRefusedError, NodeUnreachableError, type AgentTls, type ClusterNode } from '../types'
+import { KernelForwards } from './kernel-forwards'
 import { startAgent, type RunningAgent } from './server'
 
 const SOCKET = process.env.DOCKER_SOCKET ?? '/var/run/docker.sock'
@@ -221,8 +222,26 @@ describe('the forwards', () => {
       expect(await agent.forwards.open('moved', { address: '127.0.0.1', port: (second.address() as { port: number }).port })).toBe(port)
       expect(await roundTrip(port, 'b')).toBe('second:b')
     } finally {
-      agent.forwards.close('moved')
+      await agent.forwards.close('moved')
       second.close()
+    }
+  })
+
+  it('relays through its listener when the kernel rules cannot be set, warning once', async () => {
+    const log = memoryLogger()
+    const missing = { iptables: join(dir, 'no-iptables'), restore: join(dir, 'no-iptables-restore') }
+    const kernel = new KernelForwards({ node: '127.0.0.1', control: '127.0.0.1', log }, missing)
+    const relaying = await startAgent({ nodeId: 'node_test', address: '127.0.0.1', agentPort: 0, controlAddress: '127.0.0.1', tls: agentTls, dockerSocket: SOCKET, kernel, log })
+    try {
+      const port = await relaying.forwards.open('shop', { address: '127.0.0.1', port: echoPort })
+      expect(await roundTrip(port, 'relayed')).toBe('echo:relayed')
+      await relaying.forwards.open('blog', { address: '127.0.0.1', port: echoPort })
+      await kernel.keep()
+      const warnings = log.lines.filter((l) => String(l.msg).startsWith('the kernel forwards could not be set'))
+      expect(warnings).toHaveLength(1)
+      expect(String(warnings[0]!.error)).toContain('not installed')
+    } finally {
+      await relaying.stop()
     }
   })
 
@@ -233,7 +252,7 @@ describe('the forwards', () => {
       await expect(roundTrip(port, 'stranger')).rejects.toThrow()
       expect(await roundTrip(port, 'control', '127.0.0.2')).toBe('echo:control')
     } finally {
-      strict.forwards.close('shop')
+      await strict.forwards.close('shop')
     }
   })
 })

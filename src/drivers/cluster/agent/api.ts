@@ -52,7 +52,7 @@ export async function routeAgentRequest(api: AgentApi, request: Request): Promis
 async function routeForward(forwards: Forwards, request: Request, slug: string): Promise<Response> {
   if (!SLUG.test(slug)) return agentError(404, 'not_found', 'No such site.')
   if (request.method === 'DELETE') {
-    forwards.close(slug)
+    await forwards.close(slug)
     return new Response(null, { status: 204 })
   }
   if (request.method !== 'PUT') return agentError(405, 'method_not_allowed', 'PUT or DELETE /v1/forwards/{slug}.')

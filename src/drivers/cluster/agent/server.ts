@@ -6,6 +6,7 @@ import type { AgentInfo, AgentTls } from '../types'
 import { agentError, NO_HOMES, routeAgentRequest, type HomesHandler } from './api'
 import { startEngineProxy, type EngineProxy } from './engine-proxy'
 import { Forwards } from './forwards'
+import type { KernelForwards } from './kernel-forwards'
 import { fromControl } from './remote'
 
 export interface AgentOptions {
@@ -21,8 +22,16 @@ export interface AgentOptions {
   dockerSocket: string
   /** The remote homes (drivers/files); answers 501 without. */
   homes?: HomesHandler
+  /**
+   * The kernel's rules for the forwards (berth node serve): replaced at start, checked every
+   * KERNEL_CHECK_MS, removed at stop. Without, the agent relays every forward itself.
+   */
+  kernel?: KernelForwards | null
   log: Logger
 }
+
+/** How often the kernel forwards are checked and restored when something changed them. */
+const KERNEL_CHECK_MS = 30_000
 
 /** A running agent. */
 export interface RunningAgent {
@@ -40,7 +49,7 @@ export interface RunningAgent {
  * refusing any other remote address than the control plane's. The forwards open on demand.
  */
 export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
-  const forwards = new Forwards({ address: o.address, controlAddress: o.controlAddress, log: o.log })
+  const forwards = new Forwards({ address: o.address, controlAddress: o.controlAddress, log: o.log, kernel: o.kernel })
   const api = { info: () => agentInfo(o), forwards, homes: o.homes ?? NO_HOMES }
   const server = Bun.serve({
     hostname: o.address,
@@ -70,13 +79,18 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
     throw err
   }
   const enginePort = engine.port
+  // What a previous agent left is replaced by an empty set: its listeners (the ports) went with it.
+  await o.kernel?.set([])
+  const kernelCheck = o.kernel ? setInterval(() => void o.kernel!.keep(), KERNEL_CHECK_MS) : null
   o.log.info('node agent listening', { node: o.nodeId, api: `${o.address}:${server.port}`, engine: `${o.address}:${enginePort}`, control: o.controlAddress })
   return {
     port: server.port!,
     enginePort,
     forwards,
     async stop() {
+      if (kernelCheck) clearInterval(kernelCheck)
       forwards.closeAll()
+      await o.kernel?.remove()
       await engine.close()
       await server.stop(true)
     },
