@@ -26,7 +26,8 @@ beforeAll(async () => {
   // BERTH_LAB_NAME runs a second copy beside another worktree's (lab names are exclusive on a machine).
   lab = await startLab(process.env.BERTH_LAB_NAME ?? 'cluster')
   // containers.firewall on, as a hoster runs it: the nodes keep the site firewall the join gives them.
-  control = await startControlPlane(lab, { firewall: true })
+  // BERTH_LAB_LOG_LEVEL=debug: berth serve logs at that level (a failure prints its lines about the site).
+  control = await startControlPlane(lab, { firewall: true, env: process.env.BERTH_LAB_LOG_LEVEL ? { BERTH_SERVER_LOG_LEVEL: process.env.BERTH_LAB_LOG_LEVEL } : {} })
   b = await joinNode(lab, control, 'B')
   figures.join = `token to agent answering ${b.joinMs.toFixed(0)} ms`
 }, 120_000)

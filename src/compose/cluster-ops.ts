@@ -13,7 +13,6 @@ import { SiteMover } from '../domain/cluster/move'
 import { NodesRepository } from '../domain/cluster/repository'
 import { NodesService } from '../domain/cluster/nodes'
 import { SiteTransfer } from '../domain/cluster/site-transfer'
-import { CREATE_ARCHIVE_JOB, RESTORE_ARCHIVE_JOB } from '../domain/archives/jobs'
 import { ArchivesRepository } from '../domain/archives/repository'
 import { ArchiveFetchBack } from '../domain/offsite/fetch-back'
 import { OffsiteCopiesRepository } from '../domain/offsite/repository'
@@ -52,11 +51,12 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement): NodeOps {
   const transfer = new SiteTransfer({
     placement, runner, sites, clock, log,
     archives: new ArchivesRepository(store),
-    // Run here, each recorded as a running job meanwhile: berth serve, in its own process, then
-    // neither settles the archive as stranded (which would end the `restoring` claim and let its
+    create: s.archiveJobs.create,
+    restore: s.archiveJobs.restore,
+    // Recorded as running jobs meanwhile: berth serve, in its own process, then neither settles
+    // the archive as stranded (which would end the `restoring` claim, skip the restore and let its
     // healer start the site on an empty home) nor clears the work files under the restore.
-    create: { run: (id) => s.jobs.runHere(CREATE_ARCHIVE_JOB, id), failed: (id) => s.archiveJobs.create.failed(id) },
-    restore: { run: (id) => s.jobs.runHere(RESTORE_ARCHIVE_JOB, id), failed: (id) => s.archiveJobs.restore.failed(id) },
+    underway: (kind, id, work) => s.jobs.runHere(kind, id, work),
     bytes: new ArchiveFetchBack({
       archives: archiveStore,
       offsite: s.offsite && {

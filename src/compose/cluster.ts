@@ -65,7 +65,7 @@ export function buildClusterCore(config: Config, core: { store: Store; instanceI
     nodes: liveNodes(core.store, nodes),
     link,
     log: core.log,
-    mayStart: startedHereOnly(new ArchivesRepository(core.store), core.jobs),
+    mayStart: startedHereOnly(new ArchivesRepository(core.store), core.jobs, core.log),
   })
   return { link, nodes, runtime }
 }
@@ -76,10 +76,13 @@ export function buildClusterCore(config: Config, core: { store: Store; instanceI
  * their own process, while berth serve's reconcile pass or healer may have checked the site
  * before the restore was claimed.
  */
-function startedHereOnly(archives: ArchivesRepository, jobs: Pick<JobRunner, 'runsHere'>): (siteId: string) => boolean {
-  return (siteId) => {
+function startedHereOnly(archives: ArchivesRepository, jobs: Pick<JobRunner, 'runsHere'>, log: Logger): (site: { siteId: string; slug: string }) => boolean {
+  return ({ siteId, slug }) => {
     const restoring = archives.restoringOf(siteId)
-    return !restoring || jobs.runsHere(restoring.id)
+    if (!restoring) return true
+    const here = jobs.runsHere(restoring.id)
+    log.debug(here ? 'starting a site whose restore runs here' : 'not starting a site whose restore runs in another process', { site: slug, archive: restoring.id })
+    return here
   }
 }
 

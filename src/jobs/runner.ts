@@ -57,15 +57,18 @@ export class JobRunner {
   }
 
   /**
-   * Runs the handler of `kind` on `subjectId` here and now, recorded as a running job while it
-   * runs: for work a process does itself and waits for (the admin's node operations, in their own
-   * process), so that every process reading the store sees it under way (an archive with a running
-   * job is not stranded: `berth serve` leaves it and its work files alone). The row ends
-   * succeeded, or failed with the handler's error, which is thrown: the caller handles the failure
-   * (no retry, no failure handler here). A process killed meanwhile leaves the row running; the
-   * next start of `berth serve` queues it again and finishes the work.
+   * Runs `work` (by default the handler of `kind` on `subjectId`) here and now, recorded as a
+   * running job of `kind` while it runs: for work a process does itself and waits for (the
+   * admin's node operations, in their own process), so that every process reading the store sees
+   * it under way (an archive with a running job is not stranded: `berth serve` leaves it and its
+   * work files alone) and this one knows it as its own (`runsHere`). `work` may do more than the
+   * handler around it (claim the subject first, prepare what it needs), as long as what is left
+   * undone if the process dies is what the handler alone finishes. The row ends succeeded, or
+   * failed with the error, which is thrown: the caller handles the failure (no retry, no failure
+   * handler here). A process killed meanwhile leaves the row running; the next start of
+   * `berth serve` queues it again and its handler finishes the work.
    */
-  async runHere(kind: string, subjectId: string): Promise<void> {
+  async runHere(kind: string, subjectId: string, work?: () => Promise<void>): Promise<void> {
     const handler = this.handlers[kind]
     if (!handler) throw new Error(`No job handler for '${kind}'`)
     const now = this.clock.now()
@@ -75,7 +78,7 @@ export class JobRunner {
       return row
     })
     try {
-      await this.counted(subjectId, () => handler.run(subjectId))
+      await this.counted(subjectId, work ?? (() => handler.run(subjectId)))
       this.setState(job.id, { status: 'succeeded', error: null })
     } catch (err) {
       this.setState(job.id, { status: 'failed', error: (err as Error).message })

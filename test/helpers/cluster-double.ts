@@ -93,7 +93,11 @@ export class ClusterRuntimeDouble extends HomeRuntime implements Placement {
     return new Map([...this.sites].filter(([, s]) => s.spec).map(([slug]) => [slug, this.nodeOfNow(slug)]))
   }
 
+  /** Called at each placeOn, before it takes effect (a test's hook into the middle of a move). */
+  onPlaceOn: ((slug: string) => Promise<void> | void) | null = null
+
   async placeOn(slug: string, nodeId: string): Promise<void> {
+    await this.onPlaceOn?.(slug)
     this.order.push(`placeOn ${slug}@${nodeId}`)
     this.pins.set(slug, nodeId)
     const s = this.sites.get(slug)

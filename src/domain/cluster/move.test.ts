@@ -38,6 +38,22 @@ describe('sites move', () => {
     expect(await c.runtime.nodeOf(slug)).toBe('control')
   })
 
+  it('keeps its restore under way for berth serve from the claim on: an upkeep pass in the middle of the switch neither settles it nor skips the restore', async () => {
+    c = clusterInProcess()
+    const { slug, siteId } = await c.buy('mu')
+    await c.runtime.write(slug, 'public/page.html', 'kept through upkeep')
+    let seen: string | undefined
+    c.runtime.onPlaceOn = async () => {
+      // berth serve's pass (another process in life; the same store): archives whose work has no
+      // running job are settled as stranded, and the site's restore would be skipped.
+      await c.h.services.archives.maintain()
+      seen = c.h.services.store.sqlite.query("SELECT status FROM archives WHERE site_id = ? AND status = 'restoring'").get(siteId) ? 'restoring' : 'settled'
+    }
+    await c.ops.mover.move(slug, 'node_a')
+    expect(seen).toBe('restoring')
+    expect(readFileSync(join(c.runtime.homeOn('node_a', slug), 'public/page.html'), 'utf8')).toBe('kept through upkeep')
+  })
+
   it('takes an archive, switches, restores it on the target, then removes the old volume, and says how long the site did not serve', async () => {
     c = clusterInProcess()
     const { slug, siteId } = await c.buy('mv')

@@ -3,7 +3,7 @@ import { HostPortTakenError } from '../../drivers/runtime/types'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { ArchiveRow, SiteRow } from '../../store/schema'
-import type { CreateArchiveJob, RestoreArchiveJob } from '../archives/jobs'
+import { CREATE_ARCHIVE_JOB, RESTORE_ARCHIVE_JOB, type CreateArchiveJob, type RestoreArchiveJob } from '../archives/jobs'
 import type { ArchivesRepository } from '../archives/repository'
 import { conflict, unavailable } from '../errors'
 import type { ArchiveBytes, ArchiveSource } from '../offsite/fetch-back'
@@ -26,6 +26,12 @@ export interface SiteTransferDeps {
   restore: Pick<RestoreArchiveJob, 'run' | 'failed'>
   /** The archive's bytes on this box, or brought back from off the box (domain/offsite/fetch-back.ts). */
   bytes: ArchiveBytes
+  /**
+   * Runs `work` recorded as a running job of `kind` on `subjectId` (JobRunner.runHere): `berth
+   * serve`, in its own process, then sees the archive under way from before its claim to the end
+   * (it neither settles it as stranded nor starts the site), and finishes it if this process dies.
+   */
+  underway(kind: string, subjectId: string, work: () => Promise<void>): Promise<void>
   clock: Clock
   log: Logger
 }
@@ -56,7 +62,7 @@ export class SiteTransfer {
     const id = crypto.randomUUID()
     this.d.archives.insert({ id, siteId: site.id, kind: 'backup', storageKey: `${site.id}/${id}.tar.zst`, createdAt: this.d.clock.now() })
     try {
-      await this.d.create.run(id)
+      await this.d.underway(CREATE_ARCHIVE_JOB, id, () => this.d.create.run(id))
     } catch (err) {
       await this.d.create.failed(id)
       throw unavailable(`The archive of site '${site.slug}' could not be made (${(err as Error).message}); nothing was moved.`)
@@ -96,25 +102,39 @@ export class SiteTransfer {
    */
   async bringUp(site: SiteRow, nodeId: string, archive: ArchiveRow | null): Promise<void> {
     await this.d.runner.holding(site.slug, async () => {
-      // The archive is `restoring` from before the switch: berth serve, in its own process, then
-      // leaves the site to this (its healer and reconcile pass skip a site being restored).
-      if (archive) this.claimRestore(site, archive)
-      try {
-        await this.d.placement.placeOn(site.slug, nodeId)
-        this.d.runner.markDown(site.slug)
-        // With files to put back, only its volume is made there: nothing serves an empty home
-        // (berth serve's edge follows the node's start events, whichever process started it).
-        if (archive) await this.d.placement.prepareSite({ siteId: site.id, slug: site.slug })
-        else await this.runThere(site, false)
-        this.d.runner.markDown(site.slug)
-      } catch (err) {
-        if (archive) await this.d.restore.failed(archive.id)
-        throw err
+      if (archive) {
+        // One job from the claim to the end: the archive is `restoring` from before the switch,
+        // and berth serve, in its own process, leaves the site to this (its healer and reconcile
+        // pass skip a site being restored; its upkeep does not settle the archive as stranded).
+        await this.d.underway(RESTORE_ARCHIVE_JOB, archive.id, async () => {
+          this.claimRestore(site, archive)
+          try {
+            await this.switchTo(site, nodeId, true)
+          } catch (err) {
+            await this.d.restore.failed(archive.id)
+            throw err
+          }
+          await this.restore(archive)
+        })
+      } else {
+        await this.switchTo(site, nodeId, false)
+        if (this.d.sites.find(site.id)?.status === 'active') await this.runThere(site, true)
       }
-      if (archive) await this.restore(archive)
-      else if (this.d.sites.find(site.id)?.status === 'active') await this.runThere(site, true)
       if (this.d.sites.find(site.id)?.status !== 'active') await this.d.runner.stop(site.slug)
     })
+  }
+
+  /**
+   * Pins the site to `nodeId` (its service elsewhere stops). With files to put back, only its
+   * volume is made there: nothing serves an empty home (berth serve's edge follows the node's
+   * start events, whichever process started it). Without, it runs there once (which makes it).
+   */
+  private async switchTo(site: SiteRow, nodeId: string, withFiles: boolean): Promise<void> {
+    await this.d.placement.placeOn(site.slug, nodeId)
+    this.d.runner.markDown(site.slug)
+    if (withFiles) await this.d.placement.prepareSite({ siteId: site.id, slug: site.slug })
+    else await this.runThere(site, false)
+    this.d.runner.markDown(site.slug)
   }
 
   /** SiteRunner.run on the site's current row; an SSH port taken on the new node moves it to another (the runner did) and runs again. */

@@ -24,5 +24,5 @@ export interface ClusterRuntimeOptions {
    * this process's reconcile pass or healer, which checked before, never starts it on a home being
    * replaced; ensureSite then throws SiteNotRunnableError. Default: always true.
    */
-  mayStart?: (siteId: string) => boolean
+  mayStart?: (site: { siteId: string; slug: string }) => boolean
 }
