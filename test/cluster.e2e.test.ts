@@ -6,7 +6,7 @@ import { api } from './helpers/binary'
 import { buyDirect, viaEdge, waitForSite } from './helpers/purchase'
 import { startLab, waitFor, type Lab } from './lab/cluster-lab'
 import { leftovers } from './lab/lab-host'
-import { AGENT_PORT, joinNode, startControlPlane, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
+import { AGENT_PORT, CONTROL_PORT, joinNode, startControlPlane, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
 
 /**
  * Sites across two nodes (issue 28), on the two-node lab (test/lab): the compiled control plane
@@ -103,6 +103,15 @@ describe('a cluster of two nodes', () => {
     // Refused (icmp-admin-prohibited), not timed out: nc would wait its 5 s for each port.
     expect(probe.match(/No route to host/g), probe).toHaveLength(2)
     expect(performance.now() - started).toBeLessThan(5000)
+    // The control plane's private address (cluster.address): its Swarm manager port is refused at
+    // once as well, while its edge port (server.listen) answers as it does any visitor.
+    const atControl = performance.now()
+    const swarm = await lab.docker('B', 'exec', container, 'sh', '-c', `nc -w 5 ${lab.address('A')} 2377 </dev/null 2>&1; echo "exit: $?"`)
+    expect(swarm, swarm).toContain('No route to host')
+    expect(performance.now() - atControl).toBeLessThan(5000)
+    const edge = await lab.docker('B', 'exec', container, 'sh', '-c',
+      `printf 'GET / HTTP/1.0\\r\\nHost: ${lab.address('A')}\\r\\n\\r\\n' | nc -w 5 ${lab.address('A')} ${CONTROL_PORT} | head -n 1`)
+    expect(edge).toMatch(/^HTTP\/1\.[01] \d{3}/)
   })
 
   it('carries the edge\'s connections to the site on B in B\'s kernel (DNAT from the control address only); other sources are refused', async () => {

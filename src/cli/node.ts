@@ -104,8 +104,9 @@ export const nodeServeCommand: Command = {
     'and one port per site on the control plane\'s demand, forwarding the edge\'s traffic to the',
     'site\'s container (a DNAT rule per forward in the kernel, the listener relaying what it does not',
     'carry). Keeps the site firewall the join gave (containers.subnet_pool: sites kept off this box\'s',
-    'own addresses and link-local ones), checked every 30 s. Logs go to stdout (journalctl -u',
-    'berth-node). SIGTERM or SIGINT stops it (the forwards\' rules go with it; the firewall stays).',
+    'own addresses, link-local ones and the control plane\'s but its edge ports), checked every 30 s.',
+    'Logs go to stdout (journalctl -u berth-node). SIGTERM or SIGINT stops it (the forwards\' rules',
+    'go with it; the firewall stays).',
   ].join('\n'),
   options: {
     data: { type: 'string', value: 'DIR', help: `The node's data folder (default ${DEFAULT_NODE_DATA}).` },

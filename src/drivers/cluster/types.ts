@@ -89,7 +89,8 @@ export interface JoinAnswer {
   /**
    * The site firewall the node keeps (`berth node serve`, as berth serve does on the control
    * plane): the control plane's containers.subnet_pool, from which the sites' networks on every
-   * node are cut, and no public edge (none runs on a node). Null when containers.firewall = false.
+   * node are cut, no public edge (none runs on a node), and cluster.address guarded but for the
+   * edge's ports (the node's sites stay off the Swarm manager). Null when containers.firewall = false.
    */
   firewall: SiteFirewallPolicy | null
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { loadConfig } from '../../config/config'
 import { commentOf, compareRules, desiredRules, forwardHookOf, parseListing, removeScript, replaceScript } from './iptables-rules'
-import { firewallPolicyOf } from './select'
+import { firewallPolicyOf, nodeFirewallPolicyOf } from './select'
 import type { SiteFirewallPolicy } from './types'
 
 const POLICY: SiteFirewallPolicy = { pool: '10.231.0.0/16', publicEdge: { address: '203.0.113.10', ports: [443, 8080] } }
@@ -72,6 +72,30 @@ describe('the site firewall as iptables rules', () => {
     const rules = desiredRules({ ...POLICY, publicEdge: null }, 'DOCKER-USER').chains[0]!.rules.map((r) => r.join(' '))
     expect(rules.some((r) => r.includes('multiport'))).toBe(false)
     expect(rules).toHaveLength(4)
+  })
+
+  it('on a node, keeps sites off the control plane\'s address but for TCP to its edge ports, after the replies pass', () => {
+    const node: SiteFirewallPolicy = { pool: POLICY.pool, publicEdge: null, guardedHost: { address: '10.0.0.1', openPorts: [443, 8080] } }
+    const guarded = desiredRules(node, 'DOCKER-USER')
+    expect(guarded.chains[1]!.rules.map((r) => r.join(' '))).toEqual([
+      `-m conntrack --ctstate RELATED,ESTABLISHED -m comment --comment ${guarded.comment} -j RETURN`,
+      `-d 10.0.0.1/32 -p tcp -m multiport --dports 443,8080 -m comment --comment ${guarded.comment} -j RETURN`,
+      `-d 10.0.0.1/32 -m comment --comment ${guarded.comment} -j REJECT --reject-with icmp-admin-prohibited`,
+      `-d 169.254.0.0/16 -m comment --comment ${guarded.comment} -j REJECT --reject-with icmp-admin-prohibited`,
+    ])
+    // A node's older rule set (no guarded host) is told apart, found drifted and replaced.
+    const older = desiredRules({ ...node, guardedHost: null }, 'DOCKER-USER')
+    expect(guarded.comment).not.toBe(older.comment)
+    const hostWithOlder = withRules().replaceAll(C, older.comment)
+    expect(compareRules(parseListing(hostWithOlder), guarded, POLICY.pool).state).toBe('drifted')
+    // No open port: the whole address is refused.
+    const closed = desiredRules({ ...node, guardedHost: { address: '10.0.0.1', openPorts: [] } }, 'DOCKER-USER')
+    expect(closed.chains[1]!.rules.filter((r) => r.includes('10.0.0.1/32')).map((r) => r.at(-3))).toEqual(['REJECT'])
+  })
+
+  it('leaves the rule set as it was without a guarded host: absent and null are the same rules', () => {
+    expect(desiredRules({ ...POLICY, guardedHost: null }, 'DOCKER-USER')).toEqual(desired)
+    expect(desired.chains[1]!.rules).toHaveLength(2)
   })
 
   it('finds nothing on a fresh host: missing', () => {
@@ -148,5 +172,20 @@ describe('firewallPolicyOf', () => {
 
   it('allows no host port by default: the public address is loopback', () => {
     expect(policyOf({})).toEqual({ pool: '10.231.0.0/16', publicEdge: null })
+  })
+})
+
+describe('nodeFirewallPolicyOf', () => {
+  const policyOf = (env: Record<string, string>) => nodeFirewallPolicyOf(loadConfig({ file: null, env }))
+
+  it('guards the control plane\'s private address, open on the edge\'s ports only, with the pool and no public edge', () => {
+    expect(policyOf({ BERTH_CLUSTER_ADDRESS: '10.0.0.1', BERTH_TLS_LISTEN: '0.0.0.0:443', BERTH_SERVER_LISTEN: '0.0.0.0:80', BERTH_DNS_PUBLIC_IPV4: '203.0.113.10' }))
+      .toEqual({ pool: '10.231.0.0/16', publicEdge: null, guardedHost: { address: '10.0.0.1', openPorts: [80, 443] } })
+    expect(policyOf({ BERTH_CLUSTER_ADDRESS: '10.0.0.1' })?.guardedHost).toEqual({ address: '10.0.0.1', openPorts: [8080] })
+  })
+
+  it('guards nothing but IPv4 (the rules are iptables ones), and is null with the firewall off', () => {
+    expect(policyOf({ BERTH_CLUSTER_ADDRESS: 'fd00::1' })?.guardedHost).toBeNull()
+    expect(policyOf({ BERTH_CLUSTER_ADDRESS: '10.0.0.1', BERTH_CONTAINERS_FIREWALL: 'false' })).toBeNull()
   })
 })

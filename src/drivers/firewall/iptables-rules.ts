@@ -14,7 +14,9 @@ import type { FirewallCheck, SiteFirewallPolicy } from './types'
  *   rejected.
  * - `BERTH-FWD-<pool>`, from DOCKER-USER (FORWARD where Docker made none): traffic routed through
  *   the host to link-local addresses, 169.254.0.0/16, where clouds answer instance metadata and
- *   credentials. Everything else returns to Docker's own rules (the outside world passes).
+ *   credentials, and to the policy's guarded host (a node's control plane) but for TCP to its open
+ *   ports. Replies to connections made into the sites pass first. Everything else returns to
+ *   Docker's own rules (the outside world passes).
  *
  * Rules return rather than accept, so the host's own rules still apply to what passes. Refusals
  * are `icmp-admin-prohibited`: a site's request fails at once instead of hanging for a minute.
@@ -84,6 +86,7 @@ export function desiredRules(policy: SiteFirewallPolicy, forwardHook: string): D
   ]
   const forwardRules: string[][] = [
     [...REPLIES, '-j', 'RETURN'],
+    ...guardedHostRules(policy.guardedHost ?? null),
     ['-d', LINK_LOCAL, ...REJECT],
   ]
   const jumps = [
@@ -101,6 +104,20 @@ export function desiredRules(policy: SiteFirewallPolicy, forwardHook: string): D
     ],
     jumps: jumps.map((j) => ({ from: j.from, rule: tagged(j.rule) })),
   }
+}
+
+/**
+ * The forward rules that keep sites off `guarded` (a node's control plane): TCP to its open ports
+ * returns, the rest to its address is rejected. None without one, so the single box's rule set
+ * (and its digest) stays as it was.
+ */
+function guardedHostRules(guarded: SiteFirewallPolicy['guardedHost']): string[][] {
+  if (!guarded) return []
+  const destination = ['-d', `${guarded.address}/32`]
+  return [
+    ...(guarded.openPorts.length > 0 ? [[...destination, '-p', 'tcp', '-m', 'multiport', '--dports', guarded.openPorts.join(','), '-j', 'RETURN']] : []),
+    [...destination, ...REJECT],
+  ]
 }
 
 /** `rule` with `-m comment --comment {comment}` before its target (`-j`). */

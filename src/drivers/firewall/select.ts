@@ -15,10 +15,16 @@ export function selectFirewall(config: Config): SiteFirewall | null {
 
 /**
  * The policy a node keeps (JoinAnswer.firewall), or null when the firewall is off: the same pool
- * (the sites' networks on every node are cut from it), and no public edge, since none runs there.
+ * (the sites' networks on every node are cut from it), no public edge, since none runs there, and
+ * the control plane's private address (cluster.address) guarded but for the edge's ports: a site
+ * on a node reaches the control plane as any visitor does, never its Swarm manager or what else
+ * listens there. Not guarded when cluster.address is no IPv4 address (the rules are IPv4 ones).
  */
 export function nodeFirewallPolicyOf(config: Config): SiteFirewallPolicy | null {
-  return config.containers.firewall ? { pool: firewallPolicyOf(config).pool, publicEdge: null } : null
+  if (!config.containers.firewall) return null
+  const control = config.cluster.address
+  const guarded = ipaddr.IPv4.isValidFourPartDecimal(control) ? { address: control, openPorts: edgePortsOf(config) } : null
+  return { pool: firewallPolicyOf(config).pool, publicEdge: null, guardedHost: guarded }
 }
 
 /** The policy from the config: the subnet pool, and the public edge sites may reach like anyone. */
@@ -26,9 +32,14 @@ export function firewallPolicyOf(config: Config): SiteFirewallPolicy {
   const [address, bits] = ipaddr.parseCIDR(config.containers.subnetPool)
   const pool = `${ipaddr.IPv4.networkAddressFromCIDR(`${address.toString()}/${bits}`).toString()}/${bits}`
   const publicAddress = config.dns.publicIpv4
-  const ports = [config.server.listen.port, config.tls.listen?.port].filter((p): p is number => typeof p === 'number' && p > 0)
   return {
     pool,
-    publicEdge: ['loopback', 'unspecified'].includes(ipaddr.parse(publicAddress).range()) ? null : { address: publicAddress, ports: [...new Set(ports)].sort((a, b) => a - b) },
+    publicEdge: ['loopback', 'unspecified'].includes(ipaddr.parse(publicAddress).range()) ? null : { address: publicAddress, ports: edgePortsOf(config) },
   }
+}
+
+/** The ports Berth's edge listens on (server.listen, tls.listen), ascending, once each. */
+function edgePortsOf(config: Config): number[] {
+  const ports = [config.server.listen.port, config.tls.listen?.port].filter((p): p is number => typeof p === 'number' && p > 0)
+  return [...new Set(ports)].sort((a, b) => a - b)
 }

@@ -11,6 +11,15 @@ export interface SiteFirewallPolicy {
    * and other sites on the box. Null when the public address is a loopback one (nothing to allow).
    */
   publicEdge: { address: string; ports: number[] } | null
+  /**
+   * Another box the sites' traffic is routed to but must not reach: on a cluster's node, the
+   * control plane's private address (cluster.address: the Swarm manager's ports, whatever the
+   * hoster binds there), which a site's connection would reach masqueraded as the node. Only TCP to
+   * `openPorts` passes: the edge's ports (server.listen, tls.listen), so a site still reaches its
+   * own public URL when cluster.address is also the public address. Absent or null on the single
+   * box, whose own addresses the INPUT rules already cover.
+   */
+  guardedHost?: { address: string; openPorts: number[] } | null
 }
 
 /** How the host's rules compare with the policy. */
