@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { clusterJoinHandler } from '../src/api/cluster/join'
-import { JoinService } from '../src/domain/cluster/join'
+import { hashToken, JoinService } from '../src/domain/cluster/join'
 import { NodesRepository } from '../src/domain/cluster/repository'
 import { ClusterPki } from '../src/drivers/cluster/pki'
 import { ensureManager, swarmInfo, swarmManagerOn } from '../src/drivers/runtime/swarm-membership'
@@ -92,6 +92,15 @@ describe('joining a node with the binary', () => {
     expect(replayed.code).toBe(2)
     expect(replayed.err).toContain('unknown, used or expired')
     expect((await swarmInfo(spare.socket)).state).toBe('inactive')
+    // Another box under a name the first has (two boxes of one host name): refused, exit 2, nothing
+    // joined, the token still good for a join under another --name.
+    const fresh = JSON.parse((await run(['nodes', 'token', '--json'], clusterEnv())).out) as { token: string }
+    const sameName = await run(['node', 'join', url, '--token', fresh.token, '--address', spare.address, '--name', 'worker-1', '--data', join(dir, 'node2'), '--docker-socket', spare.socket, '--no-systemd'])
+    expect(sameName.code).toBe(2)
+    expect(sameName.err).toContain("A node named 'worker-1' is in the cluster already")
+    expect(sameName.err).toContain('--name')
+    expect((await swarmInfo(spare.socket)).state).toBe('inactive')
+    expect(new NodesRepository(store).tokenUsable(hashToken(fresh.token), Date.now())).toBe(true)
     // A second join from the joined folder is refused before anything is sent.
     const again = await run(args)
     expect(again.code).toBe(1)
