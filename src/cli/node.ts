@@ -6,6 +6,7 @@ import { JoinRefusedError, postJoin } from '../drivers/cluster/join-client'
 import { DEFAULT_NODE_DATA, NodeFiles, type NodeIdentity } from '../drivers/cluster/node-files'
 import { makeNodeKey } from '../drivers/cluster/pki'
 import { joinSwarm, swarmInfo } from '../drivers/runtime/swarm-membership'
+import { engineSecurity, noNewPrivilegesAdvice } from '../drivers/runtime/swarm/hardening'
 import { renderNodeUnit } from '../install/node-unit'
 import { writeAllOrNothing } from '../install/write-all'
 import { createLogger } from '../lib/logger'
@@ -74,13 +75,15 @@ export const nodeJoinCommand: Command = {
       if (typeof joined === 'number') return joined
       identity = joined
     }
+    const advice = noNewPrivilegesAdvice(await engineSecurity(identity.dockerSocket), 'node')
+    if (advice && !ctx.out.json) ctx.out.error(`warning: ${advice}`)
     ctx.out.info(`Joined as ${identity.nodeId}; joining the Swarm at ${identity.managerAddress}...`)
     identity.swarmNodeId = await joinSwarm(identity.dockerSocket, { token: files.swarmToken(), managerAddress: identity.managerAddress, advertiseAddress: identity.address })
     files.writeIdentity(identity)
     files.dropSwarmToken()
     let service = 'not installed (--no-systemd): run berth node serve --data ' + files.dir
     if (v['no-systemd'] !== true) service = installUnit(files.dir)
-    ctx.out.result({ node_id: identity.nodeId, swarm_node_id: identity.swarmNodeId, data: files.dir, service }, () => [
+    ctx.out.result({ node_id: identity.nodeId, swarm_node_id: identity.swarmNodeId, data: files.dir, service, warnings: advice ? [advice] : [] }, () => [
       identity.nodeId,
       `In the Swarm as ${identity.swarmNodeId}; identity in ${files.dir}; berth-node.service ${service}.`,
     ].join('\n'))

@@ -14,8 +14,9 @@ import { join } from 'node:path'
  * namespace's network devices) and move the cgroup tree back over it.
  *
  * Everything is named with PREFIX: `cleanLeftovers()` stops and removes what any earlier run left
- * (a failed or killed one), by its pidfiles and names only. (The integrator may fold this into
- * the lab helper's test/lab.)
+ * (a failed or killed one), by its pidfiles and names only; a lab whose test process still runs
+ * (its `owner` file) is left alone, so two worktrees can run the lab's tests at the same time.
+ * (The integrator may fold this into the lab helper's test/lab.)
  */
 export const PREFIX = 'bswl'
 const ROOT = '/tmp'
@@ -48,12 +49,18 @@ const tryRun = (cmd: string, args: string[]) => {
   } catch {}
 }
 
+/** Extra dockerd flags per node, e.g. `{ b: ['--no-new-privileges'] }`. */
+export interface LabOptions {
+  daemonArgs?: Partial<Record<'a' | 'b', string[]>>
+}
+
 /** Starts A and B, makes A a Swarm manager and B its worker, and loads `images` into A only. */
-export async function startLab(images: string[]): Promise<Lab> {
+export async function startLab(images: string[], opts: LabOptions = {}): Promise<Lab> {
   await cleanLeftovers()
   const id = `${PREFIX}${Math.random().toString(36).slice(2, 6)}`
   const dir = join(ROOT, id)
   mkdirSync(dir, { recursive: true })
+  writeFileSync(join(dir, 'owner'), String(process.pid))
   const nodes = (['a', 'b'] as const).map((name, i) => ({ name, netns: `${id}${name}`, dir: join(dir, name), socket: join(dir, name, 'sock'), address: `${SUBNET}.${i + 1}`, swarmNodeId: '' }))
   const [a, b] = nodes as [LabNode, LabNode]
   const stop = () => stopLab(id)
@@ -67,7 +74,7 @@ export async function startLab(images: string[]): Promise<Lab> {
       run('ip', ['-n', node.netns, 'addr', 'add', `${node.address}/24`, 'dev', dev])
       run('ip', ['-n', node.netns, 'link', 'set', 'lo', 'up'])
       run('ip', ['-n', node.netns, 'link', 'set', dev, 'up'])
-      startDockerd(node, node.name === 'a' ? 1 : 2)
+      startDockerd(node, node.name === 'a' ? 1 : 2, opts.daemonArgs?.[node.name] ?? [])
     }
     await Promise.all(nodes.map(untilAnswering))
     const docker = (node: LabNode, args: string[], input?: string) => run('docker', ['-H', `unix://${node.socket}`, ...args], input)
@@ -87,14 +94,14 @@ export async function startLab(images: string[]): Promise<Lab> {
   }
 }
 
-function startDockerd(node: LabNode, n: number): void {
+function startDockerd(node: LabNode, n: number, extra: string[]): void {
   mkdirSync(join(node.dir, 'cg'), { recursive: true })
   const d = node.dir
   const script = [
     `mount --rbind /sys/fs/cgroup ${d}/cg`,
     'mount -t sysfs sysfs /sys',
     `mount --move ${d}/cg /sys/fs/cgroup`,
-    `exec dockerd --data-root ${d}/data --exec-root ${d}/x --pidfile ${d}/pid -H unix://${node.socket} --bip 172.31.${n}.1/24 --storage-driver overlay2 --log-level warn`,
+    `exec dockerd --data-root ${d}/data --exec-root ${d}/x --pidfile ${d}/pid -H unix://${node.socket} --bip 172.31.${n}.1/24 --storage-driver overlay2 --log-level warn ${extra.join(' ')}`,
   ].join(' && ')
   const out = join(d, 'dockerd.log')
   writeFileSync(out, '')
@@ -153,7 +160,17 @@ export async function cleanLeftovers(): Promise<void> {
     const name = ns.split(' ')[0] ?? ''
     if (name.startsWith(PREFIX)) ids.add(name.slice(0, -1))
   }
-  for (const id of ids) await stopLab(id)
+  for (const id of ids) if (!ownedByAnother(id)) await stopLab(id)
+}
+
+/** True when the lab's test process (not this one) still runs. */
+function ownedByAnother(id: string): boolean {
+  try {
+    const pid = Number(readFileSync(join(ROOT, id, 'owner'), 'utf8').trim())
+    return pid > 0 && pid !== process.pid && alive(pid)
+  } catch {
+    return false
+  }
 }
 
 function tryList(args: string[]): string[] {
