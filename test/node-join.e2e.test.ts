@@ -8,6 +8,7 @@ import { hashToken, JoinService } from '../src/domain/cluster/join'
 import { NodesRepository } from '../src/domain/cluster/repository'
 import { ClusterPki } from '../src/drivers/cluster/pki'
 import { ensureManager, swarmInfo, swarmManagerOn } from '../src/drivers/runtime/swarm-membership'
+import { engineSecurity, noNewPrivilegesAdvice } from '../src/drivers/runtime/swarm/hardening'
 import { systemClock } from '../src/lib/clock'
 import { memoryLogger } from '../src/lib/logger'
 import { migrate } from '../src/store/migrate'
@@ -38,7 +39,8 @@ const run = async (args: string[], env: Record<string, string> = {}) => {
 const clusterEnv = () => ({ BERTH_CLUSTER_ENABLED: 'true', BERTH_CLUSTER_ADDRESS: lab.engines[0]!.address, BERTH_SERVER_DATA_DIR: join(dir, 'control') })
 
 beforeAll(async () => {
-  lab = await startPrivateEngines('berth-join-t', 3, 8)
+  // BERTH_JOIN_LAB_NAME runs a second copy beside another worktree's (its first 8 characters name the links: make them differ).
+  lab = await startPrivateEngines(process.env.BERTH_JOIN_LAB_NAME ?? 'berth-join-t', 3, 8)
   dir = mkdtempSync(join(tmpdir(), 'berth-node-join-'))
   store = openStore(join(dir, 'control', 'berth.db'))
   migrate(store)
@@ -75,8 +77,11 @@ describe('joining a node with the binary', () => {
     const args = ['node', 'join', url, '--token', token, '--address', worker.address, '--port', '7710', '--name', 'worker-1', '--data', data, '--docker-socket', worker.socket, '--no-systemd', '--json']
     const joined = await run(args)
     expect(joined.code, joined.err).toBe(0)
-    const answer = JSON.parse(joined.out) as { node_id: string; swarm_node_id: string; data: string }
+    const answer = JSON.parse(joined.out) as { node_id: string; swarm_node_id: string; data: string; warnings: string[] }
     expect(answer.node_id).toMatch(/^node_/)
+    // An engine that would run sites without no-new-privileges (20.10 without the daemon-wide setting) is warned about, with the fix.
+    const advice = noNewPrivilegesAdvice(await engineSecurity(worker.socket), 'node')
+    expect(answer.warnings).toEqual(advice ? [expect.stringContaining('"no-new-privileges": true to /etc/docker/daemon.json')] : [])
     const engine = await swarmInfo(worker.socket)
     expect(engine).toMatchObject({ state: 'active', manager: false, nodeId: answer.swarm_node_id })
     for (const name of ['node.json', 'node.key', 'node.pem', 'client-ca.pem']) expect(statSync(join(data, name)).mode & 0o777, name).toBe(0o600)
