@@ -25,9 +25,9 @@ const MEMBERSHIP_TIMEOUT_MS = 60_000
 /** The Swarm's own port on a manager (`docker swarm join ... ADDR:2377`). */
 export const SWARM_PORT = 2377
 /**
- * Ended tasks Swarm keeps per site (its default is 5): each is a dead container on the node that
- * ran it, kept until Swarm prunes it. Two leave the last failure for `docker service ps` and for
- * the runtime's word on a failed start (site-services.ts taskProblem).
+ * Tasks Swarm keeps per site, the running one included (its default is 5): each ended one is a
+ * dead container on the node that ran it, until Swarm prunes it. Two keep the last ended task,
+ * for `docker service ps` and the runtime's word on a failed start (site-services.ts taskProblem).
  */
 export const TASK_HISTORY_LIMIT = 2
 /** What Berth sets of the Swarm's spec, at `swarm init` and at the control plane's start. */

@@ -189,6 +189,8 @@ describe('ClusterRuntime on a two-node swarm', () => {
     expect(forwards.filter((f) => f.slug === 'w1' && f.method === 'PUT').at(-1)?.address).toBe(address)
     expect(forwards.slice(puts).every((f) => f.address === address)).toBe(true)
     expect(await runtime.ensureSite(spec('w1'))).toMatchObject({ containerId: start.containerId, address: lab.b.address })
+    // Three tasks so far (two killed): Swarm keeps the running one and the last ended one (5 by its default).
+    await until('Swarm to prune the ended tasks', async () => (await containersOf(b, 'w1', false)).length === TASK_HISTORY_LIMIT)
   }, 30_000)
 
   it('follows the new limits of a plan change, keeping the files', async () => {
