@@ -104,7 +104,7 @@ describe('joining a node', () => {
       expect(repo.tokenUsable(hashToken(token), t.clock.now())).toBe(true)
     }
     await expect(joins.join(request(token, { name: 'worker-9', address: '10.0.0.9' }))).resolves.toMatchObject({ controlAddress: '10.0.0.1' })
-    expect(repo.list().map((n) => n.name)).toEqual(['worker-1', 'worker-9'])
+    expect(repo.list().map((n) => n.name).sort()).toEqual(['worker-1', 'worker-9'])
   })
 
   it('refuses the second of two joins under one name that ran at the same time', async () => {
