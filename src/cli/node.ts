@@ -75,7 +75,8 @@ export const nodeJoinCommand: Command = {
       if (typeof joined === 'number') return joined
       identity = joined
     }
-    const advice = noNewPrivilegesAdvice(await engineSecurity(identity.dockerSocket), 'node')
+    // A warning only: an engine that does not answer this fails the Swarm's join just below.
+    const advice = await engineSecurity(identity.dockerSocket).then((e) => noNewPrivilegesAdvice(e, 'node'), () => null)
     if (advice && !ctx.out.json) ctx.out.error(`warning: ${advice}`)
     ctx.out.info(`Joined as ${identity.nodeId}; joining the Swarm at ${identity.managerAddress}...`)
     identity.swarmNodeId = await joinSwarm(identity.dockerSocket, { token: files.swarmToken(), managerAddress: identity.managerAddress, advertiseAddress: identity.address })

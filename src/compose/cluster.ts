@@ -45,7 +45,7 @@ export async function prepareControlPlane(config: Config, log: Logger): Promise<
   const pki = await ClusterPki.open(config.server.dataDir)
   const swarmNode = await ensureManager(config.containers.dockerSocket, config.cluster.address)
   log.info('this box is the cluster\'s control plane', { address: config.cluster.address, swarm_node: swarmNode })
-  const advice = noNewPrivilegesAdvice(await engineSecurity(config.containers.dockerSocket), 'control plane')
+  const advice = await engineSecurity(config.containers.dockerSocket).then((e) => noNewPrivilegesAdvice(e, 'control plane'), () => null)
   if (advice) log.warn('sites on Swarm run without no-new-privileges', { fix: advice })
   return pki
 }

@@ -40,15 +40,19 @@ export function apiAtLeast(version: string, wanted: string): boolean {
  */
 export async function withoutSwap(docker: Docker, info: Docker.ContainerInspectInfo, log: Logger): Promise<Docker.ContainerInspectInfo> {
   const { Memory, MemorySwap } = info.HostConfig
-  if (!Memory || MemorySwap === Memory) return info
+  if (!Memory || MemorySwap === Memory || swapRefused.has(info.Id)) return info
   try {
     await docker.getContainer(info.Id).update({ MemorySwap: Memory })
     return { ...info, HostConfig: { ...info.HostConfig, MemorySwap: Memory } }
   } catch (err) {
+    swapRefused.add(info.Id)
     log.warn('could not take the swap from a site task\'s container', { container: info.Id, error: (err as Error).message })
     return info
   }
 }
+
+/** Containers whose engine refused `withoutSwap`'s update: asked once, said once. */
+const swapRefused = new Set<string>()
 
 /** What `noNewPrivilegesAdvice` reads of one box's engine. */
 export interface EngineSecurity {
