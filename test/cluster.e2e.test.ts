@@ -7,6 +7,7 @@ import { buyDirect, viaEdge, waitForSite } from './helpers/purchase'
 import { startLab, waitFor, type Lab } from './lab/cluster-lab'
 import { leftovers } from './lab/lab-host'
 import { AGENT_PORT, CONTROL_PORT, joinNode, startControlPlane, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
+import { engineSecurity, noNewPrivilegesAdvice } from '../src/drivers/runtime/swarm/hardening'
 
 /**
  * Sites across two nodes (issue 28), on the two-node lab (test/lab): the compiled control plane
@@ -14,6 +15,8 @@ import { AGENT_PORT, CONTROL_PORT, joinNode, startControlPlane, type ControlPlan
  * Every site feature is used on a site that runs on B, through the control plane's API and edge
  * only, as an agent would; moving a site both ways, losing B and evacuating it end it.
  */
+// BERTH_LAB_NAME runs a second copy beside another worktree's (lab names are exclusive on a machine).
+const LAB_NAME = process.env.BERTH_LAB_NAME ?? 'cluster'
 let lab: Lab
 let control: ControlPlane
 let b: JoinedNode
@@ -23,8 +26,7 @@ interface Bought { slug: string; key: string }
 const sites: Record<'first' | 'onB', Bought> = {} as never
 
 beforeAll(async () => {
-  // BERTH_LAB_NAME runs a second copy beside another worktree's (lab names are exclusive on a machine).
-  lab = await startLab(process.env.BERTH_LAB_NAME ?? 'cluster')
+  lab = await startLab(LAB_NAME)
   // containers.firewall on, as a hoster runs it: the nodes keep the site firewall the join gives them.
   // BERTH_LAB_LOG_LEVEL=debug: berth serve logs at that level (a failure prints its lines about the site).
   control = await startControlPlane(lab, { firewall: true, env: process.env.BERTH_LAB_LOG_LEVEL ? { BERTH_SERVER_LOG_LEVEL: process.env.BERTH_LAB_LOG_LEVEL } : {} })
@@ -36,7 +38,7 @@ afterAll(async () => {
   await control?.berth.stop().catch(() => {})
   await lab?.stop()
   console.log(`cluster e2e: ${Object.entries(figures).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
-  expect(leftovers(lab?.name ?? 'cluster')).toEqual([])
+  expect(leftovers(LAB_NAME)).toEqual([])
 }, 60_000)
 
 
@@ -65,6 +67,9 @@ describe('a cluster of two nodes', () => {
     const nodes = json.nodes ?? json
     expect(nodes.map((n: { id: string }) => n.id)).toEqual(['control', b.id])
     expect(nodes[1]).toMatchObject({ state: 'active', address: lab.address('B') })
+    // An engine that cannot give a service no-new-privileges, without the daemon-wide setting: the control plane's start says what to add.
+    const advice = noNewPrivilegesAdvice(await engineSecurity(lab.dockerSocket('A')), 'control plane')
+    if (advice) expect(control.berth.output()).toContain('"no-new-privileges\\": true to /etc/docker/daemon.json on this box and on every node')
   })
 
   it('places a new site on the node with the most free memory: the second site goes to B', async () => {

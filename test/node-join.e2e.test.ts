@@ -4,10 +4,11 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { clusterJoinHandler } from '../src/api/cluster/join'
-import { JoinService } from '../src/domain/cluster/join'
+import { hashToken, JoinService } from '../src/domain/cluster/join'
 import { NodesRepository } from '../src/domain/cluster/repository'
 import { ClusterPki } from '../src/drivers/cluster/pki'
 import { ensureManager, swarmInfo, swarmManagerOn } from '../src/drivers/runtime/swarm-membership'
+import { engineSecurity, noNewPrivilegesAdvice } from '../src/drivers/runtime/swarm/hardening'
 import { systemClock } from '../src/lib/clock'
 import { memoryLogger } from '../src/lib/logger'
 import { migrate } from '../src/store/migrate'
@@ -38,7 +39,8 @@ const run = async (args: string[], env: Record<string, string> = {}) => {
 const clusterEnv = () => ({ BERTH_CLUSTER_ENABLED: 'true', BERTH_CLUSTER_ADDRESS: lab.engines[0]!.address, BERTH_SERVER_DATA_DIR: join(dir, 'control') })
 
 beforeAll(async () => {
-  lab = await startPrivateEngines('berth-join-t', 3, 8)
+  // BERTH_JOIN_LAB_NAME runs a second copy beside another worktree's (its first 8 characters name the links: make them differ).
+  lab = await startPrivateEngines(process.env.BERTH_JOIN_LAB_NAME ?? 'berth-join-t', 3, 8)
   dir = mkdtempSync(join(tmpdir(), 'berth-node-join-'))
   store = openStore(join(dir, 'control', 'berth.db'))
   migrate(store)
@@ -75,8 +77,11 @@ describe('joining a node with the binary', () => {
     const args = ['node', 'join', url, '--token', token, '--address', worker.address, '--port', '7710', '--name', 'worker-1', '--data', data, '--docker-socket', worker.socket, '--no-systemd', '--json']
     const joined = await run(args)
     expect(joined.code, joined.err).toBe(0)
-    const answer = JSON.parse(joined.out) as { node_id: string; swarm_node_id: string; data: string }
+    const answer = JSON.parse(joined.out) as { node_id: string; swarm_node_id: string; data: string; warnings: string[] }
     expect(answer.node_id).toMatch(/^node_/)
+    // An engine that would run sites without no-new-privileges (20.10 without the daemon-wide setting) is warned about, with the fix.
+    const advice = noNewPrivilegesAdvice(await engineSecurity(worker.socket), 'node')
+    expect(answer.warnings).toEqual(advice ? [expect.stringContaining('"no-new-privileges": true to /etc/docker/daemon.json')] : [])
     const engine = await swarmInfo(worker.socket)
     expect(engine).toMatchObject({ state: 'active', manager: false, nodeId: answer.swarm_node_id })
     for (const name of ['node.json', 'node.key', 'node.pem', 'client-ca.pem']) expect(statSync(join(data, name)).mode & 0o777, name).toBe(0o600)
@@ -92,6 +97,15 @@ describe('joining a node with the binary', () => {
     expect(replayed.code).toBe(2)
     expect(replayed.err).toContain('unknown, used or expired')
     expect((await swarmInfo(spare.socket)).state).toBe('inactive')
+    // Another box under a name the first has (two boxes of one host name): refused, exit 2, nothing
+    // joined, the token still good for a join under another --name.
+    const fresh = JSON.parse((await run(['nodes', 'token', '--json'], clusterEnv())).out) as { token: string }
+    const sameName = await run(['node', 'join', url, '--token', fresh.token, '--address', spare.address, '--name', 'worker-1', '--data', join(dir, 'node2'), '--docker-socket', spare.socket, '--no-systemd'])
+    expect(sameName.code).toBe(2)
+    expect(sameName.err).toContain("A node named 'worker-1' is in the cluster already")
+    expect(sameName.err).toContain('--name')
+    expect((await swarmInfo(spare.socket)).state).toBe('inactive')
+    expect(new NodesRepository(store).tokenUsable(hashToken(fresh.token), Date.now())).toBe(true)
     // A second join from the joined folder is refused before anything is sent.
     const again = await run(args)
     expect(again.code).toBe(1)

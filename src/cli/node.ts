@@ -9,6 +9,7 @@ import { DEFAULT_NODE_DATA, NodeFiles, type NodeIdentity } from '../drivers/clus
 import { makeNodeKey } from '../drivers/cluster/pki'
 import { IptablesFirewall } from '../drivers/firewall/iptables'
 import { joinSwarm, swarmInfo } from '../drivers/runtime/swarm-membership'
+import { engineSecurity, noNewPrivilegesAdvice } from '../drivers/runtime/swarm/hardening'
 import { renderNodeUnit } from '../install/node-unit'
 import { writeAllOrNothing } from '../install/write-all'
 import { createLogger, type Logger } from '../lib/logger'
@@ -79,13 +80,16 @@ export const nodeJoinCommand: Command = {
       if (typeof joined === 'number') return joined
       identity = joined
     }
+    // A warning only: an engine that does not answer this fails the Swarm's join just below.
+    const advice = await engineSecurity(identity.dockerSocket).then((e) => noNewPrivilegesAdvice(e, 'node'), () => null)
+    if (advice && !ctx.out.json) ctx.out.error(`warning: ${advice}`)
     ctx.out.info(`Joined as ${identity.nodeId}; joining the Swarm at ${identity.managerAddress}...`)
     identity.swarmNodeId = await joinSwarm(identity.dockerSocket, { token: files.swarmToken(), managerAddress: identity.managerAddress, advertiseAddress: identity.address })
     files.writeIdentity(identity)
     files.dropSwarmToken()
     let service = 'not installed (--no-systemd): run berth node serve --data ' + files.dir
     if (v['no-systemd'] !== true) service = installUnit(files.dir)
-    ctx.out.result({ node_id: identity.nodeId, swarm_node_id: identity.swarmNodeId, data: files.dir, service }, () => [
+    ctx.out.result({ node_id: identity.nodeId, swarm_node_id: identity.swarmNodeId, data: files.dir, service, warnings: advice ? [advice] : [] }, () => [
       identity.nodeId,
       `In the Swarm as ${identity.swarmNodeId}; identity in ${files.dir}; berth-node.service ${service}.`,
     ].join('\n'))

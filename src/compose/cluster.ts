@@ -24,6 +24,7 @@ import type { HomeDrivers } from '../drivers/files/home-drivers'
 import { nodeFirewallPolicyOf } from '../drivers/firewall/select'
 import { ensureManager, swarmManagerOn } from '../drivers/runtime/swarm-membership'
 import { ClusterRuntime } from '../drivers/runtime/swarm/cluster-runtime'
+import { engineSecurity, noNewPrivilegesAdvice } from '../drivers/runtime/swarm/hardening'
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../lib/logger'
 import type { Store } from '../store/store'
@@ -47,6 +48,8 @@ export async function prepareControlPlane(config: Config, log: Logger): Promise<
   const pki = await ClusterPki.open(config.server.dataDir)
   const swarmNode = await ensureManager(config.containers.dockerSocket, config.cluster.address)
   log.info('this box is the cluster\'s control plane', { address: config.cluster.address, swarm_node: swarmNode })
+  const advice = await engineSecurity(config.containers.dockerSocket).then((e) => noNewPrivilegesAdvice(e, 'control plane'), () => null)
+  if (advice) log.warn('sites on Swarm run without no-new-privileges', { fix: advice })
   return pki
 }
 

@@ -14,8 +14,9 @@ import { join } from 'node:path'
  * namespace's network devices) and move the cgroup tree back over it.
  *
  * Everything is named with PREFIX: `cleanLeftovers()` stops and removes what any earlier run left
- * (a failed or killed one), by its pidfiles and names only. (The integrator may fold this into
- * the lab helper's test/lab.)
+ * (a failed or killed one), by its pidfiles and names only; a lab whose test process still runs
+ * (its `owner` file) is left alone, so two worktrees can run the lab's tests at the same time.
+ * (The integrator may fold this into the lab helper's test/lab.)
  */
 export const PREFIX = 'bswl'
 const ROOT = '/tmp'
@@ -48,8 +49,13 @@ const tryRun = (cmd: string, args: string[]) => {
   } catch {}
 }
 
+/** Extra dockerd flags per node, e.g. `{ b: ['--no-new-privileges'] }`. */
+export interface LabOptions {
+  daemonArgs?: Partial<Record<'a' | 'b', string[]>>
+}
+
 /** Starts A and B, makes A a Swarm manager and B its worker, and loads `images` into A only. */
-export async function startLab(images: string[]): Promise<Lab> {
+export async function startLab(images: string[], opts: LabOptions = {}): Promise<Lab> {
   await cleanLeftovers()
   const id = `${PREFIX}${Math.random().toString(36).slice(2, 6)}`
   const dir = join(ROOT, id)
@@ -68,7 +74,7 @@ export async function startLab(images: string[]): Promise<Lab> {
       run('ip', ['-n', node.netns, 'addr', 'add', `${node.address}/24`, 'dev', dev])
       run('ip', ['-n', node.netns, 'link', 'set', 'lo', 'up'])
       run('ip', ['-n', node.netns, 'link', 'set', dev, 'up'])
-      startDockerd(node, node.name === 'a' ? 1 : 2)
+      startDockerd(node, node.name === 'a' ? 1 : 2, opts.daemonArgs?.[node.name] ?? [])
     }
     await Promise.all(nodes.map(untilAnswering))
     const docker = (node: LabNode, args: string[], input?: string) => run('docker', ['-H', `unix://${node.socket}`, ...args], input)
@@ -88,14 +94,14 @@ export async function startLab(images: string[]): Promise<Lab> {
   }
 }
 
-function startDockerd(node: LabNode, n: number): void {
+function startDockerd(node: LabNode, n: number, extra: string[]): void {
   mkdirSync(join(node.dir, 'cg'), { recursive: true })
   const d = node.dir
   const script = [
     `mount --rbind /sys/fs/cgroup ${d}/cg`,
     'mount -t sysfs sysfs /sys',
     `mount --move ${d}/cg /sys/fs/cgroup`,
-    `exec dockerd --data-root ${d}/data --exec-root ${d}/x --pidfile ${d}/pid -H unix://${node.socket} --bip 172.31.${n}.1/24 --storage-driver overlay2 --log-level warn`,
+    `exec dockerd --data-root ${d}/data --exec-root ${d}/x --pidfile ${d}/pid -H unix://${node.socket} --bip 172.31.${n}.1/24 --storage-driver overlay2 --log-level warn ${extra.join(' ')}`,
   ].join(' && ')
   const out = join(d, 'dockerd.log')
   writeFileSync(out, '')
@@ -146,11 +152,7 @@ export async function stopLab(id: string): Promise<void> {
   rmSync(dir, { recursive: true, force: true })
 }
 
-/**
- * Stops and removes every lab an earlier run left (its folders /tmp/bswl*, its namespaces): those
- * whose owner process is gone. A lab another live test process owns (the same test run from
- * another worktree) is left alone.
- */
+/** Stops and removes every lab an earlier run left (its folders /tmp/bswl*, its namespaces). */
 export async function cleanLeftovers(): Promise<void> {
   const ids = new Set<string>()
   for (const entry of readdirSync(ROOT)) if (entry.startsWith(PREFIX)) ids.add(entry)
@@ -161,11 +163,11 @@ export async function cleanLeftovers(): Promise<void> {
   for (const id of ids) if (!ownedByAnother(id)) await stopLab(id)
 }
 
-/** True when the lab's owner file names a live process other than this one. */
+/** True when the lab's test process (not this one) still runs. */
 function ownedByAnother(id: string): boolean {
   try {
-    const owner = Number(readFileSync(join(ROOT, id, 'owner'), 'utf8').trim())
-    return owner > 0 && owner !== process.pid && alive(owner)
+    const pid = Number(readFileSync(join(ROOT, id, 'owner'), 'utf8').trim())
+    return pid > 0 && pid !== process.pid && alive(pid)
   } catch {
     return false
   }

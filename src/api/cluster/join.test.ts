@@ -54,6 +54,20 @@ describe('POST /cluster/v1/join', () => {
     expect((await post(request(token))).status).toBe(200)
   })
 
+  it('answers a name another node has 409 node_name_taken with param name, and an address taken 409 CONFLICT', async () => {
+    const { joins, post, request } = await listeners(true)
+    expect((await post(request(joins.issueToken().token))).status).toBe(200)
+    const { token } = joins.issueToken()
+    const taken = await post({ ...request(token), address: '10.0.0.3' })
+    expect(taken.status).toBe(409)
+    expect(taken.body.error).toMatchObject({ code: 'node_name_taken', param: 'name' })
+    expect(taken.body.error!.message).toContain('--name')
+    const address = await post({ ...request(token), name: 'worker-2' })
+    expect(address.status).toBe(409)
+    expect(address.body.error).toMatchObject({ code: 'CONFLICT', param: 'address' })
+    expect((await post({ ...request(token), name: 'worker-2', address: '10.0.0.3' })).status).toBe(200)
+  })
+
   it('is not there when the cluster is off: the API app answers 404', async () => {
     const { joins, post, request } = await listeners(false)
     const res = await post(request(joins.issueToken().token))

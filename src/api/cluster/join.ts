@@ -1,5 +1,5 @@
 import { DomainError } from '../../domain/errors'
-import { InvalidJoinTokenError } from '../../domain/cluster/join'
+import { InvalidJoinTokenError, NodeNameTakenError } from '../../domain/cluster/join'
 import type { JoinAnswer, JoinRequest } from '../../drivers/cluster/types'
 import type { Logger } from '../../lib/logger'
 import { fromDomainError } from '../http/errors'
@@ -19,7 +19,8 @@ export function isClusterJoinPath(path: string): boolean {
  * `POST /cluster/v1/join` (LISTENER_ROUTES' `cluster-join`, drivers/cluster/types.ts JoinRequest →
  * JoinAnswer): outside the public API (no API key, no OpenAPI entry, no MCP tool); the join token
  * is the authorization. Errors in the API's envelope: 401 `invalid_join_token` for a token that is
- * unknown, used or expired; 422 with `param` for bad input; 409 for a name or address taken.
+ * unknown, used or expired; 422 with `param` for bad input; 409 `node_name_taken` (param name) for
+ * a name another node has, 409 CONFLICT (param address) for an address taken.
  */
 export function clusterJoinHandler(joins: { join(req: JoinRequest): Promise<JoinAnswer> }, log: Logger) {
   return async (request: Request): Promise<Response> => {
@@ -38,6 +39,7 @@ export function clusterJoinHandler(joins: { join(req: JoinRequest): Promise<Join
       return Response.json(await joins.join(body as JoinRequest))
     } catch (err) {
       if (err instanceof InvalidJoinTokenError) return failure(401, 'invalid_join_token', err.message)
+      if (err instanceof NodeNameTakenError) return failure(409, 'node_name_taken', err.message, 'name')
       if (err instanceof DomainError) {
         const e = fromDomainError(err, (ref) => ref.operation)
         return failure(e.status, e.code, e.message, e.param)

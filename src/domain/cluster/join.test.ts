@@ -3,7 +3,7 @@ import { domainStore } from '../../../test/helpers/domain-store'
 import { ClusterPki, makeNodeKey } from '../../drivers/cluster/pki'
 import type { JoinRequest } from '../../drivers/cluster/types'
 import { DomainError } from '../errors'
-import { InvalidJoinTokenError, JoinService } from './join'
+import { hashToken, InvalidJoinTokenError, JoinService, NodeNameTakenError } from './join'
 import { NodesRepository } from './repository'
 
 /** A join service on a real store and a real PKI; the Swarm manager answers a fixed worker token. */
@@ -86,9 +86,35 @@ describe('joining a node', () => {
     const { t, repo, joins, request } = await setup()
     const first = await joins.join(request(joins.issueToken().token))
     const token = joins.issueToken().token
-    await expect(joins.join(request(token, { address: '10.0.0.9' }))).rejects.toMatchObject({ kind: 'conflict', field: 'name' })
+    const taken = joins.join(request(token, { address: '10.0.0.9' }))
+    await expect(taken).rejects.toBeInstanceOf(NodeNameTakenError)
+    await expect(taken).rejects.toMatchObject({ kind: 'conflict', field: 'name', message: expect.stringContaining('--name') })
     await expect(joins.join(request(token, { name: 'worker-9' }))).rejects.toMatchObject({ kind: 'conflict', field: 'address' })
     repo.setState(first.nodeId, ['active'], 'removed', t.clock.now())
     await expect(joins.join(request(token))).resolves.toMatchObject({ controlAddress: '10.0.0.1' })
+  })
+
+  it('refuses a name a draining or down node has, keeping the token for a join under another name', async () => {
+    const { t, repo, joins, request } = await setup()
+    const first = await joins.join(request(joins.issueToken().token))
+    const token = joins.issueToken().token
+    for (const state of ['draining', 'down'] as const) {
+      repo.setState(first.nodeId, ['active', 'draining'], state)
+      await expect(joins.join(request(token, { address: '10.0.0.9' }))).rejects.toMatchObject({ kind: 'conflict', field: 'name', message: expect.stringContaining(state) })
+      expect(repo.tokenUsable(hashToken(token), t.clock.now())).toBe(true)
+    }
+    await expect(joins.join(request(token, { name: 'worker-9', address: '10.0.0.9' }))).resolves.toMatchObject({ controlAddress: '10.0.0.1' })
+    expect(repo.list().map((n) => n.name).sort()).toEqual(['worker-1', 'worker-9'])
+  })
+
+  it('refuses the second of two joins under one name that ran at the same time', async () => {
+    const { repo, joins, request } = await setup()
+    const results = await Promise.allSettled([
+      joins.join(request(joins.issueToken().token)),
+      joins.join(request(joins.issueToken().token, { address: '10.0.0.9' })),
+    ])
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected'])
+    expect(results.find((r) => r.status === 'rejected')).toMatchObject({ reason: expect.any(NodeNameTakenError) })
+    expect(repo.list().map((n) => n.name)).toEqual(['worker-1'])
   })
 })

@@ -24,6 +24,17 @@ export class InvalidJoinTokenError extends DomainError {
   }
 }
 
+/**
+ * A name that a node not removed has already (two boxes with the same host name): the join
+ * route answers 409 `node_name_taken` with `param` name. Nothing is recorded and the token is
+ * not spent, so the same token joins under another `--name`.
+ */
+export class NodeNameTakenError extends DomainError {
+  constructor(name: string, holder: { id: string; state: string }) {
+    super('conflict', `A node named '${name}' is in the cluster already (${holder.id}, ${holder.state}): join this box under another name with --name (berth node join ... --name NAME), or remove ${holder.id} first (berth nodes remove ${holder.id}).`, 'name')
+  }
+}
+
 /** The PKI's part in a join (drivers/cluster/pki.ts ClusterPki). */
 export interface NodeSigner {
   /** Throws InvalidCsrError for a request it does not sign. */
@@ -73,7 +84,8 @@ export class JoinService {
   /**
    * Joins a node: throws InvalidJoinTokenError for a token that is unknown, used or expired
    * (checked first, so that nothing else is said to a caller without one), an `invalid` error
-   * naming the field for bad input, a conflict for a name or address another node has. The token
+   * naming the field for bad input, NodeNameTakenError for a name another node has (active,
+   * draining or down; a removed node's name is free), a conflict for its address. The token
    * is spent only by a join that succeeds.
    */
   async join(req: JoinRequest): Promise<JoinAnswer> {
@@ -89,6 +101,8 @@ export class JoinService {
       throw err
     }
     const swarmToken = await this.swarm.workerJoinToken()
+    // Again with no await before the insert: a join under the same name that ran meanwhile is seen.
+    this.refuseTakenName(req.name)
     const now = this.clock.now()
     const node = this.repo.spendTokenAndInsert(token, now, {
       id: nodeId,
@@ -122,9 +136,15 @@ export class JoinService {
     if (!Number.isInteger(req.memoryBytes) || req.memoryBytes < 0) throw invalid('memoryBytes', 'memoryBytes must be a whole number of bytes, 0 or more.')
     if (!Number.isInteger(req.cpus) || req.cpus < 0) throw invalid('cpus', 'cpus must be a whole number, 0 or more.')
     if (typeof req.csr !== 'string' || req.csr.length === 0 || req.csr.length > MAX_CSR_CHARS) throw invalid('csr', 'csr must be a PEM certificate request (berth node join makes it).')
-    const clash = this.repo.list().find((n) => n.state !== 'removed' && (n.name === req.name || n.address === req.address))
-    if (clash?.name === req.name) throw conflict(`A node named '${req.name}' is in the cluster already (${clash.id}); remove it first (berth nodes remove ${clash.id}) or join under another name.`, 'name')
+    this.refuseTakenName(req.name)
+    const clash = this.repo.list({ live: true }).find((n) => n.address === req.address)
     if (clash) throw conflict(`Node ${clash.id} has the address ${req.address} already; remove it first (berth nodes remove ${clash.id}).`, 'address')
+  }
+
+  /** Throws NodeNameTakenError when a node not removed has `name`. */
+  private refuseTakenName(name: string): void {
+    const holder = this.repo.findByName(name)
+    if (holder) throw new NodeNameTakenError(name, holder)
   }
 }
 

@@ -1,6 +1,7 @@
+import Docker from 'dockerode'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startPrivateEngines, type PrivateEngines } from '../../../test/helpers/private-dockerd'
-import { ensureManager, joinSwarm, leaveSwarm, swarmInfo, workerJoinToken } from './swarm-membership'
+import { ensureManager, joinSwarm, leaveSwarm, swarmInfo, TASK_HISTORY_LIMIT, workerJoinToken } from './swarm-membership'
 
 /** Two private engines (never the shared one: it must not be in a Swarm), on 10.249.7.0/24. */
 let lab: PrivateEngines
@@ -15,6 +16,9 @@ describe('swarm membership of an engine', () => {
     expect(await swarmInfo(manager.socket)).toMatchObject({ state: 'inactive', nodeId: null, manager: false })
     const managerId = await ensureManager(manager.socket, manager.address)
     expect(managerId).toMatch(/^[a-z0-9]{25}$/)
+    // Made with Berth's spec: few ended tasks kept per site (Swarm's default is 5).
+    const swarm = (await new Docker({ socketPath: manager.socket }).swarmInspect()) as { Spec: { Orchestration: { TaskHistoryRetentionLimit: number } } }
+    expect(swarm.Spec.Orchestration.TaskHistoryRetentionLimit).toBe(TASK_HISTORY_LIMIT)
     // A second call leaves the Swarm as it is.
     expect(await ensureManager(manager.socket, manager.address)).toBe(managerId)
     const token = await workerJoinToken(manager.socket)

@@ -1,3 +1,4 @@
+import type Docker from 'dockerode'
 import { engineCall, openEngine } from './engine'
 
 /**
@@ -23,6 +24,14 @@ export interface EngineSwarmInfo {
 const MEMBERSHIP_TIMEOUT_MS = 60_000
 /** The Swarm's own port on a manager (`docker swarm join ... ADDR:2377`). */
 export const SWARM_PORT = 2377
+/**
+ * Tasks Swarm keeps per site, the running one included (its default is 5): each ended one is a
+ * dead container on the node that ran it, until Swarm prunes it. Two keep the last ended task,
+ * for `docker service ps` and the runtime's word on a failed start (site-services.ts taskProblem).
+ */
+export const TASK_HISTORY_LIMIT = 2
+/** What Berth sets of the Swarm's spec, at `swarm init` and at the control plane's start. */
+export const SWARM_SPEC = { Orchestration: { TaskHistoryRetentionLimit: TASK_HISTORY_LIMIT } }
 
 export async function swarmInfo(socket: string): Promise<EngineSwarmInfo> {
   const docker = await openEngine(socket, 10_000)
@@ -40,19 +49,32 @@ export async function swarmInfo(socket: string): Promise<EngineSwarmInfo> {
 
 /**
  * Makes the engine a Swarm manager advertising `advertiseAddress` (the control plane at its
- * start): `docker swarm init` when it is in no Swarm; a no-op when it manages one already.
- * Throws when it is a worker of another Swarm (the hoster must leave it first). Returns its node id.
+ * start): `docker swarm init` with SWARM_SPEC when it is in no Swarm; when it manages one
+ * already, its spec is brought to SWARM_SPEC if it differs. Throws when it is a worker of another
+ * Swarm (the hoster must leave it first). Returns its node id.
  */
 export async function ensureManager(socket: string, advertiseAddress: string): Promise<string> {
   const before = await swarmInfo(socket)
-  if (before.state === 'active' && before.manager) return before.nodeId!
+  const docker = await openEngine(socket, MEMBERSHIP_TIMEOUT_MS)
+  if (before.state === 'active' && before.manager) {
+    await keepSwarmSpec(socket, docker)
+    return before.nodeId!
+  }
   if (before.state !== 'inactive') {
     throw new Error(`the engine on ${socket} is in a Swarm as a worker (state ${before.state}); run docker swarm leave on this box first`)
   }
-  const docker = await openEngine(socket, MEMBERSHIP_TIMEOUT_MS)
-  await engineCall(socket, () => docker.swarmInit({ ListenAddr: `${hostPart(advertiseAddress)}:${SWARM_PORT}`, AdvertiseAddr: `${hostPart(advertiseAddress)}:${SWARM_PORT}` }))
+  await engineCall(socket, () => docker.swarmInit({ ListenAddr: `${hostPart(advertiseAddress)}:${SWARM_PORT}`, AdvertiseAddr: `${hostPart(advertiseAddress)}:${SWARM_PORT}`, Spec: SWARM_SPEC }))
   const after = await swarmInfo(socket)
   return after.nodeId!
+}
+
+/** Updates the managed Swarm's spec to SWARM_SPEC when it differs (a Swarm made before, or by hand); true when it did. */
+async function keepSwarmSpec(socket: string, docker: Docker): Promise<boolean> {
+  const swarm = (await engineCall(socket, () => docker.swarmInspect())) as { Version: { Index: number }; Spec: { Orchestration?: { TaskHistoryRetentionLimit?: number } } }
+  if (swarm.Spec.Orchestration?.TaskHistoryRetentionLimit === TASK_HISTORY_LIMIT) return false
+  const spec = { ...swarm.Spec, Orchestration: { ...swarm.Spec.Orchestration, ...SWARM_SPEC.Orchestration } }
+  await engineCall(socket, () => docker.swarmUpdate({ _query: { version: swarm.Version.Index }, _body: spec } as never))
+  return true
 }
 
 /** The token a worker joins the manager's Swarm with (`docker swarm join-token -q worker`). */

@@ -8,9 +8,11 @@ import { LABEL } from '../site-container'
 import { HostPortTakenError, SITE_HOME, type SiteEvent, type SiteSpec, type SiteWatch } from '../types'
 import { ClusterRuntime } from './cluster-runtime'
 import { watchCluster } from './cluster-watch'
+import { ensureManager, TASK_HISTORY_LIMIT } from '../swarm-membership'
 
 // A real two-node Swarm (test/lab-swarm): A, the manager, is the control node; B a worker known
-// as node 'nb'. The site image is loaded into A only: the runtime carries it to B itself. The
+// as node 'nb', whose dockerd runs with the daemon-wide no-new-privileges docs/cluster.md asks of
+// engines older than API 1.44 (A's does not). The site image is loaded into A only: the runtime carries it to B itself. The
 // agent is stood in for by a NodeLink whose engine is B's socket and whose forwards are recorded
 // (the agent's own tests cover the forward itself).
 const GiB = 1024 ** 3
@@ -54,6 +56,11 @@ function statusIn(where: 'a' | 'b', address: string): string {
   }
 }
 
+/** The kernel's swap ceiling for a container on B: memory and swap together (cgroup v1), or `swap N` of swap alone (v2). */
+function swapLimitOf(containerId: string): string {
+  return lab.docker(lab.b, ['exec', containerId, 'sh', '-c', 'cat /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes 2>/dev/null || echo "swap $(cat /sys/fs/cgroup/memory.swap.max)"'])
+}
+
 async function containersOf(engine: Docker, slug: string, running = true) {
   return engine.listContainers({ all: !running, filters: { label: [`${LABEL.instance}=${instanceId}`, `${LABEL.slug}=${slug}`] } })
 }
@@ -69,7 +76,7 @@ async function until<T>(what: string, fn: () => Promise<T | null | undefined | f
 }
 
 beforeAll(async () => {
-  lab = await startLab([IMAGES.static, IMAGES.php])
+  lab = await startLab([IMAGES.static, IMAGES.php], { daemonArgs: { b: ['--no-new-privileges'] } })
   a = new Docker({ socketPath: lab.a.socket })
   b = new Docker({ socketPath: lab.b.socket })
   node = { id: 'nb', name: 'b', address: lab.b.address, agentPort: 7710, swarmNodeId: lab.b.swarmNodeId, certFingerprint: 'x', certSerial: '1', state: 'active', memoryBytes: 64 * GiB, cpus: 2, joinedAt: Date.now(), lastSeenAt: null }
@@ -85,6 +92,15 @@ afterAll(async () => {
 
 describe('ClusterRuntime on a two-node swarm', () => {
   let containerAddress = ''
+
+  it('keeps few ended tasks per site: the control plane\'s start brings an existing swarm\'s spec to the limit', async () => {
+    const history = async () => ((await a.swarmInspect()) as { Spec: { Orchestration: { TaskHistoryRetentionLimit: number } } }).Spec.Orchestration.TaskHistoryRetentionLimit
+    // The lab made its swarm with docker swarm init: Swarm's default.
+    expect(await history()).toBe(5)
+    expect(await ensureManager(lab.a.socket, lab.a.address)).toBe(lab.a.swarmNodeId)
+    expect(await history()).toBe(TASK_HISTORY_LIMIT)
+    expect(await ensureManager(lab.a.socket, lab.a.address)).toBe(lab.a.swarmNodeId)
+  })
 
   it('runs a new site on the node with the most free memory, with the plan limits there, carrying the image to it', async () => {
     expect((await b.listImages()).length).toBe(0)
@@ -104,6 +120,12 @@ describe('ClusterRuntime on a two-node swarm', () => {
     const info = await b.getContainer(endpoint.containerId).inspect()
     expect(info.HostConfig).toMatchObject({ Memory: 128 * 1024 * 1024, NanoCpus: 5e8, PidsLimit: 64, ReadonlyRootfs: true, CapDrop: ['ALL'], Init: true })
     expect(info.Config.User).toBe('1000:1000')
+    // As on one box: no swap beyond the plan's memory, no new privileges, a /tmp nothing runs from.
+    expect(info.HostConfig.MemorySwap).toBe(128 * 1024 * 1024)
+    expect([String(128 * 1024 * 1024), 'swap 0']).toContain(swapLimitOf(endpoint.containerId))
+    const inside = (await runtime.exec('w1', ['sh', '-c', 'grep NoNewPrivs /proc/1/status; grep " /tmp " /proc/mounts'])).output
+    expect(inside).toMatch(/NoNewPrivs:\s+1/)
+    expect(inside).toMatch(/^tmpfs \/tmp tmpfs rw,nosuid,nodev,noexec[, ]/m)
     expect(info.NetworkSettings.Networks[`berth-${instanceId}-w1`]?.IPAddress).toBe(containerAddress)
     await until('an answer from the site', () => statusIn('b', containerAddress) === '200')
     expect(await runtime.nodeOf('w1')).toBe('nb')
@@ -149,6 +171,7 @@ describe('ClusterRuntime on a two-node swarm', () => {
     await until('the start of the new container', () => events.slice(from).find((e) => e.action === 'start' && e.containerId === endpoint.containerId))
     const info = await b.getContainer(endpoint.containerId).inspect()
     expect(latest.address).toBe(info.NetworkSettings.Networks[`berth-${instanceId}-w1`]?.IPAddress)
+    expect(info.HostConfig.MemorySwap).toBe(info.HostConfig.Memory)
     expect((await runtime.exec('w1', ['cat', `${SITE_HOME}/hello.txt`])).output).toBe('hi\n')
   }, 30_000)
 
@@ -159,17 +182,21 @@ describe('ClusterRuntime on a two-node swarm', () => {
     lab.docker(lab.b, ['kill', before.containerId])
     const start = await until('a start of a new container', () => events.slice(from).find((e) => e.action === 'start' && e.slug === 'w1' && e.containerId !== before.containerId))
     const info = await b.getContainer(start.containerId).inspect()
+    // Swarm made this container with no call of Berth's: its swap was taken before its start was reported.
+    expect(info.HostConfig.MemorySwap).toBe(128 * 1024 * 1024)
     // The agent is asked again only when the address changed (the /28 often gives the new container the same one).
     const address = info.NetworkSettings.Networks[`berth-${instanceId}-w1`]?.IPAddress
     expect(forwards.filter((f) => f.slug === 'w1' && f.method === 'PUT').at(-1)?.address).toBe(address)
     expect(forwards.slice(puts).every((f) => f.address === address)).toBe(true)
     expect(await runtime.ensureSite(spec('w1'))).toMatchObject({ containerId: start.containerId, address: lab.b.address })
+    // Three tasks so far (two killed): Swarm keeps the running one and the last ended one (5 by its default).
+    await until('Swarm to prune the ended tasks', async () => (await containersOf(b, 'w1', false)).length === TASK_HISTORY_LIMIT)
   }, 30_000)
 
   it('follows the new limits of a plan change, keeping the files', async () => {
     const endpoint = await runtime.ensureSite(spec('w1', { memoryMb: 256, cpuCores: 1 }))
     const info = await b.getContainer(endpoint.containerId).inspect()
-    expect(info.HostConfig).toMatchObject({ Memory: 256 * 1024 * 1024, NanoCpus: 1e9 })
+    expect(info.HostConfig).toMatchObject({ Memory: 256 * 1024 * 1024, MemorySwap: 256 * 1024 * 1024, NanoCpus: 1e9 })
     expect((await runtime.exec('w1', ['cat', `${SITE_HOME}/hello.txt`])).output).toBe('hi\n')
   }, 60_000)
 
@@ -200,6 +227,7 @@ describe('ClusterRuntime on a two-node swarm', () => {
     const endpoint = await runtime.ensureSite(spec('mv'))
     expect(await runtime.nodeOf('mv')).toBe(CONTROL_NODE)
     expect((await containersOf(a, 'mv'))[0]?.Id).toBe(endpoint.containerId)
+    expect((await a.getContainer(endpoint.containerId).inspect()).HostConfig.MemorySwap).toBe(128 * 1024 * 1024)
     expect(endpoint.address).toMatch(/^10\.231\./)
     await until('an answer from the site', () => statusIn('a', endpoint.address) === '200')
     expect(await runtime.homePath('mv')).toMatch(new RegExp(`/volumes/berth-${instanceId}-mv-home/_data$`))

@@ -19,6 +19,8 @@ import { chooseNode, nodeCapacities } from './placement'
 import { limitsDiffer, NODE_LABEL, serviceDrift, serviceSpec, type ServiceInfo } from './service-spec'
 import { nodeOfService, replicasOf, SiteServices } from './site-services'
 import { managedContainer, removeEndedTasks, siteContainer, untilNoContainer, untilRunning } from './site-tasks'
+import { withoutSwap } from './hardening'
+import { SWARM_SPEC } from '../swarm-membership'
 
 const PING_TIMEOUT_MS = 2000
 
@@ -55,7 +57,7 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
       const manager = await openEngine(this.opts.managerSocket)
       let info = await manager.info()
       if (info.Swarm?.LocalNodeState === 'inactive') {
-        await manager.swarmInit({ ListenAddr: '0.0.0.0:2377', AdvertiseAddr: this.opts.advertiseAddress })
+        await manager.swarmInit({ ListenAddr: '0.0.0.0:2377', AdvertiseAddr: this.opts.advertiseAddress, Spec: SWARM_SPEC })
         this.opts.log.info('made this engine a Swarm manager', { advertise: this.opts.advertiseAddress })
         info = await manager.info()
       }
@@ -311,12 +313,12 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
       const [info, image] = await Promise.all([siteContainer(engine, this.opts.instanceId, spec.slug), orNull(this.engines.manager.docker.getImage(spec.image).inspect())])
       if (info?.State.Running && (!image || info.Image === image.Id)) {
         if (info.State.Paused) await engine.docker.getContainer(info.Id).unpause()
-        return this.endpointOf(engine, spec.slug, info)
+        return this.endpointOf(engine, spec.slug, await withoutSwap(engine.docker, info, this.opts.log))
       }
     }
     const started = performance.now()
     const { readonlyRootfs, imageId } = await this.prepareNode(engine, spec)
-    const plan = { instanceId: this.opts.instanceId, spec, names: this.services.names(spec.slug), nodeId, swarmNodeId: await this.engines.swarmIdOf(engine), readonlyRootfs }
+    const plan = { instanceId: this.opts.instanceId, spec, names: this.services.names(spec.slug), nodeId, swarmNodeId: await this.engines.swarmIdOf(engine), readonlyRootfs, apiVersion: this.engines.managerApi }
     let before: string | null = null
     if (this.opts.mayStart?.(spec) === false) throw new SiteNotRunnableError(`The site '${spec.slug}' is being restored by another process (a move or an evacuation); it starts once that is done.`)
     if (!service) {
@@ -336,12 +338,13 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
         this.opts.log.info('updated site service', { site: spec.slug, node: nodeId, reason })
       }
     }
-    const info = await untilRunning(engine, this.opts.instanceId, spec.slug, {
+    const running = await untilRunning(engine, this.opts.instanceId, spec.slug, {
       before,
       sshPort: spec.sshPort,
       withinMs: this.opts.startWithinMs ?? 60_000,
       problem: (since) => this.services.taskProblem(spec.slug, since),
     })
+    const info = await withoutSwap(engine.docker, running, this.opts.log)
     this.opts.log.debug('site task runs', { site: spec.slug, node: nodeId, ms: Math.round(performance.now() - started) })
     return this.endpointOf(engine, spec.slug, info)
   }
@@ -371,13 +374,14 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
     return this.forwards.endpointOf(engine, this.services.names(slug).network, slug, info)
   }
 
-  /** A node's container started (Swarm replaced a task): its forward follows it before the start is reported. */
+  /** A task's container started (Swarm replaced a task): no swap, and on a node its forward follows it, before the start is reported. */
   private async forwardStarted(nodeId: string, e: SiteEvent): Promise<void> {
-    if (nodeId === CONTROL_NODE) return
     await this.ready()
     const engine = await this.engines.of(nodeId)
     const info = await orNull(engine.docker.getContainer(e.containerId).inspect())
-    if (info?.State.Running) await this.endpointOf(engine, e.slug, info)
+    if (!info?.State.Running) return
+    await withoutSwap(engine.docker, info, this.opts.log)
+    if (nodeId !== CONTROL_NODE) await this.endpointOf(engine, e.slug, info)
   }
 
   private async call<T>(fn: () => Promise<T>): Promise<T> {

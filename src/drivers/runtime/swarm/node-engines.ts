@@ -30,12 +30,15 @@ export class NodeEngines {
   constructor(
     private control: Engine,
     private controlSwarmId: string,
+    /** The manager's Engine API version ("1.41"): what a service's spec can say (hardening.ts). */
+    readonly managerApi: string,
     private opts: { nodes: () => ClusterNode[]; link: NodeLink; subnetPool: string; log: Logger },
   ) {}
 
   static async forManager(socketPath: string, swarmNodeId: string, opts: NodeEngines['opts']): Promise<NodeEngines> {
     const control: Engine = { nodeId: CONTROL_NODE, node: null, docker: await openEngine(socketPath), bulk: await openEngine(socketPath, 0), address: socketPath, key: socketPath }
-    return new NodeEngines(control, swarmNodeId, opts)
+    const { ApiVersion } = await control.docker.version()
+    return new NodeEngines(control, swarmNodeId, String(ApiVersion), opts)
   }
 
   get manager(): Engine {

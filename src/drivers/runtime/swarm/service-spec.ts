@@ -1,6 +1,7 @@
 import type Docker from 'dockerode'
 import { SITE_HOME, type SiteSpec } from '../types'
 import { LABEL, SITE_LOG, SITE_TMP, siteLabels, siteNames, siteProcess, SSH_PORT, type SiteNames } from '../site-container'
+import { apiAtLeast, SERVICE_NO_NEW_PRIVILEGES_API, SERVICE_SWAP_API } from './hardening'
 
 /** On a site's service: the Berth node (CONTROL_NODE or a node id) it is pinned to. */
 export const NODE_LABEL = 'dev.berth.node'
@@ -21,7 +22,7 @@ export function serviceNames(instanceId: string, slug: string): ServiceNames {
   return { ...names, service: names.container, config: `${names.network}-config` }
 }
 
-/** The plan's limits as a service's `Resources.Limits` (no swap setting: Swarm has none). */
+/** The plan's limits as a service's `Resources.Limits` (swap apart: `Resources.SwapBytes`, API 1.52+). */
 export function serviceLimits(spec: SiteSpec): { NanoCPUs: number; MemoryBytes: number; Pids: number } {
   return { NanoCPUs: Math.round(spec.cpuCores * 1e9), MemoryBytes: spec.memoryMb * 1024 * 1024, Pids: spec.pidsLimit }
 }
@@ -34,6 +35,8 @@ export interface ServicePlan {
   nodeId: string
   swarmNodeId: string
   readonlyRootfs: boolean
+  /** The manager's Engine API version ("1.41"): what the spec can say (hardening.ts). */
+  apiVersion: string
   /** 0 to create it stopped (Placement.placeOn), else 1. */
   replicas?: number
 }
@@ -41,10 +44,11 @@ export interface ServicePlan {
 /**
  * The service of one site: one replica restarted whatever ends it, pinned to one node, on its own
  * swarm-scoped bridge network with dnsrr (no VIP: this kernel has no IPVS), the plan's limits, its
- * volume, and the isolation of a site container on one box (site-container.ts) as far as Swarm
- * carries it: no capabilities, read-only root, docker-init, a size-bound /tmp. What a service
- * cannot say (no-new-privileges and /tmp's noexec need API 1.44+/1.46; MemorySwap) is in
- * docs/cluster.md.
+ * volume, and the isolation of a site container on one box (site-container.ts) as far as the
+ * manager's API carries it: no capabilities, read-only root, docker-init, a size-bound /tmp
+ * (noexec, nosuid, nodev: Docker's default for a tmpfs mount), no-new-privileges from API 1.44,
+ * no swap from API 1.52. Before those, hardening.ts says what closes the gaps (the daemon-wide
+ * no-new-privileges, `withoutSwap` on the node); docs/cluster.md.
  */
 export function serviceSpec(plan: ServicePlan): Docker.CreateServiceOptions {
   const { spec, names } = plan
@@ -64,13 +68,15 @@ export function serviceSpec(plan: ServicePlan): Docker.CreateServiceOptions {
         Init: true,
         ReadOnly: plan.readonlyRootfs,
         CapabilityDrop: ['ALL'],
+        ...(apiAtLeast(plan.apiVersion, SERVICE_NO_NEW_PRIVILEGES_API) ? { Privileges: { NoNewPrivileges: true } } : {}),
         Mounts: [
           { Type: 'volume', Source: names.volume, Target: SITE_HOME, VolumeOptions: { Labels: volumeLabels } },
           { Type: 'tmpfs', Target: SITE_TMP.path, TmpfsOptions: { SizeBytes: SITE_TMP.sizeBytes, Mode: SITE_TMP.mode } },
         ],
         StopGracePeriod: 10_000_000_000,
       },
-      Resources: { Limits: serviceLimits(spec) },
+      // SwapBytes 0: MemorySwap = Memory on the node, as on one box.
+      Resources: { Limits: serviceLimits(spec), ...(apiAtLeast(plan.apiVersion, SERVICE_SWAP_API) ? { SwapBytes: 0 } : {}) },
       RestartPolicy: { Condition: 'any', Delay: RESTART_DELAY_NS, MaxAttempts: 0 },
       Placement: { Constraints: [`node.id==${plan.swarmNodeId}`] },
       Networks: [{ Target: names.network }],
