@@ -47,7 +47,7 @@ export async function siteFixture(h: InProcess): Promise<SiteFixture> {
   const shared = await buy('svc_starter_monthly')
   const owner = shared.key
   const [vps, doomed, foreign] = await Promise.all([buy('svc_business_monthly', owner), buy('svc_starter_monthly', owner), buy('svc_starter_monthly')])
-  await h.services.jobs.drain()
+  await untilActive(h, [shared, vps, doomed, foreign].map((site) => site.slug))
 
   const newKey = async (scopes: string[]) => (await must('key', 201, h.call('POST', `${V1}/keys/create/`, { key: owner, body: { scopes } }))).api_key as string
   const [reader, writer] = await Promise.all([newKey(['read']), newKey(['read', 'write'])])
@@ -113,4 +113,20 @@ function tree(root: string, rel = ''): string[] {
     const line = `${path} ${s.mode.toString(8)} ${s.size} ${s.mtimeMs}`
     return s.isDirectory() ? [line, ...tree(root, path)] : [line]
   })
+}
+
+/**
+ * Waits until the sites are active: a provisioning that failed once (a slow start on a loaded
+ * machine) is queued again after a delay, so the job runner's drain alone may return before.
+ */
+async function untilActive(h: InProcess, slugs: string[], withinMs = 60_000): Promise<void> {
+  const deadline = Date.now() + withinMs
+  const statusOf = (slug: string) => (h.services.store.sqlite.query('SELECT status FROM sites WHERE slug = ?').get(slug) as { status: string } | null)?.status
+  for (;;) {
+    await h.services.jobs.drain()
+    const waiting = slugs.filter((slug) => statusOf(slug) !== 'active')
+    if (waiting.length === 0) return
+    if (Date.now() > deadline) throw new Error(`fixture: sites not active after ${withinMs} ms: ${waiting.map((slug) => `${slug} ${statusOf(slug)}`).join(', ')}`)
+    await Bun.sleep(200)
+  }
 }
