@@ -3,6 +3,7 @@ import { InvalidCsrError } from '../../drivers/cluster/errors'
 import type { JoinAnswer, JoinRequest } from '../../drivers/cluster/types'
 import type { SiteFirewallPolicy } from '../../drivers/firewall/types'
 import type { Clock } from '../../lib/clock'
+import { isIpAddress } from '../../lib/ip'
 import { conflict, DomainError, invalid } from '../errors'
 import type { NodesRepository } from './repository'
 
@@ -11,7 +12,6 @@ export const JOIN_TOKEN_PREFIX = 'bnj_'
 const JOIN_TOKEN = /^bnj_[A-Za-z0-9_-]{43}$/
 /** A host name as `berth nodes list` shows it: letters, digits, dots and dashes. */
 const NODE_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,62})$/
-const IPV4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/
 const MAX_CSR_CHARS = 8192
 
 /**
@@ -161,14 +161,3 @@ export function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('hex')
 }
 
-/** True for an IPv4 or IPv6 address literal. */
-export function isIpAddress(s: string): boolean {
-  if (IPV4.test(s)) return true
-  if (!s.includes(':') || !/^[0-9A-Fa-f:.]+$/.test(s)) return false
-  try {
-    new URL(`http://[${s}]/`)
-    return true
-  } catch {
-    return false
-  }
-}

@@ -1,3 +1,4 @@
+import { isIpAddress } from '../../../lib/ip'
 import type { AgentInfo } from '../types'
 import type { ForwardTarget, Forwards } from './forwards'
 
@@ -19,7 +20,6 @@ export interface AgentApi {
 const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/
 /** A volume name as Docker allows it. */
 const VOLUME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$/
-const IPV4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/
 
 /** The agent's answer to `fail`: the API's envelope, `{ error: { code, message, param? } }`. */
 export function agentError(status: number, code: string, message: string, param?: string): Response {
@@ -57,18 +57,8 @@ async function routeForward(forwards: Forwards, request: Request, slug: string):
   }
   if (request.method !== 'PUT') return agentError(405, 'method_not_allowed', 'PUT or DELETE /v1/forwards/{slug}.')
   const body = (await request.json().catch(() => null)) as Partial<ForwardTarget> | null
-  if (!body || typeof body.address !== 'string' || !isAddress(body.address)) return agentError(422, 'validation_error', 'address must be the container\'s IP address.', 'address')
+  if (!body || typeof body.address !== 'string' || !isIpAddress(body.address)) return agentError(422, 'validation_error', 'address must be the container\'s IP address.', 'address')
   if (!Number.isInteger(body.port) || body.port! < 1 || body.port! > 65535) return agentError(422, 'validation_error', 'port must be a TCP port (1-65535).', 'port')
   const port = await forwards.open(slug, { address: body.address, port: body.port! })
   return Response.json({ port })
-}
-
-function isAddress(s: string): boolean {
-  if (IPV4.test(s)) return true
-  if (!s.includes(':')) return false
-  try {
-    return new URL(`http://[${s}]/`).hostname.length > 2
-  } catch {
-    return false
-  }
 }

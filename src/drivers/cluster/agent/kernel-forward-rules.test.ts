@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
+import { isIpv4 } from '../../../lib/ip'
 import { compareRules, compareTagged, desiredRules, parseListing, removeTaggedScript, replaceTaggedScript } from '../../firewall/iptables-rules'
-import { ACCEPT_CHAIN, desiredForwardRules, DNAT_CHAIN, FORWARDS_TAG, isIpv4, swapScript, type KernelForward } from './kernel-forward-rules'
+import { ACCEPT_CHAIN, desiredForwardRules, DNAT_CHAIN, FORWARDS_TAG, swapScript, type KernelForward } from './kernel-forward-rules'
 
 const ENDS = { node: '10.0.0.2', control: '10.0.0.1' }
 const SHOP: KernelForward = { slug: 'shop', port: 41000, target: { address: '10.231.0.2', port: 8080 } }

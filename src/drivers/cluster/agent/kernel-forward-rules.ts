@@ -91,8 +91,3 @@ export function swapScript(from: ForwardRules, to: ForwardRules): string | null 
 
 /** The filter chain `rules` take forwarded traffic from (DOCKER-USER, or FORWARD). */
 export const forwardHookOfRules = (rules: ForwardRules) => rules.filter.jumps[0]!.from
-
-/** True for a dotted IPv4 address: the kernel forwards are IPv4 only (the relay carries the rest). */
-export function isIpv4(address: string): boolean {
-  return /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/.test(address)
-}

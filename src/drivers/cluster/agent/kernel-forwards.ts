@@ -1,9 +1,10 @@
+import { isIpv4 } from '../../../lib/ip'
 import type { Logger } from '../../../lib/logger'
 import { compareTagged, forwardHookOf, parseListing, removeTaggedScript, replaceTaggedScript, type Listing } from '../../firewall/iptables-rules'
 import { LOCK_WAIT, runTool } from '../../firewall/iptables'
 import type { FirewallCheck } from '../../firewall/types'
 import {
-  ACCEPT_CHAIN, desiredForwardRules, DNAT_CHAIN, FORWARDS_TAG, forwardHookOfRules, isIpv4, swapScript, type ForwardEnds, type ForwardRules, type KernelForward,
+  ACCEPT_CHAIN, desiredForwardRules, DNAT_CHAIN, FORWARDS_TAG, forwardHookOfRules, swapScript, type ForwardEnds, type ForwardRules, type KernelForward,
 } from './kernel-forward-rules'
 
 /** What is lost while the rules are not in place, said with every warning. */

@@ -20,7 +20,7 @@ import { limitsDiffer, NODE_LABEL, serviceDrift, serviceSpec, type ServiceInfo }
 import { nodeOfService, replicasOf, SiteServices } from './site-services'
 import { managedContainer, removeEndedTasks, siteContainer, untilNoContainer, untilRunning } from './site-tasks'
 import { withoutSwap } from './hardening'
-import { SWARM_SPEC } from '../swarm-membership'
+import { ensureManager } from '../swarm-membership'
 
 const PING_TIMEOUT_MS = 2000
 
@@ -51,16 +51,11 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
     this.forwards = new Forwards(opts.link, opts.nodes, opts.log)
   }
 
-  /** Connects, and makes this engine a Swarm manager (`swarm init` advertising cluster.address) when it is in no swarm. */
+  /** Connects, and makes this engine a Swarm manager (swarm-membership.ts ensureManager: `swarm init` advertising cluster.address) when it is in no swarm. */
   ready(): Promise<void> {
     this.loading ??= (async () => {
-      const manager = await openEngine(this.opts.managerSocket)
-      let info = await manager.info()
-      if (info.Swarm?.LocalNodeState === 'inactive') {
-        await manager.swarmInit({ ListenAddr: '0.0.0.0:2377', AdvertiseAddr: this.opts.advertiseAddress, Spec: SWARM_SPEC })
-        this.opts.log.info('made this engine a Swarm manager', { advertise: this.opts.advertiseAddress })
-        info = await manager.info()
-      }
+      await ensureManager(this.opts.managerSocket, this.opts.advertiseAddress)
+      const info = await (await openEngine(this.opts.managerSocket)).info()
       if (!info.Swarm?.ControlAvailable) throw new Error(`The engine at ${this.opts.managerSocket} is in a swarm but not its manager (state ${info.Swarm?.LocalNodeState}); the control plane's engine must manage the swarm.`)
       this.engines = await NodeEngines.forManager(this.opts.managerSocket, info.Swarm.NodeID, this.opts)
       this.services = new SiteServices(this.engines.manager.docker, this.opts.instanceId)
