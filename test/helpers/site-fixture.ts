@@ -117,16 +117,29 @@ function tree(root: string, rel = ''): string[] {
 
 /**
  * Waits until the sites are active: a provisioning that failed once (a slow start on a loaded
- * machine) is queued again after a delay, so the job runner's drain alone may return before.
+ * machine, an SSH port another instance on the engine took) is queued again after a delay, so
+ * the job runner's drain alone may return before; on the harness's manual clock, that delay
+ * passes only when the clock is moved on.
  */
-async function untilActive(h: InProcess, slugs: string[], withinMs = 60_000): Promise<void> {
+export async function untilActive(h: InProcess, slugs: string[], withinMs = 60_000): Promise<void> {
   const deadline = Date.now() + withinMs
   const statusOf = (slug: string) => (h.services.store.sqlite.query('SELECT status FROM sites WHERE slug = ?').get(slug) as { status: string } | null)?.status
+  // What the sites' jobs say, for the message when they do not get there.
+  const jobsOf = (slug: string) =>
+    (h.services.store.sqlite.query('SELECT j.kind, j.status, j.attempts, j.error FROM jobs j JOIN sites s ON s.id = j.subject_id WHERE s.slug = ? ORDER BY j.rowid').all(slug) as { kind: string; status: string; attempts: number; error: string | null }[])
+      .map((j) => `${j.kind} ${j.status} after ${j.attempts} attempt(s)${j.error ? `: ${j.error}` : ''}`).join('; ') || 'no job'
   for (;;) {
     await h.services.jobs.drain()
     const waiting = slugs.filter((slug) => statusOf(slug) !== 'active')
     if (waiting.length === 0) return
-    if (Date.now() > deadline) throw new Error(`fixture: sites not active after ${withinMs} ms: ${waiting.map((slug) => `${slug} ${statusOf(slug)}`).join(', ')}`)
+    if (Date.now() > deadline) throw new Error(`fixture: sites not active after ${withinMs} ms: ${waiting.map((slug) => `${slug} ${statusOf(slug)} (${jobsOf(slug)})`).join(', ')}`)
+    // The harness's clock is manual: a retry queued for later is due only once the clock gets
+    // there, so move it on to the first one, as time would.
+    const next = (h.services.store.sqlite.query("SELECT min(run_after) AS at FROM jobs WHERE status = 'queued'").get() as { at: number | null }).at
+    if (next !== null && next > h.clock.now()) {
+      h.clock.set(next)
+      h.services.jobs.kick()
+    }
     await Bun.sleep(200)
   }
 }

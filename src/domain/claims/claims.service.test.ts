@@ -1,6 +1,7 @@
 import Docker from 'dockerode'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { inProcess } from '../../../test/helpers/in-process'
+import { untilActive } from '../../../test/helpers/site-fixture'
 
 /**
  * The claim flow on real purchased sites (real SQLite, real Docker, the real agent script run in
@@ -41,7 +42,7 @@ let a: { slug: string; key: string }
 let b: { slug: string; key: string }
 beforeAll(async () => {
   ;[a, b] = await Promise.all([buy('claim-a'), buy('claim-b')])
-  await h.services.jobs.drain()
+  await untilActive(h, [a.slug, b.slug])
 }, 90_000)
 
 describe('claim flow', () => {
