@@ -117,6 +117,22 @@ describe('a cluster of two nodes', () => {
     const edge = await lab.docker('B', 'exec', container, 'sh', '-c',
       `printf 'GET / HTTP/1.0\\r\\nHost: ${lab.address('A')}\\r\\n\\r\\n' | nc -w 5 ${lab.address('A')} ${CONTROL_PORT} | head -n 1`)
     expect(edge).toMatch(/^HTTP\/1\.[01] \d{3}/)
+    // Any other box (here the host, on its link with B): its Swarm gossip port is refused at once,
+    // as another node's would be, while the box's other ports are reached as before.
+    const accepted: number[] = []
+    const listeners = [7946, 0].map((port) => Bun.listen({ hostname: lab.hostSideAddress('B'), port, socket: { open: (socket) => { accepted.push(socket.localPort); socket.end() }, data() {} } }))
+    try {
+      const [gossip, other] = listeners.map((l) => l.port)
+      const atBox = performance.now()
+      const probe = await lab.docker('B', 'exec', container, 'sh', '-c',
+        `for p in ${gossip} ${other}; do nc -w 5 ${lab.hostSideAddress('B')} $p </dev/null; echo "port $p: $?"; done 2>&1`)
+      expect(probe, probe).toContain(`port ${other}: 0`)
+      expect(probe.match(/No route to host/g), probe).toHaveLength(1)
+      expect(performance.now() - atBox).toBeLessThan(5000)
+      expect(accepted).toEqual([other])
+    } finally {
+      listeners.forEach((l) => l.stop(true))
+    }
   })
 
   it('carries the edge\'s connections to the site on B in B\'s kernel (DNAT from the control address only); other sources are refused', async () => {

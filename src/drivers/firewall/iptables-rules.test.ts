@@ -93,8 +93,27 @@ describe('the site firewall as iptables rules', () => {
     expect(closed.chains[1]!.rules.filter((r) => r.includes('10.0.0.1/32')).map((r) => r.at(-3))).toEqual(['REJECT'])
   })
 
-  it('leaves the rule set as it was without a guarded host: absent and null are the same rules', () => {
-    expect(desiredRules({ ...POLICY, guardedHost: null }, 'DOCKER-USER')).toEqual(desired)
+  it('in a cluster, refuses the closed ports at any address, after the replies and before the guarded host', () => {
+    const node: SiteFirewallPolicy = { pool: POLICY.pool, publicEdge: null, guardedHost: { address: '10.0.0.1', openPorts: [8080] }, closedPorts: { tcp: [2377, 7710, 7711, 7946], udp: [4789, 7946] } }
+    const rules = desiredRules(node, 'DOCKER-USER')
+    expect(rules.chains[1]!.rules.map((r) => r.join(' '))).toEqual([
+      `-m conntrack --ctstate RELATED,ESTABLISHED -m comment --comment ${rules.comment} -j RETURN`,
+      `-p tcp -m multiport --dports 2377,7710,7711,7946 -m comment --comment ${rules.comment} -j REJECT --reject-with icmp-admin-prohibited`,
+      `-p udp -m multiport --dports 4789,7946 -m comment --comment ${rules.comment} -j REJECT --reject-with icmp-admin-prohibited`,
+      `-d 10.0.0.1/32 -p tcp -m multiport --dports 8080 -m comment --comment ${rules.comment} -j RETURN`,
+      `-d 10.0.0.1/32 -m comment --comment ${rules.comment} -j REJECT --reject-with icmp-admin-prohibited`,
+      `-d 169.254.0.0/16 -m comment --comment ${rules.comment} -j REJECT --reject-with icmp-admin-prohibited`,
+    ])
+    // A node that joined before (no closed ports) has another rule set: found drifted, replaced.
+    const before = desiredRules({ ...node, closedPorts: undefined }, 'DOCKER-USER')
+    expect(before.comment).not.toBe(rules.comment)
+    // A protocol without ports has no rule.
+    const tcpOnly = desiredRules({ ...node, closedPorts: { tcp: [2377], udp: [] } }, 'DOCKER-USER')
+    expect(tcpOnly.chains[1]!.rules.filter((r) => r.includes('multiport') && r.includes('REJECT')).map((r) => r[1])).toEqual(['tcp'])
+  })
+
+  it('leaves the rule set as it was without a guarded host or closed ports: absent and null are the same rules', () => {
+    expect(desiredRules({ ...POLICY, guardedHost: null, closedPorts: null }, 'DOCKER-USER')).toEqual(desired)
     expect(desired.chains[1]!.rules).toHaveLength(2)
   })
 
@@ -173,6 +192,12 @@ describe('firewallPolicyOf', () => {
   it('allows no host port by default: the public address is loopback', () => {
     expect(policyOf({})).toEqual({ pool: '10.231.0.0/16', publicEdge: null })
   })
+
+  it('closes the cluster\'s ports (the Swarm\'s, the agents\') at every address on a control plane, and only there', () => {
+    expect(policyOf({ BERTH_CLUSTER_ENABLED: 'true', BERTH_CLUSTER_ADDRESS: '10.0.0.1', BERTH_CLUSTER_AGENT_PORT: '9000' }).closedPorts)
+      .toEqual({ tcp: [2377, 7946, 9000, 9001], udp: [4789, 7946] })
+    expect(policyOf({ BERTH_CLUSTER_ADDRESS: '10.0.0.1' }).closedPorts).toBeUndefined()
+  })
 })
 
 describe('nodeFirewallPolicyOf', () => {
@@ -180,7 +205,7 @@ describe('nodeFirewallPolicyOf', () => {
 
   it('guards the control plane\'s private address, open on the edge\'s ports only, with the pool and no public edge', () => {
     expect(policyOf({ BERTH_CLUSTER_ADDRESS: '10.0.0.1', BERTH_TLS_LISTEN: '0.0.0.0:443', BERTH_SERVER_LISTEN: '0.0.0.0:80', BERTH_DNS_PUBLIC_IPV4: '203.0.113.10' }))
-      .toEqual({ pool: '10.231.0.0/16', publicEdge: null, guardedHost: { address: '10.0.0.1', openPorts: [80, 443] } })
+      .toEqual({ pool: '10.231.0.0/16', publicEdge: null, guardedHost: { address: '10.0.0.1', openPorts: [80, 443] }, closedPorts: { tcp: [2377, 7710, 7711, 7946], udp: [4789, 7946] } })
     expect(policyOf({ BERTH_CLUSTER_ADDRESS: '10.0.0.1' })?.guardedHost).toEqual({ address: '10.0.0.1', openPorts: [8080] })
   })
 

@@ -14,9 +14,10 @@ import type { FirewallCheck, SiteFirewallPolicy } from './types'
  *   rejected.
  * - `BERTH-FWD-<pool>`, from DOCKER-USER (FORWARD where Docker made none): traffic routed through
  *   the host to link-local addresses, 169.254.0.0/16, where clouds answer instance metadata and
- *   credentials, and to the policy's guarded host (a node's control plane) but for TCP to its open
- *   ports. Replies to connections made into the sites pass first. Everything else returns to
- *   Docker's own rules (the outside world passes).
+ *   credentials, to the policy's closed ports at any address (a cluster's Swarm and agent ports),
+ *   and to the policy's guarded host (a node's control plane) but for TCP to its open ports.
+ *   Replies to connections made into the sites pass first. Everything else returns to Docker's
+ *   own rules (the outside world passes).
  *
  * Rules return rather than accept, so the host's own rules still apply to what passes. Refusals
  * are `icmp-admin-prohibited`: a site's request fails at once instead of hanging for a minute.
@@ -86,6 +87,7 @@ export function desiredRules(policy: SiteFirewallPolicy, forwardHook: string): D
   ]
   const forwardRules: string[][] = [
     [...REPLIES, '-j', 'RETURN'],
+    ...closedPortRules(policy.closedPorts ?? null),
     ...guardedHostRules(policy.guardedHost ?? null),
     ['-d', LINK_LOCAL, ...REJECT],
   ]
@@ -118,6 +120,17 @@ function guardedHostRules(guarded: SiteFirewallPolicy['guardedHost']): string[][
     ...(guarded.openPorts.length > 0 ? [[...destination, '-p', 'tcp', '-m', 'multiport', '--dports', guarded.openPorts.join(','), '-j', 'RETURN']] : []),
     [...destination, ...REJECT],
   ]
+}
+
+/**
+ * The forward rules that refuse the policy's closed ports (a cluster's: the Swarm's and the
+ * agents') at any address. None without them, so the single box's rule set stays as it was.
+ */
+function closedPortRules(closed: SiteFirewallPolicy['closedPorts']): string[][] {
+  if (!closed) return []
+  return (['tcp', 'udp'] as const)
+    .filter((protocol) => closed[protocol].length > 0)
+    .map((protocol) => ['-p', protocol, '-m', 'multiport', '--dports', closed[protocol].join(','), ...REJECT])
 }
 
 /** `rule` with `-m comment --comment {comment}` before its target (`-j`). */

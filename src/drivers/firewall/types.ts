@@ -20,6 +20,13 @@ export interface SiteFirewallPolicy {
    * box, whose own addresses the INPUT rules already cover.
    */
   guardedHost?: { address: string; openPorts: number[] } | null
+  /**
+   * Ports the sites' routed traffic may not reach at any address: in a cluster, the Swarm's (2377
+   * and 7946 over TCP, 7946 and 4789 over UDP) and the agents' (cluster.agent_port and the port
+   * after it), which every box of the cluster listens on and which would otherwise see a site's
+   * connection as coming from its box. Ascending, once each. Absent or null on the single box.
+   */
+  closedPorts?: { tcp: number[]; udp: number[] } | null
 }
 
 /** How the host's rules compare with the policy. */

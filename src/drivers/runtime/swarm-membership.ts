@@ -24,6 +24,10 @@ export interface EngineSwarmInfo {
 const MEMBERSHIP_TIMEOUT_MS = 60_000
 /** The Swarm's own port on a manager (`docker swarm join ... ADDR:2377`). */
 export const SWARM_PORT = 2377
+/** The Swarm's node discovery between every two boxes, over TCP and UDP. */
+export const SWARM_GOSSIP_PORT = 7946
+/** The Swarm's VXLAN data path (UDP), Docker's default (`--data-path-port`, which Berth leaves). */
+export const SWARM_DATA_PORT = 4789
 /**
  * Tasks Swarm keeps per site, the running one included (its default is 5): each ended one is a
  * dead container on the node that ran it, until Swarm prunes it. Two keep the last ended task,
