@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, lte } from 'drizzle-orm'
+import { and, asc, eq, inArray, isNull, lt, lte, or } from 'drizzle-orm'
 import { jobs, type JobRow } from '../store/schema'
 import { onFirstUse } from '../store/prepared'
 import type { Store } from '../store/store'
@@ -31,9 +31,19 @@ export class JobsRepository {
     return this.pendingOfSubjects().all(JSON.stringify(subjectIds), JSON.stringify(kinds))
   }
 
-  /** Queues again every job marked running; returns them. */
-  requeueRunning(now: number): JobRow[] {
-    return this.store.db.update(jobs).set({ status: 'queued', updatedAt: now }).where(eq(jobs.status, 'running')).returning().all()
+  /**
+   * Queues again the jobs marked running whose lease ran out before `wallNow`, and with
+   * `unleased` those without one (the server's own, left by its previous run); returns them.
+   */
+  requeueRunning(now: number, wallNow: number, opts: { unleased: boolean }): JobRow[] {
+    const orphaned = opts.unleased ? or(isNull(jobs.leaseUntil), lt(jobs.leaseUntil, wallNow)) : lt(jobs.leaseUntil, wallNow)
+    return this.store.db.update(jobs).set({ status: 'queued', leaseUntil: null, updatedAt: now })
+      .where(and(eq(jobs.status, 'running'), orphaned)).returning().all()
+  }
+
+  /** Moves the lease of a running job on to `until` (wall time). */
+  renewLease(id: string, until: number): void {
+    this.store.db.update(jobs).set({ leaseUntil: until }).where(and(eq(jobs.id, id), eq(jobs.status, 'running'))).run()
   }
 
   /** Up to `limit` queued jobs due at `now`, soonest first. */

@@ -14,10 +14,24 @@ export interface JobHandler {
 }
 
 const RETRY_DELAYS_MS = [1_000, 5_000, 15_000]
+/** How long a process vouches for a job it runs itself (runHere); renewed every third of it. */
+export const JOB_LEASE_MS = 30_000
+
+export interface JobRunnerOptions {
+  /** Jobs run at once; default 8. */
+  concurrency?: number
+  /** Wall time for the leases of runHere's jobs (default Date.now): they outlive the process's own clock. */
+  wallClock?: () => number
+  /** How long a runHere lease lasts (default JOB_LEASE_MS); renewed every third of it. */
+  leaseMs?: number
+}
 
 /**
  * Runs slow work in the background with its state in the store, so the request that started it
  * returns at once and a `kill -9` loses nothing: on start, jobs left `running` are queued again.
+ * A job another process runs itself (runHere, a CLI command) holds a lease it renews while it
+ * runs: the started runner leaves it to that process, and takes it over once the lease runs out
+ * (the process died), within JOB_LEASE_MS and a third.
  */
 export class JobRunner {
   private active = new Set<string>()
@@ -33,10 +47,19 @@ export class JobRunner {
     private clock: Clock,
     private log: Logger,
     private handlers: Record<string, JobHandler>,
-    private concurrency = 8,
+    opts: JobRunnerOptions = {},
   ) {
     this.repo = new JobsRepository(store)
+    this.concurrency = opts.concurrency ?? 8
+    this.wallClock = opts.wallClock ?? Date.now
+    this.leaseMs = opts.leaseMs ?? JOB_LEASE_MS
   }
+
+  private leaseMs: number
+
+  private concurrency: number
+  private wallClock: () => number
+  private adopting: ReturnType<typeof setInterval> | undefined
 
   /**
    * Adds the handlers of more job kinds: the composition root builds each area (sites, names) with
@@ -65,8 +88,9 @@ export class JobRunner {
    * handler around it (claim the subject first, prepare what it needs), as long as what is left
    * undone if the process dies is what the handler alone finishes. The row ends succeeded, or
    * failed with the error, which is thrown: the caller handles the failure (no retry, no failure
-   * handler here). A process killed meanwhile leaves the row running; the next start of
-   * `berth serve` queues it again and its handler finishes the work.
+   * handler here). The row holds a lease (JOB_LEASE_MS) this process renews while the work
+   * runs: a process killed meanwhile leaves the row running until the lease runs out, and then
+   * `berth serve` queues it again (adoptOrphans) and its handler finishes the work.
    */
   async runHere(kind: string, subjectId: string, work?: () => Promise<void>): Promise<void> {
     const handler = this.handlers[kind]
@@ -74,15 +98,18 @@ export class JobRunner {
     const now = this.clock.now()
     const job = this.store.write(() => {
       const row = this.repo.insert(kind, subjectId, now)
-      this.repo.update(row.id, { status: 'running', attempts: 1, updatedAt: now })
+      this.repo.update(row.id, { status: 'running', attempts: 1, leaseUntil: this.wallClock() + this.leaseMs, updatedAt: now })
       return row
     })
+    const renewal = setInterval(() => this.store.write(() => this.repo.renewLease(job.id, this.wallClock() + this.leaseMs)), this.leaseMs / 3)
     try {
       await this.counted(subjectId, work ?? (() => handler.run(subjectId)))
-      this.setState(job.id, { status: 'succeeded', error: null })
+      this.setState(job.id, { status: 'succeeded', error: null, leaseUntil: null })
     } catch (err) {
-      this.setState(job.id, { status: 'failed', error: (err as Error).message })
+      this.setState(job.id, { status: 'failed', error: (err as Error).message, leaseUntil: null })
       throw err
+    } finally {
+      clearInterval(renewal)
     }
   }
 
@@ -120,12 +147,36 @@ export class JobRunner {
     return out
   }
 
-  /** Re-queues jobs a previous process left running, then starts working. */
+  /**
+   * Re-queues the jobs a previous run left running (and those of dead processes: runHere's whose
+   * lease ran out), then starts working; from then on, takes over every runHere job whose lease
+   * runs out (adoptOrphans, every third of JOB_LEASE_MS). Jobs of live processes are left to them.
+   */
   start(): void {
     this.stopped = false
-    const requeued = this.store.write(() => this.repo.requeueRunning(this.clock.now()))
-    if (requeued.length > 0) this.log.warn('resuming jobs interrupted by a stop', { jobs: requeued.map((j) => `${j.kind}:${j.subjectId}`) })
+    this.resume('resuming jobs interrupted by a stop', { unleased: true })
+    clearInterval(this.adopting)
+    this.adopting = setInterval(() => this.adoptOrphans(), this.leaseMs / 3)
+    this.adopting.unref?.()
     this.kick()
+  }
+
+  /**
+   * Queues again the jobs another process ran itself (runHere) and stopped renewing: it was
+   * killed. The handler of each finishes the work here. Returns how many.
+   */
+  adoptOrphans(): number {
+    if (this.stopped) return 0
+    return this.resume('taking over jobs whose process stopped', { unleased: false })
+  }
+
+  private resume(message: string, opts: { unleased: boolean }): number {
+    const requeued = this.store.write(() => this.repo.requeueRunning(this.clock.now(), this.wallClock(), opts))
+    if (requeued.length > 0) {
+      this.log.warn(message, { jobs: requeued.map((j) => `${j.kind}:${j.subjectId}`) })
+      this.kick()
+    }
+    return requeued.length
   }
 
   /** Looks for due jobs now. */
@@ -138,6 +189,7 @@ export class JobRunner {
   async stop(): Promise<void> {
     this.stopped = true
     clearTimeout(this.timer)
+    clearInterval(this.adopting)
     if (this.active.size > 0) await new Promise<void>((resolve) => this.idle.push(resolve))
   }
 

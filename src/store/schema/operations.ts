@@ -5,7 +5,8 @@ import { JOB_STATUSES } from '../../core/enums'
 
 /**
  * Slow work with a state the API can show: provisioning a site, and later deploys, snapshots,
- * certificates. A job left `running` by a crash is run again on start; every job is idempotent.
+ * certificates. A job left `running` by a crash is run again on start (one a CLI command runs
+ * itself, once its lease runs out); every job is idempotent.
  */
 export const jobs = sqliteTable('jobs', {
   id: text('id').primaryKey(),
@@ -18,6 +19,12 @@ export const jobs = sqliteTable('jobs', {
   runAfter: integer('run_after').notNull(),
   createdAt: integer('created_at').notNull(),
   updatedAt: integer('updated_at').notNull(),
+  /**
+   * A job another process runs itself (JobRunner.runHere: a CLI command) while it runs: the wall
+   * time (ms) until which that process vouches for it, renewed every few seconds. Past it, the
+   * process died and `berth serve` takes the job over. Null for the server's own jobs.
+   */
+  leaseUntil: integer('lease_until'),
 }, (t) => [index('jobs_pending').on(t.status, t.runAfter)])
 
 /** One row per counted request of a rate-limited operation (sliding window log). */
