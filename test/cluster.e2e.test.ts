@@ -275,6 +275,34 @@ describe('a cluster of two nodes', () => {
     expect(await lab.docker('B', 'volume', 'ls', '-q', '--filter', `label=dev.berth.site-slug=${sites.first.slug}`)).toBe('')
   }, 240_000)
 
+  it('finishes a move whose command was killed in the middle of its restore, with no restart of berth serve', async () => {
+    const site = sites.first
+    expect(await nodeOf(site.slug)).toBe('control')
+    const token = `taken-over-${Date.now()}`
+    await write(site, 'public/index.html', token)
+    // 40 MB that does not compress: a restore that lasts long enough to be caught in the middle.
+    const container = (await lab.docker('A', 'ps', '-q', '--filter', `label=dev.berth.site-slug=${site.slug}`, '--filter', 'status=running')).split('\n')[0]!
+    await lab.docker('A', 'exec', '-u', '1000', container, 'sh', '-c', 'head -c 40000000 /dev/urandom > /home/site/ballast.bin')
+    const backups = async () => (await api(control.url, 'GET', `/sites/${site.slug}/backups/`, { key: site.key })).json.data as { id: string; status: string; restored_at: string | null }[]
+    const before = new Set((await backups()).map((x) => x.id))
+    const move = lab.spawn('A', [control.binary, 'sites', 'move', site.slug, '--to', b.id, '--json', '--config', control.configPath])
+    const archive = await waitFor('the move restoring its backup on B', 60_000, async () => (await backups()).find((x) => !before.has(x.id) && x.status === 'restoring'))
+    await move.kill('SIGKILL')
+    const killed = performance.now()
+    // berth serve takes the restore over once the command's hold in the store runs out, and finishes it.
+    const done = await waitFor('berth serve to finish the restore', 90_000, async () => (await backups()).find((x) => x.id === archive.id && x.status !== 'restoring'))
+    const said = control.berth.output().split('\n').filter((line) => line.includes(site.slug) || line.includes(archive.id) || line.includes('taking over')).slice(-30).join('\n')
+    expect([done.status, done.restored_at !== null], `${JSON.stringify(done)}\nmove: ${move.output()}\nberth serve:\n${said}`).toEqual(['ready', true])
+    expect(said).toContain('taking over jobs whose process stopped')
+    await waitFor('the site served from B with its files', 30_000, async () => {
+      const res = await viaEdge(control.url, site.slug)
+      return res.status === 200 && res.text === token && (await nodeOf(site.slug)) === b.id
+    })
+    figures['move killed mid-restore'] = `served from B ${(performance.now() - killed).toFixed(0)} ms after the kill, no restart`
+    const onB = (await lab.docker('B', 'ps', '-q', '--filter', `label=dev.berth.site-slug=${site.slug}`, '--filter', 'status=running')).split('\n')[0]!
+    expect(await lab.docker('B', 'exec', onB, 'stat', '-c', '%s', '/home/site/ballast.bin')).toBe('40000000')
+  }, 180_000)
+
   it('deletes a site on B: it stops serving and its container on B stops', async () => {
     const doomed = await buy('doomed')
     if ((await nodeOf(doomed.slug)) !== b.id) expect((await control.cli(['sites', 'move', doomed.slug, '--to', b.id])).code).toBe(0)

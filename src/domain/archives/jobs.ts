@@ -23,7 +23,7 @@ export interface ArchiveJobDeps {
   restores: Pick<RestoreGuard, 'drained'>
   files: ArchiveStore
   /** The site's files and freezes (homePath, withSitePaused); its container goes through `runner`. */
-  runtime: Pick<ContainerRuntime, 'homePath' | 'withSitePaused'>
+  runtime: Pick<ContainerRuntime, 'homePath' | 'prepareSite' | 'withSitePaused'>
   runner: Pick<SiteRunner, 'run' | 'stop'>
   sites: Pick<SitesRepository, 'find'>
   /** config `archives.backups_kept`. */
@@ -128,6 +128,9 @@ export class RestoreArchiveJob implements JobHandler {
       await this.d.files.get(row.storageKey!, zstFile)
       await this.d.tar.decompressFile(zstFile, tarFile)
       await this.d.work.remove(zstName)
+      // The site's volume where it is placed, made when missing: a move killed between its switch
+      // to the new node and the volume's creation there left none, and the restore fills it.
+      await this.d.runtime.prepareSite({ siteId: site.id, slug: site.slug })
       const home = await this.d.runtime.homePath(site.slug)
       await this.d.restores.drained(site.id)
       const downAt = performance.now()

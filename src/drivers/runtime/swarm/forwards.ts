@@ -9,11 +9,11 @@ import type { Engine } from './node-engines'
  * Site endpoints in a cluster: a container on the control node is reached at its address, as
  * on one box; one on another node through the port its agent forwards to it
  * (`PUT /v1/forwards/{slug}`, accepting the control plane's address only), so the endpoint is
- * `{ node address, forward port }` and the edge is unchanged. The agent is asked again only when
- * the container's address changed (Swarm replaced the task).
+ * `{ node address, forward port }` and the edge is unchanged. The agent is asked again only for
+ * another container (Swarm replaced the task, or the site came back to the node).
  */
 export class Forwards {
-  private known = new Map<string, { nodeId: string; target: string; port: number }>()
+  private known = new Map<string, { nodeId: string; containerId: string; target: string; port: number }>()
 
   constructor(private link: NodeLink, private nodes: () => ClusterNode[], private log: Logger) {}
 
@@ -22,13 +22,19 @@ export class Forwards {
     const address = net?.IPAddress || net?.IPAMConfig?.IPv4Address
     if (!address) throw new SiteNotRunnableError(`The site '${slug}' has no address on its network yet.`)
     if (!engine.node) return { containerId: info.Id, address, port: SITE_PORT }
-    const port = await this.to(engine.node, slug, address)
+    const port = await this.to(engine.node, slug, info.Id, address)
     return { containerId: info.Id, address: engine.node.address, port }
   }
 
-  private async to(node: ClusterNode, slug: string, target: string): Promise<number> {
+  /**
+   * The forward's port, asked of the agent unless this process set it for this very container.
+   * Keyed by container, not only by address: another process (`berth sites move`) may have
+   * closed the forward when it moved the site away, and a later container of the site on the
+   * node often gets the same address back, which must not find the closed forward's port.
+   */
+  private async to(node: ClusterNode, slug: string, containerId: string, target: string): Promise<number> {
     const known = this.known.get(slug)
-    if (known && known.nodeId === node.id && known.target === target) return known.port
+    if (known && known.nodeId === node.id && known.containerId === containerId && known.target === target) return known.port
     const res = await this.link.fetch(node, `/v1/forwards/${encodeURIComponent(slug)}`, {
       method: 'PUT',
       headers: { 'content-type': 'application/json' },
@@ -36,7 +42,7 @@ export class Forwards {
     })
     if (!res.ok) throw new RuntimeUnavailableError(`Node ${node.id} would not forward to '${slug}' (HTTP ${res.status}: ${await res.text()}).`)
     const { port } = (await res.json()) as { port: number }
-    this.known.set(slug, { nodeId: node.id, target, port })
+    this.known.set(slug, { nodeId: node.id, containerId, target, port })
     return port
   }
 
