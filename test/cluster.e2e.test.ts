@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -134,6 +134,31 @@ describe('a cluster of two nodes', () => {
       listeners.forEach((l) => l.stop(true))
     }
   })
+
+  it('gives a node that keeps an older site firewall (joined before a change) the control plane\'s, within seconds, and serves its sites across the agent\'s restart', async () => {
+    const file = join(b.dataDir, 'node.json')
+    const identity = JSON.parse(readFileSync(file, 'utf8'))
+    const closedPorts = identity.firewall.closedPorts
+    expect(closedPorts.tcp).toEqual([2377, 7946, AGENT_PORT, AGENT_PORT + 1].sort((x, y) => x - y))
+    // As a node joined before Berth closed the cluster's ports would have it.
+    writeFileSync(file, JSON.stringify({ ...identity, firewall: { ...identity.firewall, closedPorts: undefined } }, null, 2))
+    await b.restartAgent()
+    const restarted = performance.now()
+    const closedRule = new RegExp(`-p tcp -m multiport --dports ${closedPorts.tcp.join(',')} .*-j REJECT`)
+    await waitFor('B keeping the cluster\'s ports closed again', 15_000, async () => closedRule.test((await lab.exec('B', ['iptables', '-S'])).stdout))
+    figures['firewall policy'] = `given to the restarted node ${(performance.now() - restarted).toFixed(0)} ms after its restart`
+    expect(JSON.parse(readFileSync(file, 'utf8')).firewall.closedPorts).toEqual(closedPorts)
+    expect(b.agent.output()).toContain('the control plane gave a new site firewall policy')
+    expect(control.berth.output()).toContain('gave a node the control plane\'s site firewall policy')
+    // The restarted agent has none of the forwards it had: the edge still reaches the site on B.
+    const served = await waitFor('the site on B served after its agent restarted', 15_000, async () => {
+      const res = await viaEdge(control.url, sites.onB.slug)
+      return res.status === 200 && res.text
+    })
+    expect(served).toBeTruthy()
+    expect(control.berth.output()).toContain('the agent of a node restarted')
+    figures['agent restart'] = `site on B served again ${(performance.now() - restarted).toFixed(0)} ms after its agent restarted`
+  }, 60_000)
 
   it('carries the edge\'s connections to the site on B in B\'s kernel (DNAT from the control address only); other sources are refused', async () => {
     const container = (await lab.docker('B', 'ps', '-q', '--filter', `label=dev.berth.site-slug=${sites.onB.slug}`, '--filter', 'status=running')).split('\n')[0]!

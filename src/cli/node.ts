@@ -2,12 +2,13 @@ import { hostname } from 'node:os'
 import { SiteFirewallKeeper } from '../domain/sites/firewall-keeper'
 import { KernelForwards } from '../drivers/cluster/agent/kernel-forwards'
 import { startAgent } from '../drivers/cluster/agent/server'
-import type { HomesHandler } from '../drivers/cluster/agent/api'
+import type { HomesHandler, NodeFirewall } from '../drivers/cluster/agent/api'
 import { nodeHomes } from '../drivers/cluster/agent/homes'
 import { JoinRefusedError, postJoin } from '../drivers/cluster/join-client'
 import { DEFAULT_NODE_DATA, NodeFiles, type NodeIdentity } from '../drivers/cluster/node-files'
 import { makeNodeKey } from '../drivers/cluster/pki'
 import { IptablesFirewall } from '../drivers/firewall/iptables'
+import type { FirewallCheck, SiteFirewallPolicy } from '../drivers/firewall/types'
 import { joinSwarm, swarmInfo } from '../drivers/runtime/swarm-membership'
 import { engineSecurity, noNewPrivilegesAdvice } from '../drivers/runtime/swarm/hardening'
 import { renderNodeUnit } from '../install/node-unit'
@@ -107,8 +108,10 @@ export const nodeServeCommand: Command = {
     'mutual TLS (only the control plane\'s certificate is accepted, and only from cluster.address),',
     'and one port per site on the control plane\'s demand, forwarding the edge\'s traffic to the',
     'site\'s container (a DNAT rule per forward in the kernel, the listener relaying what it does not',
-    'carry). Keeps the site firewall the join gave (containers.subnet_pool: sites kept off this box\'s',
-    'own addresses, link-local ones and the control plane\'s but its edge ports), checked every 30 s.',
+    'carry). Keeps the site firewall the join gave, or the control plane sent since (written to',
+    'node.json; containers.subnet_pool: sites kept off this box\'s own addresses, link-local ones, the',
+    'control plane\'s but its edge ports, and the cluster\'s ports anywhere), checked every 30 s. When',
+    'it restarts, the control plane notices within 2 s and asks for its sites\' forwards again.',
     'Logs go to stdout (journalctl -u berth-node). SIGTERM or SIGINT stops it (the forwards\' rules',
     'go with it; the firewall stays).',
   ].join('\n'),
@@ -131,16 +134,19 @@ export async function serveNode(dataDir: string, homes?: HomesHandler): Promise<
   const files = new NodeFiles(dataDir)
   const identity = files.identity()
   const log = createLogger('info')
-  const firewall = await keepNodeFirewall(identity, log)
+  const firewall = new KeptNodeFirewall(files, identity, log)
+  await firewall.keep()
+  const firewallCheck = setInterval(() => void firewall.keep(), FIREWALL_CHECK_MS)
   const agent = await startAgent({
     nodeId: identity.nodeId, address: identity.address, agentPort: identity.agentPort, controlAddress: identity.controlAddress,
     tls: files.tls(), dockerSocket: identity.dockerSocket, homes: homes ?? nodeHomes(identity.dockerSocket), log,
     kernel: new KernelForwards({ node: identity.address, control: identity.controlAddress, log }),
+    firewall,
   })
   await new Promise<void>((resolve) => {
     const stop = async (signal: string) => {
       log.info('stopping', { signal })
-      clearInterval(firewall)
+      clearInterval(firewallCheck)
       await agent.stop()
       resolve()
     }
@@ -151,18 +157,54 @@ export async function serveNode(dataDir: string, homes?: HomesHandler): Promise<
 }
 
 /**
- * Keeps the site firewall the control plane gave at the join (node.json's `firewall`) on this
- * box, with the single box's keeper: now, then every FIREWALL_CHECK_MS. Sites on the node are
- * kept off its own addresses (the agent, the engine pass-through, sshd) and link-local ones.
- * Returns the timer.
+ * The site firewall this node keeps (node.json's `firewall`), with the single box's keeper: at
+ * start, then every FIREWALL_CHECK_MS. Sites on the node are kept off its own addresses (the
+ * agent, the engine pass-through, sshd), link-local ones, the control plane's but its edge ports,
+ * and the cluster's ports anywhere. The join gives the first policy; the control plane sends a
+ * new one when its own changed (`PUT /v1/firewall`), which is written to node.json and replaces
+ * the rules (those of another pool removed). Null (the control plane's containers.firewall =
+ * false) stops the keeping and leaves the rules, as on the single box.
  */
-async function keepNodeFirewall(identity: NodeIdentity, log: Logger): Promise<ReturnType<typeof setInterval>> {
-  if (identity.firewall === undefined) {
-    log.warn('node.json has no site firewall policy (this node joined before nodes were given one): sites here can reach this box\'s own addresses; join it again to get it')
+class KeptNodeFirewall implements NodeFirewall {
+  private keeper: SiteFirewallKeeper
+  private kept: IptablesFirewall | null
+  private changing: Promise<unknown> = Promise.resolve()
+
+  constructor(private files: NodeFiles, private identity: NodeIdentity, private log: Logger) {
+    if (identity.firewall === undefined) {
+      log.warn('node.json has no site firewall policy (this node joined before nodes were given one): sites here can reach this box\'s own addresses until the control plane sends one')
+    }
+    this.kept = identity.firewall ? new IptablesFirewall(identity.firewall) : null
+    this.keeper = new SiteFirewallKeeper({ firewall: this.kept, log })
   }
-  const keeper = new SiteFirewallKeeper({ firewall: identity.firewall ? new IptablesFirewall(identity.firewall) : null, log })
-  await keeper.keep()
-  return setInterval(() => void keeper.keep(), FIREWALL_CHECK_MS)
+
+  policy(): SiteFirewallPolicy | null {
+    return this.identity.firewall ?? null
+  }
+
+  keep(): Promise<FirewallCheck | null> {
+    return this.keeper.keep()
+  }
+
+  /** One change at a time: two control plane calls in a row end with the second policy. */
+  set(policy: SiteFirewallPolicy | null): Promise<FirewallCheck | null> {
+    const next = this.changing.then(() => this.replace(policy))
+    this.changing = next.catch(() => {})
+    return next
+  }
+
+  private async replace(policy: SiteFirewallPolicy | null): Promise<FirewallCheck | null> {
+    const old = this.kept
+    this.identity = { ...this.identity, firewall: policy }
+    this.files.writeIdentity(this.identity)
+    this.kept = policy ? new IptablesFirewall(policy) : null
+    this.keeper = new SiteFirewallKeeper({ firewall: this.kept, log: this.log })
+    this.log.info('the control plane gave a new site firewall policy', { pool: policy?.pool ?? null })
+    if (old && policy && old.policy.pool !== policy.pool) {
+      await old.remove().catch((err) => this.log.warn('could not remove the site firewall of the former pool', { pool: old.policy.pool, error: (err as Error).message }))
+    }
+    return this.keeper.keep()
+  }
 }
 
 /**

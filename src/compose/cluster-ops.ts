@@ -20,6 +20,7 @@ import { SitesRepository } from '../domain/sites/repository'
 import type { SitesServiceDeps } from '../domain/sites/service'
 import { LocalArchiveStore } from '../drivers/archives/local'
 import type { NodeLink, Placement } from '../drivers/cluster/types'
+import type { SiteFirewallPolicy } from '../drivers/firewall/types'
 import { open } from '../drivers/offsite/age'
 import { LocalLanding } from '../drivers/offsite/landing'
 import type { Config } from '../config/config'
@@ -79,8 +80,11 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement): NodeOps {
 }
 
 /** The health monitor of `berth serve`; its `recovering()` feeds the sites' views (lateRecovering). */
-export function buildNodeHealth(s: Pick<Services, 'store' | 'clock' | 'log' | 'runner'>, cluster: { placement: Placement; link: NodeLink }): NodeHealth {
-  return new NodeHealth({ nodes: new NodesRepository(s.store), link: cluster.link, placement: cluster.placement, runner: s.runner, clock: s.clock, log: s.log })
+export function buildNodeHealth(
+  s: Pick<Services, 'store' | 'clock' | 'log' | 'runner'>,
+  cluster: { placement: Placement; link: NodeLink; firewall?: SiteFirewallPolicy | null; forwardsLost?: (nodeId: string) => void },
+): NodeHealth {
+  return new NodeHealth({ nodes: new NodesRepository(s.store), link: cluster.link, placement: cluster.placement, runner: s.runner, clock: s.clock, log: s.log, firewall: cluster.firewall, forwardsLost: cluster.forwardsLost })
 }
 
 /**

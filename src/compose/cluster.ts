@@ -124,7 +124,9 @@ export function buildClusterServices(
   late: ReturnType<typeof lateRecovering>,
   pki: ClusterPki | null,
 ): ClusterServices {
-  const nodeHealth = buildNodeHealth(s, { placement: cluster.runtime, link: cluster.link })
+  const nodeHealth = buildNodeHealth(s, {
+    placement: cluster.runtime, link: cluster.link, firewall: nodeFirewallPolicyOf(config), forwardsLost: (nodeId) => cluster.runtime.forgetForwards(nodeId),
+  })
   late.set(nodeHealth)
   const joins = pki && new JoinService(cluster.nodes, pki, swarmManagerOn(config.containers.dockerSocket), s.clock, {
     controlAddress: config.cluster.address,

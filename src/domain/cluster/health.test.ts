@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { clusterInProcess } from '../../../test/helpers/cluster-double'
 import { buildNodeHealth, lateRecovering } from '../../compose/cluster-ops'
 import { NodeUnreachableError, type AgentInfo, type ClusterNode, type NodeLink } from '../../drivers/cluster/types'
-import { DOWN_AFTER_MS, HEALTH_INTERVAL_MS } from './health'
+import type { SiteFirewallPolicy } from '../../drivers/firewall/types'
+import { DOWN_AFTER_MS, HEALTH_INTERVAL_MS, samePolicy } from './health'
 
 /**
  * The node health monitor on the real services and store, with the sites' API views and the
@@ -107,3 +108,124 @@ describe('node health', () => {
     expect(c.repo.find('node_b')!.state).toBe('down')
   }, 30_000)
 })
+
+describe('an agent that restarted', () => {
+  it('has its forwards asked for again: the runtime forgets them and the edge looks its sites up again; a first answer is no restart', async () => {
+    c = clusterInProcess()
+    const onB = await c.buy('hf')
+    const onA = await c.buy('hg')
+    await c.pin(onB.slug, 'node_b')
+    await c.pin(onA.slug, 'node_a')
+    const instance = { id: 'first' }
+    const lost: string[] = []
+    const link = linkDouble(new Set(['node_a', 'node_b']))
+    const fetch = link.fetch.bind(link)
+    link.fetch = async (node, path) => {
+      const res = await fetch(node, path)
+      return Response.json({ ...await res.json() as AgentInfo, instance: node.id === 'node_b' ? instance.id : 'a' })
+    }
+    const health = buildNodeHealth(c.h.services, { placement: c.runtime, link, forwardsLost: (id) => lost.push(id) })
+    const started: string[] = []
+    const markStarted = c.h.services.runner.markStarted.bind(c.h.services.runner)
+    c.h.services.runner.markStarted = (slug: string) => (started.push(slug), markStarted(slug))
+    await health.tick()
+    c.h.clock.advance(HEALTH_INTERVAL_MS)
+    await health.tick()
+    expect([lost, started]).toEqual([[], []])
+    instance.id = 'second'
+    c.h.clock.advance(HEALTH_INTERVAL_MS)
+    await health.tick()
+    await until(() => started.length > 0)
+    expect([lost, started]).toEqual([['node_b'], [onB.slug]])
+    expect(c.h.log.lines.some((l) => String(l.msg).startsWith('the agent of a node restarted') && l.node === 'node_b')).toBe(true)
+  }, 30_000)
+})
+
+describe('the nodes\' site firewall', () => {
+  const POLICY: SiteFirewallPolicy = { pool: '10.231.0.0/16', publicEdge: null, guardedHost: { address: '10.0.0.1', openPorts: [8080] }, closedPorts: { tcp: [2377, 7710, 7711, 7946], udp: [4789, 7946] } }
+  const OLDER: SiteFirewallPolicy = { pool: '10.231.0.0/16', publicEdge: null, guardedHost: { address: '10.0.0.1', openPorts: [8080] } }
+
+  /** Agents that keep a policy each (absent: an agent that cannot be given one) and take a PUT, or refuse it while `refusing`. */
+  function agents(kept: Record<string, SiteFirewallPolicy | null | undefined>) {
+    const sent: { node: string; policy: unknown }[] = []
+    const state = { refusing: false }
+    const link = {
+      async fetch(node: ClusterNode, path: string, init?: RequestInit) {
+        if (path === '/v1/firewall' && init?.method === 'PUT') {
+          const { policy } = JSON.parse(String(init.body)) as { policy: SiteFirewallPolicy | null }
+          sent.push({ node: node.id, policy })
+          if (state.refusing) return Response.json({ error: { code: 'internal_error', message: 'iptables failed' } }, { status: 500 })
+          kept[node.id] = policy
+          return Response.json({ state: 'drifted' })
+        }
+        const firewall = kept[node.id]
+        return Response.json({ nodeId: node.id, swarmNodeId: `swarm-${node.id}`, memoryBytes: 16 * GIB, cpus: 8, version: 'test', engineVersion: 'test', ...(firewall === undefined ? {} : { firewall }) })
+      },
+      engineOptions: () => {
+        throw new Error('not in this test')
+      },
+    } as NodeLink
+    return { link, sent, kept, state }
+  }
+
+  it('sends the control plane\'s policy to a node that keeps another (one joined before a change), once, and leaves the others', async () => {
+    c = clusterInProcess()
+    const a = agents({ node_a: OLDER, node_b: { ...POLICY, closedPorts: { ...POLICY.closedPorts! } } })
+    const health = buildNodeHealth(c.h.services, { placement: c.runtime, link: a.link, firewall: POLICY })
+    await health.tick()
+    await until(() => a.sent.length === 1)
+    expect(a.sent).toEqual([{ node: 'node_a', policy: POLICY }])
+    expect(c.h.log.lines.some((l) => String(l.msg).startsWith('gave a node the control plane') && l.node === 'node_a')).toBe(true)
+    // The node now shows the policy: the next rounds send nothing.
+    for (let i = 0; i < 3; i++) {
+      c.h.clock.advance(HEALTH_INTERVAL_MS)
+      await health.tick()
+    }
+    expect(a.sent).toHaveLength(1)
+  }, 30_000)
+
+  it('compares whole policies, an absent field as null', () => {
+    const { closedPorts: _, ...older } = POLICY
+    expect(samePolicy(POLICY, JSON.parse(JSON.stringify(POLICY)))).toBe(true)
+    expect(samePolicy(older, { ...older, closedPorts: null })).toBe(true)
+    expect(samePolicy(POLICY, older)).toBe(false)
+    expect(samePolicy(null, undefined)).toBe(true)
+    expect(samePolicy(POLICY, null)).toBe(false)
+  })
+
+  it('sends null when the control plane keeps no firewall, and nothing to an agent that cannot be given one', async () => {
+    c = clusterInProcess()
+    const a = agents({ node_a: OLDER, node_b: undefined })
+    const health = buildNodeHealth(c.h.services, { placement: c.runtime, link: a.link, firewall: null })
+    await health.tick()
+    await until(() => a.sent.length === 1)
+    expect(a.sent).toEqual([{ node: 'node_a', policy: null }])
+  }, 30_000)
+
+  it('tries a node that failed the change again after 30 s, not at every round', async () => {
+    c = clusterInProcess()
+    const a = agents({ node_a: OLDER, node_b: POLICY })
+    a.state.refusing = true
+    const health = buildNodeHealth(c.h.services, { placement: c.runtime, link: a.link, firewall: POLICY })
+    await health.tick()
+    await until(() => c.h.log.lines.some((l) => String(l.msg).startsWith('could not give a node')))
+    for (let t = HEALTH_INTERVAL_MS; t < 30_000; t += HEALTH_INTERVAL_MS) {
+      c.h.clock.advance(HEALTH_INTERVAL_MS)
+      await health.tick()
+    }
+    expect(a.sent).toHaveLength(1)
+    a.state.refusing = false
+    c.h.clock.advance(HEALTH_INTERVAL_MS)
+    await health.tick()
+    await until(() => a.sent.length === 2)
+    expect(a.kept.node_a).toEqual(POLICY)
+  }, 30_000)
+})
+
+async function until(ok: () => boolean, withinMs = 2000): Promise<void> {
+  const deadline = Date.now() + withinMs
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`not within ${withinMs} ms`)
+    await Bun.sleep(5)
+  }
+}

@@ -1,4 +1,5 @@
 import type { AgentInfo, NodeLink, Placement } from '../../drivers/cluster/types'
+import type { SiteFirewallPolicy } from '../../drivers/firewall/types'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { SiteRunner } from '../sites/runner'
@@ -22,7 +23,23 @@ export interface NodeHealthDeps {
   clock: Clock
   log: Logger
   downAfterMs?: number
+  /**
+   * The site firewall policy every node must keep (drivers/firewall/select.ts,
+   * nodeFirewallPolicyOf): a node whose info shows another is sent this one (`PUT /v1/firewall`),
+   * so a change of the control plane's config (or a Berth that closes more) reaches the nodes
+   * joined before it. Undefined: the nodes' policies are left alone.
+   */
+  firewall?: SiteFirewallPolicy | null
+  /**
+   * The agent of a node restarted (its info's `instance` changed) and lost its forwards: the
+   * runtime forgets those it knew (ClusterRuntime.forgetForwards), and the edge looks each site
+   * of the node up again, which asks for new ones.
+   */
+  forwardsLost?: (nodeId: string) => void
 }
+
+/** After a node refused or failed a new firewall policy, how long before it is sent again. */
+const FIREWALL_RETRY_MS = 30_000
 
 /**
  * Watches the cluster's nodes from the control plane (docs/cluster.md, "Losing a node"): every
@@ -41,6 +58,10 @@ export class NodeHealth {
   private generation = 0
   private running: Promise<void> | null = null
   private seenWritten = new Map<string, number>()
+  /** Per node: its agent's instance when last answered. */
+  private instances = new Map<string, string>()
+  /** Per node: when a firewall policy was last sent (while under way, and after a failure). */
+  private firewallSent = new Map<string, number>()
 
   constructor(private d: NodeHealthDeps) {}
 
@@ -93,11 +114,49 @@ export class NodeHealth {
       this.d.nodes.recordSeen(node.id, { at: now, memoryBytes: info.memoryBytes, cpus: info.cpus, swarmNodeId: info.swarmNodeId })
       this.seenWritten.set(node.id, now)
     }
+    if (info.instance !== undefined) {
+      const before = this.instances.get(node.id)
+      this.instances.set(node.id, info.instance)
+      if (before !== undefined && before !== info.instance) void this.agentRestarted(node)
+    }
+    if (this.d.firewall !== undefined && info.firewall !== undefined && !samePolicy(info.firewall, this.d.firewall)) void this.sendFirewall(node, now)
     if (back) {
       this.unreachable.delete(node.id)
       this.d.nodes.setState(node.id, ['down'], 'active')
       for (const slug of wasDown ?? []) this.d.runner.markStarted(slug)
       this.d.log.info('a node answers again', { node: node.id, name: node.name, state: node.state === 'down' ? 'active' : node.state })
+    }
+  }
+
+  /** The node's agent restarted: its forwards are asked for again, each site looked up again by the edge. */
+  private async agentRestarted(node: StoredNode): Promise<void> {
+    this.d.forwardsLost?.(node.id)
+    const placed = await this.d.placement.placements().catch(() => new Map<string, string>())
+    const slugs = [...placed].filter(([, on]) => on === node.id).map(([slug]) => slug)
+    for (const slug of slugs) this.d.runner.markStarted(slug)
+    this.d.log.info('the agent of a node restarted: its sites\' forwards are set again', { node: node.id, name: node.name, sites: slugs.length })
+  }
+
+  /**
+   * Sends the node the control plane's firewall policy; once at a time per node, and again only
+   * FIREWALL_RETRY_MS after a failure (the next rounds see the node's info change on success).
+   */
+  private async sendFirewall(node: StoredNode, now: number): Promise<void> {
+    if (now - (this.firewallSent.get(node.id) ?? -Infinity) < FIREWALL_RETRY_MS) return
+    this.firewallSent.set(node.id, now)
+    try {
+      const res = await this.d.link.fetch(node, '/v1/firewall', {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ policy: this.d.firewall }),
+        signal: AbortSignal.timeout(ASK_TIMEOUT_MS * 10),
+      })
+      if (!res.ok) throw new Error(`HTTP ${res.status}: ${await res.text()}`)
+      const { state } = await res.json() as { state: string | null }
+      this.d.log.info('gave a node the control plane\'s site firewall policy', { node: node.id, name: node.name, pool: this.d.firewall?.pool ?? null, found: state })
+      this.firewallSent.delete(node.id)
+    } catch (err) {
+      this.d.log.warn('could not give a node the site firewall policy; trying again in 30 s', { node: node.id, name: node.name, error: (err as Error).message })
     }
   }
 
@@ -133,4 +192,10 @@ export class NodeHealth {
     this.recoveringSlugs = next
     this.generation++
   }
+}
+
+/** True when two site firewall policies make the same rules (an absent field and null are the same). */
+export function samePolicy(a: SiteFirewallPolicy | null | undefined, b: SiteFirewallPolicy | null | undefined): boolean {
+  const canonical = (p: SiteFirewallPolicy | null | undefined) => (p ? JSON.stringify([p.pool, p.publicEdge, p.guardedHost ?? null, p.closedPorts ?? null]) : 'null')
+  return canonical(a) === canonical(b)
 }

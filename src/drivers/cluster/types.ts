@@ -104,6 +104,16 @@ export interface AgentInfo {
   cpus: number
   version: string
   engineVersion: string
+  /**
+   * A random id of the agent's process, new at each start: a restarted agent has none of the
+   * forwards it had, and the control plane, seeing another id, asks for them again.
+   */
+  instance?: string
+  /**
+   * The site firewall policy the node keeps (null: none). Absent from agents that cannot be
+   * given one (`PUT /v1/firewall`): the control plane then leaves them as they are.
+   */
+  firewall?: SiteFirewallPolicy | null
 }
 
 /**
@@ -113,6 +123,10 @@ export interface AgentInfo {
  *   network on this node, and its web port) → `{ port }`: a TCP port on the node's private address
  *   that forwards to it, accepting connections from the control address only. Idempotent (same
  *   port while the target is the same). `DELETE /v1/forwards/{slug}` closes it.
+ * - `PUT  /v1/firewall` body `{ policy }` (a SiteFirewallPolicy, or null) → `{ state }` (the
+ *   rules as found before: in_place, missing, drifted; null when none is kept): the site firewall
+ *   the node keeps from then on, written to node.json. The control plane sends it when the
+ *   policy in the node's info differs from its own (domain/cluster/health.ts).
  * - `POST /v1/homes/{volume}/call` body `{ op, args, owner }` → `{ result }` or `{ error: { kind, code, message } }`:
  *   one SiteHome operation on the volume's folder (drivers/files/remote-home.ts; the ops, limits
  *   and errors in drivers/files/home-wire.ts, the agent's side drivers/files/home-agent.ts).

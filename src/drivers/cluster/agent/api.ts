@@ -1,4 +1,6 @@
 import { isIpAddress } from '../../../lib/ip'
+import { parseFirewallPolicy } from '../../firewall/policy'
+import type { FirewallCheck, SiteFirewallPolicy } from '../../firewall/types'
 import type { AgentInfo } from '../types'
 import type { ForwardTarget, Forwards } from './forwards'
 
@@ -9,11 +11,21 @@ import type { ForwardTarget, Forwards } from './forwards'
  */
 export type HomesHandler = (request: Request, volume: string, rest: string) => Promise<Response>
 
+/** The site firewall a node keeps, as the agent's API changes it (cli/node.ts holds it). */
+export interface NodeFirewall {
+  /** The policy kept now; null when none. */
+  policy(): SiteFirewallPolicy | null
+  /** Keeps `policy` from now on (written to node.json, the rules replaced); the check from before. */
+  set(policy: SiteFirewallPolicy | null): Promise<FirewallCheck | null>
+}
+
 /** What the agent's API answers from. */
 export interface AgentApi {
   info(): Promise<AgentInfo>
   forwards: Forwards
   homes: HomesHandler
+  /** Absent: the agent keeps no firewall it can be given (tests), and `PUT /v1/firewall` answers 501. */
+  firewall?: NodeFirewall
 }
 
 /** A slug as sites are named (domain/sites), so that no path trick names anything else. */
@@ -40,6 +52,7 @@ export async function routeAgentRequest(api: AgentApi, request: Request): Promis
     if (request.method !== 'GET') return agentError(405, 'method_not_allowed', 'GET /v1/info only.')
     return Response.json(await api.info())
   }
+  if (path === '/v1/firewall') return routeFirewall(api.firewall, request)
   if (path.startsWith('/v1/forwards/')) return routeForward(api.forwards, request, path.slice('/v1/forwards/'.length))
   if (path.startsWith('/v1/homes/')) {
     const [volume = '', ...rest] = path.slice('/v1/homes/'.length).split('/')
@@ -47,6 +60,24 @@ export async function routeAgentRequest(api: AgentApi, request: Request): Promis
     return api.homes(request, volume, rest.join('/'))
   }
   return agentError(404, 'not_found', `No route ${request.method} ${path} on this agent.`)
+}
+
+async function routeFirewall(firewall: NodeFirewall | undefined, request: Request): Promise<Response> {
+  if (request.method !== 'PUT') return agentError(405, 'method_not_allowed', 'PUT /v1/firewall only.')
+  if (!firewall) return agentError(501, 'not_implemented', 'This agent keeps no site firewall.')
+  let body: unknown
+  try {
+    body = await request.json()
+  } catch {
+    return agentError(400, 'bad_request', 'The body must be JSON: { "policy": { ... } } or { "policy": null }.')
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || !('policy' in body) || Object.keys(body).length !== 1) {
+    return agentError(422, 'validation_error', 'The body must be { "policy": ... } and nothing else.', 'policy')
+  }
+  const parsed = parseFirewallPolicy((body as { policy: unknown }).policy)
+  if ('error' in parsed) return agentError(422, 'validation_error', `${parsed.param} ${parsed.error}.`, parsed.param)
+  const before = await firewall.set(parsed.policy)
+  return Response.json({ state: before?.state ?? null })
 }
 
 async function routeForward(forwards: Forwards, request: Request, slug: string): Promise<Response> {

@@ -3,7 +3,7 @@ import { VERSION } from '../../../version'
 import { swarmInfo } from '../../runtime/swarm-membership'
 import { RuntimeUnavailableError } from '../../runtime/types'
 import type { AgentInfo, AgentTls } from '../types'
-import { agentError, NO_HOMES, routeAgentRequest, type HomesHandler } from './api'
+import { agentError, NO_HOMES, routeAgentRequest, type HomesHandler, type NodeFirewall } from './api'
 import { startEngineProxy, type EngineProxy } from './engine-proxy'
 import { Forwards } from './forwards'
 import type { KernelForwards } from './kernel-forwards'
@@ -27,6 +27,8 @@ export interface AgentOptions {
    * KERNEL_CHECK_MS, removed at stop. Without, the agent relays every forward itself.
    */
   kernel?: KernelForwards | null
+  /** The site firewall the node keeps, which the control plane may change (`PUT /v1/firewall`). */
+  firewall?: NodeFirewall
   log: Logger
 }
 
@@ -50,7 +52,8 @@ export interface RunningAgent {
  */
 export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
   const forwards = new Forwards({ address: o.address, controlAddress: o.controlAddress, log: o.log, kernel: o.kernel })
-  const api = { info: () => agentInfo(o), forwards, homes: o.homes ?? NO_HOMES }
+  const instance = crypto.randomUUID()
+  const api = { info: () => agentInfo(o, instance), forwards, homes: o.homes ?? NO_HOMES, firewall: o.firewall }
   const server = Bun.serve({
     hostname: o.address,
     port: o.agentPort,
@@ -97,7 +100,10 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
   }
 }
 
-async function agentInfo(o: AgentOptions): Promise<AgentInfo> {
+async function agentInfo(o: AgentOptions, instance: string): Promise<AgentInfo> {
   const engine = await swarmInfo(o.dockerSocket)
-  return { nodeId: o.nodeId, swarmNodeId: engine.nodeId, memoryBytes: engine.memoryBytes, cpus: engine.cpus, version: VERSION, engineVersion: engine.engineVersion }
+  return {
+    nodeId: o.nodeId, swarmNodeId: engine.nodeId, memoryBytes: engine.memoryBytes, cpus: engine.cpus, version: VERSION, engineVersion: engine.engineVersion, instance,
+    ...(o.firewall ? { firewall: o.firewall.policy() } : {}),
+  }
 }

@@ -282,6 +282,11 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
     })
   }
 
+  /** The agent of `nodeId` restarted and lost its forwards: the next endpoint of each of its sites asks for a new one. */
+  forgetForwards(nodeId: string): void {
+    this.forwards.forgetNode(nodeId)
+  }
+
   choose(memoryMb: number, except: string[] = []): Promise<string> {
     return this.call(async () => {
       const [info, services] = await Promise.all([this.engines.manager.docker.info(), this.services.list()])

@@ -46,6 +46,11 @@ export class Forwards {
     return port
   }
 
+  /** Forgets the forwards known on `nodeId` (its agent restarted without them): the next endpointOf asks again. */
+  forgetNode(nodeId: string): void {
+    for (const [slug, known] of this.known) if (known.nodeId === nodeId) this.known.delete(slug)
+  }
+
   /** Closes the site's forward on the node it was last set on, else on `nodeId` (best effort). */
   async drop(slug: string, nodeId?: string): Promise<void> {
     const known = this.known.get(slug)
