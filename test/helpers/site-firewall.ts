@@ -4,7 +4,7 @@ import type { Berth } from './binary'
 import { siteShell } from './sites'
 
 /**
- * What the site firewall's end-to-end tests share (site-firewall.e2e, systemd-unit.solo.e2e): a subnet
+ * What the site firewall's end-to-end tests share (site-firewall.solo.e2e, systemd-unit.solo.e2e): a subnet
  * pool of the test's own, so that its rules (which match the pool alone) touch no other suite's
  * sites on the shared machine, and a probe from inside a site's container.
  */

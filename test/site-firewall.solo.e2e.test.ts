@@ -14,6 +14,10 @@ import { docker, instanceOf, removeInstanceSites, siteShell } from './helpers/si
  * metadata service), while DNS, the rest of the world and the public edge still work, and the edge
  * still serves the site. Berth puts the rules back at start when someone removed them.
  *
+ * It runs in the solo tier, alone: an engine before Docker 28 (this machine's 20.10) deletes and
+ * re-inserts the jump into DOCKER-USER whenever it makes a network, and another test making one
+ * while a probe connects lets that connection past the forward rules (doctor's firewall_engine).
+ *
  * Everything here is this test's own, so that other suites on the shared machine are not
  * touched: the subnet pool (the rules match it alone, and are removed after), a network namespace
  * standing for the world beyond the host (at 198.18.x.2, an address of the benchmarking range) with
