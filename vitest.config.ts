@@ -10,10 +10,9 @@ import { defineConfig } from 'vitest/config'
  *   site images built (`berth images build`).
  * - e2e: `*.e2e.test.ts`. The compiled dist/berth as a process over real sockets, on real Docker.
  * - solo: `*.solo.e2e.test.ts`. End-to-end tests that disturb the whole machine (they restart the
- *   Docker engine, or run Berth under systemd on the host network and restart it under load), or
- *   that the others would disturb (the site firewall's probes: an engine before Docker 28 deletes
- *   and re-inserts the jump into DOCKER-USER whenever another test makes a network): run after
- *   the others, one file at a time (scripts/test.sh).
+ *   Docker engine, run Berth under systemd on the host network and restart it under load, or
+ *   take the engine's jump into DOCKER-USER away for a moment): run after the others, one file
+ *   at a time (scripts/test.sh).
  */
 const SERVICE = '**/*.service.test.ts'
 const E2E = '**/*.e2e.test.ts'

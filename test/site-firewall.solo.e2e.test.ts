@@ -14,9 +14,9 @@ import { docker, instanceOf, removeInstanceSites, siteShell } from './helpers/si
  * metadata service), while DNS, the rest of the world and the public edge still work, and the edge
  * still serves the site. Berth puts the rules back at start when someone removed them.
  *
- * It runs in the solo tier, alone: an engine before Docker 28 (this machine's 20.10) deletes and
- * re-inserts the jump into DOCKER-USER whenever it makes a network, and another test making one
- * while a probe connects lets that connection past the forward rules (doctor's firewall_engine).
+ * It runs in the solo tier, alone: it takes the engine's jump into DOCKER-USER away for a moment
+ * (as an engine before Docker 28 does at each network it makes), which would leave other tests'
+ * sites without it meanwhile.
  *
  * Everything here is this test's own, so that other suites on the shared machine are not
  * touched: the subnet pool (the rules match it alone, and are removed after), a network namespace
@@ -163,7 +163,7 @@ afterAll(async () => {
 describe('the site firewall', () => {
   it('was installed at start: one copy of each rule, logged', async () => {
     await untilLogged(berth, /"msg":"installed the site firewall"/)
-    expect(ourRules()).toHaveLength(9)
+    expect(ourRules()).toHaveLength(10)
     expect(berthCli('firewall', 'check')).toEqual({ code: 0, out: `in place (iptables, pool ${pool})\n` })
   })
 
@@ -197,14 +197,38 @@ describe('the site firewall', () => {
 
     const jump = sh('iptables', '-S', 'INPUT').split('\n').find((l) => l.includes(`berth:${pool}:`))!
     sh('sh', '-c', `iptables ${jump.replace(/^-A /, '-D ')}`)
-    expect(ourRules()).toHaveLength(8)
+    expect(ourRules()).toHaveLength(9)
     expect(await probe(gateway, hostPort)).toContain(SECRET)
     expect(await restartUntilLogged(/"msg":"restored the site firewall"/)).toContain('"problems":["no jump from INPUT"]')
-    expect(ourRules()).toHaveLength(9)
+    expect(ourRules()).toHaveLength(10)
     await expectAllRefused()
     // Again: nothing to do, nothing duplicated.
     await restartUntilLogged(/"msg":"the site firewall is in place"/)
-    expect(ourRules()).toHaveLength(9)
+    expect(ourRules()).toHaveLength(10)
+  }, 60_000)
+
+  it('holds while the engine has no jump into DOCKER-USER (Docker before 28, at each network it makes), and its backstop goes back on top when Berth makes one', async () => {
+    // What the engine does for a moment at each network it makes: FORWARD without the jump.
+    const jumps = () => sh('iptables', '-S', 'FORWARD').split('\n').filter((l) => l === '-A FORWARD -j DOCKER-USER').length
+    const removed = jumps()
+    for (let i = 0; i < removed; i++) sh('iptables', '-D', 'FORWARD', '-j', 'DOCKER-USER')
+    try {
+      expect(jumps()).toBe(0)
+      const output = await probe(METADATA, 8000)
+      expect({ output }).toEqual({ output: expect.stringMatching(REFUSED_BY_FIREWALL) })
+    } finally {
+      for (let i = 0; i < removed; i++) sh('iptables', '-I', 'FORWARD', '-j', 'DOCKER-USER')
+    }
+    // A new site: the engine puts its network's rules on top of FORWARD, Berth its backstop back above them.
+    const other = uniqueSlug('fw')
+    const bought = await buyDirect(berth.url, { slug: other })
+    expect(await waitForSite(berth.url, bought.data.api_key, other)).toBe('active')
+    const forward = sh('iptables', '-S', 'FORWARD').split('\n').filter((l) => l.startsWith('-A FORWARD'))
+    const backstop = forward.findIndex((l) => l.includes(`berth:${pool}:`))
+    const firstAccept = forward.findIndex((l) => l.endsWith('-j ACCEPT'))
+    expect(backstop, forward.join('\n')).toBeGreaterThanOrEqual(0)
+    expect(backstop, forward.join('\n')).toBeLessThan(firstAccept)
+    expect(berthCli('firewall', 'check').code).toBe(0)
   }, 60_000)
 
   it('never stops Berth from serving: without iptables it warns and serves', async () => {

@@ -145,6 +145,11 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
   const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, audit, ...needs.purgers], log })
   const metrics = new EdgeMetrics()
   const accessLog = new EdgeAccessLog(runtime, log, homes.openHome)
+  const hostFirewall = needs.firewall === undefined ? selectFirewall(config) : needs.firewall
+  const firewall = new SiteFirewallKeeper({ firewall: hostFirewall, log })
+  // Each site network the engine makes puts its rules on top of FORWARD: the firewall's backstop
+  // goes back above them at once.
+  if (hostFirewall) runtime.onNetworkCreated?.(() => void firewall.keep())
   return {
     runner,
     guard: new SiteGuard(repos.sites),
@@ -156,7 +161,7 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
       edgeLogs: (site) => edgeWritesAccessLog(plans.get(site.planSlug).hosting_type),
     }),
     reconciler: new Reconciler({ sites: repos.sites, runner, runtime, jobs, reaper, log, restoring }),
-    firewall: new SiteFirewallKeeper({ firewall: needs.firewall === undefined ? selectFirewall(config) : needs.firewall, log }),
+    firewall,
     healer: new SiteHealer({ sites: repos.sites, runner, log, restoring }),
     metrics,
     accessLog,

@@ -70,32 +70,6 @@ export async function checkEngine(config: Config, probes: BoxProbes): Promise<Ch
   return pass(name, `Docker ${found.version} (API ${found.apiVersion}) answers at ${socket}; ${MIN_ENGINE_NAME} or later is needed`)
 }
 
-/** The first engine that keeps the jump into DOCKER-USER in place when it makes a network (moby#49538). */
-export const STEADY_FIREWALL_API = '1.48'
-const STEADY_FIREWALL_NAME = 'Docker 28'
-
-/**
- * With containers.firewall on, whether the engine keeps the site firewall's hook in place: engines
- * before Docker 28 delete the FORWARD chain's jump into DOCKER-USER and insert it again each time
- * they make a network (every new site), and for that moment a site's new connection passes the
- * site firewall's forward rules (the metadata service, a node's control plane). WARN then.
- */
-export async function checkFirewallEngine(config: Config, probes: BoxProbes): Promise<CheckResult> {
-  const name = 'firewall_engine'
-  if (!config.containers.firewall) return pass(name, 'the site firewall is off (containers.firewall = false): nothing of it to hold')
-  let found
-  try {
-    found = await probes.engineVersion()
-  } catch (err) {
-    return warn(name, `no Docker engine answers to tell (${reasonOf(err)}); see the engine check`, 'fix the engine check first')
-  }
-  if (compareVersions(found.apiVersion, STEADY_FIREWALL_API) < 0) {
-    return warn(name, `Docker ${found.version} deletes and re-inserts the jump into DOCKER-USER each time it makes a network (each new site): for those milliseconds a site's new connection to a link-local address (the cloud metadata service) or a guarded host is not refused`,
-      `upgrade the engine to ${STEADY_FIREWALL_NAME} or later (docker-ce), which keeps the jump in place; until then, block 169.254.169.254 for the containers' networks at your cloud's firewall as well`)
-  }
-  return pass(name, `Docker ${found.version} keeps the site firewall's jump in place when it makes networks`)
-}
-
 /** `1.41` against `1.9`: numerically, part by part. */
 export function compareVersions(a: string, b: string): number {
   const [pa, pb] = [a.split('.').map(Number), b.split('.').map(Number)]

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { loadConfig } from '../../config/config'
 import type { BoxProbes } from '../../drivers/host/types'
-import { checkEngine, checkFirewallEngine, checkPort, checkUnit, compareVersions, listenersOf } from './box-checks'
+import { checkEngine, checkPort, checkUnit, compareVersions, listenersOf } from './box-checks'
 import { checkAcme, checkClock, checkDelegation } from './net-checks'
 import { runChecks } from './run'
 
@@ -43,17 +43,6 @@ describe('berth doctor judgements', () => {
     expect(res.status).toBe('FAIL')
     expect(res.detail).toContain('older than Docker 20.10 (API 1.41)')
     expect(res.detail).toContain('cgroup v2')
-  })
-
-  it('WARNs, with the site firewall on, an engine before Docker 28, which lets a site\'s connection past the firewall while it makes a network', async () => {
-    const engine = (version: string, apiVersion: string) => box({ engineVersion: async () => ({ version, apiVersion }) })
-    const old = await checkFirewallEngine(config(), engine('20.10.24', '1.41'))
-    expect(old).toMatchObject({ status: 'WARN', name: 'firewall_engine' })
-    expect(old.detail).toContain('DOCKER-USER')
-    expect(old.fix).toContain('Docker 28')
-    expect((await checkFirewallEngine(config(), engine('27.5.1', '1.47'))).status).toBe('WARN')
-    expect((await checkFirewallEngine(config(), engine('28.0.1', '1.48'))).status).toBe('PASS')
-    expect((await checkFirewallEngine(config({ BERTH_CONTAINERS_FIREWALL: 'false' }), engine('20.10.24', '1.41'))).status).toBe('PASS')
   })
 
   it('names every process on a taken port, and PASSes only when all of them are berth', async () => {

@@ -1,6 +1,6 @@
 import type { Config } from '../../config/config'
 import type { BoxProbes } from '../../drivers/host/types'
-import { checkDataFolder, checkDisk, checkEngine, checkFirewallEngine, checkImages, checkPort, checkUnit, listenersOf } from './box-checks'
+import { checkDataFolder, checkDisk, checkEngine, checkImages, checkPort, checkUnit, listenersOf } from './box-checks'
 import { fail, pass, reasonOf, warn, type CheckResult } from './check'
 import { askDirectory, checkAcme, checkClock, checkDelegation, checkOffsite } from './net-checks'
 
@@ -35,7 +35,6 @@ export async function runChecks(config: Config, probes: BoxProbes): Promise<Chec
     ['data_dir', () => checkDataFolder(config, probes)],
     ['disk', () => checkDisk(config, probes)],
     ['engine', () => checkEngine(config, probes)],
-    ['firewall_engine', () => checkFirewallEngine(config, probes)],
     ['images', () => checkImages(config, probes)],
     ...listenersOf(config).map((l) => [`port ${l.hostname}:${l.port}/${l.protocol}`, () => checkPort(l, probes)] as [string, () => Promise<CheckResult>]),
     ['acme', async () => checkAcme(config, await directory)],

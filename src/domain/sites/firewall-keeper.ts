@@ -1,6 +1,9 @@
 import type { FirewallCheck, SiteFirewall } from '../../drivers/firewall/types'
 import type { Logger } from '../../lib/logger'
 
+/** The only drift a network the engine made causes (drivers/firewall/iptables-rules.ts, the backstop). */
+const BACKSTOP_MOVED = 'the jump from FORWARD is not first'
+
 /** What the hoster loses while the rules are not in place, said with every warning. */
 const EXPOSED = "sites can reach the host's own addresses (Berth's API included) and link-local ones (the cloud metadata service)"
 
@@ -16,8 +19,19 @@ export class SiteFirewallKeeper {
 
   constructor(private deps: { firewall: SiteFirewall | null; log: Logger }) {}
 
-  /** Checks and restores the rules; never throws. Returns the check before any change, or null when off or failed. */
-  async keep(): Promise<FirewallCheck | null> {
+  private tail: Promise<unknown> = Promise.resolve()
+
+  /**
+   * Checks and restores the rules; never throws. Returns the check before any change, or null
+   * when off or failed. One pass at a time: two at once would both replace the same rules.
+   */
+  keep(): Promise<FirewallCheck | null> {
+    const pass = this.tail.then(() => this.keepOnce())
+    this.tail = pass
+    return pass
+  }
+
+  private async keepOnce(): Promise<FirewallCheck | null> {
     const { firewall, log } = this.deps
     const first = this.passes++ === 0
     if (!firewall) {
@@ -31,6 +45,9 @@ export class SiteFirewallKeeper {
       this.lastFailure = null
       if (before.state === 'in_place') {
         if (first) log.info('the site firewall is in place', { tool: firewall.tool, pool })
+      } else if (before.problems.length > 0 && before.problems.every((p) => p === BACKSTOP_MOVED)) {
+        // The engine made a network (its rules go on top of FORWARD): expected, not a tampering.
+        log.debug('put the site firewall\'s FORWARD jump back on top', { tool: firewall.tool, pool })
       } else if (before.state === 'missing' && first) {
         log.info('installed the site firewall', { tool: firewall.tool, pool })
       } else {

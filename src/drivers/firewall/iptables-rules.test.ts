@@ -27,6 +27,7 @@ const withRules = (input: string[] = [`-A INPUT -s 10.231.0.0/16 -m comment --co
   '-N BERTH-IN-10.231.0.0-16',
   ...DOCKER_HOST.slice(3, 5),
   ...input,
+  `-A FORWARD -s 10.231.0.0/16 -m comment --comment "${C}" -j BERTH-FWD-10.231.0.0-16`,
   ...DOCKER_HOST.slice(5, 7),
   `-A BERTH-FWD-10.231.0.0-16 -m conntrack --ctstate RELATED,ESTABLISHED -m comment --comment "${C}" -j RETURN`,
   `-A BERTH-FWD-10.231.0.0-16 -d 169.254.0.0/16 -m comment --comment "${C}" -j REJECT --reject-with icmp-admin-prohibited`,
@@ -42,7 +43,7 @@ const withRules = (input: string[] = [`-A INPUT -s 10.231.0.0/16 -m comment --co
 const compare = (text: string) => compareRules(parseListing(text), desired, POLICY.pool)
 
 describe('the site firewall as iptables rules', () => {
-  it('is two chains entered from INPUT and DOCKER-USER, applied in one restore transaction', () => {
+  it('is two chains entered from INPUT and DOCKER-USER (and FORWARD, first: the backstop), applied in one restore transaction', () => {
     expect(C).toMatch(/^berth:10\.231\.0\.0\/16:[0-9a-f]{8}$/)
     expect(replaceScript(parseListing(DOCKER_HOST.join('\n')), desired, POLICY.pool)).toBe([
       '*filter',
@@ -57,6 +58,7 @@ describe('the site firewall as iptables rules', () => {
       `-A BERTH-FWD-10.231.0.0-16 -d 169.254.0.0/16 -m comment --comment ${C} -j REJECT --reject-with icmp-admin-prohibited`,
       `-I INPUT 1 -s 10.231.0.0/16 -m comment --comment ${C} -j BERTH-IN-10.231.0.0-16`,
       `-I DOCKER-USER 1 -s 10.231.0.0/16 -m comment --comment ${C} -j BERTH-FWD-10.231.0.0-16`,
+      `-I FORWARD 1 -s 10.231.0.0/16 -m comment --comment ${C} -j BERTH-FWD-10.231.0.0-16`,
       'COMMIT',
       '',
     ].join('\n'))
@@ -120,7 +122,7 @@ describe('the site firewall as iptables rules', () => {
   it('finds nothing on a fresh host: missing', () => {
     expect(compare(DOCKER_HOST.join('\n'))).toEqual({
       state: 'missing',
-      problems: ['chain BERTH-IN-10.231.0.0-16 missing', 'chain BERTH-FWD-10.231.0.0-16 missing', 'no jump from INPUT', 'no jump from DOCKER-USER'],
+      problems: ['chain BERTH-IN-10.231.0.0-16 missing', 'chain BERTH-FWD-10.231.0.0-16 missing', 'no jump from INPUT', 'no jump from DOCKER-USER', 'no jump from FORWARD'],
     })
   })
 
@@ -144,6 +146,13 @@ describe('the site firewall as iptables rules', () => {
     expect(compare(withRules([old])).problems).toEqual(['stale rule in INPUT', 'no jump from INPUT'])
   })
 
+  it('finds its backstop out of place once the engine made a network (its rules inserted on top of FORWARD), and that alone', () => {
+    const lines = withRules().split('\n')
+    const at = lines.findIndex((l) => l.startsWith('-A FORWARD -s 10.231.0.0/16'))
+    lines.splice(at, 0, '-A FORWARD -o br-0a1b2c3d4e5f -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT', '-A FORWARD -i br-0a1b2c3d4e5f ! -o br-0a1b2c3d4e5f -j ACCEPT')
+    expect(compare(lines.join('\n'))).toEqual({ state: 'drifted', problems: ['the jump from FORWARD is not first'] })
+  })
+
   it('finds drift in its own chains: a rule deleted or added by hand', () => {
     const lines = withRules().split('\n')
     const deleted = lines.filter((l) => !l.includes('169.254.0.0/16')).join('\n')
@@ -159,9 +168,10 @@ describe('the site firewall as iptables rules', () => {
     expect(script.filter((l) => l.startsWith('-D '))).toEqual([
       jump.replace('-A', '-D'),
       jump.replace('-A', '-D'),
+      `-D FORWARD -s 10.231.0.0/16 -m comment --comment "${C}" -j BERTH-FWD-10.231.0.0-16`,
       `-D DOCKER-USER -s 10.231.0.0/16 -m comment --comment "${C}" -j BERTH-FWD-10.231.0.0-16`,
     ])
-    expect(script.filter((l) => l.startsWith('-I '))).toHaveLength(2)
+    expect(script.filter((l) => l.startsWith('-I '))).toHaveLength(3)
   })
 
   it('removes its jumps and chains, and nothing when there is nothing', () => {
@@ -169,6 +179,7 @@ describe('the site firewall as iptables rules', () => {
     expect(script).toEqual([
       '*filter',
       `-D INPUT -s 10.231.0.0/16 -m comment --comment "${C}" -j BERTH-IN-10.231.0.0-16`,
+      `-D FORWARD -s 10.231.0.0/16 -m comment --comment "${C}" -j BERTH-FWD-10.231.0.0-16`,
       `-D DOCKER-USER -s 10.231.0.0/16 -m comment --comment "${C}" -j BERTH-FWD-10.231.0.0-16`,
       '-F BERTH-IN-10.231.0.0-16',
       '-F BERTH-FWD-10.231.0.0-16',

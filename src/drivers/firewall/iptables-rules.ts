@@ -19,6 +19,10 @@ import type { FirewallCheck, SiteFirewallPolicy } from './types'
  *   Replies to connections made into the sites pass first. Everything else returns to Docker's
  *   own rules (the outside world passes).
  *
+ * Where DOCKER-USER exists, FORWARD jumps into `BERTH-FWD-<pool>` too, first: a backstop for
+ * the moments an engine before Docker 28 has no jump into DOCKER-USER (it deletes and inserts it
+ * again at each network it makes). A packet may go through the chain twice; what passes returns.
+ *
  * Rules return rather than accept, so the host's own rules still apply to what passes. Refusals
  * are `icmp-admin-prohibited`: a site's request fails at once instead of hanging for a minute.
  * Each rule carries the comment `berth:<pool>:<digest of the rule set>`: the pool finds them, the
@@ -94,6 +98,11 @@ export function desiredRules(policy: SiteFirewallPolicy, forwardHook: string): D
   const jumps = [
     { from: 'INPUT', rule: ['-s', policy.pool, '-j', input] },
     { from: forwardHook, rule: ['-s', policy.pool, '-j', forward] },
+    // The backstop: engines before Docker 28 delete and re-insert FORWARD's jump into DOCKER-USER
+    // whenever they make a network (moby#49538); this jump of ours, at the top of FORWARD, holds
+    // the forward rules meanwhile. The engine's new networks' rules land above it: each keeping
+    // pass (and Berth right after it makes a site's network) puts it back on top.
+    ...(forwardHook === 'DOCKER-USER' ? [{ from: 'FORWARD', rule: ['-s', policy.pool, '-j', forward] }] : []),
   ]
   const digest = createHash('sha256').update(JSON.stringify({ inputRules, forwardRules, jumps })).digest('hex').slice(0, 8)
   const comment = `${tagOf(policy.pool)}${digest}`

@@ -38,6 +38,7 @@ describe('PUT /v1/firewall on a node\'s agent', () => {
         given.push(policy)
         return { state: 'drifted', problems: [], tool: 'iptables' }
       },
+      keep: async () => null,
     }
     const api = { info: async () => { throw new Error('not here') }, forwards: {} as Forwards, homes: NO_HOMES, firewall }
     const put = (body: string) => routeAgentRequest(api, new Request('https://10.0.0.2:7710/v1/firewall', { method: 'PUT', body }))

@@ -53,14 +53,19 @@ export class DockerRuntime implements ContainerRuntime {
   private locks = new KeyedLock()
   /** Host mount points of site volumes, by slug; forgotten when the volume is removed. */
   private homes = new Map<string, string>()
+  private networkListeners: (() => void)[] = []
 
   constructor(private opts: DockerRuntimeOptions) {}
+
+  onNetworkCreated(listener: () => void): void {
+    this.networkListeners.push(listener)
+  }
 
   /** Connects the client on first use (see openEngine for why not at construction). */
   private ready(): Promise<void> {
     this.loading ??= openEngine(this.opts.socketPath).then((docker) => {
       this.docker = docker
-      this.networks = new SiteNetworks(docker, this.opts.subnetPool, this.opts.log)
+      this.networks = new SiteNetworks(docker, this.opts.subnetPool, this.opts.log, () => this.networkListeners.forEach((listener) => listener()))
     })
     return this.loading
   }

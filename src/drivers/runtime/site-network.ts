@@ -18,7 +18,8 @@ const MAX_ATTEMPTS = 32
 export class SiteNetworks {
   private pending = new Set<string>()
 
-  constructor(private docker: Docker, private pool: string, private log: Logger) {}
+  /** `created` is called after each network this makes (not one found). */
+  constructor(private docker: Docker, private pool: string, private log: Logger, private created: () => void = () => {}) {}
 
   /**
    * The subnet of network `name`, created with `labels` when missing. With `configOnly` it is a
@@ -46,6 +47,7 @@ export class SiteNetworks {
           Labels: labels,
         })
         this.log.debug('created site network', { network: name, subnet })
+        this.created()
         return subnet
       } catch (err) {
         // 409: a network of this name appeared meanwhile (an earlier, interrupted ensure).

@@ -72,6 +72,12 @@ export interface ContainerRuntime {
    * `removeSite` undoes it.
    */
   prepareSite(site: Pick<SiteSpec, 'siteId' | 'slug'>): Promise<void>
+  /**
+   * Calls `listener` after each network this runtime made on the engine: the site firewall's
+   * backstop goes back on top of FORWARD then (an engine before Docker 28 inserts each new
+   * network's rules there). Optional: runtimes that make no host bridge have none.
+   */
+  onNetworkCreated?(listener: () => void): void
   /** The site's container as the engine sees it, or null when there is none. */
   inspectSite(slug: string): Promise<SiteRuntimeState | null>
   /** Stops the site's container; its files and network stay. */

@@ -17,6 +17,8 @@ export interface NodeFirewall {
   policy(): SiteFirewallPolicy | null
   /** Keeps `policy` from now on (written to node.json, the rules replaced); the check from before. */
   set(policy: SiteFirewallPolicy | null): Promise<FirewallCheck | null>
+  /** Checks the rules now and puts back what moved (never throws). */
+  keep(): Promise<FirewallCheck | null>
 }
 
 /** What the agent's API answers from. */
@@ -53,7 +55,13 @@ export async function routeAgentRequest(api: AgentApi, request: Request): Promis
     return Response.json(await api.info())
   }
   if (path === '/v1/firewall') return routeFirewall(api.firewall, request)
-  if (path.startsWith('/v1/forwards/')) return routeForward(api.forwards, request, path.slice('/v1/forwards/'.length))
+  if (path.startsWith('/v1/forwards/')) {
+    const res = await routeForward(api.forwards, request, path.slice('/v1/forwards/'.length))
+    // A forward follows a site's new container, whose network the engine may just have made (its
+    // rules on top of FORWARD): the firewall's backstop goes back above them.
+    if (res.ok && request.method === 'PUT') void api.firewall?.keep()
+    return res
+  }
   if (path.startsWith('/v1/homes/')) {
     const [volume = '', ...rest] = path.slice('/v1/homes/'.length).split('/')
     if (!VOLUME.test(volume)) return agentError(404, 'not_found', 'No such volume.')
