@@ -183,12 +183,17 @@ class KeptNodeFirewall implements NodeFirewall {
   }
 
   keep(): Promise<FirewallCheck | null> {
-    return this.keeper.keep()
+    return this.serially(() => this.keeper.keep())
   }
 
-  /** One change at a time: two control plane calls in a row end with the second policy. */
+  /** Two control plane calls in a row end with the second policy. */
   set(policy: SiteFirewallPolicy | null): Promise<FirewallCheck | null> {
-    const next = this.changing.then(() => this.replace(policy))
+    return this.serially(() => this.replace(policy))
+  }
+
+  /** One pass or change at a time: two at once would both replace the same rules. */
+  private serially(work: () => Promise<FirewallCheck | null>): Promise<FirewallCheck | null> {
+    const next = this.changing.then(work)
     this.changing = next.catch(() => {})
     return next
   }

@@ -36,9 +36,13 @@ export class JobsRepository {
    * `unleased` those without one (the server's own, left by its previous run); returns them.
    */
   requeueRunning(now: number, wallNow: number, opts: { unleased: boolean }): JobRow[] {
-    const orphaned = opts.unleased ? or(isNull(jobs.leaseUntil), lt(jobs.leaseUntil, wallNow)) : lt(jobs.leaseUntil, wallNow)
     return this.store.db.update(jobs).set({ status: 'queued', leaseUntil: null, updatedAt: now })
-      .where(and(eq(jobs.status, 'running'), orphaned)).returning().all()
+      .where(orphaned(wallNow, opts)).returning().all()
+  }
+
+  /** Whether requeueRunning would queue anything (a read). */
+  anyOrphan(wallNow: number, opts: { unleased: boolean }): boolean {
+    return this.store.db.select({ id: jobs.id }).from(jobs).where(orphaned(wallNow, opts)).limit(1).get() !== undefined
   }
 
   /** Moves the lease of a running job on to `until` (wall time). */
@@ -61,4 +65,10 @@ export class JobsRepository {
   update(id: string, changes: Partial<JobRow>): void {
     this.store.db.update(jobs).set(changes).where(eq(jobs.id, id)).run()
   }
+}
+
+/** Jobs marked running whose lease ran out before `wallNow`; with `unleased`, those without one too. */
+function orphaned(wallNow: number, opts: { unleased: boolean }) {
+  const expired = lt(jobs.leaseUntil, wallNow)
+  return and(eq(jobs.status, 'running'), opts.unleased ? or(isNull(jobs.leaseUntil), expired) : expired)
 }

@@ -55,10 +55,9 @@ export class JobRunner {
     this.leaseMs = opts.leaseMs ?? JOB_LEASE_MS
   }
 
-  private leaseMs: number
-
   private concurrency: number
   private wallClock: () => number
+  private leaseMs: number
   private adopting: ReturnType<typeof setInterval> | undefined
 
   /**
@@ -171,6 +170,8 @@ export class JobRunner {
   }
 
   private resume(message: string, opts: { unleased: boolean }): number {
+    // A read first: the pass runs every few seconds and most find nothing, which must not write.
+    if (!this.repo.anyOrphan(this.wallClock(), opts)) return 0
     const requeued = this.store.write(() => this.repo.requeueRunning(this.clock.now(), this.wallClock(), opts))
     if (requeued.length > 0) {
       this.log.warn(message, { jobs: requeued.map((j) => `${j.kind}:${j.subjectId}`) })
