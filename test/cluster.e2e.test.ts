@@ -144,11 +144,13 @@ describe('a cluster of two nodes', () => {
     writeFileSync(file, JSON.stringify({ ...identity, firewall: { ...identity.firewall, closedPorts: undefined } }, null, 2))
     await b.restartAgent()
     const restarted = performance.now()
-    const closedRule = new RegExp(`-p tcp -m multiport --dports ${closedPorts.tcp.join(',')} .*-j REJECT`)
-    await waitFor('B keeping the cluster\'s ports closed again', 15_000, async () => closedRule.test((await lab.exec('B', ['iptables', '-S'])).stdout))
+    // The agent kept the older policy at its start; the control plane sees it in its info and sends its own.
+    await waitFor('the control plane\'s policy written to B\'s node.json', 15_000, async () => JSON.parse(readFileSync(file, 'utf8')).firewall.closedPorts)
     figures['firewall policy'] = `given to the restarted node ${(performance.now() - restarted).toFixed(0)} ms after its restart`
     expect(JSON.parse(readFileSync(file, 'utf8')).firewall.closedPorts).toEqual(closedPorts)
     expect(b.agent.output()).toContain('the control plane gave a new site firewall policy')
+    const closedRule = new RegExp(`-p tcp -m multiport --dports ${closedPorts.tcp.join(',')} .*-j REJECT`)
+    await waitFor('B keeping the cluster\'s ports closed again', 15_000, async () => closedRule.test((await lab.exec('B', ['iptables', '-S'])).stdout))
     expect(control.berth.output()).toContain('gave a node the control plane\'s site firewall policy')
     // The restarted agent has none of the forwards it had: the edge still reaches the site on B.
     const served = await waitFor('the site on B served after its agent restarted', 15_000, async () => {
@@ -311,7 +313,12 @@ describe('a cluster of two nodes', () => {
     const backups = async () => (await api(control.url, 'GET', `/sites/${site.slug}/backups/`, { key: site.key })).json.data as { id: string; status: string; restored_at: string | null }[]
     const before = new Set((await backups()).map((x) => x.id))
     const move = lab.spawn('A', [control.binary, 'sites', 'move', site.slug, '--to', b.id, '--json', '--config', control.configPath])
-    const archive = await waitFor('the move restoring its backup on B', 60_000, async () => (await backups()).find((x) => !before.has(x.id) && x.status === 'restoring'))
+    // Killed after its switch (the site pinned to B, its volume made there) and before the restore
+    // ends; killed before the switch, the site would stay on the control plane (docs/cluster.md).
+    const archive = await waitFor('the move restoring its backup on B', 60_000, async () => {
+      const restoring = (await backups()).find((x) => !before.has(x.id) && x.status === 'restoring')
+      return restoring && (await lab.docker('B', 'volume', 'ls', '-q', '--filter', `label=dev.berth.site-slug=${site.slug}`)) !== '' && restoring
+    })
     await move.kill('SIGKILL')
     const killed = performance.now()
     // berth serve takes the restore over once the command's hold in the store runs out, and finishes it.
@@ -319,9 +326,15 @@ describe('a cluster of two nodes', () => {
     const said = control.berth.output().split('\n').filter((line) => line.includes(site.slug) || line.includes(archive.id) || line.includes('taking over')).slice(-30).join('\n')
     expect([done.status, done.restored_at !== null], `${JSON.stringify(done)}\nmove: ${move.output()}\nberth serve:\n${said}`).toEqual(['ready', true])
     expect(said).toContain('taking over jobs whose process stopped')
+    let last = ''
     await waitFor('the site served from B with its files', 30_000, async () => {
       const res = await viaEdge(control.url, site.slug)
-      return res.status === 200 && res.text === token && (await nodeOf(site.slug)) === b.id
+      const node = await nodeOf(site.slug)
+      last = `${res.status} ${res.text.slice(0, 80)} on ${node}`
+      return res.status === 200 && res.text === token && node === b.id
+    }).catch((err) => {
+      const said = control.berth.output().split('\n').filter((line) => line.includes(site.slug)).slice(-20).join('\n')
+      throw new Error(`${(err as Error).message}; last: ${last}\nberth serve:\n${said}`)
     })
     figures['move killed mid-restore'] = `served from B ${(performance.now() - killed).toFixed(0)} ms after the kill, no restart`
     const onB = (await lab.docker('B', 'ps', '-q', '--filter', `label=dev.berth.site-slug=${site.slug}`, '--filter', 'status=running')).split('\n')[0]!
