@@ -171,7 +171,11 @@ export function checkManifestName(key: string, m: OffsiteManifest): void {
 }
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/
-const show = (v: unknown) => JSON.stringify(v)?.slice(0, 160) ?? 'nothing'
+/** A value from the manifest for a message: JSON, its middle left out when long (a path's start and end tell most). */
+const show = (v: unknown) => {
+  const text = JSON.stringify(v) ?? 'nothing'
+  return text.length > 120 ? `${text.slice(0, 60)}...${text.slice(-50)}` : text
+}
 
 function checkRef(r: unknown, keyPattern: RegExp, what: string, checkKey = true): void {
   const ref = r as OffsiteObjectRef
