@@ -101,7 +101,7 @@ describe('berth restore accepts only the copies the box signed', () => {
   it('a forged copy (sealed for the recipients, with a store of its own, signed by another key) is refused', async () => {
     const at = newestTime() + 1000
     const { key, manifest } = await template(at)
-    const store = await putObject(offsiteKeys.store(at), await openObject((manifest.store as { key: string }).key))
+    const store = await putObject(offsiteKeys.store(at), await openObject(((manifest as Record<string, unknown>).store as { key: string }).key))
     const forged = signManifest({ ...manifest, store } as never, newSigningKey())
     await putObject(key, JSON.stringify({ ...forged, signature: { ...forged.signature, public_key: signingKey } }))
     try {

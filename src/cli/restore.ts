@@ -53,11 +53,11 @@ export const restoreCommand: Command = {
     if (!/^s3:\/\/[^/]+/.test(from) && !/^file:\/\/\/./.test(from)) throw new UsageError(`--from ${from}: give s3://BUCKET/PREFIX or file:///PATH`)
     const at = atOf(ctx.values.at as string | undefined)
     const identities = identitiesFrom(required(ctx.values.identity, 'identity'))
-    const trust = trustOf(ctx.values['signing-key'] as string | undefined, ctx.values['accept-unsigned'] === true)
     const config = configFrom(ctx)
     if (from.startsWith('s3://') && (!config.offsite.accessKeyId || !config.offsite.secretAccessKey)) {
       throw new UsageError(`--from ${from}: an S3 bucket needs its credentials: set BERTH_OFFSITE_ACCESS_KEY_ID and BERTH_OFFSITE_SECRET_ACCESS_KEY (and BERTH_OFFSITE_ENDPOINT, BERTH_OFFSITE_PATH_STYLE for a service other than AWS), or the offsite.* keys of --config FILE`)
     }
+    const trust = trustOf(ctx.values['signing-key'] as string | undefined, ctx.values['accept-unsigned'] === true)
     const out = ctx.out
     const box = buildBoxRestore(config, { from, identities, trust })
     try {
