@@ -295,6 +295,18 @@ describe('who wrote the copy: refused before anything is written', () => {
   })
 })
 
+describe('the work folder', () => {
+  it('takes one plain file name: a name that would climb out of it is refused and nothing is written', async () => {
+    const work = join(root, 'data', 'archives', '.work')
+    const landing = new LocalLanding(work)
+    for (const name of ['../x.tar.zst', 'restore-../../../x.tar.zst', '/tmp/x', '.hidden', 'a/b']) {
+      await expect(landing.receive(streamOf(new Uint8Array([1, 2, 3])), name), name).rejects.toThrow(/is not a work file name/)
+    }
+    expect(existsSync(join(root, 'data'))).toBe(false)
+    expect((await landing.receive(streamOf(new Uint8Array([1])), `restore-${A[0]}.tar.zst`)).bytes).toBe(1)
+  })
+})
+
 describe('formatSpan', () => {
   it('gives the two largest units', () => {
     expect([0, 400, 12_000, 192_000, 3_600_000, 7_500_000, 90_061_000].map(formatSpan)).toEqual(['0 s', '0 s', '12 s', '3 min 12 s', '1 h', '2 h 5 min', '1 d 1 h'])
