@@ -65,6 +65,8 @@ async function main() {
     }
     const push = spawnSync([binary, 'offsite', 'push', '--data-dir', dataDir], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, stdout: 'inherit', stderr: 'inherit' })
     if (push.exitCode !== 0) throw new Error('berth offsite push failed')
+    // The public half of the box's signing key, which berth restore wants (--signing-key).
+    const signingKey = JSON.parse(spawnSync([binary, 'offsite', 'status', '--json', '--data-dir', dataDir], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, stdout: 'pipe' }).stdout.toString()).signing_key as string
     await berth.stop()
     const { manifest } = await latestManifest(bucket, keys.identityFile)
 
@@ -73,7 +75,7 @@ async function main() {
       await removeSitesOf(instance)
       for (const name of readdirSync(dataDir)) rmSync(join(dataDir, name), { recursive: true, force: true })
       const started = performance.now()
-      const proc = spawn([binary, 'restore', '--from', `file://${bucket}`, '--identity', keys.identityFile, '--data-dir', dataDir, '--json'], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', BERTH_CONTAINERS_FIREWALL: 'false', ...env }, stdout: 'pipe', stderr: 'pipe' })
+      const proc = spawn([binary, 'restore', '--from', `file://${bucket}`, '--identity', keys.identityFile, '--signing-key', signingKey, '--data-dir', dataDir, '--json'], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', BERTH_CONTAINERS_FIREWALL: 'false', ...env }, stdout: 'pipe', stderr: 'pipe' })
       const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
       const restoreMs = performance.now() - started
       if (code !== 0) throw new Error(`berth restore exited ${code}: ${out}\n${err}`)

@@ -44,6 +44,8 @@ describe('berth command line', () => {
       [['--from', 's3://bucket/box1', '--identity', identity], /an S3 bucket needs its credentials: set BERTH_OFFSITE_ACCESS_KEY_ID and BERTH_OFFSITE_SECRET_ACCESS_KEY/],
       [['--from', `file://${dir}`, '--identity', join(dir, 'missing.txt')], /--identity .*missing\.txt: cannot read it/],
       [['--from', `file://${dir}`, '--identity', identity, '--at', 'yesterday'], /--at yesterday: give an ISO time/],
+      [['--from', `file://${dir}`, '--identity', identity], /--signing-key is required: give the "Signing key" that berth offsite status printed .* pass --accept-unsigned/],
+      [['--from', `file://${dir}`, '--identity', identity, '--signing-key', 'ssh-ed25519 AAAA'], /--signing-key: "ssh-ed25519 AAAA" is not a signing key: give the line berth offsite status printed/],
     ]
     for (const [args, message] of cases) {
       const res = run(['restore', '--data-dir', data, ...args])

@@ -39,6 +39,8 @@ interface Site { slug: string; key: string; sku: string }
 const sites: Site[] = []
 const domain = `${uniqueSlug('drill')}.com`
 let manifest: OffsiteManifest
+/** The public half of the box's signing key, kept by the hoster from `berth offsite status`. */
+let signingKey = ''
 
 function dig(name: string, type: string): string[] {
   const p = spawnSync(['dig', '@127.0.0.1', '-p', String(dnsPort), '+norecurse', '+time=2', '+tries=2', '+short', name, type], { stdout: 'pipe' })
@@ -52,7 +54,7 @@ async function sshRun(info: { host: string; port: number; username: string }, co
 }
 
 async function restoreCli(args: string[]) {
-  const proc = spawn([BINARY, 'restore', '--from', `file://${bucket}`, '--data-dir', dataDir, ...args], { env, stdout: 'pipe', stderr: 'pipe' })
+  const proc = spawn([BINARY, 'restore', '--from', `file://${bucket}`, '--data-dir', dataDir, '--signing-key', signingKey, ...args], { env, stdout: 'pipe', stderr: 'pipe' })
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   return { code, out, err }
 }
@@ -172,6 +174,8 @@ describe('the drill: the box rebuilt from its copies', () => {
   it('loses the box: the copy is made, Berth stops, its containers, volumes, networks and data folder go', async () => {
     const push = spawnSync([BINARY, 'offsite', 'push', '--json', '--data-dir', dataDir], { env, stdout: 'pipe', stderr: 'pipe' })
     expect(push.exitCode, push.stderr.toString()).toBe(0)
+    signingKey = JSON.parse(spawnSync([BINARY, 'offsite', 'status', '--json', '--data-dir', dataDir], { env, stdout: 'pipe' }).stdout.toString()).signing_key
+    expect(signingKey).toMatch(/^ed25519:/)
     await berth.stop()
     // The copy made as Berth stopped is the newest: what the restore below takes.
     ;({ manifest } = await latestManifest(bucket, keys.identityFile))

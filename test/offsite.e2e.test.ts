@@ -88,7 +88,7 @@ describe('copies off the box', () => {
     expect(existsSync(join(dest, cli.json.last_store_copy.key))).toBe(true)
     // The manifest opens with Debian's age and names that store copy.
     const manifest = JSON.parse(ageOpen(cli.json.last_manifest.key).toString())
-    expect(manifest).toMatchObject({ format: 1, store: { key: cli.json.last_store_copy.key } })
+    expect(manifest).toMatchObject({ format: 2, key: cli.json.last_manifest.key, store: { key: cli.json.last_store_copy.key }, signature: { alg: 'ed25519', public_key: cli.json.signing_key } })
   }, 30_000)
 
   it('a backup is copied off the box, listed as kept local and offsite, and opens by hand with age, zstd and tar', async () => {

@@ -1,13 +1,13 @@
 import { existsSync } from 'node:fs'
 import { databasePath } from '../compose'
-import { buildOffsite } from '../compose/offsite'
+import { buildOffsite, SIGNING_KEY_SETTING, signingKeyOf } from '../compose/offsite'
 import type { Config } from '../config/config'
 import { OffsiteCopiesRepository } from '../domain/offsite/repository'
 import { offsiteStatus, type OffsiteStatus } from '../domain/offsite/status'
 import { shiftedClock } from '../lib/clock'
 import { createLogger } from '../lib/logger'
 import { pendingMigrations } from '../store/migrate'
-import { instanceIdOf, readInstanceId } from '../store/settings'
+import { instanceIdOf, readInstanceId, readSetting } from '../store/settings'
 import { openStore, type Store } from '../store/store'
 import { COMMON_OPTIONS, STORE_OPTIONS, type Command, type CommandContext } from './command'
 import { configFrom } from './config-flags'
@@ -20,10 +20,13 @@ export const offsiteStatusCommand: Command = {
     'Reads the store (berth.db) directly, so it answers whether or not berth serve runs, and what it',
     'says is what the last pass of any process recorded. `stale` is true when the last store copy is',
     'older than three offsite.store_interval_seconds (berth serve then logs an error each pass).',
+    '`signing_key` (Signing key) is the public half of the key the box signs every manifest with: keep',
+    'it off the box with your age identity; berth restore --signing-key needs it to accept a copy. It is',
+    'made here on first use while offsite.url is set.',
     'What is copied and when: docs/operations.md, "Copies off the box".',
   ].join('\n'),
   options: { ...STORE_OPTIONS, ...COMMON_OPTIONS },
-  examples: ['berth offsite status', 'berth offsite status --json | jq .last_store_copy.age_seconds'],
+  examples: ['berth offsite status', 'berth offsite status --json | jq .last_store_copy.age_seconds', 'berth offsite status --json | jq -r .signing_key'],
   run(ctx) {
     const config = configFrom(ctx)
     return withStore(ctx, config, (store) => {
@@ -31,6 +34,7 @@ export const offsiteStatusCommand: Command = {
         now: shiftedClock(config.dev.clockOffsetSeconds * 1000).now(),
         destination: config.offsite.url || null,
         intervalSeconds: config.offsite.storeIntervalSeconds,
+        signingKey: config.offsite.url || readSetting(store, SIGNING_KEY_SETTING) ? signingKeyOf(store).publicKey() : null,
       })
       ctx.out.result(status, () => renderStatus(status))
       return 0
@@ -99,6 +103,7 @@ function renderStatus(s: OffsiteStatus): string {
   if (!s.enabled && !s.last_store_copy) return 'Copies off the box are off (offsite.url is empty).'
   const lines = [
     `Destination:      ${s.destination ?? 'none (offsite.url is empty; the copies below were made before)'}`,
+    `Signing key:      ${s.signing_key ?? 'none yet'} (keep it off the box: berth restore --signing-key)`,
     `Last store copy:  ${s.last_store_copy ? `${s.last_store_copy.made_at} (${ageText(s.last_store_copy.age_seconds)} ago)${s.stale ? ', OLDER THAN THREE INTERVALS' : ''}` : `none${s.stale ? ' (copies are on: see the last error)' : ''}`}`,
     `Last manifest:    ${s.last_manifest ? `${s.last_manifest.key}` : 'none'}`,
     `Archives waiting: ${s.archives.pending} to copy, ${s.archives.deleting} to delete`,

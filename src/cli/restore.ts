@@ -3,6 +3,7 @@ import { buildServices } from '../compose'
 import { buildBoxRestore, buildSitesReturn } from '../compose/restore'
 import { formatSpan, RestoreRefusedError, type ArchiveLanding } from '../domain/offsite/restore'
 import type { SiteOutcome } from '../domain/offsite/restore-sites'
+import { checkPublicKey } from '../domain/offsite/signing'
 import { identitiesOf } from '../drivers/offsite/age'
 import { createLogger } from '../lib/logger'
 import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command } from './command'
@@ -11,10 +12,12 @@ import { configFrom } from './config-flags'
 export const restoreCommand: Command = {
   path: ['restore'],
   summary: 'Rebuild this box from its copies off the box: the store, certificates, archives and every site.',
-  usage: 'berth restore --from URL --identity FILE [--data-dir DIR] [--config FILE] [--at TIME] [--force] [--json]',
+  usage: 'berth restore --from URL --identity FILE --signing-key KEY [--accept-unsigned] [--data-dir DIR] [--config FILE] [--at TIME] [--force] [--json]',
   description: [
     'Reads the newest manifest under URL (or the newest made at or before --at), opens it with the age',
-    'identity in FILE, and puts back what it names, each object checked against its SHA-256: the store',
+    'identity in FILE, checks that the box signed it (--signing-key: the key berth offsite status printed',
+    'on the old box) and that every id and key in it is of its exact form and its name is its own, and',
+    'puts back what it names, each object checked against its SHA-256: the store',
     '(berth.db: accounts, API keys, subscriptions, sites, DNS zones and domains, migrated if this',
     'binary is newer), the certificates and ACME account (tls/), and every backup and snapshot (an',
     'archive that does not match is skipped and reported). Then every active site gets its network,',
@@ -24,21 +27,26 @@ export const restoreCommand: Command = {
     '',
     'URL is s3://BUCKET/PREFIX (endpoint, region and credentials from the offsite.* keys of the config',
     'or BERTH_OFFSITE_* variables) or file:///PATH. Needs the site images (berth images build) and',
-    'Docker. Refuses a data folder that is not empty unless --force. Exit 0 when every site came back,',
-    '1 when one did not (the table says which) or the copy could not be read, 2 for a usage error or',
-    'a data folder that is not empty. See docs/operations.md, "Rebuilding the box from its copies".',
+    'Docker. Refuses a data folder that is not empty unless --force. A manifest that is not signed by',
+    'KEY (forged, or changed), found under a name other than its own (an older one renamed), or naming',
+    'an id or key of the wrong form is refused before anything is written (exit 1). Copies made before',
+    'berth signed them carry no signature: refused unless --accept-unsigned. Exit 0 when every site came',
+    'back, 1 when one did not (the table says which) or the copy could not be read or was refused, 2 for',
+    'a usage error or a data folder that is not empty. See docs/operations.md, "Rebuilding the box from its copies".',
   ].join('\n'),
   options: {
     from: { type: 'string', value: 'URL', help: 'Where the copies are: s3://BUCKET/PREFIX or file:///PATH (what offsite.url was).' },
     identity: { type: 'string', value: 'FILE', help: "The age identity file (age-keygen's) of one of offsite.age_recipients." },
+    'signing-key': { type: 'string', value: 'KEY', help: 'The public key the box signs its copies with (ed25519:..., "Signing key" of berth offsite status). Required unless --accept-unsigned.' },
+    'accept-unsigned': { type: 'boolean', help: 'Also accept a copy made before berth signed its copies (no signature: anyone who could write to URL could have made it).' },
     at: { type: 'string', value: 'TIME', help: 'Restore the newest copy made at or before this ISO time (default: the newest).' },
     force: { type: 'boolean', help: 'Restore into a data folder that is not empty (replaces berth.db and tls/).' },
     ...STORE_OPTIONS,
     ...COMMON_OPTIONS,
   },
   examples: [
-    'berth restore --from s3://acme-berth/box1 --identity ~/berth-offsite.key',
-    'berth restore --from file:///mnt/backup/berth --identity id.txt --data-dir /var/lib/berth --at 2026-11-25T10:00:00Z',
+    'berth restore --from s3://acme-berth/box1 --identity ~/berth-offsite.key --signing-key ed25519:Wq3...',
+    'berth restore --from file:///mnt/backup/berth --identity id.txt --signing-key "$(cat signing-key.txt)" --data-dir /var/lib/berth --at 2026-11-25T10:00:00Z',
   ],
   async run(ctx) {
     const from = required(ctx.values.from, 'from')
@@ -49,8 +57,9 @@ export const restoreCommand: Command = {
     if (from.startsWith('s3://') && (!config.offsite.accessKeyId || !config.offsite.secretAccessKey)) {
       throw new UsageError(`--from ${from}: an S3 bucket needs its credentials: set BERTH_OFFSITE_ACCESS_KEY_ID and BERTH_OFFSITE_SECRET_ACCESS_KEY (and BERTH_OFFSITE_ENDPOINT, BERTH_OFFSITE_PATH_STYLE for a service other than AWS), or the offsite.* keys of --config FILE`)
     }
+    const trust = trustOf(ctx.values['signing-key'] as string | undefined, ctx.values['accept-unsigned'] === true)
     const out = ctx.out
-    const box = buildBoxRestore(config, { from, identities })
+    const box = buildBoxRestore(config, { from, identities, trust })
     try {
       await box.checkTarget(ctx.values.force === true)
     } catch (err) {
@@ -59,8 +68,9 @@ export const restoreCommand: Command = {
       return 2
     }
     const clock = phaseClock()
-    const { key, manifest, available } = await box.chooseManifest(at)
+    const { key, manifest, available, signed } = await box.chooseManifest(at)
     clock.lap('manifest')
+    if (!signed) out.info(`The manifest ${key} carries no signature (made before berth signed its copies): accepted because of --accept-unsigned.`)
     const archiveCount = manifest.sites.reduce((n, s) => n + s.archives.length, 0)
     out.info(`Restoring the copy made ${manifest.made_at} (${key}, newest of ${available} at or before ${at === null ? 'now' : new Date(at).toISOString()}) from ${from} into ${config.server.dataDir}`)
     out.info(`  ${manifest.sites.length} sites, ${archiveCount} archives, made by berth ${manifest.berth_version}, instance ${manifest.instance_id}`)
@@ -126,6 +136,18 @@ function phaseClock() {
 function required(value: unknown, name: string): string {
   if (typeof value !== 'string' || value === '') throw new UsageError(`--${name} is required`)
   return value
+}
+
+function trustOf(key: string | undefined, acceptUnsigned: boolean): { publicKey: string | null; acceptUnsigned: boolean } {
+  if (key === undefined || key === '') {
+    if (acceptUnsigned) return { publicKey: null, acceptUnsigned }
+    throw new UsageError('--signing-key is required: give the "Signing key" that berth offsite status printed on the box that made the copies (ed25519:...). For copies made before berth signed them, pass --accept-unsigned')
+  }
+  try {
+    return { publicKey: checkPublicKey(key), acceptUnsigned }
+  } catch (err) {
+    throw new UsageError(`--signing-key: ${(err as Error).message}`)
+  }
 }
 
 function atOf(text: string | undefined): number | null {

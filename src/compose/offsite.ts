@@ -3,8 +3,9 @@ import type { ArchiveEvents } from '../domain/archives/events'
 import { BoxCopies } from '../domain/offsite/box-copy'
 import { OffsiteCopier } from '../domain/offsite/copier'
 import { RestoreDrill } from '../domain/offsite/drill'
-import type { BoxIdentity } from '../domain/offsite/ports'
+import type { BoxIdentity, SigningKey } from '../domain/offsite/ports'
 import type { OffsiteCopiesRepository } from '../domain/offsite/repository'
+import { newSigningKey, publicKeyOf } from '../domain/offsite/signing'
 import { LocalArchiveStore } from '../drivers/archives/local'
 import { newIdentity, open, recipientOf, seal, sealBytes } from '../drivers/offsite/age'
 import { destinationOf, selectOffsite } from '../drivers/offsite/select'
@@ -18,12 +19,16 @@ import { databasePath, keepSetting, offsiteWorkDir, readSetting, tlsDir } from '
 
 /** The settings key of the box's own age identity (see BoxIdentity). */
 export const BOX_IDENTITY_SETTING = 'offsite_box_identity'
+/** The settings key of the box's signing key (see SigningKey). */
+export const SIGNING_KEY_SETTING = 'offsite_signing_key'
 
 export interface Offsite {
   copier: OffsiteCopier
   destination: OffsiteDestination
   /** The hoster's recipients and the box's own, which every copy is sealed for. */
   identity: BoxIdentity
+  /** Signs every manifest; its public half is what `berth restore --signing-key` wants. */
+  signing: SigningKey
 }
 
 /**
@@ -39,9 +44,10 @@ export function buildOffsite(core: Pick<Core, 'config' | 'store' | 'clock' | 'lo
   followDestination(core, destinationOf(config.offsite))
   const sealing = { seal, sealBytes, open }
   const identity = boxIdentity(store)
+  const signing = signingKeyOf(store)
   const intervalMs = config.offsite.storeIntervalSeconds * 1000
   const box = new BoxCopies({
-    repo, destination, sealing, clock, log, intervalMs,
+    repo, destination, sealing, signing, clock, log, intervalMs,
     storeCopies: new StoreCopies(databasePath(config), offsiteWorkDir(config)),
     tls: new TlsFolder(tlsDir(config)),
     box: { version: VERSION, instanceId: core.instanceId, sitesDomain: config.sites.domain },
@@ -54,7 +60,7 @@ export function buildOffsite(core: Pick<Core, 'config' | 'store' | 'clock' | 'lo
     keepDays: config.archives.backupsKept,
   })
   events?.subscribe({ ready: (row) => copier.archiveReady(row), discarded: (row) => copier.archiveDiscarded(row) })
-  return { copier, destination, identity }
+  return { copier, destination, identity, signing }
 }
 
 /**
@@ -83,3 +89,15 @@ function boxIdentity(store: Store): BoxIdentity {
   return { identity, recipient: () => (recipient ??= identity().then(recipientOf)) }
 }
 
+
+/**
+ * The box's signing key: made on first use and kept in the store's settings (0600 with the store,
+ * and inside each store copy, so a rebuilt box signs with the same key and the hoster's copy of
+ * its public half stays right).
+ */
+export function signingKeyOf(store: Store): SigningKey {
+  let kept: string | undefined
+  const privateKey = () => (kept ??= readSetting(store, SIGNING_KEY_SETTING) ?? keepSetting(store, SIGNING_KEY_SETTING, newSigningKey()))
+  let publicKey: string | undefined
+  return { privateKey, publicKey: () => (publicKey ??= publicKeyOf(privateKey())) }
+}

@@ -28,9 +28,9 @@ const workDirOf = (config: Config) => join(config.archives.dir, '.work')
 
 /**
  * The first half for `from` (`s3://...` or `file:///...`; credentials and endpoint from the
- * config's offsite section) and the hoster's age identities.
+ * config's offsite section), the hoster's age identities, and whose signatures are accepted.
  */
-export function buildBoxRestore(config: Config, opts: { from: string; identities: string[] }): BoxRestore {
+export function buildBoxRestore(config: Config, opts: { from: string; identities: string[]; trust: { publicKey: string | null; acceptUnsigned: boolean } }): BoxRestore {
   const destination = selectOffsite({ ...config.offsite, url: opts.from })
   if (!destination) throw new Error('No off-box copy to restore from: give --from s3://BUCKET/PREFIX or file:///PATH')
   const database = databasePath(config)
@@ -40,6 +40,7 @@ export function buildBoxRestore(config: Config, opts: { from: string; identities
     files: new LocalLanding(workDirOf(config)),
     archives: new LocalArchiveStore(config.archives.dir),
     paths: { dataDir: config.server.dataDir, database, tls: join(config.server.dataDir, 'tls') },
+    trust: opts.trust,
     migrate: () => {
       const store = openStore(database)
       try {

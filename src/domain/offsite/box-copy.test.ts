@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { offsiteSetup } from '../../../test/helpers/offsite'
 import { checkManifest, timeOfStamp } from './manifest'
+import { verifyManifest } from './signing'
 
 /** The store, tls and manifest copies (box-copy.ts), the restore drill, and the age check. */
 const MINUTE = 60_000
@@ -74,11 +75,15 @@ describe('the manifest', () => {
     await s.copier.idle()
     s.t.clock.advance(5 * MINUTE)
     const pass = await s.copier.runNow()
-    const manifest = checkManifest(JSON.parse(new TextDecoder().decode(await s.open(pass.manifest!))))
+    const parsed: unknown = JSON.parse(new TextDecoder().decode(await s.open(pass.manifest!)))
+    // Signed by the box's key, whose public half berth offsite status prints.
+    const verified = verifyManifest(parsed, { publicKey: s.offsite.signing.publicKey(), acceptUnsigned: false })
+    expect(verified.signed).toBe(true)
+    const manifest = checkManifest(verified.manifest)
     const store = s.repo.newest('store', ['copied'])!
     const tls = s.repo.newest('tls', ['copied'])!
     expect(manifest).toMatchObject({
-      format: 1, made_at: new Date(store.madeAt).toISOString(), instance_id: 'test1234', sites_domain: s.config.sites.domain,
+      format: 2, key: pass.manifest, made_at: new Date(store.madeAt).toISOString(), instance_id: 'test1234', sites_domain: s.config.sites.domain,
       store: { key: store.key, sha256: store.sha256, bytes: store.bytes },
       tls: { key: tls.key, sha256: tls.sha256, bytes: tls.bytes },
     })

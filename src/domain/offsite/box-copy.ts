@@ -3,8 +3,9 @@ import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { OffsiteCopyRow } from '../../store/schema'
 import { MANIFEST_FORMAT, offsiteKeys, type ManifestArchive, type OffsiteManifest, type OffsiteObjectRef } from './manifest'
-import { reasonOf, retryAt, type Sealing, type StoreCopySource, type TlsSource } from './ports'
+import { reasonOf, retryAt, type Sealing, type SigningKey, type StoreCopySource, type TlsSource } from './ports'
 import type { OffsiteCopiesRepository } from './repository'
+import { signManifest } from './signing'
 import { digestOf } from './streams'
 
 /** A pending row this old without a failure is an attempt whose process stopped. */
@@ -16,6 +17,8 @@ export interface BoxCopyDeps {
   sealing: Sealing
   storeCopies: StoreCopySource
   tls: TlsSource
+  /** Signs each manifest (signing.ts): `berth restore` accepts no copy the box did not sign. */
+  signing: Pick<SigningKey, 'privateKey'>
   clock: Clock
   log: Logger
   /** What a manifest says of the box besides its copies. */
@@ -58,7 +61,7 @@ export class BoxCopies {
     try {
       const store = await this.copyStore(now, recipients)
       const tls = await this.copyTls(now, recipients)
-      const text = JSON.stringify(this.manifest(now, store, tls), null, 2)
+      const text = JSON.stringify(signManifest(this.manifest(manifestRow.key, now, store, tls), this.d.signing.privateKey()), null, 2)
       const sealed = await this.d.sealing.sealBytes(text, recipients)
       await this.d.destination.put(manifestRow.key, new Response(sealed as Uint8Array<ArrayBuffer>).body!)
       const plain = await digestOf(new Response(text).body!)
@@ -117,8 +120,8 @@ export class BoxCopies {
     }
   }
 
-  /** The manifest of this point in time: the copies just made, and every site with its copied archives, newest first. */
-  private manifest(now: number, store: OffsiteObjectRef, tls: OffsiteObjectRef | null): OffsiteManifest {
+  /** The manifest of this point in time, to be put under `key`: the copies just made, and every site with its copied archives, newest first. */
+  private manifest(key: string, now: number, store: OffsiteObjectRef, tls: OffsiteObjectRef | null): OffsiteManifest {
     const bySite = new Map<string, ManifestArchive[]>()
     for (const a of this.d.repo.copiedArchives()) {
       const list = bySite.get(a.siteId) ?? []
@@ -127,6 +130,7 @@ export class BoxCopies {
     }
     return {
       format: MANIFEST_FORMAT,
+      key,
       made_at: iso(now),
       berth_version: this.d.box.version,
       instance_id: this.d.box.instanceId,

@@ -32,6 +32,17 @@ export interface BoxIdentity {
   recipient(): Promise<string>
 }
 
+/**
+ * The box's signing key (settings `offsite_signing_key`, made once): every manifest is signed
+ * with it (signing.ts), and the hoster keeps its public half for `berth restore --signing-key`.
+ */
+export interface SigningKey {
+  /** PKCS#8 DER in base64 (signing.ts newSigningKey). */
+  privateKey(): string
+  /** `ed25519:...`, as `berth offsite status` prints it. */
+  publicKey(): string
+}
+
 /** First retry after this long, then twice as long each time, up to MAX_BACKOFF_MS. */
 export const FIRST_BACKOFF_MS = 30_000
 export const MAX_BACKOFF_MS = 60 * 60_000

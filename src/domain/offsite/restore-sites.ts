@@ -7,7 +7,7 @@ import type { ArchivesRepository } from '../archives/repository'
 import type { HomeTarballs, WorkFolder } from '../archives/tarballs'
 import type { SitesRepository } from '../sites/repository'
 import type { SiteRunner } from '../sites/runner'
-import type { ManifestArchive, OffsiteManifest } from './manifest'
+import { isArchiveOf, type ManifestArchive, type OffsiteManifest } from './manifest'
 
 /**
  * `berth restore`, second half: with the store and the archives back (restore.ts), every site
@@ -73,7 +73,8 @@ export class SitesReturn {
     const base = { slug: site.slug, status: site.status, archive: null, files: null, bytes: null }
     if (site.status === 'provisioning') return { ...base, result: 'provisions on start', ok: true, problem: null }
     if (!WITH_CONTAINER.includes(site.status)) return { ...base, result: 'nothing to run', ok: true, problem: null }
-    const listed = manifest.sites.find((s) => s.id === site.id)?.archives ?? []
+    // checkManifest refused any other; kept here too, where an archive's id and key become paths.
+    const listed = (manifest.sites.find((s) => s.id === site.id)?.archives ?? []).filter((a) => isArchiveOf(site.id, a))
     // A deployment's record (domain/deployments/files.ts) leaves out ~/.ssh: the site's files come
     // from its newest backup or snapshot, a deployment's record only when it has neither.
     const archive = listed.find((a) => landed.has(a.id) && a.kind !== 'deployment') ?? listed.find((a) => landed.has(a.id)) ?? null

@@ -11,6 +11,7 @@ import { FolderDestination } from '../../drivers/offsite/folder'
 import { LocalLanding } from '../../drivers/offsite/landing'
 import { MANIFEST_FORMAT, offsiteKeys, stampOf, type OffsiteManifest, type OffsiteObjectRef } from './manifest'
 import { BoxRestore, chooseManifest, formatSpan, RestoreFailedError, RestoreRefusedError } from './restore'
+import { newSigningKey, publicKeyOf, signManifest } from './signing'
 
 /**
  * The first half of `berth restore` on real files: a file:// bucket written as the copier writes
@@ -22,6 +23,11 @@ let identity: string
 let recipient: string
 const T1 = Date.parse('2026-11-25T09:00:00Z')
 const T2 = Date.parse('2026-11-25T10:00:00Z')
+const S1 = '5e1f0c2a-0000-4000-8000-000000000001'
+const A = ['a0000000-0000-4000-8000-000000000000', 'a0000000-0000-4000-8000-000000000001', 'a0000000-0000-4000-8000-000000000002']
+/** The box's signing key; the hoster's copy of its public half is `SIGNING`. */
+const BOX_KEY = newSigningKey()
+const SIGNING = publicKeyOf(BOX_KEY)
 
 beforeEach(async () => {
   root = mkdtempSync(join(tmpdir(), 'berth-restore-'))
@@ -61,25 +67,30 @@ function tlsTar(): Uint8Array {
   return Bun.spawnSync(['tar', '--create', '--file', '-', '--directory', src, '.']).stdout
 }
 
-/** A bucket with a manifest at T1 (store "old") and one at T2 (store "new", two archives of site s1). */
-async function writeBucket(): Promise<{ old: string; latest: string; archives: Uint8Array[] }> {
-  const old = offsiteKeys.manifest(T1)
-  const base = { format: MANIFEST_FORMAT as typeof MANIFEST_FORMAT, berth_version: '0.1.0', instance_id: 'inst1', sites_domain: 'sites.test', tls: null }
-  await bucket.put(old, streamOf(await sealBytes(JSON.stringify({ ...base, made_at: new Date(T1).toISOString(), store: await putSealed(offsiteKeys.store(T1), storeCopy('old')), sites: [] }), [recipient])))
-  const archives = [crypto.getRandomValues(new Uint8Array(70_000)), crypto.getRandomValues(new Uint8Array(50_000))]
-  const refs = await Promise.all(archives.map((bytes, i) => putSealed(offsiteKeys.archive(`s1/a${i}.tar.zst`), bytes)))
-  const manifest: OffsiteManifest = {
-    ...base, made_at: new Date(T2).toISOString(),
-    store: await putSealed(offsiteKeys.store(T2), storeCopy('new')),
-    tls: await putSealed(offsiteKeys.tls(T2), tlsTar()),
-    sites: [{ id: 's1', slug: 'shop', status: 'active', archives: refs.map((r, i) => ({ ...r, id: `a${i}`, kind: i ? 'snapshot' as const : 'backup' as const, storage_key: `s1/a${i}.tar.zst`, created_at: new Date(T2 - i * 1000).toISOString() })) }],
-  }
-  const latest = offsiteKeys.manifest(T2)
-  await bucket.put(latest, streamOf(await sealBytes(JSON.stringify(manifest), [recipient])))
-  return { old, latest, archives }
+/** Seals the manifest (signed by `signer`, or unsigned with null) under `key`, as the copier puts it. */
+async function putManifest(key: string, manifest: OffsiteManifest, signer: string | null = BOX_KEY): Promise<void> {
+  await bucket.put(key, streamOf(await sealBytes(JSON.stringify(signer ? signManifest(manifest, signer) : manifest), [recipient])))
 }
 
-function restoreWith(ids: string[], migrated: string[] = []) {
+/** A bucket with a manifest at T1 (store "old") and one at T2 (store "new", two archives of site S1), both signed by the box. */
+async function writeBucket(): Promise<{ old: string; latest: string; archives: Uint8Array[]; manifest: OffsiteManifest }> {
+  const old = offsiteKeys.manifest(T1)
+  const base = { format: MANIFEST_FORMAT as typeof MANIFEST_FORMAT, berth_version: '0.1.0', instance_id: 'inst1', sites_domain: 'sites.test', tls: null }
+  await putManifest(old, { ...base, key: old, made_at: new Date(T1).toISOString(), store: await putSealed(offsiteKeys.store(T1), storeCopy('old')), sites: [] })
+  const archives = [crypto.getRandomValues(new Uint8Array(70_000)), crypto.getRandomValues(new Uint8Array(50_000))]
+  const refs = await Promise.all(archives.map((bytes, i) => putSealed(offsiteKeys.archive(`${S1}/${A[i]}.tar.zst`), bytes)))
+  const latest = offsiteKeys.manifest(T2)
+  const manifest: OffsiteManifest = {
+    ...base, key: latest, made_at: new Date(T2).toISOString(),
+    store: await putSealed(offsiteKeys.store(T2), storeCopy('new')),
+    tls: await putSealed(offsiteKeys.tls(T2), tlsTar()),
+    sites: [{ id: S1, slug: 'shop', status: 'active', archives: refs.map((r, i) => ({ ...r, id: A[i]!, kind: i ? 'snapshot' as const : 'backup' as const, storage_key: `${S1}/${A[i]}.tar.zst`, created_at: new Date(T2 - i * 1000).toISOString() })) }],
+  }
+  await putManifest(latest, manifest)
+  return { old, latest, archives, manifest }
+}
+
+function restoreWith(ids: string[], migrated: string[] = [], trust: { publicKey: string | null; acceptUnsigned: boolean } = { publicKey: SIGNING, acceptUnsigned: false }) {
   const dataDir = join(root, 'data')
   return {
     dataDir,
@@ -90,6 +101,7 @@ function restoreWith(ids: string[], migrated: string[] = []) {
       archives: new LocalArchiveStore(join(dataDir, 'archives')),
       paths: { dataDir, database: join(dataDir, 'berth.db'), tls: join(dataDir, 'tls') },
       migrate: () => migrated,
+      trust,
       clock: { now: () => T2 + 192_000 },
     }),
   }
@@ -103,7 +115,7 @@ const markerOf = (file: string) => {
 }
 
 describe('choosing the manifest', () => {
-  const keys = [`manifests/${stampOf(T1)}-aa.json.age`, `manifests/${stampOf(T2)}-bb.json.age`, 'manifests/notes.txt', `store/${stampOf(T2 + 1)}-cc.db.zst.age`]
+  const keys = [`manifests/${stampOf(T1)}-000000aa.json.age`, `manifests/${stampOf(T2)}-000000bb.json.age`, 'manifests/notes.txt', `manifests/${stampOf(T2 + 5)}-x.json.age`, `store/${stampOf(T2 + 1)}-000000cc.db.zst.age`]
 
   it('takes the newest, or the newest at or before --at; none before the first', () => {
     expect(chooseManifest(keys, null)).toBe(keys[1])
@@ -152,8 +164,8 @@ describe('putting the box back', () => {
     for (const d of ['', 'certs', 'acme']) expect(statSync(join(dataDir, 'tls', d)).mode & 0o777, d).toBe(0o700)
 
     const landed = await box.landArchives(manifest)
-    expect(landed.map((a) => [a.archive.id, a.ok])).toEqual([['a0', true], ['a1', true]])
-    archives.forEach((bytes, i) => expect(new Uint8Array(readFileSync(join(dataDir, 'archives', 's1', `a${i}.tar.zst`)))).toEqual(bytes))
+    expect(landed.map((a) => [a.archive.id, a.ok])).toEqual([[A[0], true], [A[1], true]])
+    archives.forEach((bytes, i) => expect(new Uint8Array(readFileSync(join(dataDir, 'archives', S1, `${A[i]}.tar.zst`)))).toEqual(bytes))
     expect(formatSpan(box.lostMs(manifest))).toBe('3 min 12 s')
   })
 
@@ -181,20 +193,20 @@ describe('putting the box back', () => {
     await writeBucket()
     const { box, dataDir } = restoreWith([identity])
     const { manifest } = await box.chooseManifest(null)
-    // a0: a byte flipped in the sealed object; a1: the manifest records another digest.
+    // A0: a byte flipped in the sealed object; A2: the manifest records another digest.
     const sealed = join(root, 'bucket', manifest.sites[0]!.archives[0]!.key)
     const bytes = readFileSync(sealed)
     bytes[bytes.length - 100] ^= 0xff
     writeFileSync(sealed, bytes)
-    const third = { ...manifest.sites[0]!.archives[1]!, id: 'a2', storage_key: 's1/a2.tar.zst' }
+    const third = { ...manifest.sites[0]!.archives[1]!, id: A[2]!, storage_key: `${S1}/${A[2]}.tar.zst` }
     manifest.sites[0]!.archives.push({ ...third, sha256: 'f'.repeat(64) })
     const landed = await box.landArchives(manifest)
-    expect(landed.map((a) => [a.archive.id, a.ok])).toEqual([['a0', false], ['a1', true], ['a2', false]])
-    expect(landed[0]!.problem).toMatch(/^archives\/s1\/a0\.tar\.zst\.age is damaged: it does not open whole/)
-    expect(landed[2]!.problem).toMatch(/^archives\/s1\/a1\.tar\.zst\.age is not what was copied: 50000 bytes with SHA-256 [0-9a-f]{12}\.\.\., the manifest says 50000 bytes with ffffffffffff/)
-    expect(existsSync(join(dataDir, 'archives', 's1', 'a0.tar.zst'))).toBe(false)
-    expect(existsSync(join(dataDir, 'archives', 's1', 'a1.tar.zst'))).toBe(true)
-    expect(existsSync(join(dataDir, 'archives', 's1', 'a2.tar.zst'))).toBe(false)
+    expect(landed.map((a) => [a.archive.id, a.ok])).toEqual([[A[0], false], [A[1], true], [A[2], false]])
+    expect(landed[0]!.problem).toMatch(new RegExp(`^archives/${S1}/${A[0]}\\.tar\\.zst\\.age is damaged: it does not open whole`))
+    expect(landed[2]!.problem).toMatch(new RegExp(`^archives/${S1}/${A[1]}\\.tar\\.zst\\.age is not what was copied: 50000 bytes with SHA-256 [0-9a-f]{12}\\.\\.\\., the manifest says 50000 bytes with ffffffffffff`))
+    expect(existsSync(join(dataDir, 'archives', S1, `${A[0]}.tar.zst`))).toBe(false)
+    expect(existsSync(join(dataDir, 'archives', S1, `${A[1]}.tar.zst`))).toBe(true)
+    expect(existsSync(join(dataDir, 'archives', S1, `${A[2]}.tar.zst`))).toBe(false)
   })
 
   it('a store copy that is not what was copied stops the restore before berth.db is written', async () => {
@@ -205,6 +217,93 @@ describe('putting the box back', () => {
     expect(err).toBeInstanceOf(RestoreFailedError)
     expect((err as Error).message).toMatch(/^the store copy: store\/.* is not what was copied: .*Pick an earlier manifest with --at\.$/)
     expect(existsSync(join(dataDir, 'berth.db'))).toBe(false)
+  })
+})
+
+describe('who wrote the copy: refused before anything is written', () => {
+  /** The restore of the newest manifest fails with a message matching `why`, and the data folder was never made. */
+  async function refused(why: RegExp, trust?: { publicKey: string | null; acceptUnsigned: boolean }) {
+    const { box, dataDir } = restoreWith([identity], [], trust)
+    const err = await box.chooseManifest(null).catch((e: Error) => e)
+    expect(err).toBeInstanceOf(RestoreFailedError)
+    expect((err as Error).message).toMatch(why)
+    expect((err as Error).message).toMatch(/Nothing was written\.$/)
+    expect(existsSync(dataDir)).toBe(false)
+  }
+
+  it('a forged copy (sealed for the recipients, signed by another key, even one naming the box key) is refused', async () => {
+    const { manifest } = await writeBucket()
+    const key = offsiteKeys.manifest(T2 + 1000)
+    const forged = { ...manifest, key, made_at: new Date(T2 + 1000).toISOString(), store: await putSealed(offsiteKeys.store(T2 + 1000), storeCopy('forged')) }
+    await putManifest(key, forged, newSigningKey())
+    await refused(new RegExp(`^Refused the manifest ${key}: its signature is not one of the signing key ${SIGNING} \\(it names the key ed25519:`))
+    const claimed = signManifest(forged, newSigningKey())
+    await bucket.put(key, streamOf(await sealBytes(JSON.stringify({ ...claimed, signature: { ...claimed.signature, public_key: SIGNING } }), [recipient])))
+    await refused(/its signature is not one of the signing key ed25519:\S+: it was not written by the box/)
+    // The box's own signature over another document: a changed manifest.
+    const signed = signManifest({ ...forged, store: manifest.store }, BOX_KEY)
+    await bucket.put(key, streamOf(await sealBytes(JSON.stringify({ ...signed, store: forged.store }), [recipient])))
+    await refused(/its signature is not one of the signing key .*or it was changed since/)
+  })
+
+  it('an older manifest renamed (or copied) to a newer name is refused, never taken for the newest', async () => {
+    const { old, latest } = await writeBucket()
+    const renamed = `manifests/${stampOf(T2 + 1000)}-00000000.json.age`
+    writeFileSync(join(root, 'bucket', renamed), readFileSync(join(root, 'bucket', old)))
+    await refused(new RegExp(`^Refused the manifest ${renamed}: it was made at 2026-11-25T09:00:00.000Z, not at the time its name says \\(20261125T100001000Z\\): it was renamed or copied under this name .* pick the copy you want with --at`))
+    rmSync(join(root, 'bucket', renamed))
+    // The same time, another name: the signed manifest names its own.
+    const twin = `manifests/${stampOf(T2)}-ffffffff.json.age`
+    writeFileSync(join(root, 'bucket', twin), readFileSync(join(root, 'bucket', latest)))
+    await refused(new RegExp(`^Refused the manifest ${twin}: it says it is ${latest}: it was renamed`))
+    rmSync(join(root, 'bucket', twin))
+    expect((await restoreWith([identity]).box.chooseManifest(null)).key).toBe(latest)
+  })
+
+  it('a manifest signed by the box but naming a traversing id or key is refused', async () => {
+    const { manifest } = await writeBucket()
+    const site = manifest.sites[0]!
+    const archive = site.archives[0]!
+    const bad: [Partial<typeof archive> | { slug: string }, RegExp][] = [
+      [{ id: '../../../../../tmp/x' }, /whose id "\.\.\/\.\.\/.*" is not an archive id \(a UUID\)/],
+      [{ storage_key: `../../../../tmp/${A[0]}.tar.zst` }, /under "\.\.\/.*"; its keys are/],
+      [{ key: '../../etc/passwd' }, /its keys are/],
+      [{ slug: '../shop' }, /with the slug "\.\.\/shop", which is not a slug/],
+    ]
+    for (const [change, why] of bad) {
+      const sites = 'slug' in change ? [{ ...site, ...change }] : [{ ...site, archives: [{ ...archive, ...change }] }]
+      await putManifest(manifest.key!, { ...manifest, sites } as OffsiteManifest)
+      await refused(why)
+    }
+    await putManifest(manifest.key!, { ...manifest, store: { ...manifest.store, key: 'store/../../x' } })
+    await refused(/names its store copy under "store\/\.\.\/\.\.\/x", not a key of its form/)
+  })
+
+  it('a manifest made before copies were signed: refused unless --accept-unsigned; a signed one needs the key', async () => {
+    const { manifest } = await writeBucket()
+    const { key: _key, ...legacy } = manifest
+    await putManifest(manifest.key!, { ...legacy, format: 1 }, null)
+    await refused(/carries no signature: .*pass --accept-unsigned/)
+    const { box } = restoreWith([identity], [], { publicKey: SIGNING, acceptUnsigned: true })
+    expect(await box.chooseManifest(null)).toMatchObject({ key: manifest.key, signed: false, manifest: { format: 1, made_at: manifest.made_at } })
+    // A format-2 manifest (always signed) whose signature was taken off.
+    await putManifest(manifest.key!, manifest, null)
+    await refused(/it is format 2, which berth always signs, and carries no signature: it was taken off/, { publicKey: SIGNING, acceptUnsigned: true })
+    await putManifest(manifest.key!, manifest)
+    await refused(/it is signed, and no --signing-key was given to check it/, { publicKey: null, acceptUnsigned: true })
+    expect(await restoreWith([identity]).box.chooseManifest(null)).toMatchObject({ key: manifest.key, signed: true })
+  })
+})
+
+describe('the work folder', () => {
+  it('takes one plain file name: a name that would climb out of it is refused and nothing is written', async () => {
+    const work = join(root, 'data', 'archives', '.work')
+    const landing = new LocalLanding(work)
+    for (const name of ['../x.tar.zst', 'restore-../../../x.tar.zst', '/tmp/x', '.hidden', 'a/b']) {
+      await expect(landing.receive(streamOf(new Uint8Array([1, 2, 3])), name), name).rejects.toThrow(/is not a work file name/)
+    }
+    expect(existsSync(join(root, 'data'))).toBe(false)
+    expect((await landing.receive(streamOf(new Uint8Array([1])), `restore-${A[0]}.tar.zst`)).bytes).toBe(1)
   })
 })
 

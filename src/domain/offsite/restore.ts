@@ -1,7 +1,8 @@
 import type { ArchiveStore } from '../../drivers/archives/types'
 import type { OffsiteDestination } from '../../drivers/offsite/types'
 import type { Clock } from '../../lib/clock'
-import { checkManifest, timeOfStamp, type ManifestArchive, type OffsiteManifest, type OffsiteObjectRef } from './manifest'
+import { checkManifest, checkManifestName, MANIFEST_PATTERNS, timeOfStamp, UNSIGNED_FORMAT, type ManifestArchive, type OffsiteManifest, type OffsiteObjectRef } from './manifest'
+import { ManifestSignatureError, verifyManifest } from './signing'
 
 /**
  * `berth restore`, first half: the box's state comes back from its copies off the box. The
@@ -50,6 +51,11 @@ export interface BoxRestoreDeps {
   /** The local archive store (`archives.dir`), where each archive goes at its storage_key. */
   archives: Pick<ArchiveStore, 'put'>
   paths: { dataDir: string; database: string; tls: string }
+  /**
+   * Whose copies are accepted: manifests signed by `publicKey` (`ed25519:...`, from `berth offsite
+   * status`), and unsigned ones (made before copies were signed) only with `acceptUnsigned`.
+   */
+  trust: { publicKey: string | null; acceptUnsigned: boolean }
   /** Migrates the restored store when this binary is newer; the ids applied. */
   migrate(): string[]
   clock: Clock
@@ -67,6 +73,8 @@ export interface ChosenManifest {
   manifest: OffsiteManifest
   /** How many manifests the destination holds. */
   available: number
+  /** False for a manifest made before copies were signed, accepted with --accept-unsigned. */
+  signed: boolean
 }
 
 /** An archive that came back, or why it did not. */
@@ -83,12 +91,14 @@ const MANIFESTS = 'manifests/'
 /**
  * The key of the newest manifest made at or before `at` (ms), or the newest of all when `at` is
  * null; null when none qualifies. The time is the stamp of the key (offsiteKeys.manifest), so
- * choosing costs one listing and no download; keys that carry no stamp are not Berth's.
+ * choosing costs one listing and no download; keys not of that exact form are not Berth's. The
+ * name is only a hint: the manifest chosen must say, signed, that it was made at that time under
+ * that name (BoxRestore.chooseManifest), so a renamed older one is refused, never taken.
  */
 export function chooseManifest(keys: readonly string[], at: number | null): string | null {
   let best: { key: string; time: number } | null = null
   for (const key of keys) {
-    if (!key.startsWith(MANIFESTS)) continue
+    if (!MANIFEST_PATTERNS.manifestKey.test(key)) continue
     const time = timeOfStamp(key.slice(MANIFESTS.length))
     if (time === null || (at !== null && time > at)) continue
     if (!best || time > best.time || (time === best.time && key > best.key)) best = { key, time }
@@ -139,13 +149,33 @@ export class BoxRestore {
     } catch (err) {
       throw new RestoreFailedError(`The identity file does not open the manifest ${key} (${(err as Error).message}). Give the identity (age-keygen's file, AGE-SECRET-KEY-1...) whose public key is in offsite.age_recipients of the box that made the copy.`)
     }
-    let manifest: OffsiteManifest
+    let parsed: unknown
     try {
-      manifest = checkManifest(JSON.parse(new TextDecoder().decode(plain)))
+      parsed = JSON.parse(new TextDecoder().decode(plain))
     } catch (err) {
       throw new RestoreFailedError(`The manifest ${key} cannot be read: ${(err as Error).message}. Pick an earlier one with --at (before ${key.slice(MANIFESTS.length, MANIFESTS.length + 19)}).`)
     }
-    return { key, manifest, available: listed.filter((k) => timeOfStamp(k.slice(MANIFESTS.length)) !== null).length }
+    const refuse = (why: string) => new RestoreFailedError(`Refused the manifest ${key}: ${why}. Nothing was written.`)
+    let verified: ReturnType<typeof verifyManifest>
+    try {
+      verified = verifyManifest(parsed, this.d.trust)
+    } catch (err) {
+      if (err instanceof ManifestSignatureError) throw refuse(`${err.message}. Anyone who can write to ${where} and read offsite.age_recipients can seal a copy; only the box signs one. Check --signing-key, or pick an earlier copy with --at`)
+      throw err
+    }
+    let manifest: OffsiteManifest
+    try {
+      manifest = checkManifest(verified.manifest)
+    } catch (err) {
+      throw refuse(`${(err as Error).message}; berth makes no such manifest`)
+    }
+    if (!verified.signed && manifest.format !== UNSIGNED_FORMAT) throw refuse(`it is format ${manifest.format}, which berth always signs, and carries no signature: it was taken off`)
+    try {
+      checkManifestName(key, manifest)
+    } catch (err) {
+      throw refuse(`${(err as Error).message}: it was renamed or copied under this name (anyone who can write to ${where} can), so it is not the newest copy. Remove that object, or pick the copy you want with --at`)
+    }
+    return { key, manifest, available: listed.filter((k) => MANIFEST_PATTERNS.manifestKey.test(k)).length, signed: verified.signed }
   }
 
   /** The store copy into berth.db, checked; then migrated when this binary is newer. The ids of the migrations applied. */
@@ -237,6 +267,6 @@ function digestProblem(ref: OffsiteObjectRef, got: Received): string | null {
 }
 
 function oldestTime(keys: string[]): string {
-  const times = keys.map((k) => timeOfStamp(k.slice(MANIFESTS.length))).filter((t): t is number => t !== null)
+  const times = keys.filter((k) => MANIFEST_PATTERNS.manifestKey.test(k)).map((k) => timeOfStamp(k.slice(MANIFESTS.length))).filter((t): t is number => t !== null)
   return times.length ? new Date(Math.min(...times)).toISOString() : 'unknown'
 }

@@ -7,6 +7,11 @@ export interface OffsiteStatus {
   /** `offsite.url` (never credentials), or null when copies are off. */
   destination: string | null
   store_interval_seconds: number
+  /**
+   * The public half of the key the box signs its manifests with (`ed25519:...`): keep it off the
+   * box; `berth restore --signing-key` needs it. Null while copies are off and none was made.
+   */
+  signing_key: string | null
   last_store_copy: { key: string; made_at: string; age_seconds: number; bytes: number | null } | null
   /** The last store copy is older than three intervals (or there is none while copies are on). */
   stale: boolean
@@ -21,7 +26,7 @@ export interface OffsiteStatus {
 }
 
 /** Reads the state of the copies from the store (any process may: `berth offsite status` does). */
-export function offsiteStatus(repo: OffsiteCopiesRepository, o: { now: number; destination: string | null; intervalSeconds: number }): OffsiteStatus {
+export function offsiteStatus(repo: OffsiteCopiesRepository, o: { now: number; destination: string | null; intervalSeconds: number; signingKey?: string | null }): OffsiteStatus {
   const store = repo.newest('store', ['copied'])
   const manifest = repo.newest('manifest', ['copied'])
   const waiting = repo.waiting()
@@ -34,6 +39,7 @@ export function offsiteStatus(repo: OffsiteCopiesRepository, o: { now: number; d
     enabled: o.destination !== null,
     destination: o.destination,
     store_interval_seconds: o.intervalSeconds,
+    signing_key: o.signingKey ?? null,
     last_store_copy: store ? { key: store.key, made_at: iso(store.madeAt), age_seconds: ageSeconds!, bytes: store.bytes } : null,
     stale: o.destination !== null && (ageSeconds === null || ageSeconds > 3 * o.intervalSeconds),
     last_manifest: manifest ? { key: manifest.key, made_at: iso(manifest.madeAt) } : null,

@@ -28,6 +28,11 @@ export class LocalLanding {
   }
 
   async receive(plain: ReadableStream<Uint8Array>, name: string): Promise<Received> {
+    // One plain file name in the work folder: a name from off the box never climbs out of it.
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$/.test(name) || name.includes('..')) {
+      await plain.cancel().catch(() => {})
+      throw new Error(`${JSON.stringify(name).slice(0, 80)} is not a work file name`)
+    }
     await mkdir(this.workDir, { recursive: true, mode: 0o700 })
     const file = join(this.workDir, name)
     const handle = await open(file, 'w', PRIVATE_MODE)
