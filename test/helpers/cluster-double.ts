@@ -146,9 +146,11 @@ export function clusterInProcess(opts: { recovering?: BuildOptions['recovering']
       certFingerprint: `fp-${id}`, certSerial: `serial-${id}`, state: 'active', memoryBytes: gib * GIB, cpus: 2, joinedAt: h.clock.now(),
     })
   }
-  const ops = buildNodeOps(h.services, runtime)
+  // Whether each node's agent answers (NodesService.evacuate asks): a down node does not, unless set here.
+  const answering = new Map<string, boolean>()
+  const ops = buildNodeOps(h.services, runtime, async (node) => answering.get(node.id) ?? repo!.find(node.id)?.state !== 'down')
   return {
-    h, runtime, repo, ops,
+    h, runtime, repo, ops, answering,
     /** Buys a vps site (1 GiB, snapshots), provisioned on the control plane. */
     buy: (stem = 'cl') => buyInProcess(h!, 'svc_business_monthly', stem),
     /** Runs the site on `node` (its home there starts empty), as a placement and a run would. */
