@@ -67,9 +67,13 @@ export class ClusterRuntimeDouble extends HomeRuntime implements Placement {
     return join(this.root, node, slug)
   }
 
+  /** Nodes that reject every site task (as an engine that kept a former network does, moby#37087). */
+  rejecting = new Set<string>()
+
   async ensureSite(spec: SiteSpec): Promise<SiteEndpoint> {
     if (!this.pins.has(spec.slug)) this.pins.set(spec.slug, CONTROL_NODE)
     this.order.push(`ensureSite ${spec.slug}@${this.nodeOfNow(spec.slug)}`)
+    if (this.rejecting.has(this.nodeOfNow(spec.slug))) throw new Error(`Node ${this.nodeOfNow(spec.slug)} rejected the task of '${spec.slug}' 3 times.`)
     this.makeVolume(spec.slug)
     return super.ensureSite(spec)
   }
@@ -119,6 +123,13 @@ export class ClusterRuntimeDouble extends HomeRuntime implements Placement {
       .sort((a, b) => b.free - a.free)
     if (!free[0]) throw new Error(`no active node has ${memoryMb} MB free`)
     return free[0].n
+  }
+
+  /** Swarm nodes removed from the manager's list (NodesService.remove). */
+  swarmNodesRemoved: string[] = []
+
+  async removeSwarmNode(swarmNodeId: string): Promise<void> {
+    this.swarmNodesRemoved.push(swarmNodeId)
   }
 }
 

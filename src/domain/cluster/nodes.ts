@@ -16,7 +16,7 @@ const PAST: Record<string, string> = { drain: 'drained', undrain: 'undrained', r
 
 export interface NodesServiceDeps {
   nodes: Pick<NodesRepository, 'list' | 'find' | 'setState'>
-  placement: Pick<Placement, 'placements' | 'choose'>
+  placement: Pick<Placement, 'placements' | 'choose' | 'removeSwarmNode'>
   sites: Pick<SitesRepository, 'listLive' | 'findLiveBySlug'>
   plans: Pick<PlansService, 'get'>
   transfer: Pick<SiteTransfer, 'newestUsable' | 'bringUp'>
@@ -135,6 +135,12 @@ export class NodesService {
       }
       this.d.nodes.setState(id, ['active', 'draining', 'down'], 'removed', this.d.clock.now())
       this.d.log.info('node removed: its certificate is refused from now on', { node: id })
+      // Its Swarm node too: a box joined again is a new one, and the old would stay listed (down) for good.
+      if (node.swarmNodeId) {
+        await this.d.placement.removeSwarmNode(node.swarmNodeId).catch((err) => {
+          this.d.log.warn('could not remove a removed node from the Swarm; run docker node rm --force on the control plane', { node: id, swarm_node: node.swarmNodeId, error: (err as Error).message })
+        })
+      }
     }
     return this.show(id)
   }
