@@ -275,7 +275,7 @@ async function clearFormerCluster(ctx: CommandContext, socket: string): Promise<
     ].join('\n'))
     return 1
   }
-  if (former.swarmState === 'inactive' && former.stopped.length === 0 && former.networks.length === 0) return 0
+  if (former.swarmState === 'inactive' && former.stopped.length === 0 && former.networks.length === 0 && former.orphanBridges.length === 0) return 0
   for (const line of await clearFormerMembership(socket, former)) ctx.out.info(`Former membership: ${line}.`)
   if (former.volumes.length > 0) ctx.out.info(`Former membership: kept ${former.volumes.length} volume(s) of Berth's former sites (their files as this box last had them; docker volume ls --filter label=dev.berth.managed=true).`)
   return 0

@@ -1,4 +1,4 @@
-import { readdirSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { engineCall, ignoring, openEngine } from './engine'
 import { LABEL } from './site-container'
 import { leaveSwarm, swarmInfo } from './swarm-membership'
@@ -32,8 +32,10 @@ export interface FormerMembership {
   networks: string[]
   /** Berth's volumes: the sites' files as this box last had them (kept). */
   volumes: string[]
-  /** Linux bridges of networks the engine no longer lists: its network database's leftovers. */
+  /** Linux bridges of networks the engine no longer lists that its network database still holds. */
   staleBridges: string[]
+  /** Such bridges the database does not hold: kernel leftovers of the killed engine (removed by the clearing). */
+  orphanBridges: string[]
   /** The file that keeps them (`{DockerRootDir}/network/files/local-kv.db`). */
   networkDatabase: string
 }
@@ -51,7 +53,10 @@ export async function formerMembership(socket: string): Promise<FormerMembership
     docker.listVolumes({ filters: MANAGED }), docker.listNetworks(),
   ]))
   const known = all.map((n) => n.Id)
-  const staleBridges = bridges().filter((name) => !known.some((id) => id.startsWith(name.slice('br-'.length))))
+  const unowned = bridges().filter((name) => !known.some((id) => id.startsWith(name.slice('br-'.length))))
+  const networkDatabase = `${String(info.DockerRootDir ?? '/var/lib/docker')}/network/files/local-kv.db`
+  const held = databaseText(networkDatabase)
+  const staleBridges = unowned.filter((name) => held.includes(name.slice('br-'.length)))
   return {
     swarmState: swarm.state,
     manager: swarm.manager,
@@ -60,7 +65,8 @@ export async function formerMembership(socket: string): Promise<FormerMembership
     networks: networks.map((n) => n.Name),
     volumes: (volumes.Volumes ?? []).map((v) => v.Name),
     staleBridges,
-    networkDatabase: `${String(info.DockerRootDir ?? '/var/lib/docker')}/network/files/local-kv.db`,
+    orphanBridges: unowned.filter((name) => !staleBridges.includes(name)),
+    networkDatabase,
   }
 }
 
@@ -82,6 +88,8 @@ export async function clearFormerMembership(socket: string, found: FormerMembers
   const networks = await engineCall(socket, () => docker.listNetworks({ filters: MANAGED }))
   await Promise.all(networks.map((n) => ignoring([404], docker.getNetwork(n.Id).remove())))
   if (networks.length > 0) done.push(`removed ${networks.length} network(s) of Berth's former sites`)
+  for (const name of found.orphanBridges) Bun.spawnSync(['ip', 'link', 'delete', name], { stdout: 'ignore', stderr: 'ignore' })
+  if (found.orphanBridges.length > 0) done.push(`removed ${found.orphanBridges.length} bridge(s) its killed engine left (${found.orphanBridges.join(', ')})`)
   return done
 }
 
@@ -91,5 +99,18 @@ function bridges(): string[] {
     return readdirSync(NET_CLASS).filter((name) => /^br-[0-9a-z]{12}$/.test(name))
   } catch {
     return []
+  }
+}
+
+/**
+ * The network database's bytes as text (bbolt keeps its keys in the clear: a network the bridge
+ * driver holds is under `docker/network/v1.0/bridge/{id}`). Read only, while the engine runs; empty
+ * when it cannot be read.
+ */
+function databaseText(path: string): string {
+  try {
+    return readFileSync(path).toString('latin1')
+  } catch {
+    return ''
   }
 }
