@@ -19,7 +19,7 @@ function berth(...args: string[]) {
 }
 
 describe('berth nodes and berth sites move on a box without a cluster', () => {
-  it.each([['nodes', 'list'], ['nodes', 'drain', 'node_x'], ['nodes', 'remove', 'node_x'], ['nodes', 'evacuate', 'node_x'], ['sites', 'move', 'shop', '--to', 'node_x']])('berth %s %s exits 1 saying there is no cluster', (...args) => {
+  it.each([['nodes', 'list'], ['nodes', 'drain', 'node_x'], ['nodes', 'undrain', 'node_x'], ['nodes', 'resume', 'node_x'], ['nodes', 'remove', 'node_x'], ['nodes', 'evacuate', 'node_x'], ['sites', 'move', 'shop', '--to', 'node_x']])('berth %s %s exits 1 saying there is no cluster', (...args) => {
     const r = berth(...args)
     expect(r.code).toBe(1)
     expect(r.stderr).toContain('cluster.enabled is false')

@@ -10,6 +10,7 @@ import { makeNodeKey } from '../drivers/cluster/pki'
 import { IptablesFirewall } from '../drivers/firewall/iptables'
 import type { FirewallCheck, SiteFirewallPolicy } from '../drivers/firewall/types'
 import { joinSwarm, swarmInfo } from '../drivers/runtime/swarm-membership'
+import { clearFormerMembership, formerMembership } from '../drivers/runtime/former-membership'
 import { engineSecurity, noNewPrivilegesAdvice } from '../drivers/runtime/swarm/hardening'
 import { renderNodeUnit } from '../install/node-unit'
 import { writeAllOrNothing } from '../install/write-all'
@@ -39,8 +40,12 @@ export const nodeJoinCommand: Command = {
     'joins the local engine to the Swarm as a worker, then writes /etc/systemd/system/berth-node.service',
     '(berth node serve --data DIR, Restart=always) and runs systemctl enable --now berth-node.',
     'With --no-systemd it stops before the unit: start berth node serve yourself. Prints the node\'s id.',
-    'Refused (nothing changed, the token kept) when DIR holds a node already or the engine is in a',
-    'Swarm already. Ports to open between the boxes: docs/cluster.md, "Joining a node".',
+    'Refused (nothing changed, the token kept) when DIR holds a node already, or the engine manages a',
+    'Swarm or runs sites. A box that was a node before (lost, evacuated, removed, joined again) has what',
+    'its engine kept cleared first: the old Swarm left, Berth\'s ended containers and networks removed',
+    '(its volumes kept); networks the engine\'s database kept (moby#37087) refuse the join with the',
+    'commands that clear them. Ports to open between the boxes: docs/cluster.md, "Joining a node";',
+    'bringing a box back: docs/cluster.md, "Bringing a box back".',
   ].join('\n'),
   options: {
     token: { type: 'string', value: 'T', help: 'The join token from berth nodes token on the control plane (required).' },
@@ -221,6 +226,8 @@ async function joinControlPlane(
   files: NodeFiles,
   o: { url: string; token: string; name: string; address: string; agentPort: number; dockerSocket: string },
 ): Promise<NodeIdentity | number> {
+  const cleared = await clearFormerCluster(ctx, o.dockerSocket)
+  if (cleared !== 0) return cleared
   const engine = await swarmInfo(o.dockerSocket)
   if (engine.state !== 'inactive') {
     ctx.out.error(`the engine on ${o.dockerSocket} is in a Swarm already (state ${engine.state}): run docker swarm leave on this box first`)
@@ -242,6 +249,36 @@ async function joinControlPlane(
   }
   files.writeJoined(identity, answer.certificate, answer.clientCa, answer.swarmToken)
   return identity
+}
+
+/**
+ * A box that was a node before (lost, evacuated, removed, joined again: docs/cluster.md, "Bringing
+ * a box back"): what its engine kept of that membership is cleared before the join, or the join is
+ * refused, nothing sent, saying what to do. 0 when the engine is ready to join.
+ */
+async function clearFormerCluster(ctx: CommandContext, socket: string): Promise<number> {
+  const former = await formerMembership(socket)
+  if (former.manager) {
+    ctx.out.error(`the engine on ${socket} manages a Swarm (state ${former.swarmState}): a node must be in none; on a box that is no control plane, run docker swarm leave --force first`)
+    return 1
+  }
+  if (former.running.length > 0) {
+    ctx.out.error(`the engine on ${socket} runs containers of Berth's sites (${former.running.join(', ')}): this box still serves sites of a cluster. Move them off it (berth nodes drain NODE --move on its control plane) or stop them, then join`)
+    return 1
+  }
+  if (former.staleBridges.length > 0) {
+    ctx.out.error([
+      `the engine on ${socket} keeps the networks of a former Swarm membership in its network database (bridges ${former.staleBridges.join(', ')}, which no network owns: moby#37087),`,
+      'and would reject every site task on them. Clear them, then run the same command again (the token stays good):',
+      `  systemctl stop docker docker.socket && rm ${former.networkDatabase} && systemctl start docker`,
+      '(the engine makes its default networks again; Berth makes its own as sites are placed here)',
+    ].join('\n'))
+    return 1
+  }
+  if (former.swarmState === 'inactive' && former.stopped.length === 0 && former.networks.length === 0 && former.orphanBridges.length === 0) return 0
+  for (const line of await clearFormerMembership(socket, former)) ctx.out.info(`Former membership: ${line}.`)
+  if (former.volumes.length > 0) ctx.out.info(`Former membership: kept ${former.volumes.length} volume(s) of Berth's former sites (their files as this box last had them; docker volume ls --filter label=dev.berth.managed=true).`)
+  return 0
 }
 
 function required(value: unknown, flag: string): string {

@@ -1,5 +1,5 @@
 import { buildNodeOpsAdmin, NoClusterError, type NodeOps } from '../compose/cluster-ops'
-import type { EvacuationView, NodeView } from '../domain/cluster/views'
+import type { DrainView, EvacuationView, NodeView } from '../domain/cluster/views'
 import { createLogger } from '../lib/logger'
 import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command, type CommandContext } from './command'
 import { onlyArgument, refusalsAsExit, shortTime, table } from './admin'
@@ -60,28 +60,78 @@ export const nodesListCommand: Command = {
 
 export const nodesDrainCommand: Command = {
   path: ['nodes', 'drain'],
-  summary: 'Drain a node: no new site is placed there; the sites it runs stay until moved.',
-  usage: 'berth nodes drain NODE [--json] [--data-dir DIR] [--config FILE]',
+  summary: 'Drain a node: no new site is placed there; with --move its sites are moved off, files and all.',
+  usage: 'berth nodes drain NODE [--move] [--json] [--data-dir DIR] [--config FILE]',
   description: [
     'Marks the node draining: placement never chooses it again for a new site or a move, and an',
-    'evacuation leaves it out. The sites it runs keep serving; move them one by one with berth sites',
-    'move SLUG --to NODE, then berth nodes remove NODE. Draining a draining node changes nothing.',
+    'evacuation leaves it out. The sites it runs keep serving. Draining a draining node changes nothing;',
+    'berth nodes undrain NODE (or resume) puts it back.',
+    '',
+    '--move then empties it the way berth sites move does, site by site: a fresh archive, the switch,',
+    'its files put back on the active node with the most free memory that fits its plan. Nothing is',
+    'lost but what a site writes in the seconds between its archive and the stop. This is how to take',
+    'a node whose agent answers out of the cluster (berth nodes evacuate refuses it: an evacuation',
+    'restores the last archives and loses what was written since). A site that cannot be moved stays',
+    'where it is, serving, and is named with why; run the command again to retry those. Then berth',
+    'nodes remove NODE.',
     '',
     CLUSTER_NOTE,
     '',
-    'Exit status: 0; 1 for a removed node; 2 for an unknown NODE or the control plane.',
+    'Exit status: 0; 1 for a removed node, or when a site could not be moved; 2 for an unknown NODE',
+    'or the control plane.',
   ].join('\n'),
-  options: { ...STORE_OPTIONS, ...COMMON_OPTIONS },
-  examples: ['berth nodes drain node_7f3k2q'],
+  options: {
+    move: { type: 'boolean', help: 'Also move every site of the node to the other active nodes, files carried over.' },
+    ...STORE_OPTIONS,
+    ...COMMON_OPTIONS,
+  },
+  examples: ['berth nodes drain node_7f3k2q', 'berth nodes drain node_7f3k2q --move'],
   run(ctx) {
-    const id = onlyArgument(ctx, 'node id', 'berth nodes drain NODE')
+    const id = onlyArgument(ctx, 'node id', 'berth nodes drain NODE [--move]')
     return withNodeOps(ctx, async ({ nodes }) => {
+      if (ctx.values.move === true) {
+        const drained = await nodes.drainAndMove(id)
+        ctx.out.result(drained, () => drainMoveText(drained))
+        return drained.moves.some((m) => m.result === 'failed') ? 1 : 0
+      }
       const node = await nodes.drain(id)
-      ctx.out.result(node, () => `Drained ${id}: no new site goes there. It still runs ${node.sites.length} site(s)${node.sites.length ? ` (${node.sites.join(', ')}); move each with berth sites move SLUG --to NODE` : `; berth nodes remove ${id} takes it out`}.`)
+      ctx.out.result(node, () => `Drained ${id}: no new site goes there. It still runs ${node.sites.length} site(s)${node.sites.length ? ` (${node.sites.join(', ')}); berth nodes drain ${id} --move moves them off, files and all` : `; berth nodes remove ${id} takes it out`}.`)
       return 0
     })
   },
 }
+
+/** `berth nodes undrain` and its other name, `berth nodes resume`. */
+function undrainCommand(word: 'undrain' | 'resume'): Command {
+  return {
+    path: ['nodes', word],
+    summary: `Put a draining node back: new sites and moves may go there again${word === 'resume' ? ' (the same as berth nodes undrain)' : ' (also: berth nodes resume)'}.`,
+    usage: `berth nodes ${word} NODE [--json] [--data-dir DIR] [--config FILE]`,
+    description: [
+      'Turns a draining node (berth nodes drain, or left so by an evacuation) active again: placement may',
+      'choose it for new sites and moves. Its sites, if any, never stopped; nothing else changes, and the',
+      'node needs no new join. An active node stays active. A down node is refused: it turns active by',
+      'itself once its agent answers again. A removed node is refused: join the box again instead.',
+      '',
+      CLUSTER_NOTE,
+      '',
+      'Exit status: 0; 1 for a down or removed node; 2 for an unknown NODE or the control plane.',
+    ].join('\n'),
+    options: { ...STORE_OPTIONS, ...COMMON_OPTIONS },
+    examples: [`berth nodes ${word} node_7f3k2q`],
+    run(ctx) {
+      const id = onlyArgument(ctx, 'node id', `berth nodes ${word} NODE`)
+      return withNodeOps(ctx, async ({ nodes }) => {
+        const node = await nodes.undrain(id)
+        ctx.out.result(node, () => `${id} is ${node.state}: new sites and moves may go there again.`)
+        return 0
+      })
+    },
+  }
+}
+
+export const nodesUndrainCommand = undrainCommand('undrain')
+export const nodesResumeCommand = undrainCommand('resume')
 
 export const nodesRemoveCommand: Command = {
   path: ['nodes', 'remove'],
@@ -124,17 +174,20 @@ export const nodesEvacuateCommand: Command = {
     'an empty home. The node is left draining: nothing is placed there again; berth nodes remove',
     'NODE takes it out once empty.',
     '',
-    'A node that is still active (its agent answers) is refused: berth sites move carries every',
-    'change over, an evacuation only what the last archive holds. --force evacuates it anyway',
-    '(when berth serve is not running to see it down).',
+    'The node\'s agent is asked first: a node that answers, whatever its state (active, draining,',
+    'down a moment ago), is refused, even with --force: berth nodes drain NODE --move empties it',
+    'with its files, an evacuation only with what the last archives hold. A node that does not',
+    'answer but is not down yet (berth serve marks it down after 6 s; it may not be running) needs',
+    '--force. Each site\'s line says what is lost: the changes since its archive\'s time.',
     '',
     CLUSTER_NOTE,
     '',
-    'Exit status: 0 when every site is back (with or without data); 1 when one could not be',
-    'brought back, or the node is active (without --force) or removed; 2 for an unknown NODE.',
+    'Exit status: 0 when every site is back (with or without data); 1 when one could not be brought',
+    'back, the agent answers, it does not but the node is not down (without --force), or it is',
+    'removed; 2 for an unknown NODE or the control plane.',
   ].join('\n'),
   options: {
-    force: { type: 'boolean', help: 'Evacuate a node even though it shows active.' },
+    force: { type: 'boolean', help: 'Evacuate a node whose agent does not answer though it is not down yet (never one that answers).' },
     ...STORE_OPTIONS,
     ...COMMON_OPTIONS,
   },
@@ -150,7 +203,7 @@ export const nodesEvacuateCommand: Command = {
 }
 
 /** This file's commands, for cli/index.ts. */
-export const NODE_OPS_COMMANDS: Command[] = [nodesListCommand, nodesDrainCommand, nodesRemoveCommand, nodesEvacuateCommand]
+export const NODE_OPS_COMMANDS: Command[] = [nodesListCommand, nodesDrainCommand, nodesUndrainCommand, nodesResumeCommand, nodesRemoveCommand, nodesEvacuateCommand]
 
 const GIB = 1024 ** 3
 
@@ -169,9 +222,30 @@ function nodesTable(list: NodeView[]): string {
 function evacuationText(r: EvacuationView): string {
   if (r.sites.length === 0) return `Node ${r.node} ran no site; it is draining now (berth nodes remove ${r.node} takes it out).`
   const lines = r.sites.map((s) => {
-    if (s.result === 'restored') return `  ${s.slug}: on ${s.node}, data from ${s.data_from} (${s.archive!.kind}${s.archive!.source === 'offsite' ? ', from the copy off the box' : ''})`
-    if (s.result === 'empty') return `  ${s.slug}: on ${s.node}, WITHOUT DATA: it had no archive; it serves an empty home`
+    if (s.result === 'restored') return `  ${s.slug}: on ${s.node}, data from ${s.data_from} (${s.archive!.kind}${s.archive!.source === 'offsite' ? ', from the copy off the box' : ''}): LOST its changes of the last ${duration(s.lost_ms ?? 0)}`
+    if (s.result === 'empty') return `  ${s.slug}: on ${s.node}, WITHOUT DATA: it had no archive; it serves an empty home (all its files are lost)`
     return `  ${s.slug}: NOT BACK: ${s.problem}`
   })
   return [`Evacuated ${r.node} (left draining; berth nodes remove ${r.node} once you are done with it):`, ...lines].join('\n')
+}
+
+function drainMoveText(r: DrainView): string {
+  const lines = r.moves.map((m) => m.result === 'moved'
+    ? `  ${m.slug}: moved to ${m.to}, files carried over (did not serve for ${((m.unavailable_ms ?? 0) / 1000).toFixed(1)} s)`
+    : `  ${m.slug}: NOT MOVED, still on ${r.id} and serving: ${m.problem}`)
+  const head = `Drained ${r.id}: no new site goes there.`
+  if (r.moves.length === 0) return `${head} It runs no site; berth nodes remove ${r.id} takes it out.`
+  const left = r.sites.length ? `It still runs ${r.sites.join(', ')}: run berth nodes drain ${r.id} --move again once the reason is fixed.` : `It runs no site now; berth nodes remove ${r.id} takes it out.`
+  return [head, ...lines, left].join('\n')
+}
+
+/** A duration as people read it: 42 s, 12 min, 3 h 5 min, 2 d 4 h. */
+export function duration(ms: number): string {
+  const s = Math.round(ms / 1000)
+  if (s < 60) return `${s} s`
+  const min = Math.floor(s / 60)
+  if (min < 60) return `${min} min`
+  const h = Math.floor(min / 60)
+  if (h < 48) return `${h} h ${min % 60} min`
+  return `${Math.floor(h / 24)} d ${h % 24} h`
 }

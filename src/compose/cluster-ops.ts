@@ -19,7 +19,7 @@ import { OffsiteCopiesRepository } from '../domain/offsite/repository'
 import { SitesRepository } from '../domain/sites/repository'
 import type { SitesServiceDeps } from '../domain/sites/service'
 import { LocalArchiveStore } from '../drivers/archives/local'
-import type { NodeLink, Placement } from '../drivers/cluster/types'
+import type { ClusterNode, NodeLink, Placement } from '../drivers/cluster/types'
 import type { SiteFirewallPolicy } from '../drivers/firewall/types'
 import { open } from '../drivers/offsite/age'
 import { LocalLanding } from '../drivers/offsite/landing'
@@ -42,8 +42,8 @@ export function placementOf(runtime: unknown): Placement | null {
   return typeof r.placeOn === 'function' && typeof r.placements === 'function' && typeof r.choose === 'function' ? (r as Placement) : null
 }
 
-/** NodesService and SiteMover over the services and the cluster runtime's `placement`. */
-export function buildNodeOps(s: NodeOpsDeps, placement: Placement): NodeOps {
+/** NodesService and SiteMover over the services, the cluster runtime's `placement`, and whether a node's agent `answers` now (agentAnswers). */
+export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (node: ClusterNode) => Promise<boolean>): NodeOps {
   const { config, store, clock, log, plans, runner } = s
   const repo = new NodesRepository(store)
   // No SSH port policy: these operations never hand out ports (the runner's run moves a taken one).
@@ -69,13 +69,30 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement): NodeOps {
       },
     }),
   })
+  const mover = new SiteMover({ sites, nodes: repo, placement, transfer, clock, log })
   return {
     repo,
     nodes: new NodesService({
-      nodes: repo, placement, sites, plans, transfer, clock, log,
+      nodes: repo, placement, sites, plans, transfer, clock, log, mover, answers,
       control: { address: config.cluster.address, memoryBytes: totalmem(), cpus: cpus().length },
     }),
-    mover: new SiteMover({ sites, nodes: repo, placement, transfer, clock, log }),
+    mover,
+  }
+}
+
+/** How long `berth nodes evacuate` waits for a node's agent before taking it for silent. */
+const PROBE_TIMEOUT_MS = 3_000
+
+/** True when the node's agent answers `GET /v1/info` well within PROBE_TIMEOUT_MS (its engine included: the agent asks it). */
+export function agentAnswers(link: Pick<NodeLink, 'fetch'>): (node: ClusterNode) => Promise<boolean> {
+  return async (node) => {
+    try {
+      const res = await link.fetch(node, '/v1/info', { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) })
+      await res.body?.cancel()
+      return res.ok
+    } catch {
+      return false
+    }
   }
 }
 
@@ -118,9 +135,9 @@ export function buildNodeOpsAdmin(config: Config, log: Logger): NodeOps & { clos
     s.store.close()
   }
   const placement = placementOf(s.runtime)
-  if (!placement) {
+  if (!placement || !s.cluster) {
     void close()
     throw new NoClusterError('cluster.enabled is true but the runtime built has no placement (this binary runs sites on one engine only)')
   }
-  return { ...buildNodeOps(s, placement), close }
+  return { ...buildNodeOps(s, placement, agentAnswers(s.cluster.link)), close }
 }

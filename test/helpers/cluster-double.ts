@@ -67,9 +67,13 @@ export class ClusterRuntimeDouble extends HomeRuntime implements Placement {
     return join(this.root, node, slug)
   }
 
+  /** Nodes that reject every site task (as an engine that kept a former network does, moby#37087). */
+  rejecting = new Set<string>()
+
   async ensureSite(spec: SiteSpec): Promise<SiteEndpoint> {
     if (!this.pins.has(spec.slug)) this.pins.set(spec.slug, CONTROL_NODE)
     this.order.push(`ensureSite ${spec.slug}@${this.nodeOfNow(spec.slug)}`)
+    if (this.rejecting.has(this.nodeOfNow(spec.slug))) throw new Error(`Node ${this.nodeOfNow(spec.slug)} rejected the task of '${spec.slug}' 3 times.`)
     this.makeVolume(spec.slug)
     return super.ensureSite(spec)
   }
@@ -120,6 +124,13 @@ export class ClusterRuntimeDouble extends HomeRuntime implements Placement {
     if (!free[0]) throw new Error(`no active node has ${memoryMb} MB free`)
     return free[0].n
   }
+
+  /** Swarm nodes removed from the manager's list (NodesService.remove). */
+  swarmNodesRemoved: string[] = []
+
+  async removeSwarmNode(swarmNodeId: string): Promise<void> {
+    this.swarmNodesRemoved.push(swarmNodeId)
+  }
 }
 
 const GIB = 1024 ** 3
@@ -146,9 +157,11 @@ export function clusterInProcess(opts: { recovering?: BuildOptions['recovering']
       certFingerprint: `fp-${id}`, certSerial: `serial-${id}`, state: 'active', memoryBytes: gib * GIB, cpus: 2, joinedAt: h.clock.now(),
     })
   }
-  const ops = buildNodeOps(h.services, runtime)
+  // Whether each node's agent answers (NodesService.evacuate asks): a down node does not, unless set here.
+  const answering = new Map<string, boolean>()
+  const ops = buildNodeOps(h.services, runtime, async (node) => answering.get(node.id) ?? repo!.find(node.id)?.state !== 'down')
   return {
-    h, runtime, repo, ops,
+    h, runtime, repo, ops, answering,
     /** Buys a vps site (1 GiB, snapshots), provisioned on the control plane. */
     buy: (stem = 'cl') => buyInProcess(h!, 'svc_business_monthly', stem),
     /** Runs the site on `node` (its home there starts empty), as a placement and a run would. */

@@ -2,7 +2,7 @@ import { CONTROL_NODE, type Placement } from '../../drivers/cluster/types'
 import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { SiteStatus } from '../../core/enums'
-import { conflict, invalid, notFound } from '../errors'
+import { conflict, invalid, notFound, unavailable } from '../errors'
 import type { SitesRepository } from '../sites/repository'
 import type { NodesRepository } from './repository'
 import type { SiteTransfer } from './site-transfer'
@@ -52,7 +52,13 @@ export class SiteMover {
     const started = this.now()
     const archive = await this.d.transfer.archive(site)
     const stoppedAt = this.now()
-    await this.d.transfer.bringUp(site, to, archive)
+    try {
+      await this.d.transfer.bringUp(site, to, archive, { fallback: from })
+    } catch (err) {
+      const back = from ? await this.d.placement.nodeOf(slug).catch(() => null) : null
+      this.d.log.error('a move failed', { site: slug, from, to, back_on: back, error: (err as Error).message })
+      throw unavailable(`Site '${slug}' could not start on ${to} (${(err as Error).message}). ${back === from && from ? `It was put back on ${from}, with its own files (nothing lost), after ${((this.now() - stoppedAt) / 1000).toFixed(1)} s without service.` : 'It could not be put back where it was: berth nodes list shows where it is; move it again once the reason is fixed.'}`)
+    }
     const servingAt = this.now()
     if (from) {
       await this.d.placement.removeVolumeOn(slug, from).catch((err) => {

@@ -96,12 +96,14 @@ describe('nodes evacuate', () => {
     expect(await refusal(c.ops.nodes.evacuate('node_b'))).toMatchObject({ kind: 'conflict', field: 'node' })
     c.repo.setState('node_b', ['active'], 'down')
     const result = await c.ops.nodes.evacuate('node_b')
+    const lostMs = c.h.clock.now() - backup.createdAt
 
     const bySlug = new Map(result.sites.map((s) => [s.slug, s]))
     expect(bySlug.get(kept.slug)).toEqual({
       slug: kept.slug, node: 'node_a', archive: { id: backup.id, kind: 'backup', source: 'local' },
-      data_from: new Date(backup.createdAt).toISOString(), result: 'restored', problem: null,
+      data_from: new Date(backup.createdAt).toISOString(), lost_ms: lostMs, result: 'restored', problem: null,
     })
+    expect(lostMs).toBe(3600_000)
     expect(bySlug.get(bare.slug)).toMatchObject({ node: expect.any(String), archive: null, data_from: null, result: 'empty' })
     expect(bySlug.get(bare.slug)!.problem).toContain('empty home')
     expect(readFileSync(join(c.runtime.homeOn('node_a', kept.slug), 'public/data.txt'), 'utf8')).toBe('at the backup')
@@ -117,7 +119,7 @@ describe('nodes evacuate', () => {
     expect((await c.ops.nodes.remove('node_b')).state).toBe('removed')
   }, 30_000)
 
-  it('takes an older archive when the newest one has no bytes anywhere, and --force evacuates an active node', async () => {
+  it('takes an older archive when the newest one has no bytes anywhere, and --force evacuates an active node whose agent does not answer', async () => {
     c = clusterInProcess()
     const site = await c.buy('eo')
     await c.pin(site.slug, 'node_b')
@@ -132,8 +134,11 @@ describe('nodes evacuate', () => {
     rmSync(join(c.h.services.config.archives.dir, newest!.k))
     expect(existsSync(join(c.h.services.config.archives.dir, older!.k))).toBe(true)
 
+    c.answering.set('node_b', false)
+    // Silent but not down yet (no berth serve saw it): only with --force.
+    expect(await refusal(c.ops.nodes.evacuate('node_b'))).toMatchObject({ kind: 'conflict', field: 'node' })
     const result = await c.ops.nodes.evacuate('node_b', { force: true })
-    expect(result.sites[0]).toMatchObject({ slug: site.slug, result: 'restored', archive: { id: older!.id } })
+    expect(result.sites[0]).toMatchObject({ slug: site.slug, result: 'restored', archive: { id: older!.id }, lost_ms: 2 * 86_400_000 })
     expect(readFileSync(join(c.runtime.homeOn(result.sites[0]!.node!, site.slug), 'public/data.txt'), 'utf8')).toBe('old')
   }, 30_000)
 
@@ -163,4 +168,58 @@ describe('nodes evacuate', () => {
       rmSync(bucket, { recursive: true, force: true })
     }
   }, 30_000)
+})
+
+describe('a drained node whose agent answers (issue 36)', () => {
+  it('is never evacuated, with or without --force: evacuate says to move its sites, and changes nothing', async () => {
+    c = clusterInProcess()
+    const site = await c.buy('da')
+    await c.pin(site.slug, 'node_b')
+    await c.runtime.write(site.slug, 'public/data.txt', 'written just now')
+    await c.ops.nodes.drain('node_b')
+    for (const force of [false, true]) {
+      const err = await refusal(c.ops.nodes.evacuate('node_b', { force }))
+      expect(err).toMatchObject({ kind: 'conflict', field: 'node' })
+      expect(err.message).toContain('berth nodes drain node_b --move')
+    }
+    // Even one the store has down a moment ago: its agent answers now.
+    c.repo.setState('node_b', ['draining'], 'down')
+    c.answering.set('node_b', true)
+    expect(await refusal(c.ops.nodes.evacuate('node_b', { force: true }))).toMatchObject({ kind: 'conflict' })
+    expect(await c.runtime.nodeOf(site.slug)).toBe('node_b')
+    expect(readFileSync(join(c.runtime.homeOn('node_b', site.slug), 'public/data.txt'), 'utf8')).toBe('written just now')
+    expect(c.h.services.store.sqlite.query("SELECT count(*) AS n FROM archives WHERE status = 'restoring' OR restored_at IS NOT NULL").get()).toEqual({ n: 0 })
+  }, 30_000)
+
+  it('is emptied by drain --move: each site moved with the file written just before, to an active node', async () => {
+    c = clusterInProcess()
+    const one = await c.buy('dm')
+    const two = await c.buy('dn')
+    for (const site of [one, two]) {
+      await c.pin(site.slug, 'node_b')
+      await c.runtime.write(site.slug, 'public/data.txt', `${site.slug} just before`)
+    }
+    const drained = await c.ops.nodes.drainAndMove('node_b')
+    expect(drained).toMatchObject({ id: 'node_b', state: 'draining', sites: [] })
+    expect(drained.moves.map((m) => [m.slug, m.result]).sort()).toEqual([[one.slug, 'moved'], [two.slug, 'moved']].sort())
+    for (const m of drained.moves) {
+      expect(m.to).not.toBe('node_b')
+      expect(await c.runtime.nodeOf(m.slug)).toBe(m.to)
+      expect(readFileSync(join(c.runtime.homeOn(m.to!, m.slug), 'public/data.txt'), 'utf8')).toBe(`${m.slug} just before`)
+    }
+    expect((await c.ops.nodes.remove('node_b')).state).toBe('removed')
+  }, 30_000)
+
+  it('is put back by undrain (no re-join): placement may choose it again; a down or removed node is refused', async () => {
+    c = clusterInProcess()
+    await c.ops.nodes.drain('node_a')
+    expect(await c.runtime.choose(1024)).not.toBe('node_a')
+    expect(await c.ops.nodes.undrain('node_a')).toMatchObject({ state: 'active' })
+    expect(await c.runtime.choose(1024)).toBe('node_a')
+    expect((await c.ops.nodes.undrain('node_a')).state).toBe('active')
+    c.repo.setState('node_a', ['active'], 'down')
+    expect(await refusal(c.ops.nodes.undrain('node_a'))).toMatchObject({ kind: 'conflict', field: 'node' })
+    expect(await refusal(c.ops.nodes.undrain('control'))).toMatchObject({ kind: 'invalid', field: 'node' })
+    expect(await refusal(c.ops.nodes.undrain('node_zz'))).toMatchObject({ kind: 'not_found', field: 'node' })
+  })
 })

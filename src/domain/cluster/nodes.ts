@@ -8,16 +8,25 @@ import type { PlansService } from '../plans/service'
 import type { SitesRepository } from '../sites/repository'
 import type { NodesRepository, StoredNode } from './repository'
 import type { SiteTransfer } from './site-transfer'
-import type { EvacuatedSite, EvacuationView, NodeView } from './views'
+import type { SiteMover } from './move'
+import type { DrainView, EvacuatedSite, EvacuationView, NodeView } from './views'
 
 const MIB = 1024 * 1024
+const PAST: Record<string, string> = { drain: 'drained', undrain: 'undrained', remove: 'removed', evacuate: 'evacuated' }
 
 export interface NodesServiceDeps {
   nodes: Pick<NodesRepository, 'list' | 'find' | 'setState'>
-  placement: Pick<Placement, 'placements' | 'choose'>
+  placement: Pick<Placement, 'placements' | 'choose' | 'removeSwarmNode'>
   sites: Pick<SitesRepository, 'listLive' | 'findLiveBySlug'>
   plans: Pick<PlansService, 'get'>
   transfer: Pick<SiteTransfer, 'newestUsable' | 'bringUp'>
+  /** `berth sites move`'s path: a drained node whose agent answers is emptied by moves (files carried over). */
+  mover: Pick<SiteMover, 'move'>
+  /**
+   * True when the node's agent answers now (`GET /v1/info`, which asks its engine too, within a
+   * few seconds): a node that answers is emptied by moves, never evacuated.
+   */
+  answers(node: StoredNode): Promise<boolean>
   /** The control plane as a node: config cluster.address, and its box's memory and processors. */
   control: { address: string; memoryBytes: number; cpus: number }
   clock: Clock
@@ -73,6 +82,46 @@ export class NodesService {
   }
 
   /**
+   * Drains the node, then moves each of its sites to the active node with the most free memory
+   * that fits its plan, by `berth sites move`'s path (a fresh archive, the switch, its files put
+   * back there: nothing lost but the seconds between the archive and the stop). One that cannot
+   * be moved stays where it is, serving, with why; run it again to retry those.
+   */
+  async drainAndMove(id: string): Promise<DrainView> {
+    await this.drain(id)
+    const moves: DrainView['moves'] = []
+    for (const slug of await this.sitesOn(id)) {
+      const site = this.d.sites.findLiveBySlug(slug)
+      if (!site) continue
+      try {
+        const to = await this.d.placement.choose(this.memoryMbOf(site), [id])
+        const moved = await this.d.mover.move(slug, to)
+        moves.push({ slug, to, result: 'moved', unavailable_ms: moved.unavailable_ms, problem: null })
+      } catch (err) {
+        moves.push({ slug, to: null, result: 'failed', unavailable_ms: null, problem: (err as Error).message })
+        this.d.log.error('could not move a site off a drained node; it stays there, serving', { site: slug, node: id, error: (err as Error).message })
+      }
+    }
+    return { ...(await this.show(id)), moves }
+  }
+
+  /**
+   * Puts a draining node back: placement may choose it again (active). Its sites never stopped,
+   * so nothing else changes; no re-join. Idempotent for an active node; a down one (it turns
+   * active by itself when its agent answers) and a removed one are refused (409).
+   */
+  async undrain(id: string): Promise<NodeView> {
+    const node = this.requireNode(id, 'undrain')
+    if (node.state === 'removed') throw conflict(`Node ${id} is removed: its certificate is refused for good. Join the box again (berth nodes token, then berth node join there) to use it.`, 'node')
+    if (node.state === 'down') throw conflict(`Node ${id} is down, not draining: it turns active by itself once its agent answers again (berth nodes list shows when it last did).`, 'node')
+    if (node.state === 'draining') {
+      this.d.nodes.setState(id, ['draining'], 'active')
+      this.d.log.info('node undrained: new sites and moves may go there again', { node: id })
+    }
+    return this.show(id)
+  }
+
+  /**
    * Removes a node that runs no site: state `removed`, its certificate refused by the control
    * plane from now on. One that still runs sites is refused (409) with what to do first.
    * Idempotent for a removed node.
@@ -86,23 +135,34 @@ export class NodesService {
       }
       this.d.nodes.setState(id, ['active', 'draining', 'down'], 'removed', this.d.clock.now())
       this.d.log.info('node removed: its certificate is refused from now on', { node: id })
+      // Its Swarm node too: a box joined again is a new one, and the old would stay listed (down) for good.
+      if (node.swarmNodeId) {
+        await this.d.placement.removeSwarmNode(node.swarmNodeId).catch((err) => {
+          this.d.log.warn('could not remove a removed node from the Swarm; run docker node rm --force on the control plane', { node: id, swarm_node: node.swarmNodeId, error: (err as Error).message })
+        })
+      }
     }
     return this.show(id)
   }
 
   /**
    * Brings the sites of a lost node back on the other nodes, each from its newest archive (the
-   * copy off the box when the local one is missing), and answers when each one's data is from,
-   * or that it had none (it serves an empty home). The node is left `draining`, so nothing is
-   * placed there again; remove it once it is empty. A node that still answers (`active`) is
-   * refused unless `force`: moving its sites loses nothing, evacuating loses what changed since
-   * their archives.
+   * copy off the box when the local one is missing), and answers when each one's data is from
+   * and how much time of changes is lost, or that it had none (it serves an empty home). The
+   * node is left `draining`, so nothing is placed there again; remove it once it is empty. A
+   * node whose agent answers now is refused whatever its state and `force` (drainAndMove empties
+   * it losing nothing); one that does not answer but is not `down` yet needs `force`.
    */
   async evacuate(id: string, opts: { force?: boolean } = {}): Promise<EvacuationView> {
     const node = this.requireNode(id, 'evacuate')
     if (node.state === 'removed') throw conflict(`Node ${id} is removed; its sites were moved off it before.`, 'node')
-    if (node.state === 'active' && !opts.force) {
-      throw conflict(`Node ${id} is active (its agent answers): drain it (berth nodes drain ${id}) and move each site (berth sites move SLUG --to NODE), which carries every change over; evacuate brings sites back from their last archive and is for a lost node (state down). --force evacuates it anyway.`, 'node')
+    // Asked now, whatever the store says: a drained node, or one berth serve saw down a moment
+    // ago, may answer; its sites then keep every change through moves, never through archives.
+    if (await this.d.answers(node)) {
+      throw conflict(`Node ${id}'s agent answers (state ${node.state}): evacuating would bring its sites back from their last archives and lose what they wrote since. Empty it by moves instead, which carry the files over: berth nodes drain ${id} --move (or berth sites move SLUG --to NODE for each). Evacuation is for a node that does not answer; --force does not change this.`, 'node')
+    }
+    if (node.state !== 'down' && !opts.force) {
+      throw conflict(`Node ${id}'s agent does not answer, but it is ${node.state}, not down (berth serve marks a node down after 6 s without an answer; it may not be running). If the box is lost, --force evacuates it: each site comes back from its newest archive and loses what it wrote since.`, 'node')
     }
     this.d.nodes.setState(id, ['active', 'down'], 'draining')
     const sites: EvacuatedSite[] = []
@@ -115,14 +175,14 @@ export class NodesService {
   }
 
   private async evacuateSite(site: SiteRow, from: string): Promise<EvacuatedSite> {
-    const outcome: EvacuatedSite = { slug: site.slug, node: null, archive: null, data_from: null, result: 'failed', problem: null }
+    const outcome: EvacuatedSite = { slug: site.slug, node: null, archive: null, data_from: null, lost_ms: null, result: 'failed', problem: null }
     try {
       const to = await this.d.placement.choose(this.memoryMbOf(site), [from])
       const choice = await this.d.transfer.newestUsable(site)
       await this.d.transfer.bringUp(site, to, choice?.archive ?? null)
       outcome.node = to
       if (choice) {
-        Object.assign(outcome, { archive: { id: choice.archive.id, kind: choice.archive.kind, source: choice.source }, data_from: iso(choice.archive.createdAt), result: 'restored' })
+        Object.assign(outcome, { archive: { id: choice.archive.id, kind: choice.archive.kind, source: choice.source }, data_from: iso(choice.archive.createdAt), lost_ms: Math.max(0, this.d.clock.now() - choice.archive.createdAt), result: 'restored' })
       } else {
         Object.assign(outcome, { result: 'empty', problem: 'no archive of it was found, on this box or off it: it serves an empty home' })
       }
@@ -135,7 +195,7 @@ export class NodesService {
 
   /** The node's row; 404 for an unknown id, 422 for the control plane (an operation it has not). */
   private requireNode(id: string, operation?: string): StoredNode {
-    if (id === CONTROL_NODE && operation) throw invalid('node', `The control plane cannot be ${operation === 'drain' ? 'drained' : operation === 'remove' ? 'removed' : 'evacuated'}: it holds the store and the edge. Give a node id from berth nodes list.`)
+    if (id === CONTROL_NODE && operation) throw invalid('node', `The control plane cannot be ${PAST[operation] ?? operation}: it holds the store and the edge. Give a node id from berth nodes list.`)
     const node = this.d.nodes.find(id)
     if (!node) throw notFound(`No node '${id}'; berth nodes list shows the nodes and their ids.`, 'node')
     return node

@@ -100,7 +100,7 @@ export class SiteTransfer {
    * its files: the container's first run there (which makes its volume on that node) is never
    * handed to the edge.
    */
-  async bringUp(site: SiteRow, nodeId: string, archive: ArchiveRow | null): Promise<void> {
+  async bringUp(site: SiteRow, nodeId: string, archive: ArchiveRow | null, opts: { fallback?: string | null } = {}): Promise<void> {
     await this.d.runner.holding(site.slug, async () => {
       if (archive) {
         // One job from the claim to the end: the archive is `restoring` from before the switch,
@@ -111,10 +111,11 @@ export class SiteTransfer {
           try {
             await this.switchTo(site, nodeId, true)
           } catch (err) {
+            await this.backTo(site, opts.fallback, nodeId, err)
             await this.d.restore.failed(archive.id)
             throw err
           }
-          await this.restore(archive)
+          await this.restore(archive, () => this.backTo(site, opts.fallback, nodeId, null))
         })
       } else {
         await this.switchTo(site, nodeId, false)
@@ -157,14 +158,32 @@ export class SiteTransfer {
     }
   }
 
-  /** The restore job on the claimed archive (restoring → ready with restored_at), here and now. */
-  private async restore(archive: ArchiveRow): Promise<void> {
+  /**
+   * The restore job on the claimed archive (restoring → ready with restored_at), here and now. On
+   * a failure `before` runs first (the move's way back), then the job's own `failed`, which starts
+   * the site again wherever it is placed then.
+   */
+  private async restore(archive: ArchiveRow, before: () => Promise<void>): Promise<void> {
     try {
       await this.d.restore.run(archive.id)
     } catch (err) {
+      await before()
       await this.d.restore.failed(archive.id)
       throw err
     }
+  }
+
+  /**
+   * A move whose target did not take the site: it is pinned back to the node it served from,
+   * whose volume still holds its files (the move removes it only once the target serves), so the
+   * restore's `failed` starts it there, files intact, within seconds. Nothing to go back to (an
+   * evacuation): nothing done.
+   */
+  private async backTo(site: SiteRow, fallback: string | null | undefined, target: string, cause: unknown): Promise<void> {
+    if (!fallback || fallback === target) return
+    await this.d.placement.placeOn(site.slug, fallback)
+    this.d.runner.markDown(site.slug)
+    this.d.log.warn('a move\'s target did not take the site: it is put back where it served', { site: site.slug, target, back_on: fallback, error: cause instanceof Error ? cause.message : undefined })
   }
 
 }

@@ -28,10 +28,24 @@ export interface EvacuatedSite {
   archive: { id: string; kind: string; source: 'local' | 'offsite' } | null
   /** When the data it serves now was taken (the archive's time); null without an archive. */
   data_from: string | null
+  /** The changes lost with the node: milliseconds from its archive to the evacuation; null without an archive (everything). */
+  lost_ms: number | null
   /** `restored`, `empty` (no archive: served with an empty home), or `failed`. */
   result: 'restored' | 'empty' | 'failed'
   /** What went wrong, or what is missing. */
   problem: string | null
+}
+
+/** `berth nodes drain --move`'s answer: the node, and what became of each site it ran. */
+export interface DrainView extends NodeView {
+  moves: {
+    slug: string
+    /** The node it was moved to; null when it could not be (it stays where it was, serving). */
+    to: string | null
+    result: 'moved' | 'failed'
+    unavailable_ms: number | null
+    problem: string | null
+  }[]
 }
 
 /** `berth nodes evacuate`'s answer. */

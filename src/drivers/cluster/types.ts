@@ -220,4 +220,9 @@ export interface Placement {
    * `memoryMb` (draining, down and removed nodes never), the control plane counted as one.
    */
   choose(memoryMb: number, except?: string[]): Promise<string>
+  /**
+   * Removes a node of the Swarm from the manager's list (`docker node rm --force`): a removed
+   * Berth node's, so a box joined again is not listed twice. A no-op when the Swarm has it not.
+   */
+  removeSwarmNode(swarmNodeId: string): Promise<void>
 }

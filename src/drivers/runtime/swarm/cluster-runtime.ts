@@ -282,6 +282,13 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
     })
   }
 
+  removeSwarmNode(swarmNodeId: string): Promise<void> {
+    return this.call(async () => {
+      if (swarmNodeId === (await this.engines.swarmIdOf(this.engines.manager))) return
+      await ignoring([404], this.engines.manager.docker.getNode(swarmNodeId).remove({ force: true }))
+    })
+  }
+
   /** The agent of `nodeId` restarted and lost its forwards: the next endpoint of each of its sites asks for a new one. */
   forgetForwards(nodeId: string): void {
     this.forwards.forgetNode(nodeId)

@@ -95,13 +95,18 @@ export class SiteServices {
     }
   }
 
-  /** The error of the site's latest failed task, as Swarm reports it (a port taken on the node, say). */
-  async taskProblem(slug: string, since: number): Promise<string | null> {
+  /**
+   * The error of the site's latest failed task, as Swarm reports it (a port taken on the node,
+   * say), and how many of its tasks the node rejected (state `rejected`: it could not even make
+   * the container, as a node whose engine kept a former network, moby#37087).
+   */
+  async taskProblem(slug: string, since: number): Promise<{ error: string | null; rejected: number }> {
     // Tasks made since `since` only: an older task's error (a port its predecessor still held for
     // a moment, a node since lost) is history, and would be read as today's problem.
-    const tasks = (await this.manager.listTasks({ filters: { service: [this.names(slug).service] } })) as { CreatedAt: string; Status?: { Err?: string } }[]
-    const failed = tasks.filter((t) => t.Status?.Err && Date.parse(t.CreatedAt) >= since).sort((a, b) => b.CreatedAt.localeCompare(a.CreatedAt))[0]
-    return failed?.Status?.Err ?? null
+    const tasks = (await this.manager.listTasks({ filters: { service: [this.names(slug).service] } })) as { CreatedAt: string; Status?: { Err?: string; State?: string } }[]
+    const recent = tasks.filter((t) => Date.parse(t.CreatedAt) >= since)
+    const failed = recent.filter((t) => t.Status?.Err).sort((a, b) => b.CreatedAt.localeCompare(a.CreatedAt))[0]
+    return { error: failed?.Status?.Err ?? null, rejected: recent.filter((t) => t.Status?.State === 'rejected').length }
   }
 
 }

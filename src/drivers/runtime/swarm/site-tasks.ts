@@ -8,6 +8,8 @@ import type { Engine } from './node-engines'
 const POLL_MS = 100
 /** How long Swarm must say a task's host port is in use before it counts as taken by another. */
 const PORT_TAKEN_MS = 5000
+/** Rejected tasks (the node could not make the container) after which a start gives up at once. */
+const REJECTED_LIMIT = 3
 /** How long a stop or removal waits for the node to drop the task's container. */
 export const GONE_WITHIN_MS = 30_000
 
@@ -34,7 +36,7 @@ export async function siteContainer(engine: Engine, instanceId: string, slug: st
  */
 export async function untilRunning(
   engine: Engine, instanceId: string, slug: string,
-  opts: { before: string | null; sshPort: number | null; withinMs: number; problem: (since: number) => Promise<string | null> },
+  opts: { before: string | null; sshPort: number | null; withinMs: number; problem: (since: number) => Promise<{ error: string | null; rejected: number }> },
 ): Promise<Docker.ContainerInspectInfo> {
   const startedAt = Date.now()
   const deadline = startedAt + opts.withinMs
@@ -50,7 +52,8 @@ export async function untilRunning(
     }
     if (Date.now() - lastTaskCheck > 1000) {
       lastTaskCheck = Date.now()
-      const now = (await opts.problem(startedAt - 1000)) ?? ''
+      const found = await opts.problem(startedAt - 1000)
+      const now = found.error ?? ''
       problem = now || problem
       // A port held by this site's own task being replaced frees within a second or two, and
       // Swarm then schedules the new one: only a port still taken after PORT_TAKEN_MS is another's.
@@ -59,6 +62,11 @@ export async function untilRunning(
       else if (now) portTakenSince = null
       if (opts.sshPort && portTakenSince !== null && Date.now() - portTakenSince >= PORT_TAKEN_MS) {
         throw new HostPortTakenError(opts.sshPort, `Host port ${opts.sshPort} for the SSH of '${slug}' is taken on node ${engine.nodeId} (Swarm: ${problem}).`)
+      }
+      // Swarm tries a rejected task again every few seconds for ever: a node that rejected it
+      // REJECTED_LIMIT times will not take it (waiting out withinMs kept a move's site down a minute).
+      if (!portTaken && found.rejected >= REJECTED_LIMIT) {
+        throw new Error(`Node ${engine.nodeId} rejected the task of '${slug}' ${found.rejected} times${problem ? `: ${problem}` : ''}.`)
       }
     }
     if (Date.now() > deadline) throw new Error(`The site '${slug}' did not start on node ${engine.nodeId} within ${Math.round(opts.withinMs / 1000)} s${problem ? `: ${problem}` : ''}.`)
