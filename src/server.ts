@@ -238,7 +238,9 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
   const first = setTimeout(() => {
     // Events first, then the pass: a container that dies during the pass is seen either way.
     unfollow = followContainerEvents(s)
-    if (s.nodeHealth) unfollowNodes = followNodeHealth(s.nodeHealth)
+    // The site firewall follows the nodes (their addresses blocked, their agent ports closed): a
+    // change is put in place with the health round that follows it.
+    if (s.nodeHealth) unfollowNodes = followNodeHealth({ tick: () => s.nodeHealth!.tick().then(() => void s.firewall.keepIfChanged()) })
     void reconcile()
     // Money due while Berth was down (a period end, a retry, a suspension) is settled at start,
     // and payments an earlier process left pending are finished (nothing of it is in flight).

@@ -82,9 +82,9 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement): NodeOps {
 /** The health monitor of `berth serve`; its `recovering()` feeds the sites' views (lateRecovering). */
 export function buildNodeHealth(
   s: Pick<Services, 'store' | 'clock' | 'log' | 'runner'>,
-  cluster: { placement: Placement; link: NodeLink; firewall?: SiteFirewallPolicy | null; forwardsLost?: (nodeId: string) => void },
+  cluster: { placement: Placement; link: NodeLink; firewall?: SiteFirewallPolicy | null | (() => SiteFirewallPolicy | null); forwardsLost?: (nodeId: string) => void },
 ): NodeHealth {
-  return new NodeHealth({ nodes: new NodesRepository(s.store), link: cluster.link, placement: cluster.placement, runner: s.runner, clock: s.clock, log: s.log, firewall: cluster.firewall, forwardsLost: cluster.forwardsLost })
+  return new NodeHealth({ nodes: new NodesRepository(s.store), link: cluster.link, placement: cluster.placement, runner: s.runner, clock: s.clock, log: s.log, firewall: policyReader(cluster.firewall), forwardsLost: cluster.forwardsLost })
 }
 
 /**
@@ -123,4 +123,10 @@ export function buildNodeOpsAdmin(config: Config, log: Logger): NodeOps & { clos
     throw new NoClusterError('cluster.enabled is true but the runtime built has no placement (this binary runs sites on one engine only)')
   }
   return { ...buildNodeOps(s, placement), close }
+}
+
+/** A policy given as it is, or as the function that reads it (it follows the nodes); undefined stays undefined. */
+function policyReader(policy: SiteFirewallPolicy | null | (() => SiteFirewallPolicy | null) | undefined): (() => SiteFirewallPolicy | null) | undefined {
+  if (policy === undefined || typeof policy === 'function') return policy
+  return () => policy
 }
