@@ -117,6 +117,8 @@ export interface ClusterServices {
   nodeHealth: NodeHealth
   /** POST /cluster/v1/join; null when the PKI was not opened (an admin command). */
   clusterJoin: ((request: Request) => Promise<Response>) | null
+  /** The join listener's certificate (cluster.join_port serves the join over it); null with clusterJoin. */
+  clusterJoinTls: { cert: string; key: string } | null
 }
 
 /** The health monitor (fed into the sites' views through `late`) and the join's route. */
@@ -136,5 +138,5 @@ export function buildClusterServices(
     tokenMinutes: config.cluster.joinTokenMinutes,
     firewall: () => nodeFirewallPolicyOf(config, cluster.liveNodes()),
   })
-  return { nodeHealth, clusterJoin: joins ? clusterJoinHandler(joins, s.log) : null }
+  return { nodeHealth, clusterJoin: joins ? clusterJoinHandler(joins, s.log) : null, clusterJoinTls: pki ? pki.joinTls() : null }
 }
