@@ -124,6 +124,12 @@ export async function startControlPlane(
     }
     return { ...res, json }
   }
+  const joinCommand = async () => {
+    const res = await cli(['nodes', 'token', '--json'])
+    const token = /^bnj_[A-Za-z0-9_-]{43}$/.exec(res.json?.token ?? '')?.[0]
+    if (!token) throw new Error(`berth nodes token printed no token: ${res.stdout}${res.stderr}`)
+    return { token, url: res.json.url as string, fingerprint: res.json.fingerprint as string }
+  }
   return {
     berth,
     url,
@@ -133,14 +139,9 @@ export async function startControlPlane(
     cli,
     binary: berthBinary,
     async joinToken() {
-      return (await this.joinCommand()).token
+      return (await joinCommand()).token
     },
-    async joinCommand() {
-      const res = await cli(['nodes', 'token', '--json'])
-      const token = /^bnj_[A-Za-z0-9_-]{43}$/.exec(res.json?.token ?? '')?.[0]
-      if (!token) throw new Error(`berth nodes token printed no token: ${res.stdout}${res.stderr}`)
-      return { token, url: res.json.url as string, fingerprint: res.json.fingerprint as string }
-    },
+    joinCommand,
   }
 }
 
