@@ -227,11 +227,6 @@ async function joinControlPlane(
   files: NodeFiles,
   o: { url: string; token: string; fingerprint: string; name: string; address: string; agentPort: number; dockerSocket: string },
 ): Promise<NodeIdentity | number> {
-  const engine = await swarmInfo(o.dockerSocket)
-  if (engine.state !== 'inactive') {
-    ctx.out.error(`the engine on ${o.dockerSocket} is in a Swarm already (state ${engine.state}): run docker swarm leave on this box first`)
-    return 1
-  }
   // Whoever answers the URL must show the control plane's certificate before anything is
   // written here or sent there (the token included).
   try {
@@ -239,6 +234,11 @@ async function joinControlPlane(
   } catch (err) {
     if (!(err instanceof NotTheControlPlaneError)) throw err
     ctx.out.error(`the join was refused here: ${err.message}`)
+    return 1
+  }
+  const engine = await swarmInfo(o.dockerSocket)
+  if (engine.state !== 'inactive') {
+    ctx.out.error(`the engine on ${o.dockerSocket} is in a Swarm already (state ${engine.state}): run docker swarm leave on this box first`)
     return 1
   }
   const { keyPem, csrPem } = await makeNodeKey(o.name)
