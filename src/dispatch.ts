@@ -66,7 +66,7 @@ export const LISTENER_ROUTES: readonly ListenerRoute[] = [
   },
   {
     name: 'cluster-join',
-    why: 'POST /cluster/v1/join when cluster.enabled (issue 28, src/api/cluster/join.ts): a new node posts its join request here with its single-use token, outside the API\'s keys, rate limits and OpenAPI document. With the cluster off the path goes on to the API app (a 404).',
+    why: '/cluster/v1/join when cluster.enabled (issue 28, src/api/cluster/join.ts): a join over plain HTTP would trust whatever answered, so here it is refused (426 join_needs_tls) with the URL of the join listener (cluster.join_port, TLS pinned to the control plane\'s certificate, src/server.ts startJoinListener), which serves the join itself. With the cluster off the path goes on to the API app (a 404).',
     match: (r, t) => t.clusterJoin != null && isClusterJoinPath(r.path),
     handle: (r, t) => t.clusterJoin!(r.request),
   },

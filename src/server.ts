@@ -15,6 +15,7 @@ import type { ServedCertificate } from './domain/tls/manager'
 import { ensureConnectionMigration, HttpsListener } from './edge/https'
 import { webhookHandler } from './api/webhooks/handler'
 import { isMetricsPath, metricsHandler } from './api/prometheus/handler'
+import { clusterJoinOverTlsOnly, isClusterJoinPath } from './api/cluster/join'
 import { PassedSockets } from './drivers/systemd/sockets'
 
 export interface RunningServer {
@@ -42,6 +43,8 @@ export type ServerDeps = ApiDeps & MaintenanceDeps & ContainerEventDeps & Pick<S
     nodeHealth?: Pick<NodeHealth, 'tick'> | null
     /** POST /cluster/v1/join (compose/cluster.ts buildClusterServices); absent or null with the cluster off. */
     clusterJoin?: ((request: Request) => Promise<Response>) | null
+    /** The join listener's certificate (cluster.join_port on cluster.address serves clusterJoin over it). */
+    clusterJoinTls?: { cert: string; key: string } | null
   }
 
 const MAINTENANCE_MS = 30_000
@@ -176,7 +179,8 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
     },
     console: (request, srv) => consoles.handle(request, srv),
     metrics,
-    clusterJoin: s.clusterJoin ?? null,
+    // On the API's listeners the join's path only says where joins are taken: over TLS, pinned.
+    clusterJoin: s.clusterJoin ? clusterJoinOverTlsOnly(joinUrlOf(s.config)) : null,
     api: (request, srv, secure) => {
       rememberPeer(request, srv, secure)
       return app.fetch(request)
@@ -221,6 +225,7 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
       })
     : Promise.resolve(null)
   const metricsListener = startMetricsListener(s)
+  const joinListener = startJoinListener(s)
   // Certificates are ordered once Berth's DNS listens: a DNS-01 answer and the pre-flight (which
   // may ask this very server) need it, and a first order failing on a port not yet open would wait
   // an hour for its retry.
@@ -238,7 +243,9 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
   const first = setTimeout(() => {
     // Events first, then the pass: a container that dies during the pass is seen either way.
     unfollow = followContainerEvents(s)
-    if (s.nodeHealth) unfollowNodes = followNodeHealth(s.nodeHealth)
+    // The site firewall follows the nodes (their addresses blocked, their agent ports closed): a
+    // change is put in place with the health round that follows it.
+    if (s.nodeHealth) unfollowNodes = followNodeHealth({ tick: () => s.nodeHealth!.tick().then(() => void s.firewall.keepIfChanged()) })
     void reconcile()
     // Money due while Berth was down (a period end, a retry, a suspension) is settled at start,
     // and payments an earlier process left pending are finished (nothing of it is in flight).
@@ -291,6 +298,7 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
         await Promise.all([server.stop(true), https?.stop(true)])
       }
       await metricsListener?.stop()
+      await joinListener?.stop()
       await s.jobs.stop()
       await s.accessLog.close()
       runMaintenance(s)
@@ -322,6 +330,37 @@ function startMetricsListener(s: Pick<ServerDeps, 'config' | 'prometheus' | 'log
     s.log.error('the metrics listener could not start; set metrics.listen to a free port (or off)', { listen: `${listen.hostname}:${listen.port}`, error: (err as Error).message })
     return null
   }
+}
+
+/**
+ * The cluster's join listener (cluster.join_port on cluster.address): HTTPS with the control
+ * plane's join certificate, whose SHA-256 `berth node join --fingerprint` pins. Serves POST
+ * /cluster/v1/join only. A port it cannot take is logged; the rest of Berth keeps serving.
+ */
+function startJoinListener(s: Pick<ServerDeps, 'config' | 'clusterJoin' | 'clusterJoinTls' | 'log'>): { stop(): Promise<void> } | null {
+  const join = s.clusterJoin
+  if (!join || !s.clusterJoinTls) return null
+  const { address, joinPort } = s.config.cluster
+  try {
+    const server = Bun.serve({
+      hostname: address,
+      port: joinPort,
+      tls: { cert: s.clusterJoinTls.cert, key: s.clusterJoinTls.key },
+      maxRequestBodySize: 128 * 1024,
+      fetch: (request) => (isClusterJoinPath(pathOf(request.url)) ? join(request) : new Response('Only POST /cluster/v1/join is served here.\n', { status: 404, headers: { 'content-type': 'text/plain' } })),
+    })
+    s.log.info('cluster join listener listening', { listen: joinUrlOf(s.config) })
+    return { stop: () => server.stop() }
+  } catch (err) {
+    s.log.error('the cluster join listener could not start: nodes cannot join; set cluster.join_port to a free port', { listen: `${address}:${joinPort}`, error: (err as Error).message })
+    return null
+  }
+}
+
+/** Where nodes join: https://{cluster.address}:{cluster.join_port}. */
+function joinUrlOf(config: ServerDeps['config']): string {
+  const host = config.cluster.address.includes(':') ? `[${config.cluster.address}]` : config.cluster.address
+  return `https://${host}:${config.cluster.joinPort}`
 }
 
 /** The key id of a valid `Bearer` key in an Authorization header, or null. */

@@ -29,6 +29,8 @@ let dir: string
 let store: Store
 let pki: ClusterPki
 let url: string
+/** The join certificate's fingerprint, as berth nodes token prints it. */
+let pin: string
 let server: ReturnType<typeof Bun.serve>
 /** Runs the binary without blocking this process, which serves the join route meanwhile. */
 const run = async (args: string[], env: Record<string, string> = {}) => {
@@ -48,8 +50,11 @@ beforeAll(async () => {
   const manager = lab.engines[0]!
   await ensureManager(manager.socket, manager.address)
   const joins = new JoinService(new NodesRepository(store), pki, swarmManagerOn(manager.socket), systemClock, { controlAddress: manager.address, tokenMinutes: 60, firewall: null })
-  server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: clusterJoinHandler(joins, memoryLogger()) })
-  url = `http://127.0.0.1:${server.port}`
+  // Over TLS with the control plane's join certificate, as berth serve's join listener.
+  const joinTls = pki.joinTls()
+  server = Bun.serve({ hostname: '127.0.0.1', port: 0, tls: { cert: joinTls.cert, key: joinTls.key }, fetch: clusterJoinHandler(joins, memoryLogger()) })
+  url = `https://127.0.0.1:${server.port}`
+  pin = `sha256:${joinTls.fingerprint}`
 }, 120_000)
 
 afterAll(async () => {
@@ -69,12 +74,14 @@ describe('joining a node with the binary', () => {
   it('joins with a token from berth nodes token, once; the node serves the control address only', async () => {
     const tokenRun = await run(['nodes', 'token', '--json'], clusterEnv())
     expect(tokenRun.code, tokenRun.err).toBe(0)
-    const { token, command } = JSON.parse(tokenRun.out) as { token: string; command: string }
+    const { token, command, fingerprint } = JSON.parse(tokenRun.out) as { token: string; command: string; fingerprint: string }
     expect(token).toMatch(/^bnj_[A-Za-z0-9_-]{43}$/)
     expect(command).toContain(`--token ${token}`)
+    expect(fingerprint).toBe(pin)
+    expect(command).toContain(`https://${lab.engines[0]!.address}:7709 --token ${token} --fingerprint ${pin}`)
     const worker = lab.engines[1]!
     const data = join(dir, 'node')
-    const args = ['node', 'join', url, '--token', token, '--address', worker.address, '--port', '7710', '--name', 'worker-1', '--data', data, '--docker-socket', worker.socket, '--no-systemd', '--json']
+    const args = ['node', 'join', url, '--token', token, '--fingerprint', pin, '--address', worker.address, '--port', '7710', '--name', 'worker-1', '--data', data, '--docker-socket', worker.socket, '--no-systemd', '--json']
     const joined = await run(args)
     expect(joined.code, joined.err).toBe(0)
     const answer = JSON.parse(joined.out) as { node_id: string; swarm_node_id: string; data: string; warnings: string[] }
@@ -93,14 +100,14 @@ describe('joining a node with the binary', () => {
 
     // The same token again, from another box (engine 2, in no Swarm): the control plane refuses it, exit 2.
     const spare = lab.engines[2]!
-    const replayed = await run(['node', 'join', url, '--token', token, '--address', spare.address, '--name', 'worker-2', '--data', join(dir, 'node2'), '--docker-socket', spare.socket, '--no-systemd'])
+    const replayed = await run(['node', 'join', url, '--token', token, '--fingerprint', pin, '--address', spare.address, '--name', 'worker-2', '--data', join(dir, 'node2'), '--docker-socket', spare.socket, '--no-systemd'])
     expect(replayed.code).toBe(2)
     expect(replayed.err).toContain('unknown, used or expired')
     expect((await swarmInfo(spare.socket)).state).toBe('inactive')
     // Another box under a name the first has (two boxes of one host name): refused, exit 2, nothing
     // joined, the token still good for a join under another --name.
     const fresh = JSON.parse((await run(['nodes', 'token', '--json'], clusterEnv())).out) as { token: string }
-    const sameName = await run(['node', 'join', url, '--token', fresh.token, '--address', spare.address, '--name', 'worker-1', '--data', join(dir, 'node2'), '--docker-socket', spare.socket, '--no-systemd'])
+    const sameName = await run(['node', 'join', url, '--token', fresh.token, '--fingerprint', pin, '--address', spare.address, '--name', 'worker-1', '--data', join(dir, 'node2'), '--docker-socket', spare.socket, '--no-systemd'])
     expect(sameName.code).toBe(2)
     expect(sameName.err).toContain("A node named 'worker-1' is in the cluster already")
     expect(sameName.err).toContain('--name')

@@ -4,7 +4,7 @@ import { KernelForwards } from '../drivers/cluster/agent/kernel-forwards'
 import { startAgent } from '../drivers/cluster/agent/server'
 import type { HomesHandler, NodeFirewall } from '../drivers/cluster/agent/api'
 import { nodeHomes } from '../drivers/cluster/agent/homes'
-import { JoinRefusedError, postJoin } from '../drivers/cluster/join-client'
+import { checkControlPlane, JoinRefusedError, NotTheControlPlaneError, parseFingerprint, postJoin } from '../drivers/cluster/join-client'
 import { DEFAULT_NODE_DATA, NodeFiles, type NodeIdentity } from '../drivers/cluster/node-files'
 import { makeNodeKey } from '../drivers/cluster/pki'
 import { IptablesFirewall } from '../drivers/firewall/iptables'
@@ -26,11 +26,14 @@ const FIREWALL_CHECK_MS = 30_000
 export const nodeJoinCommand: Command = {
   path: ['node', 'join'],
   summary: 'Join this box to a Berth cluster as a node: its certificate, the Swarm, and the berth-node service.',
-  usage: 'berth node join URL --token T --address ADDR [--port 7710] [--name NAME] [--data DIR] [--docker-socket PATH] [--no-systemd] [--json]',
+  usage: 'berth node join URL --token T --fingerprint sha256:HEX --address ADDR [--port 7710] [--name NAME] [--data DIR] [--docker-socket PATH] [--no-systemd] [--json]',
   description: [
     'Run as root on the new box, with Docker running and this binary on it. URL is the control',
-    'plane\'s API listener on the private network (berth nodes token prints the whole command), T the',
-    'token from berth nodes token (single use), ADDR this box\'s address on the private network: the',
+    'plane\'s join listener, https://{cluster.address}:{cluster.join_port} (berth nodes token prints the',
+    'whole command), T the token from berth nodes token (single use), HEX the SHA-256 of the control',
+    'plane\'s join certificate, which the join is pinned to: a box that shows another certificate at URL',
+    'is refused before the token or anything else is sent to it, and nothing is written here. ADDR is',
+    'this box\'s address on the private network: the',
     'agent, the engine pass-through (port + 1), the sites\' SSH ports and their forwards listen there,',
     'and the Swarm is joined advertising it.',
     '',
@@ -49,6 +52,7 @@ export const nodeJoinCommand: Command = {
   ].join('\n'),
   options: {
     token: { type: 'string', value: 'T', help: 'The join token from berth nodes token on the control plane (required).' },
+    fingerprint: { type: 'string', value: 'sha256:HEX', help: 'The control plane\'s join certificate\'s SHA-256, as berth nodes token prints it (required): the join trusts that certificate only.' },
     address: { type: 'string', value: 'ADDR', help: 'This box\'s IP address on the private network (required).' },
     port: { type: 'string', value: 'PORT', help: `The agent's port on ADDR; the engine pass-through takes the next one (default ${DEFAULT_AGENT_PORT}).` },
     name: { type: 'string', value: 'NAME', help: 'The name berth nodes list shows (default: this box\'s host name).' },
@@ -58,14 +62,16 @@ export const nodeJoinCommand: Command = {
     ...COMMON_OPTIONS,
   },
   examples: [
-    'berth node join http://10.0.0.1:8080 --token bnj_... --address 10.0.0.2',
-    'berth node join http://10.0.0.1:8080 --token bnj_... --address 10.0.0.2 --data /srv/berth-node --no-systemd --json',
+    'berth node join https://10.0.0.1:7709 --token bnj_... --fingerprint sha256:3f9a... --address 10.0.0.2',
+    'berth node join https://10.0.0.1:7709 --token bnj_... --fingerprint sha256:3f9a... --address 10.0.0.2 --data /srv/berth-node --no-systemd --json',
   ],
   async run(ctx) {
     const v = ctx.values
     const url = ctx.positionals[0]
     if (!url || ctx.positionals.length > 1) throw new UsageError('give the control plane\'s URL, once (berth nodes token prints the whole command)')
     const token = required(v.token, '--token')
+    const fingerprint = parseFingerprint(required(v.fingerprint, '--fingerprint'))
+    if (!fingerprint) throw new UsageError('--fingerprint must be sha256: and 64 hexadecimal digits, as berth nodes token prints it')
     const address = required(v.address, '--address')
     const agentPort = v.port === undefined ? DEFAULT_AGENT_PORT : Number(v.port)
     if (!Number.isInteger(agentPort) || agentPort < 1 || agentPort > 65534) throw new UsageError('--port must be a TCP port from 1 to 65534 (the engine pass-through takes the next one)')
@@ -82,7 +88,7 @@ export const nodeJoinCommand: Command = {
       // The join went through but the Swarm's did not (the last run stopped in between): go on from there.
       ctx.out.info(`${files.dir} holds node ${identity.nodeId}, not in the Swarm yet; joining it (the token is not needed again)`)
     } else {
-      const joined = await joinControlPlane(ctx, files, { url, token, name, address, agentPort, dockerSocket })
+      const joined = await joinControlPlane(ctx, files, { url, token, fingerprint, name, address, agentPort, dockerSocket })
       if (typeof joined === 'number') return joined
       identity = joined
     }
@@ -224,8 +230,17 @@ class KeptNodeFirewall implements NodeFirewall {
 async function joinControlPlane(
   ctx: CommandContext,
   files: NodeFiles,
-  o: { url: string; token: string; name: string; address: string; agentPort: number; dockerSocket: string },
+  o: { url: string; token: string; fingerprint: string; name: string; address: string; agentPort: number; dockerSocket: string },
 ): Promise<NodeIdentity | number> {
+  // Whoever answers the URL must show the control plane's certificate before anything is
+  // written here or sent there (the token included).
+  try {
+    await checkControlPlane(o.url, o.fingerprint)
+  } catch (err) {
+    if (!(err instanceof NotTheControlPlaneError)) throw err
+    ctx.out.error(`the join was refused here: ${err.message}`)
+    return 1
+  }
   const cleared = await clearFormerCluster(ctx, o.dockerSocket)
   if (cleared !== 0) return cleared
   const engine = await swarmInfo(o.dockerSocket)
@@ -237,8 +252,12 @@ async function joinControlPlane(
   files.writeKey(keyPem)
   let answer
   try {
-    answer = await postJoin(o.url, { token: o.token, csr: csrPem, name: o.name, address: o.address, agentPort: o.agentPort, memoryBytes: engine.memoryBytes, cpus: engine.cpus })
+    answer = await postJoin(o.url, o.fingerprint, { token: o.token, csr: csrPem, name: o.name, address: o.address, agentPort: o.agentPort, memoryBytes: engine.memoryBytes, cpus: engine.cpus })
   } catch (err) {
+    if (err instanceof NotTheControlPlaneError) {
+      ctx.out.error(`the join was refused here: ${err.message}`)
+      return 1
+    }
     if (!(err instanceof JoinRefusedError)) throw err
     ctx.out.error(`the control plane refused the join: ${err.message}${err.param ? ` (${err.param})` : ''}`)
     return err.status === 401 || err.status === 422 || err.status === 409 ? 2 : 1

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs'
 import { databasePath } from '../compose'
 import { issueJoinToken } from '../domain/cluster/join'
+import { readJoinTls } from '../drivers/cluster/pki'
 import { NodesRepository } from '../domain/cluster/repository'
 import { shiftedClock } from '../lib/clock'
 import { pendingMigrations } from '../store/migrate'
@@ -14,7 +15,9 @@ export const nodesTokenCommand: Command = {
   usage: 'berth nodes token [--data-dir DIR] [--config FILE] [--json]',
   description: [
     'Run on the control plane (cluster.enabled = true). Prints a join token (bnj_ and 43 characters)',
-    'and the command to run on the new box. The token joins one node, once, within',
+    'and the command to run on the new box: its URL is the join listener (https://, cluster.address and',
+    'cluster.join_port) and its --fingerprint the SHA-256 of that listener\'s certificate, which the node',
+    'pins: it sends nothing to, and trusts nothing from, a box that shows another. The token joins one node, once, within',
     'cluster.join_token_minutes (60 by default); only its SHA-256 is kept in the store, so a lost',
     'token cannot be shown again: make another. Works whether or not berth serve runs.',
     'What a join does, and the ports to open between the boxes: docs/cluster.md, "Joining a node".',
@@ -32,6 +35,11 @@ export const nodesTokenCommand: Command = {
       ctx.out.error(`${path} does not exist: berth serve makes the store on its first start (or pass --data-dir)`)
       return 1
     }
+    const joinTls = readJoinTls(config.server.dataDir)
+    if (!joinTls) {
+      ctx.out.error(`${config.server.dataDir}/cluster/join.pem does not exist: start berth serve once with cluster.enabled = true (it makes the cluster's certificates), then make a token`)
+      return 1
+    }
     const store = openStore(path)
     try {
       const pending = pendingMigrations(store)
@@ -41,9 +49,10 @@ export const nodesTokenCommand: Command = {
       }
       const clock = shiftedClock(config.dev.clockOffsetSeconds * 1000)
       const { token, expiresAt } = issueJoinToken(new NodesRepository(store), clock, config.cluster.joinTokenMinutes)
-      const url = `http://${hostPart(config.cluster.address)}:${config.server.listen.port}`
-      const command = `berth node join ${url} --token ${token} --address NODE_ADDRESS`
-      ctx.out.result({ token, expires_at: new Date(expiresAt).toISOString(), url, command }, () => [
+      const url = `https://${hostPart(config.cluster.address)}:${config.cluster.joinPort}`
+      const fingerprint = `sha256:${joinTls.fingerprint}`
+      const command = `berth node join ${url} --token ${token} --fingerprint ${fingerprint} --address NODE_ADDRESS`
+      ctx.out.result({ token, expires_at: new Date(expiresAt).toISOString(), url, fingerprint, command }, () => [
         token,
         '',
         `Valid once, until ${new Date(expiresAt).toISOString()}. On the new box (as root, Docker running), with its`,

@@ -99,9 +99,9 @@ export function agentAnswers(link: Pick<NodeLink, 'fetch'>): (node: ClusterNode)
 /** The health monitor of `berth serve`; its `recovering()` feeds the sites' views (lateRecovering). */
 export function buildNodeHealth(
   s: Pick<Services, 'store' | 'clock' | 'log' | 'runner'>,
-  cluster: { placement: Placement; link: NodeLink; firewall?: SiteFirewallPolicy | null; forwardsLost?: (nodeId: string) => void },
+  cluster: { placement: Placement; link: NodeLink; firewall?: SiteFirewallPolicy | null | (() => SiteFirewallPolicy | null); forwardsLost?: (nodeId: string) => void },
 ): NodeHealth {
-  return new NodeHealth({ nodes: new NodesRepository(s.store), link: cluster.link, placement: cluster.placement, runner: s.runner, clock: s.clock, log: s.log, firewall: cluster.firewall, forwardsLost: cluster.forwardsLost })
+  return new NodeHealth({ nodes: new NodesRepository(s.store), link: cluster.link, placement: cluster.placement, runner: s.runner, clock: s.clock, log: s.log, firewall: policyReader(cluster.firewall), forwardsLost: cluster.forwardsLost })
 }
 
 /**
@@ -140,4 +140,10 @@ export function buildNodeOpsAdmin(config: Config, log: Logger): NodeOps & { clos
     throw new NoClusterError('cluster.enabled is true but the runtime built has no placement (this binary runs sites on one engine only)')
   }
   return { ...buildNodeOps(s, placement, agentAnswers(s.cluster.link)), close }
+}
+
+/** A policy given as it is, or as the function that reads it (it follows the nodes); undefined stays undefined. */
+function policyReader(policy: SiteFirewallPolicy | null | (() => SiteFirewallPolicy | null) | undefined): (() => SiteFirewallPolicy | null) | undefined {
+  if (policy === undefined || typeof policy === 'function') return policy
+  return () => policy
 }

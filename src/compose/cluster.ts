@@ -37,6 +37,8 @@ export interface ClusterCore {
   link: AgentLink
   nodes: NodesRepository
   runtime: ClusterRuntime
+  /** The nodes not removed, read again only when the cluster's tables changed (the site firewall's policies follow them). */
+  liveNodes: () => ClusterNode[]
 }
 
 /**
@@ -59,18 +61,19 @@ export function buildClusterCore(config: Config, core: { store: Store; instanceI
   if (!tls) throw new Error("The cluster's certificates are not made yet: start 'berth serve' once with cluster.enabled = true (docs/cluster.md).")
   const nodes = new NodesRepository(core.store)
   const link = new AgentLink(tls)
+  const live = liveNodes(core.store, nodes)
   const runtime = new ClusterRuntime({
     managerSocket: config.containers.dockerSocket,
     instanceId: core.instanceId,
     subnetPool: config.containers.subnetPool,
     pidsLimit: config.containers.pidsLimit,
     advertiseAddress: config.cluster.address,
-    nodes: liveNodes(core.store, nodes),
+    nodes: live,
     link,
     log: core.log,
     mayStart: startedHereOnly(new ArchivesRepository(core.store), core.jobs, core.log),
   })
-  return { link, nodes, runtime }
+  return { link, nodes, runtime, liveNodes: live }
 }
 
 /**
@@ -114,6 +117,8 @@ export interface ClusterServices {
   nodeHealth: NodeHealth
   /** POST /cluster/v1/join; null when the PKI was not opened (an admin command). */
   clusterJoin: ((request: Request) => Promise<Response>) | null
+  /** The join listener's certificate (cluster.join_port serves the join over it); null with clusterJoin. */
+  clusterJoinTls: { cert: string; key: string } | null
 }
 
 /** The health monitor (fed into the sites' views through `late`) and the join's route. */
@@ -125,13 +130,13 @@ export function buildClusterServices(
   pki: ClusterPki | null,
 ): ClusterServices {
   const nodeHealth = buildNodeHealth(s, {
-    placement: cluster.runtime, link: cluster.link, firewall: nodeFirewallPolicyOf(config), forwardsLost: (nodeId) => cluster.runtime.forgetForwards(nodeId),
+    placement: cluster.runtime, link: cluster.link, firewall: () => nodeFirewallPolicyOf(config, cluster.liveNodes()), forwardsLost: (nodeId) => cluster.runtime.forgetForwards(nodeId),
   })
   late.set(nodeHealth)
   const joins = pki && new JoinService(cluster.nodes, pki, swarmManagerOn(config.containers.dockerSocket), s.clock, {
     controlAddress: config.cluster.address,
     tokenMinutes: config.cluster.joinTokenMinutes,
-    firewall: nodeFirewallPolicyOf(config),
+    firewall: () => nodeFirewallPolicyOf(config, cluster.liveNodes()),
   })
-  return { nodeHealth, clusterJoin: joins ? clusterJoinHandler(joins, s.log) : null }
+  return { nodeHealth, clusterJoin: joins ? clusterJoinHandler(joins, s.log) : null, clusterJoinTls: pki ? pki.joinTls() : null }
 }

@@ -50,6 +50,7 @@ export type Services = Omit<Core, 'repos' | 'changes'>
     nodeHealth: ClusterServices['nodeHealth'] | null
     /** In a cluster under `berth serve`: POST /cluster/v1/join; null otherwise. */
     clusterJoin: ClusterServices['clusterJoin']
+    clusterJoinTls: ClusterServices['clusterJoinTls']
   }
 
 /**
@@ -85,6 +86,7 @@ export function buildServices(config: Config, opts: BuildOptions = {}): Services
     ...shared, ...pay, ...named, ...mods, ...sites, ...money, ...agents, ...consoles,
     nodeHealth: cluster?.nodeHealth ?? null,
     clusterJoin: cluster?.clusterJoin ?? null,
+    clusterJoinTls: cluster?.clusterJoinTls ?? null,
     status,
     lifecycle: buildLifecycle(core, sites, money.subscriptions),
     offsite,

@@ -145,7 +145,8 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
   const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, audit, ...needs.purgers], log })
   const metrics = new EdgeMetrics()
   const accessLog = new EdgeAccessLog(runtime, log, homes.openHome)
-  const hostFirewall = needs.firewall === undefined ? selectFirewall(config) : needs.firewall
+  // In a cluster the rules follow the nodes: their addresses blocked, their agent ports closed.
+  const hostFirewall = needs.firewall === undefined ? selectFirewall(config, core.cluster?.liveNodes) : needs.firewall
   const firewall = new SiteFirewallKeeper({ firewall: hostFirewall, log })
   // Each site network the engine makes puts its rules on top of FORWARD: the firewall's backstop
   // goes back above them at once.

@@ -100,9 +100,10 @@ export interface Config {
   /**
    * Sites across nodes on Docker Swarm (docs/cluster.md, src/cluster): off by default. `address`
    * is this box's private address; nodes' agents listen on `agentPort` (API) and `agentPort + 1`
-   * (their engine), both under mutual TLS with the cluster's CA (data folder, cluster/).
+   * (their engine), both under mutual TLS with the cluster's CA (data folder, cluster/); nodes
+   * join at `joinPort` on `address`, over TLS pinned to the control plane's join certificate.
    */
-  cluster: { enabled: boolean; address: string; agentPort: number; joinTokenMinutes: number }
+  cluster: { enabled: boolean; address: string; agentPort: number; joinPort: number; joinTokenMinutes: number }
   rateLimits: Record<string, { limit: number; windowSeconds: number }>
   /** MCP sessions held in memory (src/api/mcp/sessions.ts). */
   mcp: { maxKeyed: number; maxAnonymous: number; perKey: number; keyedIdleMs: number; anonymousIdleMs: number }
@@ -363,6 +364,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       enabled: get<boolean>('cluster.enabled'),
       address: get<string>('cluster.address'),
       agentPort: get<number>('cluster.agent_port'),
+      joinPort: get<number>('cluster.join_port'),
       joinTokenMinutes: get<number>('cluster.join_token_minutes'),
     },
     metrics: {

@@ -37,6 +37,8 @@ export interface ControlPlane {
   cli(args: string[], opts?: ExecOptions): Promise<ExecResult & { json?: any }>
   /** A new join token (`berth nodes token`). */
   joinToken(): Promise<string>
+  /** A new join token with where to join and the certificate to pin (`berth nodes token --json`). */
+  joinCommand(): Promise<{ token: string; url: string; fingerprint: string }>
   /** The binary it runs (dist/berth unless given). */
   binary: string
 }
@@ -122,6 +124,12 @@ export async function startControlPlane(
     }
     return { ...res, json }
   }
+  const joinCommand = async () => {
+    const res = await cli(['nodes', 'token', '--json'])
+    const token = /^bnj_[A-Za-z0-9_-]{43}$/.exec(res.json?.token ?? '')?.[0]
+    if (!token) throw new Error(`berth nodes token printed no token: ${res.stdout}${res.stderr}`)
+    return { token, url: res.json.url as string, fingerprint: res.json.fingerprint as string }
+  }
   return {
     berth,
     url,
@@ -131,11 +139,9 @@ export async function startControlPlane(
     cli,
     binary: berthBinary,
     async joinToken() {
-      const res = await cli(['nodes', 'token', '--json'])
-      const token = /^bnj_[A-Za-z0-9_-]{43}$/.exec(res.json?.token ?? '')?.[0]
-      if (!token) throw new Error(`berth nodes token printed no token: ${res.stdout}${res.stderr}`)
-      return token
+      return (await joinCommand()).token
     },
+    joinCommand,
   }
 }
 
@@ -146,12 +152,12 @@ export async function startControlPlane(
  * its engine to the swarm), then `berth node serve --data DIR` as the unit would; resolves once the
  * agent accepts connections on its port. Runs the control plane's binary.
  */
-export async function joinNode(lab: Lab, control: ControlPlane, node: LabNode = 'B', opts: { env?: Record<string, string> } = {}): Promise<JoinedNode> {
+export async function joinNode(lab: Lab, control: ControlPlane, node: LabNode = 'B', opts: { env?: Record<string, string>; port?: number } = {}): Promise<JoinedNode> {
   const started = performance.now()
-  const token = await control.joinToken()
+  const { token, url, fingerprint } = await control.joinCommand()
   const dataDir = join(lab.root, node.toLowerCase(), 'berth-node')
-  const joined = await lab.exec(node, [control.binary, 'node', 'join', control.joinUrl, '--token', token, '--address', lab.address(node),
-    '--port', String(AGENT_PORT), '--name', `lab-${node.toLowerCase()}`, '--docker-socket', lab.dockerSocket(node), '--data', dataDir, '--no-systemd', '--json'], { env: opts.env })
+  const joined = await lab.exec(node, [control.binary, 'node', 'join', url, '--token', token, '--fingerprint', fingerprint, '--address', lab.address(node),
+    '--port', String(opts.port ?? AGENT_PORT), '--name', `lab-${node.toLowerCase()}`, '--docker-socket', lab.dockerSocket(node), '--data', dataDir, '--no-systemd', '--json'], { env: opts.env })
   let id = ''
   try {
     id = (JSON.parse(joined.stdout) as { node_id?: string }).node_id ?? ''
@@ -169,23 +175,23 @@ export async function joinNode(lab: Lab, control: ControlPlane, node: LabNode = 
     async restartAgent() {
       await result.agent.kill()
       result.agent = serve()
-      await waitForAgent(lab, node, result.agent)
+      await waitForAgent(lab, node, result.agent, opts.port)
     },
   }
-  await waitForAgent(lab, node, result.agent)
+  await waitForAgent(lab, node, result.agent, opts.port)
   result.joinMs = performance.now() - started
   return result
 }
 
 /** Waits until the agent accepts TCP connections on the node's private address (the host routes there), 15 s at most. */
-async function waitForAgent(lab: Lab, node: LabNode, agent: LabProcess): Promise<void> {
+async function waitForAgent(lab: Lab, node: LabNode, agent: LabProcess, port = AGENT_PORT): Promise<void> {
   const deadline = Date.now() + 15_000
   while (Date.now() < deadline) {
     if (agent.proc.exitCode !== null) throw new Error(`berth node serve exited with ${agent.proc.exitCode}:\n${agent.output()}`)
-    if (await accepts(lab.address(node), AGENT_PORT)) return
+    if (await accepts(lab.address(node), port)) return
     await Bun.sleep(50)
   }
-  throw new Error(`the agent of node ${node} did not listen on ${lab.address(node)}:${AGENT_PORT} within 15 s:\n${agent.output()}`)
+  throw new Error(`the agent of node ${node} did not listen on ${lab.address(node)}:${port} within 15 s:\n${agent.output()}`)
 }
 
 /** Whether a TCP connection to host:port is accepted (then closed at once). */

@@ -50,6 +50,16 @@ export function clusterJoinHandler(joins: { join(req: JoinRequest): Promise<Join
   }
 }
 
+/**
+ * The join's path on the API listener (plain HTTP): refused with 426 `join_needs_tls`, saying
+ * where the join is taken (`joinUrl`, the join listener, TLS pinned to the control plane's
+ * certificate). A join over plain HTTP would trust whatever answered it.
+ */
+export function clusterJoinOverTlsOnly(joinUrl: string) {
+  return async (): Promise<Response> =>
+    failure(426, 'join_needs_tls', `Joins are taken at ${joinUrl} over TLS pinned to this control plane's certificate: run the command berth nodes token prints.`, null, { upgrade: 'TLS/1.2' })
+}
+
 function failure(status: number, code: string, message: string, param: string | null = null, headers: Record<string, string> = {}): Response {
   return Response.json({ ok: false, error: { code, message, ...(param ? { param } : {}) } }, { status, headers })
 }

@@ -27,9 +27,10 @@ export interface NodeHealthDeps {
    * The site firewall policy every node must keep (drivers/firewall/select.ts,
    * nodeFirewallPolicyOf): a node whose info shows another is sent this one (`PUT /v1/firewall`),
    * so a change of the control plane's config (or a Berth that closes more) reaches the nodes
-   * joined before it. Undefined: the nodes' policies are left alone.
+   * joined before it. Read at each round: it follows the nodes (their addresses and agent ports).
+   * Undefined: the nodes' policies are left alone.
    */
-  firewall?: SiteFirewallPolicy | null
+  firewall?: () => SiteFirewallPolicy | null
   /**
    * The agent of a node restarted (its info's `instance` changed) and lost its forwards: the
    * runtime forgets those it knew (ClusterRuntime.forgetForwards), and the edge looks each site
@@ -119,7 +120,7 @@ export class NodeHealth {
       this.instances.set(node.id, info.instance)
       if (before !== undefined && before !== info.instance) void this.agentRestarted(node)
     }
-    if (this.d.firewall !== undefined && info.firewall !== undefined && !samePolicy(info.firewall, this.d.firewall)) void this.sendFirewall(node, now)
+    if (this.d.firewall !== undefined && info.firewall !== undefined && !samePolicy(info.firewall, this.d.firewall())) void this.sendFirewall(node, now)
     if (back) {
       this.unreachable.delete(node.id)
       this.d.nodes.setState(node.id, ['down'], 'active')
@@ -144,16 +145,17 @@ export class NodeHealth {
   private async sendFirewall(node: StoredNode, now: number): Promise<void> {
     if (now - (this.firewallSent.get(node.id) ?? -Infinity) < FIREWALL_RETRY_MS) return
     this.firewallSent.set(node.id, now)
+    const policy = this.d.firewall!()
     try {
       const res = await this.d.link.fetch(node, '/v1/firewall', {
         method: 'PUT',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ policy: this.d.firewall }),
+        body: JSON.stringify({ policy }),
         signal: AbortSignal.timeout(ASK_TIMEOUT_MS * 10),
       })
       if (!res.ok) throw new Error(`HTTP ${res.status}: ${await res.text()}`)
       const { state } = await res.json() as { state: string | null }
-      this.d.log.info('gave a node the control plane\'s site firewall policy', { node: node.id, name: node.name, pool: this.d.firewall?.pool ?? null, found: state })
+      this.d.log.info('gave a node the control plane\'s site firewall policy', { node: node.id, name: node.name, pool: policy?.pool ?? null, found: state })
       this.firewallSent.delete(node.id)
     } catch (err) {
       this.d.log.warn('could not give a node the site firewall policy; trying again in 30 s', { node: node.id, name: node.name, error: (err as Error).message })
@@ -196,6 +198,6 @@ export class NodeHealth {
 
 /** True when two site firewall policies make the same rules (an absent field and null are the same). */
 export function samePolicy(a: SiteFirewallPolicy | null | undefined, b: SiteFirewallPolicy | null | undefined): boolean {
-  const canonical = (p: SiteFirewallPolicy | null | undefined) => (p ? JSON.stringify([p.pool, p.publicEdge, p.guardedHost ?? null, p.closedPorts ?? null]) : 'null')
+  const canonical = (p: SiteFirewallPolicy | null | undefined) => (p ? JSON.stringify([p.pool, p.publicEdge, p.guardedHost ?? null, p.closedPorts ?? null, p.blockedHosts ?? null]) : 'null')
   return canonical(a) === canonical(b)
 }

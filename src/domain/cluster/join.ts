@@ -53,8 +53,11 @@ export interface JoinOptions {
   controlAddress: string
   /** cluster.join_token_minutes. */
   tokenMinutes: number
-  /** The site firewall every node keeps (JoinAnswer.firewall); null when containers.firewall = false. */
-  firewall: SiteFirewallPolicy | null
+  /**
+   * The site firewall every node keeps (JoinAnswer.firewall); null when containers.firewall =
+   * false. A function is read at each join (the policy follows the nodes).
+   */
+  firewall: SiteFirewallPolicy | null | (() => SiteFirewallPolicy | null)
 }
 
 /**
@@ -124,7 +127,7 @@ export class JoinService {
       swarmToken,
       managerAddress: this.o.controlAddress,
       controlAddress: this.o.controlAddress,
-      firewall: this.o.firewall,
+      firewall: typeof this.o.firewall === 'function' ? this.o.firewall() : this.o.firewall,
     }
   }
 

@@ -20,6 +20,19 @@ export class SiteFirewallKeeper {
   constructor(private deps: { firewall: SiteFirewall | null; log: Logger }) {}
 
   private tail: Promise<unknown> = Promise.resolve()
+  /** The policy of the last pass (JSON); a keeping pass runs again as soon as it changes. */
+  private keptPolicy: string | null = null
+
+  /**
+   * A pass when the policy changed since the last one (a cluster's node joined, was removed or
+   * moved its agent port: the rules follow the nodes); cheap otherwise, so berth serve calls it
+   * with every node health round (2 s). Null when nothing changed.
+   */
+  keepIfChanged(): Promise<FirewallCheck | null> {
+    const firewall = this.deps.firewall
+    if (!firewall || this.keptPolicy === null || JSON.stringify(firewall.policy) === this.keptPolicy) return Promise.resolve(null)
+    return this.keep()
+  }
 
   /**
    * Checks and restores the rules; never throws. Returns the check before any change, or null
@@ -38,7 +51,9 @@ export class SiteFirewallKeeper {
       if (first) log.warn(`the site firewall is off (containers.firewall = false): ${EXPOSED}`)
       return null
     }
-    const pool = firewall.policy.pool
+    const policy = firewall.policy
+    const pool = policy.pool
+    this.keptPolicy = JSON.stringify(policy)
     try {
       const before = await firewall.ensure()
       if (this.lastFailure !== null) log.info('the site firewall works again', { tool: firewall.tool, pool })

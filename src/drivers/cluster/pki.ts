@@ -58,6 +58,50 @@ export function readControlTls(dataDir: string): ControlTls | null {
   return { nodeCa: read('node-ca.pem'), cert: read('control.pem'), key: read('control.key') }
 }
 
+/**
+ * The join listener's certificate (`{dataDir}/cluster/join.pem`, its key join.key): self-signed,
+ * ECDSA P-256, made once by `berth serve` (ClusterPki.open). Nodes do not check it against a CA:
+ * `berth nodes token` prints its SHA-256 and `berth node join --fingerprint` pins it, so a node
+ * sends its token only to the control plane that holds this key, and trusts only its answer.
+ */
+export interface JoinTls {
+  cert: string
+  key: string
+  /** SHA-256 of the certificate's DER, lower-case hex. */
+  fingerprint: string
+}
+
+/** The join listener's certificate of the data folder, or null before berth serve made it. */
+export function readJoinTls(dataDir: string): JoinTls | null {
+  const dir = join(dataDir, 'cluster')
+  if (!existsSync(join(dir, 'join.pem'))) return null
+  const cert = readFileSync(join(dir, 'join.pem'), 'utf8')
+  return { cert, key: readFileSync(join(dir, 'join.key'), 'utf8'), fingerprint: certificateFingerprint(cert) }
+}
+
+/** Makes the join listener's certificate unless it is there (a PKI made before it had none). */
+async function ensureJoinCert(dir: string): Promise<void> {
+  if (existsSync(join(dir, 'join.pem'))) return
+  const keys = (await crypto.subtle.generateKey(KEY_ALGORITHM, true, ['sign', 'verify'])) as CryptoKeyPair
+  const now = Date.now()
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: randomSerial(),
+    name: 'CN=Berth cluster join',
+    notBefore: new Date(now - 3600_000),
+    notAfter: new Date(now + CA_DAYS * DAY_MS),
+    signingAlgorithm: SIGNING,
+    keys,
+    extensions: [
+      // Its own trust anchor: the joining node gives it to TLS as the only CA, once its pin matched.
+      new x509.BasicConstraintsExtension(true, 0, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyCertSign, true),
+      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+    ],
+  })
+  writePrivateFile(join(dir, 'join.key'), await exportPrivateKey(keys.privateKey))
+  writePrivateFile(join(dir, 'join.pem'), cert.toString('pem'))
+}
+
 export class ClusterPki {
   private constructor(
     readonly dir: string,
@@ -70,6 +114,7 @@ export class ClusterPki {
   static async open(dataDir: string): Promise<ClusterPki> {
     const dir = join(dataDir, 'cluster')
     await ensurePki(dir)
+    await ensureJoinCert(dir)
     const read = (name: string) => readFileSync(join(dir, name), 'utf8')
     const nodeCaPem = read('node-ca.pem')
     const nodeCaKey = await importPrivateKey(read('node-ca.key'))
@@ -77,6 +122,11 @@ export class ClusterPki {
       cert: read('control.pem'),
       key: read('control.key'),
     })
+  }
+
+  /** The join listener's certificate and key, and the fingerprint nodes pin. */
+  joinTls(): JoinTls {
+    return readJoinTls(join(this.dir, '..'))!
   }
 
   /** What the control plane presents to the agents and checks them with (NodeLink). */

@@ -216,7 +216,7 @@ describe('nodeFirewallPolicyOf', () => {
 
   it('guards the control plane\'s private address, open on the edge\'s ports only, with the pool and no public edge', () => {
     expect(policyOf({ BERTH_CLUSTER_ADDRESS: '10.0.0.1', BERTH_TLS_LISTEN: '0.0.0.0:443', BERTH_SERVER_LISTEN: '0.0.0.0:80', BERTH_DNS_PUBLIC_IPV4: '203.0.113.10' }))
-      .toEqual({ pool: '10.231.0.0/16', publicEdge: null, guardedHost: { address: '10.0.0.1', openPorts: [80, 443] }, closedPorts: { tcp: [2377, 7710, 7711, 7946], udp: [4789, 7946] } })
+      .toEqual({ pool: '10.231.0.0/16', publicEdge: null, guardedHost: { address: '10.0.0.1', openPorts: [80, 443] }, closedPorts: { tcp: [2377, 7710, 7711, 7946], udp: [4789, 7946] }, blockedHosts: [] })
     expect(policyOf({ BERTH_CLUSTER_ADDRESS: '10.0.0.1' })?.guardedHost).toEqual({ address: '10.0.0.1', openPorts: [8080] })
   })
 

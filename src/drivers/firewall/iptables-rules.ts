@@ -15,7 +15,9 @@ import type { FirewallCheck, SiteFirewallPolicy } from './types'
  * - `BERTH-FWD-<pool>`, from DOCKER-USER (FORWARD where Docker made none): traffic routed through
  *   the host to link-local addresses, 169.254.0.0/16, where clouds answer instance metadata and
  *   credentials, to the policy's closed ports at any address (a cluster's Swarm and agent ports),
- *   and to the policy's guarded host (a node's control plane) but for TCP to its open ports.
+ *   to the policy's guarded host (a node's control plane) but for TCP to its open ports, and to
+ *   its blocked hosts (a cluster's nodes: their forwards take the control plane's address, which
+ *   a site on the control plane leaves with).
  *   Replies to connections made into the sites pass first. Everything else returns to Docker's
  *   own rules (the outside world passes).
  *
@@ -93,6 +95,7 @@ export function desiredRules(policy: SiteFirewallPolicy, forwardHook: string): D
     [...REPLIES, '-j', 'RETURN'],
     ...closedPortRules(policy.closedPorts ?? null),
     ...guardedHostRules(policy.guardedHost ?? null),
+    ...(policy.blockedHosts ?? []).map((address) => ['-d', `${address}/32`, ...REJECT]),
     ['-d', LINK_LOCAL, ...REJECT],
   ]
   const jumps = [
@@ -131,15 +134,25 @@ function guardedHostRules(guarded: SiteFirewallPolicy['guardedHost']): string[][
   ]
 }
 
+/** The most ports one `-m multiport --dports` takes. */
+export const MULTIPORT_MAX = 15
+
 /**
- * The forward rules that refuse the policy's closed ports (a cluster's: the Swarm's and the
- * agents') at any address. None without them, so the single box's rule set stays as it was.
+ * The forward rules that refuse the policy's closed ports (a cluster's: the Swarm's and every
+ * node's agent ports) at any address, MULTIPORT_MAX ports a rule. None without them, so the single
+ * box's rule set stays as it was.
  */
 function closedPortRules(closed: SiteFirewallPolicy['closedPorts']): string[][] {
   if (!closed) return []
-  return (['tcp', 'udp'] as const)
-    .filter((protocol) => closed[protocol].length > 0)
-    .map((protocol) => ['-p', protocol, '-m', 'multiport', '--dports', closed[protocol].join(','), ...REJECT])
+  return (['tcp', 'udp'] as const).flatMap((protocol) =>
+    chunks(closed[protocol], MULTIPORT_MAX).map((ports) => ['-p', protocol, '-m', 'multiport', '--dports', ports.join(','), ...REJECT]),
+  )
+}
+
+function chunks<T>(list: T[], size: number): T[][] {
+  const out: T[][] = []
+  for (let i = 0; i < list.length; i += size) out.push(list.slice(i, i + size))
+  return out
 }
 
 /** `rule` with `-m comment --comment {comment}` before its target (`-j`). */

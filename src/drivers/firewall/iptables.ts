@@ -12,7 +12,16 @@ export const LOCK_WAIT = '10'
 export class IptablesFirewall implements SiteFirewall {
   readonly tool = 'iptables'
 
-  constructor(readonly policy: SiteFirewallPolicy, private commands = { iptables: 'iptables', restore: 'iptables-restore' }) {}
+  private readonly policyNow: () => SiteFirewallPolicy
+
+  /** `policy`: fixed, or read at each call (a cluster's control plane: its rules follow the nodes). */
+  constructor(policy: SiteFirewallPolicy | (() => SiteFirewallPolicy), private commands = { iptables: 'iptables', restore: 'iptables-restore' }) {
+    this.policyNow = typeof policy === 'function' ? policy : () => policy
+  }
+
+  get policy(): SiteFirewallPolicy {
+    return this.policyNow()
+  }
 
   async check(): Promise<FirewallCheck> {
     const listing = await this.list()
@@ -20,11 +29,12 @@ export class IptablesFirewall implements SiteFirewall {
   }
 
   async ensure(): Promise<FirewallCheck> {
+    const policy = this.policy
     const listing = await this.list()
-    const before = this.compare(listing)
+    const before = this.compare(listing, policy)
     if (before.state === 'in_place') return before
-    await this.restore(replaceScript(listing, desiredRules(this.policy, forwardHookOf(listing)), this.policy.pool))
-    const after = await this.check()
+    await this.restore(replaceScript(listing, desiredRules(policy, forwardHookOf(listing)), policy.pool))
+    const after = this.compare(await this.list(), policy)
     if (after.state !== 'in_place') throw new FirewallError(`${this.tool} took the rules but they are not in place: ${after.problems.join('; ')}`)
     return before
   }
@@ -36,8 +46,8 @@ export class IptablesFirewall implements SiteFirewall {
     return true
   }
 
-  private compare(listing: Listing): FirewallCheck {
-    return { ...compareRules(listing, desiredRules(this.policy, forwardHookOf(listing)), this.policy.pool), tool: this.tool }
+  private compare(listing: Listing, policy = this.policy): FirewallCheck {
+    return { ...compareRules(listing, desiredRules(policy, forwardHookOf(listing)), policy.pool), tool: this.tool }
   }
 
   /** The filter table, every chain. */

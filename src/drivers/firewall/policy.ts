@@ -17,9 +17,9 @@ export function parseFirewallPolicy(value: unknown): ParsedPolicy {
   if (value === null) return { policy: null }
   const fail = (param: string, error: string): ParsedPolicy => ({ param, error })
   if (!isObject(value)) return fail('policy', 'must be an object or null')
-  const unknown = Object.keys(value).find((k) => !['pool', 'publicEdge', 'guardedHost', 'closedPorts'].includes(k))
+  const unknown = Object.keys(value).find((k) => !['pool', 'publicEdge', 'guardedHost', 'closedPorts', 'blockedHosts'].includes(k))
   if (unknown) return fail(`policy.${unknown}`, 'is not a field of a firewall policy')
-  const { pool, publicEdge, guardedHost, closedPorts } = value
+  const { pool, publicEdge, guardedHost, closedPorts, blockedHosts } = value
   if (typeof pool !== 'string' || !isIpv4Cidr(pool)) return fail('policy.pool', 'must be an IPv4 network in CIDR form, such as 10.231.0.0/16')
   const policy: SiteFirewallPolicy = { pool, publicEdge: null }
   if (publicEdge !== null && publicEdge !== undefined) {
@@ -33,6 +33,10 @@ export function parseFirewallPolicy(value: unknown): ParsedPolicy {
   if (closedPorts !== undefined) {
     if (closedPorts !== null && (!isObject(closedPorts) || !isPortList(closedPorts.tcp) || !isPortList(closedPorts.udp))) return fail('policy.closedPorts', 'must be null or { tcp: [1-65535, ...], udp: [1-65535, ...] }')
     policy.closedPorts = closedPorts === null ? null : { tcp: closedPorts.tcp as number[], udp: closedPorts.udp as number[] }
+  }
+  if (blockedHosts !== undefined) {
+    if (blockedHosts !== null && !isAddressList(blockedHosts)) return fail('policy.blockedHosts', `must be null or a list of IPv4 addresses in ascending order, at most ${MAX_HOSTS}`)
+    policy.blockedHosts = blockedHosts === null ? null : (blockedHosts as string[])
   }
   return { policy }
 }
@@ -54,6 +58,16 @@ function isIpv4Cidr(v: string): boolean {
   }
 }
 
+/** The most blocked hosts a policy holds (one rule each): nodes of a cluster. */
+const MAX_HOSTS = 4096
+
+/** IPv4 addresses, ascending by their numeric value, once each. */
+function isAddressList(v: unknown): v is string[] {
+  if (!Array.isArray(v) || v.length > MAX_HOSTS || !v.every(isIpv4)) return false
+  const numbers = v.map((a) => ipaddr.IPv4.parse(a).toByteArray().reduce((n, b) => n * 256 + b, 0))
+  return numbers.every((n, i) => i === 0 || n > numbers[i - 1]!)
+}
+
 function isPortList(v: unknown): v is number[] {
-  return Array.isArray(v) && v.length <= 64 && v.every((p, i) => Number.isInteger(p) && p >= 1 && p <= 65535 && (i === 0 || p > v[i - 1]))
+  return Array.isArray(v) && v.length <= 1024 && v.every((p, i) => Number.isInteger(p) && p >= 1 && p <= 65535 && (i === 0 || p > v[i - 1]))
 }

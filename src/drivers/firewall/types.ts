@@ -27,6 +27,14 @@ export interface SiteFirewallPolicy {
    * connection as coming from its box. Ascending, once each. Absent or null on the single box.
    */
   closedPorts?: { tcp: number[]; udp: number[] } | null
+  /**
+   * Addresses the sites' routed traffic may not reach at all: in a cluster, every node's private
+   * address (its agent, engine pass-through and site forwards, and whatever else listens there).
+   * A node's forwards accept the control plane's address only, and a site on the control plane
+   * leaves masqueraded as that very address: only this rule tells the edge's connections from a
+   * site's. Ascending, once each. Absent or null on the single box.
+   */
+  blockedHosts?: string[] | null
 }
 
 /** How the host's rules compare with the policy. */

@@ -32,11 +32,12 @@ http {
   keepalive_timeout 65;
   client_max_body_size 64m;
 
-  # Only Berth's edge proxy reaches this port (site networks are closed to each other), and it
-  # appends the visitor's address to X-Forwarded-For; without real_ip_recursive nginx takes that
-  # last address, not one a visitor wrote into the header.
-  set_real_ip_from 0.0.0.0/0;
-  real_ip_header X-Forwarded-For;
+  # X-Forwarded-For is believed from Berth's edge only: the address it connects from, this
+  # container's gateway (on one box the host's end of the site's network; on a cluster's node the
+  # agent's forward, which the kernel masquerades as that same address). berth-start writes it
+  # here at each start. Anyone else's header is ignored, and the connection's own address logged.
+  # The edge sets the header to the visitor's address, dropping what the visitor sent.
+  include /tmp/berth-real-ip.conf;
 
   server {
     listen 8080 default_server;
@@ -134,6 +135,17 @@ if [[ $limit =~ ^[0-9]+$ ]]; then
   (( children > 32 )) && children=32
 fi
 export PHP_FPM_MAX_CHILDREN=$children
+# The edge's address as this container sees it: the default route's gateway (/proc/net/route,
+# little-endian hex). nginx believes X-Forwarded-For from it alone; none without a route.
+gateway=
+while read -r _ destination via _; do
+  if [[ $destination == 00000000 && $via =~ ^[0-9A-Fa-f]{8}$ && $via != 00000000 ]]; then gateway=$via; break; fi
+done < /proc/net/route
+if [[ -n $gateway ]]; then
+  printf 'set_real_ip_from %d.%d.%d.%d;\nreal_ip_header X-Forwarded-For;\n' 0x\${gateway:6:2} 0x\${gateway:4:2} 0x\${gateway:2:2} 0x\${gateway:0:2} > /tmp/berth-real-ip.conf
+else
+  : > /tmp/berth-real-ip.conf
+fi
 if [[ -n \${BERTH_SSH:-} ]]; then
   # StrictModes wants ~/.ssh private to the user; the host key is made once, on the volume.
   mkdir -p /home/site/.ssh/host && chmod 700 /home/site/.ssh /home/site/.ssh/host

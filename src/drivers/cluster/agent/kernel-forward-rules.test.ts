@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { isIpv4 } from '../../../lib/ip'
 import { compareRules, compareTagged, desiredRules, parseListing, removeTaggedScript, replaceTaggedScript } from '../../firewall/iptables-rules'
-import { ACCEPT_CHAIN, desiredForwardRules, DNAT_CHAIN, FORWARDS_TAG, swapScript, type KernelForward } from './kernel-forward-rules'
+import { ACCEPT_CHAIN, desiredForwardRules, DNAT_CHAIN, FORWARDS_TAG, SNAT_CHAIN, swapScript, type KernelForward } from './kernel-forward-rules'
 
 const ENDS = { node: '10.0.0.2', control: '10.0.0.1' }
 const SHOP: KernelForward = { slug: 'shop', port: 41000, target: { address: '10.231.0.2', port: 8080 } }
@@ -19,22 +19,31 @@ const DOCKER_FILTER = ['-P FORWARD DROP', '-N DOCKER-USER', '-N BERTH-FWD-10.231
 const natWith = (prerouting = [`-A PREROUTING -s 10.0.0.1/32 -d 10.0.0.2/32 -p tcp -m comment --comment "${C}" -j ${DNAT_CHAIN}`]) => [
   ...DOCKER_NAT.slice(0, 3),
   `-N ${DNAT_CHAIN}`,
+  `-N ${SNAT_CHAIN}`,
   ...prerouting,
   DOCKER_NAT[3]!,
+  `-A POSTROUTING -s 10.0.0.1/32 -p tcp -m comment --comment "${C}" -j ${SNAT_CHAIN}`,
   DOCKER_NAT[4]!,
   `-A ${DNAT_CHAIN} -s 10.0.0.1/32 -d 10.0.0.2/32 -p tcp -m tcp --dport 39000 -m comment --comment "${C}" -j DNAT --to-destination 10.231.0.18:8080`,
   `-A ${DNAT_CHAIN} -s 10.0.0.1/32 -d 10.0.0.2/32 -p tcp -m tcp --dport 41000 -m comment --comment "${C}" -j DNAT --to-destination 10.231.0.2:8080`,
+  `-A ${SNAT_CHAIN} -s 10.0.0.1/32 -d 10.231.0.18/32 -p tcp -m tcp --dport 8080 -m conntrack --ctstate DNAT --ctorigdst 10.0.0.2/32 --ctorigdstport 39000 -m comment --comment "${C}" -j MASQUERADE`,
+  `-A ${SNAT_CHAIN} -s 10.0.0.1/32 -d 10.231.0.2/32 -p tcp -m tcp --dport 8080 -m conntrack --ctstate DNAT --ctorigdst 10.0.0.2/32 --ctorigdstport 41000 -m comment --comment "${C}" -j MASQUERADE`,
 ].join('\n')
 
 describe('the kernel forwards as iptables rules', () => {
-  it('rewrites the control address\'s connections to each forward port towards its container, and accepts only those', () => {
+  it('rewrites the control address\'s connections to each forward port towards its container, from the node\'s gateway there, and accepts only those', () => {
     expect(C).toMatch(/^berth:node-forwards:[0-9a-f]{8}$/)
     expect(replaceTaggedScript('nat', parseListing(DOCKER_NAT.join('\n')), rules.nat, FORWARDS_TAG)).toBe([
       '*nat',
       `:${DNAT_CHAIN} - [0:0]`,
+      `:${SNAT_CHAIN} - [0:0]`,
       `-A ${DNAT_CHAIN} -s 10.0.0.1/32 -d 10.0.0.2/32 -p tcp --dport 39000 -m comment --comment ${C} -j DNAT --to-destination 10.231.0.18:8080`,
       `-A ${DNAT_CHAIN} -s 10.0.0.1/32 -d 10.0.0.2/32 -p tcp --dport 41000 -m comment --comment ${C} -j DNAT --to-destination 10.231.0.2:8080`,
+      // The container sees the edge's connection from its gateway, as on one box: the only address its nginx trusts X-Forwarded-For from.
+      `-A ${SNAT_CHAIN} -s 10.0.0.1/32 -d 10.231.0.18/32 -p tcp --dport 8080 -m conntrack --ctstate DNAT --ctorigdst 10.0.0.2/32 --ctorigdstport 39000 -m comment --comment ${C} -j MASQUERADE`,
+      `-A ${SNAT_CHAIN} -s 10.0.0.1/32 -d 10.231.0.2/32 -p tcp --dport 8080 -m conntrack --ctstate DNAT --ctorigdst 10.0.0.2/32 --ctorigdstport 41000 -m comment --comment ${C} -j MASQUERADE`,
       `-I PREROUTING 1 -s 10.0.0.1/32 -d 10.0.0.2/32 -p tcp -m comment --comment ${C} -j ${DNAT_CHAIN}`,
+      `-I POSTROUTING 1 -s 10.0.0.1/32 -p tcp -m comment --comment ${C} -j ${SNAT_CHAIN}`,
       'COMMIT',
       '',
     ].join('\n'))
@@ -81,11 +90,14 @@ describe('the kernel forwards as iptables rules', () => {
   it('with no forwards keeps its chains empty; its removal takes the jump and chain away, and only them', () => {
     const none = desiredForwardRules(ENDS, [], 'DOCKER-USER')
     expect(none.nat.chains[0]!.rules).toEqual([])
-    expect(removeTaggedScript('nat', parseListing(natWith()), FORWARDS_TAG, [DNAT_CHAIN])).toBe([
+    expect(removeTaggedScript('nat', parseListing(natWith()), FORWARDS_TAG, [DNAT_CHAIN, SNAT_CHAIN])).toBe([
       '*nat',
       `-D PREROUTING -s 10.0.0.1/32 -d 10.0.0.2/32 -p tcp -m comment --comment "${C}" -j ${DNAT_CHAIN}`,
+      `-D POSTROUTING -s 10.0.0.1/32 -p tcp -m comment --comment "${C}" -j ${SNAT_CHAIN}`,
       `-F ${DNAT_CHAIN}`,
+      `-F ${SNAT_CHAIN}`,
       `-X ${DNAT_CHAIN}`,
+      `-X ${SNAT_CHAIN}`,
       'COMMIT',
       '',
     ].join('\n'))
@@ -96,15 +108,18 @@ describe('the kernel forwards as iptables rules', () => {
     const moved = desiredForwardRules(ENDS, [BLOG, { ...SHOP, target: { address: '10.231.0.3', port: 8080 } }], 'DOCKER-USER')
     const M = moved.comment
     const script = swapScript(rules, moved)!.split('\n')
-    expect(script.slice(0, 6)).toEqual([
+    expect(script.slice(0, 7)).toEqual([
       '*nat',
       `:${DNAT_CHAIN} - [0:0]`,
+      `:${SNAT_CHAIN} - [0:0]`,
       `-D PREROUTING -s 10.0.0.1/32 -d 10.0.0.2/32 -p tcp -m comment --comment ${C} -j ${DNAT_CHAIN}`,
+      `-D POSTROUTING -s 10.0.0.1/32 -p tcp -m comment --comment ${C} -j ${SNAT_CHAIN}`,
       `-A ${DNAT_CHAIN} -s 10.0.0.1/32 -d 10.0.0.2/32 -p tcp --dport 39000 -m comment --comment ${M} -j DNAT --to-destination 10.231.0.18:8080`,
       `-A ${DNAT_CHAIN} -s 10.0.0.1/32 -d 10.0.0.2/32 -p tcp --dport 41000 -m comment --comment ${M} -j DNAT --to-destination 10.231.0.3:8080`,
-      `-I PREROUTING 1 -s 10.0.0.1/32 -d 10.0.0.2/32 -p tcp -m comment --comment ${M} -j ${DNAT_CHAIN}`,
     ])
-    expect(script.slice(6, 9)).toEqual(['COMMIT', '*filter', `:${ACCEPT_CHAIN} - [0:0]`])
+    expect(script).toContain(`-I PREROUTING 1 -s 10.0.0.1/32 -d 10.0.0.2/32 -p tcp -m comment --comment ${M} -j ${DNAT_CHAIN}`)
+    expect(script).toContain(`-I POSTROUTING 1 -s 10.0.0.1/32 -p tcp -m comment --comment ${M} -j ${SNAT_CHAIN}`)
+    expect(script.slice(script.indexOf('*filter') - 1, script.indexOf('*filter') + 2)).toEqual(['COMMIT', '*filter', `:${ACCEPT_CHAIN} - [0:0]`])
     expect(script).toContain(`-D DOCKER-USER -s 10.0.0.1/32 -p tcp -m comment --comment ${C} -j ${ACCEPT_CHAIN}`)
     expect(script).toContain(`-I DOCKER-USER 1 -s 10.0.0.1/32 -p tcp -m comment --comment ${M} -j ${ACCEPT_CHAIN}`)
     expect(script.slice(-2)).toEqual(['COMMIT', ''])

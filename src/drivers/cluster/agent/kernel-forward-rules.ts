@@ -12,6 +12,11 @@ import { withComment, type DesiredRules } from '../../firewall/iptables-rules'
  *   address to the node's address on the forward's port is sent to the site's container
  *   (`DNAT --to-destination CIP:CPORT`). Any other source finds no rule and reaches the agent's
  *   listener on that port, which refuses it (or relays, when the rules could not be set).
+ * - `BERTH-NODE-SNAT` (nat table), from POSTROUTING: per forward, the connections those rules
+ *   rewrote leave for the container masqueraded as the node's address on the site's network (its
+ *   gateway), as the agent's relay's and the single box's edge's do. So a site container sees the
+ *   edge's connections from one address, its gateway, wherever it runs, and trusts forwarded
+ *   headers from that address only (image-php.ts).
  * - `BERTH-NODE-ACCEPT` (filter table), from DOCKER-USER (FORWARD where Docker made none): per
  *   forward, accepts the new connections those rules rewrote (`--ctorigdst` the node's address,
  *   `--ctorigdstport` the forward's port) towards the container; Docker's FORWARD would drop them
@@ -23,6 +28,7 @@ import { withComment, type DesiredRules } from '../../firewall/iptables-rules'
  */
 
 export const DNAT_CHAIN = 'BERTH-NODE-DNAT'
+export const SNAT_CHAIN = 'BERTH-NODE-SNAT'
 export const ACCEPT_CHAIN = 'BERTH-NODE-ACCEPT'
 /** The start of every comment of ours. */
 export const FORWARDS_TAG = 'berth:node-forwards:'
@@ -53,18 +59,27 @@ export function desiredForwardRules(ends: ForwardEnds, forwards: KernelForward[]
   const control = `${ends.control}/32`
   const sorted = [...forwards].sort((a, b) => a.port - b.port)
   const dnat = sorted.map((f) => ['-s', control, '-d', node, '-p', 'tcp', '--dport', String(f.port), '-j', 'DNAT', '--to-destination', `${f.target.address}:${f.target.port}`])
+  const snat = sorted.map((f) => [
+    '-s', control, '-d', `${f.target.address}/32`, '-p', 'tcp', '--dport', String(f.target.port),
+    '-m', 'conntrack', '--ctstate', 'DNAT', '--ctorigdst', node, '--ctorigdstport', String(f.port), '-j', 'MASQUERADE',
+  ])
   const accept = sorted.map((f) => [
     '-s', control, '-d', `${f.target.address}/32`, '-p', 'tcp', '--dport', String(f.target.port),
     '-m', 'conntrack', '--ctstate', 'NEW', '--ctorigdst', node, '--ctorigdstport', String(f.port), '-j', 'ACCEPT',
   ])
   const natJump = { from: 'PREROUTING', rule: ['-s', control, '-d', node, '-p', 'tcp', '-j', DNAT_CHAIN] }
+  const snatJump = { from: 'POSTROUTING', rule: ['-s', control, '-p', 'tcp', '-j', SNAT_CHAIN] }
   const filterJump = { from: forwardHook, rule: ['-s', control, '-p', 'tcp', '-j', ACCEPT_CHAIN] }
-  const digest = createHash('sha256').update(JSON.stringify({ dnat, accept, natJump, filterJump })).digest('hex').slice(0, 8)
+  const digest = createHash('sha256').update(JSON.stringify({ dnat, snat, accept, natJump, snatJump, filterJump })).digest('hex').slice(0, 8)
   const comment = `${FORWARDS_TAG}${digest}`
   const tagged = (rule: string[]) => withComment(rule, comment)
   return {
     comment,
-    nat: { comment, chains: [{ name: DNAT_CHAIN, rules: dnat.map(tagged) }], jumps: [{ from: natJump.from, rule: tagged(natJump.rule) }] },
+    nat: {
+      comment,
+      chains: [{ name: DNAT_CHAIN, rules: dnat.map(tagged) }, { name: SNAT_CHAIN, rules: snat.map(tagged) }],
+      jumps: [natJump, snatJump].map((j) => ({ from: j.from, rule: tagged(j.rule) })),
+    },
     filter: { comment, chains: [{ name: ACCEPT_CHAIN, rules: accept.map(tagged) }], jumps: [{ from: filterJump.from, rule: tagged(filterJump.rule) }] },
   }
 }

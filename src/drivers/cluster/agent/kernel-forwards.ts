@@ -4,7 +4,7 @@ import { compareTagged, forwardHookOf, parseListing, removeTaggedScript, replace
 import { LOCK_WAIT, runTool } from '../../firewall/iptables'
 import type { FirewallCheck } from '../../firewall/types'
 import {
-  ACCEPT_CHAIN, desiredForwardRules, DNAT_CHAIN, FORWARDS_TAG, forwardHookOfRules, swapScript, type ForwardEnds, type ForwardRules, type KernelForward,
+  ACCEPT_CHAIN, desiredForwardRules, DNAT_CHAIN, SNAT_CHAIN, FORWARDS_TAG, forwardHookOfRules, swapScript, type ForwardEnds, type ForwardRules, type KernelForward,
 } from './kernel-forward-rules'
 
 /** What is lost while the rules are not in place, said with every warning. */
@@ -61,7 +61,7 @@ export class KernelForwards {
       if (this.unusable) return
       try {
         const [nat, filter] = await Promise.all([this.list('nat'), this.list('filter')])
-        const script = [removeTaggedScript('nat', nat, FORWARDS_TAG, [DNAT_CHAIN]), removeTaggedScript('filter', filter, FORWARDS_TAG, [ACCEPT_CHAIN])].filter((s) => s !== null).join('')
+        const script = [removeTaggedScript('nat', nat, FORWARDS_TAG, [DNAT_CHAIN, SNAT_CHAIN]), removeTaggedScript('filter', filter, FORWARDS_TAG, [ACCEPT_CHAIN])].filter((s) => s !== null).join('')
         if (script) await this.restore(script)
       } catch (err) {
         this.o.log.warn('could not remove the kernel forwards', { error: (err as Error).message })

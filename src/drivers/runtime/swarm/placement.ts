@@ -33,12 +33,19 @@ export function chooseNode(nodes: NodeCapacity[], memoryMb: number, except: stri
 /**
  * The nodes as placement weighs them: the control node (always active, `controlMemoryBytes`)
  * first, then the store's nodes, each with the memory limits of the services `placed` on it.
+ * With `engineMemory` (Swarm node id → the memory its engine reported to the Swarm's manager,
+ * Description.Resources.MemoryBytes), a node counts the smaller of that and what it reported
+ * itself at its join and since: a node cannot pull sites to it by claiming memory its engine does
+ * not have, and one the Swarm does not know counts none.
  */
-export function nodeCapacities(controlMemoryBytes: number, nodes: ClusterNode[], placed: { nodeId: string; memoryBytes: number }[]): NodeCapacity[] {
+export function nodeCapacities(
+  controlMemoryBytes: number, nodes: ClusterNode[], placed: { nodeId: string; memoryBytes: number }[], engineMemory?: ReadonlyMap<string, number>,
+): NodeCapacity[] {
   const used = new Map<string, number>()
   for (const p of placed) used.set(p.nodeId, (used.get(p.nodeId) ?? 0) + p.memoryBytes)
+  const counted = (n: ClusterNode) => (engineMemory ? Math.min(n.memoryBytes, (n.swarmNodeId && engineMemory.get(n.swarmNodeId)) || 0) : n.memoryBytes)
   return [
     { id: CONTROL_NODE, state: 'active', memoryBytes: controlMemoryBytes, usedBytes: used.get(CONTROL_NODE) ?? 0 },
-    ...nodes.map((n) => ({ id: n.id, state: n.state, memoryBytes: n.memoryBytes, usedBytes: used.get(n.id) ?? 0 })),
+    ...nodes.map((n) => ({ id: n.id, state: n.state, memoryBytes: counted(n), usedBytes: used.get(n.id) ?? 0 })),
   ]
 }

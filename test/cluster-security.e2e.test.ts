@@ -1,0 +1,178 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ClusterPki, readJoinTls } from '../src/drivers/cluster/pki'
+import { api } from './helpers/binary'
+import { buyDirect, viaEdge, waitForSite } from './helpers/purchase'
+import { startLab, waitFor, type Lab } from './lab/cluster-lab'
+import { leftovers } from './lab/lab-host'
+import { joinNode, startControlPlane, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
+
+/**
+ * The cluster's security (issue 36, items 3 and 4) on the two-node lab (test/lab), with the
+ * compiled control plane in A (containers.firewall on) and node B joined with `--port 7810`:
+ *
+ * - a site on the control plane leaves with the control plane's address, the very address B's
+ *   forwards accept: the control plane's site firewall must refuse it at every node address;
+ * - a node joined with --port has its own agent ports closed to sites, whatever the address;
+ * - berth/php believes X-Forwarded-For from the edge's address only;
+ * - `berth node join` talks only to the control plane whose certificate the token's command pins.
+ */
+// BERTH_LAB_NAME runs a second copy beside another worktree's (lab names are exclusive on a machine).
+const LAB_NAME = process.env.BERTH_LAB_NAME ?? 'clsec'
+/** B's agent port: not cluster.agent_port (7710), as a node joined with --port. */
+const B_PORT = 7810
+let lab: Lab
+let control: ControlPlane
+let b: JoinedNode
+interface Bought { slug: string; key: string }
+let attacker: Bought
+let victim: Bought
+
+beforeAll(async () => {
+  lab = await startLab(LAB_NAME)
+  control = await startControlPlane(lab, { firewall: true })
+  b = await joinNode(lab, control, 'B', { port: B_PORT })
+  // The first site goes to the control plane, the second (PHP) to B, the freer node.
+  attacker = await buy('atk', 'svc_starter_monthly')
+  victim = await buy('vic', 'svc_business_monthly')
+}, 300_000)
+
+afterAll(async () => {
+  await control?.berth.stop().catch(() => {})
+  await lab?.stop()
+  expect(leftovers(LAB_NAME)).toEqual([])
+}, 60_000)
+
+async function buy(stem: string, sku: string): Promise<Bought> {
+  const slug = `${stem}${Math.random().toString(36).slice(2, 6)}`
+  const key = (await buyDirect(control.url, { slug, sku })).data.api_key as string
+  expect(await waitForSite(control.url, key, slug, 150_000)).toBe('active')
+  return { slug, key }
+}
+
+async function containerOn(node: 'A' | 'B', slug: string): Promise<string> {
+  return waitFor(`the container of ${slug} on ${node}`, 60_000, async () => (await lab.docker(node, 'ps', '-q', '--filter', `label=dev.berth.site-slug=${slug}`, '--filter', 'status=running')).split('\n')[0])
+}
+
+/** The forward ports B's agent opened (its kernel rules: one DNAT per site's forward). */
+async function forwardPorts(): Promise<number[]> {
+  const nat = (await lab.exec('B', ['iptables', '-t', 'nat', '-S', 'BERTH-NODE-DNAT'])).stdout
+  return [...nat.matchAll(/--dport (\d+)/g)].map((m) => Number(m[1]))
+}
+
+/** The victim's access log lines that name `path` (its nginx's, ~/logs/access.log, through the API). */
+async function accessLines(path: string): Promise<string[]> {
+  const res = await api(control.url, 'GET', `/sites/${victim.slug}/logs/?type=access&search=${encodeURIComponent(path)}`, { key: victim.key })
+  expect(res.status, res.text).toBe(200)
+  return res.json.data.lines as string[]
+}
+
+describe('sites cannot reach other tenants on nodes', () => {
+  it('places the sites as the test needs them: one on the control plane, the PHP one on B', async () => {
+    const { json } = await control.cli(['nodes', 'list', '--json'])
+    const nodes = (json.nodes ?? json) as { id: string; sites: string[] }[]
+    expect(nodes.find((n) => n.sites.includes(attacker.slug))?.id).toBe('control')
+    expect(nodes.find((n) => n.sites.includes(victim.slug))?.id).toBe(b.id)
+  })
+
+  it('refuses a site on the control plane at every forward port of a node, while the edge serves the site behind it', async () => {
+    expect((await viaEdge(control.url, victim.slug)).status).toBe(200)
+    const ports = await waitFor('B\'s forwards', 30_000, async () => ((await forwardPorts()).length > 0 ? forwardPorts() : undefined))
+    // The control plane's firewall follows the node list: B's address is blocked for its sites.
+    await waitFor('B\'s address blocked on the control plane', 15_000, async () =>
+      new RegExp(`-A BERTH-FWD-\\S+ -d ${lab.address('B').replaceAll('.', '\\.')}/32 .*-j REJECT`).test((await lab.exec('A', ['iptables', '-S'])).stdout))
+    const site = await containerOn('A', attacker.slug)
+    const started = performance.now()
+    const probe = await lab.docker('A', 'exec', site, 'sh', '-c',
+      `for p in ${[...ports, B_PORT, B_PORT + 1].join(' ')}; do printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 5 ${lab.address('B')} $p; echo "port $p: $?"; done 2>&1`)
+    // Refused at once (icmp-admin-prohibited), never answered: before, the forwards answered other tenants' pages.
+    expect(probe.match(/No route to host/g), probe).toHaveLength(ports.length + 2)
+    expect(probe).not.toMatch(/HTTP\/1\.[01] \d{3}/)
+    expect(performance.now() - started).toBeLessThan(5000)
+    // The edge still reaches the site through that same forward.
+    expect((await viaEdge(control.url, victim.slug)).status).toBe(200)
+  })
+
+  it('closes the agent ports of a node joined with --port to every site, at any address', async () => {
+    // B's rules carry its own ports (sent by the control plane within seconds of the join).
+    await waitFor('B\'s ports closed in B\'s own policy', 15_000, async () => (await lab.exec('B', ['iptables', '-S'])).stdout.includes(`${B_PORT},${B_PORT + 1}`))
+    // Another box (the host, on its link with A) listening on B's agent ports and on another:
+    // the site on the control plane is refused the first two at once, and reaches the third.
+    const accepted: number[] = []
+    const listeners = [B_PORT, B_PORT + 1, 0].map((port) => Bun.listen({ hostname: lab.hostSideAddress('A'), port, socket: { open: (s) => { accepted.push(s.localPort); s.end() }, data() {} } }))
+    try {
+      const other = listeners[2]!.port
+      const site = await containerOn('A', attacker.slug)
+      const probe = await lab.docker('A', 'exec', site, 'sh', '-c',
+        `for p in ${B_PORT} ${B_PORT + 1} ${other}; do nc -w 5 ${lab.hostSideAddress('A')} $p </dev/null; echo "port $p: $?"; done 2>&1`)
+      expect(probe.match(/No route to host/g), probe).toHaveLength(2)
+      expect(probe).toContain(`port ${other}: 0`)
+      expect(accepted).toEqual([other])
+    } finally {
+      listeners.forEach((l) => l.stop(true))
+    }
+  })
+
+  it('logs the connection\'s own address, not a forwarded header, from anyone but the edge', async () => {
+    const site = await containerOn('B', victim.slug)
+    const address = (await lab.docker('B', 'inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', site)).trim()
+    // Through the edge: the visitor's own address, whatever it wrote into the header.
+    const viaTheEdge = `/via-edge-${Date.now()}`
+    // (berth/php answers every path with its index.php: 200.)
+    expect((await fetch(`${control.url}${viaTheEdge}`, { headers: { host: `${victim.slug}.localhost:${new URL(control.url).port}`, 'x-forwarded-for': '203.0.113.66' } })).status).toBe(200)
+    // From another party on B (its private address, not the site network's gateway), straight to the container.
+    const direct = `/direct-${Date.now()}`
+    const curl = await lab.exec('B', ['curl', '-sS', '-o', '/dev/null', '-w', '%{http_code}', '--interface', lab.address('B'), '-H', 'X-Forwarded-For: 203.0.113.77', `http://${address}:8080${direct}`])
+    expect(curl.stdout).toBe('200')
+    const lines = await waitFor('both requests in the access log', 15_000, async () => {
+      const [edge, other] = await Promise.all([accessLines(viaTheEdge), accessLines(direct)])
+      return edge.length > 0 && other.length > 0 ? { edge: edge.at(-1)!, other: other.at(-1)! } : undefined
+    })
+    // The edge's header is believed (it comes from the gateway, through B's forward): the visitor's own address.
+    expect(lines.edge.split(' ')[0], lines.edge).toBe(lab.hostSideAddress('A'))
+    expect(lines.other.split(' ')[0], lines.other).toBe(lab.address('B'))
+  })
+})
+
+describe('the node join authenticates the control plane', () => {
+  it('refuses a fake control plane answering the join URL: a clear message, nothing sent to it, nothing written on the node', async () => {
+    const { token, fingerprint } = await control.joinCommand()
+    expect(fingerprint).toBe(`sha256:${readJoinTls(control.dataDir)!.fingerprint}`)
+    // Another Berth's join certificate: what an impostor on the private network would show.
+    const fakeDir = mkdtempSync(join(tmpdir(), 'berth-fake-control-'))
+    const received: string[] = []
+    let server: ReturnType<typeof Bun.serve> | undefined
+    try {
+      await ClusterPki.open(fakeDir)
+      const fake = readJoinTls(fakeDir)!
+      server = Bun.serve({ hostname: lab.hostSideAddress('B'), port: 0, tls: { cert: fake.cert, key: fake.key }, async fetch(request) {
+        received.push(await request.text())
+        return Response.json({ nodeId: 'node_fake', certificate: fake.cert, clientCa: fake.cert, swarmToken: 'x', managerAddress: lab.hostSideAddress('B'), controlAddress: lab.hostSideAddress('B'), firewall: null })
+      } })
+      const data = join(lab.root, 'b', 'fake-join')
+      const joined = await lab.exec('B', [control.binary, 'node', 'join', `https://${lab.hostSideAddress('B')}:${server.port}`, '--token', token, '--fingerprint', fingerprint,
+        '--address', lab.address('B'), '--name', 'impostor', '--data', data, '--docker-socket', lab.dockerSocket('B'), '--no-systemd'], { allowFailure: true })
+      expect(joined.code, joined.stdout).toBe(1)
+      expect(joined.stderr).toContain('not the control plane\'s')
+      expect(joined.stderr).toContain('Nothing was sent to it')
+      expect(received).toEqual([])
+      expect((await lab.exec('B', ['ls', data], { allowFailure: true })).code).not.toBe(0)
+      // The token was never spent: the real control plane still takes it (checked without joining: its state).
+      const { json } = await control.cli(['nodes', 'list', '--json'])
+      expect(((json.nodes ?? json) as { name: string }[]).map((n) => n.name)).not.toContain('impostor')
+    } finally {
+      server?.stop(true)
+      rmSync(fakeDir, { recursive: true, force: true })
+    }
+  })
+
+  it('refuses a join over plain HTTP on the API listener, saying where joins are taken', async () => {
+    const res = await fetch(`${control.url}/cluster/v1/join`, { method: 'POST', body: '{}' })
+    expect(res.status).toBe(426)
+    const body = await res.json() as { error: { code: string; message: string } }
+    expect(body.error.code).toBe('join_needs_tls')
+    expect(body.error.message).toContain(`https://${lab.address('A')}:7709`)
+  })
+})
