@@ -147,8 +147,8 @@ describe('a box whose engine was killed, evacuated, removed and joined again', (
     await b.agent.kill()
     await lab.startEngine('B')
     rmSync(b.dataDir, { recursive: true, force: true })
-    const token2 = await control.joinToken()
-    const refused = await lab.exec('B', [control.binary, 'node', 'join', control.joinUrl, '--token', token2, '--address', lab.address('B'),
+    const join2 = await control.joinCommand()
+    const refused = await lab.exec('B', [control.binary, 'node', 'join', join2.url, '--token', join2.token, '--fingerprint', join2.fingerprint, '--address', lab.address('B'),
       '--port', String(AGENT_PORT), '--name', 'lab-b2', '--docker-socket', lab.dockerSocket('B'), '--data', b.dataDir, '--no-systemd'], { allowFailure: true })
     expect(refused.code, refused.stdout + refused.stderr).toBe(1)
     expect(refused.stderr).toContain('moby#37087')
