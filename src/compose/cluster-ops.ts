@@ -73,7 +73,7 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement): NodeOps {
     repo,
     nodes: new NodesService({
       nodes: repo, placement, sites, plans, transfer, clock, log,
-      control: { address: config.cluster.address, memoryBytes: totalmem(), cpus: cpus().length },
+      control: { address: config.cluster.address, memoryBytes: totalmem(), cpus: cpus().length, publicAddress: config.ssh.host },
     }),
     mover: new SiteMover({ sites, nodes: repo, placement, transfer, clock, log }),
   }

@@ -47,7 +47,8 @@ const FIREWALL_RETRY_MS = 30_000
  * that fails for DOWN_AFTER_MS turns `down` (logged): its sites show `recovering` in the API
  * and the edge answers them with its "being brought back" page without trying. When it answers
  * again it is `active` again (a draining node stays draining; its reachability is kept here),
- * with its capacity and last_seen_at updated.
+ * with its capacity and last_seen_at updated. A node that joined is `joining` until its agent
+ * first answers (placement skips it meanwhile), then `active`; it is never `down` before.
  */
 export class NodeHealth {
   /** Per unreachable node: since when it fails. */
@@ -95,6 +96,8 @@ export class NodeHealth {
     const since = this.failing.get(node.id) ?? now
     this.failing.set(node.id, since)
     if (this.unreachable.has(node.id)) return
+    // A node that never answered stays joining (placement skips it): it was never up, so not down.
+    if (node.state === 'joining') return
     // A node the store already has down (this process just started) is not given 6 s more.
     if (node.state !== 'down' && now - since < (this.d.downAfterMs ?? DOWN_AFTER_MS)) return
     this.unreachable.set(node.id, [])
@@ -120,6 +123,9 @@ export class NodeHealth {
       if (before !== undefined && before !== info.instance) void this.agentRestarted(node)
     }
     if (this.d.firewall !== undefined && info.firewall !== undefined && !samePolicy(info.firewall, this.d.firewall)) void this.sendFirewall(node, now)
+    if (node.state === 'joining' && this.d.nodes.setState(node.id, ['joining'], 'active')) {
+      this.d.log.info('a joined node answered for the first time: it is active, sites may be placed there', { node: node.id, name: node.name, address: node.address })
+    }
     if (back) {
       this.unreachable.delete(node.id)
       this.d.nodes.setState(node.id, ['down'], 'active')
