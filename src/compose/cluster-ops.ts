@@ -19,6 +19,7 @@ import { OffsiteCopiesRepository } from '../domain/offsite/repository'
 import { SitesRepository } from '../domain/sites/repository'
 import type { SitesServiceDeps } from '../domain/sites/service'
 import { LocalArchiveStore } from '../drivers/archives/local'
+import { acceptsConnection } from '../drivers/runtime/first-answer'
 import type { NodeLink, Placement } from '../drivers/cluster/types'
 import type { SiteFirewallPolicy } from '../drivers/firewall/types'
 import { open } from '../drivers/offsite/age'
@@ -84,7 +85,10 @@ export function buildNodeHealth(
   s: Pick<Services, 'store' | 'clock' | 'log' | 'runner'>,
   cluster: { placement: Placement; link: NodeLink; firewall?: SiteFirewallPolicy | null; forwardsLost?: (nodeId: string) => void },
 ): NodeHealth {
-  return new NodeHealth({ nodes: new NodesRepository(s.store), link: cluster.link, placement: cluster.placement, runner: s.runner, clock: s.clock, log: s.log, firewall: cluster.firewall, forwardsLost: cluster.forwardsLost })
+  return new NodeHealth({
+    nodes: new NodesRepository(s.store), link: cluster.link, placement: cluster.placement, runner: s.runner, clock: s.clock, log: s.log,
+    firewall: cluster.firewall, forwardsLost: cluster.forwardsLost, accepts: (endpoint) => acceptsConnection(endpoint),
+  })
 }
 
 /**
