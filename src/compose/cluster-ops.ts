@@ -8,7 +8,7 @@
  */
 import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { NodeHealth } from '../domain/cluster/health'
+import { NodeHealth, type NodeHealthDeps } from '../domain/cluster/health'
 import { SiteMover } from '../domain/cluster/move'
 import { NodesRepository } from '../domain/cluster/repository'
 import { NodesService } from '../domain/cluster/nodes'
@@ -83,11 +83,11 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement): NodeOps {
 /** The health monitor of `berth serve`; its `recovering()` feeds the sites' views (lateRecovering). */
 export function buildNodeHealth(
   s: Pick<Services, 'store' | 'clock' | 'log' | 'runner'>,
-  cluster: { placement: Placement; link: NodeLink; firewall?: SiteFirewallPolicy | null; forwardsLost?: (nodeId: string) => void },
+  cluster: { placement: Placement; link: NodeLink; firewall?: SiteFirewallPolicy | null; forwardsLost?: (nodeId: string) => void; accepts?: NodeHealthDeps['accepts'] },
 ): NodeHealth {
   return new NodeHealth({
     nodes: new NodesRepository(s.store), link: cluster.link, placement: cluster.placement, runner: s.runner, clock: s.clock, log: s.log,
-    firewall: cluster.firewall, forwardsLost: cluster.forwardsLost, accepts: (endpoint) => acceptsConnection(endpoint),
+    firewall: cluster.firewall, forwardsLost: cluster.forwardsLost, accepts: cluster.accepts ?? ((endpoint) => acceptsConnection(endpoint)),
   })
 }
 
