@@ -17,6 +17,7 @@ import { serveCommand } from './serve'
 import { accountsListCommand, accountsResumeCommand, accountsShowCommand, accountsSuspendCommand } from './accounts'
 import { sitesDeleteCommand, sitesListCommand, sitesMoveCommand, sitesResumeCommand, sitesShellCommand, sitesShowCommand, sitesSuspendCommand } from './sites'
 import { NODE_OPS_COMMANDS } from './nodes'
+import { nodesSetCommand } from './nodes-set'
 import { upgradeCommand } from './upgrade'
 import { versionCommand } from './version'
 
@@ -49,6 +50,7 @@ export const COMMANDS: Command[] = [
   offsiteStatusCommand,
   offsitePushCommand,
   ...NODE_OPS_COMMANDS,
+  nodesSetCommand,
   nodesTokenCommand,
   nodeJoinCommand,
   nodeServeCommand,

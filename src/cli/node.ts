@@ -1,4 +1,5 @@
 import { hostname } from 'node:os'
+import { publicAddressProblem } from '../domain/cluster/public-address'
 import { SiteFirewallKeeper } from '../domain/sites/firewall-keeper'
 import { KernelForwards } from '../drivers/cluster/agent/kernel-forwards'
 import { startAgent } from '../drivers/cluster/agent/server'
@@ -26,7 +27,7 @@ const FIREWALL_CHECK_MS = 30_000
 export const nodeJoinCommand: Command = {
   path: ['node', 'join'],
   summary: 'Join this box to a Berth cluster as a node: its certificate, the Swarm, and the berth-node service.',
-  usage: 'berth node join URL --token T --fingerprint sha256:HEX --address ADDR [--port 7710] [--name NAME] [--data DIR] [--docker-socket PATH] [--no-systemd] [--json]',
+  usage: 'berth node join URL --token T --fingerprint sha256:HEX --address ADDR [--public-address HOST] [--port 7710] [--name NAME] [--data DIR] [--docker-socket PATH] [--no-systemd] [--json]',
   description: [
     'Run as root on the new box, with Docker running and this binary on it. URL is the control',
     'plane\'s join listener, https://{cluster.address}:{cluster.join_port} (berth nodes token prints the',
@@ -35,7 +36,9 @@ export const nodeJoinCommand: Command = {
     'is refused before the token or anything else is sent to it, and nothing is written here. ADDR is',
     'this box\'s address on the private network: the',
     'agent, the engine pass-through (port + 1), the sites\' SSH ports and their forwards listen there,',
-    'and the Swarm is joined advertising it.',
+    'and the Swarm is joined advertising it. HOST (optional) is where the internet reaches this box:',
+    'the SSH view of its sites gives it (berth nodes set NODE --public-address HOST gives it later).',
+    'The node is joining until its agent first answers the control plane; no site is placed before.',
     '',
     'In order: makes this node\'s key and certificate request (the key never leaves the box), posts the',
     'join (the control plane signs the certificate, pinned from then on by its fingerprint), writes',
@@ -54,6 +57,7 @@ export const nodeJoinCommand: Command = {
     token: { type: 'string', value: 'T', help: 'The join token from berth nodes token on the control plane (required).' },
     fingerprint: { type: 'string', value: 'sha256:HEX', help: 'The control plane\'s join certificate\'s SHA-256, as berth nodes token prints it (required): the join trusts that certificate only.' },
     address: { type: 'string', value: 'ADDR', help: 'This box\'s IP address on the private network (required).' },
+    'public-address': { type: 'string', value: 'HOST', help: 'Where the internet reaches this box (an IP address or a host name): the host its sites\' SSH view gives.' },
     port: { type: 'string', value: 'PORT', help: `The agent's port on ADDR; the engine pass-through takes the next one (default ${DEFAULT_AGENT_PORT}).` },
     name: { type: 'string', value: 'NAME', help: 'The name berth nodes list shows (default: this box\'s host name).' },
     data: { type: 'string', value: 'DIR', help: `Where the node's identity and certificates are kept (default ${DEFAULT_NODE_DATA}).` },
@@ -62,7 +66,7 @@ export const nodeJoinCommand: Command = {
     ...COMMON_OPTIONS,
   },
   examples: [
-    'berth node join https://10.0.0.1:7709 --token bnj_... --fingerprint sha256:3f9a... --address 10.0.0.2',
+    'berth node join https://10.0.0.1:7709 --token bnj_... --fingerprint sha256:3f9a... --address 10.0.0.2 --public-address 203.0.113.7',
     'berth node join https://10.0.0.1:7709 --token bnj_... --fingerprint sha256:3f9a... --address 10.0.0.2 --data /srv/berth-node --no-systemd --json',
   ],
   async run(ctx) {
@@ -78,6 +82,8 @@ export const nodeJoinCommand: Command = {
     const dockerSocket = (v['docker-socket'] as string | undefined) ?? DOCKER_SOCKET
     const files = new NodeFiles((v.data as string | undefined) ?? DEFAULT_NODE_DATA)
     const name = (v.name as string | undefined) ?? hostname()
+    const publicAddress = v['public-address'] as string | undefined
+    if (publicAddress !== undefined && publicAddressProblem(publicAddress)) throw new UsageError(`--public-address: ${publicAddressProblem(publicAddress)}`)
     let identity: NodeIdentity
     if (files.joined) {
       identity = files.identity()
@@ -88,7 +94,7 @@ export const nodeJoinCommand: Command = {
       // The join went through but the Swarm's did not (the last run stopped in between): go on from there.
       ctx.out.info(`${files.dir} holds node ${identity.nodeId}, not in the Swarm yet; joining it (the token is not needed again)`)
     } else {
-      const joined = await joinControlPlane(ctx, files, { url, token, fingerprint, name, address, agentPort, dockerSocket })
+      const joined = await joinControlPlane(ctx, files, { url, token, fingerprint, name, address, publicAddress, agentPort, dockerSocket })
       if (typeof joined === 'number') return joined
       identity = joined
     }
@@ -230,7 +236,7 @@ class KeptNodeFirewall implements NodeFirewall {
 async function joinControlPlane(
   ctx: CommandContext,
   files: NodeFiles,
-  o: { url: string; token: string; fingerprint: string; name: string; address: string; agentPort: number; dockerSocket: string },
+  o: { url: string; token: string; fingerprint: string; name: string; address: string; publicAddress?: string; agentPort: number; dockerSocket: string },
 ): Promise<NodeIdentity | number> {
   // Whoever answers the URL must show the control plane's certificate before anything is
   // written here or sent there (the token included).
@@ -252,7 +258,7 @@ async function joinControlPlane(
   files.writeKey(keyPem)
   let answer
   try {
-    answer = await postJoin(o.url, o.fingerprint, { token: o.token, csr: csrPem, name: o.name, address: o.address, agentPort: o.agentPort, memoryBytes: engine.memoryBytes, cpus: engine.cpus })
+    answer = await postJoin(o.url, o.fingerprint, { token: o.token, csr: csrPem, name: o.name, address: o.address, agentPort: o.agentPort, memoryBytes: engine.memoryBytes, cpus: engine.cpus, ...(o.publicAddress ? { publicAddress: o.publicAddress } : {}) })
   } catch (err) {
     if (err instanceof NotTheControlPlaneError) {
       ctx.out.error(`the join was refused here: ${err.message}`)

@@ -40,7 +40,9 @@ export const nodesListCommand: Command = {
   usage: 'berth nodes list [--json] [--data-dir DIR] [--config FILE]',
   description: [
     'One line per node: its id (control for the control plane itself), name, private address,',
-    'state (active; draining: no new site goes there; down: its agent has not answered for 6 s;',
+    'public address (the host its sites\' SSH view gives: berth nodes set; ssh.host for the control',
+    'plane), state (joining: its agent has not answered yet, no site goes there; active; draining:',
+    'no new site goes there; down: its agent has not answered for 6 s;',
     'removed: its certificate is refused), the memory its sites plans take of its memory, its',
     'processors, when its agent last answered, and its sites. --json prints every field.',
     '',
@@ -209,9 +211,9 @@ const GIB = 1024 ** 3
 
 function nodesTable(list: NodeView[]): string {
   return table(
-    ['NODE', 'NAME', 'ADDRESS', 'STATE', 'MEMORY USED', 'CPUS', 'LAST SEEN', 'SITES'],
+    ['NODE', 'NAME', 'ADDRESS', 'PUBLIC ADDRESS', 'STATE', 'MEMORY USED', 'CPUS', 'LAST SEEN', 'SITES'],
     list.map((n) => [
-      n.id, n.name, n.address || '-', n.state,
+      n.id, n.name, n.address || '-', n.public_address ?? '-', n.state,
       `${(n.used_memory_bytes / GIB).toFixed(1)}/${(n.capacity.memory_bytes / GIB).toFixed(1)} GiB`,
       String(n.capacity.cpus), n.id === 'control' ? '-' : shortTime(n.last_seen_at),
       n.sites.length ? n.sites.join(',') : '-',

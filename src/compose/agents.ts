@@ -50,10 +50,16 @@ export function buildAgents(core: Core, needs: AgentsNeeds): Agents {
   }
 }
 
-/** The address of the node a site runs on, or null on the control plane's own box (compose/cluster.ts). */
-function nodeAddressOf(cluster: ClusterCore): (slug: string) => Promise<string | null> {
+/**
+ * Where the node a site runs on is reached from the internet (its public address, else its
+ * private one with a warning), or null on the control plane's own box (compose/cluster.ts).
+ */
+function nodeAddressOf(cluster: ClusterCore): (slug: string) => Promise<{ host: string; warning: string | null } | null> {
   return async (slug) => {
-    const node = await cluster.runtime.nodeOf(slug)
-    return node && node !== CONTROL_NODE ? cluster.nodes.find(node)?.address ?? null : null
+    const id = await cluster.runtime.nodeOf(slug)
+    const node = id && id !== CONTROL_NODE ? cluster.nodes.find(id) : null
+    if (!node) return null
+    if (node.publicAddress) return { host: node.publicAddress, warning: null }
+    return { host: node.address, warning: `The server this site runs on (${node.name}) has no public address set: ${node.address} is its address on the hoster's private network, which only reaches it from there. Ask the hoster to set one (berth nodes set ${node.id} --public-address ADDR).` }
   }
 }

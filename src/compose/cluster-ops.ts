@@ -8,7 +8,7 @@
  */
 import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { NodeHealth } from '../domain/cluster/health'
+import { NodeHealth, type NodeHealthDeps } from '../domain/cluster/health'
 import { SiteMover } from '../domain/cluster/move'
 import { NodesRepository } from '../domain/cluster/repository'
 import { NodesService } from '../domain/cluster/nodes'
@@ -19,6 +19,7 @@ import { OffsiteCopiesRepository } from '../domain/offsite/repository'
 import { SitesRepository } from '../domain/sites/repository'
 import type { SitesServiceDeps } from '../domain/sites/service'
 import { LocalArchiveStore } from '../drivers/archives/local'
+import { acceptsConnection } from '../drivers/runtime/first-answer'
 import type { ClusterNode, NodeLink, Placement } from '../drivers/cluster/types'
 import type { SiteFirewallPolicy } from '../drivers/firewall/types'
 import { open } from '../drivers/offsite/age'
@@ -74,7 +75,7 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (nod
     repo,
     nodes: new NodesService({
       nodes: repo, placement, sites, plans, transfer, clock, log, mover, answers,
-      control: { address: config.cluster.address, memoryBytes: totalmem(), cpus: cpus().length },
+      control: { address: config.cluster.address, memoryBytes: totalmem(), cpus: cpus().length, publicAddress: config.ssh.host },
     }),
     mover,
   }
@@ -99,9 +100,12 @@ export function agentAnswers(link: Pick<NodeLink, 'fetch'>): (node: ClusterNode)
 /** The health monitor of `berth serve`; its `recovering()` feeds the sites' views (lateRecovering). */
 export function buildNodeHealth(
   s: Pick<Services, 'store' | 'clock' | 'log' | 'runner'>,
-  cluster: { placement: Placement; link: NodeLink; firewall?: SiteFirewallPolicy | null | (() => SiteFirewallPolicy | null); forwardsLost?: (nodeId: string) => void },
+  cluster: { placement: Placement; link: NodeLink; firewall?: SiteFirewallPolicy | null | (() => SiteFirewallPolicy | null); forwardsLost?: (nodeId: string) => void; accepts?: NodeHealthDeps['accepts'] },
 ): NodeHealth {
-  return new NodeHealth({ nodes: new NodesRepository(s.store), link: cluster.link, placement: cluster.placement, runner: s.runner, clock: s.clock, log: s.log, firewall: policyReader(cluster.firewall), forwardsLost: cluster.forwardsLost })
+  return new NodeHealth({
+    nodes: new NodesRepository(s.store), link: cluster.link, placement: cluster.placement, runner: s.runner, clock: s.clock, log: s.log,
+    firewall: policyReader(cluster.firewall), forwardsLost: cluster.forwardsLost, accepts: cluster.accepts ?? ((endpoint) => acceptsConnection(endpoint)),
+  })
 }
 
 /**

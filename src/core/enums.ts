@@ -108,6 +108,9 @@ export const AUDIT_ACTORS = ['key', 'admin'] as const
 /** Whom it ran as inside the container: the site user (uid 1000), or root (the admin's `--user root`). */
 export const AUDIT_RUN_AS = ['site', 'root'] as const
 
-/** A cluster node's state (drivers/cluster/types.ts): `down` is set when its agent stops answering. */
-export const NODE_STATES = ['active', 'draining', 'down', 'removed'] as const
+/**
+ * A cluster node's state (drivers/cluster/types.ts): `joining` from the join until its agent
+ * first answers (placement skips it), `down` is set when its agent stops answering.
+ */
+export const NODE_STATES = ['joining', 'active', 'draining', 'down', 'removed'] as const
 export type NodeState = (typeof NODE_STATES)[number]

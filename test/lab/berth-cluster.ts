@@ -179,8 +179,23 @@ export async function joinNode(lab: Lab, control: ControlPlane, node: LabNode = 
     },
   }
   await waitForAgent(lab, node, result.agent, opts.port)
+  await waitForActive(control, id)
   result.joinMs = performance.now() - started
   return result
+}
+
+/** Waits until berth serve's health monitor saw the joined node's agent answer (joining → active), 15 s at most. */
+async function waitForActive(control: ControlPlane, id: string): Promise<void> {
+  const deadline = Date.now() + 15_000
+  let last = ''
+  while (Date.now() < deadline) {
+    const list = await control.cli(['nodes', 'list', '--json'])
+    const state = (list.json as { id: string; state: string }[] | undefined)?.find((n) => n.id === id)?.state
+    if (state && state !== 'joining') return
+    last = `${state ?? 'not listed'}: ${list.stdout}${list.stderr}`
+    await Bun.sleep(200)
+  }
+  throw new Error(`node ${id} was still not active 15 s after its agent listened (${last})`)
 }
 
 /** Waits until the agent accepts TCP connections on the node's private address (the host routes there), 15 s at most. */

@@ -39,7 +39,8 @@ describe('node health', () => {
     await c.pin(slug, 'node_b')
     const up = new Set(['node_a', 'node_b'])
     const link = linkDouble(up)
-    const health = buildNodeHealth(c.h.services, { placement: c.runtime, link })
+    // A lost node: its sites' forwards take no connection either (health-served.test.ts has the other case).
+    const health = buildNodeHealth(c.h.services, { placement: c.runtime, link, accepts: async () => false })
     late.set(health)
     const status = async (s: string, k: string) => (await c.h.call('GET', `/api/v1/sites/${s}/`, { key: k })).json.data.status
 
@@ -84,7 +85,8 @@ describe('node health', () => {
     c.repo.setState('node_a', ['active'], 'draining')
     c.repo.setState('node_b', ['active'], 'removed', c.h.clock.now())
     const link = linkDouble(new Set())
-    const health = buildNodeHealth(c.h.services, { placement: c.runtime, link })
+    // A lost node: its sites' forwards take no connection either (health-served.test.ts has the other case).
+    const health = buildNodeHealth(c.h.services, { placement: c.runtime, link, accepts: async () => false })
     late.set(health)
     for (let t = 0; t <= DOWN_AFTER_MS; t += HEALTH_INTERVAL_MS) {
       await health.tick()
@@ -101,7 +103,7 @@ describe('node health', () => {
     const { slug } = await c.buy('hr')
     await c.pin(slug, 'node_b')
     c.repo.setState('node_b', ['active'], 'down')
-    const health = buildNodeHealth(c.h.services, { placement: c.runtime, link: linkDouble(new Set(['node_a'])) })
+    const health = buildNodeHealth(c.h.services, { placement: c.runtime, link: linkDouble(new Set(['node_a'])), accepts: async () => false })
     late.set(health)
     await health.tick()
     expect([...health.recovering()]).toEqual([slug])

@@ -1,5 +1,6 @@
 import type { AgentInfo, NodeLink, Placement } from '../../drivers/cluster/types'
 import type { SiteFirewallPolicy } from '../../drivers/firewall/types'
+import type { SiteEndpoint } from '../../drivers/runtime/types'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { SiteRunner } from '../sites/runner'
@@ -19,7 +20,14 @@ export interface NodeHealthDeps {
   link: Pick<NodeLink, 'fetch'>
   placement: Pick<Placement, 'placements'>
   /** The edge learns at once that a down node's sites do not answer, and asks again when it is back. */
-  runner: Pick<SiteRunner, 'markDown' | 'markStarted'>
+  runner: Pick<SiteRunner, 'markDown' | 'markStarted' | 'knownEndpoint'>
+  /**
+   * Whether a site's endpoint still takes connections (drivers/runtime/first-answer.ts
+   * acceptsConnection): a node's kernel forwards outlive its agent, so the sites of a node whose
+   * agent does not answer are asked this each round, and those that take connections keep
+   * serving. Without it, every site of a down node shows recovering.
+   */
+  accepts?: (endpoint: SiteEndpoint) => Promise<boolean>
   clock: Clock
   log: Logger
   downAfterMs?: number
@@ -48,14 +56,17 @@ const FIREWALL_RETRY_MS = 30_000
  * that fails for DOWN_AFTER_MS turns `down` (logged): its sites show `recovering` in the API
  * and the edge answers them with its "being brought back" page without trying. When it answers
  * again it is `active` again (a draining node stays draining; its reachability is kept here),
- * with its capacity and last_seen_at updated.
+ * with its capacity and last_seen_at updated. A node that joined is `joining` until its agent
+ * first answers (placement skips it meanwhile), then `active`; it is never `down` before.
  */
 export class NodeHealth {
   /** Per unreachable node: since when it fails. */
   private failing = new Map<string, number>()
-  /** Nodes found down in this process, and the sites they ran when found so. */
+  /** Nodes found down in this process, and those of their sites marked down (recovering). */
   private unreachable = new Map<string, string[]>()
   private recoveringSlugs = new Set<string>()
+  /** Sites of unreachable nodes that still take connections (through the node's kernel forwards): they keep serving. */
+  private servedSlugs = new Set<string>()
   private generation = 0
   private running: Promise<void> | null = null
   private seenWritten = new Map<string, number>()
@@ -96,6 +107,8 @@ export class NodeHealth {
     const since = this.failing.get(node.id) ?? now
     this.failing.set(node.id, since)
     if (this.unreachable.has(node.id)) return
+    // A node that never answered stays joining (placement skips it): it was never up, so not down.
+    if (node.state === 'joining') return
     // A node the store already has down (this process just started) is not given 6 s more.
     if (node.state !== 'down' && now - since < (this.d.downAfterMs ?? DOWN_AFTER_MS)) return
     this.unreachable.set(node.id, [])
@@ -121,6 +134,9 @@ export class NodeHealth {
       if (before !== undefined && before !== info.instance) void this.agentRestarted(node)
     }
     if (this.d.firewall !== undefined && info.firewall !== undefined && !samePolicy(info.firewall, this.d.firewall())) void this.sendFirewall(node, now)
+    if (node.state === 'joining' && this.d.nodes.setState(node.id, ['joining'], 'active')) {
+      this.d.log.info('a joined node answered for the first time: it is active, sites may be placed there', { node: node.id, name: node.name, address: node.address })
+    }
     if (back) {
       this.unreachable.delete(node.id)
       this.d.nodes.setState(node.id, ['down'], 'active')
@@ -176,23 +192,48 @@ export class NodeHealth {
     }
   }
 
-  /** The sites of the unreachable nodes, from the Swarm's placements; the edge stops trying them. */
+  /** The sites of down nodes that still serve through the nodes' kernel forwards, though their agents do not answer. */
+  servedWithoutAgent(): ReadonlySet<string> {
+    return this.servedSlugs
+  }
+
+  /**
+   * The sites of the unreachable nodes, from the Swarm's placements. Each that still takes
+   * connections at its known endpoint (the node's kernel forward, which outlives its agent, to
+   * its running container) keeps serving, asked again every round; the others are marked down
+   * (the edge stops trying them, their view shows recovering) until their node answers again.
+   */
   private async refreshRecovering(): Promise<void> {
     const next = new Set<string>()
+    const served = new Set<string>()
     if (this.unreachable.size > 0) {
       const placed = await this.d.placement.placements()
       for (const [id, known] of this.unreachable) {
         const slugs = [...placed].filter(([, node]) => node === id).map(([slug]) => slug)
-        for (const slug of slugs) {
+        const down: string[] = []
+        await Promise.all(slugs.map(async (slug) => {
+          if (!known.includes(slug) && await this.stillServes(slug)) {
+            served.add(slug)
+            if (!this.servedSlugs.has(slug)) this.d.log.warn('a site of a node whose agent does not answer still serves, through the node\'s kernel forward', { site: slug, node: id })
+            return
+          }
           next.add(slug)
+          down.push(slug)
           if (!known.includes(slug)) this.d.runner.markDown(slug)
-        }
-        this.unreachable.set(id, slugs)
+        }))
+        this.unreachable.set(id, down)
       }
     }
+    this.servedSlugs = served
     if (next.size === this.recoveringSlugs.size && [...next].every((s) => this.recoveringSlugs.has(s))) return
     this.recoveringSlugs = next
     this.generation++
+  }
+
+  /** True when the site's known endpoint still takes connections (false when none is known, or no probe is given). */
+  private async stillServes(slug: string): Promise<boolean> {
+    const endpoint = this.d.runner.knownEndpoint(slug)
+    return endpoint && this.d.accepts ? this.d.accepts(endpoint).catch(() => false) : false
   }
 }
 

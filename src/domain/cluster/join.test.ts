@@ -32,7 +32,7 @@ describe('joining a node', () => {
     expect(answer.nodeId).toMatch(/^node_[0-9a-f]{12}$/)
     expect(answer.certificate).toContain('BEGIN CERTIFICATE')
     const node = repo.find(answer.nodeId)!
-    expect(node).toMatchObject({ name: 'worker-1', address: '10.0.0.2', agentPort: 7710, state: 'active', memoryBytes: 8 << 30, cpus: 4, swarmNodeId: null })
+    expect(node).toMatchObject({ name: 'worker-1', address: '10.0.0.2', agentPort: 7710, state: 'joining', memoryBytes: 8 << 30, cpus: 4, swarmNodeId: null })
     expect(node.certFingerprint).toMatch(/^[0-9a-f]{64}$/)
   })
 
@@ -90,7 +90,7 @@ describe('joining a node', () => {
     await expect(taken).rejects.toBeInstanceOf(NodeNameTakenError)
     await expect(taken).rejects.toMatchObject({ kind: 'conflict', field: 'name', message: expect.stringContaining('--name') })
     await expect(joins.join(request(token, { name: 'worker-9' }))).rejects.toMatchObject({ kind: 'conflict', field: 'address' })
-    repo.setState(first.nodeId, ['active'], 'removed', t.clock.now())
+    repo.setState(first.nodeId, ['joining', 'active'], 'removed', t.clock.now())
     await expect(joins.join(request(token))).resolves.toMatchObject({ controlAddress: '10.0.0.1' })
   })
 
@@ -99,7 +99,7 @@ describe('joining a node', () => {
     const first = await joins.join(request(joins.issueToken().token))
     const token = joins.issueToken().token
     for (const state of ['draining', 'down'] as const) {
-      repo.setState(first.nodeId, ['active', 'draining'], state)
+      repo.setState(first.nodeId, ['joining', 'active', 'draining'], state)
       await expect(joins.join(request(token, { address: '10.0.0.9' }))).rejects.toMatchObject({ kind: 'conflict', field: 'name', message: expect.stringContaining(state) })
       expect(repo.tokenUsable(hashToken(token), t.clock.now())).toBe(true)
     }

@@ -5,6 +5,7 @@ import type { SiteFirewallPolicy } from '../../drivers/firewall/types'
 import type { Clock } from '../../lib/clock'
 import { isIpAddress } from '../../lib/ip'
 import { conflict, DomainError, invalid } from '../errors'
+import { publicAddressProblem } from './public-address'
 import type { NodesRepository } from './repository'
 
 /** `bnj_` and 43 base64url characters: 256 random bits. */
@@ -85,7 +86,8 @@ export class JoinService {
   }
 
   /**
-   * Joins a node: throws InvalidJoinTokenError for a token that is unknown, used or expired
+   * Joins a node, recorded `joining` until its agent first answers (no site is placed on it
+   * before). Throws InvalidJoinTokenError for a token that is unknown, used or expired
    * (checked first, so that nothing else is said to a caller without one), an `invalid` error
    * naming the field for bad input, NodeNameTakenError for a name another node has (active,
    * draining or down; a removed node's name is free), a conflict for its address. The token
@@ -112,9 +114,11 @@ export class JoinService {
       name: req.name,
       address: req.address,
       agentPort: req.agentPort,
+      publicAddress: req.publicAddress ?? null,
       certFingerprint: signed.fingerprint,
       certSerial: signed.serial,
-      state: 'active',
+      // Placement skips it until its agent first answers the health monitor (health.ts).
+      state: 'joining',
       memoryBytes: req.memoryBytes,
       cpus: req.cpus,
       joinedAt: now,
@@ -138,6 +142,7 @@ export class JoinService {
     if (!Number.isInteger(req.agentPort) || req.agentPort < 1 || req.agentPort > 65534) throw invalid('agentPort', 'agentPort must be a TCP port from 1 to 65534 (the engine pass-through takes the next one).')
     if (!Number.isInteger(req.memoryBytes) || req.memoryBytes < 0) throw invalid('memoryBytes', 'memoryBytes must be a whole number of bytes, 0 or more.')
     if (!Number.isInteger(req.cpus) || req.cpus < 0) throw invalid('cpus', 'cpus must be a whole number, 0 or more.')
+    if (req.publicAddress != null && publicAddressProblem(req.publicAddress)) throw invalid('publicAddress', `publicAddress: ${publicAddressProblem(req.publicAddress)}`)
     if (typeof req.csr !== 'string' || req.csr.length === 0 || req.csr.length > MAX_CSR_CHARS) throw invalid('csr', 'csr must be a PEM certificate request (berth node join makes it).')
     this.refuseTakenName(req.name)
     const clash = this.repo.list({ live: true }).find((n) => n.address === req.address)

@@ -6,6 +6,7 @@ import type { SiteRow } from '../../store/schema'
 import { conflict, invalid, notFound } from '../errors'
 import type { PlansService } from '../plans/service'
 import type { SitesRepository } from '../sites/repository'
+import { publicAddressProblem } from './public-address'
 import type { NodesRepository, StoredNode } from './repository'
 import type { SiteTransfer } from './site-transfer'
 import type { SiteMover } from './move'
@@ -15,7 +16,7 @@ const MIB = 1024 * 1024
 const PAST: Record<string, string> = { drain: 'drained', undrain: 'undrained', remove: 'removed', evacuate: 'evacuated' }
 
 export interface NodesServiceDeps {
-  nodes: Pick<NodesRepository, 'list' | 'find' | 'setState'>
+  nodes: Pick<NodesRepository, 'list' | 'find' | 'setState' | 'setPublicAddress'>
   placement: Pick<Placement, 'placements' | 'choose' | 'removeSwarmNode'>
   sites: Pick<SitesRepository, 'listLive' | 'findLiveBySlug'>
   plans: Pick<PlansService, 'get'>
@@ -28,7 +29,7 @@ export interface NodesServiceDeps {
    */
   answers(node: StoredNode): Promise<boolean>
   /** The control plane as a node: config cluster.address, and its box's memory and processors. */
-  control: { address: string; memoryBytes: number; cpus: number }
+  control: { address: string; memoryBytes: number; cpus: number; publicAddress?: string | null }
   clock: Clock
   log: Logger
 }
@@ -56,7 +57,7 @@ export class NodesService {
     }
     const control = this.d.control
     return [
-      view({ id: CONTROL_NODE, name: CONTROL_NODE, address: control.address, state: 'active', capacity: { memory_bytes: control.memoryBytes, cpus: control.cpus }, joined_at: null, last_seen_at: null, removed_at: null }),
+      view({ id: CONTROL_NODE, name: CONTROL_NODE, address: control.address, public_address: control.publicAddress ?? null, state: 'active', capacity: { memory_bytes: control.memoryBytes, cpus: control.cpus }, joined_at: null, last_seen_at: null, removed_at: null }),
       ...this.d.nodes.list().map((n) => view(nodeFields(n))),
     ]
   }
@@ -68,6 +69,21 @@ export class NodesService {
   }
 
   /**
+   * Sets where the internet reaches the node (an IP address or a host name; null forgets it):
+   * the SSH view of its sites gives it as their host from then on. 422 (param `public_address`)
+   * for anything else, 404 for an unknown node, 422 for the control plane (its is ssh.host).
+   */
+  async setPublicAddress(id: string, value: string | null): Promise<NodeView> {
+    if (id === CONTROL_NODE) throw invalid('node', 'The control plane\'s public address is ssh.host in its config (berth.toml); give a node id from berth nodes list.')
+    this.requireNode(id)
+    const problem = value === null ? null : publicAddressProblem(value)
+    if (problem) throw invalid('public_address', `${problem[0]!.toUpperCase()}${problem.slice(1)}`)
+    this.d.nodes.setPublicAddress(id, value)
+    this.d.log.info('node public address set', { node: id, public_address: value })
+    return this.show(id)
+  }
+
+  /**
    * No new site is placed on the node from now on (Placement.choose skips it); the sites it runs
    * stay and keep serving, until moved. Idempotent. A removed node is refused (409).
    */
@@ -75,7 +91,7 @@ export class NodesService {
     const node = this.requireNode(id, 'drain')
     if (node.state === 'removed') throw conflict(`Node ${id} is removed; there is nothing to drain.`, 'node')
     if (node.state !== 'draining') {
-      this.d.nodes.setState(id, ['active', 'down'], 'draining')
+      this.d.nodes.setState(id, ['joining', 'active', 'down'], 'draining')
       this.d.log.info('node drained: no new site is placed there', { node: id, was: node.state })
     }
     return this.show(id)
@@ -133,7 +149,7 @@ export class NodesService {
       if (sites.length > 0) {
         throw conflict(`Node ${id} still runs ${sites.length} site(s) (${sites.join(', ')}): move them first (berth sites move SLUG --to NODE), or, if the node is lost, bring them back elsewhere with berth nodes evacuate ${id}.`, 'node')
       }
-      this.d.nodes.setState(id, ['active', 'draining', 'down'], 'removed', this.d.clock.now())
+      this.d.nodes.setState(id, ['joining', 'active', 'draining', 'down'], 'removed', this.d.clock.now())
       this.d.log.info('node removed: its certificate is refused from now on', { node: id })
       // Its Swarm node too: a box joined again is a new one, and the old would stay listed (down) for good.
       if (node.swarmNodeId) {
@@ -212,7 +228,7 @@ export class NodesService {
 
 function nodeFields(n: StoredNode): Omit<NodeView, 'sites' | 'used_memory_bytes'> {
   return {
-    id: n.id, name: n.name, address: n.address, state: n.state as NodeState,
+    id: n.id, name: n.name, address: n.address, public_address: n.publicAddress, state: n.state as NodeState,
     capacity: { memory_bytes: n.memoryBytes, cpus: n.cpus },
     joined_at: iso(n.joinedAt), last_seen_at: n.lastSeenAt === null ? null : iso(n.lastSeenAt), removed_at: n.removedAt === null ? null : iso(n.removedAt),
   }

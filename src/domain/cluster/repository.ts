@@ -5,14 +5,17 @@ import { nodeJoinTokens, nodes, type NodeRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 
 /** A node as the join records it. */
-export type NewNode = Omit<NodeRow, 'lastSeenAt' | 'removedAt' | 'swarmNodeId'> & { swarmNodeId?: string | null; lastSeenAt?: number | null }
+export type NewNode = Omit<NodeRow, 'lastSeenAt' | 'removedAt' | 'swarmNodeId' | 'publicAddress'> & { swarmNodeId?: string | null; lastSeenAt?: number | null; publicAddress?: string | null }
 
-/** A node row as the cluster's contract names it (drivers/cluster/types.ts), with when it was removed. */
-export type StoredNode = ClusterNode & { removedAt: number | null }
+/**
+ * A node row as the cluster's contract names it (drivers/cluster/types.ts), with when it was
+ * removed and where the internet reaches it (null until the hoster gives it).
+ */
+export type StoredNode = ClusterNode & { removedAt: number | null; publicAddress: string | null }
 
 /**
  * The cluster's nodes and join tokens (store/schema/cluster.ts): the join inserts a node, the node
- * operations and the health monitor change its state (active, draining, down, removed), when it
+ * operations and the health monitor change its state (joining, active, draining, down, removed), when it
  * last answered and its capacity. A removed node keeps its row, so that its certificate's
  * fingerprint stays known and refused.
  */
@@ -46,6 +49,13 @@ export class NodesRepository {
       .set({ state, ...(state === 'removed' ? { removedAt: at ?? null } : {}) })
       .where(and(eq(nodes.id, id), inArray(nodes.state, from)))
       .returning({ id: nodes.id }).get() !== undefined)
+  }
+
+  /** Where the internet reaches the node (the SSH view's host for its sites); null forgets it. */
+  setPublicAddress(id: string, publicAddress: string | null): void {
+    this.store.write(() => {
+      this.store.db.update(nodes).set({ publicAddress }).where(eq(nodes.id, id)).run()
+    })
   }
 
   /** The node answered: when, and what it said of itself (its capacity, its id in the Swarm). */
@@ -102,5 +112,6 @@ function toNode(row: NodeRow): StoredNode {
     joinedAt: row.joinedAt,
     lastSeenAt: row.lastSeenAt,
     removedAt: row.removedAt,
+    publicAddress: row.publicAddress,
   }
 }

@@ -7,6 +7,12 @@ export interface NodeView {
   name: string
   /** Its address on the private network. */
   address: string
+  /**
+   * Where the internet reaches it: the host the SSH view of its sites gives (`berth node join
+   * --public-address`, `berth nodes set`); for the control plane, config ssh.host. Null: none
+   * given, and its sites' SSH view says so.
+   */
+  public_address: string | null
   state: NodeState
   capacity: { memory_bytes: number; cpus: number }
   /** The memory of its sites' plans, added up: what placement counts as taken. */

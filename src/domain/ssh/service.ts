@@ -22,15 +22,17 @@ export class SshService {
     plans: Pick<PlansService, 'get'>
     runtime: Pick<ContainerRuntime, 'exec'>
     /**
-     * In a cluster: the address of the node the site runs on, where its SSH port is published
-     * (null for a site on the control plane's own box, which answers on `ssh.host`).
+     * In a cluster: where the node the site runs on is reached, its SSH port being published
+     * there: its public address, or, when the hoster gave none, its private one with a warning
+     * saying so (null for a site on the control plane's own box, which answers on `ssh.host`).
      */
-    nodeHost?: (slug: string) => Promise<string | null>
+    nodeHost?: (slug: string) => Promise<{ host: string; warning: string | null } | null>
   }) {}
 
   async info(owned: SiteRow): Promise<SshInfoView> {
     const site = this.requireSsh(owned)
-    const host = (await this.d.nodeHost?.(site.slug)) ?? this.d.ssh.host
+    const onNode = await this.d.nodeHost?.(site.slug)
+    const host = onNode?.host ?? this.d.ssh.host
     const port = site.sshPort!
     const hostKeys = await this.hostKeys(site)
     const hostName = port === 22 ? host : `[${host}]:${port}`
@@ -41,6 +43,7 @@ export class SshService {
       command: `ssh -p ${port} ${SSH_USER}@${host}`,
       host_keys: hostKeys,
       known_hosts: hostKeys.map((k) => `${hostName} ${k.public_key}`),
+      warning: onNode?.warning ?? null,
     }
   }
 

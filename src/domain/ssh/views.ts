@@ -13,6 +13,9 @@ export const SshInfo = t.Object({
   command: t.String({ description: 'A ready command line; add -i KEYFILE when the key is not your default.' }),
   host_keys: t.Array(SshHostKey, { description: 'Empty while the site is not running.' }),
   known_hosts: t.Array(t.String(), { description: 'Lines for ~/.ssh/known_hosts, so the first connection needs no prompt.' }),
+  warning: t.Union([t.String(), t.Null()], {
+    description: "null, or why `host` may not be reachable from where you are: the server the site runs on has no public address set, so `host` is its address on the hoster's private network; ask the hoster to set one.",
+  }),
 })
 
 export const SshKeyView = t.Object({

@@ -72,6 +72,8 @@ export interface JoinRequest {
   agentPort: number
   memoryBytes: number
   cpus: number
+  /** Where the internet reaches the node (`--public-address`): the SSH view's host for its sites. Optional. */
+  publicAddress?: string | null
 }
 
 /** The control plane's answer to a join. */

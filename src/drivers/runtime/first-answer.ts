@@ -19,3 +19,27 @@ export async function waitForAnswer(endpoint: SiteEndpoint, timeoutMs = FIRST_AN
   }
   throw new Error(`the site's web server did not answer within ${timeoutMs / 1000} s (${lastError})`)
 }
+
+/**
+ * True when a TCP connection to the site's endpoint is accepted within `timeoutMs` (then closed
+ * at once, nothing sent: the site's own logs see nothing). For a site on a node whose agent does
+ * not answer (domain/cluster/health.ts): its kernel forward outlives the agent and reaches the
+ * container while it runs; a dead container or a lost node refuses or swallows the SYN.
+ */
+export async function acceptsConnection(endpoint: SiteEndpoint, timeoutMs = 1_000): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timedOut = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs)))
+  const connecting = Bun.connect({ hostname: endpoint.address, port: endpoint.port, socket: { data() {}, error() {} } }).catch(() => null)
+  try {
+    const socket = await Promise.race([connecting, timedOut])
+    if (socket) {
+      socket.terminate()
+      return true
+    }
+    // A connection made after the time is up is closed too.
+    void connecting.then((late) => late?.terminate())
+    return false
+  } finally {
+    clearTimeout(timer)
+  }
+}

@@ -14,12 +14,17 @@ export const nodes = sqliteTable('nodes', {
   /** The node's address on the private network: its agent, its SSH ports and its forwards. */
   address: text('address').notNull(),
   agentPort: integer('agent_port').notNull(),
+  /**
+   * Where the internet reaches the node (`berth node join --public-address`, `berth nodes set`):
+   * the host the SSH view of its sites gives. Null until the hoster gives one.
+   */
+  publicAddress: text('public_address'),
   /** The node's id in the Swarm, once its engine joined (null until then). */
   swarmNodeId: text('swarm_node_id'),
   /** SHA-256 of the node's certificate (DER, hex): the control plane talks to no other. */
   certFingerprint: text('cert_fingerprint').notNull(),
   certSerial: text('cert_serial').notNull(),
-  /** active, draining (no new sites), down (not answering), removed (certificate revoked). */
+  /** joining (its agent never answered yet), active, draining (no new sites), down (not answering), removed (certificate revoked). */
   state: text('state', { enum: NODE_STATES }).notNull(),
   memoryBytes: integer('memory_bytes').notNull().default(0),
   cpus: integer('cpus').notNull().default(0),

@@ -18,7 +18,7 @@ const FALLBACK = 'the agent relays the sites\' traffic itself (slower)'
  *
  * Every change goes through one queue: `set` replaces the whole rule set with the forwards it is
  * given, `keep` (every 30 s) puts it back when something flushed or changed it, `remove` takes it
- * away for good (the agent's stop). Failures never throw: they are warned once per reason, and
+ * away for good. The agent's stop leaves the rules: the sites keep serving while no agent runs. Failures never throw: they are warned once per reason, and
  * the relay carries the traffic meanwhile.
  */
 export class KernelForwards {
@@ -28,6 +28,8 @@ export class KernelForwards {
   private queue: Promise<unknown> = Promise.resolve()
   private lastFailure: string | null = null
   private removed = false
+  /** Whether `set` was called: until then the rules in place are a former agent's, left alone. */
+  private given = false
   private readonly unusable: string | null
   private readonly relayedOnly = new Set<string>()
 
@@ -45,12 +47,18 @@ export class KernelForwards {
    * host's rules listed and replaced.
    */
   set(forwards: KernelForward[]): Promise<boolean> {
+    this.given = true
     this.wanted = forwards.filter((f) => this.ipv4Target(f))
     return this.serialize(async () => (await this.swap()) || (await this.ensure(false)) !== null)
   }
 
-  /** Checks the rules and restores them when changed (the 30 s check); the check before, or null when off or failed. */
+  /**
+   * Checks the rules and restores them when changed (the 30 s check); the check before, or null
+   * when off or failed. Nothing before the first `set`: the rules a former agent left (a crash,
+   * a stop) carry its sites' traffic until the control plane asks for the forwards again.
+   */
   keep(): Promise<FirewallCheck | null> {
+    if (!this.given) return Promise.resolve(null)
     return this.serialize(() => this.ensure(true))
   }
 

@@ -23,8 +23,10 @@ export interface AgentOptions {
   /** The remote homes (drivers/files); answers 501 without. */
   homes?: HomesHandler
   /**
-   * The kernel's rules for the forwards (berth node serve): replaced at start, checked every
-   * KERNEL_CHECK_MS, removed at stop. Without, the agent relays every forward itself.
+   * The kernel's rules for the forwards (berth node serve): checked every KERNEL_CHECK_MS,
+   * replaced by the first forwards the control plane asks for. They outlive the agent's process
+   * (a crash, a stop, a restart): the sites keep serving through them while no agent runs.
+   * Without, the agent relays every forward itself.
    */
   kernel?: KernelForwards | null
   /** The site firewall the node keeps, which the control plane may change (`PUT /v1/firewall`). */
@@ -82,8 +84,9 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
     throw err
   }
   const enginePort = engine.port
-  // What a previous agent left is replaced by an empty set: its listeners (the ports) went with it.
-  await o.kernel?.set([])
+  // What a previous agent left stays until the control plane asks for the forwards again (within
+  // 2 s of seeing this agent's new instance): the sites serve through it meanwhile, and the first
+  // forward's set replaces every rule of ours.
   const kernelCheck = o.kernel ? setInterval(() => void o.kernel!.keep(), KERNEL_CHECK_MS) : null
   o.log.info('node agent listening', { node: o.nodeId, api: `${o.address}:${server.port}`, engine: `${o.address}:${enginePort}`, control: o.controlAddress })
   return {
@@ -93,7 +96,7 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
     async stop() {
       if (kernelCheck) clearInterval(kernelCheck)
       forwards.closeAll()
-      await o.kernel?.remove()
+      // The kernel's rules stay: the sites keep serving while no agent runs (docs/cluster.md).
       await engine.close()
       await server.stop(true)
     },

@@ -2,7 +2,8 @@ import type Docker from 'dockerode'
 import { KeyedLock } from '../../../lib/keyed-lock'
 import type { ClusterRuntimeOptions } from './options'
 import { CONTROL_NODE, nodeHomePath, type Placement } from '../../cluster/types'
-import { engineCall, ignoring, openEngine, orNull } from '../engine'
+import { ignoring, openEngine, orNull } from '../engine'
+import { unavailableEngine } from './engine-errors'
 import { LABEL, siteFilter, siteLabels, specHash } from '../site-container'
 import { execBounded, startInContainer, type StartInSite } from '../processes'
 import { runCommand } from '../command'
@@ -393,8 +394,13 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
     if (nodeId !== CONTROL_NODE) await this.endpointOf(engine, e.slug, info)
   }
 
+  /** Runs an engine call; an engine that does not answer is named (a node's agent, or this box's engine). */
   private async call<T>(fn: () => Promise<T>): Promise<T> {
     await this.ready()
-    return engineCall(this.opts.managerSocket, fn)
+    try {
+      return await fn()
+    } catch (err) {
+      throw unavailableEngine(this.opts.managerSocket, this.opts.nodes(), err) ?? err
+    }
   }
 }

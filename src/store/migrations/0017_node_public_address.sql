@@ -1,0 +1,1 @@
+ALTER TABLE `nodes` ADD `public_address` text;
