@@ -108,9 +108,17 @@ class TerminalSession implements Terminal {
     for (const bytes of this.early.splice(0)) listener(bytes)
   }
 
-  write(bytes: Uint8Array | string): void {
-    if (this.closing) return
-    this.stream.write(typeof bytes === 'string' ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+  write(bytes: Uint8Array | string): boolean {
+    if (this.closing) return true
+    return this.stream.write(typeof bytes === 'string' ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+  }
+
+  get pendingInput(): number {
+    return (this.stream as unknown as { writableLength?: number }).writableLength ?? 0
+  }
+
+  onWritable(listener: () => void): void {
+    this.stream.on('drain', listener)
   }
 
   pause(): void {

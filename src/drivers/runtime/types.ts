@@ -209,8 +209,17 @@ export interface TerminalSpec {
 export interface Terminal {
   /** Hears every piece of the terminal's output, in order; set it before writing. */
   onData(listener: (bytes: Uint8Array) => void): void
-  /** Sends bytes to the terminal, as typed keys. */
-  write(bytes: Uint8Array | string): void
+  /**
+   * Sends bytes to the terminal, as typed keys. False when the engine's stream is not taking
+   * input as fast as it comes (the process is not reading): the bytes are kept, counted in
+   * `pendingInput`, and `onWritable` hears when they went; a caller stops sending meanwhile or
+   * bounds what it lets wait (the console ends a session past CONSOLE_LIMITS.inputBytes).
+   */
+  write(bytes: Uint8Array | string): boolean
+  /** Bytes written and not yet taken by the engine's stream. */
+  readonly pendingInput: number
+  /** Hears each time the input that waited has gone to the engine (after a `write` answered false). */
+  onWritable(listener: () => void): void
   /**
    * Stops handing output over until `resume()`: for a reader that cannot keep up (a WebSocket
    * with a full send buffer). The engine's stream then fills, and the process blocks writing to
