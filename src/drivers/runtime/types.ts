@@ -197,7 +197,10 @@ export interface CommandResult {
 /** A process with a pseudo-terminal (see ContainerRuntime.openTerminal). */
 export interface TerminalSpec {
   argv: string[]
-  /** 'site': uid 1000, what every door of the API gets; 'root': the admin on the box only. */
+  /**
+   * 'site': uid 1000, what every door of the API gets; 'root': the admin on the box only, with
+   * HOME=/root (not the site's home) and ENV empty, so that no file of the tenant's is read as root's.
+   */
   user: 'site' | 'root'
   /** Absolute path inside the container to start in. */
   cwd: string
