@@ -263,4 +263,17 @@ export class HostPortTakenError extends Error {
 /** The site's container or volume is missing or not running, so the operation cannot run now. */
 export class SiteNotRunnableError extends Error {}
 
+/**
+ * The site's container is restarting: its main process exited and the engine starts it again
+ * (restart policy), after a wait that doubles from 0.1 s up to a minute while it keeps exiting.
+ */
+export class SiteRestartingError extends SiteNotRunnableError {
+  /** When a caller should try again, in seconds. */
+  static readonly RETRY_AFTER_S = 10
+
+  constructor(readonly slug: string) {
+    super(`The site '${slug}' is restarting: its container's main process exited and the engine starts it again, waiting longer each time it exits (up to a minute).`)
+  }
+}
+
 export class RuntimeUnavailableError extends Error {}
