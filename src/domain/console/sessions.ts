@@ -280,6 +280,8 @@ const RESIZE_WAIT_MS = 1000
  */
 class ResizesFirst {
   private resizing: Promise<void> | null = null
+  /** The size asked for last while a resize was under way: only the newest is applied next. */
+  private wanted: { cols: number; rows: number } | null = null
   private held: Uint8Array[] = []
   /** The bytes of `held`. */
   heldBytes = 0
@@ -293,21 +295,29 @@ class ResizesFirst {
     } else this.terminal.write(bytes)
   }
 
+  /**
+   * Resizes that come while one is under way collapse into the newest (issue 36: a flood of
+   * resizes queued one engine call each, without bound); the keys wait for the last.
+   */
   resize(cols: number, rows: number): void {
-    const before = this.resizing ?? Promise.resolve()
-    const applied = before.then(() => new Promise<void>((done) => {
-      const timer = setTimeout(done, RESIZE_WAIT_MS)
-      void this.terminal.resize(cols, rows).catch(() => {}).finally(() => {
-        clearTimeout(timer)
-        done()
+    this.wanted = { cols, rows }
+    this.resizing ??= this.applyAll()
+  }
+
+  private async applyAll(): Promise<void> {
+    for (let next = this.wanted; next; next = this.wanted) {
+      this.wanted = null
+      const { cols, rows } = next
+      await new Promise<void>((done) => {
+        const timer = setTimeout(done, RESIZE_WAIT_MS)
+        void this.terminal.resize(cols, rows).catch(() => {}).finally(() => {
+          clearTimeout(timer)
+          done()
+        })
       })
-    }))
-    this.resizing = applied
-    void applied.then(() => {
-      if (this.resizing !== applied) return
-      this.resizing = null
-      this.heldBytes = 0
-      for (const bytes of this.held.splice(0)) this.terminal.write(bytes)
-    })
+    }
+    this.resizing = null
+    this.heldBytes = 0
+    for (const bytes of this.held.splice(0)) this.terminal.write(bytes)
   }
 }
