@@ -24,7 +24,15 @@ export function attachTerminal(remote: Terminal, local: LocalTerminal): () => vo
   remote.onData((bytes) => stdout.write(bytes))
   const raw = stdin.isTTY === true
   if (raw) stdin.setRawMode(true)
-  const onInput = (chunk: Buffer | string) => remote.write(typeof chunk === 'string' ? chunk : new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+  let undone = false
+  // Input the container does not take as fast as it comes waits in stdin, not in memory: a
+  // pasted file or a pipe pauses until the engine's stream drained.
+  const onInput = (chunk: Buffer | string) => {
+    if (!remote.write(typeof chunk === 'string' ? chunk : new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))) stdin.pause()
+  }
+  remote.onWritable(() => {
+    if (!undone) stdin.resume()
+  })
   stdin.on('data', onInput)
   stdin.resume()
   const onResize = () => {
@@ -32,7 +40,6 @@ export function attachTerminal(remote: Terminal, local: LocalTerminal): () => vo
     void remote.resize(cols, rows).catch(() => {})
   }
   if (stdout.isTTY) signals.on('SIGWINCH', onResize)
-  let undone = false
   return () => {
     if (undone) return
     undone = true

@@ -1,5 +1,5 @@
 import type { ListenerServer, ListenerSocket, SocketDoor } from '../dispatch'
-import type { ConsoleSession, ConsoleSessions, SessionPeer } from '../domain/console/sessions'
+import { inputOverflow, type ConsoleSession, type ConsoleSessions, type SessionPeer } from '../domain/console/sessions'
 import type { ConsoleGrant, ConsoleTickets } from '../domain/console/tickets'
 import { asDomainError } from '../domain/errors'
 import type { Logger } from '../lib/logger'
@@ -8,7 +8,7 @@ import { refusalStatus, refusalText, refusedPage, terminalPage } from './page'
 
 export interface ConsoleDoorDeps {
   tickets: Pick<ConsoleTickets, 'peek' | 'take'>
-  sessions: Pick<ConsoleSessions, 'requireRoom' | 'start'>
+  sessions: Pick<ConsoleSessions, 'requireRoom' | 'start' | 'inputLimitBytes'>
   /** Berth's public origin (config `server.site_url`): the only Origin a browser may upgrade from. */
   siteUrl: string
   log: Logger
@@ -72,13 +72,15 @@ export function consoleDoor(d: ConsoleDoorDeps) {
 
 /**
  * One WebSocket's session: started once the socket is open; what the client sends meanwhile is
- * kept for it. Every end (the shell's exit, a limit, a revoked key) is a last text frame, then the
- * close (1000).
+ * kept for it, up to the sessions' input bound (past it the session ends, input_overflow, as it
+ * does once started). Every end (the shell's exit, a limit, a revoked key) is a last text frame,
+ * then the close (1000).
  */
 function sessionSocket(grant: ConsoleGrant, size: { cols: number; rows: number }, d: ConsoleDoorDeps): SocketDoor {
   let session: ConsoleSession | null = null
   let closed = false
   const early: (string | Uint8Array)[] = []
+  let earlyBytes = 0
   const finish = (ws: ListenerSocket, frame: Record<string, unknown>, code: string) => {
     if (closed) return
     closed = true
@@ -87,7 +89,14 @@ function sessionSocket(grant: ConsoleGrant, size: { cols: number; rows: number }
   }
   const fail = (ws: ListenerSocket, code: string, message: string) => finish(ws, { type: 'error', code, message }, code)
   const take = (ws: ListenerSocket, message: string | Uint8Array) => {
-    if (!session) return void early.push(message)
+    if (!session) {
+      earlyBytes += typeof message === 'string' ? message.length : message.byteLength
+      if (earlyBytes > d.sessions.inputLimitBytes) {
+        early.length = 0
+        return fail(ws, 'input_overflow', inputOverflow(d.sessions.inputLimitBytes).message)
+      }
+      return void early.push(message)
+    }
     if (typeof message !== 'string') return session.input(message)
     const control = controlOf(message)
     if (control === 'bad') {

@@ -1,4 +1,4 @@
-import { RuntimeUnavailableError, SiteNotRunnableError } from '../drivers/runtime/types'
+import { RuntimeUnavailableError, SiteNotRunnableError, SiteRestartingError } from '../drivers/runtime/types'
 
 /**
  * What went wrong, in the domain's words. Each door (REST, MCP) maps a kind to its own answer
@@ -91,6 +91,12 @@ export class OverBudgetError extends DomainError {
     super('over_budget', message)
   }
 }
+/** A state that passes by itself (a site's container restarting): 409 with Retry-After. */
+export class ConflictForNowError extends DomainError {
+  constructor(message: Message | string, readonly retryAfterSeconds: number) {
+    super('conflict', message)
+  }
+}
 export const paymentDeclined = (message: Message | string, field: string | null = 'payment_method_id') => new DomainError('payment_declined', message, field)
 export const unavailable = (message: Message | string) => new DomainError('unavailable', message)
 
@@ -104,6 +110,10 @@ export function asDomainError(err: unknown): DomainError | null {
   if (err instanceof RuntimeUnavailableError) return unavailable('The container engine is not answering; retry in a minute.')
   // The store may say active while the container is down (just removed, restarting): the
   // reconcile pass brings it back within containers.reconcile_seconds.
+  if (err instanceof SiteRestartingError) {
+    const retry = SiteRestartingError.RETRY_AFTER_S
+    return new ConflictForNowError(say`${err.message} Retry in ${retry} seconds; if it keeps restarting, its error log (${op('getSiteLogs', { tenant_slug: err.slug })} with type=error) says why it exits.`, retry)
+  }
   if (err instanceof SiteNotRunnableError) return conflict(`${err.message} Berth is bringing it back; retry in half a minute.`)
   return null
 }

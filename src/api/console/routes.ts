@@ -20,7 +20,9 @@ export const consoleRoutes = (plugins: ApiPlugins, consoles: ConsoleService) =>
       params: SiteParams,
       body: NoBody,
       response: ok(ConsoleTicket, 201),
-      // The site has its most console sessions open.
-      errors: [429],
+      // 429: the site has its most console sessions open, or the site or account its most unused
+      // tickets, or the account asked for its most tickets in ten minutes (domain/console/tickets.ts);
+      // 503: the box holds its most unused tickets.
+      errors: [429, 503],
       detail: { tags, summary: 'Open a console: a single-use ticket (60 s) for a shell in the site over a WebSocket, and a terminal page for a person', operationId: 'openConsole' },
     })

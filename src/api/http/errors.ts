@@ -1,4 +1,4 @@
-import { OverBudgetError, renderMessage, type DomainError, type ErrorKind, type OperationRef } from '../../domain/errors'
+import { ConflictForNowError, OverBudgetError, renderMessage, type DomainError, type ErrorKind, type OperationRef } from '../../domain/errors'
 
 /**
  * The REST door's errors: what the envelope (envelope.ts) answers with. The domain throws
@@ -114,6 +114,6 @@ const BY_KIND: Record<ErrorKind, { status: number; code: string }> = {
 export function fromDomainError(err: DomainError, route: (ref: OperationRef) => string): AppError {
   const { status, code } = BY_KIND[err.kind]
   const message = typeof err.said === 'string' ? err.said : renderMessage(err.said, route)
-  const headers: Record<string, string> = err.kind === 'unauthorized' ? { 'www-authenticate': 'Bearer' } : err instanceof OverBudgetError ? { 'retry-after': String(err.retryAfterSeconds) } : {}
+  const headers: Record<string, string> = err.kind === 'unauthorized' ? { 'www-authenticate': 'Bearer' } : err instanceof OverBudgetError || err instanceof ConflictForNowError ? { 'retry-after': String(err.retryAfterSeconds) } : {}
   return new AppError(status, code, message, err.field, headers)
 }

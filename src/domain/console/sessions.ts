@@ -8,6 +8,7 @@ import type { ConsoleGrant } from './tickets'
 
 export interface ConsoleLimits {
   perSite: number
+  inputBytes: number
   idleMs: number
   maxMs: number
   checkMs: number
@@ -17,6 +18,12 @@ export interface ConsoleLimits {
 export const CONSOLE_LIMITS: Readonly<ConsoleLimits> = {
   /** Open sessions per site; one more is refused (429), at the ticket and at the upgrade. */
   perSite: 3,
+  /**
+   * Input waiting for the shell, at most (issue 36): keys the container's stream has not taken
+   * yet, and those sent before the session started. Past it the session ends (input_overflow):
+   * a WebSocket cannot be told to stop sending, so what a flood sends must not pile up in Berth.
+   */
+  inputBytes: 4 * 1024 * 1024,
   /** A session with no input (keys typed, resizes aside) for this long is ended. */
   idleMs: 15 * 60_000,
   /** No session lasts longer than this. */
@@ -33,10 +40,16 @@ export interface SessionEnd {
   reason: { code: EndCode; message: string } | null
 }
 
-export type EndCode = 'idle_timeout' | 'session_too_long' | 'key_revoked' | 'site_unavailable' | 'closed' | 'terminal_lost' | 'shutting_down'
+export type EndCode = 'idle_timeout' | 'session_too_long' | 'key_revoked' | 'site_unavailable' | 'closed' | 'terminal_lost' | 'shutting_down' | 'input_overflow'
+
+/** The sentence of a session ended for the input it let pile up (`inputBytes`). */
+export const inputOverflow = (limitBytes: number) => ({
+  message: `The session ended: more than ${limitBytes / 1024 / 1024} MiB of input was waiting for the shell, which reads it more slowly than it came. Open a new console; send large data as a file (the files API's upload), not as keys.`,
+  audit: `input over ${limitBytes / 1024 / 1024} MiB`,
+})
 
 /** Each way a session can be ended from outside: its sentence for the peer, its words for the audit trail. */
-const ENDS: Record<Exclude<EndCode, 'site_unavailable'>, { message: string; audit: string }> = {
+const ENDS: Record<Exclude<EndCode, 'site_unavailable' | 'input_overflow'>, { message: string; audit: string }> = {
   idle_timeout: { message: 'The session ended after 15 minutes without input; open a new console.', audit: 'idle 15 min' },
   session_too_long: { message: 'The session ended after 8 hours, the longest a console lasts; open a new console.', audit: '8 h limit' },
   key_revoked: { message: 'The session ended because the API key that opened it was revoked.', audit: 'key revoked' },
@@ -126,6 +139,11 @@ export class ConsoleSessions {
     this.limits = d.limits ?? CONSOLE_LIMITS
   }
 
+  /** The most input a session lets wait for its shell (CONSOLE_LIMITS.inputBytes). */
+  get inputLimitBytes(): number {
+    return this.limits.inputBytes
+  }
+
   /** Open sessions of a site (starting ones included). */
   countFor(siteId: string): number {
     let n = this.starting.get(siteId) ?? 0
@@ -176,6 +194,9 @@ export class ConsoleSessions {
       input: (bytes) => {
         if (s.done) return
         s.lastInput = this.d.clock.now()
+        // What the container has not taken yet, and this: past the bound the session ends rather
+        // than keep it all in memory (the peer cannot be paused).
+        if (terminal.pendingInput + ordered.heldBytes + bytes.byteLength > this.limits.inputBytes) return void this.end(s, 'input_overflow', inputOverflow(this.limits.inputBytes))
         ordered.write(bytes)
       },
       resize: (cols, rows) => {
@@ -259,29 +280,44 @@ const RESIZE_WAIT_MS = 1000
  */
 class ResizesFirst {
   private resizing: Promise<void> | null = null
+  /** The size asked for last while a resize was under way: only the newest is applied next. */
+  private wanted: { cols: number; rows: number } | null = null
   private held: Uint8Array[] = []
+  /** The bytes of `held`. */
+  heldBytes = 0
 
   constructor(private terminal: Pick<Terminal, 'write' | 'resize'>) {}
 
   write(bytes: Uint8Array): void {
-    if (this.resizing) this.held.push(bytes)
-    else this.terminal.write(bytes)
+    if (this.resizing) {
+      this.held.push(bytes)
+      this.heldBytes += bytes.byteLength
+    } else this.terminal.write(bytes)
   }
 
+  /**
+   * Resizes that come while one is under way collapse into the newest (issue 36: a flood of
+   * resizes queued one engine call each, without bound); the keys wait for the last.
+   */
   resize(cols: number, rows: number): void {
-    const before = this.resizing ?? Promise.resolve()
-    const applied = before.then(() => new Promise<void>((done) => {
-      const timer = setTimeout(done, RESIZE_WAIT_MS)
-      void this.terminal.resize(cols, rows).catch(() => {}).finally(() => {
-        clearTimeout(timer)
-        done()
+    this.wanted = { cols, rows }
+    this.resizing ??= this.applyAll()
+  }
+
+  private async applyAll(): Promise<void> {
+    for (let next = this.wanted; next; next = this.wanted) {
+      this.wanted = null
+      const { cols, rows } = next
+      await new Promise<void>((done) => {
+        const timer = setTimeout(done, RESIZE_WAIT_MS)
+        void this.terminal.resize(cols, rows).catch(() => {}).finally(() => {
+          clearTimeout(timer)
+          done()
+        })
       })
-    }))
-    this.resizing = applied
-    void applied.then(() => {
-      if (this.resizing !== applied) return
-      this.resizing = null
-      for (const bytes of this.held.splice(0)) this.terminal.write(bytes)
-    })
+    }
+    this.resizing = null
+    this.heldBytes = 0
+    for (const bytes of this.held.splice(0)) this.terminal.write(bytes)
   }
 }

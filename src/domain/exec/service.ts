@@ -1,6 +1,6 @@
 import { FileError } from '../../drivers/files/errors'
 import { SITE_OWNER, type FileOwner, type Home, type OpenHome } from '../../drivers/files/types'
-import { SITE_HOME, SiteNotRunnableError, type CommandResult, type ContainerRuntime } from '../../drivers/runtime/types'
+import { SITE_HOME, SiteNotRunnableError, SiteRestartingError, type CommandResult, type ContainerRuntime } from '../../drivers/runtime/types'
 import type { SiteRow } from '../../store/schema'
 import type { AuditActor, AuditTrail } from '../audit/trail'
 import { invalid, op, OverBudgetError, say, tooLarge } from '../errors'
@@ -66,7 +66,7 @@ export class ExecService {
       record.end(result.timedOut ? { exitCode: result.exitCode, reason: 'timed out' } : { exitCode: result.exitCode })
       return viewOf(result)
     } catch (err) {
-      record.end({ exitCode: null, reason: err instanceof SiteNotRunnableError ? 'site not running' : 'not run: engine error' })
+      record.end({ exitCode: null, reason: err instanceof SiteRestartingError ? 'site restarting' : err instanceof SiteNotRunnableError ? 'site not running' : 'not run: engine error' })
       throw err
     } finally {
       release()

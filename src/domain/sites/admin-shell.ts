@@ -11,6 +11,13 @@ import type { SitesRepository } from './repository'
  */
 export const LOGIN_SHELL = ['sh', '-c', 'command -v bash >/dev/null 2>&1 && exec bash -l; exec sh -l']
 
+/**
+ * The interactive shell of `berth sites shell --user root` without a command (issue 36): no login
+ * or rc scripts at all, since the tenant writes its home's (~/.bash_profile, ~/.profile) and root
+ * must never run them; HOME is /root (the runtime sets it for every root terminal).
+ */
+export const ROOT_SHELL = ['sh', '-c', 'command -v bash >/dev/null 2>&1 && exec bash --noprofile --norc -i; exec sh -i']
+
 export interface AdminShellRequest {
   slug: string
   /** The command to run instead of the login shell; null: the login shell. */
@@ -56,7 +63,8 @@ export class AdminShell {
     })
     let terminal: Terminal
     try {
-      terminal = await this.d.runtime.openTerminal(site.slug, { argv: req.argv ?? LOGIN_SHELL, user: req.user, cwd: this.d.home, cols: req.cols, rows: req.rows })
+      const shell = req.user === 'root' ? ROOT_SHELL : LOGIN_SHELL
+      terminal = await this.d.runtime.openTerminal(site.slug, { argv: req.argv ?? shell, user: req.user, cwd: this.d.home, cols: req.cols, rows: req.rows })
     } catch (err) {
       record.end({ exitCode: null, reason: `did not start: ${(err as Error).message}` })
       throw err

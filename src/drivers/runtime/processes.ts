@@ -1,7 +1,8 @@
 import type Docker from 'dockerode'
 import { PassThrough } from 'node:stream'
 import { SITE_HOME, SITE_USER } from './site-container'
-import { SiteNotRunnableError, type ExecResult } from './types'
+import { statusOf } from './engine'
+import { SiteNotRunnableError, SiteRestartingError, type ExecResult } from './types'
 
 /** A process just started in a site's container: the engine's exec and its hijacked stream. */
 export interface StartedProcess {
@@ -84,9 +85,20 @@ export async function untilStarted(run: Docker.Exec): Promise<void> {
  * `attach` and resolves once the process exists. Both runtimes (docker.ts, swarm/) start here.
  */
 export async function startInContainer<T>(docker: Docker, info: Docker.ContainerInspectInfo | null, slug: string, options: Docker.ExecCreateOptions, attach: (p: StartedProcess) => T): Promise<T> {
+  // The engine counts a container waiting to be restarted as Running (with Restarting set).
+  if (info?.State.Restarting) throw new SiteRestartingError(slug)
   if (!info?.State.Running || info.State.Paused) throw new SiteNotRunnableError(`The site '${slug}' is not running.`)
-  const run = await docker.getContainer(info.Id).exec(options)
-  const stream = await run.start({ hijack: true, stdin: options.AttachStdin === true, Tty: options.Tty === true })
+  let run: Docker.Exec
+  let stream: NodeJS.ReadWriteStream
+  try {
+    run = await docker.getContainer(info.Id).exec(options)
+    stream = await run.start({ hijack: true, stdin: options.AttachStdin === true, Tty: options.Tty === true })
+  } catch (err) {
+    // 409: the container stopped, froze or began restarting since it was inspected.
+    if (statusOf(err) !== 409) throw err
+    const now = await docker.getContainer(info.Id).inspect().catch(() => null)
+    throw now?.State.Restarting ? new SiteRestartingError(slug) : new SiteNotRunnableError(`The site '${slug}' is not running.`)
+  }
   const attached = attach({ run, stream, docker })
   await untilStarted(run)
   return attached

@@ -6,6 +6,8 @@ import type { Terminal, TerminalSpec } from './types'
 
 /** Who a terminal runs as: the site user, or root (uid 0, with no capability: the container drops them all). */
 const USERS = { site: SITE_USER, root: '0:0' } as const
+/** HOME of a root terminal. */
+const ROOT_HOME = '/root'
 
 /** The variable that marks every process of one terminal, so `close()` finds them inside the container. */
 const MARK = 'BERTH_TERMINAL'
@@ -56,7 +58,11 @@ exit 0
 export async function openTerminal(start: StartInSite, slug: string, spec: TerminalSpec): Promise<Terminal> {
   const mark = randomBytes(12).toString('hex')
   const user = USERS[spec.user]
-  const env = { ...spec.env, TERM: 'xterm-256color', [MARK]: mark }
+  // Root's home is /root, never the site's (the container's HOME): a shell as root reads no file
+  // of the tenant's as its own (~/.bashrc, ~/.profile). ENV (what an interactive POSIX sh reads) is
+  // emptied for the same reason.
+  const own = spec.user === 'root' ? { HOME: ROOT_HOME, ENV: '' } : {}
+  const env = { ...spec.env, ...own, TERM: 'xterm-256color', [MARK]: mark }
   const options: Docker.ExecCreateOptions = {
     Cmd: spec.argv,
     Tty: true,
@@ -108,9 +114,17 @@ class TerminalSession implements Terminal {
     for (const bytes of this.early.splice(0)) listener(bytes)
   }
 
-  write(bytes: Uint8Array | string): void {
-    if (this.closing) return
-    this.stream.write(typeof bytes === 'string' ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+  write(bytes: Uint8Array | string): boolean {
+    if (this.closing) return true
+    return this.stream.write(typeof bytes === 'string' ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+  }
+
+  get pendingInput(): number {
+    return (this.stream as unknown as { writableLength?: number }).writableLength ?? 0
+  }
+
+  onWritable(listener: () => void): void {
+    this.stream.on('drain', listener)
   }
 
   pause(): void {

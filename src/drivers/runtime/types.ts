@@ -197,7 +197,10 @@ export interface CommandResult {
 /** A process with a pseudo-terminal (see ContainerRuntime.openTerminal). */
 export interface TerminalSpec {
   argv: string[]
-  /** 'site': uid 1000, what every door of the API gets; 'root': the admin on the box only. */
+  /**
+   * 'site': uid 1000, what every door of the API gets; 'root': the admin on the box only, with
+   * HOME=/root (not the site's home) and ENV empty, so that no file of the tenant's is read as root's.
+   */
   user: 'site' | 'root'
   /** Absolute path inside the container to start in. */
   cwd: string
@@ -209,8 +212,17 @@ export interface TerminalSpec {
 export interface Terminal {
   /** Hears every piece of the terminal's output, in order; set it before writing. */
   onData(listener: (bytes: Uint8Array) => void): void
-  /** Sends bytes to the terminal, as typed keys. */
-  write(bytes: Uint8Array | string): void
+  /**
+   * Sends bytes to the terminal, as typed keys. False when the engine's stream is not taking
+   * input as fast as it comes (the process is not reading): the bytes are kept, counted in
+   * `pendingInput`, and `onWritable` hears when they went; a caller stops sending meanwhile or
+   * bounds what it lets wait (the console ends a session past CONSOLE_LIMITS.inputBytes).
+   */
+  write(bytes: Uint8Array | string): boolean
+  /** Bytes written and not yet taken by the engine's stream. */
+  readonly pendingInput: number
+  /** Hears each time the input that waited has gone to the engine (after a `write` answered false). */
+  onWritable(listener: () => void): void
   /**
    * Stops handing output over until `resume()`: for a reader that cannot keep up (a WebSocket
    * with a full send buffer). The engine's stream then fills, and the process blocks writing to
@@ -250,5 +262,18 @@ export class HostPortTakenError extends Error {
 
 /** The site's container or volume is missing or not running, so the operation cannot run now. */
 export class SiteNotRunnableError extends Error {}
+
+/**
+ * The site's container is restarting: its main process exited and the engine starts it again
+ * (restart policy), after a wait that doubles from 0.1 s up to a minute while it keeps exiting.
+ */
+export class SiteRestartingError extends SiteNotRunnableError {
+  /** When a caller should try again, in seconds. */
+  static readonly RETRY_AFTER_S = 10
+
+  constructor(readonly slug: string) {
+    super(`The site '${slug}' is restarting: its container's main process exited and the engine starts it again, waiting longer each time it exits (up to a minute).`)
+  }
+}
 
 export class RuntimeUnavailableError extends Error {}
