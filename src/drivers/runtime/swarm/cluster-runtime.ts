@@ -16,7 +16,7 @@ import { forgettingHomes, watchCluster } from './cluster-watch'
 import { Forwards } from './forwards'
 import { NodeEngines, type Engine } from './node-engines'
 import { NodeImages } from './node-images'
-import { chooseNode, nodeCapacities } from './placement'
+import { chooseOnSwarm } from './placement'
 import { limitsDiffer, NODE_LABEL, serviceDrift, serviceSpec, type ServiceInfo } from './service-spec'
 import { nodeOfService, replicasOf, SiteServices } from './site-services'
 import { managedContainer, removeEndedTasks, siteContainer, untilNoContainer, untilRunning } from './site-tasks'
@@ -296,15 +296,7 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
   }
 
   choose(memoryMb: number, except: string[] = []): Promise<string> {
-    return this.call(async () => {
-      const [info, services, swarm] = await Promise.all([this.engines.manager.docker.info(), this.services.list(), this.engines.manager.docker.listNodes()])
-      const placed = services.map((s) => ({ nodeId: nodeOfService(s), memoryBytes: s.Spec.TaskTemplate.Resources?.Limits?.MemoryBytes ?? 0 }))
-      // A node's own figure is believed only as far as its engine's, as the Swarm's manager has it.
-      const engineMemory = new Map(swarm.map((n) => [n.ID ?? '', n.Description?.Resources?.MemoryBytes ?? 0]))
-      const chosen = chooseNode(nodeCapacities(info.MemTotal ?? 0, this.opts.nodes(), placed, engineMemory), memoryMb, except)
-      if (!chosen) throw new Error(`No active node has ${memoryMb} MB of memory free for this site; add a node (berth node join) or free one.`)
-      return chosen
-    })
+    return this.call(async () => chooseOnSwarm(this.engines.manager.docker, await this.services.list(), this.opts.nodes(), memoryMb, except))
   }
 
   private async ensureLocked(spec: SiteSpec): Promise<SiteEndpoint> {

@@ -1,4 +1,7 @@
+import type Docker from 'dockerode'
 import { CONTROL_NODE, type ClusterNode } from '../../cluster/types'
+import { nodeOfService } from './site-services'
+import type { ServiceInfo } from './service-spec'
 
 /** A node as placement weighs it. */
 export interface NodeCapacity {
@@ -48,4 +51,19 @@ export function nodeCapacities(
     { id: CONTROL_NODE, state: 'active', memoryBytes: controlMemoryBytes, usedBytes: used.get(CONTROL_NODE) ?? 0 },
     ...nodes.map((n) => ({ id: n.id, state: n.state, memoryBytes: counted(n), usedBytes: used.get(n.id) ?? 0 })),
   ]
+}
+
+/**
+ * The node for a new site of `memoryMb` on the Swarm of `manager`: the control node with the
+ * manager engine's memory, the store's `nodes` believed only as far as their engines' figures as
+ * the manager has them, each less the limits of the `services` placed there (chooseNode).
+ * Throws, saying what to do, when no node fits.
+ */
+export async function chooseOnSwarm(manager: Docker, services: ServiceInfo[], nodes: ClusterNode[], memoryMb: number, except: string[]): Promise<string> {
+  const [info, swarm] = await Promise.all([manager.info(), manager.listNodes()])
+  const placed = services.map((s) => ({ nodeId: nodeOfService(s), memoryBytes: s.Spec.TaskTemplate.Resources?.Limits?.MemoryBytes ?? 0 }))
+  const engineMemory = new Map(swarm.map((n) => [n.ID ?? '', n.Description?.Resources?.MemoryBytes ?? 0]))
+  const chosen = chooseNode(nodeCapacities(info.MemTotal ?? 0, nodes, placed, engineMemory), memoryMb, except)
+  if (!chosen) throw new Error(`No active node has ${memoryMb} MB of memory free for this site; add a node (berth node join) or free one.`)
+  return chosen
 }
