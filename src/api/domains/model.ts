@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { CA_LEGAL_TYPES } from '../../domain/domains/names'
-import { Body, checkedByService, JsonInteger, Query, Text } from '../http/schemas'
+import { Body, checkedByService, Email, JsonInteger, Query, Text } from '../http/schemas'
 import { CA_NAME_PATTERN, DOMAIN_PATTERN } from '../http/name-patterns'
 import { Domain, DomainRegistered, DomainSearch } from '../../domain/domains/views'
 export { Domain, DomainRegistered, DomainSearch }
@@ -32,7 +32,7 @@ export const RegisterDomainBody = Body({
   contact: t.Object({
     first_name: ContactText('WHOIS contact first name.', ['Ada']),
     last_name: ContactText('WHOIS contact last name.', ['Lovelace']),
-    email: Text({ minLength: 3, maxLength: 254, format: 'email', examples: ['ada@example.com'] }),
+    email: Email({ minLength: 3, examples: ['ada@example.com'] }),
     phone: t.String({ pattern: '^\\+[0-9]{1,3}\\.[0-9]{4,14}$', examples: ['+1.5555551234'], error: "must be +<country code>.<digits>, like +1.5555551234" }),
     address1: ContactText('Street address.', ['100 King St W'], 200),
     city: ContactText('City.', ['Toronto']),
