@@ -47,7 +47,7 @@ export const RegisterDomainBody = Body({
 
 
 export const LinkDomainBody = Body({
-  tenant_slug: t.Union([t.String({ maxLength: 100, examples: ['acme'] }), t.Null()], { description: 'The slug of one of your sites; null unlinks the domain.' }),
+  tenant_slug: t.Union([t.String({ maxLength: 100, examples: ['acme-shop'] }), t.Null()], { description: 'The slug of one of your sites; null unlinks the domain.' }),
 })
 
 export const DomainSettingsBody = Body({

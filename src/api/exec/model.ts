@@ -23,6 +23,7 @@ export const ExecBody = Body({
   }),
   cwd: t.Optional(t.String({
     maxLength: 4096,
+    examples: ['public'],
     description: "The folder to start in: relative to the site's home (public), or absolute beneath /home/site (/home/site/public). An existing folder, resolved like the files API's paths (no '..', no symbolic link on the way); default the home.",
     ...checkedByService({ pattern: CWD_PATTERN }),
   })),

@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { Body, checkedByService, DateTime, Query } from '../http/schemas'
-import { FILE_PATH_PATTERN, PATH_MAX_LENGTH } from '../http/path-patterns'
+import { ENTRY_PATH_PATTERN, FILE_PATH_PATTERN, PATH_MAX_LENGTH } from '../http/path-patterns'
 import { FILE_LIMITS } from '../../domain/files/limits'
 import { FileEntry, FileListing, FileContent, WrittenEntry, DeletedEntry } from '../../domain/files/views'
 export { FileEntry, FileListing, FileContent, WrittenEntry, DeletedEntry }
@@ -10,10 +10,10 @@ const PATH_RULES =
   "backslashes, control characters and NUL, %XX sequences (send decoded paths), look-alikes of '.', '/' and '\\\\', more than 4096 bytes, and any symbolic link on the way."
 
 /** The rules as a pattern too (path-patterns.ts); the service checks them and names what is wrong. */
-const Path = (description = PATH_RULES, examples?: string[]) =>
-  t.String({ description, maxLength: PATH_MAX_LENGTH, ...(examples ? { examples } : {}), ...checkedByService({ pattern: FILE_PATH_PATTERN }) })
+const Path = (description = `${PATH_RULES} It names a file or folder beneath the home, not the home itself.`, examples?: string[], pattern = ENTRY_PATH_PATTERN) =>
+  t.String({ description, maxLength: PATH_MAX_LENGTH, ...(examples ? { examples } : {}), ...checkedByService({ pattern }) })
 
-export const ListQuery = Query({ path: t.Optional(Path(`${PATH_RULES} Default: the home.`)) })
+export const ListQuery = Query({ path: t.Optional(Path(`${PATH_RULES} Default: the home.`, ['public'], FILE_PATH_PATTERN)) })
 export const ReadQuery = Query({ path: Path() })
 
 export const WriteBody = Body({
@@ -30,5 +30,5 @@ export const UploadBody = Body({
  * Make a folder, delete a file or folder. The examples name a folder of their own: the other
  * routes' example is the page public/index.html, which a folder of that name would break.
  */
-export const MkdirBody = Body({ path: Path(PATH_RULES, ['public/images']) })
-export const DeleteBody = Body({ path: Path(PATH_RULES, ['public/images']) })
+export const MkdirBody = Body({ path: Path(undefined, ['public/images']) })
+export const DeleteBody = Body({ path: Path(undefined, ['public/images']) })

@@ -35,8 +35,15 @@ const REFUSED = '\\u0000-\\u001F\\u007F-\\u009F\\u2028\\u2029\\uD800-\\uDFFF\\\\
  */
 const RELATIVE = `(?!/)(?!(?:\\.?/)*~(?:/|$))(?!(?:[^/]*/)*\\.\\.(?:/|$))(?![\\s\\S]*%[0-9A-Fa-f]{2})(?![\\s\\S]*[^/]{${NAME_MAX_LENGTH + 1}})[^${REFUSED}]*$`
 
-/** A path given to the files API: relative to the site's home; '' is the home itself. */
+/** A folder to list: relative to the site's home; '' (or '.') is the home itself. */
 export const FILE_PATH_PATTERN = `^${RELATIVE}`
+
+/**
+ * A file or folder to read, write, upload, make or delete: as FILE_PATH_PATTERN, naming
+ * something beneath the home (a name that is not '' or '.'), since none of these acts on the
+ * home itself.
+ */
+export const ENTRY_PATH_PATTERN = `^(?=(?:[^/]*/)*(?!\\.?(?:/|$))[^/])${RELATIVE}`
 
 /**
  * Exec's `cwd` (domain/exec/service.ts cwdOf): a path as the files API takes it, or the same

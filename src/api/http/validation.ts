@@ -95,7 +95,9 @@ function describe(label: string, value: unknown, declared: SchemaLike, where: st
     case 'array': {
       const inner = schema.items ? literalChoices(schema.items) : undefined
       if (Array.isArray(value) && schema.minItems !== undefined && value.length < schema.minItems) {
-        return `${field} must hold at least ${schema.minItems === 1 ? 'one item' : `${schema.minItems} items`}${inner ? ` of ${inner.join(', ')}` : ''}${got}.`
+        // `scopes` holds scopes: the field's name says what an item is.
+        const item = label.replace(/s$/, '')
+        return `${field} must hold at least ${schema.minItems === 1 ? `one ${item}` : `${schema.minItems} of them`}${inner ? ` (${inner.join(', ')})` : ''}${got}.`
       }
       return `${field} must be an array${inner ? ` of ${inner.join(', ')}` : ''}${got}.`
     }
