@@ -9,9 +9,12 @@ const PATH_RULES =
   "Relative to the site user's home (the web root is public/); '' is the home itself. Refused with 422: a leading '/', any '..' segment, " +
   "backslashes, control characters and NUL, %XX sequences (send decoded paths), look-alikes of '.', '/' and '\\\\', more than 4096 bytes, and any symbolic link on the way."
 
-/** The rules as a pattern too (path-patterns.ts); the service checks them and names what is wrong. */
+/**
+ * The rules as a pattern and a length too (path-patterns.ts), for the document; the service
+ * checks them and names what is wrong (the length in UTF-8 bytes, which a schema cannot count).
+ */
 const Path = (description = `${PATH_RULES} It names a file or folder beneath the home, not the home itself.`, examples?: string[], pattern = ENTRY_PATH_PATTERN) =>
-  t.String({ description, maxLength: PATH_MAX_LENGTH, ...(examples ? { examples } : {}), ...checkedByService({ pattern }) })
+  t.String({ description, ...(examples ? { examples } : {}), ...checkedByService({ pattern, maxLength: PATH_MAX_LENGTH }) })
 
 export const ListQuery = Query({ path: t.Optional(Path(`${PATH_RULES} Default: the home.`, ['public'], FILE_PATH_PATTERN)) })
 export const ReadQuery = Query({ path: Path() })
