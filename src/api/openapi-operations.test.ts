@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buyInProcess, HomeRuntime } from '../../test/helpers/home-runtime'
 import { inProcess } from '../../test/helpers/in-process'
-import { OpenApiDoc } from '../../test/helpers/openapi-doc'
+import { OpenApiDoc, samples } from '../../test/helpers/openapi-doc'
 import { toolsFromOpenApi } from './mcp/tools'
 
 /**
@@ -117,6 +117,56 @@ describe('the examples', () => {
   })
 })
 
+describe('values drawn from the patterns', () => {
+  it('are taken by the server: never a 422 on the field they fill', async () => {
+    const created = await h.call('POST', `${V1}/acp/checkouts/`, { body: { sku: 'svc_starter_monthly' }, headers: { 'x-forwarded-for': '198.51.100.62' } })
+    const checkout = { checkout_id: created.json.data.id as string, checkout_secret: created.json.data.checkout_secret as string }
+    const patterned = (s: Schema | undefined) => s?.type === 'string' && s.const === undefined && s.enum === undefined && (s.pattern !== undefined || (s.allOf ?? []).some((a: Schema) => a.pattern !== undefined))
+    // Each field with a pattern, in a request that is the operation's example but for it.
+    const targets: { id: string; field: string; schema: Schema; send: (value: string) => Promise<{ status: number; json: any }>; documented?: (value: string) => boolean }[] = []
+    for (const [method, path, op] of api.operations()) {
+      if (DRAWN_ELSEWHERE[op.operationId] === '*') continue
+      const params = (op.parameters ?? []) as Schema[]
+      const example = op.requestBody?.content['application/json'].example as Record<string, unknown> | undefined
+      const request = (field: string, value: string) => {
+        const query = params.filter((p) => p.in === 'query').map((p) => `${p.name}=${encodeURIComponent(p.name === field ? value : p.name === 'checkout_secret' ? checkout.checkout_secret : String(p.example))}`).join('&')
+        const body = example && Object.fromEntries(Object.entries(example).map(([k, v]) => [k, k === field ? value : SITE_FIELDS.includes(k) ? site.slug : v]))
+        const url = `${V1}${concrete(path, op, { ...checkout, ...(params.some((p) => p.in === 'path' && p.name === field) ? { [field]: value } : {}) })}${query ? `?${query}` : ''}`
+        return h.call(method.toUpperCase(), url, { key: site.key, body, headers: { 'x-forwarded-for': `198.51.100.${100 + (targets.length % 100)}` } })
+      }
+      for (const p of params) if (patterned(p.schema) && p.name !== 'tenant_slug') targets.push({ id: op.operationId, field: p.name, schema: p.schema, send: (v) => request(p.name, v) })
+      const properties = (op.requestBody?.content['application/json'].schema.properties ?? {}) as Record<string, Schema>
+      for (const [field, schema] of Object.entries(properties)) {
+        if (!patterned(schema) || DRAWN_ELSEWHERE[op.operationId] === field) continue
+        // The whole body as the document reads it: a field's value may depend on another (a DNS record's type).
+        targets.push({ id: op.operationId, field, schema, send: (v) => request(field, v), documented: (v) => api.acceptsBody(op.operationId, { ...example, [field]: v }) })
+      }
+    }
+    expect(targets.map((t) => `${t.id} ${t.field}`)).toEqual(expect.arrayContaining(['createKey name', 'updateAccount email', 'searchDomains domain', 'writeFile path', 'execCommand cwd', 'createCheckout sku', 'changeSiteDns subdomain']))
+    const drawn = samples(targets.map((t) => t.schema), 8)
+    const refused: string[] = []
+    let sent = 0
+    for (const [i, target] of targets.entries()) {
+      expect(drawn[i]!.length, `${target.id} ${target.field}: no value drawn`).toBeGreaterThan(0)
+      for (const value of drawn[i]!) {
+        if (target.documented && !target.documented(value)) continue
+        const res = await target.send(value)
+        sent++
+        if (res.status === 422 && res.json.error.param === target.field && !NAMES_AN_ID[target.id]?.includes(target.field)) refused.push(`${target.id} ${target.field} ${JSON.stringify(value)}: ${res.json.error.message}`)
+      }
+    }
+    expect(sent).toBeGreaterThan(100)
+    expect(refused).toEqual([])
+  })
+})
+
+/**
+ * Operations (or one field of one) whose drawn values this test does not send: those that would
+ * take the fixtures away ('*'), and a key, which must also be a real key (the pattern states its
+ * form; openapi-patterns.test.ts sends real and broken keys).
+ */
+const DRAWN_ELSEWHERE: Record<string, string> = { deleteSite: '*', deleteAccount: '*', addSshKey: 'public_key' }
+
 /**
  * Body fields that name something that must exist in the caller's account: an unknown one is
  * 422 on its field (docs/api.md, "Ids named in a body"), which no schema can know beforehand.
@@ -125,6 +175,11 @@ const NAMES_AN_ID: Record<string, string[]> = {
   createSite: ['subscription_id'],
   // A token that POST /keys/claim/request/ wrote into the site's home.
   claimKey: ['claim_token'],
+  // A plan of the catalog, a site that exists, a folder that exists.
+  createCheckout: ['sku'],
+  requestClaim: ['site_slug'],
+  scaleSite: ['new_plan'],
+  execCommand: ['cwd'],
 }
 
 /** Body fields that name one of the caller's sites. */

@@ -108,3 +108,73 @@ export function python(patterns: string[], probes: [Schema, CodePoints][] = []):
 export function anchored(pattern: string): boolean {
   return topLevelBranches(pattern).every((b) => b.startsWith('^') && b.endsWith(END_GUARD) && endsWithAnchor(b.slice(0, -END_GUARD.length)))
 }
+
+const SAMPLER = `
+import json, random, re, sys, warnings
+from re import _parser as P, _constants as C
+warnings.simplefilter('error')
+# Characters to draw from: printable ASCII, and the kinds the rules single out (accents, CJK, an
+# emoji, look-alikes of '.' and '/', spaces, separators and controls), never a surrogate.
+POOL = [chr(c) for c in list(range(0x20, 0x7f)) + [0x0, 0x9, 0xa, 0x85, 0xa0, 0xe9, 0xfc, 0x3b1, 0x444, 0x65e5, 0x672c, 0x2024, 0x2028, 0x2215, 0x3000, 0xff0e, 0x1f100, 0x1f680]]
+CATEGORIES = {
+    C.CATEGORY_DIGIT: lambda c: c.isdigit() and c.isascii(), C.CATEGORY_NOT_DIGIT: lambda c: not (c.isdigit() and c.isascii()),
+    C.CATEGORY_SPACE: lambda c: re.match(r'\\s', c) is not None, C.CATEGORY_NOT_SPACE: lambda c: re.match(r'\\s', c) is None,
+    C.CATEGORY_WORD: lambda c: re.match(r'\\w', c) is not None, C.CATEGORY_NOT_WORD: lambda c: re.match(r'\\w', c) is None,
+}
+def member(items, c):
+    negate, hit = False, False
+    for op, av in items:
+        if op == C.NEGATE: negate = True
+        elif op == C.LITERAL: hit = hit or ord(c) == av
+        elif op == C.RANGE: hit = hit or av[0] <= ord(c) <= av[1]
+        elif op == C.CATEGORY: hit = hit or CATEGORIES[av](c)
+        else: raise ValueError(op)
+    return hit != negate
+def draw(parsed, rnd):
+    out = []
+    for op, av in parsed:
+        if op == C.LITERAL: out.append(chr(av))
+        elif op == C.NOT_LITERAL: out.append(rnd.choice([c for c in POOL if ord(c) != av]))
+        elif op == C.ANY: out.append(rnd.choice([c for c in POOL if c != '\\n']))
+        elif op == C.IN:
+            choices = [c for c in POOL if member(av, c)]
+            if not choices: raise LookupError('an empty class')
+            out.append(rnd.choice(choices))
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
+            lo, hi, sub = av
+            top = lo + rnd.choice([0, 1, 2, 4, 8, 64])
+            for _ in range(rnd.randint(lo, top if hi == C.MAXREPEAT else min(hi, top))): out.append(draw(sub, rnd))
+        elif op == C.SUBPATTERN: out.append(draw(av[-1], rnd))
+        elif op == C.BRANCH: out.append(draw(rnd.choice(av[1]), rnd))
+        elif op in (C.AT, C.ASSERT, C.ASSERT_NOT): pass  # judged after the draw
+        else: raise ValueError(op)
+    return ''.join(out)
+def valid(schema, s):
+    if len(s) < schema.get('minLength', 0) or len(s) > schema.get('maxLength', 1 << 30): return False
+    rules = [schema.get('pattern')] + [a.get('pattern') for a in schema.get('allOf', [])]
+    return all(re.search(p, s) is not None for p in rules if p is not None)
+req = json.load(sys.stdin)
+out = []
+for i, (schema, count) in enumerate(req['schemas']):
+    rnd = random.Random(req['seed'] * 7919 + i)
+    drawn = [p for p in [schema.get('pattern')] + [a.get('pattern') for a in schema.get('allOf', [])] if p is not None][0]
+    parsed = P.parse(drawn)
+    found = []
+    for _ in range(4000):
+        if len(found) == count: break
+        s = draw(parsed, rnd)
+        if valid(schema, s) and s not in found: found.append(s)
+    out.append(found)
+print(json.dumps(out))
+`
+
+/**
+ * Values valid for each string schema as Python reads it (pattern, allOf patterns, lengths),
+ * drawn from its first pattern the way a generator such as hypothesis does (lookarounds and
+ * anchors judged after the draw), with a fixed seed: the same values at every run.
+ */
+export function samples(schemas: Schema[], count: number, seed = 36): string[][] {
+  const run = spawnSync('python3', ['-c', SAMPLER], { input: JSON.stringify({ seed, schemas: schemas.map((s) => [s, count]) }), encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+  if (run.status !== 0) throw new Error(`python3 failed: ${run.stderr}`)
+  return JSON.parse(run.stdout)
+}

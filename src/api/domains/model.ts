@@ -14,7 +14,10 @@ export const DomainParams = t.Object({
  * drops a final dot and converts an IDN to its A-label.
  */
 const DomainName = (description: string) => t.String({
-  minLength: 1, maxLength: 300, pattern: DOMAIN_PATTERN, examples: ['my-shop.ca'],
+  examples: ['my-shop.ca'],
+  // The service's check (normalizeDomain) is the server's: the pattern is for the document, and
+  // the lengths count characters there (the request validator counts UTF-16 code units).
+  ...checkedByService({ minLength: 1, maxLength: 300, pattern: DOMAIN_PATTERN }),
   description: `${description} Labels of 1 to 63 letters, digits and hyphens (not at either end), a dot between them, an alphabetic TLD, at most 253 characters; no scheme, path or port.`,
   error: 'is not a domain name: send a name like example.com (labels of letters, digits and hyphens of at most 63 characters, a dot between labels, no scheme, path or port)',
 })

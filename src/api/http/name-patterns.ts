@@ -14,22 +14,41 @@ const ANY_LABEL = `(?:${LABEL}|${SERVICE_LABEL})`
 /** A top-level domain: letters, or an IDNA A-label (domain/domains/names.ts). */
 const TLD = '(?:[A-Za-z]{2,63}|[Xx][Nn]--[A-Za-z0-9-]{1,59})'
 
-/** A character outside ASCII that may stand in an IDN's label: not a C1 control or a space of any kind. */
-const NON_ASCII = '[^\\x00-\\xA0\\u1680\\u2000-\\u200B\\u2028\\u2029\\u202F\\u205F\\u3000\\uFEFF]'
+/**
+ * Characters outside ASCII whose NFKC form holds ASCII other than a letter, digit or hyphen
+ * (U+2024 '.', U+FF0F '/', U+1F100 '0,' ...): IDNA maps them to it and refuses the name. The
+ * two last ranges are written as themselves: no escape of an astral character reads the same in
+ * ECMA-262 (with or without `u`), Python and Rust. name-patterns.test.ts recomputes the set.
+ */
+export const IDN_PUNCTUATION = '\\u00A8\\u00AF\\u00B4\\u00B8\\u02D8-\\u02DD\\u037A\\u037E\\u0384-\\u0385\\u1FBD\\u1FBF-\\u1FC1\\u1FCD-\\u1FCF\\u1FDD-\\u1FDF\\u1FED-\\u1FEF\\u1FFD-\\u1FFE\\u2000-\\u200A\\u2017\\u2024-\\u2026\\u202F\\u203C\\u203E\\u2047-\\u2049\\u205F\\u207A\\u207C-\\u207E\\u208A\\u208C-\\u208E\\u2100-\\u2101\\u2105-\\u2106\\u2474-\\u24B5\\u2A74-\\u2A76\\u3000\\u309B-\\u309C\\u3200-\\u321E\\u3220-\\u3243\\u33C2\\u33C7\\u33D8\\uFB29\\uFC5E-\\uFC63\\uFDFA-\\uFDFB\\uFE10\\uFE13-\\uFE16\\uFE19\\uFE30\\uFE33-\\uFE38\\uFE47-\\uFE50\\uFE52\\uFE54-\\uFE57\\uFE59-\\uFE5C\\uFE5F-\\uFE62\\uFE64-\\uFE66\\uFE68-\\uFE6B\\uFE70\\uFE72\\uFE74\\uFE76\\uFE78\\uFE7A\\uFE7C\\uFE7E\\uFF01-\\uFF0C\\uFF0E-\\uFF0F\\uFF1A-\\uFF20\\uFF3B-\\uFF40\\uFF5B-\\uFF5E\\uFFE3🄀-🄊🄐-🄩'
+
+/**
+ * A character outside ASCII that may stand in an IDN's label: not a C1 control, a space of any
+ * kind, a full stop, or IDN_PUNCTUATION.
+ */
+const NON_ASCII = `[^\\x00-\\xA0\\u1680\\u2000-\\u200B\\u2028\\u2029\\u202F\\u205F\\u3000\\u3002\\uFEFF\\uFF0E\\uFF61${IDN_PUNCTUATION}]`
 const U_CHAR = `(?:[A-Za-z0-9]|${NON_ASCII})`
-/** A label of an IDN as sent (a U-label): letters, digits, hyphens and non-ASCII letters, no hyphen at either end. */
-const U_LABEL = `${U_CHAR}(?:(?:[A-Za-z0-9-]|${NON_ASCII}){0,61}${U_CHAR})?`
-/** An IDN's top-level label: alphabetic, an A-label, or one holding a non-ASCII letter. */
-const U_TLD = `(?:${TLD}|(?:[A-Za-z0-9][A-Za-z0-9-]*)?${NON_ASCII}(?:(?:[A-Za-z0-9-]|${NON_ASCII})*${U_CHAR})?)`
+/**
+ * A label of an IDN as sent (a U-label): letters, digits, hyphens and non-ASCII letters, no
+ * hyphen at either end; not an A-label (`xn--`), whose punycode the server's IDNA checks there.
+ */
+const U_LABEL = `(?![Xx][Nn]--)${U_CHAR}(?:(?:[A-Za-z0-9-]|${NON_ASCII}){0,61}${U_CHAR})?`
+/** An IDN's top-level label: alphabetic, or one holding a non-ASCII letter. */
+const U_TLD = `(?:[A-Za-z]{2,63}|(?![Xx][Nn]--)(?:[A-Za-z0-9][A-Za-z0-9-]*)?${NON_ASCII}(?:(?:[A-Za-z0-9-]|${NON_ASCII})*${U_CHAR})?)`
+/** The full stops IDNA takes between labels (UTS 46 maps the ideographic and fullwidth ones to '.'). */
+const U_DOT = '[.\\u3002\\uFF0E\\uFF61]'
 
 /**
  * A domain name to search or register (domain/domains/names.ts normalizeDomain): at least two
  * labels, an alphabetic TLD, at most 253 characters, an optional final dot; or a name with
  * non-ASCII letters (an IDN), labels of the same form, which the server converts to its
- * A-labels and checks again (IDNA's own rules, which no pattern states, refuse a few more).
- * Both branches are anchored: a name is refused whole or taken whole (issue 36).
+ * A-labels and checks again. Both branches are anchored: a name is refused whole or taken whole
+ * (issue 36). What no pattern states, IDNA's own (UTS 46): code points it does not allow
+ * (unassigned ones, some symbols), the bidirectional rule, and an A-label's length of at most
+ * 63. Published only (checkedByService): one range lies outside the BMP, and the request
+ * validator compiles patterns without the `u` flag; the service checks the name.
  */
-export const DOMAIN_PATTERN = `^ *(?=[!-~]{1,253}\\.? *$)(?:${LABEL}\\.)+${TLD}\\.? *$|^ *(?=[^ ]*${NON_ASCII})(?:${U_LABEL}\\.)+${U_TLD}\\.? *$`
+export const DOMAIN_PATTERN = `^ *(?=[!-~]{1,253}\\.? *$)(?:${LABEL}\\.)+${TLD}\\.? *$|^ *(?=[^ ]*${NON_ASCII})(?:${U_LABEL}${U_DOT})+${U_TLD}\\.? *$`
 
 /**
  * A record's name relative to its site or domain (domain/dns/records.ts checkSubdomain): '' or
