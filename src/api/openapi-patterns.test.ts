@@ -88,6 +88,8 @@ describe('rules the server enforces, as the document states them', () => {
       // What no JSON text decodes to: surrogate code points (Python holds them, and generators
       // made from the pattern produce them). A pattern with a branch for pairs matched these.
       [[0x61, 0xd83d, 0xde80], false], [[0xdc00], false], [[0x1f680], true],
+      // Lengths in characters, as JSON Schema counts them: an emoji is one (two UTF-16 code units).
+      ['🚀'.repeat(100), true], ['🚀'.repeat(101), false], ['é'.repeat(100), true], ['', false],
     ])
   })
 

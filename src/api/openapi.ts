@@ -3,7 +3,7 @@ import type { AnyElysia } from 'elysia'
 import { ACCESS_EXTENSION, CHECKOUT_SECRET_EXTENSION, OPTIONAL_SCOPE_EXTENSION, SITE_EXTENSION } from './http/access'
 import { ERROR_STATUSES, ERRORS_EXTENSION, type ErrorStatus } from './http/error-docs'
 import { endOfValue } from './http/pattern-text'
-import { ErrorEnvelope, PUBLISHED_TEXT_PATTERN, QUERY_PARAM, TEXT_PATTERN } from './http/schemas'
+import { ErrorEnvelope, PUBLISHED_TEXT_PATTERN, QUERY_PARAM, TEXT_LENGTH, TEXT_PATTERN, textLengthOf } from './http/schemas'
 import { exampleOf } from './openapi-examples'
 import { LINKS } from './openapi-links'
 
@@ -179,7 +179,8 @@ function declareCheckoutSecret(op: Record<string, unknown>): void {
 /**
  * Patterns as the document states them, read the same by ECMA-262 (with the `u` flag, as JSON
  * Schema validators compile them) and by Python's `re` (issue 36): the plain-text rule over code
- * points (TEXT_PATTERN is written for the request validator, which reads UTF-16 code units), and
+ * points (TEXT_PATTERN is written for the request validator, which reads UTF-16 code units) with
+ * a Text field's length as minLength and maxLength (TEXT_LENGTH), and
  * `$` as the end of the value (endOfValue). For ECMA-262 each published pattern means what the
  * validator's does; openapi-patterns.test.ts holds server, ajv and Python to the same verdicts.
  */
@@ -187,7 +188,13 @@ function publishPatterns(node: unknown): void {
   if (Array.isArray(node)) return node.forEach(publishPatterns)
   if (typeof node !== 'object' || node === null) return
   const obj = node as Record<string, unknown>
-  if (obj.pattern === TEXT_PATTERN) obj.pattern = PUBLISHED_TEXT_PATTERN
+  const length = textLengthOf(obj)
+  if (length) {
+    if (length.minLength > 0) obj.minLength = length.minLength
+    obj.maxLength = length.maxLength
+    delete obj[TEXT_LENGTH]
+  }
+  if (length || obj.pattern === TEXT_PATTERN) obj.pattern = PUBLISHED_TEXT_PATTERN
   if (typeof obj.pattern === 'string') obj.pattern = endOfValue(obj.pattern)
   for (const [key, value] of Object.entries(obj)) if (key !== 'example' && key !== 'examples') publishPatterns(value)
 }

@@ -130,8 +130,22 @@ export const PUBLISHED_TEXT_PATTERN = '^[^\\u0000-\\u001F\\u007F-\\u009F\\uD800-
 /** True when `value` holds a character `Text` refuses (validation.ts names the reason). */
 export const notPlainText = (value: string) => !TEXT_REGEX.test(value)
 
-export const Text = (options: { minLength?: number; maxLength: number; description?: string; examples?: string[] }) =>
-  t.String({ ...options, pattern: TEXT_PATTERN })
+/**
+ * Schema keyword holding a Text field's length in characters (code points, as JSON Schema counts
+ * them): the request validator counts UTF-16 code units for minLength and maxLength, so an emoji
+ * would count twice. The pattern counts the characters instead, and openapi.ts states the
+ * lengths as minLength and maxLength (issue 36).
+ */
+export const TEXT_LENGTH = 'x-text-length'
+
+/** The plain-text rule and its length, in characters, for a validator that reads UTF-16 code units. */
+const textPattern = (min: number, max: number) => `^(?:[^\\u0000-\\u001F\\u007F-\\u009F\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]){${min},${max}}$`
+
+export const Text = ({ minLength = 0, maxLength, ...options }: { minLength?: number; maxLength: number; description?: string; examples?: string[] }) =>
+  t.String({ ...options, pattern: textPattern(minLength, maxLength), [TEXT_LENGTH]: { minLength, maxLength } })
+
+/** The length a Text field's schema states, if it is one. */
+export const textLengthOf = (schema: object) => (schema as Record<string, unknown>)[TEXT_LENGTH] as { minLength: number; maxLength: number } | undefined
 
 /**
  * An email address: the validator's `email` format, and the same rule as a pattern
