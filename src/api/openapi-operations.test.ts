@@ -143,7 +143,7 @@ describe('values drawn from the patterns', () => {
       }
     }
     expect(targets.map((t) => `${t.id} ${t.field}`)).toEqual(expect.arrayContaining(['createKey name', 'updateAccount email', 'searchDomains domain', 'writeFile path', 'execCommand cwd', 'createCheckout sku', 'changeSiteDns subdomain']))
-    const drawn = samples(targets.map((t) => t.schema), 8)
+    const drawn = samples(targets.map((t) => t.schema), 5)
     const refused: string[] = []
     let sent = 0
     for (const [i, target] of targets.entries()) {
@@ -155,7 +155,7 @@ describe('values drawn from the patterns', () => {
         if (res.status === 422 && res.json.error.param === target.field && !NAMES_AN_ID[target.id]?.includes(target.field)) refused.push(`${target.id} ${target.field} ${JSON.stringify(value)}: ${res.json.error.message}`)
       }
     }
-    expect(sent).toBeGreaterThan(100)
+    expect(sent).toBeGreaterThan(80)
     expect(refused).toEqual([])
   })
 })
