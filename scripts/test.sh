@@ -24,8 +24,9 @@ fi
 # a terminal (test/sites-shell.e2e.test.ts). prometheus (with promtool) scrapes Berth's /metrics
 # (test/prometheus.e2e.test.ts). nghttp2-client's h2load loads the HTTPS edge over HTTP/2
 # (test/https-edge.e2e.test.ts, bench/h2.ts). iproute2 (ip netns, veths) and util-linux's nsenter and
-# unshare make the two-node cluster lab (test/lab/), whose nodes are asked with curl.
-scripts/setup.sh systemd bind9-dnsutils openssh-client chromium busybox-static debootstrap pebble openssl age tmux bsdutils prometheus nghttp2-client iproute2 curl
+# unshare make the two-node cluster lab (test/lab/), whose nodes are asked with curl. python3 reads the
+# OpenAPI document's patterns as Python tools do (src/api/openapi-patterns.test.ts).
+scripts/setup.sh systemd bind9-dnsutils openssh-client chromium busybox-static debootstrap pebble openssl age tmux bsdutils prometheus nghttp2-client iproute2 curl python3
 bun run typecheck
 bun run build
 # The site images the service and end-to-end tests run (built locally, no registry; quick when present).

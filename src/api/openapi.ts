@@ -1,8 +1,9 @@
 import { filterPaths, registerSchemaPath } from '@elysiajs/swagger/utils'
 import type { AnyElysia } from 'elysia'
-import { ACCESS_EXTENSION, OPTIONAL_SCOPE_EXTENSION, SITE_EXTENSION } from './http/access'
+import { ACCESS_EXTENSION, CHECKOUT_SECRET_EXTENSION, OPTIONAL_SCOPE_EXTENSION, SITE_EXTENSION } from './http/access'
 import { ERROR_STATUSES, ERRORS_EXTENSION, type ErrorStatus } from './http/error-docs'
-import { ErrorEnvelope, QUERY_PARAM } from './http/schemas'
+import { endOfValue } from './http/pattern-text'
+import { ErrorEnvelope, PUBLISHED_TEXT_PATTERN, QUERY_PARAM, TEXT_LENGTH, TEXT_PATTERN, textLengthOf } from './http/schemas'
 import { exampleOf } from './openapi-examples'
 import { LINKS } from './openapi-links'
 
@@ -32,6 +33,7 @@ export function buildOpenApi(app: AnyElysia, info: { baseUrl: string; version: s
   // A copy: the route table's schema objects are the ones Elysia validates with, messages included.
   const filtered = JSON.parse(JSON.stringify(filterPaths(paths, { excludeStaticFile: false, exclude: [] }))) as typeof paths
   stripCustomMessages(filtered)
+  publishPatterns(filtered)
   for (const [path, operations] of Object.entries(filtered)) {
     for (const [method, op] of Object.entries(operations)) {
       const responses = op.responses as Record<string, Record<string, any>>
@@ -60,6 +62,7 @@ export function buildOpenApi(app: AnyElysia, info: { baseUrl: string; version: s
         }
         param.example ??= exampleOf(param.schema, param.name)
       }
+      if (op[CHECKOUT_SECRET_EXTENSION] !== undefined) declareCheckoutSecret(op)
       if (op[OPTIONAL_SCOPE_EXTENSION] !== undefined) op.security = [{}, { bearer: [] }]
       if (op.security === undefined) op.security = []
       if (op[ACCESS_EXTENSION] === undefined) op[ACCESS_EXTENSION] = 'unset'
@@ -151,6 +154,49 @@ function plainQueryInteger(schema: Record<string, unknown>): Record<string, unkn
   delete plain[QUERY_PARAM]
   delete plain.anyOf
   return plain
+}
+
+/**
+ * A checkout session's secret, which the access plugin reads before validation from the query
+ * (`checkout_secret`) or the X-Checkout-Secret header, and without which the session is 404 as
+ * if it did not exist. The document requires the query form (what the links and the MCP tools
+ * carry) and declares the header as its alternative: OpenAPI has no "one of two parameters".
+ */
+function declareCheckoutSecret(op: Record<string, unknown>): void {
+  const params = (op.parameters ?? []) as Record<string, unknown>[]
+  const query = params.find((p) => p.in === 'query' && p.name === 'checkout_secret')
+  if (!query) throw new Error(`${String(op.operationId)}: a route with checkoutSecret declares the checkout_secret query parameter (CheckoutSecretQuery)`)
+  query.required = true
+  query.description = 'The checkout_secret that creating the checkout returned (or send it as the X-Checkout-Secret header instead). Without it, or with another, the session is 404 as if it did not exist.'
+  params.push({
+    in: 'header', name: 'X-Checkout-Secret', required: false, schema: { type: 'string', maxLength: 200 }, example: exampleOf({ type: 'string' }, 'checkout_secret'),
+    description: 'The checkout_secret, as a header: the alternative to the query parameter, for clients that keep secrets out of URLs; the query parameter wins when both are sent.',
+  })
+  op.parameters = params
+  delete op[CHECKOUT_SECRET_EXTENSION]
+}
+
+/**
+ * Patterns as the document states them, read the same by ECMA-262 (with the `u` flag, as JSON
+ * Schema validators compile them) and by Python's `re` (issue 36): the plain-text rule over code
+ * points (TEXT_PATTERN is written for the request validator, which reads UTF-16 code units) with
+ * a Text field's length as minLength and maxLength (TEXT_LENGTH), and
+ * `$` as the end of the value (endOfValue). For ECMA-262 each published pattern means what the
+ * validator's does; openapi-patterns.test.ts holds server, ajv and Python to the same verdicts.
+ */
+function publishPatterns(node: unknown): void {
+  if (Array.isArray(node)) return node.forEach(publishPatterns)
+  if (typeof node !== 'object' || node === null) return
+  const obj = node as Record<string, unknown>
+  const length = textLengthOf(obj)
+  if (length) {
+    if (length.minLength > 0) obj.minLength = length.minLength
+    obj.maxLength = length.maxLength
+    delete obj[TEXT_LENGTH]
+  }
+  if (length || obj.pattern === TEXT_PATTERN) obj.pattern = PUBLISHED_TEXT_PATTERN
+  if (typeof obj.pattern === 'string') obj.pattern = endOfValue(obj.pattern)
+  for (const [key, value] of Object.entries(obj)) if (key !== 'example' && key !== 'examples') publishPatterns(value)
 }
 
 /**

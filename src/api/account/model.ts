@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { Body, checkedByService, Query, Text, TEXT_PATTERN } from '../http/schemas'
+import { Body, checkedByService, Email, Query, Text, TEXT_PATTERN } from '../http/schemas'
 import { PaymentView, SubscriptionView } from '../../domain/billing/views'
 import { AccountDeleted, AccountView, BillingPortal, LanguageSchema as Language } from '../../domain/accounts/views'
 export { AccountDeleted, AccountView, BillingPortal, PaymentView, SubscriptionView }
@@ -7,7 +7,7 @@ export { AccountDeleted, AccountView, BillingPortal, PaymentView, SubscriptionVi
 const PersonName = (what: string) => Text({ minLength: 1, maxLength: 100, description: what })
 
 export const UpdateAccountBody = Body({
-  email: t.Optional(Text({ format: 'email', maxLength: 254, description: 'Contact address for receipts and notices.', examples: ['ada@example.com'] })),
+  email: t.Optional(Email({ description: 'Contact address for receipts and notices.', examples: ['ada@example.com'] })),
   language: t.Optional(Language),
   first_name: t.Optional(PersonName('Given name.')),
   last_name: t.Optional(PersonName('Family name.')),
@@ -16,7 +16,9 @@ export const UpdateAccountBody = Body({
 export const DeleteAccountBody = Body({
   // `error`: a missing or mistyped confirm must say what to send, as the service does for a wrong word.
   confirm: t.String({
-    maxLength: 20, pattern: TEXT_PATTERN, error: 'must be exactly "DELETE" (in capitals): deleting the account is irreversible',
+    // `const` states the rule in the document; the request validator does not apply it to a
+    // string, so a wrong word is the service's 422 naming confirm, as before.
+    maxLength: 20, pattern: TEXT_PATTERN, const: 'DELETE', error: 'must be exactly "DELETE" (in capitals): deleting the account is irreversible',
     description: 'Must be exactly "DELETE": the deletion is irreversible.', examples: ['DELETE'],
   }),
 })

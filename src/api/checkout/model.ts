@@ -2,7 +2,7 @@ import { t } from 'elysia'
 import { SLUG_PATTERN } from '../../core/slugs'
 import { PLAN_SLUG } from '../../config/config'
 import { schemaOp } from '../http/doors'
-import { Body, DateTime, Nullable, Query, Text, Uuid } from '../http/schemas'
+import { Body, DateTime, Email, Nullable, Query, Text, Uuid } from '../http/schemas'
 import { CheckoutSession } from '../../domain/checkout/views'
 export { CheckoutSession }
 
@@ -24,7 +24,7 @@ export const createCheckoutBody = (prefix: string) => Body({
 })
 
 export const UpdateCheckoutBody = Body({
-  buyer_email: t.Optional(Text({ format: 'email', maxLength: 254, description: 'Where receipts go.' })),
+  buyer_email: t.Optional(Email({ description: 'Where receipts go.' })),
   requested_slug: t.Optional(t.String({ pattern: SLUG_PATTERN, minLength: 3, maxLength: 50, error: 'must be 3 to 50 lowercase letters, digits and hyphens, starting and ending with a letter or digit' })),
 })
 

@@ -28,7 +28,7 @@ const valueMatches = (pattern: string): ServiceRule => ({ properties: { value: {
  * part is wrong; the document states them.
  */
 const CREATE_RULES: ServiceRule[] = [
-  { required: ['value'], ...valueMatches('\\S') },
+  { required: ['value'], ...valueMatches('^[\\s\\S]*\\S[\\s\\S]*$') },
   { if: typeIs('A'), then: valueMatches(RECORD_VALUE_PATTERNS.A) },
   { if: typeIs('AAAA'), then: { properties: { value: { format: 'ipv6' } } } },
   { if: typeIs('CNAME'), then: valueMatches(RECORD_VALUE_PATTERNS.CNAME) },

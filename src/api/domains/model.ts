@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { CA_LEGAL_TYPES } from '../../domain/domains/names'
-import { Body, checkedByService, JsonInteger, Query, Text } from '../http/schemas'
+import { Body, checkedByService, Email, JsonInteger, Query, Text } from '../http/schemas'
 import { CA_NAME_PATTERN, DOMAIN_PATTERN } from '../http/name-patterns'
 import { Domain, DomainRegistered, DomainSearch } from '../../domain/domains/views'
 export { Domain, DomainRegistered, DomainSearch }
@@ -14,7 +14,10 @@ export const DomainParams = t.Object({
  * drops a final dot and converts an IDN to its A-label.
  */
 const DomainName = (description: string) => t.String({
-  minLength: 1, maxLength: 300, pattern: DOMAIN_PATTERN, examples: ['my-shop.ca'],
+  examples: ['my-shop.ca'],
+  // The service's check (normalizeDomain) is the server's: the pattern is for the document, and
+  // the lengths count characters there (the request validator counts UTF-16 code units).
+  ...checkedByService({ minLength: 1, maxLength: 300, pattern: DOMAIN_PATTERN }),
   description: `${description} Labels of 1 to 63 letters, digits and hyphens (not at either end), a dot between them, an alphabetic TLD, at most 253 characters; no scheme, path or port.`,
   error: 'is not a domain name: send a name like example.com (labels of letters, digits and hyphens of at most 63 characters, a dot between labels, no scheme, path or port)',
 })
@@ -32,7 +35,7 @@ export const RegisterDomainBody = Body({
   contact: t.Object({
     first_name: ContactText('WHOIS contact first name.', ['Ada']),
     last_name: ContactText('WHOIS contact last name.', ['Lovelace']),
-    email: Text({ minLength: 3, maxLength: 254, format: 'email', examples: ['ada@example.com'] }),
+    email: Email({ minLength: 3, examples: ['ada@example.com'] }),
     phone: t.String({ pattern: '^\\+[0-9]{1,3}\\.[0-9]{4,14}$', examples: ['+1.5555551234'], error: "must be +<country code>.<digits>, like +1.5555551234" }),
     address1: ContactText('Street address.', ['100 King St W'], 200),
     city: ContactText('City.', ['Toronto']),
@@ -47,7 +50,7 @@ export const RegisterDomainBody = Body({
 
 
 export const LinkDomainBody = Body({
-  tenant_slug: t.Union([t.String({ maxLength: 100, examples: ['acme'] }), t.Null()], { description: 'The slug of one of your sites; null unlinks the domain.' }),
+  tenant_slug: t.Union([t.String({ maxLength: 100, examples: ['acme-shop'] }), t.Null()], { description: 'The slug of one of your sites; null unlinks the domain.' }),
 })
 
 export const DomainSettingsBody = Body({

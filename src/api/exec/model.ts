@@ -1,5 +1,6 @@
 import { t } from 'elysia'
-import { Body, JsonInteger } from '../http/schemas'
+import { Body, checkedByService, JsonInteger } from '../http/schemas'
+import { CWD_PATTERN } from '../http/path-patterns'
 import { EXEC_LIMITS } from '../../domain/exec/limits'
 import { ExecResult } from '../../domain/exec/views'
 export { ExecResult }
@@ -22,7 +23,9 @@ export const ExecBody = Body({
   }),
   cwd: t.Optional(t.String({
     maxLength: 4096,
+    examples: ['public'],
     description: "The folder to start in: relative to the site's home (public), or absolute beneath /home/site (/home/site/public). An existing folder, resolved like the files API's paths (no '..', no symbolic link on the way); default the home.",
+    ...checkedByService({ pattern: CWD_PATTERN }),
   })),
   env: t.Optional(t.Record(t.String(), t.String(), {
     description: `Variables added to the site's environment: at most ${L.envCount}, names of letters, digits and _ (not starting with a digit, at most ${L.envNameBytes} bytes, not starting with BERTH_), names and values at most ${L.envBytes} bytes together, no NUL character.`,

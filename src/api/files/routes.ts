@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
-import { DeletedEntry, FileContent, FileListing, ListQuery, PathBody, ReadQuery, UploadBody, WriteBody, WrittenEntry } from './model'
+import { DeletedEntry, FileContent, DeleteBody, FileListing, ListQuery, MkdirBody, ReadQuery, UploadBody, WriteBody, WrittenEntry } from './model'
 import type { FilesService } from '../../domain/files/service'
 
 const tags = ['Files']
@@ -49,7 +49,7 @@ export const fileRoutes = (plugins: ApiPlugins, files: FilesService) =>
       scope: 'write',
       site: 'changeable',
       params: SiteParams,
-      body: PathBody,
+      body: MkdirBody,
       response: ok(WrittenEntry),
       detail: { tags, summary: 'Create a folder and any missing parents (an existing folder is no error)', operationId: 'makeDirectory' },
     })
@@ -57,7 +57,7 @@ export const fileRoutes = (plugins: ApiPlugins, files: FilesService) =>
       scope: 'write',
       site: 'changeable',
       params: SiteParams,
-      body: PathBody,
+      body: DeleteBody,
       response: ok(DeletedEntry),
       detail: { tags, summary: 'Delete a file, or a folder with everything in it', operationId: 'deleteFile' },
     })

@@ -11,6 +11,8 @@ export const ACCESS_EXTENSION = 'x-berth-access'
 export const SITE_EXTENSION = 'x-berth-site'
 /** The scope a key sent to a public route must hold (`optionalScope`). */
 export const OPTIONAL_SCOPE_EXTENSION = 'x-berth-optional-scope'
+/** A route that needs a checkout session's secret; the document turns it into its two parameters. */
+export const CHECKOUT_SECRET_EXTENSION = 'x-berth-checkout-secret'
 
 /**
  * Declares who may call a route. Every route states exactly one of:
@@ -97,6 +99,7 @@ export function access(keys: KeysService, guard: SiteGuard, checkouts: CheckoutP
       },
     }),
     checkoutSecret: (enabled: true) => ({
+      detail: { [CHECKOUT_SECRET_EXTENSION]: enabled } as DocumentDecoration,
       // The session's secret before validation: a stranger learns nothing from a 422.
       transform({ request, params }) {
         if (enabled) checkouts.prove((params as Record<string, string>).checkout_id!, checkoutSecretOf(request))

@@ -1,5 +1,6 @@
 import { Type, type IntegerOptions, type TProperties } from '@sinclair/typebox'
 import { t, type TSchema } from 'elysia'
+import { EMAIL_PATTERN } from './name-patterns'
 
 /** `meta` of every response. */
 export const Meta = t.Object({
@@ -110,13 +111,45 @@ export const NoBody = Body({}, { description: 'None: send no body, or {}.' })
  * Plain text (names, labels, identifiers, emails): no control characters (C0 including tab and
  * newline, DEL, C1) and no unpaired UTF-16 surrogates (`\ud800` in JSON), which would print as
  * garbage, reach logs as escape sequences, or turn into U+FFFD on the way to storage. 422 naming
- * the field otherwise. The pattern reads the same with and without the regex `u` flag.
+ * the field otherwise. The pattern reads the same with and without the regex `u` flag: the
+ * request validator compiles patterns without it (UTF-16 code units), so a pair of surrogates
+ * (an emoji) is matched as a pair.
  */
 export const TEXT_PATTERN = '^(?:[^\\u0000-\\u001F\\u007F-\\u009F\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])*$'
 const TEXT_REGEX = new RegExp(TEXT_PATTERN)
 
+/**
+ * The same rule as the published document states it (openapi.ts puts it in place of
+ * TEXT_PATTERN): over code points, as JSON Schema reads a pattern (ECMA-262 with the `u` flag,
+ * and Python's and Rust's engines), where an emoji is one character and any surrogate code point
+ * is one a UTF-8 body cannot carry. TEXT_PATTERN's second branch matches two surrogate code
+ * points there, a string no JSON text decodes to, which generators then produce (issue 36).
+ */
+export const PUBLISHED_TEXT_PATTERN = '^[^\\u0000-\\u001F\\u007F-\\u009F\\uD800-\\uDFFF]*$'
+
 /** True when `value` holds a character `Text` refuses (validation.ts names the reason). */
 export const notPlainText = (value: string) => !TEXT_REGEX.test(value)
 
-export const Text = (options: { minLength?: number; maxLength: number; description?: string; format?: 'email'; examples?: string[] }) =>
-  t.String({ ...options, pattern: TEXT_PATTERN })
+/**
+ * Schema keyword holding a Text field's length in characters (code points, as JSON Schema counts
+ * them): the request validator counts UTF-16 code units for minLength and maxLength, so an emoji
+ * would count twice. The pattern counts the characters instead, and openapi.ts states the
+ * lengths as minLength and maxLength (issue 36).
+ */
+export const TEXT_LENGTH = 'x-text-length'
+
+/** The plain-text rule and its length, in characters, for a validator that reads UTF-16 code units. */
+const textPattern = (min: number, max: number) => `^(?:[^\\u0000-\\u001F\\u007F-\\u009F\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]){${min},${max}}$`
+
+export const Text = ({ minLength = 0, maxLength, ...options }: { minLength?: number; maxLength: number; description?: string; examples?: string[] }) =>
+  t.String({ ...options, pattern: textPattern(minLength, maxLength), [TEXT_LENGTH]: { minLength, maxLength } })
+
+/** The length a Text field's schema states, if it is one. */
+export const textLengthOf = (schema: object) => (schema as Record<string, unknown>)[TEXT_LENGTH] as { minLength: number; maxLength: number } | undefined
+
+/**
+ * An email address: the validator's `email` format, and the same rule as a pattern
+ * (name-patterns.ts EMAIL_PATTERN) so that the document states it; plain text by construction.
+ */
+export const Email = (options: { minLength?: number; description?: string; examples?: string[] } = {}) =>
+  t.String({ maxLength: 254, ...options, format: 'email', pattern: EMAIL_PATTERN })

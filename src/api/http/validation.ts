@@ -1,7 +1,7 @@
 import type { ValidationError as ElysiaValidationError } from 'elysia'
 import { renderSchemaOps, type DoorWords } from './doors'
 import { ValidationError } from './errors'
-import { notPlainText, QUERY_PARAM, TEXT_PATTERN } from './schemas'
+import { notPlainText, QUERY_PARAM, TEXT_PATTERN, textLengthOf } from './schemas'
 
 interface SchemaLike {
   type?: string
@@ -16,6 +16,7 @@ interface SchemaLike {
   enum?: unknown[]
   const?: unknown
   items?: SchemaLike
+  minItems?: number
   properties?: Record<string, unknown>
   error?: string
   description?: string
@@ -74,9 +75,14 @@ function describe(label: string, value: unknown, declared: SchemaLike, where: st
   switch (schema.type) {
     case 'string':
       if (typeof value !== 'string') return `${field} must be a string${got}.`
-      if (schema.pattern === TEXT_PATTERN && notPlainText(value)) return `${field} must be plain text: no control characters (NUL, tab, newline, ESC...) and no unpaired surrogates${got}.`
+      const text = textLengthOf(schema)
+      if ((text || schema.pattern === TEXT_PATTERN || schema.format === 'email') && notPlainText(value)) return `${field} must be plain text: no control characters (NUL, tab, newline, ESC...) and no unpaired surrogates${got}.`
+      // A Text field's pattern counts characters (an emoji is one): say which bound it missed.
+      const characters = [...value].length
+      if (text && characters < text.minLength) return text.minLength === 1 ? `${field} must not be empty.` : `${field} must be at least ${text.minLength} characters${got}.`
+      if (text && characters > text.maxLength) return `${field} must be at most ${text.maxLength} characters (got ${characters}).`
       if (schema.format === 'uuid') return `${field} must be a UUID such as 123e4567-e89b-42d3-a456-426614174000${got}.`
-      if (schema.format === 'email') return `${field} must be an email address${got}.`
+      if (schema.format === 'email') return `${field} must be an email address such as ada@example.com: ASCII letters, digits and !#$%&'*+/=?^_\`{|}~- in dot-separated words before the @, a domain name of two labels or more after it${got}.`
       if (schema.minLength !== undefined && value.length < schema.minLength) return schema.minLength === 1 ? `${field} must not be empty.` : `${field} must be at least ${schema.minLength} characters${got}.`
       if (schema.maxLength !== undefined && value.length > schema.maxLength) return `${field} must be at most ${schema.maxLength} characters (got ${value.length}).`
       return `${field} has the wrong format${schema.pattern ? `; it must match ${schema.pattern}` : ''}${got}.`
@@ -93,6 +99,11 @@ function describe(label: string, value: unknown, declared: SchemaLike, where: st
       return `${field} must be true or false${got}.`
     case 'array': {
       const inner = schema.items ? literalChoices(schema.items) : undefined
+      if (Array.isArray(value) && schema.minItems !== undefined && value.length < schema.minItems) {
+        // `scopes` holds scopes: the field's name says what an item is.
+        const item = label.replace(/s$/, '')
+        return `${field} must hold at least ${schema.minItems === 1 ? `one ${item}` : `${schema.minItems} of them`}${inner ? ` (${inner.join(', ')})` : ''}${got}.`
+      }
       return `${field} must be an array${inner ? ` of ${inner.join(', ')}` : ''}${got}.`
     }
     case 'object':

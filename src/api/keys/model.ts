@@ -8,7 +8,7 @@ export const KeyName = Text({ minLength: 1, maxLength: 100, description: 'A labe
 
 export const CreateKeyBody = Body({
   name: t.Optional(KeyName),
-  scopes: t.Optional(t.Array(ScopeSchema, { description: "Defaults to the calling key's scopes; must be a subset of them." })),
+  scopes: t.Optional(t.Array(ScopeSchema, { minItems: 1, description: "Defaults to the calling key's scopes; must be a subset of them." })),
 })
 
 export const KeyListQuery = Query({

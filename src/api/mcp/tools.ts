@@ -150,6 +150,8 @@ export function toolsFromOpenApi(doc: Schema): ToolDef[] {
       const pathParams: string[] = []
       const queryParams: string[] = []
       for (const p of (op.parameters ?? []) as Schema[]) {
+        // A header (X-Checkout-Secret) is the REST form of what a tool takes as a query parameter.
+        if (p.in === 'header') continue
         properties[p.name] = withDescription({ ...p.schema, ...(p.description ? { description: p.description } : {}) }, p.name)
         if (p.required) required.push(p.name)
         ;(p.in === 'path' ? pathParams : queryParams).push(p.name)

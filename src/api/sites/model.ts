@@ -13,7 +13,7 @@ export const CreateSiteBody = Body({
 })
 
 export const ScaleBody = Body({
-  new_plan: Text({ minLength: 1, maxLength: 100, description: 'Slug of an active plan (GET /plans/); the site and its subscription move to it.' }),
+  new_plan: Text({ minLength: 1, maxLength: 100, examples: ['business'], description: 'Slug of an active plan (GET /plans/); the site and its subscription move to it.' }),
 })
 
 /** Two years: the longest max-age the HSTS preload list asks for, and the most a site may set. */
