@@ -1,4 +1,5 @@
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -169,21 +170,85 @@ describe('a hostile archive, into a home whose logs and .ssh are links out', () 
   })
 })
 
+describe('the check reads headers as GNU tar does', () => {
+  const check = async (members: Member[]) => {
+    const home = mkdtempSync(join(dir, 'check-'))
+    const tar = `${home}.tar`
+    writeFileSync(tar, makeTar(members))
+    return replaceHome(home, tar).then(() => readdirSync(home).sort(), (e: Error) => e)
+  }
+
+  it('takes what tar makes: long names, non-ASCII names, hard links, links, FIFOs, and the pax format', async () => {
+    const source = join(dir, 'rich')
+    const deep = join(source, 'public', 'a'.repeat(120), 'b'.repeat(120))
+    mkdirSync(deep, { recursive: true })
+    writeFileSync(join(deep, `${'c'.repeat(150)}.html`), 'deep')
+    writeFileSync(join(source, 'public', 'café ünïcödé.html'), 'accents')
+    linkSync(join(source, 'public', 'café ünïcödé.html'), join(source, 'public', 'hard'))
+    symlinkSync(join('a'.repeat(120), 'b'.repeat(120)), join(source, 'public', 'short'))
+    execFileSync('mkfifo', [join(source, 'pipe')])
+    for (const format of ['gnu', 'posix']) {
+      const home = join(dir, `rich-home-${format}`)
+      mkdirSync(join(home, 'logs'), { recursive: true })
+      const tar = join(dir, `rich-${format}.tar`)
+      execFileSync('tar', ['--create', `--format=${format}`, '--file', tar, '--numeric-owner', '--directory', source, '.'])
+      await replaceHome(home, tar)
+      expect(readFileSync(join(home, 'public', 'a'.repeat(120), 'b'.repeat(120), `${'c'.repeat(150)}.html`), 'utf8')).toBe('deep')
+      expect(statSync(join(home, 'public', 'hard')).ino).toBe(statSync(join(home, 'public', 'café ünïcödé.html')).ino)
+      expect(readlinkSync(join(home, 'public', 'short'))).toBe(join('a'.repeat(120), 'b'.repeat(120)))
+      expect(lstatSync(join(home, 'pipe')).isFIFO()).toBe(true)
+    }
+  })
+
+  it('refuses a name from a GNU long name, a pax path, a pax linkpath and a POSIX prefix, as tar would read it', async () => {
+    const long = `./logs/${'x'.repeat(150)}`
+    expect(await check([dirm('./'), { name: long, type: 'L', data: `${long}\0` }, file('./innocent', 'x')])).toMatchObject({ message: expect.stringContaining(`member "${long}" is under "./logs"`) })
+    expect(await check([dirm('./'), pax({ path: '../escaped' }), file('./innocent', 'x')])).toMatchObject({ message: expect.stringContaining('member "../escaped" climbs out') })
+    expect(await check([dirm('./'), file('./f', 'x'), pax({ linkpath: '/etc/hostname' }), hardlink('./h', './f')])).toMatchObject({ message: expect.stringContaining('hard link to "/etc/hostname", which is an absolute path') })
+    expect(await check([dirm('./'), { ...file('x', 'y'), prefix: './logs' }])).toMatchObject({ message: expect.stringContaining('member "./logs/x" is under "./logs"') })
+  })
+
+  it('refuses what tar could read otherwise: a damaged header, a global header, a sparse member', async () => {
+    const damaged = makeTar([dirm('./'), file('./a', 'x'), file('./b', 'y')])
+    damaged[1536 + 5] ^= 1
+    const home = mkdtempSync(join(dir, 'damaged-'))
+    writeFileSync(`${home}.tar`, damaged)
+    expect(await replaceHome(home, `${home}.tar`).catch((e: Error) => e)).toMatchObject({ message: expect.stringContaining('the header at byte 1536 is damaged') })
+    expect(await check([pax({ path: './x' }, 'g'), dirm('./')])).toMatchObject({ message: expect.stringContaining('of a type ("g")') })
+    expect(await check([dirm('./'), pax({ 'GNU.sparse.major': '1' }), file('./s', 'x')])).toMatchObject({ message: expect.stringContaining('sparse') })
+  })
+})
+
 /** A member of a hand-made archive: the name exactly as given (no `./` added, no `/` stripped). */
 interface Member {
   name: string
-  type: '0' | '1' | '2' | '3' | '5'
+  type: '0' | '1' | '2' | '3' | '5' | 'x' | 'g' | 'L'
   data?: string
   link?: string
   mode?: number
   uid?: number
   dev?: [number, number]
+  /** POSIX ustar (`ustar\0`, with a prefix) rather than GNU's `ustar  `. */
+  prefix?: string
 }
 const file = (name: string, data: string): Member => ({ name, type: '0', data })
 const dirm = (name: string, mode = 0o755, uid = 0): Member => ({ name, type: '5', mode, uid })
 const symlink = (name: string, link: string): Member => ({ name, type: '2', link })
 const hardlink = (name: string, link: string): Member => ({ name, type: '1', link })
 const device = (name: string, major: number, minor: number): Member => ({ name, type: '3', dev: [major, minor] })
+/** A pax header (`x`, or global `g`) of `records`, for the member after it. */
+const pax = (records: Record<string, string>, type: 'x' | 'g' = 'x'): Member => ({
+  name: './PaxHeaders/x',
+  type,
+  data: Object.entries(records)
+    .map(([k, v]) => {
+      const body = ` ${k}=${v}\n`
+      let len = Buffer.byteLength(body) + 1
+      while (String(len).length + Buffer.byteLength(body) !== len) len++
+      return `${len}${body}`
+    })
+    .join(''),
+})
 
 /** A GNU-format tar of `members`, as a hostile party would write it. */
 function makeTar(members: Member[]): Uint8Array {
@@ -199,7 +264,11 @@ function makeTar(members: Member[]): Uint8Array {
     h.write(`${(1_704_067_200).toString(8).padStart(11, '0')}\0`, 136, 'latin1')
     h.write(m.type, 156, 'latin1')
     if (m.link) h.write(m.link, 157, 100, 'utf8')
-    h.write('ustar  \0', 257, 'latin1')
+    if (m.prefix === undefined) h.write('ustar  \0', 257, 'latin1')
+    else {
+      h.write('ustar\0' + '00', 257, 'latin1')
+      h.write(m.prefix, 345, 155, 'utf8')
+    }
     if (m.dev) {
       h.write(`${m.dev[0].toString(8).padStart(7, '0')}\0`, 329, 'latin1')
       h.write(`${m.dev[1].toString(8).padStart(7, '0')}\0`, 337, 'latin1')

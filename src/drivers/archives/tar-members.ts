@@ -32,19 +32,42 @@ const MAX_META_BYTES = 1 << 20
 export async function checkHomeArchive(file: string, kept: ReadonlySet<string>): Promise<void> {
   const handle = await open(file, 'r')
   try {
-    await walk(handle, new Members(kept))
+    await walk(new Blocks(handle), new Members(kept))
   } finally {
     await handle.close()
   }
 }
 
-async function walk(handle: FileHandle, members: Members): Promise<void> {
-  const header = Buffer.alloc(BLOCK)
+/**
+ * Reads of the archive 1 MiB at a time: the headers of small files lie close together, and one
+ * read per header made the check of 20,000 files take 0.6-0.8 s here (the site is frozen
+ * meanwhile). A read past the window starts a new one where it is asked.
+ */
+class Blocks {
+  private readonly window = Buffer.alloc(1 << 20)
+  private start = 0
+  private length = 0
+
+  constructor(readonly handle: FileHandle) {}
+
+  /** The 512 bytes at `pos` (fewer at the end of the file), valid until the next call. */
+  async header(pos: number): Promise<Buffer> {
+    if (pos < this.start || pos + BLOCK > this.start + this.length) {
+      this.start = pos
+      this.length = (await this.handle.read(this.window, 0, this.window.length, pos)).bytesRead
+    }
+    const at = pos - this.start
+    return this.window.subarray(at, Math.min(at + BLOCK, this.length))
+  }
+}
+
+async function walk(blocks: Blocks, members: Members): Promise<void> {
   let longName: string | null = null
   let longLink: string | null = null
   let pax: Map<string, string> | null = null
   for (let pos = 0; ; ) {
-    const { bytesRead } = await handle.read(header, 0, BLOCK, pos)
+    const header = await blocks.header(pos)
+    const bytesRead = header.length
     // The end of the file: GNU tar fails on an archive without its end blocks, whatever it held.
     if (bytesRead === 0) return
     if (bytesRead < BLOCK) throw refused(`it is cut short at byte ${pos}`)
@@ -57,7 +80,7 @@ async function walk(handle: FileHandle, members: Members): Promise<void> {
     const dataAt = pos + BLOCK
     if (type === 'L' || type === 'K' || type === 'x') {
       if (size > MAX_META_BYTES) throw refused(`the header at byte ${pos} holds ${size} bytes of names, more than ${MAX_META_BYTES}`)
-      const data = await readFully(handle, dataAt, size)
+      const data = await readFully(blocks.handle, dataAt, size)
       if (type === 'x') {
         if (pax) throw refused(`two pax headers precede the member at byte ${pos}`)
         pax = paxRecords(data, pos)
@@ -103,31 +126,31 @@ class Members {
   constructor(private readonly kept: ReadonlySet<string>) {}
 
   add(name: string, kind: Kind, link: string): void {
-    const parts = this.partsOf(name, `member ${quote(name)}`)
+    const parts = this.partsOf(name, () => `member ${quote(name)}`)
     const path = parts.join('/')
     if (parts.length === 0 && kind !== 'folder') throw refused(`member ${quote(name)} is the home itself, and not a folder`)
     if (kind === 'hard link') {
-      const target = this.partsOf(link, `member ${quote(name)} is a hard link to ${quote(link)}, which`).join('/')
+      const target = this.partsOf(link, () => `member ${quote(name)} is a hard link to ${quote(link)}, which`).join('/')
       if (!this.linkable.has(target)) throw refused(`member ${quote(name)} is a hard link to ${quote(link)}, which is not an earlier file of the archive`)
     }
     if (kind === 'symbolic link') this.links.add(path)
     if (kind !== 'folder') this.linkable.add(path)
   }
 
-  /** The parts of `name` beneath `./`; throws why a member (`what`) may not be extracted into a home. */
-  private partsOf(name: string, what: string): string[] {
-    if (name.includes('\0')) throw refused(`${what} has a NUL byte in its name`)
-    if (name.startsWith('/')) throw refused(`${what} is an absolute path`)
+  /** The parts of `name` beneath `./`; throws why a member (`what()`) may not be extracted into a home. */
+  private partsOf(name: string, what: () => string): string[] {
+    if (name.includes('\0')) throw refused(`${what()} has a NUL byte in its name`)
+    if (name.startsWith('/')) throw refused(`${what()} is an absolute path`)
     const trimmed = name.replace(/\/+$/, '')
-    if (trimmed.split('/').includes('..')) throw refused(`${what} climbs out with ".."`)
+    if (trimmed.split('/').includes('..')) throw refused(`${what()} climbs out with ".."`)
     if (trimmed === '.') return []
-    if (!trimmed.startsWith('./')) throw refused(`${what} is not under ./ (an archive of a home holds ./ and what is beneath it)`)
+    if (!trimmed.startsWith('./')) throw refused(`${what()} is not under ./ (an archive of a home holds ./ and what is beneath it)`)
     const parts = trimmed.slice(2).split('/')
-    if (parts.some((p) => p === '' || p === '.')) throw refused(`${what} has an empty or "." part`)
-    if (this.kept.has(parts[0])) throw refused(`${what} is under ${quote(`./${parts[0]}`)}, which this restore keeps as it is`)
-    for (let i = 1; i < parts.length; i++) {
-      const above = parts.slice(0, i).join('/')
-      if (this.links.has(above)) throw refused(`${what} would be written through the symbolic link ${quote(`./${above}`)}`)
+    if (parts.some((p) => p === '' || p === '.')) throw refused(`${what()} has an empty or "." part`)
+    if (this.kept.has(parts[0])) throw refused(`${what()} is under ${quote(`./${parts[0]}`)}, which this restore keeps as it is`)
+    let above = parts[0]
+    for (let i = 1; i < parts.length; above += `/${parts[i++]}`) {
+      if (this.links.has(above)) throw refused(`${what()} would be written through the symbolic link ${quote(`./${above}`)}`)
     }
     return parts
   }
@@ -146,9 +169,11 @@ function quote(name: string): string {
  * The header's name as GNU tar reads it: `name`, NUL-terminated within its 100 bytes, after the
  * ustar `prefix` and a `/` when the magic is POSIX's `ustar\0` (GNU's `ustar  ` has no prefix).
  */
+const POSIX_MAGIC = Buffer.from('ustar\0', 'latin1')
+
 function headerName(h: Buffer): string {
   const name = cString(h, 0, 100)
-  const posix = h.subarray(257, 263).equals(Buffer.from('ustar\0', 'latin1'))
+  const posix = h.subarray(257, 263).equals(POSIX_MAGIC)
   const prefix = posix ? cString(h, 345, 155) : ''
   return prefix ? `${prefix}/${name}` : name
 }
@@ -163,14 +188,20 @@ function cString(b: Buffer, at: number, len: number): string {
 function checksumOk(h: Buffer): boolean {
   const stored = numberOf(h, 148, 8, true)
   if (stored === null) return false
+  // One pass over the bytes: their sum, and how many are over 127 (each counts 256 less signed).
   let unsigned = 0
-  let signed = 0
+  let high = 0
   for (let i = 0; i < BLOCK; i++) {
-    const b = i >= 148 && i < 156 ? 0x20 : h[i]
+    const b = h[i]
     unsigned += b
-    signed += b > 127 ? b - 256 : b
+    high += b >> 7
   }
-  return stored === unsigned || stored === signed
+  for (let i = 148; i < 156; i++) {
+    const b = h[i]
+    unsigned += 0x20 - b
+    high -= b >> 7
+  }
+  return stored === unsigned || stored === unsigned - 256 * high
 }
 
 /**
