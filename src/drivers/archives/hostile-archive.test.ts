@@ -156,6 +156,23 @@ describe('a hostile archive, into a home whose logs and .ssh are links out', () 
     })
   }
 
+  it("Berth's folders planted by the site as links out are unlinked, not followed; a swap cut short by a crash is completed", async () => {
+    const { box, home, outside } = makeBox('planted')
+    for (const name of ['.berth-restore-incoming', '.berth-restore-moving', '.berth-restore-previous']) symlinkSync(outside, join(home, name))
+    const tar = join(box, '..', 'planted.tar')
+    writeFileSync(tar, makeTar([dirm('./'), file('./index.html', 'new')]))
+    await replaceHome(home, tar)
+    expect(readdirSync(home).sort()).toEqual(['index.html'])
+    expect(readdirSync(outside)).toEqual([])
+    // A crash after the old files were moved aside (a root-owned ASIDE) and part of the swap: run again, the archive's files and nothing else.
+    mkdirSync(join(home, '.berth-restore-previous'), { mode: 0o700 })
+    writeFileSync(join(home, '.berth-restore-previous', 'old.html'), 'old')
+    writeFileSync(join(home, 'half.html'), 'half swapped')
+    await replaceHome(home, tar)
+    expect(readdirSync(home).sort()).toEqual(['index.html'])
+    expect(readFileSync(join(home, 'index.html'), 'utf8')).toBe('new')
+  })
+
   it('a real logs folder is kept as it is, and the home takes the owner and mode of the archive', async () => {
     const home = join(dir, 'plain-home')
     mkdirSync(join(home, 'logs'), { recursive: true })
