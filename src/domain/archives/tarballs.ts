@@ -11,9 +11,12 @@ export interface HomeTarballs {
   tarHome(home: string, outFile: string, keep?: readonly string[]): Promise<void>
   /**
    * Replaces the files of the home with those of `tarFile`, keeping its `logs/` and the names in
-   * `keep` (at the root). The site must not
+   * `keep` (at the root) while they are real folders. The site must not
    * run meanwhile. Safe to run again after a crash part-way: it resumes and never loses the
-   * previous files before the new ones are in.
+   * previous files before the new ones are in. Never writes outside the home: an archive with a
+   * member outside `./`, under a kept name, beneath one of its links, a device, or a hard link to
+   * anything but an earlier member is refused first (UnsafeArchiveError of
+   * drivers/archives/types.ts, saying which and why), and the home is left as it was.
    */
   replaceHome(home: string, tarFile: string, keep?: readonly string[]): Promise<void>
   /** The regular files (and hard links) an uncompressed tar holds, and their bytes. */

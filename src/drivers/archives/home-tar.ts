@@ -1,8 +1,9 @@
 import { createReadStream, createWriteStream } from 'node:fs'
-import { lstat, mkdir, open, readdir, rename, rm } from 'node:fs/promises'
+import { chmod, chown, lstat, mkdir, open, readdir, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { constants, createZstdCompress, createZstdDecompress } from 'node:zlib'
+import { checkHomeArchive } from './tar-members'
 
 /**
  * A site's home as a tarball, and back, with GNU tar on the host (Berth runs as root, so owners,
@@ -12,17 +13,19 @@ import { constants, createZstdCompress, createZstdDecompress } from 'node:zlib'
  * Left out of every archive, at the root of the home:
  * - `logs/`: the web server's and PHP's logs are a record of what happened, not the site's state;
  *   a restore keeps the current logs.
- * - MOVING and ASIDE: where a restore parks the current files (below).
+ * - MOVING, ASIDE and STAGING: where a restore parks the current files and unpacks the new ones
+ *   (below).
  *
  * A caller may leave out more names at the root (`keep`): a deployment's record of the files
  * leaves out `.ssh/` as well (domain/deployments/files.ts), and its rollback keeps it.
  */
 const MOVING = '.berth-restore-moving'
 const ASIDE = '.berth-restore-previous'
-const KEPT = ['logs', MOVING, ASIDE]
+const STAGING = '.berth-restore-incoming'
+const OURS = [MOVING, ASIDE, STAGING]
 
 /** The names at the root of the home an archive leaves out, and a restore keeps. */
-const keptOf = (keep: readonly string[]) => new Set([...KEPT, ...keep])
+const keptOf = (keep: readonly string[]) => new Set(['logs', ...OURS, ...keep])
 const excludesOf = (kept: Set<string>) => [...kept].map((name) => `--exclude=./${name}`)
 
 /**
@@ -43,24 +46,42 @@ export function tarHomeCommand(home: string, outFile: string, keep: readonly str
 }
 
 /**
- * Replaces the files of the home with those of `tarFile`. The site must not be running: nothing
- * may touch the home meanwhile (a running site could swap a folder for a symlink under tar's feet).
+ * Replaces the files of the home with those of `tarFile`, keeping `logs` and the names in `keep`
+ * (each only while it is a real folder: a kept name that is a link, or a file, goes with the old
+ * files, never followed). The site must not be running: nothing may touch the home meanwhile.
  *
- * The current files are first moved into MOVING, which is then renamed ASIDE (renames on the
- * same volume: instant); the archive is extracted into the then empty home, and ASIDE removed.
- * If extraction fails, the files are put back. Both folders are created by Berth as root, mode
- * 0700, which the site user (uid 1000, no capabilities) cannot do. So a root-owned ASIDE is a
- * previous attempt's, cut short by a crash after the move: it holds the real previous files and
- * the home a half-extracted archive; a root-owned MOVING is one cut short during the move, and
- * the move goes on. Anything else of those names is the site's own and is removed first, so
- * nothing is ever moved into a symlink the site planted.
+ * Nothing is ever written outside the home, as root, whatever the archive holds and whatever
+ * links the home has:
+ * 1. The archive is checked first (./tar-members.ts): a member outside `./`, under a kept name,
+ *    beneath an earlier symbolic link, a device or a hard link to anything but an earlier member
+ *    refuses it with UnsafeArchiveError, saying which and why; the home is untouched.
+ * 2. It is extracted into STAGING, a folder Berth makes empty in the home (so on the same
+ *    volume), never into the home itself: no link of the home is on the way of any member.
+ *    Should tar fail, STAGING is removed and the home is untouched.
+ * 3. The current files (all but the kept folders) are moved into MOVING, which is then renamed
+ *    ASIDE; STAGING's entries are renamed into the home, the home takes the owner and mode of
+ *    the archive's `./`, and ASIDE and STAGING are removed (`rm` unlinks links, never follows
+ *    them). Renames on one volume: the swap is instant.
  *
- * Extraction never writes outside the home: GNU tar refuses members with `..`, strips leading
- * `/`, and creates a symlink that points out of the tree only after every other member, as a
- * placeholder until then, so a member cannot be written through it.
+ * Safe to run again after a crash part-way. The three folders are created by Berth as root, mode
+ * 0700, which the site user (uid 1000, no capabilities) cannot do. A root-owned ASIDE is a
+ * previous attempt's, cut short after the move: it holds the real previous files, and what the
+ * home holds besides is a half-done swap, removed; a root-owned MOVING is one cut short during
+ * the move, and the move goes on. Anything else of those names is the site's own and is removed
+ * first, so nothing is ever moved into a symlink the site planted. STAGING is always made anew.
  */
 export async function replaceHome(home: string, tarFile: string, keep: readonly string[] = []): Promise<void> {
   const kept = keptOf(keep)
+  await checkHomeArchive(tarFile, kept)
+  const staging = join(home, STAGING)
+  await rm(staging, { recursive: true, force: true })
+  await mkdir(staging, { mode: 0o700 })
+  try {
+    await run(['tar', '--extract', '--file', tarFile, '--directory', staging, '--numeric-owner', '--same-owner', '--preserve-permissions'])
+  } catch (err) {
+    await rm(staging, { recursive: true, force: true })
+    throw err
+  }
   const aside = join(home, ASIDE)
   const moving = join(home, MOVING)
   if (await isOurs(aside)) {
@@ -74,14 +95,15 @@ export async function replaceHome(home: string, tarFile: string, keep: readonly 
     for (const name of await movable(home, kept)) await rename(join(home, name), join(moving, name))
     await rename(moving, aside)
   }
-  try {
-    await run(['tar', '--extract', '--file', tarFile, '--directory', home, '--numeric-owner', '--same-owner', '--preserve-permissions', ...excludesOf(kept)])
-  } catch (err) {
-    await clearHome(home, kept)
-    for (const name of await readdir(aside)) await rename(join(aside, name), join(home, name))
-    await rm(aside, { recursive: true, force: true })
-    throw err
+  // The checked archive holds no kept name; the test is for what else could have put one there.
+  for (const name of await readdir(staging)) if (!kept.has(name)) await rename(join(staging, name), join(home, name))
+  const root = await lstat(staging)
+  if (root.uid !== 0 || (root.mode & 0o7777) !== 0o700) {
+    // The archive has its `./`: the home is as it says (tar set STAGING so).
+    await chown(home, root.uid, root.gid)
+    await chmod(home, root.mode & 0o7777)
   }
+  await rm(staging, { recursive: true, force: true })
   await rm(aside, { recursive: true, force: true })
 }
 
@@ -91,12 +113,22 @@ async function isOurs(path: string): Promise<boolean> {
   return st !== null && st.isDirectory() && st.uid === 0 && (st.mode & 0o777) === 0o700
 }
 
-/** Entries at the root of the home that an archive covers (all but `kept`). */
+/**
+ * Entries at the root of the home an archive replaces: all but Berth's folders and the kept
+ * names that are real folders (a kept name that is a link, or anything else, is replaced: moved
+ * aside with the old files, and so never followed).
+ */
 async function movable(home: string, kept: Set<string>): Promise<string[]> {
-  return (await readdir(home)).filter((name) => !kept.has(name))
+  const names: string[] = []
+  for (const name of await readdir(home)) {
+    if (OURS.includes(name)) continue
+    if (kept.has(name) && (await lstat(join(home, name))).isDirectory()) continue
+    names.push(name)
+  }
+  return names
 }
 
-/** Removes every entry an archive covers; `rm` unlinks symlinks, it never follows them. */
+/** Removes every entry an archive replaces; `rm` unlinks symlinks, it never follows them. */
 async function clearHome(home: string, kept: Set<string>): Promise<void> {
   for (const name of await movable(home, kept)) await rm(join(home, name), { recursive: true, force: true })
 }

@@ -37,6 +37,14 @@ export class ArchiveMissingError extends Error {}
 
 export class InvalidArchiveKeyError extends Error {}
 
+/**
+ * An archive refused before it was extracted into a site's home (drivers/archives/tar-members.ts):
+ * a member outside `./`, under a name the restore keeps, written through a link, a device, or a
+ * hard link to anything but an earlier member. The message says which member and why; nothing
+ * was written.
+ */
+export class UnsafeArchiveError extends Error {}
+
 const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/
 
 /** Throws InvalidArchiveKeyError unless `key` is a well-formed archive key (see ArchiveStore). */

@@ -1,3 +1,4 @@
+import { UnsafeArchiveError } from '../archives/types'
 import { FileError, type FileNextStep, type FileProblem } from './errors'
 import { parsePath } from './path'
 import { SyscallError } from './syscalls'
@@ -35,8 +36,8 @@ export const OPEN_TAIL_BYTES = 64 * 1024
 
 /** An error as it crosses the wire: `{ error: WireError }`. */
 export interface WireError {
-  /** file: a FileError (`code` its problem); errno: a node:fs error (`code` such as ENOENT); syscall: a SyscallError; error: anything else. */
-  kind: 'file' | 'errno' | 'syscall' | 'error'
+  /** file: a FileError (`code` its problem); errno: a node:fs error (`code` such as ENOENT); syscall: a SyscallError; archive: an UnsafeArchiveError (replaceHome refused the archive); error: anything else. */
+  kind: 'file' | 'errno' | 'syscall' | 'archive' | 'error'
   code: string
   message: string
   next?: FileNextStep | null
@@ -47,6 +48,7 @@ export interface WireError {
 /** `err` for the wire, with the HTTP status the agent answers it with. */
 export function wireError(err: unknown): { status: number; error: WireError } {
   if (err instanceof FileError) return { status: 422, error: { kind: 'file', code: err.problem, message: err.message, next: err.next } }
+  if (err instanceof UnsafeArchiveError) return { status: 422, error: { kind: 'archive', code: 'unsafe_archive', message: err.message } }
   if (err instanceof SyscallError) return { status: 500, error: { kind: 'syscall', code: 'syscall', message: err.message, syscall: err.call, errno: err.errno } }
   const e = err as NodeJS.ErrnoException | null
   if (e && typeof e.code === 'string' && typeof e.errno === 'number') {
@@ -60,6 +62,8 @@ export function errorOf(wire: WireError): Error {
   switch (wire.kind) {
     case 'file':
       return new FileError(wire.code as FileProblem, wire.message, wire.next ?? null)
+    case 'archive':
+      return new UnsafeArchiveError(wire.message)
     case 'syscall':
       return new SyscallError(wire.syscall ?? 'syscall', wire.errno ?? 0)
     case 'errno':

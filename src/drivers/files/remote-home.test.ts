@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { chownSync, chmodSync, existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chownSync, chmodSync, existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeEach, describe, expect, it } from 'vitest'
@@ -320,10 +320,17 @@ describe('archives of a home on a node', () => {
     } finally {
       cut.stop(true)
     }
-    // A replace with a broken archive keeps the files (replaceHome puts them back) and says why.
+    // A replace with a broken archive keeps the files and says why: refused before tar runs
+    // (drivers/archives/tar-members.ts), or failed in tar (a member cut short).
     writeFileSync(join(root, 'junk.tar'), 'not a tar at all')
     const before = tree(remoteDir)
-    await expect(homes.tar.replaceHome(remotePath, join(root, 'junk.tar'))).rejects.toThrow(/tar --extract failed/)
+    await expect(homes.tar.replaceHome(remotePath, join(root, 'junk.tar'))).rejects.toThrow(/archive was refused .*cut short at byte 0/)
+    expect(tree(remoteDir)).toEqual(before)
+    mkdirSync(join(root, 'small'))
+    writeFileSync(join(root, 'small', 'f'), 'x'.repeat(2000))
+    await gnuTar.tarHome(join(root, 'small'), join(root, 'cut.tar'))
+    truncateSync(join(root, 'cut.tar'), 1536)
+    await expect(homes.tar.replaceHome(remotePath, join(root, 'cut.tar'))).rejects.toThrow(/tar --extract failed/)
     expect(tree(remoteDir)).toEqual(before)
     // Names to keep are single names at the root, checked before anything is sent.
     await expect(homes.tar.tarHome(remotePath, out, ['../x'])).rejects.toBeInstanceOf(FileError)

@@ -1,4 +1,5 @@
 import { defaultPhpPage } from './default-page'
+import { homeRepair } from './image-home'
 import { makeTar, type TarEntry } from './tar'
 
 const SITE = { uid: 1000, gid: 1000 }
@@ -126,8 +127,7 @@ Subsystem sftp internal-sftp
  */
 export const START = `#!/bin/bash
 set -u
-mkdir -p /home/site/public /home/site/logs
-limit=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || echo max)
+${homeRepair(['error.log', 'access.log', 'php.log', 'ssh.log'])}limit=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || echo max)
 children=8
 if [[ $limit =~ ^[0-9]+$ ]]; then
   children=$(( limit / 1048576 / 40 ))
@@ -148,6 +148,8 @@ else
 fi
 if [[ -n \${BERTH_SSH:-} ]]; then
   # StrictModes wants ~/.ssh private to the user; the host key is made once, on the volume.
+  # A ~/.ssh that is a link would stop sshd, and with it the container (wait -n).
+  aside_unless_dir .ssh
   mkdir -p /home/site/.ssh/host && chmod 700 /home/site/.ssh /home/site/.ssh/host
   [[ -s /home/site/.ssh/host/ssh_host_ed25519_key ]] || ssh-keygen -q -t ed25519 -N '' -C 'site host key' -f /home/site/.ssh/host/ssh_host_ed25519_key
   /usr/sbin/sshd -D -e -f /etc/berth/sshd_config 2>>/home/site/logs/ssh.log &

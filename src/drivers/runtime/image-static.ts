@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { defaultPage } from './default-page'
+import { homeRepair } from './image-home'
 import { makeTar, type TarEntry } from './tar'
 
 /** Debian's busybox-static installs here. */
@@ -37,8 +38,7 @@ const HTTPD_CONF = `# busybox httpd configuration of berth/static (see busybox h
  * is the edge's (domain/logs/access-log.ts).
  */
 const START = `#!/bin/sh
-mkdir -p /home/site/public /home/site/logs
-exec httpd -f -vv -p 8080 -h /home/site/public -c /etc/httpd.conf 2>>/home/site/logs/error.log
+${homeRepair(['error.log'])}exec httpd -f -vv -p 8080 -h /home/site/public -c /etc/httpd.conf 2>>/home/site/logs/error.log
 `
 
 const DOCKERFILE = `FROM scratch
