@@ -20,6 +20,7 @@ import { SitesRepository } from '../domain/sites/repository'
 import type { SitesServiceDeps } from '../domain/sites/service'
 import { LocalArchiveStore } from '../drivers/archives/local'
 import { acceptsConnection } from '../drivers/runtime/first-answer'
+import { swarmNodeReady } from '../drivers/runtime/swarm-membership'
 import type { ClusterNode, NodeLink, Placement } from '../drivers/cluster/types'
 import type { SiteFirewallPolicy } from '../drivers/firewall/types'
 import { open } from '../drivers/offsite/age'
@@ -44,7 +45,7 @@ export function placementOf(runtime: unknown): Placement | null {
 }
 
 /** NodesService and SiteMover over the services, the cluster runtime's `placement`, and whether a node's agent `answers` now (agentAnswers). */
-export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (node: ClusterNode) => Promise<boolean>): NodeOps {
+export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (node: ClusterNode) => Promise<boolean>, engineUp?: (node: ClusterNode) => Promise<boolean>): NodeOps {
   const { config, store, clock, log, plans, runner } = s
   const repo = new NodesRepository(store)
   // No SSH port policy: these operations never hand out ports (the runner's run moves a taken one).
@@ -74,7 +75,7 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (nod
   return {
     repo,
     nodes: new NodesService({
-      nodes: repo, placement, sites, plans, transfer, clock, log, mover, answers,
+      nodes: repo, placement, sites, plans, transfer, clock, log, mover, answers, engineUp,
       control: { address: config.cluster.address, memoryBytes: totalmem(), cpus: cpus().length, publicAddress: config.ssh.host },
     }),
     mover,
@@ -143,7 +144,8 @@ export function buildNodeOpsAdmin(config: Config, log: Logger): NodeOps & { clos
     void close()
     throw new NoClusterError('cluster.enabled is true but the runtime built has no placement (this binary runs sites on one engine only)')
   }
-  return { ...buildNodeOps(s, placement, agentAnswers(s.cluster.link)), close }
+  const engineUp = async (node: ClusterNode) => node.swarmNodeId !== null && swarmNodeReady(config.containers.dockerSocket, node.swarmNodeId)
+  return { ...buildNodeOps(s, placement, agentAnswers(s.cluster.link), engineUp), close }
 }
 
 /** A policy given as it is, or as the function that reads it (it follows the nodes); undefined stays undefined. */

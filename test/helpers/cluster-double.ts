@@ -159,9 +159,11 @@ export function clusterInProcess(opts: { recovering?: BuildOptions['recovering']
   }
   // Whether each node's agent answers (NodesService.evacuate asks): a down node does not, unless set here.
   const answering = new Map<string, boolean>()
-  const ops = buildNodeOps(h.services, runtime, async (node) => answering.get(node.id) ?? repo!.find(node.id)?.state !== 'down')
+  // Whether the Swarm's manager still hears each node's engine: a down node's is lost, unless set here.
+  const engineHeard = new Map<string, boolean>()
+  const ops = buildNodeOps(h.services, runtime, async (node) => answering.get(node.id) ?? repo!.find(node.id)?.state !== 'down', async (node) => engineHeard.get(node.id) ?? false)
   return {
-    h, runtime, repo, ops, answering,
+    h, runtime, repo, ops, answering, engineHeard,
     /** Buys a vps site (1 GiB, snapshots), provisioned on the control plane. */
     buy: (stem = 'cl') => buyInProcess(h!, 'svc_business_monthly', stem),
     /** Runs the site on `node` (its home there starts empty), as a placement and a run would. */

@@ -191,6 +191,25 @@ describe('a drained node whose agent answers (issue 36)', () => {
     expect(c.h.services.store.sqlite.query("SELECT count(*) AS n FROM archives WHERE status = 'restoring' OR restored_at IS NOT NULL").get()).toEqual({ n: 0 })
   }, 30_000)
 
+  it('whose agent is silent but whose engine the Swarm still hears is not evacuated without --force: its sites may still serve', async () => {
+    c = clusterInProcess()
+    const site = await c.buy('ds')
+    await c.pin(site.slug, 'node_b')
+    await c.runtime.write(site.slug, 'public/data.txt', 'written after the last backup')
+    c.repo.setState('node_b', ['active'], 'down')
+    c.engineHeard.set('node_b', true)
+    const err = await refusal(c.ops.nodes.evacuate('node_b'))
+    expect(err).toMatchObject({ kind: 'conflict', field: 'node' })
+    expect(err.message).toContain('still reports to the Swarm')
+    expect(err.message).toContain('--force')
+    expect(await c.runtime.nodeOf(site.slug)).toBe('node_b')
+    expect(c.repo.find('node_b')!.state).toBe('down')
+    // The hoster who knows the box is lost all the same: --force brings the site back elsewhere.
+    const forced = await c.ops.nodes.evacuate('node_b', { force: true })
+    expect(forced.sites.map((s) => s.slug)).toEqual([site.slug])
+    expect(await c.runtime.nodeOf(site.slug)).not.toBe('node_b')
+  }, 30_000)
+
   it('is emptied by drain --move: each site moved with the file written just before, to an active node', async () => {
     c = clusterInProcess()
     const one = await c.buy('dm')
