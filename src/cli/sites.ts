@@ -321,7 +321,8 @@ export const sitesMoveCommand: Command = {
 
 function moveText(m: MoveView): string {
   const gap = m.unavailable_ms < 10_000 ? `${(m.unavailable_ms / 1000).toFixed(1)} s` : formatSpan(m.unavailable_ms)
-  return `Moved ${m.slug} from ${m.from} to ${m.to}: it did not serve for ${gap} (the whole move took ${formatSpan(m.total_ms)}); its data is from ${m.archive.created_at} (archive ${m.archive.id}).`
+  const seen = m.edge_serves === true ? '' : m.edge_serves === false ? ', and berth serve\'s edge does not serve it yet (its log says why)' : ' as this command saw it (berth serve\'s edge did not answer)'
+  return `Moved ${m.slug} from ${m.from} to ${m.to}: it did not serve for ${gap}${seen} (the whole move took ${formatSpan(m.total_ms)}); its data is from ${m.archive.created_at} (archive ${m.archive.id}).`
 }
 
 /** What the NOTE column says of a site: its suspension, or when it goes. */

@@ -159,7 +159,14 @@ export function clusterInProcess(opts: { recovering?: BuildOptions['recovering']
   }
   // Whether each node's agent answers (NodesService.evacuate asks): a down node does not, unless set here.
   const answering = new Map<string, boolean>()
-  const ops = buildNodeOps(h.services, runtime, async (node) => answering.get(node.id) ?? repo!.find(node.id)?.state !== 'down')
+  // berth serve's edge, asked in-process: its site directory's answer (no listener here).
+  const edge = {
+    async until(slug: string, want: 'paged' | 'served') {
+      const target = await h!.services.directory.resolve(slug)
+      return (target?.state === 'serving') === (want === 'served')
+    },
+  }
+  const ops = buildNodeOps(h.services, runtime, async (node) => answering.get(node.id) ?? repo!.find(node.id)?.state !== 'down', { edge })
   return {
     h, runtime, repo, ops, answering,
     /** Buys a vps site (1 GiB, snapshots), provisioned on the control plane. */
