@@ -10,7 +10,7 @@ import type { SiteRunner } from './runner'
  *
  * - its node is down (domain/cluster/health.ts);
  * - it is being switched to another node (a move or an evacuation, in whichever process:
- *   domain/cluster/marked-moves.ts);
+ *   domain/cluster/marked-moves-repository.ts);
  * - its container is known not to run (the runner's down sites: it died and is being brought back,
  *   a restore restarts it);
  * - and, for the error only, the reconcile pass could not start it on its node several times in a

@@ -41,7 +41,7 @@ export class SiteDirectory {
     /** True for a site whose access log the edge writes (its web server cannot log the query). */
     edgeLogs?: (site: SiteRow) => boolean
     /**
-     * In a cluster, the slugs of the sites being switched to another node (domain/cluster/marked-moves.ts):
+     * In a cluster, the slugs of the sites being switched to another node (domain/cluster/marked-moves-repository.ts):
      * answered "being brought back" (503) without trying their container, which is about to stop.
      */
     moving?: () => ReadonlySet<string>
