@@ -123,7 +123,7 @@ function outage(seen: [number, number][]): number {
  * error while the edge answers 502/503, no 502 at all, and the move's "did not serve for" within
  * 600 ms of the outage the edge showed here (the polls are some tens of ms apart).
  */
-async function watchedMove(args: string[], label: string): Promise<{ code: number; stdout: string; stderr: string; json: any }> {
+async function watchedMove(args: string[], label: string): Promise<void> {
   const move = control.cli(args, { allowFailure: true })
   const [both, edge] = [pollBoth(move), pollEdge(move)]
   const moved = await move
@@ -142,7 +142,6 @@ async function watchedMove(args: string[], label: string): Promise<{ code: numbe
   expect(moved.json.edge_serves).toBe(true)
   expect(after.status).toBe(200)
   expect(Math.abs(reported - seenOut), `reported ${reported} ms, the edge showed ${Math.round(seenOut)} ms`).toBeLessThan(600)
-  return moved
 }
 
 describe('a drained node whose agent answers', () => {
