@@ -286,9 +286,11 @@ export const sitesMoveCommand: Command = {
   description: [
     'Takes an archive of the site (a backup, made with the site frozen for a moment while it keeps',
     'serving), stops it on its node, puts its files back on NODE from that archive, starts it there',
-    'and waits for it to answer, then removes its files from the old node. From the stop to the',
-    'answer, visitors get the "being brought back" page (503, reloading by itself); the command',
-    'prints how long that was. What the site wrote between the archive and the stop (a few',
+    'and waits for it to answer, then removes its files from the old node. From just before the',
+    'stop (berth serve\'s edge is told first, and its view shows the site recovering) to the answer,',
+    'visitors get the "being brought back" page (503, reloading by itself); the command prints how',
+    'long that was as berth serve\'s edge saw it (asked on server.listen; with --json, edge_serves',
+    'says whether it could). What the site wrote between the archive and the stop (a few',
     'seconds) is not carried over: move a busy site at a quiet hour. NODE is a node id from berth',
     'nodes list, or control for the control plane.',
     '',
@@ -323,7 +325,8 @@ export const sitesMoveCommand: Command = {
 
 function moveText(m: MoveView): string {
   const gap = m.unavailable_ms < 10_000 ? `${(m.unavailable_ms / 1000).toFixed(1)} s` : formatSpan(m.unavailable_ms)
-  return `Moved ${m.slug} from ${m.from} to ${m.to}: it did not serve for ${gap} (the whole move took ${formatSpan(m.total_ms)}); its data is from ${m.archive.created_at} (archive ${m.archive.id}).`
+  const seen = m.edge_serves === true ? '' : m.edge_serves === false ? ', and berth serve\'s edge does not serve it yet (its log says why)' : ' as this command saw it (berth serve\'s edge did not answer)'
+  return `Moved ${m.slug} from ${m.from} to ${m.to}: it did not serve for ${gap}${seen} (the whole move took ${formatSpan(m.total_ms)}); its data is from ${m.archive.created_at} (archive ${m.archive.id}).`
 }
 
 /** What the NOTE column says of a site: its suspension, or when it goes. */

@@ -12,7 +12,7 @@ import { NodeHealth, type NodeHealthDeps } from '../domain/cluster/health'
 import { SiteMover } from '../domain/cluster/move'
 import { NodesRepository } from '../domain/cluster/repository'
 import { NodesService } from '../domain/cluster/nodes'
-import { SiteTransfer } from '../domain/cluster/site-transfer'
+import { SiteTransfer, type EdgeProbe } from '../domain/cluster/site-transfer'
 import { ArchivesRepository } from '../domain/archives/repository'
 import { ArchiveFetchBack } from '../domain/offsite/fetch-back'
 import { OffsiteCopiesRepository } from '../domain/offsite/repository'
@@ -21,6 +21,7 @@ import type { SitesServiceDeps } from '../domain/sites/service'
 import { LocalArchiveStore } from '../drivers/archives/local'
 import { acceptsConnection } from '../drivers/runtime/first-answer'
 import { swarmNodeReady } from '../drivers/runtime/swarm-membership'
+import { edgeProbe } from '../drivers/cluster/edge-probe'
 import type { ClusterNode, NodeLink, Placement } from '../drivers/cluster/types'
 import type { SiteFirewallPolicy } from '../drivers/firewall/types'
 import { open } from '../drivers/offsite/age'
@@ -45,14 +46,16 @@ export function placementOf(runtime: unknown): Placement | null {
 }
 
 /** NodesService and SiteMover over the services, the cluster runtime's `placement`, and whether a node's agent `answers` now (agentAnswers). */
-export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (node: ClusterNode) => Promise<boolean>, engineUp?: (node: ClusterNode) => Promise<boolean>): NodeOps {
+export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (node: ClusterNode) => Promise<boolean>, opts: { edge?: EdgeProbe; engineUp?: (node: ClusterNode) => Promise<boolean> } = {}): NodeOps {
   const { config, store, clock, log, plans, runner } = s
+  // berth serve's edge on this box, asked when a move stops and resumes serving its site.
+  const edge = 'edge' in opts ? opts.edge : edgeProbe(config.server.listen, config.sites.domain)
   const repo = new NodesRepository(store)
   // No SSH port policy: these operations never hand out ports (the runner's run moves a taken one).
   const sites = new SitesRepository(store)
   const archiveStore = new LocalArchiveStore(config.archives.dir)
   const transfer = new SiteTransfer({
-    placement, runner, sites, clock, log,
+    placement, runner, sites, clock, log, edge,
     archives: new ArchivesRepository(store),
     create: s.archiveJobs.create,
     restore: s.archiveJobs.restore,
@@ -71,11 +74,11 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (nod
       },
     }),
   })
-  const mover = new SiteMover({ sites, nodes: repo, placement, transfer, clock, log })
+  const mover = new SiteMover({ sites, nodes: repo, placement, transfer, clock, log, edge })
   return {
     repo,
     nodes: new NodesService({
-      nodes: repo, placement, sites, plans, transfer, clock, log, mover, answers, engineUp,
+      nodes: repo, placement, sites, plans, transfer, clock, log, mover, answers, engineUp: opts.engineUp,
       control: { address: config.cluster.address, memoryBytes: totalmem(), cpus: cpus().length, publicAddress: config.ssh.host },
     }),
     mover,
@@ -145,7 +148,7 @@ export function buildNodeOpsAdmin(config: Config, log: Logger): NodeOps & { clos
     throw new NoClusterError('cluster.enabled is true but the runtime built has no placement (this binary runs sites on one engine only)')
   }
   const engineUp = async (node: ClusterNode) => node.swarmNodeId !== null && swarmNodeReady(config.containers.dockerSocket, node.swarmNodeId)
-  return { ...buildNodeOps(s, placement, agentAnswers(s.cluster.link), engineUp), close }
+  return { ...buildNodeOps(s, placement, agentAnswers(s.cluster.link), { engineUp }), close }
 }
 
 /** A policy given as it is, or as the function that reads it (it follows the nodes); undefined stays undefined. */

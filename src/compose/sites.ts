@@ -33,6 +33,11 @@ import { PROVISION_JOB, Provisioner } from '../domain/sites/provisioning'
 import { SiteReaper, type SiteDataPurger } from '../domain/sites/reaper'
 import { Reconciler } from '../domain/sites/reconciler'
 import { SiteRunner } from '../domain/sites/runner'
+import { SiteAvailability } from '../domain/sites/availability'
+import { RepairBackoff } from '../domain/sites/repair-backoff'
+import { MarkedMoves } from '../domain/cluster/marked-moves-repository'
+import { MOVE_SITE_JOB, MoveMarkHandler } from '../domain/cluster/site-transfer'
+import type { Placement } from '../drivers/cluster/types'
 import { SitesService, type SitesServiceDeps } from '../domain/sites/service'
 import { LocalArchiveStore } from '../drivers/archives/local'
 import { selectFirewall } from '../drivers/firewall/select'
@@ -103,7 +108,7 @@ export interface SitesNeeds {
    */
   homes?: HomeDrivers
   /** In a cluster: the sites whose node is down, shown `recovering` (compose/cluster-ops.ts). */
-  recovering?: SitesServiceDeps['recovering']
+  recovering?: { recovering(): ReadonlySet<string>; version(): number }
 }
 
 /** Sites and their jobs (provisioning, scale and restore, deploys, archives). */
@@ -132,11 +137,18 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     })),
     [CREATE_ARCHIVE_JOB]: archiveJobs.create,
     [RESTORE_ARCHIVE_JOB]: archiveJobs.restore,
+    // A move's mark, taken over from a process that died (its restore job finishes the site).
+    [MOVE_SITE_JOB]: new MoveMarkHandler(),
   })
+  // A site being switched to another node, whichever process moves it: the edge answers its 503 page.
+  const moves = new MarkedMoves(store)
+  // With a placement (a cluster), the reconcile pass backs off a node that keeps failing a site.
+  const placement = typeof (runtime as Partial<Placement>).nodeOf === 'function' ? runtime as unknown as Placement : null
+  const repairs = placement ? new RepairBackoff() : undefined
   const sites = new SitesService({
     store, clock, sites: repos.sites, checkouts: repos.checkout, billing: repos.billing, plans, jobs, runner,
     siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain, berthNames: needs.names.berthNames, names: needs.names.ofSites,
-    recovering: needs.recovering,
+    recovering: new SiteAvailability({ nodeDown: needs.recovering, moving: moves, runner, repairs }),
   })
   const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, work: archiveWork.work, log, copies: repos.offsite })
   const audit = new AuditLog(new AuditRepository(store), clock, log)
@@ -159,9 +171,9 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     archives,
     directory: new SiteDirectory({
       store, sites: repos.sites, runner, domains: { linked: () => needs.names.linkedDomains() }, modules: (site) => needs.modules.edgeFlags(site),
-      edgeLogs: (site) => edgeWritesAccessLog(plans.get(site.planSlug).hosting_type),
+      edgeLogs: (site) => edgeWritesAccessLog(plans.get(site.planSlug).hosting_type), moving: () => moves.slugs(),
     }),
-    reconciler: new Reconciler({ sites: repos.sites, runner, runtime, jobs, reaper, log, restoring }),
+    reconciler: new Reconciler({ sites: repos.sites, runner, runtime, jobs, reaper, log, restoring, backoff: repairs, nodeOf: placement ? (slug) => placement.nodeOf(slug) : undefined, now: () => clock.now() }),
     firewall,
     healer: new SiteHealer({ sites: repos.sites, runner, log, restoring }),
     metrics,

@@ -44,7 +44,9 @@ export function renderPage(kind: PageKind, host: string, siteUrl: string): Statu
   const title = escapeHtml(spec.title.replace('{host}', host))
   const refresh = kind === 'provisioning' || kind === 'recovering' ? `<meta http-equiv="refresh" content="${spec.retryAfter}">` : ''
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">${refresh}<title>${title}</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem;color:#222}small{color:#666}</style></head><body><h1>${title}</h1><p>${escapeHtml(spec.text)}</p><p><small>${spec.status} &middot; served by the hosting edge at <a href="${escapeHtml(siteUrl)}">${escapeHtml(siteUrl)}</a></small></p></body></html>\n`
-  const headers: Record<string, string> = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }
+  // x-berth-edge-page names the page: an answer of the edge's own, never the site's (a move asks
+  // the edge with it when the site stopped and started serving, drivers/cluster/edge-probe.ts).
+  const headers: Record<string, string> = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'x-berth-edge-page': kind }
   if (spec.retryAfter !== undefined) headers['retry-after'] = String(spec.retryAfter)
   return { status: spec.status, body: new TextEncoder().encode(html), headers }
 }

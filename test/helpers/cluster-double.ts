@@ -161,7 +161,14 @@ export function clusterInProcess(opts: { recovering?: BuildOptions['recovering']
   const answering = new Map<string, boolean>()
   // Whether the Swarm's manager still hears each node's engine: a down node's is lost, unless set here.
   const engineHeard = new Map<string, boolean>()
-  const ops = buildNodeOps(h.services, runtime, async (node) => answering.get(node.id) ?? repo!.find(node.id)?.state !== 'down', async (node) => engineHeard.get(node.id) ?? false)
+  // berth serve's edge, asked in-process: its site directory's answer (no listener here).
+  const edge = {
+    async until(slug: string, want: 'paged' | 'served') {
+      const target = await h!.services.directory.resolve(slug)
+      return (target?.state === 'serving') === (want === 'served')
+    },
+  }
+  const ops = buildNodeOps(h.services, runtime, async (node) => answering.get(node.id) ?? repo!.find(node.id)?.state !== 'down', { edge, engineUp: async (node) => engineHeard.get(node.id) ?? false })
   return {
     h, runtime, repo, ops, answering, engineHeard,
     /** Buys a vps site (1 GiB, snapshots), provisioned on the control plane. */

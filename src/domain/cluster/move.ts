@@ -5,8 +5,11 @@ import type { SiteStatus } from '../../core/enums'
 import { conflict, invalid, notFound, unavailable } from '../errors'
 import type { SitesRepository } from '../sites/repository'
 import type { NodesRepository } from './repository'
-import type { SiteTransfer } from './site-transfer'
+import type { EdgeProbe, SiteTransfer } from './site-transfer'
 import type { MoveView } from './views'
+
+/** How long a move waits for berth serve's edge to serve the moved site before it says it does not yet. */
+const EDGE_SERVES_WITHIN_MS = 30_000
 
 /** Sites that have a service and files to move (the others have nothing on any node). */
 const MOVABLE: SiteStatus[] = ['active', 'suspended', 'pending_deletion']
@@ -16,6 +19,12 @@ export interface SiteMoverDeps {
   nodes: Pick<NodesRepository, 'find'>
   placement: Pick<Placement, 'nodeOf' | 'removeVolumeOn'>
   transfer: Pick<SiteTransfer, 'archive' | 'bringUp'>
+  /**
+   * berth serve's edge (drivers/cluster/edge-probe.ts): the time the site did not serve is
+   * measured there, from its first "being brought back" page to its first answer from the
+   * site's new container. Absent: from the switch's start to the site's answer on its node.
+   */
+  edge?: EdgeProbe
   clock: Clock
   log: Logger
   /** Milliseconds from a fixed point, for the time the site did not serve; performance.now by default. */
@@ -51,15 +60,19 @@ export class SiteMover {
     if (from === to) throw conflict(`Site '${slug}' already runs on ${to}.`, 'to')
     const started = this.now()
     const archive = await this.d.transfer.archive(site)
-    const stoppedAt = this.now()
+    let stoppedAt = this.now()
     try {
-      await this.d.transfer.bringUp(site, to, archive, { fallback: from })
+      await this.d.transfer.bringUp(site, to, archive, { fallback: from, edgeLetGo: () => (stoppedAt = this.now()) })
     } catch (err) {
       const back = from ? await this.d.placement.nodeOf(slug).catch(() => null) : null
       this.d.log.error('a move failed', { site: slug, from, to, back_on: back, error: (err as Error).message })
       throw unavailable(`Site '${slug}' could not start on ${to} (${(err as Error).message}). ${back === from && from ? `It was put back on ${from}, with its own files (nothing lost), after ${((this.now() - stoppedAt) / 1000).toFixed(1)} s without service.` : 'It could not be put back where it was: berth nodes list shows where it is; move it again once the reason is fixed.'}`)
     }
+    // As visitors see it: until berth serve's edge serves the site from its new container (it
+    // hears of it through the node's events), which may be later than its answer to this process.
+    const edgeServes = this.d.edge ? await this.d.edge.until(slug, 'served', EDGE_SERVES_WITHIN_MS) : null
     const servingAt = this.now()
+    if (edgeServes === false) this.d.log.warn('a moved site answers on its node but berth serve\'s edge did not serve it yet', { site: slug, to, waited_ms: EDGE_SERVES_WITHIN_MS })
     if (from) {
       await this.d.placement.removeVolumeOn(slug, from).catch((err) => {
         this.d.log.warn('the volume of a moved site could not be removed from its old node; remove it by hand', { site: slug, node: from, error: (err as Error).message })
@@ -68,6 +81,7 @@ export class SiteMover {
     const view: MoveView = {
       slug, from: from ?? CONTROL_NODE, to, archive: { id: archive.id, created_at: iso(archive.createdAt) },
       unavailable_ms: Math.round(servingAt - stoppedAt), total_ms: Math.round(this.now() - started),
+      edge_serves: edgeServes,
     }
     this.d.log.info('site moved', { site: slug, from: view.from, to, unavailable_ms: view.unavailable_ms, ms: view.total_ms })
     return view

@@ -9,9 +9,46 @@ import { conflict, unavailable } from '../errors'
 import type { ArchiveBytes, ArchiveSource } from '../offsite/fetch-back'
 import type { SitesRepository } from '../sites/repository'
 import type { SiteRunner } from '../sites/runner'
+import { EXTERNAL_CHECK_MS } from '../../store/store'
+import type { JobHandler } from '../../jobs/runner'
 
 /** Runs of a site whose SSH port turned out to be taken on its new node (each moves it to another). */
 const PORT_TRIES = 3
+
+/**
+ * The job kind that marks a site being switched to another node (its subject: the site's id),
+ * recorded as running by the process that moves it from before its old container stops until it
+ * answers on the new one: berth serve's edge answers it with its "being brought back" page (503,
+ * Retry-After) from the moment it reads the mark, without trying the old container, and its view
+ * shows it `recovering` with why (docs/cluster.md, "Moving a site").
+ */
+export const MOVE_SITE_JOB = 'move_site'
+
+/**
+ * The handler of MOVE_SITE_JOB in berth serve, which takes the job over when the moving process
+ * died (its lease ran out): nothing is left to do here, the move's restore job (taken over the
+ * same way) finishes the site; ending the job lifts the mark.
+ */
+export class MoveMarkHandler implements JobHandler {
+  attempts = 1
+  async run(): Promise<void> {}
+  async failed(): Promise<void> {}
+}
+
+/** berth serve reads another process's writes within EXTERNAL_CHECK_MS: without a probe of its edge, the switch waits this long after the mark. */
+const EDGE_NOTICE_MS = EXTERNAL_CHECK_MS + 150
+/** How long the switch waits for the edge to answer the marked site with its own page. */
+const EDGE_PAGED_WITHIN_MS = 2_000
+
+/**
+ * berth serve's edge as a visitor reaches it (drivers/cluster/edge-probe.ts), asked for a site
+ * until it answers as wanted: `paged`, with one of its own pages (it no longer sends the site's
+ * requests to a container); `served`, from the site's container. True once it did; false when it
+ * did not within `withinMs`; null when the edge does not answer at all (berth serve is not running).
+ */
+export interface EdgeProbe {
+  until(slug: string, want: 'paged' | 'served', withinMs: number): Promise<boolean | null>
+}
 
 export interface SiteTransferDeps {
   placement: Pick<Placement, 'placeOn' | 'prepareSite'>
@@ -32,6 +69,8 @@ export interface SiteTransferDeps {
    * (it neither settles it as stranded nor starts the site), and finishes it if this process dies.
    */
   underway(kind: string, subjectId: string, work: () => Promise<void>): Promise<void>
+  /** berth serve's edge, asked so that the switch starts once it stopped sending the site's requests to its container; absent: a fixed wait. */
+  edge?: EdgeProbe
   clock: Clock
   log: Logger
 }
@@ -100,7 +139,24 @@ export class SiteTransfer {
    * its files: the container's first run there (which makes its volume on that node) is never
    * handed to the edge.
    */
-  async bringUp(site: SiteRow, nodeId: string, archive: ArchiveRow | null, opts: { fallback?: string | null } = {}): Promise<void> {
+  async bringUp(site: SiteRow, nodeId: string, archive: ArchiveRow | null, opts: { fallback?: string | null; edgeLetGo?: () => void } = {}): Promise<void> {
+    // The mark first (MOVE_SITE_JOB): berth serve's edge stops trying the site's container before
+    // it stops, so visitors get the 503 page, never a 502 from a container gone under a request.
+    await this.d.underway(MOVE_SITE_JOB, site.id, async () => {
+      await this.edgeLetGo(site.slug)
+      opts.edgeLetGo?.()
+      await this.switchOver(site, nodeId, archive, opts.fallback)
+    })
+  }
+
+  /** Resolves once berth serve's edge answers the marked site with its own page (or after EDGE_NOTICE_MS when it cannot be asked). */
+  private async edgeLetGo(slug: string): Promise<void> {
+    if (this.d.edge && await this.d.edge.until(slug, 'paged', EDGE_PAGED_WITHIN_MS) === true) return
+    await Bun.sleep(EDGE_NOTICE_MS)
+  }
+
+  private async switchOver(site: SiteRow, nodeId: string, archive: ArchiveRow | null, fallback: string | null | undefined): Promise<void> {
+    const opts = { fallback }
     await this.d.runner.holding(site.slug, async () => {
       if (archive) {
         // One job from the claim to the end: the archive is `restoring` from before the switch,

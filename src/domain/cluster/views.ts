@@ -67,8 +67,18 @@ export interface MoveView {
   to: string
   /** The archive taken for the move (kind backup): the data the site serves on its new node. */
   archive: { id: string; created_at: string }
-  /** From the stop of the old service to the new one answering, in milliseconds. */
+  /**
+   * In milliseconds, as visitors saw it: from berth serve's edge answering the site's "being
+   * brought back" page (it stopped sending its requests to the old container) to its first answer
+   * from the new one; without an edge to ask, from the switch to the new one answering.
+   */
   unavailable_ms: number
+  /**
+   * True: berth serve's edge serves the site from its new node (unavailable_ms ends there). False:
+   * it did not within 30 s (unavailable_ms is that long so far; berth serve's log says why).
+   * null: the edge could not be asked (berth serve is not running).
+   */
+  edge_serves: boolean | null
   /** The whole move, archive included. */
   total_ms: number
 }

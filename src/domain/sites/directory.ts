@@ -40,6 +40,11 @@ export class SiteDirectory {
     modules?: (site: SiteRow) => SiteModuleFlags | undefined
     /** True for a site whose access log the edge writes (its web server cannot log the query). */
     edgeLogs?: (site: SiteRow) => boolean
+    /**
+     * In a cluster, the slugs of the sites being switched to another node (domain/cluster/marked-moves-repository.ts):
+     * answered "being brought back" (503) without trying their container, which is about to stop.
+     */
+    moving?: () => ReadonlySet<string>
   }) {
     // The rows (sites), linked domains (names), and each site's modules and logging by plan.
     this.source = d.store.versionOf(['sites', 'names', 'plans'])
@@ -73,6 +78,7 @@ export class SiteDirectory {
     if (!site || site.status === 'deleted') return null
     const state = STATE[site.status]
     if (state !== 'serving') return { siteId: site.id, slug, state, ...hstsOf(site) }
+    if (this.d.moving?.().has(slug)) return { siteId: site.id, slug, state: 'recovering', ...hstsOf(site) }
     const endpoint = this.d.runner.knownEndpoint(slug)
     if (endpoint !== undefined) return this.target(site, endpoint)
     return this.d.runner.endpointOf(slug).then((found) => this.target(site, found))

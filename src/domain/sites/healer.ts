@@ -44,7 +44,7 @@ export class SiteHealer {
   constructor(private d: SiteHealerDeps) {}
 
   onEvent(e: SiteEvent): void {
-    if (e.action === 'start') return this.d.runner.markStarted(e.slug)
+    if (e.action === 'start') return this.d.runner.markStarted(e.slug, e.containerId)
     // The container is gone only once it died or was removed: a kill may not kill, an OOM may hit
     // a child process only, and `stop` follows the `die` it caused.
     if (e.action !== 'die' && e.action !== 'destroy') return

@@ -1,6 +1,7 @@
 import type { ContainerRuntime } from '../../drivers/runtime/types'
 import type { JobRunner } from '../../jobs/runner'
 import type { Logger } from '../../lib/logger'
+import { SAY_AFTER_FAILURES, type RepairBackoff } from './repair-backoff'
 import type { SiteReaper } from './reaper'
 import type { SitesRepository } from './repository'
 import type { SiteRunner } from './runner'
@@ -15,6 +16,15 @@ export interface ReconcilerDeps {
   log: Logger
   /** True while a restore of the site's files is under way, perhaps in another process (SiteHealerDeps.restoring). */
   restoring?: (siteId: string) => boolean
+  /**
+   * The sites whose start failed, per node (repair-backoff.ts): a site is not tried again before
+   * its wait is over, so a node that keeps rejecting it is not asked at every pass. Absent: every pass tries every site.
+   */
+  backoff?: RepairBackoff
+  /** The node a site is placed on, to know which one failed it (Placement.nodeOf); absent: one box, `control`. */
+  nodeOf?: (slug: string) => Promise<string | null>
+  /** Epoch milliseconds (the backoff's clock); Date.now by default. */
+  now?: () => number
 }
 
 export interface ReconcileReport {
@@ -57,13 +67,16 @@ export class Reconciler {
     } catch (err) {
       report.errors.push((err as Error).message)
     }
-    const active = this.d.sites.listWithStatus(['active']).filter((site) => !this.d.restoring?.(site.id))
+    const now = (this.d.now ?? Date.now)()
+    const active = this.d.sites.listWithStatus(['active']).filter((site) => !this.d.restoring?.(site.id) && (this.d.backoff?.due(site.slug, now) ?? true))
     await Promise.all(active.map(async (site) => {
       try {
         await this.d.runner.run(site)
+        this.d.backoff?.succeeded(site.slug)
         report.ensured++
       } catch (err) {
         report.errors.push(`${site.slug}: ${(err as Error).message}`)
+        await this.failed(site.slug, err as Error)
       }
     }))
     for (const site of this.d.sites.listWithStatus(['suspended', 'pending_deletion'])) {
@@ -90,5 +103,17 @@ export class Reconciler {
     if (report.errors.length > 0) this.d.log.error('reconcile could not repair every site', { errors: report.errors })
     this.d.jobs.kick()
     return report
+  }
+
+  /** Counts a failed start against the site's node; from the third in a row the hoster is told once, and the site's view says it. */
+  private async failed(slug: string, err: Error): Promise<void> {
+    if (!this.d.backoff) return
+    const node = (await this.d.nodeOf?.(slug).catch(() => null)) ?? 'control'
+    const f = this.d.backoff.failed(slug, node, (this.d.now ?? Date.now)())
+    if (f.count >= SAY_AFTER_FAILURES) {
+      this.d.log.error('a site could not be started on its node again: tried less often from now on (berth sites move SLUG --to NODE puts it elsewhere)', {
+        site: slug, node, failures: f.count, next_try: new Date(f.nextAt).toISOString(), error: err.message,
+      })
+    }
   }
 }

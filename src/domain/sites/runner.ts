@@ -30,6 +30,10 @@ export class SiteRunner {
   private down = new Set<string>()
   /** Sites with a `run` under way, and a promise settled when the last one ends. */
   private busy = new Map<string, { count: number; promise: Promise<void>; resolve: () => void }>()
+  /** Per site, the container last seen started or running: a `die` of any other is stale. */
+  private current = new Map<string, string>()
+  /** Moves whenever a site turns known-down or stops being so (views of site status cache on it). */
+  private generation = 0
 
   constructor(private d: SiteRunnerDeps) {}
 
@@ -72,7 +76,8 @@ export class SiteRunner {
       // With waitForAnswer, the edge keeps answering "being brought back" until the site answers.
       if (opts.waitForAnswer) await this.d.waitForAnswer(endpoint)
       this.endpoints.set(site.slug, endpoint)
-      this.down.delete(site.slug)
+      this.current.set(site.slug, endpoint.containerId)
+      this.up(site.slug)
       return endpoint
     } finally {
       done()
@@ -97,10 +102,12 @@ export class SiteRunner {
    * container's id, only if it is the one the site runs on (else false: a stale event).
    */
   markDown(slug: string, containerId?: string): boolean {
-    // An event of a container since replaced (the old one of a recreate) says nothing of the new.
-    const known = this.endpoints.get(slug)
-    if (containerId !== undefined && known && known.containerId !== containerId) return false
+    // An event of a container since replaced (the old one of a recreate, or of a move whose new
+    // container's start was reported first: two nodes' events, two streams) says nothing of the new.
+    const known = this.endpoints.get(slug)?.containerId ?? this.current.get(slug)
+    if (containerId !== undefined && known !== undefined && known !== containerId) return false
     this.endpoints.delete(slug)
+    if (!this.down.has(slug)) this.generation++
     this.down.add(slug)
     return true
   }
@@ -110,10 +117,30 @@ export class SiteRunner {
    * it up again on the next request. Ignored while a `run` of the site is under way (its own
    * start), which records the endpoint itself once the site answers.
    */
-  markStarted(slug: string): void {
+  markStarted(slug: string, containerId?: string): void {
+    if (containerId !== undefined) this.current.set(slug, containerId)
     if (this.busy.has(slug)) return
     this.endpoints.delete(slug)
-    this.down.delete(slug)
+    this.up(slug)
+  }
+
+  /** True when the site's container is known not to run (the edge answers its 503 page without trying it). */
+  isDown(slug: string): boolean {
+    return this.down.has(slug)
+  }
+
+  /** The sites whose container is known not to run. */
+  downSlugs(): ReadonlySet<string> {
+    return this.down
+  }
+
+  /** Moves whenever `isDown` of any site changed. */
+  version(): number {
+    return this.generation
+  }
+
+  private up(slug: string): void {
+    if (this.down.delete(slug)) this.generation++
   }
 
   /** True when the site's container is known to run and answer (a `run` succeeded since it last went down). */
@@ -192,10 +219,12 @@ export class SiteRunner {
     }
     if (!found?.running || !found.endpoint) {
       // Known down until a run or a start event says otherwise: no engine call per request.
+      if (!this.down.has(slug)) this.generation++
       this.down.add(slug)
       return null
     }
     this.endpoints.set(slug, found.endpoint)
+    this.current.set(slug, found.endpoint.containerId)
     return found.endpoint
   }
 }

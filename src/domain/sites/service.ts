@@ -38,10 +38,11 @@ export interface SitesServiceDeps {
    */
   names: { linkedDomains(siteIds: string[]): Map<string, string[]>; recordsOf(sites: Pick<SiteRow, 'id' | 'slug'>[]): Map<string, DnsRecordView[]>; tls?(siteIds: string[]): Map<string, TlsView> }
   /**
-   * In a cluster, the active sites whose node is down (domain/cluster/health.ts): shown
-   * `recovering`; `version` moves whenever the set changes. Absent on a single box.
+   * The active sites berth serve's edge does not serve (their node down, a move under way, their
+   * container known not to run: availability.ts): shown `recovering`, with `reason` as their
+   * `error`; `version` moves whenever the set changes. Absent: none (an admin command's views).
    */
-  recovering?: { recovering(): ReadonlySet<string>; version(): number }
+  recovering?: { recovering(): ReadonlySet<string>; version(): number; reason?(slug: string): string | null; nodeOrMove?(slug: string): boolean }
 }
 
 /** What a site's plan and module switches make of its view; the same for every site with both alike. */
@@ -167,12 +168,15 @@ export class SitesService {
     const planParts = new Map<string, PlanPart>()
     return sites.map((site) => {
       const fromPlan = this.planPart(site, planParts)
+      // A change being applied (scale, restore) says itself why the container is down meanwhile.
+      const change = applying.get(site.id) ?? null
+      const down = site.status === 'active' && recovering?.has(site.slug) === true && (change === null || this.nodeOrMove(site.slug))
       return {
         slug: site.slug,
         plan: site.planSlug,
         hosting_type: fromPlan.hosting_type,
         // A deleted site is never shown: not listed, and not_found on its routes.
-        status: site.status === 'active' && recovering?.has(site.slug) ? 'recovering' : site.status as SiteView['status'],
+        status: down ? 'recovering' : site.status as SiteView['status'],
         url: this.siteUrl(site.slug),
         domains: domains.get(site.id) ?? [],
         dns_records: records.get(site.id) ?? [],
@@ -181,13 +185,18 @@ export class SitesService {
         resources: fromPlan.resources,
         subscription_id: site.subscriptionId,
         created_at: iso(site.createdAt),
-        error: site.error,
+        error: site.error ?? (down ? this.d.recovering?.reason?.(site.slug) ?? null : null),
         deletion_scheduled_for: site.deletionScheduledFor === null ? null : iso(site.deletionScheduledFor),
         suspension: suspensionOf(site),
         hsts_max_age: site.hstsMaxAge,
-        applying: applying.get(site.id) ?? null,
+        applying: change,
       }
     })
+  }
+
+  /** True when a recovering site's reason is its node or a move (not its own container, which a change being applied restarts). */
+  private nodeOrMove(slug: string): boolean {
+    return this.d.recovering?.nodeOrMove?.(slug) ?? true
   }
 
   /** The plan's part of a site's view, made once per plan and module switches (`made` keeps them). */

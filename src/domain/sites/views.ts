@@ -19,7 +19,7 @@ export type SuspensionView = Static<typeof Suspension>
  * the hoster brings it back on another node.
  */
 export const SiteViewStatus = t.Union([...VisibleSiteStatusSchema.anyOf, t.Literal('recovering')], {
-  description: "provisioning, active, suspended, pending_deletion, failed; or recovering: the site is active but the server it runs on does not answer (its visitors get a 503 page that reloads); it serves again without any action, once that server is back or the site is brought back on another.",
+  description: "provisioning, active, suspended, pending_deletion, failed; or recovering: the site is active but does not serve now (its visitors get a 503 page that reloads by itself), and error says why: the server it runs on does not answer, the hoster is moving it to another, or its server process stopped and is being started again. It serves again without any action.",
 })
 
 export const Site = t.Object({
@@ -35,7 +35,7 @@ export const Site = t.Object({
   resources: t.Object({ memory_mb: t.Integer(), cpu_cores: t.Integer(), disk_gb: t.Integer() }),
   subscription_id: Nullable(Uuid()),
   created_at: DateTime(),
-  error: Nullable(t.String({ description: 'Why provisioning failed, for failed sites.' })),
+  error: Nullable(t.String({ description: 'Why provisioning failed, for failed sites; why it does not serve, for recovering sites.' })),
   deletion_scheduled_for: Nullable(DateTime()),
   suspension: t.Union([Suspension, t.Null()], { description: 'For a suspended site: who suspended it and why; null otherwise.' }),
   hsts_max_age: Nullable(t.Integer({
