@@ -35,6 +35,8 @@ export default defineConfig({
     pool: 'threads',
     // xterm.js goes through the plugin above, not Node's loader.
     server: { deps: { inline: [/@xterm\//] } },
+    // One migrated database per run, copied for each test's store (test/helpers/migrated-db.ts).
+    globalSetup: ['test/helpers/migrated-db.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // End-to-end suites start dist/berth on their own ports and data folders; files run in
@@ -44,7 +46,10 @@ export default defineConfig({
     fileParallelism: true,
     maxWorkers: Math.max(2, availableParallelism()),
     projects: [
-      { extends: true, test: { name: 'unit', include: ALL, exclude: [SERVICE, E2E, '**/node_modules/**'] } },
+      // Unit files share their worker's modules (isolate: false): each file importing the whole
+      // API again was a third of the tier's time (issue 36). They hold no module state (no
+      // singletons in src/, no vi.mock), and each builds its own store, clock and services.
+      { extends: true, test: { name: 'unit', include: ALL, exclude: [SERVICE, E2E, '**/node_modules/**'], isolate: false } },
       { extends: true, test: { name: 'service', include: ALL.map((g) => g.replace('*.test.ts', '*.service.test.ts')) } },
       { extends: true, test: { name: 'e2e', include: ALL.map((g) => g.replace('*.test.ts', '*.e2e.test.ts')), exclude: [SOLO, '**/node_modules/**'] } },
       { extends: true, test: { name: 'solo', include: ALL.map((g) => g.replace('*.test.ts', '*.solo.e2e.test.ts')), fileParallelism: false } },
