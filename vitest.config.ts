@@ -5,7 +5,8 @@ import { defineConfig } from 'vitest/config'
  * Three tiers, each runnable on its own (`bun run test:unit`, `test:service`, `test:e2e`):
  * - unit: `*.test.ts`. No Docker engine, no build: pure code, and the API in-process on a
  *   temporary SQLite file with the RecordingRuntime double (test/helpers). Runs as root (files
- *   given to uid 1000, a device node) with tar, du, ssh-keygen, mkfifo and mknod (README). About a minute.
+ *   given to uid 1000, a device node) with tar, du, ssh-keygen, mkfifo and mknod (README). About a
+ *   minute. Its files share their worker's modules (isolate: false, docs/testing.md).
  * - service: `*.service.test.ts`. In-process on real SQLite and the real Docker engine, with the
  *   site images built (`berth images build`).
  * - e2e: `*.e2e.test.ts`. The compiled dist/berth as a process over real sockets, on real Docker.
