@@ -5,7 +5,8 @@ import { defineConfig } from 'vitest/config'
  * Three tiers, each runnable on its own (`bun run test:unit`, `test:service`, `test:e2e`):
  * - unit: `*.test.ts`. No Docker engine, no build: pure code, and the API in-process on a
  *   temporary SQLite file with the RecordingRuntime double (test/helpers). Runs as root (files
- *   given to uid 1000, a device node) with tar, du, ssh-keygen, mkfifo and mknod (README). About a minute.
+ *   given to uid 1000, a device node) with tar, du, ssh-keygen, mkfifo and mknod (README). About a
+ *   minute. Its files share their worker's modules (isolate: false, docs/testing.md).
  * - service: `*.service.test.ts`. In-process on real SQLite and the real Docker engine, with the
  *   site images built (`berth images build`).
  * - e2e: `*.e2e.test.ts`. The compiled dist/berth as a process over real sockets, on real Docker.
@@ -35,6 +36,8 @@ export default defineConfig({
     pool: 'threads',
     // xterm.js goes through the plugin above, not Node's loader.
     server: { deps: { inline: [/@xterm\//] } },
+    // One migrated database per run, copied for each test's store (test/helpers/migrated-db.ts).
+    globalSetup: ['test/helpers/migrated-db.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // End-to-end suites start dist/berth on their own ports and data folders; files run in
@@ -44,7 +47,10 @@ export default defineConfig({
     fileParallelism: true,
     maxWorkers: Math.max(2, availableParallelism()),
     projects: [
-      { extends: true, test: { name: 'unit', include: ALL, exclude: [SERVICE, E2E, '**/node_modules/**'] } },
+      // Unit files share their worker's modules (isolate: false): each file importing the whole
+      // API again was a third of the tier's time (issue 36). They hold no module state (no
+      // singletons in src/, no vi.mock), and each builds its own store, clock and services.
+      { extends: true, test: { name: 'unit', include: ALL, exclude: [SERVICE, E2E, '**/node_modules/**'], isolate: false } },
       { extends: true, test: { name: 'service', include: ALL.map((g) => g.replace('*.test.ts', '*.service.test.ts')) } },
       { extends: true, test: { name: 'e2e', include: ALL.map((g) => g.replace('*.test.ts', '*.e2e.test.ts')), exclude: [SOLO, '**/node_modules/**'] } },
       { extends: true, test: { name: 'solo', include: ALL.map((g) => g.replace('*.test.ts', '*.solo.e2e.test.ts')), fileParallelism: false } },

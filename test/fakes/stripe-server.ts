@@ -8,7 +8,8 @@ import Stripe from 'stripe'
  * with `id` and `object`, errors as `{ error: { type, code, decline_code, message, param } }` with
  * Stripe's status codes (400, 401, 402, 404), Bearer authentication with the secret key, and the
  * Idempotency-Key header (the same key answers the stored first answer and moves no money again;
- * the same key with other parameters is an `idempotency_error`).
+ * the same key with other parameters is an `idempotency_error`; like Stripe, a key is forgotten
+ * 24 hours after its first use, by the fake's clock).
  *
  * Stripe's test payment methods behave as at Stripe: `pm_card_visa` and `pm_card_mastercard`
  * pay; `pm_card_visa_chargeDeclined` is declined (`card_declined`, decline code
@@ -18,8 +19,9 @@ import Stripe from 'stripe'
  * Using a token makes a new saved PaymentMethod (`pm_...`), attached to the customer when the
  * payment sets `setup_future_usage`.
  *
- * Endpoints: POST/GET customers, GET payment_methods, POST/GET payment_intents, POST
- * checkout/sessions, POST/GET refunds, POST billing_portal/sessions. What a buyer or an account
+ * Endpoints: POST/GET customers, GET payment_methods, POST/GET payment_intents, GET
+ * payment_intents/search (`metadata['key']:'value'` clauses joined by AND; as at Stripe, an
+ * object shows in search a minute after it was made), POST checkout/sessions, POST/GET refunds, POST billing_portal/sessions. What a buyer or an account
  * owner does on Stripe's own pages (paying a Checkout Session, replacing the card in the billing
  * portal) is done by the helpers below, which return the webhook event Stripe would send.
  */
@@ -62,7 +64,7 @@ export interface FakeStripe {
   refunds: Map<string, Obj>
   /** Until called again with null, every API request answers this status (a Stripe outage). */
   breakWith(status: number | null): void
-  /** Forgets stored idempotent answers, as Stripe does after 24 hours. */
+  /** Forgets stored idempotent answers at once (the fake's clock forgets each after 24 hours). */
   expireIdempotencyKeys(): void
   /**
    * The buyer pays the Checkout Session on Stripe's page with a test payment method (a declining
@@ -191,8 +193,16 @@ export async function deliver(url: string, event: object, opts: DeliveryOptions)
   return fetch(url, { method: 'POST', headers, body })
 }
 
-export async function startFakeStripe(opts: { secretKey?: string } = {}): Promise<FakeStripe> {
+/** Stripe may forget an idempotency key once it is 24 hours old. */
+const IDEMPOTENCY_KEY_TTL_MS = 24 * 3_600_000
+/** Stripe's search lags: "under normal operating conditions, data is searchable in less than a minute". */
+const SEARCH_LAG_SECONDS = 60
+
+/** `clock` is the fake's time (default the system's): objects' `created`, idempotency keys' age, search's lag. */
+export async function startFakeStripe(opts: { secretKey?: string; clock?: { now(): number } } = {}): Promise<FakeStripe> {
   const secretKey = opts.secretKey ?? 'sk_test_fake_berth'
+  const now = () => opts.clock?.now() ?? Date.now()
+  const nowSeconds = () => Math.floor(now() / 1000)
   const requests: FakeRequest[] = []
   const charges: FakeCharge[] = []
   const customers = new Map<string, Obj>()
@@ -201,7 +211,7 @@ export async function startFakeStripe(opts: { secretKey?: string } = {}): Promis
   const checkoutSessions = new Map<string, Obj>()
   const refunds = new Map<string, Obj>()
   const portalSessions = new Map<string, Obj>()
-  const stored = new Map<string, { fingerprint: string; answer: Answer }>()
+  const stored = new Map<string, { fingerprint: string; answer: Answer; at: number }>()
   let outage: number | null = null
   let origin = ''
 
@@ -296,6 +306,24 @@ export async function startFakeStripe(opts: { secretKey?: string } = {}): Promis
     throw new ApiError(402, { ...error, charge, payment_intent: pi, payment_method: publicMethod(pm), doc_url: `https://stripe.com/docs/error-codes/${error.code}` })
   }
 
+  /** Stripe's search query language, the part the driver uses: `metadata['k']:'v'` clauses joined by AND. */
+  function searchPaymentIntents(q: Form): Answer {
+    const query = str(q.query) ?? ''
+    const clause = /^metadata\['((?:[^'\\]|\\.)+)'\]:'((?:[^'\\]|\\.)*)'$/
+    const unescape = (text: string) => text.replace(/\\(.)/g, '$1')
+    const wanted = query.split(' AND ').map((part) => {
+      const m = clause.exec(part.trim())
+      if (!m) throw invalid('query', `The fake Stripe searches metadata['key']:'value' clauses only (got ${JSON.stringify(part)}).`)
+      return [unescape(m[1]!), unescape(m[2]!)] as const
+    })
+    const searchable = nowSeconds() - SEARCH_LAG_SECONDS
+    const data = [...paymentIntents.values()]
+      .filter((pi) => (pi.created as number) <= searchable && wanted.every(([k, v]) => (pi.metadata as Obj)[k] === v))
+      .reverse().slice(0, Number(str(q.limit) ?? '10'))
+      .map((pi) => list(q.expand).includes('data.payment_method') ? expandIntent(pi, ['payment_method']) : pi)
+    return { status: 200, body: { object: 'search_result', url: '/v1/payment_intents/search', has_more: false, next_page: null, data } }
+  }
+
   function createCheckoutSession(p: Form): Answer {
     if (str(p.mode) !== 'payment') throw invalid('mode', 'The fake supports mode=payment only.')
     const items = list(p.line_items).map(form)
@@ -383,6 +411,7 @@ export async function startFakeStripe(opts: { secretKey?: string } = {}): Promis
       return { status: 200, body: publicMethod(pm) }
     }
     if (method === 'POST' && path === '/v1/payment_intents') return createPaymentIntent(params)
+    if (method === 'GET' && path === '/v1/payment_intents/search') return searchPaymentIntents(params)
     if (method === 'GET' && (m = /^\/v1\/payment_intents\/([^/]+)$/.exec(path))) {
       const pi = paymentIntents.get(m[1]!)
       if (!pi) throw missing('intent', `No such payment_intent: '${m[1]}'`)
@@ -415,6 +444,7 @@ export async function startFakeStripe(opts: { secretKey?: string } = {}): Promis
       return json({ status: 401, body: { error: { type: 'invalid_request_error', message } } })
     }
     const fingerprint = `${req.method} ${url.pathname} ${[...new URLSearchParams(text)].map(([k, v]) => `${k}=${v}`).sort().join('&')}`
+    if (idempotencyKey && now() - (stored.get(idempotencyKey)?.at ?? Infinity) >= IDEMPOTENCY_KEY_TTL_MS) stored.delete(idempotencyKey)
     if (idempotencyKey) {
       const earlier = stored.get(idempotencyKey)
       if (earlier && earlier.fingerprint !== fingerprint) {
@@ -434,7 +464,7 @@ export async function startFakeStripe(opts: { secretKey?: string } = {}): Promis
     }
     // Stripe keeps the answer of a request that ran (success or a card error), not of one that
     // failed validation.
-    if (idempotencyKey && (answer.status === 200 || answer.status === 402)) stored.set(idempotencyKey, { fingerprint, answer })
+    if (idempotencyKey && (answer.status === 200 || answer.status === 402)) stored.set(idempotencyKey, { fingerprint, answer, at: now() })
     return json(answer)
   }
 

@@ -13,6 +13,7 @@ import { ManualClock } from '../../src/lib/clock'
 import { memoryLogger } from '../../src/lib/logger'
 import { migrate } from '../../src/store/migrate'
 import { openStore } from '../../src/store/store'
+import { placeMigratedDatabase } from './migrated-db'
 
 /**
  * What a domain service's unit test stands on: a real SQLite store in a temporary folder with
@@ -23,6 +24,7 @@ import { openStore } from '../../src/store/store'
  */
 export function domainStore() {
   const dir = mkdtempSync(join(tmpdir(), 'berth-unit-'))
+  placeMigratedDatabase(join(dir, 'berth.db'))
   const store = openStore(join(dir, 'berth.db'))
   migrate(store)
   const clock = new ManualClock(Date.UTC(2026, 10, 1))

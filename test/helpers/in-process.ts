@@ -2,13 +2,14 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createApp } from '../../src/api/app'
-import { buildServices, type BuildOptions, type Services } from '../../src/compose'
+import { buildServices, databasePath, type BuildOptions, type Services } from '../../src/compose'
 import { loadConfig, type LoadOptions } from '../../src/config/config'
 import type { ContainerRuntime } from '../../src/drivers/runtime/types'
 import { ManualClock } from '../../src/lib/clock'
 import { memoryLogger } from '../../src/lib/logger'
 import { RecordingRuntime } from './recording-runtime'
 import { AnswerChecker } from './answer-checker'
+import { placeMigratedDatabase } from './migrated-db'
 
 export interface CallOptions {
   body?: unknown
@@ -43,6 +44,7 @@ export function inProcess(options: { env?: Record<string, string>; file?: string
     file: options.file ?? null,
     flags: options.flags,
   })
+  placeMigratedDatabase(databasePath(config))
   const clock = new ManualClock(Date.UTC(2026, 10, 1))
   const log = memoryLogger()
   const recording = options.runtime === undefined ? new RecordingRuntime() : null
@@ -62,7 +64,7 @@ export function inProcess(options: { env?: Record<string, string>; file?: string
     const text = await res.text()
     // Every answer must be one the published document describes (issue 15).
     if (path.startsWith('/api/v1/') && !path.startsWith('/api/v1/openapi.json')) {
-      checker ??= new AnswerChecker(await (await app.handle(new Request('http://localhost/api/v1/openapi.json'))).json() as Record<string, any>)
+      checker ??= AnswerChecker.of(await (await app.handle(new Request('http://localhost/api/v1/openapi.json'))).text())
       checker.check(method, path, res.status, res.headers.get('content-type'), text)
     }
     let json: any

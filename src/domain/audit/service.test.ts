@@ -28,13 +28,18 @@ function setup(keep?: { days: number; perSite: number }) {
   return { t, site, audit, lines }
 }
 
-/** Records `n` commands on the site, one a second: `echo 0` .. `echo n-1`, each exiting 0. */
+/**
+ * Records `n` commands on the site, one a second: `echo 0` .. `echo n-1`, each exiting 0. In one
+ * transaction of the store: 1,203 records are otherwise 2,406 commits synced to disk (14 s here).
+ */
 function fill(s: ReturnType<typeof setup>, siteId: string, n: number) {
-  for (let i = 0; i < n; i++) {
-    const record = s.audit.begin({ siteId, kind: 'exec', actor: KEY, command: `echo ${i}` })
-    s.t.clock.advance(1000)
-    record.end({ exitCode: 0 })
-  }
+  s.t.store.write(() => {
+    for (let i = 0; i < n; i++) {
+      const record = s.audit.begin({ siteId, kind: 'exec', actor: KEY, command: `echo ${i}` })
+      s.t.clock.advance(1000)
+      record.end({ exitCode: 0 })
+    }
+  })
 }
 
 const at = (t: DomainStore) => new Date(t.clock.now()).toISOString()

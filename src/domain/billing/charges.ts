@@ -109,6 +109,7 @@ export class Charges {
     return this.d.processor.charge({
       reference: o.reference, idempotencyKey: payment.idempotencyKey!, amountCents: payment.amountCents, currency: payment.currency, paymentMethodId: payment.paymentMethodId,
       description: payment.description, customerRef: o.customerRef ?? null, customerEmail: o.customerEmail ?? null, offSession: o.offSession ?? false,
+      openedAt: payment.createdAt,
     })
   }
 

@@ -50,6 +50,12 @@ const WEBHOOK_TOLERANCE_SECONDS = 300
  * shows the URL as valid for 5 minutes, so callers send the owner there at once and ask again later.
  */
 const PORTAL_SESSION_TTL_MS = 5 * 60_000
+/**
+ * Stripe keeps an idempotency key for at least 24 hours, then may forget it: a payment opened
+ * longer ago than this (less an hour for the clocks' difference) may have been charged under a
+ * key Stripe no longer knows, and is looked up at Stripe before it is charged again.
+ */
+const KEY_SURELY_REMEMBERED_MS = 23 * 3_600_000
 
 /**
  * The Stripe processor (config `payments.processor = "stripe"`), on the official `stripe`
@@ -59,7 +65,9 @@ const PORTAL_SESSION_TTL_MS = 5 * 60_000
  *
  * Money is never moved twice for one idempotency key: every POST carries an Idempotency-Key
  * (ours where the interface gives one, else stripe-node's own for its retries). Stripe keeps
- * idempotent answers for 24 hours; a retry after that is a new request.
+ * idempotent answers for 24 hours; a retry after that is a new request, so a charge whose
+ * payment was opened more than 23 hours ago first looks for the PaymentIntent made under its
+ * key (metadata `berth_key`) and answers with its state.
  */
 export class StripeProcessor implements PaymentProcessor {
   readonly name = 'stripe'
@@ -114,23 +122,20 @@ export class StripeProcessor implements PaymentProcessor {
    */
   async charge(input: ChargeInput): Promise<ChargeResult> {
     try {
+      if (input.openedAt !== undefined && this.clock.now() - input.openedAt >= KEY_SURELY_REMEMBERED_MS) {
+        const earlier = await this.intentOfKey(input.idempotencyKey)
+        if (earlier) return this.outcomeOf(earlier)
+      }
       const customer = input.customerRef ?? (await this.stripe.customers.create(
         { email: input.customerEmail ?? undefined, metadata: { reference: input.reference } },
         { idempotencyKey: `${input.idempotencyKey}:customer` },
       )).id
-      const intent = await this.stripe.paymentIntents.create({
-        amount: input.amountCents,
-        currency: input.currency.toLowerCase(),
-        customer,
-        payment_method: input.paymentMethodId,
-        // No redirect-based methods: an agent paying through the API cannot follow a redirect.
-        automatic_payment_methods: { enabled: true, allow_redirects: 'never' },
-        confirm: true,
-        description: input.description,
-        metadata: { reference: input.reference },
-        ...(input.offSession ? { off_session: true } : { setup_future_usage: 'off_session' as const }),
-        expand: ['payment_method'],
-      }, { idempotencyKey: input.idempotencyKey })
+      const intent = await this.createIntent(input, customer, { reference: input.reference, berth_key: input.idempotencyKey }).catch((err: unknown) => {
+        // The key was first sent by a Berth that did not write `berth_key` (a payment left
+        // pending across an upgrade): the same request as then replays its answer.
+        if (err instanceof Stripe.errors.StripeIdempotencyError) return this.createIntent(input, customer, { reference: input.reference })
+        throw err
+      })
       if (intent.status !== 'succeeded') return this.notSucceeded(intent)
       const method = intent.payment_method as Stripe.PaymentMethod
       return { ok: true, paymentRef: intent.id, methodLabel: this.label(method), paymentMethodId: method.id, customerRef: customer }
@@ -144,6 +149,40 @@ export class StripeProcessor implements PaymentProcessor {
       }
       throw this.failure(err, 'charge a payment method')
     }
+  }
+
+  private createIntent(input: ChargeInput, customer: string, metadata: Record<string, string>): Promise<Stripe.PaymentIntent> {
+    return this.stripe.paymentIntents.create({
+      amount: input.amountCents,
+      currency: input.currency.toLowerCase(),
+      customer,
+      payment_method: input.paymentMethodId,
+      // No redirect-based methods: an agent paying through the API cannot follow a redirect.
+      automatic_payment_methods: { enabled: true, allow_redirects: 'never' },
+      confirm: true,
+      description: input.description,
+      metadata,
+      ...(input.offSession ? { off_session: true } : { setup_future_usage: 'off_session' as const }),
+      expand: ['payment_method'],
+    }, { idempotencyKey: input.idempotencyKey })
+  }
+
+  /**
+   * The PaymentIntent made under `key` (its metadata `berth_key`), through Stripe's search (which
+   * lags by up to a minute: this is asked of payments opened hours ago); a succeeded one first.
+   */
+  private async intentOfKey(key: string): Promise<Stripe.PaymentIntent | null> {
+    const quoted = key.replace(/[\\']/g, (c) => `\\${c}`)
+    const found = await this.stripe.paymentIntents.search({ query: `metadata['berth_key']:'${quoted}'`, limit: 10, expand: ['data.payment_method'] })
+    return found.data.find((i) => i.status === 'succeeded') ?? found.data[0] ?? null
+  }
+
+  /** What a charge answers for a PaymentIntent found at Stripe: as its first answer was. */
+  private outcomeOf(intent: Stripe.PaymentIntent): ChargeResult {
+    this.deps.log.warn('stripe payment found by its key after Stripe forgot the key; not charged again', { payment_intent: intent.id, status: intent.status })
+    if (intent.status !== 'succeeded') return this.notSucceeded(intent)
+    const method = typeof intent.payment_method === 'object' ? intent.payment_method : null
+    return { ok: true, paymentRef: intent.id, methodLabel: this.label(method), paymentMethodId: method?.id ?? idOf(intent.payment_method) ?? '', customerRef: idOf(intent.customer) }
   }
 
   /** Refunds with the key `refund:<paymentRef>`; after Stripe forgot the key, returns the existing refund. */
@@ -305,7 +344,8 @@ export class StripeProcessor implements PaymentProcessor {
       return { ok: false, declineCode: 'authentication_required', message: 'The card asks for 3-D Secure authentication, which cannot be completed here; use another card.' }
     }
     const error = intent.last_payment_error
-    return { ok: false, declineCode: error?.decline_code ?? error?.code ?? intent.status, message: error?.message ?? `The payment did not complete (Stripe status ${intent.status}).` }
+    const declineCode = error?.decline_code && error.decline_code !== 'generic_decline' ? error.decline_code : error?.code ?? intent.status
+    return { ok: false, declineCode, message: error?.message ?? `The payment did not complete (Stripe status ${intent.status}).` }
   }
 
   private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {

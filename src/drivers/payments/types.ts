@@ -10,8 +10,9 @@
  *   ProcessorUnavailableError only when the processor cannot be reached (the caller answers 503
  *   and changes nothing).
  * - `charge` is idempotent per `idempotencyKey`: a second call with the same key returns the first
- *   call's outcome and moves no money again (Stripe's Idempotency-Key; the local processor keeps a
- *   ledger). Renewals rely on this to survive a `kill -9` between the charge and its record.
+ *   call's outcome and moves no money again (Stripe's Idempotency-Key, and past Stripe's 24 hours
+ *   a look-up of the payment made under the key; the local processor keeps a ledger). Renewals
+ *   rely on this to survive a `kill -9` between the charge and its record.
  * - `refund` is idempotent per payment: refunding a refunded payment returns the first refund.
  * - Events are delivered to the listeners at least once; listeners must be idempotent (the
  *   checkout service is: a completed session ignores a second `paid`).
@@ -158,6 +159,11 @@ export interface ChargeInput {
   customerEmail?: string | null
   /** The payer is not present (renewals, prorations): the processor charges off-session. */
   offSession?: boolean
+  /**
+   * When the charge's payment was first opened (epoch ms), so a processor that forgets keys
+   * (Stripe, after 24 hours) looks up what it made under the key before charging again.
+   */
+  openedAt?: number
 }
 
 export type ChargeResult =

@@ -79,3 +79,28 @@ describe('an engine over mutual TLS', () => {
     }
   })
 })
+
+describe('a compiled binary reaching an engine over TLS', () => {
+  // `berth sites move` printed Node's url.parse() deprecation (DEP0169) on stderr (issue 36): the
+  // compiled binary has no node_modules in its paths, so Bun reports docker-modem's calls. A probe
+  // compiled as dist/berth is (Bun.build, compile) makes the control plane's calls to a node's engine.
+  it('prints no deprecation warning', async () => {
+    const probe = join(dir, 'probe.ts')
+    writeFileSync(join(dir, 'connection.json'), JSON.stringify({ ...connection(true), checkServerIdentity: undefined }))
+    writeFileSync(probe, [
+      `import { openEngine } from ${JSON.stringify(join(import.meta.dirname, 'engine.ts'))}`,
+      `const connection = { ...(await Bun.file(process.argv[2]).json()), checkServerIdentity: () => undefined }`,
+      'const docker = await openEngine(connection)',
+      'const { ApiVersion } = await docker.version()',
+      'await docker.listContainers({ all: true, filters: { label: ["nobody-has-this-label"] } })',
+      'console.log(ApiVersion)',
+    ].join('\n'))
+    const built = await Bun.build({ entrypoints: [probe], compile: { outfile: join(dir, 'probe') }, target: 'bun', format: 'esm' })
+    expect(built.success, built.logs.join('\n')).toBe(true)
+    // Spawned, not spawnSync: the TLS listener answering it runs on this thread.
+    const run = Bun.spawn([join(dir, 'probe'), join(dir, 'connection.json')], { env: { PATH: process.env.PATH! }, stdout: 'pipe', stderr: 'pipe' })
+    const [code, stdout, stderr] = await Promise.all([run.exited, new Response(run.stdout).text(), new Response(run.stderr).text()])
+    expect({ code, stdout: stdout.trim() }, stderr).toEqual({ code: 0, stdout: expect.stringMatching(/^\d+\.\d+$/) })
+    expect(stderr).not.toContain('DeprecationWarning')
+  }, 120_000)
+})

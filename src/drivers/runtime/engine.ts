@@ -49,7 +49,27 @@ const BROKEN_CONNECTION = new Set(['ECONNRESET', 'EPIPE'])
  */
 export async function openEngine(address: EngineAddress, timeoutMs = 60_000): Promise<Docker> {
   const { default: DockerClient } = await import('dockerode')
-  return new DockerClient({ ...dockerOptions(address), ...(timeoutMs > 0 ? { timeout: timeoutMs } : {}) })
+  const timeout = timeoutMs > 0 ? { timeout: timeoutMs } : {}
+  if (typeof address === 'string' || 'socketPath' in address) return new DockerClient({ ...dockerOptions(address), ...timeout })
+  return overTcp(new DockerClient({ ...dockerOptions(address), host: undefined, socketPath: describeEngine(address), ...timeout }), address)
+}
+
+/**
+ * Sends the client's requests to the node's `host:port` instead of its socket path. Given a
+ * `host`, docker-modem runs every request through Node's legacy `url.parse()`, which a compiled
+ * binary (no node_modules in its paths) reports once per process as DEP0169 on stderr: `berth
+ * sites move` printed it (issue 36). Made as a socket client (no `url.parse()`: the path is used as
+ * built) and each request given the node's address here, with the same TLS options.
+ */
+function overTcp(docker: Docker, { host, port }: EngineConnection): Docker {
+  type BuildRequest = (options: Record<string, unknown>, ...rest: unknown[]) => void
+  const modem = docker.modem as unknown as { buildRequest: BuildRequest }
+  const buildRequest = modem.buildRequest.bind(modem)
+  modem.buildRequest = (options, ...rest) => {
+    const { socketPath: _, ...request } = options
+    buildRequest({ ...request, hostname: host, port }, ...rest)
+  }
+  return docker
 }
 
 /** The HTTP status the engine answered with, when the error is an engine answer. */
