@@ -154,8 +154,9 @@ describe('a list costs the same queries for 1 row as for many', () => {
       expect(site.applying).toBe('scale')
     }
     expect(large.statements).toBe(small.statements)
-    // The sites, their linked domains, DNS records, certificates and pending changes.
-    expect(large.statements).toBeLessThanOrEqual(5)
+    // The sites, their linked domains, DNS records, certificates and pending changes, and the
+    // moves under way (MarkedMoves, read again when the jobs area moved: the scales here did).
+    expect(large.statements).toBeLessThanOrEqual(6)
     // The single site's view takes the same path.
     const single = await listed(many, `/api/v1/sites/${large.data[3].slug}/`)
     expect(single.data).toEqual(large.data[3])
