@@ -31,8 +31,9 @@ describe('sites that are not serving', () => {
   ])('%s answers %i with its page', async (slug, status, text) => {
     const started = performance.now()
     const res = await visit(slug, '/anything')
-    // Answered by the edge itself, without trying a container: well under 50 ms.
-    expect(performance.now() - started).toBeLessThan(50)
+    // Answered by the edge itself, without trying a container (which would wait for its connect
+    // timeout): well under a second, even on a loaded machine (55 ms seen at load average 14).
+    expect(performance.now() - started).toBeLessThan(1000)
     expect(res.status).toBe(status)
     expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8')
     expect(res.headers.get('cache-control')).toBe('no-store')
