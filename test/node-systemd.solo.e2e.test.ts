@@ -16,10 +16,13 @@ import { AGENT_PORT, startControlPlane, type ControlPlane } from './lab/berth-cl
  * lab and never touch the machine's engine or network. The control plane runs in node A with the
  * site firewall on (the agent keeps its rules inside the unit's sandbox).
  *
- * Checked: the unit is installed, enabled and active; the node turns `active` (its agent answered
- * the control plane); `systemctl restart`, a SIGKILL of the agent (Restart=always) and a stop
- * long enough for the node to be `down` then a start each leave it answering again in bounded
- * time. The first run builds the systemd image (about two minutes); later runs take about a minute.
+ * Checked: a join whose agent cannot start (its port taken) says so and exits 1, and systemd
+ * keeps trying until it can; run from root's home, the join copies itself where the unit's sandbox
+ * lets it run; the unit is installed, enabled and active (Type=notify: the join returns once the
+ * agent listens); the node turns `active` (its agent answered the control plane); `systemctl
+ * restart`, a SIGKILL of the agent (Restart=always), a stop long enough for the node to be `down`
+ * then a start, and a reboot of the box each leave it answering again in bounded time. The first
+ * run builds the systemd image (about two minutes); later runs take about a minute.
  */
 const LAB_NAME = process.env.BERTH_LAB_NAME ?? 'node-systemd'
 const docker = new Docker({ socketPath: '/var/run/docker.sock' })
@@ -31,7 +34,10 @@ let control: ControlPlane
 let host: Docker.Container
 let nodeId = ''
 let joinOutput = ''
+let joinExit = -1
 let journalAtJoin = ''
+/** systemd's view of berth-node after the held port was freed: it had kept trying. */
+let stateWhileHeld = ''
 
 /** Runs a command as root on the node's box, in its network; fails the test when it exits non-zero. */
 async function sh(script: string): Promise<string> {
@@ -92,14 +98,27 @@ beforeAll(async () => {
   // Where a hoster downloads it: root's home, which the unit's ProtectHome= hides from the agent
   // (the unit ran that path: the agent never started, while the join said "installed and started").
   await sh('cp /opt/berth/berth /root/berth')
+  // Something else holds the agent's port on the box's address when the join starts the service:
+  // the agent cannot listen, and the join must say so (it said "installed and started").
+  const holder = lab.spawn('B', ['python3', '-c', `import socket,time; s=socket.socket(); s.bind(('${lab.address('B')}', ${AGENT_PORT})); s.listen(); print('held', flush=True); time.sleep(600)`])
+  await within('the port held', 10_000, async () => (holder.output().includes('held') ? true : undefined))
   const { token, url, fingerprint } = await control.joinCommand()
   const started = performance.now()
-  joinOutput = await sh(`/root/berth node join ${url} --token ${token} --fingerprint ${fingerprint} --address ${lab.address('B')} --name box-b --docker-socket /run/docker.sock --json`)
-  nodeId = (JSON.parse(joinOutput) as { node_id: string }).node_id
-  // Type=notify: the join returned once the agent listened.
+  const joined = await execHost(host, ['sh', '-c', `/root/berth node join ${url} --token ${token} --fingerprint ${fingerprint} --address ${lab.address('B')} --name box-b --docker-socket /run/docker.sock --json`], { inNetwork: true })
+  joinExit = joined.code
+  joinOutput = joined.output
+  nodeId = /"node_id":\s*"(node_[^"]+)"/.exec(joinOutput)?.[1] ?? ''
+  // Several of systemd's restarts (RestartSec=2s), then the port is freed: the agent comes up by
+  // itself (Restart=always), with no one running anything on the box.
+  await Bun.sleep(12_000)
+  stateWhileHeld = await sh('systemctl is-active berth-node || true')
+  const freed = performance.now()
+  await holder.kill('SIGKILL')
+  await within('berth-node active after the port was freed', 15_000, async () => ((await sh('systemctl is-active berth-node || true')) === 'active' ? true : undefined))
+  // Type=notify: active means the agent listened.
   journalAtJoin = await journal()
   const active = await within('the node turned active', 20_000, async () => ((await nodeState()) === 'active' ? true : undefined))
-  figures.join = `join to active ${(performance.now() - started).toFixed(0)} ms (active ${active.ms.toFixed(0)} ms after the join returned)`
+  figures.join = `join command ${(freed - started - 12_000).toFixed(0)} ms; node active ${(performance.now() - freed).toFixed(0)} ms after the port was freed (${active.ms.toFixed(0)} ms after the unit was)`
 }, 600_000)
 
 afterAll(async () => {
@@ -113,8 +132,18 @@ afterAll(async () => {
 }, 120_000)
 
 describe('berth node join under a real systemd', () => {
+  it('a join whose agent cannot start says so and exits 1; systemd keeps trying, and the agent comes up once it can', async () => {
+    expect(joinExit, joinOutput).toBe(1)
+    expect(nodeId).toMatch(/^node_/)
+    expect(joinOutput).toContain('the node joined, but berth-node.service is in /etc/systemd/system/berth-node.service, but systemctl enable --now berth-node failed')
+    expect(joinOutput).toContain('systemd tries again every 2 s: journalctl -u berth-node says why')
+    // Why, in its journal: the port was taken.
+    expect(await journal()).toContain(`Is port ${AGENT_PORT} in use?`)
+    // Still trying while the port was held (StartLimitIntervalSec=0: systemd never gives up on it).
+    expect(stateWhileHeld).toBe('activating')
+  })
+
   it('installs berth-node.service, enabled and active, running the agent; the node turns active on the control plane', async () => {
-    expect(JSON.parse(joinOutput)).toMatchObject({ node_id: nodeId, service: 'installed and started', data: '/var/lib/berth-node' })
     expect(await sh('systemctl is-enabled berth-node')).toBe('enabled')
     expect(await sh('systemctl is-active berth-node')).toBe('active')
     // The join copied itself where the unit can run it.
@@ -161,4 +190,15 @@ describe('berth node join under a real systemd', () => {
     figures.stopStart = `down ${down.ms.toFixed(0)} ms after stop; active ${(performance.now() - since).toFixed(0)} ms after start`
     expect(up.ms).toBeLessThan(15_000)
   }, 60_000)
+
+  it('a reboot of the box: systemd starts the agent at boot (enabled) and the node is active again', async () => {
+    const [since, before] = [performance.now(), restartsSeen()]
+    // systemd shuts down (the agent gets SIGTERM) and boots again, in the same network namespace.
+    await host.restart({ t: 30 })
+    await waitForBoot(host)
+    expect(await sh('systemctl is-active berth-node')).toBe('active')
+    const up = await within('the node answered after the reboot', 20_000, async () => (restartsSeen() > before && (await nodeState()) === 'active' ? true : undefined))
+    figures.reboot = `active ${(performance.now() - since).toFixed(0)} ms after the reboot began (${up.ms.toFixed(0)} ms after boot)`
+    expect(await sh('journalctl -b -u berth-node -o cat --no-pager | grep -c "node agent listening"')).toBe('1')
+  }, 90_000)
 })

@@ -339,7 +339,7 @@ function installUnit(dataDir: string): { service: string; started: boolean } {
   for (const argv of [['systemctl', 'daemon-reload'], ['systemctl', 'enable', '--now', 'berth-node']]) {
     const run = Bun.spawnSync(argv, { stdout: 'ignore', stderr: 'pipe' })
     if (run.exitCode !== 0) {
-      return { service: `is in ${NODE_UNIT}, but ${argv.join(' ')} failed (${run.stderr.toString().trim()}): see journalctl -u berth-node, then systemctl restart berth-node`, started: false }
+      return { service: `is in ${NODE_UNIT}, but ${argv.join(' ')} failed (${run.stderr.toString().trim()})${argv[1] === 'enable' ? '; systemd tries again every 2 s: journalctl -u berth-node says why' : ': run it yourself'}`, started: false }
     }
   }
   return { service: 'installed and started', started: true }

@@ -13,6 +13,8 @@ describe('berth-node.service', () => {
     // berth node serve says READY=1 once it listens: systemctl start returns then, or fails.
     expect(unit).toMatch(/^Type=notify$/m)
     expect(unit).toMatch(/^NotifyAccess=main$/m)
+    // Never given up on: a fast-failing agent would hit systemd's default start limit for good.
+    expect(unit).toMatch(/^StartLimitIntervalSec=0$/m)
     expect(unit).toMatch(/^ReadWritePaths=\/srv\/berth-node -\/run\/docker\.sock/m)
     expect(unit).toMatch(/^WantedBy=multi-user\.target$/m)
     const dir = mkdtempSync(join(tmpdir(), 'berth-node-unit-'))

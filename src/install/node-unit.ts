@@ -16,6 +16,9 @@ Description=Berth node agent: this box's engine, files and traffic for the contr
 Documentation=file:${dataDir}/node.json
 After=network-online.target docker.service
 Wants=network-online.target docker.service
+# Restart=always with no start limit: systemd's default (5 starts in 10 s) would give up for good
+# on an agent that fails fast (a port taken, the engine not up yet) and never bring it back.
+StartLimitIntervalSec=0
 
 [Service]
 Type=notify
