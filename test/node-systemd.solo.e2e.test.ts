@@ -22,7 +22,7 @@ import { AGENT_PORT, startControlPlane, type ControlPlane } from './lab/berth-cl
  * agent listens); the node turns `active` (its agent answered the control plane); `systemctl
  * restart`, a SIGKILL of the agent (Restart=always), a stop long enough for the node to be `down`
  * then a start, and a reboot of the box each leave it answering again in bounded time. The first
- * run builds the systemd image (about two minutes); later runs take about a minute.
+ * run builds the systemd image (about two minutes); later runs take about 50 s.
  */
 const LAB_NAME = process.env.BERTH_LAB_NAME ?? 'node-systemd'
 const docker = new Docker({ socketPath: '/var/run/docker.sock' })
