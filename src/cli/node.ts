@@ -1,4 +1,5 @@
 import { hostname } from 'node:os'
+import { basename } from 'node:path'
 import { publicAddressProblem } from '../domain/cluster/public-address'
 import { SiteFirewallKeeper } from '../domain/sites/firewall-keeper'
 import { KernelForwards } from '../drivers/cluster/agent/kernel-forwards'
@@ -13,14 +14,17 @@ import type { FirewallCheck, SiteFirewallPolicy } from '../drivers/firewall/type
 import { joinSwarm, swarmInfo } from '../drivers/runtime/swarm-membership'
 import { clearFormerMembership, formerMembership } from '../drivers/runtime/former-membership'
 import { engineSecurity, noNewPrivilegesAdvice } from '../drivers/runtime/swarm/hardening'
+import { SystemdNotifier } from '../drivers/systemd/notify'
 import { renderNodeUnit } from '../install/node-unit'
-import { writeAllOrNothing } from '../install/write-all'
+import { InstallError, writeAllOrNothing } from '../install/write-all'
 import { createLogger, type Logger } from '../lib/logger'
 import { COMMON_OPTIONS, UsageError, type Command, type CommandContext } from './command'
 
 const DOCKER_SOCKET = '/var/run/docker.sock'
 const DEFAULT_AGENT_PORT = 7710
 const NODE_UNIT = '/etc/systemd/system/berth-node.service'
+/** The binary berth-node.service runs: the join copies itself there (ProtectHome= and PrivateTmp= hide a home or /tmp from the unit). */
+const NODE_BINARY = '/usr/local/bin/berth'
 /** How often the node's site firewall is checked and restored (berth serve's reconcile pass, about as often). */
 const FIREWALL_CHECK_MS = 30_000
 
@@ -43,9 +47,12 @@ export const nodeJoinCommand: Command = {
     'In order: makes this node\'s key and certificate request (the key never leaves the box), posts the',
     'join (the control plane signs the certificate, pinned from then on by its fingerprint), writes',
     'DIR (default /var/lib/berth-node, 0700: node.json, node.key, node.pem, client-ca.pem, each 0600),',
-    'joins the local engine to the Swarm as a worker, then writes /etc/systemd/system/berth-node.service',
-    '(berth node serve --data DIR, Restart=always) and runs systemctl enable --now berth-node.',
-    'With --no-systemd it stops before the unit: start berth node serve yourself. Prints the node\'s id.',
+    'joins the local engine to the Swarm as a worker, then copies this executable to /usr/local/bin/berth,',
+    'writes /etc/systemd/system/berth-node.service (berth node serve --data DIR, Type=notify,',
+    'Restart=always) and runs systemctl enable --now berth-node, which returns once the agent listens.',
+    'Exit 1 when the agent did not start (the join itself is done, do not join again: systemd tries',
+    'again every 2 s, and journalctl -u berth-node says why). With --no-systemd it stops before the',
+    'binary and the unit: start berth node serve yourself. Prints the node\'s id.',
     'Refused (nothing changed, the token kept) when DIR holds a node already, or the engine manages a',
     'Swarm or runs sites. A box that was a node before (lost, evacuated, removed, joined again) has what',
     'its engine kept cleared first: the old Swarm left, Berth\'s ended containers and networks removed',
@@ -62,7 +69,7 @@ export const nodeJoinCommand: Command = {
     name: { type: 'string', value: 'NAME', help: 'The name berth nodes list shows (default: this box\'s host name).' },
     data: { type: 'string', value: 'DIR', help: `Where the node's identity and certificates are kept (default ${DEFAULT_NODE_DATA}).` },
     'docker-socket': { type: 'string', value: 'PATH', help: `The local Docker engine's socket (default ${DOCKER_SOCKET}).` },
-    'no-systemd': { type: 'boolean', help: 'Do not write or start berth-node.service (run berth node serve yourself).' },
+    'no-systemd': { type: 'boolean', help: 'Do not copy the binary to /usr/local/bin/berth nor write or start berth-node.service (run berth node serve yourself).' },
     ...COMMON_OPTIONS,
   },
   examples: [
@@ -105,13 +112,13 @@ export const nodeJoinCommand: Command = {
     identity.swarmNodeId = await joinSwarm(identity.dockerSocket, { token: files.swarmToken(), managerAddress: identity.managerAddress, advertiseAddress: identity.address })
     files.writeIdentity(identity)
     files.dropSwarmToken()
-    let service = 'not installed (--no-systemd): run berth node serve --data ' + files.dir
-    if (v['no-systemd'] !== true) service = installUnit(files.dir)
+    const { service, started } = v['no-systemd'] === true ? { service: `not installed (--no-systemd): run berth node serve --data ${files.dir}`, started: true } : installUnit(files.dir)
+    if (!started) ctx.out.error(`the node joined, but berth-node.service ${service}`)
     ctx.out.result({ node_id: identity.nodeId, swarm_node_id: identity.swarmNodeId, data: files.dir, service, warnings: advice ? [advice] : [] }, () => [
       identity.nodeId,
       `In the Swarm as ${identity.swarmNodeId}; identity in ${files.dir}; berth-node.service ${service}.`,
     ].join('\n'))
-    return 0
+    return started ? 0 : 1
   },
 }
 
@@ -129,8 +136,8 @@ export const nodeServeCommand: Command = {
     'node.json; containers.subnet_pool: sites kept off this box\'s own addresses, link-local ones, the',
     'control plane\'s but its edge ports, and the cluster\'s ports anywhere), checked every 30 s. When',
     'it restarts, the control plane notices within 2 s and asks for its sites\' forwards again.',
-    'Logs go to stdout (journalctl -u berth-node). SIGTERM or SIGINT stops it (the forwards\' rules',
-    'go with it; the firewall stays).',
+    'Logs go to stdout (journalctl -u berth-node). Under systemd (Type=notify) it says READY=1 once it',
+    'listens. SIGTERM or SIGINT stops it (the forwards\' rules go with it; the firewall stays).',
   ].join('\n'),
   options: {
     data: { type: 'string', value: 'DIR', help: `The node's data folder (default ${DEFAULT_NODE_DATA}).` },
@@ -138,16 +145,16 @@ export const nodeServeCommand: Command = {
   },
   examples: ['berth node serve', 'berth node serve --data /srv/berth-node'],
   async run(ctx) {
-    return serveNode((ctx.values.data as string | undefined) ?? DEFAULT_NODE_DATA)
+    return serveNode((ctx.values.data as string | undefined) ?? DEFAULT_NODE_DATA, undefined, SystemdNotifier.fromEnv(ctx.env))
   },
 }
 
 /**
  * Runs the agent of the node whose data is in `dataDir` until SIGTERM or SIGINT. `homes` serves
  * the sites' homes on this node (default: drivers/cluster/agent/homes.ts, the site volumes of its
- * engine).
+ * engine). `notifier` tells systemd (berth-node.service, Type=notify) when the agent listens and when it stops.
  */
-export async function serveNode(dataDir: string, homes?: HomesHandler): Promise<number> {
+export async function serveNode(dataDir: string, homes?: HomesHandler, notifier?: SystemdNotifier): Promise<number> {
   const files = new NodeFiles(dataDir)
   const identity = files.identity()
   const log = createLogger('info')
@@ -160,11 +167,14 @@ export async function serveNode(dataDir: string, homes?: HomesHandler): Promise<
     kernel: new KernelForwards({ node: identity.address, control: identity.controlAddress, log }),
     firewall,
   })
+  notifier?.ready(`serving node ${identity.nodeId} on ${identity.address}:${identity.agentPort}`)
   await new Promise<void>((resolve) => {
     const stop = async (signal: string) => {
       log.info('stopping', { signal })
+      notifier?.stopping('stopping')
       clearInterval(firewallCheck)
       await agent.stop()
+      notifier?.stopped()
       resolve()
     }
     process.once('SIGTERM', () => void stop('SIGTERM'))
@@ -311,12 +321,26 @@ function required(value: unknown, flag: string): string {
   return value
 }
 
-/** Writes berth-node.service and starts it; says what happened. */
-function installUnit(dataDir: string): string {
-  writeAllOrNothing([], [{ path: NODE_UNIT, mode: 0o644, content: renderNodeUnit(process.execPath, dataDir) }])
+/**
+ * Copies this executable to NODE_BINARY (a binary in a home or /tmp, where it is often downloaded,
+ * is hidden from the unit's sandbox: the agent would never start), writes berth-node.service and
+ * starts it. systemctl returns once the agent listens (Type=notify) or has failed. What happened,
+ * and whether the agent runs.
+ */
+function installUnit(dataDir: string): { service: string; started: boolean } {
+  const self = process.execPath
+  const copy = self === NODE_BINARY || basename(self) === 'bun' ? [] : [{ path: NODE_BINARY, mode: 0o755, content: { copyOf: self } }]
+  try {
+    writeAllOrNothing([{ path: '/usr/local/bin', mode: 0o755 }], [...copy, { path: NODE_UNIT, mode: 0o644, content: renderNodeUnit(NODE_BINARY, dataDir) }])
+  } catch (err) {
+    if (!(err instanceof InstallError)) throw err
+    return { service: `was not installed: ${err.message} Run berth node serve --data ${dataDir} yourself, or fix that and install the unit`, started: false }
+  }
   for (const argv of [['systemctl', 'daemon-reload'], ['systemctl', 'enable', '--now', 'berth-node']]) {
     const run = Bun.spawnSync(argv, { stdout: 'ignore', stderr: 'pipe' })
-    if (run.exitCode !== 0) return `written to ${NODE_UNIT}, but ${argv.join(' ')} failed (${run.stderr.toString().trim()}): run it yourself`
+    if (run.exitCode !== 0) {
+      return { service: `is in ${NODE_UNIT}, but ${argv.join(' ')} failed (${run.stderr.toString().trim()})${argv[1] === 'enable' ? '; systemd tries again every 2 s: journalctl -u berth-node says why' : ': run it yourself'}`, started: false }
+    }
   }
-  return 'installed and started'
+  return { service: 'installed and started', started: true }
 }

@@ -10,6 +10,11 @@ describe('berth-node.service', () => {
     const unit = renderNodeUnit('/usr/local/bin/berth', '/srv/berth-node')
     expect(unit).toMatch(/^ExecStart=\/usr\/local\/bin\/berth node serve --data \/srv\/berth-node$/m)
     expect(unit).toMatch(/^Restart=always$/m)
+    // berth node serve says READY=1 once it listens: systemctl start returns then, or fails.
+    expect(unit).toMatch(/^Type=notify$/m)
+    expect(unit).toMatch(/^NotifyAccess=main$/m)
+    // Never given up on: a fast-failing agent would hit systemd's default start limit for good.
+    expect(unit).toMatch(/^StartLimitIntervalSec=0$/m)
     expect(unit).toMatch(/^ReadWritePaths=\/srv\/berth-node -\/run\/docker\.sock/m)
     expect(unit).toMatch(/^WantedBy=multi-user\.target$/m)
     const dir = mkdtempSync(join(tmpdir(), 'berth-node-unit-'))

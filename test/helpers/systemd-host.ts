@@ -70,28 +70,40 @@ export async function ensureSystemdImage(docker: Docker, progress: (line: string
   })
 }
 
+/** Where runSystemdHost's `netns` is bound in the host: systemd boots in that network namespace. */
+export const HOST_NETNS = '/berth-host-netns'
+
 /**
  * Runs the systemd host: `dist` (holding the berth binary) read-only at /opt/berth, the engine's
  * socket at /run/docker.sock and the volumes folder at its own path, as on a host where Berth
  * and Docker run side by side. Returns the started container.
+ *
+ * With `netns` (a network namespace's file, e.g. /run/netns/NAME: a lab node's), the host is that
+ * box instead: systemd boots in that namespace (bound at HOST_NETNS; the container has no network
+ * of its own), `dockerSocket` (that box's engine) is its /run/docker.sock, and the machine's
+ * volumes are not shared. `docker exec` does not enter it: run commands that need the network
+ * through `nsenter -t 1 -n` (execHost's `inNetwork`).
  */
-export async function runSystemdHost(docker: Docker, opts: { name: string; runId: string; distDir: string }): Promise<Docker.Container> {
+export async function runSystemdHost(docker: Docker, opts: { name: string; runId: string; distDir: string; netns?: string; dockerSocket?: string }): Promise<Docker.Container> {
+  const binds = opts.netns
+    ? [`${opts.distDir}:/opt/berth:ro`, `${opts.dockerSocket ?? '/var/run/docker.sock'}:/run/docker.sock`, `${opts.netns}:${HOST_NETNS}:ro`]
+    : [`${opts.distDir}:/opt/berth:ro`, '/var/run/docker.sock:/run/docker.sock', '/var/lib/docker/volumes:/var/lib/docker/volumes']
   const container = await docker.createContainer({
     name: opts.name,
     Image: SYSTEMD_IMAGE,
     Labels: { [TEST_LABEL]: opts.runId },
     // systemd shuts down on SIGRTMIN+3; SIGTERM (Docker's default) would make it re-execute itself.
     StopSignal: 'SIGRTMIN+3',
-    Cmd: ['/bin/sh', '-c', BOOT],
+    Cmd: ['/bin/sh', '-c', opts.netns ? BOOT.replace('exec /sbin/init', `exec nsenter --net=${HOST_NETNS} /sbin/init`) : BOOT],
     Tty: false,
     HostConfig: {
       CapAdd: ['ALL'],
       CapDrop: ['SYS_RESOURCE'],
       SecurityOpt: ['seccomp=unconfined', 'apparmor=unconfined'],
       CgroupnsMode: 'private',
-      NetworkMode: 'host',
+      NetworkMode: opts.netns ? 'none' : 'host',
       Tmpfs: { '/run': 'rw,nosuid,nodev,mode=755', '/run/lock': 'rw,nosuid,nodev,noexec', '/tmp': 'rw,nosuid,nodev' },
-      Binds: [`${opts.distDir}:/opt/berth:ro`, '/var/run/docker.sock:/run/docker.sock', '/var/lib/docker/volumes:/var/lib/docker/volumes'],
+      Binds: binds,
     },
   } as Docker.ContainerCreateOptions)
   await container.start()
@@ -114,9 +126,9 @@ export async function waitForBoot(container: Docker.Container, timeoutMs = 60_00
   }
 }
 
-/** Runs `cmd` in the container as root; returns its exit code and output (stdout and stderr). */
-export async function execHost(container: Docker.Container, cmd: string[]): Promise<{ code: number; output: string }> {
-  const exec = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, Tty: true })
+/** Runs `cmd` in the container as root (`inNetwork`: in systemd's network namespace); returns its exit code and output (stdout and stderr). */
+export async function execHost(container: Docker.Container, cmd: string[], opts: { inNetwork?: boolean } = {}): Promise<{ code: number; output: string }> {
+  const exec = await container.exec({ Cmd: opts.inNetwork ? ['nsenter', '-t', '1', '-n', '--', ...cmd] : cmd, AttachStdout: true, AttachStderr: true, Tty: true })
   const stream = await exec.start({ Tty: true })
   let output = ''
   stream.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
