@@ -78,9 +78,9 @@ describe("a node's life beside its sites", () => {
   let onB: Bought
 
   it('is joining after berth node join, keeps its public address, and takes no site until its agent answers', async () => {
-    const token = (await control.cli(['nodes', 'token', '--json'])).json.token as string
+    const { token, url, fingerprint } = await control.joinCommand()
     dataDir = join(lab.root, 'b', 'berth-node')
-    const joined = await lab.exec('B', [control.binary, 'node', 'join', control.joinUrl, '--token', token, '--address', lab.address('B'), '--public-address', PUBLIC,
+    const joined = await lab.exec('B', [control.binary, 'node', 'join', url, '--token', token, '--fingerprint', fingerprint, '--address', lab.address('B'), '--public-address', PUBLIC,
       '--port', String(AGENT_PORT), '--name', 'lab-b', '--docker-socket', lab.dockerSocket('B'), '--data', dataDir, '--no-systemd', '--json'])
     nodeId = JSON.parse(joined.stdout).node_id
     expect(nodeId).toMatch(/^node_/)
