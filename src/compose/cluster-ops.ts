@@ -20,7 +20,7 @@ import { SitesRepository } from '../domain/sites/repository'
 import type { SitesServiceDeps } from '../domain/sites/service'
 import { LocalArchiveStore } from '../drivers/archives/local'
 import { acceptsConnection } from '../drivers/runtime/first-answer'
-import { swarmNodeReady } from '../drivers/runtime/swarm-membership'
+import { SWARM_GOSSIP_PORT } from '../drivers/runtime/swarm-membership'
 import { edgeProbe } from '../drivers/cluster/edge-probe'
 import type { ClusterNode, NodeLink, Placement } from '../drivers/cluster/types'
 import type { SiteFirewallPolicy } from '../drivers/firewall/types'
@@ -147,7 +147,10 @@ export function buildNodeOpsAdmin(config: Config, log: Logger): NodeOps & { clos
     void close()
     throw new NoClusterError('cluster.enabled is true but the runtime built has no placement (this binary runs sites on one engine only)')
   }
-  const engineUp = async (node: ClusterNode) => node.swarmNodeId !== null && swarmNodeReady(config.containers.dockerSocket, node.swarmNodeId)
+  // The box still takes connections on the Swarm's gossip port: its engine runs (and its sites may
+  // serve) though its agent is silent. Asked directly: the manager's view of a powered-off node
+  // stays `ready` for several seconds after berth serve has marked it down.
+  const engineUp = (node: ClusterNode) => acceptsConnection({ address: node.address, port: SWARM_GOSSIP_PORT }, 2_000)
   return { ...buildNodeOps(s, placement, agentAnswers(s.cluster.link), { engineUp }), close }
 }
 

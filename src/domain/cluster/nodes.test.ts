@@ -191,7 +191,7 @@ describe('a drained node whose agent answers (issue 36)', () => {
     expect(c.h.services.store.sqlite.query("SELECT count(*) AS n FROM archives WHERE status = 'restoring' OR restored_at IS NOT NULL").get()).toEqual({ n: 0 })
   }, 30_000)
 
-  it('whose agent is silent but whose engine the Swarm still hears is not evacuated without --force: its sites may still serve', async () => {
+  it('whose agent is silent but whose box still answers is not evacuated without --force: its sites may still serve', async () => {
     c = clusterInProcess()
     const site = await c.buy('ds')
     await c.pin(site.slug, 'node_b')
@@ -200,7 +200,7 @@ describe('a drained node whose agent answers (issue 36)', () => {
     c.engineHeard.set('node_b', true)
     const err = await refusal(c.ops.nodes.evacuate('node_b'))
     expect(err).toMatchObject({ kind: 'conflict', field: 'node' })
-    expect(err.message).toContain('still reports to the Swarm')
+    expect(err.message).toContain('its box still answers')
     expect(err.message).toContain('--force')
     expect(await c.runtime.nodeOf(site.slug)).toBe('node_b')
     expect(c.repo.find('node_b')!.state).toBe('down')

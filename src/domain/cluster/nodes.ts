@@ -29,7 +29,7 @@ export interface NodesServiceDeps {
    */
   answers(node: StoredNode): Promise<boolean>
   /**
-   * True when the Swarm's manager still hears the node's engine (swarmNodeReady): its sites may
+   * True when the node's box still answers (its engine, on the Swarm's gossip port): its sites may
    * still serve (the kernel forwards outlive the agent) though its agent is silent. Absent: unknown.
    */
   engineUp?(node: StoredNode): Promise<boolean>
@@ -183,7 +183,7 @@ export class NodesService {
       throw conflict(`Node ${id}'s agent answers (state ${node.state}): evacuating would bring its sites back from their last archives and lose what they wrote since. Empty it by moves instead, which carry the files over: berth nodes drain ${id} --move (or berth sites move SLUG --to NODE for each). Evacuation is for a node that does not answer; --force does not change this.`, 'node')
     }
     if (!opts.force && this.d.engineUp && await this.d.engineUp(node)) {
-      throw conflict(`Node ${id}'s agent does not answer, but its engine still reports to the Swarm: its sites may well still run and serve (through the node's forwards), with changes their archives do not hold. Start its agent (systemctl start berth-node on the node), then empty it by moves: berth nodes drain ${id} --move. If the box is lost all the same, --force evacuates it: each site comes back from its newest archive and loses what it wrote since.`, 'node')
+      throw conflict(`Node ${id}'s agent does not answer, but its box still answers (its engine, on the Swarm's port 7946): its sites may well still run and serve (through the node's forwards), with changes their archives do not hold. Start its agent (systemctl start berth-node on the node), then empty it by moves: berth nodes drain ${id} --move. If the box is lost all the same, --force evacuates it: each site comes back from its newest archive and loses what it wrote since.`, 'node')
     }
     if (node.state !== 'down' && !opts.force) {
       throw conflict(`Node ${id}'s agent does not answer, but it is ${node.state}, not down (berth serve marks a node down after 6 s without an answer; it may not be running). If the box is lost, --force evacuates it: each site comes back from its newest archive and loses what it wrote since.`, 'node')

@@ -26,7 +26,7 @@ export async function waitForAnswer(endpoint: SiteEndpoint, timeoutMs = FIRST_AN
  * not answer (domain/cluster/health.ts): its kernel forward outlives the agent and reaches the
  * container while it runs; a dead container or a lost node refuses or swallows the SYN.
  */
-export async function acceptsConnection(endpoint: SiteEndpoint, timeoutMs = 1_000): Promise<boolean> {
+export async function acceptsConnection(endpoint: Pick<SiteEndpoint, 'address' | 'port'>, timeoutMs = 1_000): Promise<boolean> {
   let timer: ReturnType<typeof setTimeout> | undefined
   const timedOut = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs)))
   const connecting = Bun.connect({ hostname: endpoint.address, port: endpoint.port, socket: { data() {}, error() {} } }).catch(() => null)

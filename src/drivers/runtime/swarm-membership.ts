@@ -125,18 +125,3 @@ export async function leaveSwarm(socket: string, force = false): Promise<void> {
 export function swarmManagerOn(socket: string): { workerJoinToken(): Promise<string> } {
   return { workerJoinToken: () => workerJoinToken(socket) }
 }
-
-/**
- * True when the Swarm's manager on `socket` hears the engine of node `swarmNodeId` now (its
- * Status.State is `ready`): its containers, and so its sites, may well run though its agent does
- * not answer. False for a node it lost (`down`, `disconnected`, unknown) or when it does not answer.
- */
-export async function swarmNodeReady(socket: string, swarmNodeId: string): Promise<boolean> {
-  try {
-    const docker = await openEngine(socket, 5_000)
-    const node = await docker.getNode(swarmNodeId).inspect() as { Status?: { State?: string } }
-    return node.Status?.State === 'ready'
-  } catch {
-    return false
-  }
-}
