@@ -151,7 +151,8 @@ describe('a cluster of two nodes', () => {
     expect(b.agent.output()).toContain('the control plane gave a new site firewall policy')
     const closedRule = new RegExp(`-p tcp -m multiport --dports ${closedPorts.tcp.join(',')} .*-j REJECT`)
     await waitFor('B keeping the cluster\'s ports closed again', 15_000, async () => closedRule.test((await lab.exec('B', ['iptables', '-S'])).stdout))
-    expect(control.berth.output()).toContain('gave a node the control plane\'s site firewall policy')
+    // The agent answers the control plane once its rules are in place: the control plane logs on that answer, just after.
+    await waitFor('the control plane logging the policy it gave', 5_000, async () => control.berth.output().includes('gave a node the control plane\'s site firewall policy'))
     // The restarted agent has none of the forwards it had: the edge still reaches the site on B.
     const served = await waitFor('the site on B served after its agent restarted', 15_000, async () => {
       const res = await viaEdge(control.url, sites.onB.slug)
