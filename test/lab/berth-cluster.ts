@@ -93,7 +93,10 @@ export async function startControlPlane(
 ): Promise<ControlPlane> {
   const berthBinary = opts.binary ?? BINARY
   const images = opts.images ?? SITE_IMAGES
-  if (images.length > 0) await lab.loadImages(images, 'A')
+  if (images.length > 0) {
+    await siteImagesOf(berthBinary, images)
+    await lab.loadImages(images, 'A')
+  }
   const dataDir = join(lab.root, 'a', 'berth')
   mkdirSync(dataDir, { recursive: true })
   const configPath = join(lab.root, 'a', 'berth.toml')
@@ -143,6 +146,22 @@ export async function startControlPlane(
     },
     joinCommand,
   }
+}
+
+/**
+ * Makes the machine's engine hold the site images of `binary` (`berth images build`: a second or
+ * so when they are up to date, seconds for one rebuilt) before the lab loads them. The tags are
+ * fixed (berth/php:1), and worktrees of this shared machine build their own definitions under
+ * them: without it a test ran whichever image another build left (seen: berth/php:1 believing
+ * X-Forwarded-For from everyone, made by a branch before that change).
+ */
+async function siteImagesOf(binary: string, images: string[]): Promise<void> {
+  const kinds = SITE_IMAGES.filter((image) => images.includes(image)).map((image) => (image === 'berth/php:1' ? 'php' : 'static'))
+  const only = kinds.length === 1 ? ['--only', kinds[0]!] : []
+  if (kinds.length === 0) return
+  const build = Bun.spawn([binary, 'images', 'build', ...only], { stdout: 'pipe', stderr: 'pipe' })
+  const [out, err, code] = await Promise.all([new Response(build.stdout).text(), new Response(build.stderr).text(), build.exited])
+  if (code !== 0) throw new Error(`${binary} images build exited with ${code}: ${err || out}`)
 }
 
 /**
