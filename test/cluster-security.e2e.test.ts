@@ -136,6 +136,21 @@ describe('sites cannot reach other tenants on nodes', () => {
   })
 })
 
+describe('berth firewall on the control plane', () => {
+  it('finds the rules berth serve keeps, the nodes\' with them, in place (check), and leaves them so (apply)', async () => {
+    const blockedB = new RegExp(`-A BERTH-FWD-\\S+ -d ${lab.address('B').replaceAll('.', '\\.')}/32 .*-j REJECT`)
+    await waitFor('B\'s address blocked on the control plane', 15_000, async () => blockedB.test((await lab.exec('A', ['iptables', '-S'])).stdout))
+    const check = await control.cli(['firewall', 'check', '--json'], { allowFailure: true })
+    expect(check.code, check.stdout + check.stderr).toBe(0)
+    expect(check.json).toMatchObject({ state: 'in_place', problems: [], enabled: true })
+    const apply = await control.cli(['firewall', 'apply', '--json'], { allowFailure: true })
+    expect(apply.code, apply.stdout + apply.stderr).toBe(0)
+    expect(apply.json.action).toBe('already in place')
+    // Before, apply put the single box's policy in place: B's address open to the sites until berth serve's next pass.
+    expect((await lab.exec('A', ['iptables', '-S'])).stdout).toMatch(blockedB)
+  })
+})
+
 describe('the node join authenticates the control plane', () => {
   it('refuses a fake control plane answering the join URL: a clear message, nothing sent to it, nothing written on the node', async () => {
     const { token, fingerprint } = await control.joinCommand()
