@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -75,6 +75,15 @@ describe('sites cannot reach other tenants on nodes', () => {
     const nodes = (json.nodes ?? json) as { id: string; sites: string[] }[]
     expect(nodes.find((n) => n.sites.includes(attacker.slug))?.id).toBe('control')
     expect(nodes.find((n) => n.sites.includes(victim.slug))?.id).toBe(b.id)
+  })
+
+  it('gave B at its join a site firewall that knows B (its address blocked, its --port closed): the control plane never had to send another', async () => {
+    const policy = JSON.parse(readFileSync(join(b.dataDir, 'node.json'), 'utf8')).firewall
+    expect(policy.closedPorts.tcp).toEqual(expect.arrayContaining([B_PORT, B_PORT + 1]))
+    expect(policy.blockedHosts).toEqual([lab.address('B')])
+    // The health rounds (every 2 s since the join, sites bought meanwhile) found B keeping the control plane's policy.
+    expect(b.agent.output()).not.toContain('the control plane gave a new site firewall policy')
+    expect(control.berth.output()).not.toContain('gave a node the control plane\'s site firewall policy')
   })
 
   it('refuses a site on the control plane at every forward port of a node, while the edge serves the site behind it', async () => {
