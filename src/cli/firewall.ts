@@ -23,6 +23,8 @@ const DESCRIPTION = [
   'world pass. The rules are two iptables chains, BERTH-IN-<pool> (from INPUT) and BERTH-FWD-<pool>',
   '(from DOCKER-USER), each rule commented berth:<pool>:<digest>. berth serve checks them at start',
   'and every reconcile pass and puts back what is missing; containers.firewall = false turns that off.',
+  "On a cluster's control plane the rules also block every node's private address and close each",
+  "node's agent ports: check and apply read the nodes from berth.db, as berth serve does.",
 ].join('\n')
 
 /**
