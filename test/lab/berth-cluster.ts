@@ -169,7 +169,8 @@ async function siteImagesOf(binary: string, images: string[]): Promise<void> {
  * the control plane, then in the node `berth node join {joinUrl} --token T --address {its private
  * address} --name lab-b --docker-socket {its engine} --data DIR --no-systemd --json` (which joins
  * its engine to the swarm), then `berth node serve --data DIR` as the unit would; resolves once the
- * agent accepts connections on its port. Runs the control plane's binary.
+ * agent accepts connections on its port (joinMs) and the control plane heard from it (heardOf).
+ * Runs the control plane's binary.
  */
 export async function joinNode(lab: Lab, control: ControlPlane, node: LabNode = 'B', opts: { env?: Record<string, string>; port?: number } = {}): Promise<JoinedNode> {
   const started = performance.now()
@@ -199,7 +200,25 @@ export async function joinNode(lab: Lab, control: ControlPlane, node: LabNode = 
   }
   await waitForAgent(lab, node, result.agent, opts.port)
   result.joinMs = performance.now() - started
+  await heardOf(control, id)
   return result
+}
+
+/**
+ * Waits until the control plane's health round heard from the node's agent (`last_seen_at` in
+ * `berth nodes list`), 20 s at most: until then placement counts none of its memory (the Swarm id
+ * it weighs the node's engine by comes with that answer, docs/cluster.md), and a site bought at
+ * once went to the control plane (cluster-security.e2e, 1 run in 5).
+ */
+async function heardOf(control: ControlPlane, id: string): Promise<void> {
+  const deadline = Date.now() + 20_000
+  for (;;) {
+    const { json } = await control.cli(['nodes', 'list', '--json'], { allowFailure: true })
+    const nodes = (json?.nodes ?? json ?? []) as { id: string; last_seen_at: string | null }[]
+    if (nodes.some((n) => n.id === id && n.last_seen_at !== null)) return
+    if (Date.now() > deadline) throw new Error(`the control plane did not hear from node ${id} within 20 s of its agent listening`)
+    await Bun.sleep(100)
+  }
 }
 
 /** Waits until the agent accepts TCP connections on the node's private address (the host routes there), 15 s at most. */
