@@ -102,8 +102,11 @@ describe('ClusterRuntime on a two-node swarm', () => {
     expect(await ensureManager(lab.a.socket, lab.a.address)).toBe(lab.a.swarmNodeId)
   })
 
-  it('runs a new site on the node with the most free memory, with the plan limits there, carrying the image to it', async () => {
+  it('runs a new site placed on the worker, with the plan limits there, carrying the image to it', async () => {
     expect((await b.listImages()).length).toBe(0)
+    // Both engines of the lab report the machine's memory, so a tie, which the control node wins
+    // (placement by free memory: the test below); placed on B as a move or a restore places it.
+    await runtime.placeOn('w1', 'nb')
     const started = performance.now()
     const endpoint = await runtime.ensureSite(spec('w1'))
     const ms = Math.round(performance.now() - started)
@@ -220,6 +223,7 @@ describe('ClusterRuntime on a two-node swarm', () => {
   }, 90_000)
 
   it('moves a site with placeOn: it runs on the new node, the old node keeps its volume until removeVolumeOn', async () => {
+    await runtime.placeOn('mv', 'nb')
     await runtime.ensureSite(spec('mv'))
     expect(await runtime.nodeOf('mv')).toBe('nb')
     await runtime.placeOn('mv', CONTROL_NODE)
@@ -241,21 +245,27 @@ describe('ClusterRuntime on a two-node swarm', () => {
 
   it('chooses the active node with the most free memory that fits, never a draining one', async () => {
     const control = (await a.info()).MemTotal as number
+    // Both engines report the machine's memory: 256 MB placed on the control node leaves B the freer.
+    await runtime.placeOn('ctl', CONTROL_NODE)
+    await runtime.ensureSite(spec('ctl', { memoryMb: 256 }))
+    // B's own claim counts only as far as its engine's figure in the Swarm: claiming 1 GiB more changes nothing.
     node = { ...node, memoryBytes: control + GiB }
     expect(await runtime.choose(128)).toBe('nb')
     expect(await runtime.choose(128, ['nb'])).toBe(CONTROL_NODE)
     node = { ...node, state: 'draining' }
     expect(await runtime.choose(128)).toBe(CONTROL_NODE)
     // Services count against their node: 512 MB placed on B leaves it less free than the control node.
-    node = { ...node, state: 'active', memoryBytes: control + 256 * 1024 * 1024 }
+    node = { ...node, state: 'active' }
     await runtime.ensureSite(spec('big', { memoryMb: 512 }))
     expect(await runtime.nodeOf('big')).toBe('nb')
     expect(await runtime.choose(128)).toBe(CONTROL_NODE)
     await expect(runtime.choose(1024 * 1024)).rejects.toThrow(/No active node has/)
     await runtime.removeSite('big', { volume: true })
+    await runtime.removeSite('ctl', { volume: true })
   }, 90_000)
 
   it('publishes the SSH port on the node in host mode, moves it when it changes, and says when the node has it taken', async () => {
+    await runtime.placeOn('sh', 'nb')
     const started = performance.now()
     const first = await runtime.ensureSite(spec('sh', { sshPort: 2299, image: IMAGES.php, hostingType: 'vps' }))
     log.info('timing: first php site on the worker (its image carried there)', { ms: Math.round(performance.now() - started) })
@@ -280,6 +290,7 @@ describe('ClusterRuntime on a two-node swarm', () => {
     const seen: SiteEvent[] = []
     const late = watchCluster({ manager: lab.a.socket, instanceId, log, nodes: () => nodes, engineOf: () => ({ socketPath: lab.b.socket }), pollMs: 200 }, { onEvent: (e) => seen.push(e), onReconnect: () => {} })
     try {
+      await runtime.placeOn('late', 'nb')
       await runtime.ensureSite(spec('late'))
       await Bun.sleep(500)
       expect(seen.filter((e) => e.slug === 'late')).toEqual([])
