@@ -149,6 +149,10 @@ describe('berth firewall on the control plane', () => {
   it('finds the rules berth serve keeps, the nodes\' with them, in place (check), and leaves them so (apply)', async () => {
     const blockedB = new RegExp(`-A BERTH-FWD-\\S+ -d ${lab.address('B').replaceAll('.', '\\.')}/32 .*-j REJECT`)
     await waitFor('B\'s address blocked on the control plane', 15_000, async () => blockedB.test((await lab.exec('A', ['iptables', '-S'])).stdout))
+    // The engine put its rules on top of FORWARD as the sites' tasks started on A; berth serve puts
+    // its backstop back above them at each such start (was: at its next reconcile pass, 30 s).
+    await waitFor('berth serve\'s FORWARD backstop first again', 5_000, async () =>
+      /--comment "?berth:/.test((await lab.exec('A', ['iptables', '-S', 'FORWARD'])).stdout.split('\n').find((l) => l.startsWith('-A FORWARD ')) ?? ''))
     const check = await control.cli(['firewall', 'check', '--json'], { allowFailure: true })
     expect(check.code, check.stdout + check.stderr).toBe(0)
     expect(check.json).toMatchObject({ state: 'in_place', problems: [], enabled: true })
