@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -77,6 +77,15 @@ describe('sites cannot reach other tenants on nodes', () => {
     expect(nodes.find((n) => n.sites.includes(victim.slug))?.id).toBe(b.id)
   })
 
+  it('gave B at its join a site firewall that knows B (its address blocked, its --port closed): the control plane never had to send another', async () => {
+    const policy = JSON.parse(readFileSync(join(b.dataDir, 'node.json'), 'utf8')).firewall
+    expect(policy.closedPorts.tcp).toEqual(expect.arrayContaining([B_PORT, B_PORT + 1]))
+    expect(policy.blockedHosts).toEqual([lab.address('B')])
+    // The health rounds (every 2 s since the join, sites bought meanwhile) found B keeping the control plane's policy.
+    expect(b.agent.output()).not.toContain('the control plane gave a new site firewall policy')
+    expect(control.berth.output()).not.toContain('gave a node the control plane\'s site firewall policy')
+  })
+
   it('refuses a site on the control plane at every forward port of a node, while the edge serves the site behind it', async () => {
     expect((await viaEdge(control.url, victim.slug)).status).toBe(200)
     const ports = await waitFor('B\'s forwards', 30_000, async () => ((await forwardPorts()).length > 0 ? forwardPorts() : undefined))
@@ -133,6 +142,25 @@ describe('sites cannot reach other tenants on nodes', () => {
     // The edge's header is believed (it comes from the gateway, through B's forward): the visitor's own address.
     expect(lines.edge.split(' ')[0], lines.edge).toBe(lab.hostSideAddress('A'))
     expect(lines.other.split(' ')[0], lines.other).toBe(lab.address('B'))
+  })
+})
+
+describe('berth firewall on the control plane', () => {
+  it('finds the rules berth serve keeps, the nodes\' with them, in place (check), and leaves them so (apply)', async () => {
+    const blockedB = new RegExp(`-A BERTH-FWD-\\S+ -d ${lab.address('B').replaceAll('.', '\\.')}/32 .*-j REJECT`)
+    await waitFor('B\'s address blocked on the control plane', 15_000, async () => blockedB.test((await lab.exec('A', ['iptables', '-S'])).stdout))
+    // The engine put its rules on top of FORWARD as the sites' tasks started on A; berth serve puts
+    // its backstop back above them at each such start (was: at its next reconcile pass, 30 s).
+    await waitFor('berth serve\'s FORWARD backstop first again', 5_000, async () =>
+      /--comment "?berth:/.test((await lab.exec('A', ['iptables', '-S', 'FORWARD'])).stdout.split('\n').find((l) => l.startsWith('-A FORWARD ')) ?? ''))
+    const check = await control.cli(['firewall', 'check', '--json'], { allowFailure: true })
+    expect(check.code, check.stdout + check.stderr).toBe(0)
+    expect(check.json).toMatchObject({ state: 'in_place', problems: [], enabled: true })
+    const apply = await control.cli(['firewall', 'apply', '--json'], { allowFailure: true })
+    expect(apply.code, apply.stdout + apply.stderr).toBe(0)
+    expect(apply.json.action).toBe('already in place')
+    // Before, apply put the single box's policy in place: B's address open to the sites until berth serve's next pass.
+    expect((await lab.exec('A', ['iptables', '-S'])).stdout).toMatch(blockedB)
   })
 })
 

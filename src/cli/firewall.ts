@@ -1,6 +1,12 @@
+import { existsSync } from 'node:fs'
+import { databasePath } from '../compose'
+import type { Config } from '../config/config'
+import { NodesRepository } from '../domain/cluster/repository'
 import { IptablesFirewall } from '../drivers/firewall/iptables'
-import { firewallPolicyOf } from '../drivers/firewall/select'
-import { FirewallError, type SiteFirewall } from '../drivers/firewall/types'
+import { firewallPolicyOf, type FirewalledNode } from '../drivers/firewall/select'
+import { FirewallError, type SiteFirewall, type SiteFirewallPolicy } from '../drivers/firewall/types'
+import { pendingMigrations } from '../store/migrate'
+import { openStore } from '../store/store'
 import { COMMON_OPTIONS, type Command, type CommandContext } from './command'
 import { configFrom } from './config-flags'
 
@@ -17,11 +23,38 @@ const DESCRIPTION = [
   'world pass. The rules are two iptables chains, BERTH-IN-<pool> (from INPUT) and BERTH-FWD-<pool>',
   '(from DOCKER-USER), each rule commented berth:<pool>:<digest>. berth serve checks them at start',
   'and every reconcile pass and puts back what is missing; containers.firewall = false turns that off.',
+  "On a cluster's control plane the rules also block every node's private address and close each",
+  "node's agent ports: check and apply read the nodes from berth.db, as berth serve does.",
 ].join('\n')
+
+/**
+ * The policy berth serve keeps on this box (drivers/firewall/select.ts): on a cluster's control
+ * plane it follows the nodes not removed, read from the store (none before berth serve made it).
+ * A message instead when the store cannot be read for them (not migrated to this berth).
+ */
+export function firewallPolicyOnThisBox(config: Config): SiteFirewallPolicy | string {
+  const nodes = config.cluster.enabled ? clusterNodesOf(config) : []
+  return typeof nodes === 'string' ? nodes : firewallPolicyOf(config, nodes)
+}
+
+function clusterNodesOf(config: Config): FirewalledNode[] | string {
+  const path = databasePath(config)
+  if (!existsSync(path)) return []
+  const store = openStore(path)
+  try {
+    const pending = pendingMigrations(store)
+    if (pending.length > 0) return `${path} is not migrated to this berth (${pending.join(', ')} pending): run berth migrate, or start berth serve`
+    return new NodesRepository(store).list({ live: true })
+  } finally {
+    store.close()
+  }
+}
 
 /** The firewall of the configured pool, whether or not containers.firewall is on (these commands act on request). */
 function firewallOf(ctx: CommandContext): SiteFirewall {
-  return new IptablesFirewall(firewallPolicyOf(configFrom(ctx)))
+  const policy = firewallPolicyOnThisBox(configFrom(ctx))
+  if (typeof policy === 'string') throw new FirewallError(policy)
+  return new IptablesFirewall(policy)
 }
 
 /** Runs `fn`, printing a FirewallError as a one-line failure (exit 1). */

@@ -93,7 +93,10 @@ export async function startControlPlane(
 ): Promise<ControlPlane> {
   const berthBinary = opts.binary ?? BINARY
   const images = opts.images ?? SITE_IMAGES
-  if (images.length > 0) await lab.loadImages(images, 'A')
+  if (images.length > 0) {
+    await siteImagesOf(berthBinary, images)
+    await lab.loadImages(images, 'A')
+  }
   const dataDir = join(lab.root, 'a', 'berth')
   mkdirSync(dataDir, { recursive: true })
   const configPath = join(lab.root, 'a', 'berth.toml')
@@ -146,11 +149,28 @@ export async function startControlPlane(
 }
 
 /**
+ * Makes the machine's engine hold the site images of `binary` (`berth images build`: a second or
+ * so when they are up to date, seconds for one rebuilt) before the lab loads them. The tags are
+ * fixed (berth/php:1), and worktrees of this shared machine build their own definitions under
+ * them: without it a test ran whichever image another build left (seen: berth/php:1 believing
+ * X-Forwarded-For from everyone, made by a branch before that change).
+ */
+async function siteImagesOf(binary: string, images: string[]): Promise<void> {
+  const kinds = SITE_IMAGES.filter((image) => images.includes(image)).map((image) => (image === 'berth/php:1' ? 'php' : 'static'))
+  const only = kinds.length === 1 ? ['--only', kinds[0]!] : []
+  if (kinds.length === 0) return
+  const build = Bun.spawn([binary, 'images', 'build', ...only], { stdout: 'pipe', stderr: 'pipe' })
+  const [out, err, code] = await Promise.all([new Response(build.stdout).text(), new Response(build.stderr).text(), build.exited])
+  if (code !== 0) throw new Error(`${binary} images build exited with ${code}: ${err || out}`)
+}
+
+/**
  * Joins a node (B by default) as a hoster would, but without systemd: `berth nodes token --json` on
  * the control plane, then in the node `berth node join {joinUrl} --token T --address {its private
  * address} --name lab-b --docker-socket {its engine} --data DIR --no-systemd --json` (which joins
  * its engine to the swarm), then `berth node serve --data DIR` as the unit would; resolves once the
- * agent accepts connections on its port. Runs the control plane's binary.
+ * agent accepts connections on its port (joinMs) and the control plane heard from it (heardOf).
+ * Runs the control plane's binary.
  */
 export async function joinNode(lab: Lab, control: ControlPlane, node: LabNode = 'B', opts: { env?: Record<string, string>; port?: number } = {}): Promise<JoinedNode> {
   const started = performance.now()
@@ -181,6 +201,7 @@ export async function joinNode(lab: Lab, control: ControlPlane, node: LabNode = 
   await waitForAgent(lab, node, result.agent, opts.port)
   await waitForActive(control, id)
   result.joinMs = performance.now() - started
+  await heardOf(control, id)
   return result
 }
 
@@ -196,6 +217,23 @@ async function waitForActive(control: ControlPlane, id: string): Promise<void> {
     await Bun.sleep(200)
   }
   throw new Error(`node ${id} was still not active 15 s after its agent listened (${last})`)
+}
+
+/**
+ * Waits until the control plane's health round heard from the node's agent (`last_seen_at` in
+ * `berth nodes list`), 20 s at most: until then placement counts none of its memory (the Swarm id
+ * it weighs the node's engine by comes with that answer, docs/cluster.md), and a site bought at
+ * once went to the control plane (cluster-security.e2e, 1 run in 5).
+ */
+async function heardOf(control: ControlPlane, id: string): Promise<void> {
+  const deadline = Date.now() + 20_000
+  for (;;) {
+    const { json } = await control.cli(['nodes', 'list', '--json'], { allowFailure: true })
+    const nodes = (json?.nodes ?? json ?? []) as { id: string; last_seen_at: string | null }[]
+    if (nodes.some((n) => n.id === id && n.last_seen_at !== null)) return
+    if (Date.now() > deadline) throw new Error(`the control plane did not hear from node ${id} within 20 s of its agent listening`)
+    await Bun.sleep(100)
+  }
 }
 
 /** Waits until the agent accepts TCP connections on the node's private address (the host routes there), 15 s at most. */

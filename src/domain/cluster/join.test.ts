@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest'
 import { domainStore } from '../../../test/helpers/domain-store'
 import { ClusterPki, makeNodeKey } from '../../drivers/cluster/pki'
 import type { JoinRequest } from '../../drivers/cluster/types'
+import { loadConfig } from '../../config/config'
+import { nodeFirewallPolicyOf } from '../../drivers/firewall/select'
 import { DomainError } from '../errors'
 import { hashToken, InvalidJoinTokenError, JoinService, NodeNameTakenError } from './join'
 import { NodesRepository } from './repository'
@@ -116,5 +118,17 @@ describe('joining a node', () => {
     expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected'])
     expect(results.find((r) => r.status === 'rejected')).toMatchObject({ reason: expect.any(NodeNameTakenError) })
     expect(repo.list().map((n) => n.name)).toEqual(['worker-1'])
+  })
+  it('answers with the site firewall of the cluster the node is now in: its own address blocked, its own agent ports closed', async () => {
+    const { t, repo, pki, request } = await setup()
+    const config = loadConfig({ file: null, env: { BERTH_CLUSTER_ENABLED: 'true', BERTH_CLUSTER_ADDRESS: '10.0.0.1', BERTH_CONTAINERS_FIREWALL: 'true' } })
+    // As berth serve wires it (compose/cluster.ts): the policy follows the nodes in the store.
+    const joins = new JoinService(repo, pki, { workerJoinToken: async () => 'SWMTKN-1-test' }, t.clock, {
+      controlAddress: '10.0.0.1', tokenMinutes: 60, firewall: () => nodeFirewallPolicyOf(config, repo.list({ live: true })),
+    })
+    const answer = await joins.join(request(joins.issueToken().token, { agentPort: 7810 }))
+    expect(answer.firewall).toMatchObject({ blockedHosts: ['10.0.0.2'], closedPorts: { tcp: [2377, 7710, 7711, 7810, 7811, 7946] } })
+    // What the health rounds then compare the node's policy with: the same, so nothing more is sent.
+    expect(answer.firewall).toEqual(nodeFirewallPolicyOf(config, repo.list({ live: true })))
   })
 })

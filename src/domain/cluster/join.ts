@@ -131,6 +131,7 @@ export class JoinService {
       swarmToken,
       managerAddress: this.o.controlAddress,
       controlAddress: this.o.controlAddress,
+      // Read now that the node is recorded: its policy blocks its own address and closes its own agent ports.
       firewall: typeof this.o.firewall === 'function' ? this.o.firewall() : this.o.firewall,
     }
   }

@@ -65,6 +65,56 @@ describe('the cluster PKI', () => {
   })
 })
 
+describe('the join listener\'s certificate (cluster/join.pem)', () => {
+  /**
+   * `count` processes open the PKI of `dir` at the same instant (each waits for a shared start
+   * time), as berth serve and an admin command starting together would: what each then holds as
+   * the join certificate (its fingerprint, and whether the key it read is the certificate's).
+   */
+  async function openTogether(dir: string, count: number): Promise<{ fingerprint: string; keyMatches: boolean }[]> {
+    const startAt = Date.now() + 1500
+    const script = [
+      `import { ClusterPki } from ${JSON.stringify(join(import.meta.dirname, 'pki.ts'))}`,
+      "import { createPrivateKey, X509Certificate } from 'node:crypto'",
+      `await Bun.sleep(Math.max(0, ${startAt} - Date.now()))`,
+      `const join = (await ClusterPki.open(${JSON.stringify(dir)})).joinTls()`,
+      'console.log(JSON.stringify({ fingerprint: join.fingerprint, keyMatches: new X509Certificate(join.cert).checkPrivateKey(createPrivateKey(join.key)) }))',
+    ].join('\n')
+    const runs = Array.from({ length: count }, () => Bun.spawn([process.execPath, '-e', script], { stdout: 'pipe', stderr: 'pipe' }))
+    return Promise.all(runs.map(async (p) => {
+      const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
+      expect(code, err).toBe(0)
+      return JSON.parse(out)
+    }))
+  }
+
+  function onDisk(dir: string): { fingerprint: string; keyMatches: boolean } {
+    const cert = readFileSync(join(dir, 'cluster', 'join.pem'), 'utf8')
+    return { fingerprint: certificateFingerprint(cert), keyMatches: new X509Certificate(cert).checkPrivateKey(createPrivateKey(readFileSync(join(dir, 'cluster', 'join.key')))) }
+  }
+
+  it('is made once when processes start at once on a PKI that has none yet (one made before it existed): every one holds the files\' certificate and its key', async () => {
+    using d = dataDir()
+    await ClusterPki.open(d.dir)
+    rmSync(join(d.dir, 'cluster', 'join.pem'))
+    rmSync(join(d.dir, 'cluster', 'join.key'))
+    const held = await openTogether(d.dir, 4)
+    const files = onDisk(d.dir)
+    expect(files.keyMatches).toBe(true)
+    // What berth nodes token prints (the files') is what each process's join listener presents.
+    expect(held).toEqual(held.map(() => files))
+    expect(statSync(join(d.dir, 'cluster', 'join.key')).mode & 0o777).toBe(0o600)
+  }, 30_000)
+
+  it('is made once with the rest of the PKI when processes start at once on an empty data folder', async () => {
+    using d = dataDir()
+    const held = await openTogether(d.dir, 3)
+    const files = onDisk(d.dir)
+    expect(files.keyMatches).toBe(true)
+    expect(held).toEqual(held.map(() => files))
+  }, 30_000)
+})
+
 /** `csr` with the public key of `donor` in place of its own (same length for P-256), signature kept. */
 function swapPublicKey(csr: string, donor: string): string {
   const a = Buffer.from(new x509.Pkcs10CertificateRequest(csr).rawData)

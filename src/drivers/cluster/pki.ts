@@ -79,9 +79,11 @@ export function readJoinTls(dataDir: string): JoinTls | null {
   return { cert, key: readFileSync(join(dir, 'join.key'), 'utf8'), fingerprint: certificateFingerprint(cert) }
 }
 
-/** Makes the join listener's certificate unless it is there (a PKI made before it had none). */
-async function ensureJoinCert(dir: string): Promise<void> {
-  if (existsSync(join(dir, 'join.pem'))) return
+/**
+ * The join listener's certificate and its key, join.key first and join.pem last (each written
+ * whole): join.pem's presence says both are there. Run under the PKI's lock (madeOnce).
+ */
+async function makeJoinCert(dir: string): Promise<void> {
   const keys = (await crypto.subtle.generateKey(KEY_ALGORITHM, true, ['sign', 'verify'])) as CryptoKeyPair
   const now = Date.now()
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
@@ -113,8 +115,9 @@ export class ClusterPki {
   /** Reads the PKI of the data folder, making it first when there is none. */
   static async open(dataDir: string): Promise<ClusterPki> {
     const dir = join(dataDir, 'cluster')
-    await ensurePki(dir)
-    await ensureJoinCert(dir)
+    await madeOnce(dir, 'control.pem', makePki)
+    // A PKI made before the join listener had none: made now, under the same lock.
+    await madeOnce(dir, 'join.pem', makeJoinCert)
     const read = (name: string) => readFileSync(join(dir, name), 'utf8')
     const nodeCaPem = read('node-ca.pem')
     const nodeCaKey = await importPrivateKey(read('node-ca.key'))
@@ -191,30 +194,31 @@ async function parseCsr(pem: string): Promise<x509.Pkcs10CertificateRequest> {
 }
 
 /**
- * Makes the PKI in `dir` unless it is there. Concurrent callers (two processes at the first
- * start) are kept apart by a lock file made with O_EXCL: the one that made it writes every file
- * (control.pem last), the others wait for control.pem. A lock older than a minute was left by a
- * crash and is taken over.
+ * Runs `make` in `dir` unless its last file, `done`, is there. Concurrent callers (two processes
+ * at the first start, or berth serve and an admin command) are kept apart by one lock file made
+ * with O_EXCL: the one that took it makes the files (`done` last), the others wait for `done` and
+ * read what it made, so every process holds the same certificates. A lock older than a minute was
+ * left by a crash and is taken over.
  */
-async function ensurePki(dir: string): Promise<void> {
-  const done = join(dir, 'control.pem')
-  if (existsSync(done)) return
+async function madeOnce(dir: string, done: string, make: (dir: string) => Promise<void>): Promise<void> {
+  const last = join(dir, done)
+  if (existsSync(last)) return
   mkdirSync(dir, { recursive: true, mode: 0o700 })
   const lock = join(dir, '.pki.lock')
   for (let waited = 0; ; waited += 50) {
-    if (existsSync(done)) return
+    if (existsSync(last)) return
     try {
       writeFileSync(lock, String(process.pid), { flag: 'wx', mode: 0o600 })
       break
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
       if (staleLock(lock)) rmSync(lock, { force: true })
-      if (waited > 30_000) throw new Error(`${lock} is held by another process that made no PKI in 30 s; remove it if no berth runs`)
+      if (waited > 30_000) throw new Error(`${lock} is held by another process that made no ${done} in 30 s; remove it if no berth runs`)
       await Bun.sleep(50)
     }
   }
   try {
-    if (!existsSync(done)) await makePki(dir)
+    if (!existsSync(last)) await make(dir)
   } finally {
     rmSync(lock, { force: true })
   }

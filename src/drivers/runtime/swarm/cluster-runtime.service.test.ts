@@ -27,6 +27,8 @@ const forwards: { slug: string; method: string; address?: string }[] = []
 const events: SiteEvent[] = []
 let watch: SiteWatch
 let reconnects = 0
+/** Calls of the runtime's onNetworkCreated listener (berth serve's site firewall keeper). */
+let networkCalls = 0
 
 function spec(slug: string, over: Partial<SiteSpec> = {}): SiteSpec {
   return { siteId: `id-${slug}`, slug, hostingType: 'shared', image: IMAGES.static, memoryMb: 128, cpuCores: 0.5, pidsLimit: 64, diskGb: 1, sshPort: null, ...over }
@@ -82,6 +84,7 @@ beforeAll(async () => {
   node = { id: 'nb', name: 'b', address: lab.b.address, agentPort: 7710, swarmNodeId: lab.b.swarmNodeId, certFingerprint: 'x', certSerial: '1', state: 'active', memoryBytes: 64 * GiB, cpus: 2, joinedAt: Date.now(), lastSeenAt: null }
   runtime = new ClusterRuntime({ managerSocket: lab.a.socket, instanceId, subnetPool: '10.231.0.0/16', pidsLimit: 128, advertiseAddress: lab.a.address, nodes: () => [node], link, log })
   watch = runtime.watch({ onEvent: (e) => events.push(e), onReconnect: () => reconnects++ })
+  runtime.onNetworkCreated(() => networkCalls++)
 }, 120_000)
 
 afterAll(async () => {
@@ -228,7 +231,11 @@ describe('ClusterRuntime on a two-node swarm', () => {
     expect(await runtime.nodeOf('mv')).toBe('nb')
     await runtime.placeOn('mv', CONTROL_NODE)
     expect(await containersOf(b, 'mv')).toHaveLength(0)
+    // A task started on this box made the site's network here: the site firewall is kept at once
+    // (the engine's rules went above its backstop); a task on a node is that node's agent's.
+    const calls = networkCalls
     const endpoint = await runtime.ensureSite(spec('mv'))
+    expect(networkCalls).toBe(calls + 1)
     expect(await runtime.nodeOf('mv')).toBe(CONTROL_NODE)
     expect((await containersOf(a, 'mv'))[0]?.Id).toBe(endpoint.containerId)
     expect((await a.getContainer(endpoint.containerId).inspect()).HostConfig.MemorySwap).toBe(128 * 1024 * 1024)

@@ -23,8 +23,6 @@ import { managedContainer, removeEndedTasks, siteContainer, untilNoContainer, un
 import { withoutSwap } from './hardening'
 import { ensureManager } from '../swarm-membership'
 
-const PING_TIMEOUT_MS = 2000
-
 /**
  * The container runtime of a cluster (issue 28, docs/cluster.md "How sites run on Swarm"): each
  * site is a Swarm service of one replica pinned to one node (service-spec.ts), created through
@@ -46,6 +44,7 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
   private homes = new Map<string, string>()
   /** Sites placed (placeOn) before they had a service: their first ensureSite runs them there. */
   private pinned = new Map<string, string>()
+  private networkListeners: (() => void)[] = []
 
   constructor(private opts: ClusterRuntimeOptions) {
     this.images = new NodeImages(opts.log)
@@ -78,15 +77,15 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
     }, forgettingHomes(handlers, this.homes))
   }
 
-  async ping(): Promise<boolean> {
-    try {
-      await this.ready()
-      const ping = this.engines.manager.docker.ping as unknown as (opts: { abortSignal: AbortSignal }) => Promise<unknown>
-      await ping.call(this.engines.manager.docker, { abortSignal: AbortSignal.timeout(PING_TIMEOUT_MS) })
-      return true
-    } catch {
-      return false
-    }
+  /** Whether the manager's engine answers within 2 s. */
+  ping(): Promise<boolean> {
+    const ping = (docker: Docker) => (docker.ping as unknown as (opts: { abortSignal: AbortSignal }) => Promise<unknown>).call(docker, { abortSignal: AbortSignal.timeout(2_000) })
+    return this.ready().then(() => ping(this.engines.manager.docker)).then(() => true, () => false)
+  }
+
+  /** Runs `listener` after each task started on this box: the engine made the site's network here, its rules above the site firewall's FORWARD backstop. */
+  onNetworkCreated(listener: () => void): void {
+    this.networkListeners.push(listener)
   }
 
   ensureSite(spec: SiteSpec): Promise<SiteEndpoint> {
@@ -348,6 +347,7 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
     })
     const info = await withoutSwap(engine.docker, running, this.opts.log)
     this.opts.log.debug('site task runs', { site: spec.slug, node: nodeId, ms: Math.round(performance.now() - started) })
+    if (!engine.node) this.networkListeners.forEach((listener) => listener())
     return this.endpointOf(engine, spec.slug, info)
   }
 
