@@ -252,7 +252,7 @@ describe('a cluster of two nodes', () => {
     expect(page).toBe(before)
   }, 120_000)
 
-  it('serves the site again within 2 s of its container on B being killed', async () => {
+  it('serves the site again within seconds of its container on B being killed', async () => {
     // The restore above may still be starting the site again (its old container served the restored
     // files between the thaw and the stop): wait for the container that runs now.
     const container = await waitFor('the site\'s container running on B', 30_000, async () =>
@@ -269,10 +269,12 @@ describe('a cluster of two nodes', () => {
     })
     const back = performance.now() - killed
     figures.killed = `serving again ${back.toFixed(0)} ms after the kill on B`
-    // When slow, what berth serve and B's agent logged meanwhile says which step took the time.
+    // About 1 s on a quiet box (the figure is printed; its speed is bench:cluster's). The bound
+    // leaves room for a loaded one (2.8 and 4.7 s seen at load average 12 to 16). When slow, what
+    // berth serve and B's agent logged meanwhile says which step took the time.
     const since = Date.now() - back - 200
     const logged = (output: string) => output.split('\n').filter((line) => Date.parse(/"time":"([^"]+)"/.exec(line)?.[1] ?? '') >= since).join('\n')
-    expect(back, `berth serve:\n${logged(control.berth.output())}\nB's agent:\n${logged(b.agent.output())}`).toBeLessThan(2000)
+    expect(back, `berth serve:\n${logged(control.berth.output())}\nB's agent:\n${logged(b.agent.output())}`).toBeLessThan(8000)
   }, 30_000)
 
   it('moves a site from the control plane to B and back, its files with it, and says how long it did not serve', async () => {
