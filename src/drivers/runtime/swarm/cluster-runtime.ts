@@ -19,7 +19,7 @@ import { NodeImages } from './node-images'
 import { chooseOnSwarm } from './placement'
 import { limitsDiffer, NODE_LABEL, serviceDrift, serviceSpec, type ServiceInfo } from './service-spec'
 import { nodeOfService, replicasOf, SiteServices } from './site-services'
-import { managedContainer, removeEndedTasks, siteContainer, stopOnNode, untilNoContainer, untilRunning } from './site-tasks'
+import { managedContainer, removeEndedTasks, siteContainer, stopLeft, stopOnNode, untilNoContainer, untilRunning } from './site-tasks'
 import { withoutSwap } from './hardening'
 import { ensureManager } from '../swarm-membership'
 
@@ -267,7 +267,7 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
         Mode: { Replicated: { Replicas: 0 } },
       }))
       const old = await this.engines.of(from).catch(() => null)
-      await (old && untilNoContainer(old, this.opts.instanceId, slug, true).catch((err) => this.opts.log.warn('the old node did not stop the site in time', { site: slug, node: from, error: (err as Error).message })))
+      await (old && stopLeft(old, this.services, this.opts.instanceId, slug).catch((err) => this.opts.log.warn('the old node did not stop the site in time', { site: slug, node: from, error: (err as Error).message })))
       await this.forwards.drop(slug, from)
       this.opts.log.info('placed a site on another node', { site: slug, from, to: nodeId })
     }))
