@@ -102,8 +102,9 @@ export class CreateArchiveJob implements JobHandler {
  * holds the site for the whole freeze, so no process of the site (and no reconcile pass starting
  * it again) runs while tar writes there as root. Last the container is restarted, so no process
  * keeps state from the old files, and waited for: `ready` with a new `restored_at` means the site
- * serves the restored files. Visitors' requests wait during the freeze, then meet ~1 s of 502
- * during the restart. The files API writes from the host, which no freeze stops: it refuses
+ * serves the restored files. Visitors' requests wait during the freeze, then meet the edge's 503
+ * page during the restart (~1 s; on a cluster the container is stopped on its node and Swarm
+ * replaces it, as after a crash, instead of a scale to 0 and back: docs/cluster.md "Restarts"). The files API writes from the host, which no freeze stops: it refuses
  * changes while the archive is `restoring`, and the swap waits for those it began before
  * (RestoreGuard). Idempotent: a run after a crash starts over (replaceHome resumes safely).
  */
@@ -136,7 +137,8 @@ export class RestoreArchiveJob implements JobHandler {
       const downAt = performance.now()
       await this.d.runtime.withSitePaused(site.slug, () => this.d.tar.replaceHome(home, tarFile))
       const extractedAt = performance.now()
-      await this.d.runner.stop(site.slug)
+      // Stopped to be run again at once (a cluster's node leaves the service as it is: its restart is that of a crash, ~1 s).
+      await this.d.runner.stop(site.slug, { forRestart: this.d.sites.find(site.id)?.status === 'active' })
       await this.startAgain(site)
       this.d.repo.transition(id, ['restoring'], { status: 'ready', restoredAt: this.d.clock.now(), error: null })
       this.d.changes?.changed({ siteId: site.id, slug: site.slug, reason: 'restore' })

@@ -84,10 +84,13 @@ export class SiteRunner {
     }
   }
 
-  /** Stops the site's container (files and network kept); the edge stops sending it requests at once. */
-  async stop(slug: string): Promise<void> {
+  /**
+   * Stops the site's container (files and network kept); the edge stops sending it requests at
+   * once. `forRestart`: a `run` follows at once (ContainerRuntime.stopSite).
+   */
+  async stop(slug: string, opts: { forRestart?: boolean } = {}): Promise<void> {
     this.markDown(slug)
-    await this.d.runtime.stopSite(slug)
+    await this.d.runtime.stopSite(slug, opts)
   }
 
   /** Removes the site's container and network, and its files when `volume` is true. */

@@ -80,8 +80,13 @@ export interface ContainerRuntime {
   onNetworkCreated?(listener: () => void): void
   /** The site's container as the engine sees it, or null when there is none. */
   inspectSite(slug: string): Promise<SiteRuntimeState | null>
-  /** Stops the site's container; its files and network stay. */
-  stopSite(slug: string): Promise<void>
+  /**
+   * Stops the site's container; its files and network stay. With `forRestart` the caller runs
+   * it again at once (ensureSite, as a restore does): a runtime may then stop only the container
+   * and leave what would start it again (a cluster stops the task's container on its node and
+   * Swarm replaces it, sparing a service update's stop and scheduling, seconds).
+   */
+  stopSite(slug: string, opts?: { forRestart?: boolean }): Promise<void>
   /** Removes the site's container and network, and its volume (files) when `volume` is true. */
   removeSite(slug: string, opts: { volume: boolean }): Promise<void>
   /** Every container labelled as this instance's, running or not. */

@@ -19,7 +19,7 @@ import { NodeImages } from './node-images'
 import { chooseOnSwarm } from './placement'
 import { limitsDiffer, NODE_LABEL, serviceDrift, serviceSpec, type ServiceInfo } from './service-spec'
 import { nodeOfService, replicasOf, SiteServices } from './site-services'
-import { managedContainer, removeEndedTasks, siteContainer, untilNoContainer, untilRunning } from './site-tasks'
+import { managedContainer, removeEndedTasks, siteContainer, stopLeft, stopOnNode, untilNoContainer, untilRunning } from './site-tasks'
 import { withoutSwap } from './hardening'
 import { ensureManager } from '../swarm-membership'
 
@@ -111,13 +111,15 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
     })
   }
 
-  /** Scales the site's service to no replica, and waits for its container to stop. */
-  stopSite(slug: string): Promise<void> {
+  /** Scales the site's service to no replica, and waits for its container to stop; `forRestart`: its container stopped on its node, Swarm replaces it (site-tasks.ts stopOnNode). */
+  stopSite(slug: string, opts: { forRestart?: boolean } = {}): Promise<void> {
     return this.call(() => this.locks.run(slug, async () => {
       const service = await this.services.find(slug)
       if (!service) return
+      const engine = await this.engines.of(nodeOfService(service))
+      if (opts.forRestart && replicasOf(service) === 1) return stopOnNode(engine, this.opts.instanceId, slug)
       if (replicasOf(service) !== 0) await this.services.scaleTo(service, 0)
-      await untilNoContainer(await this.engines.of(nodeOfService(service)), this.opts.instanceId, slug, true)
+      await untilNoContainer(engine, this.opts.instanceId, slug, true)
     }))
   }
 
@@ -264,7 +266,7 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
         Mode: { Replicated: { Replicas: 0 } },
       }))
       const old = await this.engines.of(from).catch(() => null)
-      await (old && untilNoContainer(old, this.opts.instanceId, slug, true).catch((err) => this.opts.log.warn('the old node did not stop the site in time', { site: slug, node: from, error: (err as Error).message })))
+      await (old && stopLeft(old, this.services, this.opts.instanceId, slug).catch((err) => this.opts.log.warn('the old node did not stop the site in time', { site: slug, node: from, error: (err as Error).message })))
       await this.forwards.drop(slug, from)
       this.opts.log.info('placed a site on another node', { site: slug, from, to: nodeId })
     }))

@@ -66,6 +66,20 @@ export class SiteServices {
     }
   }
 
+  /**
+   * Resolves true once Swarm wants no task of the site's service running (its orchestrator took a
+   * scale to 0 in: a task that ends then is not replaced), false after `withinMs`.
+   */
+  async untilNoneWanted(slug: string, withinMs: number): Promise<boolean> {
+    const deadline = Date.now() + withinMs
+    for (;;) {
+      const tasks = await this.manager.listTasks({ filters: { service: [this.names(slug).service], 'desired-state': ['running'] } })
+      if (tasks.length === 0) return true
+      if (Date.now() > deadline) return false
+      await Bun.sleep(POLL_MS / 4)
+    }
+  }
+
   scaleTo(service: ServiceInfo, replicas: number): Promise<void> {
     return this.update(service, (spec) => ({ ...spec, Mode: { Replicated: { Replicas: replicas } } }))
   }

@@ -1,8 +1,9 @@
 import type Docker from 'dockerode'
-import { orNull } from '../engine'
+import { ignoring, orNull } from '../engine'
 import { LABEL, siteFilter } from '../site-container'
 import { HostPortTakenError, type ManagedContainer } from '../types'
 import type { Engine } from './node-engines'
+import type { SiteServices } from './site-services'
 
 /** Between two looks for a task's container; Swarm starts one in about a second. */
 const POLL_MS = 100
@@ -72,6 +73,30 @@ export async function untilRunning(
     if (Date.now() > deadline) throw new Error(`The site '${slug}' did not start on node ${engine.nodeId} within ${Math.round(opts.withinMs / 1000)} s${problem ? `: ${problem}` : ''}.`)
     await Bun.sleep(POLL_MS)
   }
+}
+
+/**
+ * Stops the site's running container on its node's own engine, not through its service: Swarm,
+ * seeing the task end, replaces it at once (restart condition `any`, 0.2 s) unless the service no
+ * longer wants it there (scaled to 0, placed on another node). A stop through the service waits
+ * first for the manager's dispatch and moby's gossip delay (2 s for every task on a network,
+ * defaultGossipConvergeDelay in its executor): about 3 s on the lab before the container even got
+ * its SIGTERM, against some 60 ms this way. docker-init forwards the SIGTERM; 10 s as the service's grace.
+ */
+export async function stopOnNode(engine: Engine, instanceId: string, slug: string): Promise<void> {
+  const running = await engine.docker.listContainers({ filters: { label: siteFilter(instanceId, slug).label, status: ['running', 'restarting'] } })
+  await Promise.all(running.map((c) => ignoring([304, 404], engine.docker.getContainer(c.Id).stop({ t: 10 }))))
+}
+
+/**
+ * After its service was scaled to 0 (a move's switch): the site's container on the node it left
+ * is stopped there (stopOnNode) as soon as Swarm no longer wants it, some 3 s before Swarm's own
+ * stop would reach it, and waited for until it no longer runs. Should Swarm still want it after 3
+ * s (about when its own stop lands), its stop is left to Swarm.
+ */
+export async function stopLeft(old: Engine, services: Pick<SiteServices, 'untilNoneWanted'>, instanceId: string, slug: string): Promise<void> {
+  if (await services.untilNoneWanted(slug, 3_000)) await stopOnNode(old, instanceId, slug).catch(() => {})
+  await untilNoContainer(old, instanceId, slug, true)
 }
 
 /** Waits until the node has no running (`runningOnly`) or no container at all of the site. */
