@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api } from './helpers/binary'
-import { buyDirect, viaEdge, waitForSite } from './helpers/purchase'
-import { startLab, waitFor, type Lab } from './lab/cluster-lab'
-import { leftovers } from './lab/lab-host'
-import { joinNode, startControlPlane, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
+import { viaEdge } from './helpers/purchase'
+import { waitFor, type Lab } from './lab/cluster-lab'
+import { labWithSite, stopLabWithFigures, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
 
 /**
  * How long a site on a node does not serve, as a visitor polling the edge sees it (issue 36 item
@@ -21,20 +20,11 @@ let site: { slug: string; key: string }
 const figures: Record<string, string> = {}
 
 beforeAll(async () => {
-  lab = await startLab(LAB_NAME)
-  control = await startControlPlane(lab, { images: ['berth/php:1'] })
-  b = await joinNode(lab, control, 'B')
-  const slug = `dt${Math.random().toString(36).slice(2, 6)}`
-  const key = (await buyDirect(control.url, { slug, sku: 'svc_business_monthly' })).data.api_key as string
-  expect(await waitForSite(control.url, key, slug, 180_000)).toBe('active')
-  site = { slug, key }
+  ({ lab, control, b, site } = await labWithSite(LAB_NAME, { image: 'berth/php:1', sku: 'svc_business_monthly', slugPrefix: 'dt', activeWithinMs: 180_000 }))
 }, 300_000)
 
 afterAll(async () => {
-  await control?.berth.stop().catch(() => {})
-  await lab?.stop()
-  console.log(`cluster downtime e2e: ${Object.entries(figures).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
-  expect(leftovers(LAB_NAME)).toEqual([])
+  expect(await stopLabWithFigures(LAB_NAME, { lab, control }, 'cluster downtime e2e', figures)).toEqual([])
 }, 60_000)
 
 async function nodeOf(slug: string): Promise<string | undefined> {

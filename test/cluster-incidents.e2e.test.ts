@@ -2,10 +2,9 @@ import { existsSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api } from './helpers/binary'
-import { buyDirect, viaEdge, waitForSite } from './helpers/purchase'
-import { startLab, waitFor, type Lab } from './lab/cluster-lab'
-import { leftovers } from './lab/lab-host'
-import { AGENT_PORT, joinNode, startControlPlane, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
+import { viaEdge } from './helpers/purchase'
+import { waitFor, type Lab } from './lab/cluster-lab'
+import { AGENT_PORT, joinNode, labWithSite, stopLabWithFigures, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
 
 /**
  * The cluster's incident paths (issue 36, items 1 and 2), on a two-node lab of its own (runs beside
@@ -23,20 +22,11 @@ const figures: Record<string, string> = {}
 let site: { slug: string; key: string }
 
 beforeAll(async () => {
-  lab = await startLab(LAB_NAME)
-  control = await startControlPlane(lab, { images: ['berth/static:1'] })
-  b = await joinNode(lab, control, 'B')
-  const slug = `inc${Math.random().toString(36).slice(2, 6)}`
-  const key = (await buyDirect(control.url, { slug, sku: 'svc_starter_monthly' })).data.api_key as string
-  expect(await waitForSite(control.url, key, slug, 120_000)).toBe('active')
-  site = { slug, key }
+  ({ lab, control, b, site } = await labWithSite(LAB_NAME, { image: 'berth/static:1', sku: 'svc_starter_monthly', slugPrefix: 'inc', activeWithinMs: 120_000 }))
 }, 180_000)
 
 afterAll(async () => {
-  await control?.berth.stop().catch(() => {})
-  await lab?.stop()
-  console.log(`cluster incidents e2e: ${Object.entries(figures).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
-  expect(leftovers(LAB_NAME)).toEqual([])
+  expect(await stopLabWithFigures(LAB_NAME, { lab, control }, 'cluster incidents e2e', figures)).toEqual([])
 }, 60_000)
 
 async function nodes(): Promise<{ id: string; state: string; sites: string[] }[]> {

@@ -1,7 +1,9 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { BINARY, startBerth, type Berth } from '../helpers/binary'
-import type { ExecOptions, ExecResult, Lab, LabNode, LabProcess } from './cluster-lab'
+import { buyDirect, waitForSite } from '../helpers/purchase'
+import { startLab, type ExecOptions, type ExecResult, type Lab, type LabNode, type LabProcess } from './cluster-lab'
+import { leftovers } from './lab-host'
 
 /**
  * Berth on the two-node lab (cluster-lab.ts), for the cluster's end-to-end tests and benchmarks:
@@ -261,4 +263,31 @@ async function accepts(hostname: string, port: number): Promise<boolean> {
 /** A word for sh, single-quoted. */
 function shellQuote(word: string): string {
   return `'${word.replaceAll("'", `'\\''`)}'`
+}
+
+/**
+ * A test file's lab with one site (its beforeAll): the lab `name`, the control plane in A with
+ * `image` loaded, node B joined, and a site bought on `sku` (slug `{slugPrefix}` and 4 random
+ * characters, placed where placement chooses) active within `activeWithinMs`.
+ */
+export async function labWithSite(name: string, opts: { image: string; sku: string; slugPrefix: string; activeWithinMs: number }): Promise<{ lab: Lab; control: ControlPlane; b: JoinedNode; site: { slug: string; key: string } }> {
+  const lab = await startLab(name)
+  const control = await startControlPlane(lab, { images: [opts.image] })
+  const b = await joinNode(lab, control, 'B')
+  const slug = `${opts.slugPrefix}${Math.random().toString(36).slice(2, 6)}`
+  const key = (await buyDirect(control.url, { slug, sku: opts.sku })).data.api_key as string
+  const state = await waitForSite(control.url, key, slug, opts.activeWithinMs)
+  if (state !== 'active') throw new Error(`the lab's site ${slug} is ${state}, not active, ${opts.activeWithinMs / 1000} s after its purchase`)
+  return { lab, control, b, site: { slug, key } }
+}
+
+/**
+ * A test file's afterAll: stops Berth and the lab (either may be missing when beforeAll failed),
+ * prints `figures` under `title`, and returns what the lab left behind (expected empty).
+ */
+export async function stopLabWithFigures(name: string, parts: { lab?: Lab; control?: ControlPlane }, title: string, figures: Record<string, string>): Promise<string[]> {
+  await parts.control?.berth.stop().catch(() => {})
+  await parts.lab?.stop()
+  console.log(`${title}: ${Object.entries(figures).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
+  return leftovers(name)
 }
