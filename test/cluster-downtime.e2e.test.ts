@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api } from './helpers/binary'
 import { viaEdge } from './helpers/purchase'
 import { waitFor, type Lab } from './lab/cluster-lab'
-import { labWithSite, stopLabWithFigures, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
+import { labWithSite, longestOutage as outage, stopLabWithFigures, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
 
 /**
  * How long a site on a node does not serve, as a visitor polling the edge sees it (issue 36 item
@@ -61,19 +61,6 @@ function pollEdge(done: Promise<unknown>): Promise<[number, number, string][]> {
   })()
 }
 
-/** The longest run of answers other than 200: from its first to the first 200 after it, in ms. */
-function outage(seen: [number, number, string][]): number {
-  let longest = 0
-  let from: number | null = null
-  for (const [at, status] of seen) {
-    if (status !== 200 && from === null) from = at
-    if (status === 200 && from !== null) {
-      longest = Math.max(longest, at - from)
-      from = null
-    }
-  }
-  return longest
-}
 
 const counts = (seen: [number, number, string][]) => {
   const by = new Map<number, number>()

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api } from './helpers/binary'
 import { viaEdge } from './helpers/purchase'
 import { waitFor, type Lab } from './lab/cluster-lab'
-import { AGENT_PORT, joinNode, labWithSite, stopLabWithFigures, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
+import { AGENT_PORT, joinNode, labWithSite, longestOutage as outage, stopLabWithFigures, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
 
 /**
  * The cluster's incident paths (issue 36, items 1 and 2), on a two-node lab of its own (runs beside
@@ -94,19 +94,6 @@ function pollEdge(done: Promise<unknown>): Promise<[number, number][]> {
   })()
 }
 
-/** The longest run of answers other than 200 in `seen`: from its first to the first 200 after it, in ms. */
-function outage(seen: [number, number][]): number {
-  let longest = 0
-  let from: number | null = null
-  for (const [at, status] of seen) {
-    if (status !== 200 && from === null) from = at
-    if (status === 200 && from !== null) {
-      longest = Math.max(longest, at - from)
-      from = null
-    }
-  }
-  return longest
-}
 
 /**
  * A move polled from outside (view, edge, view; and the edge alone): never `active` without an

@@ -291,3 +291,20 @@ export async function stopLabWithFigures(name: string, parts: { lab?: Lab; contr
   console.log(`${title}: ${Object.entries(figures).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
   return leftovers(name)
 }
+
+/**
+ * The longest run of answers other than 200 among polled `[at ms, status, ...]` samples: from its
+ * first to the first 200 after it, in ms (0 when every answer was 200).
+ */
+export function longestOutage(seen: readonly (readonly [number, number, ...unknown[]])[]): number {
+  let longest = 0
+  let from: number | null = null
+  for (const [at, status] of seen) {
+    if (status !== 200 && from === null) from = at
+    if (status === 200 && from !== null) {
+      longest = Math.max(longest, at - from)
+      from = null
+    }
+  }
+  return longest
+}
