@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { nodeHomes } from '../cluster/node-homes'
 import { nodeHomePath, type ClusterNode, type NodeLink } from '../cluster/types'
-import { handleHomeRequest, HOMES_MAX_REQUEST_BODY, missingHomeResponse, parseHomeRoute } from '../files/home-agent'
+import { handleHomeRequest, HOMES_MAX_REQUEST_BODY, missingHomeResponse, parseHomeRoute } from '../../node-agent/server/home-agent'
 import { replaceHome, tarHome } from './home-tar'
 import { UnsafeArchiveError } from './types'
 

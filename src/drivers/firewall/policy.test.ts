@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { routeAgentRequest, NO_HOMES, type NodeFirewall } from '../cluster/agent/api'
-import type { Forwards } from '../cluster/agent/forwards'
+import { routeAgentRequest, NO_HOMES, type NodeFirewall } from '../../node-agent/server/api'
+import type { Forwards } from '../../node-agent/server/forwards'
 import { parseFirewallPolicy } from './policy'
 import type { SiteFirewallPolicy } from './types'
 

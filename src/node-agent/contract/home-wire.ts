@@ -1,7 +1,7 @@
-import { UnsafeArchiveError } from '../archives/types'
-import { FileError, type FileNextStep, type FileProblem } from './errors'
-import { parsePath } from './path'
-import { SyscallError } from './syscalls'
+import { UnsafeArchiveError } from '../../drivers/archives/types'
+import { FileError, type FileNextStep, type FileProblem } from '../../drivers/files/errors'
+import { parsePath } from '../../drivers/files/path'
+import { SyscallError } from '../../drivers/files/syscalls'
 
 /**
  * What a node's agent and the control plane say to each other about a site's home (issue 28):

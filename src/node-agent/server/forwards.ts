@@ -1,5 +1,5 @@
 import type { TCPSocketListener } from 'bun'
-import type { Logger } from '../../../lib/logger'
+import type { Logger } from '../../lib/logger'
 import type { KernelForwards } from './kernel-forwards'
 import { fromControl } from './remote'
 import { startRelay } from './tcp-relay'

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { FirewallError, type FirewallCheck, type SiteFirewall } from '../../drivers/firewall/types'
+import { FirewallError, type FirewallCheck, type SiteFirewall } from './types'
 import { memoryLogger } from '../../lib/logger'
-import { SiteFirewallKeeper } from './firewall-keeper'
+import { SiteFirewallKeeper } from './keeper'
 
 /** A firewall whose next `ensure` answers what the test queued (a check, or an error to throw). */
 function scripted(answers: (FirewallCheck['state'] | Error)[]): SiteFirewall & { ensured: number } {

@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net'
 import { createServer, type TLSSocket } from 'node:tls'
-import type { Logger } from '../../../lib/logger'
-import type { AgentTls } from '../types'
+import type { Logger } from '../../lib/logger'
+import type { AgentTls } from '../../drivers/cluster/types'
 import { fromControl } from './remote'
 
 /**

@@ -1,7 +1,7 @@
-import { isIpAddress } from '../../../lib/ip'
-import { parseFirewallPolicy } from '../../firewall/policy'
-import type { FirewallCheck, SiteFirewallPolicy } from '../../firewall/types'
-import type { AgentInfo } from '../types'
+import { isIpAddress } from '../../lib/ip'
+import { parseFirewallPolicy } from '../../drivers/firewall/policy'
+import type { FirewallCheck, SiteFirewallPolicy } from '../../drivers/firewall/types'
+import type { AgentInfo } from '../../drivers/cluster/types'
 import type { ForwardTarget, Forwards } from './forwards'
 
 /**

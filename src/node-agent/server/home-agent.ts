@@ -2,12 +2,12 @@ import { createWriteStream } from 'node:fs'
 import { lstat, rm } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
-import { replaceHome, tarHomeCommand } from '../archives/home-tar'
-import { measureDiskUsage } from './disk-usage'
-import { SiteHome } from './home'
-import { checkedName, keepOf, MAX_CALL_BYTES, MAX_CALL_DATA, MAX_RANGE_BYTES, missingHome, wireError, type HomeCall, type HomeOp } from './home-wire'
-import { HomeReader } from './site-reader'
-import type { FileOwner } from './types'
+import { replaceHome, tarHomeCommand } from '../../drivers/archives/home-tar'
+import { measureDiskUsage } from '../../drivers/files/disk-usage'
+import { SiteHome } from '../../drivers/files/home'
+import { checkedName, keepOf, MAX_CALL_BYTES, MAX_CALL_DATA, MAX_RANGE_BYTES, missingHome, wireError, type HomeCall, type HomeOp } from '../contract/home-wire'
+import { HomeReader } from '../../drivers/files/site-reader'
+import type { FileOwner } from '../../drivers/files/types'
 
 /**
  * The agent's side of a site's home on its node (issue 28; the routes in the doc comment of

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { withComment, type DesiredRules } from '../../firewall/iptables-rules'
+import { withComment, type DesiredRules } from '../../drivers/firewall/iptables-rules'
 
 /**
  * The agent's site forwards as kernel rules (iptables), so that the edge's connections to a

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto'
 import type { Agent } from 'node:https'
-import { fetchThrough, keepAliveAgent } from './pinned-https'
-import { hostPart } from '../runtime/swarm-membership'
-import { normalizeFingerprint } from './pki'
-import { NodeRefusedError, NodeUnreachableError, type ClusterNode, type ControlTls, type EngineConnection, type NodeLink } from './types'
+import { fetchThrough, keepAliveAgent } from '../../drivers/cluster/pinned-https'
+import { hostPart } from '../../drivers/runtime/swarm-membership'
+import { normalizeFingerprint } from '../../drivers/cluster/pki'
+import { NodeRefusedError, NodeUnreachableError, type ClusterNode, type ControlTls, type EngineConnection, type NodeLink } from '../../drivers/cluster/types'
 
 /** How long an agent may take to answer a request's head (its body may stream for longer). */
 const ANSWER_TIMEOUT_MS = 10_000

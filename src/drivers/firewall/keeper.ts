@@ -1,4 +1,4 @@
-import type { FirewallCheck, SiteFirewall } from '../../drivers/firewall/types'
+import type { FirewallCheck, SiteFirewall } from './types'
 import type { Logger } from '../../lib/logger'
 
 /** The only drift a network the engine made causes (drivers/firewall/iptables-rules.ts, the backstop). */

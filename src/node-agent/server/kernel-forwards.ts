@@ -1,8 +1,8 @@
-import { isIpv4 } from '../../../lib/ip'
-import type { Logger } from '../../../lib/logger'
-import { compareTagged, forwardHookOf, parseListing, removeTaggedScript, replaceTaggedScript, type Listing } from '../../firewall/iptables-rules'
-import { LOCK_WAIT, runTool } from '../../firewall/iptables'
-import type { FirewallCheck } from '../../firewall/types'
+import { isIpv4 } from '../../lib/ip'
+import type { Logger } from '../../lib/logger'
+import { compareTagged, forwardHookOf, parseListing, removeTaggedScript, replaceTaggedScript, type Listing } from '../../drivers/firewall/iptables-rules'
+import { LOCK_WAIT, runTool } from '../../drivers/firewall/iptables'
+import type { FirewallCheck } from '../../drivers/firewall/types'
 import {
   ACCEPT_CHAIN, desiredForwardRules, DNAT_CHAIN, SNAT_CHAIN, FORWARDS_TAG, forwardHookOfRules, swapScript, type ForwardEnds, type ForwardRules, type KernelForward,
 } from './kernel-forward-rules'

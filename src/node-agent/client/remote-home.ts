@@ -1,12 +1,12 @@
 import { createWriteStream } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { pipeline } from 'node:stream/promises'
-import type { ClusterNode, NodeLink } from '../cluster/types'
-import type { DiskUsage } from './disk-usage'
-import type { FileEntry } from './entries'
-import { errorOf, keepQuery, MAX_CALL_DATA, MAX_RANGE_BYTES, missingHome, OPEN_TAIL_BYTES, type HomeOp, type WireError } from './home-wire'
-import type { SiteEntry, SiteFileContent, SiteReader } from './site-reader'
-import type { FileOwner, Home, ReadHandle } from './types'
+import type { ClusterNode, NodeLink } from '../../drivers/cluster/types'
+import type { DiskUsage } from '../../drivers/files/disk-usage'
+import type { FileEntry } from '../../drivers/files/entries'
+import { errorOf, keepQuery, MAX_CALL_DATA, MAX_RANGE_BYTES, missingHome, OPEN_TAIL_BYTES, type HomeOp, type WireError } from '../contract/home-wire'
+import type { SiteEntry, SiteFileContent, SiteReader } from '../../drivers/files/site-reader'
+import type { FileOwner, Home, ReadHandle } from '../../drivers/files/types'
 
 /**
  * A site's home on another node of the cluster, reached through that node's agent (issue 28;

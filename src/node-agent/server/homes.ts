@@ -1,5 +1,5 @@
-import { handleHomeRequest, missingHomeResponse } from '../../files/home-agent'
-import { volumeMounts } from '../../runtime/node-volumes'
+import { handleHomeRequest, missingHomeResponse } from './home-agent'
+import { volumeMounts } from '../../drivers/runtime/node-volumes'
 import type { HomesHandler } from './api'
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { isIpv4 } from '../../../lib/ip'
-import { compareRules, compareTagged, desiredRules, parseListing, removeTaggedScript, replaceTaggedScript } from '../../firewall/iptables-rules'
+import { isIpv4 } from '../../lib/ip'
+import { compareRules, compareTagged, desiredRules, parseListing, removeTaggedScript, replaceTaggedScript } from '../../drivers/firewall/iptables-rules'
 import { ACCEPT_CHAIN, desiredForwardRules, DNAT_CHAIN, FORWARDS_TAG, SNAT_CHAIN, swapScript, type KernelForward } from './kernel-forward-rules'
 
 const ENDS = { node: '10.0.0.2', control: '10.0.0.1' }
