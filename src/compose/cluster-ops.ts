@@ -28,6 +28,7 @@ import { open } from '../drivers/offsite/age'
 import { LocalLanding } from '../drivers/offsite/landing'
 import type { Config } from '../config/config'
 import type { Logger } from '../lib/logger'
+import { sendAgent } from '../node-agent/client/calls'
 import { buildServices, type Services } from './index'
 
 export interface NodeOps {
@@ -92,7 +93,7 @@ const PROBE_TIMEOUT_MS = 3_000
 export function agentAnswers(link: Pick<NodeLink, 'fetch'>): (node: ClusterNode) => Promise<boolean> {
   return async (node) => {
     try {
-      const res = await link.fetch(node, '/v1/info', { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) })
+      const res = await sendAgent(link, node, 'info', {}, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) })
       await res.body?.cancel()
       return res.ok
     } catch {

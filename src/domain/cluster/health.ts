@@ -3,10 +3,11 @@ import type { SiteFirewallPolicy } from '../../drivers/firewall/types'
 import type { SiteEndpoint } from '../../drivers/runtime/types'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
+import { callAgent } from '../../node-agent/client/calls'
 import type { SiteRunner } from '../sites/runner'
 import type { NodesRepository, StoredNode } from './repository'
 
-/** How often each node's agent is asked (`GET /v1/info`). */
+/** How often each node's agent is asked (its info route). */
 export const HEALTH_INTERVAL_MS = 2_000
 /** A node whose agent has not answered for this long is down. */
 export const DOWN_AFTER_MS = 6_000
@@ -163,14 +164,7 @@ export class NodeHealth {
     this.firewallSent.set(node.id, now)
     const policy = this.d.firewall!()
     try {
-      const res = await this.d.link.fetch(node, '/v1/firewall', {
-        method: 'PUT',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ policy }),
-        signal: AbortSignal.timeout(ASK_TIMEOUT_MS * 10),
-      })
-      if (!res.ok) throw new Error(`HTTP ${res.status}: ${await res.text()}`)
-      const { state } = await res.json() as { state: string | null }
+      const { state } = await callAgent(this.d.link, node, 'setFirewall', { body: { policy } }, { signal: AbortSignal.timeout(ASK_TIMEOUT_MS * 10) })
       this.d.log.info('gave a node the control plane\'s site firewall policy', { node: node.id, name: node.name, pool: policy?.pool ?? null, found: state })
       this.firewallSent.delete(node.id)
     } catch (err) {
@@ -181,12 +175,7 @@ export class NodeHealth {
   /** The agent's info, or null when it did not answer well in time (refused, unreachable, an error status). */
   private async ask(node: StoredNode): Promise<AgentInfo | null> {
     try {
-      const res = await this.d.link.fetch(node, '/v1/info', { signal: AbortSignal.timeout(ASK_TIMEOUT_MS) })
-      if (!res.ok) {
-        await res.body?.cancel()
-        return null
-      }
-      return await res.json() as AgentInfo
+      return await callAgent(this.d.link, node, 'info', {}, { signal: AbortSignal.timeout(ASK_TIMEOUT_MS) })
     } catch {
       return null
     }

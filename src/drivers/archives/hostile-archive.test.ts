@@ -5,7 +5,10 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { nodeHomes } from '../cluster/node-homes'
 import { nodeHomePath, type ClusterNode, type NodeLink } from '../cluster/types'
-import { handleHomeRequest, HOMES_MAX_REQUEST_BODY, missingHomeResponse, parseHomeRoute } from '../../node-agent/server/home-agent'
+import { agentHandlers } from '../../node-agent/server/api'
+import type { Forwards } from '../../node-agent/server/forwards'
+import { HOMES_MAX_REQUEST_BODY } from '../../node-agent/server/home-agent'
+import { routeAgentRequest } from '../../node-agent/server/router'
 import { replaceHome, tarHome } from './home-tar'
 import { UnsafeArchiveError } from './types'
 
@@ -13,8 +16,8 @@ import { UnsafeArchiveError } from './types'
  * Issue 36, item 5: archives never write outside a home. Every way an archive goes into a home
  * is driven for real, as root, with GNU tar: a restore (and a move, which is a restore on the
  * target) with replaceHome on this box, a rollback (which keeps `.ssh`), and a move to a node,
- * through a node agent's homes route served on loopback (remoteReplaceHome → handleHomeRequest
- * → replaceHome there). The home's `logs` and `.ssh` are links to a folder outside it, and each
+ * through a node agent's homes route served on loopback (remoteReplaceHome → the agent's
+ * router → its replaceHome route → replaceHome there). The home's `logs` and `.ssh` are links to a folder outside it, and each
  * archive is one a hostile party could have made (a forged off-box copy): each is refused before
  * anything is written, saying which member and why, and nothing outside the home changes.
  */
@@ -30,11 +33,14 @@ const server = Bun.serve({
   hostname: '127.0.0.1',
   port: 0,
   maxRequestBodySize: HOMES_MAX_REQUEST_BODY,
-  fetch(req) {
-    const route = parseHomeRoute(new URL(req.url).pathname)
-    const hostPath = route && volumes.get(route.volume)
-    return route && hostPath ? handleHomeRequest(req, hostPath, route.rest) : missingHomeResponse()
+  fetch: (req) => routeAgentRequest(agent, req),
+})
+const agent = agentHandlers({
+  info: async () => {
+    throw new Error('not in this test')
   },
+  forwards: {} as Forwards,
+  homes: async (volume) => volumes.get(volume) ?? null,
 })
 const NODE: ClusterNode = {
   id: 'n1', name: 'worker', address: '127.0.0.1', agentPort: 0, swarmNodeId: null, certFingerprint: '', certSerial: '', state: 'active',

@@ -1,6 +1,4 @@
 import { describe, expect, it } from 'vitest'
-import { routeAgentRequest, NO_HOMES, type NodeFirewall } from '../../node-agent/server/api'
-import type { Forwards } from '../../node-agent/server/forwards'
 import { parseFirewallPolicy } from './policy'
 import type { SiteFirewallPolicy } from './types'
 
@@ -26,46 +24,5 @@ describe('a site firewall policy from JSON', () => {
     ['a port as a string', { ...NODE, closedPorts: { tcp: ['2377'], udp: [] } }, 'policy.closedPorts'],
   ])('refuses %s, naming the field', (_name, value, param) => {
     expect(parseFirewallPolicy(value)).toMatchObject({ param })
-  })
-})
-
-describe('PUT /v1/firewall on a node\'s agent', () => {
-  function agent() {
-    const given: (SiteFirewallPolicy | null)[] = []
-    const firewall: NodeFirewall = {
-      policy: () => given.at(-1) ?? null,
-      set: async (policy) => {
-        given.push(policy)
-        return { state: 'drifted', problems: [], tool: 'iptables' }
-      },
-      keep: async () => null,
-    }
-    const api = { info: async () => { throw new Error('not here') }, forwards: {} as Forwards, homes: NO_HOMES, firewall }
-    const put = (body: string) => routeAgentRequest(api, new Request('https://10.0.0.2:7710/v1/firewall', { method: 'PUT', body }))
-    return { given, put, api }
-  }
-
-  it('keeps the policy sent and answers the state found before', async () => {
-    const a = agent()
-    const res = await a.put(JSON.stringify({ policy: NODE }))
-    expect([res.status, await res.json()]).toEqual([200, { state: 'drifted' }])
-    expect(a.given).toEqual([NODE])
-  })
-
-  it('refuses a bad body with the field, and changes nothing', async () => {
-    const a = agent()
-    for (const [body, status, param] of [
-      ['{"policy":', 400, undefined],
-      [JSON.stringify(NODE), 422, 'policy'],
-      [JSON.stringify({ policy: { ...NODE, pool: '10.0.0.0/33' } }), 422, 'policy.pool'],
-      [JSON.stringify({ policy: NODE, also: 1 }), 422, 'policy'],
-    ] as const) {
-      const res = await a.put(body)
-      const json = await res.json() as { error: { param?: string } }
-      expect([res.status, json.error.param], body).toEqual([status, param])
-    }
-    expect(a.given).toEqual([])
-    const get = await routeAgentRequest(a.api, new Request('https://10.0.0.2:7710/v1/firewall'))
-    expect(get.status).toBe(405)
   })
 })

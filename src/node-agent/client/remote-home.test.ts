@@ -12,7 +12,11 @@ import { SiteNotRunnableError, type ContainerRuntime } from '../../drivers/runti
 import { measureDiskUsage } from '../../drivers/files/disk-usage'
 import { entryExists } from '../../drivers/files/entry'
 import { FileError } from '../../drivers/files/errors'
-import { handleHomeRequest, HOMES_MAX_REQUEST_BODY, missingHomeResponse, parseHomeRoute } from '../server/home-agent'
+import { matchRoute } from '../contract/check'
+import { agentHandlers } from '../server/api'
+import type { Forwards } from '../server/forwards'
+import { HOMES_MAX_REQUEST_BODY } from '../server/home-agent'
+import { routeAgentRequest } from '../server/router'
 import { openSiteHome } from '../../drivers/files/home'
 import { HostSiteFiles } from '../../drivers/files/site-reader'
 import type { Home } from '../../drivers/files/types'
@@ -41,12 +45,10 @@ const server = Bun.serve({
   maxRequestBodySize: HOMES_MAX_REQUEST_BODY,
   fetch(req) {
     requests++
-    const route = parseHomeRoute(new URL(req.url).pathname)
-    if (!route) return new Response('no route', { status: 404 })
-    const hostPath = volumes.get(route.volume)
-    return hostPath ? handleHomeRequest(req, hostPath, route.rest) : missingHomeResponse()
+    return routeAgentRequest(agent, req)
   },
 })
+const agent = agentHandlers({ info: () => Promise.reject(new Error('not in this test')), forwards: {} as Forwards, homes: async (volume) => volumes.get(volume) ?? null })
 const link: NodeLink = {
   fetch: (node, path, init) => fetch(`http://127.0.0.1:${server.port}${path}`, init),
   engineOptions: () => {
@@ -366,9 +368,9 @@ describe('usage, entries and the modules reader of a home on a node', () => {
 
 describe("the agent's homes routes", () => {
   it('name a volume by its Docker name only', () => {
-    expect(parseHomeRoute('/v1/homes/berth-x-acme-home/call')).toEqual({ volume: 'berth-x-acme-home', rest: 'call' })
-    for (const path of ['/v1/homes/../call', '/v1/homes/%2e%2e/call', '/v1/homes/a%2Fb/tar', '/v1/homes//call', '/v1/homes/v/other', '/v1/homes/v/call/x', '/v1/info']) {
-      expect(parseHomeRoute(path)).toBeNull()
+    expect(matchRoute('POST', '/v1/homes/berth-x-acme-home/call')).toEqual({ match: { name: 'homeCall', params: { volume: 'berth-x-acme-home' } } })
+    for (const path of ['/v1/homes//call', '/v1/homes/v/other', '/v1/homes/v/call/x', '/v1/homes/%E0%A4%A/call']) {
+      expect(matchRoute('POST', path)).toBeNull()
     }
   })
 

@@ -4,13 +4,16 @@ import { pipeline } from 'node:stream/promises'
 import type { ClusterNode, NodeLink } from '../../drivers/cluster/types'
 import type { DiskUsage } from '../../drivers/files/disk-usage'
 import type { FileEntry } from '../../drivers/files/entries'
+import type { AgentRequest } from '../contract/routes'
+import { sendAgent } from './calls'
 import { errorOf, keepQuery, MAX_CALL_DATA, MAX_RANGE_BYTES, missingHome, OPEN_TAIL_BYTES, type HomeOp, type WireError } from '../contract/home-wire'
 import type { SiteEntry, SiteFileContent, SiteReader } from '../../drivers/files/site-reader'
 import type { FileOwner, Home, ReadHandle } from '../../drivers/files/types'
 
 /**
  * A site's home on another node of the cluster, reached through that node's agent (issue 28;
- * the agent's side is ./home-agent.ts, the routes in the doc comment of drivers/cluster/types.ts).
+ * the agent's side is server/home-agent.ts, the routes homeCall ... homeUsage of contract/routes.ts,
+ * each request built by ./calls.ts).
  * Each operation is one request, which the agent runs with the real SiteHome on the volume's
  * folder; its refusal comes back as the same error class with the same problem and message
  * (home-wire.ts), so the files API, exec, the logs and the edge's access log answer a site on a
@@ -18,20 +21,22 @@ import type { FileOwner, Home, ReadHandle } from '../../drivers/files/types'
  * no-op, and a node that does not answer throws the link's NodeUnreachableError.
  */
 
-/** One home's routes on its node: `fetch('call')` is `/v1/homes/{volume}/call` on the node's agent. */
+/** The homes routes of the contract (contract/routes.ts). */
+export type HomeRoute = 'homeCall' | 'homeFile' | 'homeTar' | 'replaceHome' | 'homeUsage'
+
+/** One home's routes on its node: `send('homeUsage', {})` is that route on the volume's agent, the volume put in. */
 export interface HomeEndpoint {
-  fetch(rest: string, init?: RequestInit): Promise<Response>
+  send<K extends HomeRoute>(route: K, req: Omit<AgentRequest<K>, 'params'>): Promise<Response>
 }
 
 /** The endpoint of the volume `volume` on `node`, through `link` (mutual TLS, the node's certificate pinned). */
-export function homeEndpoint(link: NodeLink, node: ClusterNode, volume: string): HomeEndpoint {
-  const base = `/v1/homes/${encodeURIComponent(volume)}/`
-  return { fetch: (rest, init) => link.fetch(node, base + rest, init) }
+export function homeEndpoint(link: Pick<NodeLink, 'fetch'>, node: ClusterNode, volume: string): HomeEndpoint {
+  return { send: (route, req) => sendAgent(link, node, route, { ...req, params: { volume } } as AgentRequest<typeof route>) }
 }
 
 /** Runs `op` on the agent; its result, or the error it threw. */
 export async function callHome<T>(endpoint: HomeEndpoint, op: HomeOp, args: unknown[], owner: FileOwner = { uid: 0, gid: 0 }): Promise<T> {
-  const res = await endpoint.fetch('call', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ op, args, owner }) })
+  const res = await endpoint.send('homeCall', { body: { op, args, owner } })
   return ((await answerOf(res)) as { result: T }).result
 }
 
@@ -99,7 +104,7 @@ export class RemoteHome implements Home {
    * end, so a tail of a log takes one request. Other reads fetch their range.
    */
   async openForReading(path: string): Promise<ReadHandle> {
-    const res = await this.endpoint.fetch(`file?path=${encodeURIComponent(path)}`, { headers: { range: `bytes=-${OPEN_TAIL_BYTES}` } })
+    const res = await this.endpoint.send('homeFile', { query: { path }, headers: { range: `bytes=-${OPEN_TAIL_BYTES}` } })
     await checkOk(res)
     const size = Number(res.headers.get('x-file-size'))
     const start = Number(res.headers.get('x-range-start'))
@@ -143,7 +148,7 @@ export class RemoteReadHandle implements ReadHandle {
     }
     if (length === 0) return { bytesRead: 0 }
     const want = Math.min(length, MAX_RANGE_BYTES)
-    const res = await this.endpoint.fetch(`file?path=${encodeURIComponent(this.path)}`, { headers: { range: `bytes=${position}-${position + want - 1}` } })
+    const res = await this.endpoint.send('homeFile', { query: { path: this.path }, headers: { range: `bytes=${position}-${position + want - 1}` } })
     await checkOk(res)
     const data = new Uint8Array(await res.arrayBuffer()).subarray(0, want)
     buffer.set(data, offset)
@@ -184,7 +189,7 @@ export class RemoteSiteReader implements SiteReader {
 
 /** tarHome of drivers/archives/home-tar.ts for a home on a node: the agent's tar streamed into `outFile` here. */
 export async function remoteTarHome(endpoint: HomeEndpoint, outFile: string, keep: readonly string[] = []): Promise<void> {
-  const res = await endpoint.fetch(`tar?keep=${encodeURIComponent(keepQuery(keep))}`)
+  const res = await endpoint.send('homeTar', { query: { keep: keepQuery(keep) } })
   await checkOk(res)
   if (!res.body) throw new Error("The node's agent sent no archive.")
   try {
@@ -197,13 +202,13 @@ export async function remoteTarHome(endpoint: HomeEndpoint, outFile: string, kee
 
 /** replaceHome of drivers/archives/home-tar.ts for a home on a node: `tarFile` streamed to the agent, which replaces the home with it. */
 export async function remoteReplaceHome(endpoint: HomeEndpoint, tarFile: string, keep: readonly string[] = []): Promise<void> {
-  const res = await endpoint.fetch(`tar?keep=${encodeURIComponent(keepQuery(keep))}`, { method: 'PUT', headers: { 'content-type': 'application/x-tar' }, body: Bun.file(tarFile) })
+  const res = await endpoint.send('replaceHome', { query: { keep: keepQuery(keep) }, body: Bun.file(tarFile) })
   await answerOf(res)
 }
 
 /** measureDiskUsage of a home on a node, measured there. */
 export async function remoteDiskUsage(endpoint: HomeEndpoint): Promise<DiskUsage> {
-  return ((await answerOf(await endpoint.fetch('usage'))) as { result: DiskUsage }).result
+  return ((await answerOf(await endpoint.send('homeUsage', {}))) as { result: DiskUsage }).result
 }
 
 /** entryExists (drivers/files/entry.ts) at the root of a home on a node. */

@@ -5,17 +5,18 @@ import { SyscallError } from '../../drivers/files/syscalls'
 
 /**
  * What a node's agent and the control plane say to each other about a site's home (issue 28):
- * the operations of `POST /v1/homes/{volume}/call`, the limits of each request, and how an error
+ * the operations of the homeCall route (./routes.ts), the limits of each request, and how an error
  * crosses the wire so that the control plane throws the very error a home on its own box throws
  * (FileError with its problem and next step, a node:fs error with its `code`, SyscallError), and
  * the domain answers a remote site as it answers a local one. The agent's side is
- * ./home-agent.ts, the control plane's ./remote-home.ts.
+ * ../server/home-agent.ts, the control plane's ../client/remote-home.ts.
  */
 
 /** SiteHome's operations (`open` opens and closes the home: it exists), `exists` (entryExists at the root) and SiteReader's (`reader.*`). */
-export type HomeOp = 'open' | 'list' | 'folder' | 'read' | 'write' | 'append' | 'mkdir' | 'remove' | 'exists' | 'reader.list' | 'reader.stat' | 'reader.read'
+export const HOME_OPS = ['open', 'list', 'folder', 'read', 'write', 'append', 'mkdir', 'remove', 'exists', 'reader.list', 'reader.stat', 'reader.read'] as const
+export type HomeOp = (typeof HOME_OPS)[number]
 
-/** The body of `POST /v1/homes/{volume}/call`. Bytes (write, append) are base64. */
+/** The body of the homeCall route (contract/routes.ts). Bytes (write, append) are base64. */
 export interface HomeCall {
   op: HomeOp
   args: unknown[]

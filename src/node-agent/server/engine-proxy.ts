@@ -5,7 +5,7 @@ import type { AgentTls } from '../../drivers/cluster/types'
 import { fromControl } from './remote'
 
 /**
- * The engine pass-through (`https://{address}:{agentPort + 1}`, drivers/cluster/types.ts): a TLS
+ * The engine pass-through (`https://{address}:{agentPort + 1}`, AGENT_STREAMS.engine of contract/routes.ts): a TLS
  * listener that asks for a client certificate of the cluster's client CA (so only the control
  * plane's) and pipes each connection, byte for byte, to the local Docker socket, as dockerd's own
  * `--tlsverify` listener would. A byte pipe, so hijacked exec and attach streams, event streams

@@ -17,7 +17,7 @@ interface Forward {
 }
 
 /**
- * The agent's site forwards (`PUT /v1/forwards/{slug}`, drivers/cluster/types.ts): one TCP
+ * The agent's site forwards (the openForward route and AGENT_STREAMS.forward of contract/routes.ts): one TCP
  * listener per site on the node's private address, on a port the kernel picks, that accepts
  * connections from the control address only and pipes each one, byte for byte, to the site's
  * container. The control plane's edge connects to it as it would to a local container.

@@ -5,43 +5,31 @@ import { pipeline } from 'node:stream/promises'
 import { replaceHome, tarHomeCommand } from '../../drivers/archives/home-tar'
 import { measureDiskUsage } from '../../drivers/files/disk-usage'
 import { SiteHome } from '../../drivers/files/home'
-import { checkedName, keepOf, MAX_CALL_BYTES, MAX_CALL_DATA, MAX_RANGE_BYTES, missingHome, wireError, type HomeCall, type HomeOp } from '../contract/home-wire'
+import { checkedName, keepOf, MAX_CALL_DATA, MAX_RANGE_BYTES, missingHome, wireError, type HomeCall, type HomeOp } from '../contract/home-wire'
 import { HomeReader } from '../../drivers/files/site-reader'
 import type { FileOwner } from '../../drivers/files/types'
+import type { AgentHandlers } from './router'
 
 /**
- * The agent's side of a site's home on its node (issue 28; the routes in the doc comment of
- * drivers/cluster/types.ts): the real SiteHome, tar and disk usage on the volume's folder, for the
- * control plane's RemoteHome (./remote-home.ts). The agent's server (drivers/cluster) checks the
- * caller (mutual TLS, the control plane's certificate), resolves `{volume}` to its mount point
- * (a volume of this instance, by its label; any other is missingHomeResponse()) and hands the
- * request here with the route's rest:
- *
- *   const route = parseHomeRoute(url.pathname)
- *   if (route) return handleHomeRequest(req, await mountpointOf(route.volume), route.rest)
+ * The agent's side of a site's home on its node (issue 28; the routes homeCall, homeFile,
+ * homeTar, replaceHome and homeUsage of contract/routes.ts): the real SiteHome, tar and disk
+ * usage on the volume's folder, for the control plane's RemoteHome (client/remote-home.ts). The
+ * agent's server checks the caller (mutual TLS, the control plane's certificate) and the request
+ * (the contract); `folderOf` resolves `{volume}` to its mount point (a volume of this instance,
+ * by its label; any other answers as a missing folder, missingHomeResponse()).
  *
  * Every path is resolved by SiteHome beneath the folder as on the control plane's own box, so
- * the same path gets the same answer or the same error (home-wire.ts carries it across).
+ * the same path gets the same answer or the same error (contract/home-wire.ts carries it across).
  */
 
-/** The homes routes: `/v1/homes/{volume}/{rest}`, rest one of call, file, tar, usage. */
-export function parseHomeRoute(pathname: string): { volume: string; rest: string } | null {
-  const match = /^\/v1\/homes\/([^/]+)\/(call|file|tar|usage)$/.exec(pathname)
-  if (!match) return null
-  let volume: string
-  try {
-    volume = decodeURIComponent(match[1])
-  } catch {
-    return null
-  }
-  return /^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(volume) ? { volume, rest: match[2] } : null
-}
+/** The folder of a volume on this node, or null when it is not one of this instance's site volumes. */
+export type HomeFolders = (volume: string) => Promise<string | null>
 
 /**
  * The request body the agent's server must accept (its Bun.serve's `maxRequestBodySize`, which
  * is 128 MiB by default and refuses a bigger `PUT tar` with a broken pipe): an upload carries a
  * whole home, streamed to disk, never held in memory (320 MB went through with under 100 MB of
- * RSS here). Calls bound their own bodies (MAX_CALL_BYTES).
+ * RSS here). Calls bound their own bodies (MAX_CALL_BYTES, in the contract).
  */
 export const HOMES_MAX_REQUEST_BODY = Number.MAX_SAFE_INTEGER
 
@@ -59,27 +47,34 @@ export interface HomeAgentOptions {
   workDir?: string
 }
 
-/** Answers one request of the homes routes on the folder `hostPath` (the volume's mount point). */
-export async function handleHomeRequest(req: Request, hostPath: string, rest: string, options: HomeAgentOptions = {}): Promise<Response> {
-  const url = new URL(req.url)
-  try {
-    switch (`${req.method} ${rest}`) {
-      case 'POST call':
-        return json({ result: await callOf(hostPath, await bodyOf(req)) })
-      case 'GET file':
-        return await fileOf(hostPath, url.searchParams.get('path') ?? '', req.headers.get('range'))
-      case 'GET tar':
-        return await tarOf(hostPath, keepOf(url.searchParams.get('keep')))
-      case 'PUT tar':
-        await replaceWith(req, hostPath, keepOf(url.searchParams.get('keep')), options.workDir ?? dirname(hostPath))
-        return json({ result: null })
-      case 'GET usage':
-        return json({ result: await measureDiskUsage(hostPath) })
+type HomeRoutes = Pick<AgentHandlers, 'homeCall' | 'homeFile' | 'homeTar' | 'replaceHome' | 'homeUsage'>
+
+/** The homes routes' handlers over the volumes `folderOf` finds. */
+export function homeHandlers(folderOf: HomeFolders, options: HomeAgentOptions = {}): HomeRoutes {
+  const on = async (volume: string, work: (hostPath: string) => Promise<Response>): Promise<Response> => {
+    try {
+      const hostPath = await folderOf(volume)
+      return hostPath ? await work(hostPath) : missingHomeResponse()
+    } catch (err) {
+      return errorResponse(err)
     }
-    return json({ error: { kind: 'error', code: 'not_found', message: `No route ${req.method} ${rest} for homes.` } }, 404)
-  } catch (err) {
-    return errorResponse(err)
   }
+  return {
+    homeCall: async ({ params, body }) => on(params.volume, async (hostPath) => json({ result: await callOf(hostPath, body) })),
+    homeFile: async ({ params, query, headers }) => on(params.volume, (hostPath) => fileOf(hostPath, query.path, headers.range ?? null)),
+    homeTar: async ({ params, query }) => on(params.volume, (hostPath) => tarOf(hostPath, keepOf(query.keep ?? null))),
+    replaceHome: async ({ params, query, request }) => on(params.volume, async (hostPath) => {
+      await replaceWith(request, hostPath, keepOf(query.keep ?? null), options.workDir ?? dirname(hostPath))
+      return json({ result: null })
+    }),
+    homeUsage: async ({ params }) => on(params.volume, async (hostPath) => json({ result: await measureDiskUsage(hostPath) })),
+  }
+}
+
+/** Every homes route answering 501: an agent that serves no homes (tests of its other routes). */
+export function noHomes(): HomeRoutes {
+  const none = async () => Response.json({ error: { code: 'not_implemented', message: 'This agent serves no homes.' } }, { status: 501 })
+  return { homeCall: none, homeFile: none, homeTar: none, replaceHome: none, homeUsage: none }
 }
 
 /** Runs one operation of SiteHome (or SiteReader) on the home at `hostPath`, opened for it alone. */
@@ -259,29 +254,6 @@ async function replaceWith(req: Request, hostPath: string, keep: string[], workD
   } finally {
     await rm(file, { force: true })
   }
-}
-
-/** The call's JSON body, read up to MAX_CALL_BYTES. */
-async function bodyOf(req: Request): Promise<HomeCall> {
-  const declared = Number(req.headers.get('content-length') ?? 0)
-  if (declared > MAX_CALL_BYTES) throw badRequest(`a call is at most ${MAX_CALL_BYTES} bytes`)
-  const chunks: Uint8Array[] = []
-  let size = 0
-  if (req.body) {
-    for await (const chunk of req.body as unknown as AsyncIterable<Uint8Array>) {
-      size += chunk.length
-      if (size > MAX_CALL_BYTES) throw badRequest(`a call is at most ${MAX_CALL_BYTES} bytes`)
-      chunks.push(chunk)
-    }
-  }
-  let call: HomeCall
-  try {
-    call = JSON.parse(Buffer.concat(chunks).toString('utf8'))
-  } catch {
-    throw badRequest('the call is not JSON')
-  }
-  if (typeof call?.op !== 'string' || !Array.isArray(call.args)) throw badRequest('a call is { op, args, owner }')
-  return call
 }
 
 function ownerOf(owner: unknown): FileOwner {

@@ -1,16 +1,12 @@
-import { handleHomeRequest, missingHomeResponse } from './home-agent'
 import { volumeMounts } from '../../drivers/runtime/node-volumes'
-import type { HomesHandler } from './api'
+import type { HomeFolders } from './home-agent'
 
 /**
- * The agent's homes routes on this node: `{volume}` is resolved to its folder through the local
- * engine (a site volume of Berth's only; any other answers as a missing folder), and the request
- * is answered there by drivers/files/home-agent.ts, as the control plane's own box would.
+ * The sites' homes on this node: `{volume}` is resolved to its folder through the local engine (a
+ * site volume of Berth's only; any other answers as a missing folder), where ./home-agent.ts
+ * answers the homes routes as the control plane's own box would.
  */
-export function nodeHomes(dockerSocket: string): HomesHandler {
+export function nodeHomes(dockerSocket: string): HomeFolders {
   const mountOf = volumeMounts(dockerSocket)
-  return async (request, volume, rest) => {
-    const folder = await mountOf(volume)
-    return folder ? handleHomeRequest(request, folder, rest) : missingHomeResponse()
-  }
+  return async (volume) => (await mountOf(volume)) ?? null
 }

@@ -3,11 +3,13 @@ import { VERSION } from '../../version'
 import { swarmInfo } from '../../drivers/runtime/swarm-membership'
 import { RuntimeUnavailableError } from '../../drivers/runtime/types'
 import type { AgentInfo, AgentTls } from '../../drivers/cluster/types'
-import { agentError, NO_HOMES, routeAgentRequest, type HomesHandler, type NodeFirewall } from './api'
+import { agentHandlers, type NodeFirewall } from './api'
 import { startEngineProxy, type EngineProxy } from './engine-proxy'
 import { Forwards } from './forwards'
+import { HOMES_MAX_REQUEST_BODY, type HomeFolders } from './home-agent'
 import type { KernelForwards } from './kernel-forwards'
 import { fromControl } from './remote'
+import { agentError, routeAgentRequest } from './router'
 
 export interface AgentOptions {
   nodeId: string
@@ -20,8 +22,8 @@ export interface AgentOptions {
   tls: AgentTls
   /** The local engine's socket (/var/run/docker.sock). */
   dockerSocket: string
-  /** The remote homes (drivers/files); answers 501 without. */
-  homes?: HomesHandler
+  /** The site volumes' folders (./homes.ts); the homes routes answer 501 without. */
+  homes?: HomeFolders
   /**
    * The kernel's rules for the forwards (berth node serve): checked every KERNEL_CHECK_MS,
    * replaced by the first forwards the control plane asks for. They outlive the agent's process
@@ -29,7 +31,7 @@ export interface AgentOptions {
    * Without, the agent relays every forward itself.
    */
   kernel?: KernelForwards | null
-  /** The site firewall the node keeps, which the control plane may change (`PUT /v1/firewall`). */
+  /** The site firewall the node keeps, which the control plane may change (the setFirewall route). */
   firewall?: NodeFirewall
   log: Logger
 }
@@ -47,7 +49,7 @@ export interface RunningAgent {
 }
 
 /**
- * Starts the node agent (`berth node serve`, drivers/cluster/types.ts): its API on
+ * Starts the node agent (`berth node serve`; the routes in contract/routes.ts): its API on
  * `{address}:{agentPort}` and the engine pass-through on `{address}:{agentPort + 1}`, both under
  * mutual TLS (a client certificate of the client CA is required: only the control plane's), both
  * refusing any other remote address than the control plane's. The forwards open on demand.
@@ -55,20 +57,20 @@ export interface RunningAgent {
 export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
   const forwards = new Forwards({ address: o.address, controlAddress: o.controlAddress, log: o.log, kernel: o.kernel })
   const instance = crypto.randomUUID()
-  const api = { info: () => agentInfo(o, instance), forwards, homes: o.homes ?? NO_HOMES, firewall: o.firewall }
+  const handlers = agentHandlers({ info: () => agentInfo(o, instance), forwards, homes: o.homes, firewall: o.firewall })
   const server = Bun.serve({
     hostname: o.address,
     port: o.agentPort,
     tls: { key: o.tls.key, cert: o.tls.cert, ca: o.tls.clientCa, requestCert: true, rejectUnauthorized: true },
-    // Archives stream through the homes routes: no body limit beyond Bun's default is wanted here.
-    maxRequestBodySize: 64 * 1024 * 1024 * 1024,
+    // Archives stream through the homes routes; JSON bodies are bounded by their routes (the contract).
+    maxRequestBodySize: HOMES_MAX_REQUEST_BODY,
     idleTimeout: 0,
     async fetch(request, srv) {
       if (!fromControl(srv.requestIP(request)?.address, o.controlAddress)) {
         return agentError(403, 'forbidden', 'This agent answers the control plane only.')
       }
       try {
-        return await routeAgentRequest(api, request)
+        return await routeAgentRequest(handlers, request)
       } catch (err) {
         if (err instanceof RuntimeUnavailableError) return agentError(503, 'engine_unavailable', `The node's Docker engine does not answer on ${o.dockerSocket}.`)
         o.log.error('agent request failed', { path: new URL(request.url).pathname, error: (err as Error).message })

@@ -1,5 +1,6 @@
 import type Docker from 'dockerode'
 import type { Logger } from '../../../lib/logger'
+import { AgentAnswerError, callAgent } from '../../../node-agent/client/calls'
 import type { ClusterNode, NodeLink } from '../../cluster/types'
 import { SITE_PORT } from '../site-container'
 import { RuntimeUnavailableError, SiteNotRunnableError, type SiteEndpoint } from '../types'
@@ -8,7 +9,7 @@ import type { Engine } from './node-engines'
 /**
  * Site endpoints in a cluster: a container on the control node is reached at its address, as
  * on one box; one on another node through the port its agent forwards to it
- * (`PUT /v1/forwards/{slug}`, accepting the control plane's address only), so the endpoint is
+ * (the agent's openForward route, accepting the control plane's address only), so the endpoint is
  * `{ node address, forward port }` and the edge is unchanged. The agent is asked again only for
  * another container (Swarm replaced the task, or the site came back to the node).
  */
@@ -35,13 +36,10 @@ export class Forwards {
   private async to(node: ClusterNode, slug: string, containerId: string, target: string): Promise<number> {
     const known = this.known.get(slug)
     if (known && known.nodeId === node.id && known.containerId === containerId && known.target === target) return known.port
-    const res = await this.link.fetch(node, `/v1/forwards/${encodeURIComponent(slug)}`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ address: target, port: SITE_PORT }),
+    const { port } = await callAgent(this.link, node, 'openForward', { params: { slug }, body: { address: target, port: SITE_PORT } }).catch((err: unknown) => {
+      if (err instanceof AgentAnswerError) throw new RuntimeUnavailableError(`Node ${node.id} would not forward to '${slug}' (${err.message}).`)
+      throw err
     })
-    if (!res.ok) throw new RuntimeUnavailableError(`Node ${node.id} would not forward to '${slug}' (HTTP ${res.status}: ${await res.text()}).`)
-    const { port } = (await res.json()) as { port: number }
     this.known.set(slug, { nodeId: node.id, containerId, target, port })
     return port
   }
@@ -58,7 +56,7 @@ export class Forwards {
     const on = known?.nodeId ?? nodeId
     const node = on ? this.nodes().find((n) => n.id === on) : undefined
     if (!node) return
-    await this.link.fetch(node, `/v1/forwards/${encodeURIComponent(slug)}`, { method: 'DELETE' })
+    await callAgent(this.link, node, 'closeForward', { params: { slug } })
       .catch((err) => this.log.warn('could not close a forward', { site: slug, node: node.id, error: (err as Error).message }))
   }
 }
