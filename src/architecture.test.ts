@@ -52,6 +52,7 @@ const IO_ALLOWED: [prefix: string, kinds: Io[], why: string][] = [
   ['dns/server.ts', ['sockets'], 'the DNS listener (UDP and TCP)'],
   ['lib/private-file.ts', ['files'], 'writes secrets 0600 (the store, drivers and cli use it)'],
   ['lib/ports.ts', ['sockets'], 'a probe bind: is a host port free'],
+  ['node-agent/', ['files', 'processes', 'sockets'], 'the node agent (berth node serve, berth node join): its listeners, forwards, homes and the join'],
 ]
 
 /** A driver's contract files: what other layers may import from a driver as values. */
@@ -93,6 +94,19 @@ interface ImportRule {
 const inDomain = (f: string) => f.startsWith('domain/')
 const isDrizzle = (t: string) => t === 'drizzle-orm' || t.startsWith('drizzle-orm/')
 
+/**
+ * The node agent's rules (issue 37, item 4; docs/architecture.md, "The node agent"): src/node-agent
+ * is an app of its own, which needs nothing of the control plane's; the control plane reaches it
+ * only through its client; `berth node` (cli/node.ts) runs it through its composition and join.
+ */
+const inAgent = (f: string) => f.startsWith('node-agent/')
+const NODE_AGENT_RULES: ImportRule[] = [
+  { name: 'src/node-agent imports nothing from src/domain, src/api, src/compose or src/edge', from: inAgent, forbids: (t) => /^(domain|api|compose|edge)\//.test(t), values: false },
+  { name: 'the control plane reaches the node agent only through its client (src/node-agent/client/)', from: (f) => !inAgent(f) && f !== 'cli/node', forbids: (t) => inAgent(t) && !t.startsWith('node-agent/client/'), values: false },
+  { name: 'berth node (src/cli/node.ts) runs the node agent through node-agent/compose and node-agent/join only', from: (f) => f === 'cli/node', forbids: (t) => inAgent(t) && t !== 'node-agent/compose' && t !== 'node-agent/join', values: false },
+  { name: "the node agent's client and contract import nothing of its server", from: (f) => f.startsWith('node-agent/client/') || f.startsWith('node-agent/contract/'), forbids: (t) => t.startsWith('node-agent/server/'), values: false },
+]
+
 const IMPORT_RULES: ImportRule[] = [
   { name: 'src/domain imports nothing from elysia', from: inDomain, forbids: (t) => t === 'elysia' || t.startsWith('@elysiajs/'), values: false },
   { name: 'src/domain imports nothing from src/api', from: inDomain, forbids: (t) => t.startsWith('api/'), values: false },
@@ -101,6 +115,7 @@ const IMPORT_RULES: ImportRule[] = [
   { name: 'src/api imports no concrete driver (only drivers/*/types and errors)', from: (f) => f.startsWith('api/'), forbids: isConcreteDriver, values: true },
   { name: 'only repositories and src/store use drizzle', from: (f) => !isRepository(f) && !f.startsWith('store/'), forbids: isDrizzle, values: true },
   { name: 'only repositories and src/store use the store\'s tables', from: (f) => !isRepository(f) && !f.startsWith('store/'), forbids: (t) => t === 'store/schema' || t.startsWith('store/schema/'), values: true },
+  ...NODE_AGENT_RULES,
 ]
 
 /**
@@ -315,5 +330,35 @@ describe('the architecture rules (docs/architecture.md)', () => {
     ])('allows %s: %s', (path, text) => {
       expect(check(path, text)).toEqual([])
     })
+  })
+})
+
+describe("the node agent's rules (docs/architecture.md, \"The node agent\")", () => {
+  const check = (path: string, text: string) => violationsOf(factsOf(path, text))
+  it.each([
+    ['node-agent/server/x.ts', "import { SitesService } from '../../domain/sites/service'", 'src/node-agent imports nothing from src/domain'],
+    ['node-agent/x.ts', "import type { ApiDeps } from '../api/app'", 'src/node-agent imports nothing from src/domain, src/api'],
+    ['node-agent/client/x.ts', "import { buildServices } from '../../compose'", 'src/node-agent imports nothing from src/domain, src/api, src/compose'],
+    ['node-agent/server/x.ts', "import { createEdgeProxy } from '../../edge/proxy'", 'or src/edge'],
+    ['domain/cluster/x.ts', "import { agentHandlers } from '../../node-agent/server/api'", 'only through its client'],
+    ['compose/x.ts', "import type { AgentRoutes } from '../node-agent/contract/routes'", 'only through its client'],
+    ['drivers/cluster/x.ts', "import { serveNode } from '../../node-agent/compose'", 'only through its client'],
+    ['cli/node.ts', "import { startAgent } from '../node-agent/server/server'", 'through node-agent/compose and node-agent/join only'],
+    ['node-agent/client/x.ts', "import { homeHandlers } from '../server/home-agent'", 'import nothing of its server'],
+    ['node-agent/contract/x.ts', "import type { AgentApi } from '../server/api'", 'import nothing of its server'],
+    ['node-agent/server/x.ts', "import Docker from 'dockerode'", 'docker only in'],
+  ])('%s: %s', (path, text, rule) => {
+    expect(check(path, text).join('\n')).toContain(rule)
+  })
+
+  it.each([
+    ['domain/cluster/x.ts', "import { callAgent } from '../../node-agent/client/calls'"],
+    ['drivers/cluster/x.ts', "import { homeEndpoint } from '../../node-agent/client/remote-home'"],
+    ['cli/node.ts', "import { serveNode } from '../node-agent/compose'"],
+    ['node-agent/server/x.ts', "import { SLUG_PATTERN } from '../../core/slugs'"],
+    ['node-agent/server/x.ts', "import { volumeMounts } from '../../drivers/runtime/node-volumes'"],
+    ['node-agent/server/x.ts', "Bun.spawn(['tar'])"],
+  ])('allows %s: %s', (path, text) => {
+    expect(check(path, text)).toEqual([])
   })
 })
