@@ -9,7 +9,7 @@ import type { SiteFirewallPolicy } from '../firewall/types'
  *   folders directly).
  * - A **node** is a box joined with `berth node join`; it runs the **agent** (`berth node serve`,
  *   from berth-node.service), which listens on the node's private address under mutual TLS:
- *   - `https://{address}:{agentPort}`: the agent's own API (AGENT_ROUTES below);
+ *   - `https://{address}:{agentPort}`: the agent's own API (AGENT_ROUTES of src/node-agent/contract/routes.ts);
  *   - `https://{address}:{agentPort + 1}`: its engine's API, passed through byte for byte to the
  *     local Docker socket (exec with a TTY, archives, events, stats, images/load: what a Swarm
  *     manager cannot reach on a worker, moby#27552).
@@ -97,7 +97,7 @@ export interface JoinAnswer {
   firewall: SiteFirewallPolicy | null
 }
 
-/** `GET /v1/info` of an agent. */
+/** An agent's info (its info route, node-agent/contract/routes.ts, checks its shape against this type). */
 export interface AgentInfo {
   nodeId: string
   /** The node's id in the Swarm (`docker info` .Swarm.NodeID); null before its engine joined. */
@@ -113,42 +113,25 @@ export interface AgentInfo {
   instance?: string
   /**
    * The site firewall policy the node keeps (null: none). Absent from agents that cannot be
-   * given one (`PUT /v1/firewall`): the control plane then leaves them as they are.
+   * given one (the setFirewall route): the control plane then leaves them as they are.
    */
   firewall?: SiteFirewallPolicy | null
 }
 
 /**
- * The agent's API (`https://{address}:{agentPort}`), all under mutual TLS:
- * - `GET  /v1/info` → AgentInfo
- * - `PUT  /v1/forwards/{slug}` body `{ address, port }` (the site container's address on its
- *   network on this node, and its web port) → `{ port }`: a TCP port on the node's private address
- *   that forwards to it, accepting connections from the control address only. Idempotent (same
- *   port while the target is the same). `DELETE /v1/forwards/{slug}` closes it.
- * - `PUT  /v1/firewall` body `{ policy }` (a SiteFirewallPolicy, or null) → `{ state }` (the
- *   rules as found before: in_place, missing, drifted; null when none is kept): the site firewall
- *   the node keeps from then on, written to node.json. The control plane sends it when the
- *   policy in the node's info differs from its own (domain/cluster/health.ts).
- * - `POST /v1/homes/{volume}/call` body `{ op, args, owner }` → `{ result }` or `{ error: { kind, code, message } }`:
- *   one SiteHome operation on the volume's folder (drivers/files/remote-home.ts; the ops, limits
- *   and errors in drivers/files/home-wire.ts, the agent's side drivers/files/home-agent.ts).
- * - `GET  /v1/homes/{volume}/file?path=P`: a file's bytes (streamed), as SiteHome.openForReading
- *   opens it; with `range: bytes=A-B` or `bytes=-N` those bytes (206, `x-file-size`, `x-range-start`).
- * - `GET  /v1/homes/{volume}/tar?keep=a,b` → the home as an uncompressed tar (tarHome);
- *   `PUT  /v1/homes/{volume}/tar?keep=a,b` with a tar body → replaceHome.
- * - `GET  /v1/homes/{volume}/usage` → DiskUsage (measureDiskUsage).
- * Volumes are named as the runtime names them and must carry this instance's label: any other
- * volume answers 404.
+ * The version in the agent's paths (`/v1/...`). Its routes, their requests and answers are the
+ * contract of src/node-agent/contract/routes.ts (AGENT_ROUTES), which its router and the control
+ * plane's client are both made from.
  */
 export const AGENT_API_VERSION = 'v1'
 
 /**
- * How the control plane reaches a node's agent (drivers/cluster/link.ts). Every call checks the
+ * How the control plane reaches a node's agent (node-agent/client/link.ts). Every call checks the
  * node's certificate as the header above says; a refused node throws NodeRefusedError, one that
  * does not answer NodeUnreachableError.
  */
 export interface NodeLink {
-  /** A request to the node's agent API (`path` starts with `/v1/`). */
+  /** A request to the node's agent API (`path` starts with `/v1/`): the transport under node-agent/client/calls.ts, which builds every path from the contract. */
   fetch(node: ClusterNode, path: string, init?: RequestInit): Promise<Response>
   /** dockerode-compatible options for the node's engine through its agent (protocol https, ca, cert, key, host, port). */
   engineOptions(node: ClusterNode): EngineConnection | EngineSocket

@@ -26,7 +26,7 @@ const REFUSED_TLS_CODES = new Set([
  *
  * @example
  * const link = new AgentLink(pki.controlTls())
- * const info = await (await link.fetch(node, '/v1/info')).json()
+ * const info = await callAgent(link, node, 'info', {})  // ./calls.ts, the contract's client
  * const docker = new Docker(link.engineOptions(node))
  */
 export class AgentLink implements NodeLink {
