@@ -108,18 +108,18 @@ describe('ClusterRuntime on a two-node swarm', () => {
   it('runs a new site placed on the node, with the plan limits there, carrying the image to it', async () => {
     expect((await b.listImages()).length).toBe(0)
     // Both lab engines are the same machine: placement would give the control node the tie.
-    await runtime.placeOn('w1', 'nb')
+    await runtime.placeOn('wk1', 'nb')
     const started = performance.now()
-    const endpoint = await runtime.ensureSite(spec('w1'))
+    const endpoint = await runtime.ensureSite(spec('wk1'))
     const ms = Math.round(performance.now() - started)
     log.info('timing: first site on the worker (image transfer included)', { ms })
     expect(endpoint.address).toBe(lab.b.address)
-    const [put] = forwards.filter((f) => f.slug === 'w1' && f.method === 'PUT')
+    const [put] = forwards.filter((f) => f.slug === 'wk1' && f.method === 'PUT')
     expect(endpoint.port).toBe(41000 + forwards.indexOf(put!) + 1)
     containerAddress = put!.address!
-    const [container] = await containersOf(b, 'w1')
+    const [container] = await containersOf(b, 'wk1')
     expect(container?.Id).toBe(endpoint.containerId)
-    expect(await containersOf(a, 'w1')).toHaveLength(0)
+    expect(await containersOf(a, 'wk1')).toHaveLength(0)
     expect((await b.getImage(IMAGES.static).inspect()).Id).toBe((await a.getImage(IMAGES.static).inspect()).Id)
     expect(log.lines.filter((l) => l.msg === 'loaded an image on a node').map((l) => l.node)).toEqual(['nb'])
     const info = await b.getContainer(endpoint.containerId).inspect()
@@ -128,45 +128,45 @@ describe('ClusterRuntime on a two-node swarm', () => {
     // As on one box: no swap beyond the plan's memory, no new privileges, a /tmp nothing runs from.
     expect(info.HostConfig.MemorySwap).toBe(128 * 1024 * 1024)
     expect([String(128 * 1024 * 1024), 'swap 0']).toContain(swapLimitOf(endpoint.containerId))
-    const inside = (await runtime.exec('w1', ['sh', '-c', 'grep NoNewPrivs /proc/1/status; grep " /tmp " /proc/mounts'])).output
+    const inside = (await runtime.exec('wk1', ['sh', '-c', 'grep NoNewPrivs /proc/1/status; grep " /tmp " /proc/mounts'])).output
     expect(inside).toMatch(/NoNewPrivs:\s+1/)
     expect(inside).toMatch(/^tmpfs \/tmp tmpfs rw,nosuid,nodev,noexec[, ]/m)
-    expect(info.NetworkSettings.Networks[`berth-${instanceId}-w1`]?.IPAddress).toBe(containerAddress)
+    expect(info.NetworkSettings.Networks[`berth-${instanceId}-wk1`]?.IPAddress).toBe(containerAddress)
     await until('an answer from the site', () => statusIn('b', containerAddress) === '200')
-    expect(await runtime.nodeOf('w1')).toBe('nb')
-    expect(await runtime.placements()).toEqual(new Map([['w1', 'nb']]))
+    expect(await runtime.nodeOf('wk1')).toBe('nb')
+    expect(await runtime.placements()).toEqual(new Map([['wk1', 'nb']]))
     // Running as asked: a second ensure changes nothing.
-    expect(await runtime.ensureSite(spec('w1'))).toEqual(endpoint)
+    expect(await runtime.ensureSite(spec('wk1'))).toEqual(endpoint)
   }, 90_000)
 
   it('runs commands and terminals in the container on the node, and answers a node path as its home', async () => {
-    const result = await runtime.exec('w1', ['sh', '-c', 'echo hi > $HOME/hello.txt; id -u; cat $HOME/hello.txt'])
+    const result = await runtime.exec('wk1', ['sh', '-c', 'echo hi > $HOME/hello.txt; id -u; cat $HOME/hello.txt'])
     expect(result).toEqual({ exitCode: 0, output: '1000\nhi\n' })
-    const run = await runtime.runCommand('w1', { argv: ['sh', '-c', 'cat; echo oops >&2; exit 3'], cwd: SITE_HOME, env: {}, stdin: new TextEncoder().encode('in'), timeoutMs: 10_000, keepBytes: 1024 })
+    const run = await runtime.runCommand('wk1', { argv: ['sh', '-c', 'cat; echo oops >&2; exit 3'], cwd: SITE_HOME, env: {}, stdin: new TextEncoder().encode('in'), timeoutMs: 10_000, keepBytes: 1024 })
     expect({ code: run.exitCode, out: new TextDecoder().decode(run.stdout), err: new TextDecoder().decode(run.stderr) }).toEqual({ code: 3, out: 'in', err: 'oops\n' })
-    const term = await runtime.openTerminal('w1', { argv: ['sh'], user: 'site', cwd: SITE_HOME, cols: 91, rows: 17 })
+    const term = await runtime.openTerminal('wk1', { argv: ['sh'], user: 'site', cwd: SITE_HOME, cols: 91, rows: 17 })
     let seen = ''
     term.onData((bytes) => (seen += new TextDecoder().decode(bytes)))
     term.write('stty size; exit 5\n')
     expect(await term.exited).toBe(5)
     expect(seen).toContain('17 91')
-    expect(await runtime.homePath('w1')).toBe(`node:nb:berth-${instanceId}-w1-home`)
-    const stats = await runtime.stats('w1')
+    expect(await runtime.homePath('wk1')).toBe(`node:nb:berth-${instanceId}-wk1-home`)
+    const stats = await runtime.stats('wk1')
     expect(stats?.memoryLimitBytes).toBe(128 * 1024 * 1024)
-    expect(await runtime.withSitePaused('w1', async () => (await b.getContainer((await containersOf(b, 'w1'))[0]!.Id).inspect()).State.Paused)).toBe(true)
-    expect(await runtime.inspectSite('w1')).toMatchObject({ running: true, image: IMAGES.static })
+    expect(await runtime.withSitePaused('wk1', async () => (await b.getContainer((await containersOf(b, 'wk1'))[0]!.Id).inspect()).State.Paused)).toBe(true)
+    expect(await runtime.inspectSite('wk1')).toMatchObject({ running: true, image: IMAGES.static })
   }, 60_000)
 
   it('sees a container killed on the worker, and the site serves again from a new container within seconds', async () => {
-    const before = (await runtime.inspectSite('w1'))!
+    const before = (await runtime.inspectSite('wk1'))!
     const from = events.length
     const killedAt = performance.now()
     lab.docker(lab.b, ['kill', before.containerId])
     // As the healer does: at the die, ensure the site again.
     await until('the die event', () => events.slice(from).find((e) => e.action === 'die' && e.containerId === before.containerId))
-    const endpoint = await runtime.ensureSite(spec('w1'))
+    const endpoint = await runtime.ensureSite(spec('wk1'))
     expect(endpoint.containerId).not.toBe(before.containerId)
-    const latest = forwards.filter((f) => f.slug === 'w1' && f.method === 'PUT').at(-1)!
+    const latest = forwards.filter((f) => f.slug === 'wk1' && f.method === 'PUT').at(-1)!
     await until('an answer', () => statusIn('b', latest.address!) === '200')
     const ms = Math.round(performance.now() - killedAt)
     log.info('timing: kill on the worker to serving again', { ms })
@@ -176,78 +176,78 @@ describe('ClusterRuntime on a two-node swarm', () => {
     expect(log.lines.filter((l) => l.msg === 'updated site service')).toHaveLength(0)
     await until('the start of the new container', () => events.slice(from).find((e) => e.action === 'start' && e.containerId === endpoint.containerId))
     const info = await b.getContainer(endpoint.containerId).inspect()
-    expect(latest.address).toBe(info.NetworkSettings.Networks[`berth-${instanceId}-w1`]?.IPAddress)
+    expect(latest.address).toBe(info.NetworkSettings.Networks[`berth-${instanceId}-wk1`]?.IPAddress)
     expect(info.HostConfig.MemorySwap).toBe(info.HostConfig.Memory)
-    expect((await runtime.exec('w1', ['cat', `${SITE_HOME}/hello.txt`])).output).toBe('hi\n')
+    expect((await runtime.exec('wk1', ['cat', `${SITE_HOME}/hello.txt`])).output).toBe('hi\n')
   }, 30_000)
 
   it('keeps the forward on the container Swarm put in place of a killed one', async () => {
-    const before = (await runtime.inspectSite('w1'))!
+    const before = (await runtime.inspectSite('wk1'))!
     const from = events.length
     const puts = forwards.length
     lab.docker(lab.b, ['kill', before.containerId])
-    const start = await until('a start of a new container', () => events.slice(from).find((e) => e.action === 'start' && e.slug === 'w1' && e.containerId !== before.containerId))
+    const start = await until('a start of a new container', () => events.slice(from).find((e) => e.action === 'start' && e.slug === 'wk1' && e.containerId !== before.containerId))
     const info = await b.getContainer(start.containerId).inspect()
     // Swarm made this container with no call of Berth's: its swap was taken before its start was reported.
     expect(info.HostConfig.MemorySwap).toBe(128 * 1024 * 1024)
     // The agent is asked again only when the address changed (the /28 often gives the new container the same one).
-    const address = info.NetworkSettings.Networks[`berth-${instanceId}-w1`]?.IPAddress
-    expect(forwards.filter((f) => f.slug === 'w1' && f.method === 'PUT').at(-1)?.address).toBe(address)
+    const address = info.NetworkSettings.Networks[`berth-${instanceId}-wk1`]?.IPAddress
+    expect(forwards.filter((f) => f.slug === 'wk1' && f.method === 'PUT').at(-1)?.address).toBe(address)
     expect(forwards.slice(puts).every((f) => f.address === address)).toBe(true)
-    expect(await runtime.ensureSite(spec('w1'))).toMatchObject({ containerId: start.containerId, address: lab.b.address })
+    expect(await runtime.ensureSite(spec('wk1'))).toMatchObject({ containerId: start.containerId, address: lab.b.address })
     // Three tasks so far (two killed): Swarm keeps the running one and the last ended one (5 by its default).
-    await until('Swarm to prune the ended tasks', async () => (await containersOf(b, 'w1', false)).length === TASK_HISTORY_LIMIT)
+    await until('Swarm to prune the ended tasks', async () => (await containersOf(b, 'wk1', false)).length === TASK_HISTORY_LIMIT)
   }, 30_000)
 
   it('follows the new limits of a plan change, keeping the files', async () => {
-    const endpoint = await runtime.ensureSite(spec('w1', { memoryMb: 256, cpuCores: 1 }))
+    const endpoint = await runtime.ensureSite(spec('wk1', { memoryMb: 256, cpuCores: 1 }))
     const info = await b.getContainer(endpoint.containerId).inspect()
     expect(info.HostConfig).toMatchObject({ Memory: 256 * 1024 * 1024, MemorySwap: 256 * 1024 * 1024, NanoCpus: 1e9 })
-    expect((await runtime.exec('w1', ['cat', `${SITE_HOME}/hello.txt`])).output).toBe('hi\n')
+    expect((await runtime.exec('wk1', ['cat', `${SITE_HOME}/hello.txt`])).output).toBe('hi\n')
   }, 60_000)
 
   it('stops, starts again with the files, and removes the site with nothing left', async () => {
-    await runtime.stopSite('w1')
-    expect(await containersOf(b, 'w1')).toHaveLength(0)
-    expect((await runtime.inspectSite('w1'))?.running ?? false).toBe(false)
-    await runtime.stopSite('w1')
-    await runtime.ensureSite(spec('w1', { memoryMb: 256, cpuCores: 1 }))
-    expect((await runtime.exec('w1', ['cat', `${SITE_HOME}/hello.txt`])).output).toBe('hi\n')
-    await runtime.removeSite('w1', { volume: true })
-    await runtime.removeSite('w1', { volume: true })
+    await runtime.stopSite('wk1')
+    expect(await containersOf(b, 'wk1')).toHaveLength(0)
+    expect((await runtime.inspectSite('wk1'))?.running ?? false).toBe(false)
+    await runtime.stopSite('wk1')
+    await runtime.ensureSite(spec('wk1', { memoryMb: 256, cpuCores: 1 }))
+    expect((await runtime.exec('wk1', ['cat', `${SITE_HOME}/hello.txt`])).output).toBe('hi\n')
+    await runtime.removeSite('wk1', { volume: true })
+    await runtime.removeSite('wk1', { volume: true })
     const filters = { label: [`${LABEL.instance}=${instanceId}`] }
     expect(await a.listServices({ filters })).toHaveLength(0)
     expect((await a.listNetworks()).filter((n) => n.Name.includes(instanceId))).toHaveLength(0)
     expect((await b.listNetworks()).filter((n) => n.Name.includes(instanceId))).toHaveLength(0)
     expect((await b.listVolumes({ filters })).Volumes ?? []).toHaveLength(0)
-    expect(await containersOf(b, 'w1', false)).toHaveLength(0)
-    expect(forwards.at(-1)).toEqual({ slug: 'w1', method: 'DELETE' })
-    expect(await runtime.nodeOf('w1')).toBeNull()
+    expect(await containersOf(b, 'wk1', false)).toHaveLength(0)
+    expect(forwards.at(-1)).toEqual({ slug: 'wk1', method: 'DELETE' })
+    expect(await runtime.nodeOf('wk1')).toBeNull()
   }, 90_000)
 
   it('moves a site with placeOn: it runs on the new node, the old node keeps its volume until removeVolumeOn', async () => {
-    await runtime.placeOn('mv', 'nb')
-    await runtime.ensureSite(spec('mv'))
-    expect(await runtime.nodeOf('mv')).toBe('nb')
-    await runtime.placeOn('mv', CONTROL_NODE)
-    expect(await containersOf(b, 'mv')).toHaveLength(0)
+    await runtime.placeOn('mov', 'nb')
+    await runtime.ensureSite(spec('mov'))
+    expect(await runtime.nodeOf('mov')).toBe('nb')
+    await runtime.placeOn('mov', CONTROL_NODE)
+    expect(await containersOf(b, 'mov')).toHaveLength(0)
     // A task started on this box made the site's network here: the site firewall is kept at once
     // (the engine's rules went above its backstop); a task on a node is that node's agent's.
     const calls = networkCalls
-    const endpoint = await runtime.ensureSite(spec('mv'))
+    const endpoint = await runtime.ensureSite(spec('mov'))
     expect(networkCalls).toBe(calls + 1)
-    expect(await runtime.nodeOf('mv')).toBe(CONTROL_NODE)
-    expect((await containersOf(a, 'mv'))[0]?.Id).toBe(endpoint.containerId)
+    expect(await runtime.nodeOf('mov')).toBe(CONTROL_NODE)
+    expect((await containersOf(a, 'mov'))[0]?.Id).toBe(endpoint.containerId)
     expect((await a.getContainer(endpoint.containerId).inspect()).HostConfig.MemorySwap).toBe(128 * 1024 * 1024)
     expect(endpoint.address).toMatch(/^10\.231\./)
     await until('an answer from the site', () => statusIn('a', endpoint.address) === '200')
-    expect(await runtime.homePath('mv')).toMatch(new RegExp(`/volumes/berth-${instanceId}-mv-home/_data$`))
-    const volume = `berth-${instanceId}-mv-home`
+    expect(await runtime.homePath('mov')).toMatch(new RegExp(`/volumes/berth-${instanceId}-mov-home/_data$`))
+    const volume = `berth-${instanceId}-mov-home`
     expect((await b.getVolume(volume).inspect()).Name).toBe(volume)
-    await runtime.removeVolumeOn('mv', 'nb')
+    await runtime.removeVolumeOn('mov', 'nb')
     await expect(b.getVolume(volume).inspect()).rejects.toMatchObject({ statusCode: 404 })
-    expect((await runtime.listManaged()).map((c) => c.slug)).toEqual(['mv'])
-    await runtime.removeSite('mv', { volume: true })
+    expect((await runtime.listManaged()).map((c) => c.slug)).toEqual(['mov'])
+    await runtime.removeSite('mov', { volume: true })
   }, 90_000)
 
   it('chooses the active node with the most free memory that fits, never a draining one, believing a node only as far as its engine', async () => {
@@ -274,24 +274,24 @@ describe('ClusterRuntime on a two-node swarm', () => {
   }, 90_000)
 
   it('publishes the SSH port on the node in host mode, moves it when it changes, and says when the node has it taken', async () => {
-    await runtime.placeOn('sh', 'nb')
+    await runtime.placeOn('ssh', 'nb')
     const started = performance.now()
-    const first = await runtime.ensureSite(spec('sh', { sshPort: 2299, image: IMAGES.php, hostingType: 'vps' }))
+    const first = await runtime.ensureSite(spec('ssh', { sshPort: 2299, image: IMAGES.php, hostingType: 'vps' }))
     log.info('timing: first php site on the worker (its image carried there)', { ms: Math.round(performance.now() - started) })
     const ports = async (id: string) => (await b.getContainer(id).inspect()).NetworkSettings.Ports['2222/tcp']?.map((p) => p.HostPort)
     expect(await ports(first.containerId)).toContain('2299')
     // The site's sshd answers on the node's own address, from the control node.
     const banner = () => lab.inNode(lab.a, ['timeout', '3', 'bash', '-c', `exec 3<>/dev/tcp/${lab.b.address}/2299; head -c 7 <&3`])
     expect(await until('the SSH banner', () => { try { return banner() } catch { return null } })).toBe('SSH-2.0')
-    const second = await runtime.ensureSite(spec('sh', { sshPort: 2300, image: IMAGES.php, hostingType: 'vps' }))
+    const second = await runtime.ensureSite(spec('ssh', { sshPort: 2300, image: IMAGES.php, hostingType: 'vps' }))
     expect(second.containerId).not.toBe(first.containerId)
     expect(await ports(second.containerId)).toContain('2300')
     lab.docker(lab.b, ['run', '-d', '--name', `${instanceId}-squatter`, '-p', '2301:8080', IMAGES.static])
     const refusedFrom = performance.now()
-    await expect(runtime.ensureSite(spec('sh', { sshPort: 2301, image: IMAGES.php, hostingType: 'vps' }))).rejects.toBeInstanceOf(HostPortTakenError)
+    await expect(runtime.ensureSite(spec('ssh', { sshPort: 2301, image: IMAGES.php, hostingType: 'vps' }))).rejects.toBeInstanceOf(HostPortTakenError)
     expect(performance.now() - refusedFrom).toBeLessThan(15_000)
     lab.docker(lab.b, ['rm', '-f', `${instanceId}-squatter`])
-    await runtime.removeSite('sh', { volume: true })
+    await runtime.removeSite('ssh', { volume: true })
   }, 90_000)
 
   it('follows a node that joins after the watch began', async () => {
@@ -327,33 +327,33 @@ describe('a site on a node, restarted or moved away', () => {
   const running = async (slug: string) => (await containersOf(b, slug)).map((c) => c.Id)
 
   it('stopped for a restart is stopped on its node at once and replaced by Swarm, its service unchanged', async () => {
-    await runtime.placeOn('rs', 'nb')
-    const first = await runtime.ensureSite(spec('rs'))
-    const [old] = await running('rs')
+    await runtime.placeOn('rst', 'nb')
+    const first = await runtime.ensureSite(spec('rst'))
+    const [old] = await running('rst')
     expect(old).toBe(first.containerId)
-    const before = await service('rs')
+    const before = await service('rst')
     const started = performance.now()
-    await runtime.stopSite('rs', { forRestart: true })
+    await runtime.stopSite('rst', { forRestart: true })
     const stopMs = performance.now() - started
-    expect(await running('rs')).not.toContain(old)
-    const again = await runtime.ensureSite(spec('rs'))
+    expect(await running('rst')).not.toContain(old)
+    const again = await runtime.ensureSite(spec('rst'))
     expect(again.containerId).not.toBe(old)
-    expect(await running('rs')).toEqual([again.containerId])
+    expect(await running('rst')).toEqual([again.containerId])
     // No update of the service: still one replica, the same version.
-    expect(await service('rs')).toBe(before)
+    expect(await service('rst')).toBe(before)
     console.log(`restart on the node: stopped in ${Math.round(stopMs)} ms, running again in ${Math.round(performance.now() - started)} ms`)
     expect(stopMs).toBeLessThan(1_500)
   }, 120_000)
 
   it('placed on another node has its old container stopped well before Swarm would reach it', async () => {
-    const [old] = await running('rs')
+    const [old] = await running('rst')
     expect(old).toBeDefined()
     const started = performance.now()
-    await runtime.placeOn('rs', CONTROL_NODE)
+    await runtime.placeOn('rst', CONTROL_NODE)
     const ms = performance.now() - started
-    expect(await running('rs')).toEqual([])
+    expect(await running('rst')).toEqual([])
     console.log(`placeOn: the old container stopped in ${Math.round(ms)} ms`)
     expect(ms).toBeLessThan(2_000)
-    await runtime.removeSite('rs', { volume: true })
+    await runtime.removeSite('rst', { volume: true })
   }, 120_000)
 })
