@@ -4,7 +4,7 @@ import type { FirewallCheck, SiteFirewallPolicy } from '../../drivers/firewall/t
 import type { AgentInfo } from '../../drivers/cluster/types'
 import type { Forwards } from './forwards'
 import { homeHandlers, noHomes, type HomeFolders } from './home-agent'
-import { agentError, routeAgentRequest, type AgentHandlers } from './router'
+import { agentError, type AgentHandlers } from './router'
 
 /** The site firewall a node keeps, as the agent's API changes it (./firewall.ts keeps it). */
 export interface NodeFirewall {
@@ -50,9 +50,4 @@ export function agentHandlers(api: AgentApi): AgentHandlers {
     },
     ...(api.homes ? homeHandlers(api.homes) : noHomes()),
   }
-}
-
-/** Routes one request of the agent's API over `api` (the caller checked the client certificate and the remote address). */
-export function answerAgentRequest(api: AgentApi, request: Request): Promise<Response> {
-  return routeAgentRequest(agentHandlers(api), request)
 }
