@@ -6,7 +6,6 @@
  * same composition as `berth serve` (buildServices with the cluster runtime), and run the
  * operation there.
  */
-import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { NodeHealth, type NodeHealthDeps } from '../domain/cluster/health'
 import { SiteMover } from '../domain/cluster/move'
@@ -19,6 +18,7 @@ import { OffsiteCopiesRepository } from '../domain/offsite/repository'
 import { SitesRepository } from '../domain/sites/repository'
 import type { SitesServiceDeps } from '../domain/sites/service'
 import { LocalArchiveStore } from '../drivers/archives/local'
+import { machineFacts } from '../drivers/host/machine'
 import { acceptsConnection } from '../drivers/runtime/first-answer'
 import { SWARM_GOSSIP_PORT } from '../drivers/runtime/swarm-membership'
 import { edgeProbe } from '../drivers/cluster/edge-probe'
@@ -75,11 +75,12 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (nod
     }),
   })
   const mover = new SiteMover({ sites, nodes: repo, placement, transfer, clock, log, edge })
+  const machine = machineFacts()
   return {
     repo,
     nodes: new NodesService({
       nodes: repo, placement, sites, plans, transfer, clock, log, mover, answers, engineUp: opts.engineUp,
-      control: { address: config.cluster.address, memoryBytes: totalmem(), cpus: cpus().length, publicAddress: config.ssh.host },
+      control: { address: config.cluster.address, memoryBytes: machine.memoryBytes, cpus: machine.cpus, publicAddress: config.ssh.host },
     }),
     mover,
   }
