@@ -5,10 +5,10 @@
  * to Docker, and a `berth serve` running beside sees their writes within EXTERNAL_CHECK_MS.
  */
 import type { Config } from '../config/config'
-import { AccountAdmin } from '../domain/accounts/admin'
+import { AccountAdmin } from '../domain/accounts'
 import { BillingRepository } from '../domain/billing/repository'
 import { KeysRepository } from '../domain/keys/repository'
-import { SiteAdmin } from '../domain/sites/admin'
+import { SiteAdmin } from '../domain/sites'
 import { SitesRepository } from '../domain/sites/repository'
 import type { Logger } from '../lib/logger'
 import { buildServices, type Services } from './index'

@@ -4,7 +4,7 @@
  * and hands each consumer what it reads.
  */
 import type { Config } from '../config/config'
-import type { SiteLifecycle } from '../domain/sites/lifecycle'
+import type { SiteLifecycle } from '../domain/sites'
 import { EngineHealth, type StatusInfo } from '../domain/status'
 import type { Registrar } from '../drivers/registrar/types'
 import type { PaymentProcessor } from '../drivers/payments/types'
@@ -18,7 +18,7 @@ import { buildContent, buildModules, type Modules } from './modules'
 import { buildMoney, buildPayments, type Money, type Payments } from './money'
 import { buildNames, type Names } from './names'
 import { buildOffsite, type Offsite } from './offsite'
-import { lastStoreCopyAgeSeconds } from '../domain/offsite/status'
+import { lastStoreCopyAgeSeconds } from '../domain/offsite'
 import { buildLifecycle, buildSites, type Sites } from './sites'
 import { buildPrometheus, type Prometheus } from './prometheus'
 

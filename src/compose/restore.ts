@@ -6,9 +6,9 @@
  */
 import { join } from 'node:path'
 import type { Config } from '../config/config'
-import { BoxRestore } from '../domain/offsite/restore'
+import { BoxRestore } from '../domain/offsite'
 import { ArchivesRepository } from '../domain/archives/repository'
-import { SitesReturn } from '../domain/offsite/restore-sites'
+import { SitesReturn } from '../domain/offsite'
 import { SitesRepository } from '../domain/sites/repository'
 import { gnuTar } from '../drivers/archives/home-tar'
 import { LocalArchiveStore } from '../drivers/archives/local'

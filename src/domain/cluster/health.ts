@@ -3,7 +3,7 @@ import type { SiteFirewallPolicy } from '../../drivers/firewall/types'
 import type { SiteEndpoint } from '../../drivers/runtime/types'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
-import type { SiteRunner } from '../sites/runner'
+import type { SiteRunner } from '../sites'
 import type { NodesRepository, StoredNode } from './repository'
 
 /** How often each node's agent is asked (`GET /v1/info`). */

@@ -4,10 +4,10 @@ import { SiteNotRunnableError, type ContainerRuntime } from '../../drivers/runti
 import type { JobHandler } from '../../jobs/runner'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
-import type { PlansService } from '../plans/service'
+import type { PlansService } from '../plans'
 import type { SitesRepository } from '../sites/repository'
 import type { DeploymentsRepository } from './repository'
-import type { SiteChanges } from '../sites/changes'
+import type { SiteChanges } from '../sites'
 import type { DeploymentRow, SiteRow } from '../../store/schema'
 import { RollbackRefusedError, type DeploymentFiles } from './files'
 

@@ -4,9 +4,9 @@ import { HostPortTakenError, type ContainerRuntime } from '../../drivers/runtime
 import type { Logger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'
 import type { ArchivesRepository } from '../archives/repository'
-import type { HomeTarballs, WorkFolder } from '../archives/tarballs'
+import type { HomeTarballs, WorkFolder } from '../archives'
 import type { SitesRepository } from '../sites/repository'
-import type { SiteRunner } from '../sites/runner'
+import type { SiteRunner } from '../sites'
 import { isArchiveOf, type ManifestArchive, type OffsiteManifest } from './manifest'
 
 /**

@@ -1,7 +1,7 @@
 import type { ContainerRuntime, Terminal } from '../../drivers/runtime/types'
 import type { SiteRow } from '../../store/schema'
-import { commandLineOf } from '../audit/command-line'
-import type { AuditTrail } from '../audit/trail'
+import { commandLineOf } from '../audit'
+import type { AuditTrail } from '../audit'
 import { notFound } from '../errors'
 import type { SitesRepository } from './repository'
 
