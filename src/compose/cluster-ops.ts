@@ -7,11 +7,8 @@
  * operation there.
  */
 import { join } from 'node:path'
-import { NodeHealth, type NodeHealthDeps } from '../domain/cluster'
-import { SiteMover } from '../domain/cluster'
+import { type EdgeProbe, NodeHealth, type NodeHealthDeps, NodesService, SiteMover, SiteTransfer } from '../domain/cluster'
 import { NodesRepository } from '../domain/cluster/repository'
-import { NodesService } from '../domain/cluster'
-import { SiteTransfer, type EdgeProbe } from '../domain/cluster'
 import { ArchivesRepository } from '../domain/archives/repository'
 import { ArchiveFetchBack } from '../domain/offsite'
 import { OffsiteCopiesRepository } from '../domain/offsite/repository'

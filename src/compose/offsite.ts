@@ -1,11 +1,7 @@
 /** Copies off the box (issue 25): built only when `offsite.url` is set. */
 import type { ArchiveEvents } from '../domain/archives'
-import { BoxCopies } from '../domain/offsite'
-import { OffsiteCopier } from '../domain/offsite'
-import { RestoreDrill } from '../domain/offsite'
-import type { BoxIdentity, SigningKey } from '../domain/offsite'
+import { BoxCopies, type BoxIdentity, newSigningKey, OffsiteCopier, publicKeyOf, RestoreDrill, type SigningKey } from '../domain/offsite'
 import type { OffsiteCopiesRepository } from '../domain/offsite/repository'
-import { newSigningKey, publicKeyOf } from '../domain/offsite'
 import { LocalArchiveStore } from '../drivers/archives/local'
 import { newIdentity, open, recipientOf, seal, sealBytes } from '../drivers/offsite/age'
 import { destinationOf, selectOffsite } from '../drivers/offsite/select'

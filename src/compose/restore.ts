@@ -6,9 +6,8 @@
  */
 import { join } from 'node:path'
 import type { Config } from '../config/config'
-import { BoxRestore } from '../domain/offsite'
+import { BoxRestore, SitesReturn } from '../domain/offsite'
 import { ArchivesRepository } from '../domain/archives/repository'
-import { SitesReturn } from '../domain/offsite'
 import { SitesRepository } from '../domain/sites/repository'
 import { gnuTar } from '../drivers/archives/home-tar'
 import { LocalArchiveStore } from '../drivers/archives/local'

@@ -29,17 +29,14 @@ export const AREA_KNOWN: Record<string, string> = {
   'cli/nodes-token': 'cluster/repository',
   'domain/auth/service': 'accounts/repository',
   'domain/offsite/restore-sites': 'archives/repository sites/repository',
-  'domain/sites/admin': 'accounts/repository billing/repository',
+  'domain/sites/admin': 'billing/repository',
   'domain/sites/reaper': 'billing/repository keys/repository',
-  'domain/sites/service': 'billing/repository checkout/repository',
+  'domain/sites/service': 'billing/repository',
   'domain/sites/lifecycle': 'billing/repository',
-  'domain/domains/renewals': 'accounts/repository',
-  'domain/domains/service': 'accounts/repository billing/repository sites/repository',
-  'domain/domains/registration': 'accounts/repository billing/repository',
-  'domain/archives/service': 'sites/repository offsite/repository',
+  'domain/domains/service': 'billing/repository sites/repository',
+  'domain/domains/registration': 'billing/repository',
+  'domain/archives/service': 'sites/repository',
   'domain/archives/jobs': 'sites/repository',
-  'domain/billing/service': 'checkout/repository',
-  'domain/billing/subscriptions': 'accounts/repository',
   'domain/claims/service': 'sites/repository',
   'domain/checkout/service': 'accounts/repository billing/repository',
   'domain/cluster/nodes': 'sites/repository',
@@ -52,10 +49,7 @@ export const AREA_KNOWN: Record<string, string> = {
   'domain/deployments/deployer': 'sites/repository',
 }
 
-/** Circles among files and among areas. Issue 37 part C: step (b) the areas, step (c) compose/. */
+/** Circles among files and among areas: compose/'s goes with buildApp (issue 37 part C step (c)). */
 export const CYCLES_KNOWN: string[] = [
-  'files domain/domains/registration domain/domains/service',
   'files compose/agents compose/cluster compose/cluster-ops compose/console compose/core compose/index compose/modules compose/money compose/names compose/offsite compose/prometheus compose/sites compose/upkeep',
-  'areas accounts billing checkout domains sites',
-  'areas archives offsite',
 ]

@@ -1,7 +1,6 @@
 import { Elysia } from 'elysia'
 import type { BillingRepository } from '../../domain/billing/repository'
-import type { PortalLinks } from '../../domain/billing'
-import type { SubscriptionBilling } from '../../domain/billing'
+import type { PortalLinks, SubscriptionBilling } from '../../domain/billing'
 import { DomainError } from '../../domain/errors'
 import type { PortalData, ProcessorPages } from '../../drivers/payments/types'
 import type { AccountRow } from '../../store/schema'

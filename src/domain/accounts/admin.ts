@@ -5,10 +5,8 @@ import type { Store } from '../../store/store'
 import type { BillingRepository } from '../billing/repository'
 import { conflict, notFound } from '../errors'
 import type { KeysRepository } from '../keys/repository'
-import { applyLifted, reasonOf } from '../sites'
+import { applyLifted, liftedState, reasonOf, type SiteRunner } from '../sites'
 import type { SitesRepository } from '../sites/repository'
-import type { SiteRunner } from '../sites'
-import { liftedState } from '../sites'
 import type { AccountsRepository } from './repository'
 
 /** An account as the hoster sees it (berth accounts list/show). */

@@ -10,9 +10,8 @@ import { conflict, invalid, notFound, op, say, unavailable } from '../errors'
 import type { KeysRepository } from '../keys/repository'
 import type { Principal } from '../keys'
 import type { SitesRepository } from '../sites/repository'
-import type { SiteRunner } from '../sites'
+import { DELETION_GRACE_MS, type SiteRunner } from '../sites'
 import type { AccountsRepository } from './repository'
-import { DELETION_GRACE_MS } from '../sites'
 import type { AccountDeleted, AccountView, BillingPortal, Language } from './views'
 
 export interface AccountsServiceDeps {

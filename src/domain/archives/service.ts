@@ -12,7 +12,6 @@ import type { ArchiveView } from './views'
 import type { ArchiveKind, ArchivesRepository } from './repository'
 import type { ArchiveRetention } from './retention'
 import type { WorkFolder } from './tarballs'
-import type { OffsiteCopiesRepository } from '../offsite/repository'
 
 /**
  * Backups made at once, over all sites. They share the job runner with provisioning; a wave of
@@ -39,7 +38,7 @@ export interface ArchivesServiceDeps {
   work: Pick<WorkFolder, 'list' | 'remove'>
   log: Logger
   /** Which archives have a copy off the box (domain/offsite); none without it. */
-  copies?: Pick<OffsiteCopiesRepository, 'copiedArchiveIds'>
+  copies?: { copiedArchiveIds(archiveIds: string[]): Set<string> }
 }
 
 /**

@@ -1,8 +1,7 @@
 import type { Clock } from '../../lib/clock'
 import type { Store } from '../../store/store'
 import type { AccountCounts, AccountsRepository } from '../accounts/repository'
-import type { ApiKeyCreated } from '../keys'
-import type { KeysService, Principal } from '../keys'
+import type { ApiKeyCreated, KeysService, Principal } from '../keys'
 
 /** Accounts whose counts are kept at most; all are dropped past it. */
 const COUNTS_LIMIT = 10_000

@@ -4,13 +4,13 @@ import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { DomainRow, PaymentRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import type { AccountsRepository } from '../accounts/repository'
+import type { AccountLookup } from './ports'
 import type { Charges } from '../billing'
 import type { BillingRepository } from '../billing/repository'
 import type { DnsService } from '../dns'
 import { formatCad } from '../../core/money'
 import type { DomainsRepository } from './repository'
-import { registrarError } from './service'
+import { registrarError } from './registrar-errors'
 
 export const REGISTER_DOMAIN_JOB = 'register_domain'
 
@@ -42,7 +42,7 @@ export class DomainRegistration implements JobHandler {
     registrar: Registrar
     charges: Pick<Charges, 'collect' | 'settle' | 'refund'>
     billing: Pick<BillingRepository, 'paymentByKey'>
-    accounts: Pick<AccountsRepository, 'find'>
+    accounts: AccountLookup
     dns: Pick<DnsService, 'removeAllOfDomain'>
   }) {}
 

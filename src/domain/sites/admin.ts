@@ -1,9 +1,8 @@
 import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { SiteStatus } from '../../core/enums'
-import type { SiteRow } from '../../store/schema'
+import type { AccountRow, SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import type { AccountsRepository } from '../accounts/repository'
 import type { BillingRepository } from '../billing/repository'
 import { conflict, invalid, notFound } from '../errors'
 import type { SiteLifecycle } from './lifecycle'
@@ -33,7 +32,8 @@ export interface SiteAdminDeps {
   log: Logger
   sites: Pick<SitesRepository, 'listLive' | 'findLiveBySlug' | 'find' | 'suspend' | 'setStatus' | 'scheduleDeletion'>
   views: Pick<SitesService, 'views'>
-  accounts: Pick<AccountsRepository, 'find'>
+  /** The accounts area's lookup (accounts sits above sites, so sites names only what it reads). */
+  accounts: { find(id: string): AccountRow | undefined }
   billing: Pick<BillingRepository, 'findSubscriptionById'>
   lifecycle: Pick<SiteLifecycle, 'delete'>
   reaper: Pick<SiteReaper, 'reap'>

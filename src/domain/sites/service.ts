@@ -1,10 +1,9 @@
 import { NO_TLS, type TlsView } from '../tls'
 import type { JobRunner } from '../../jobs/runner'
 import { iso, type Clock } from '../../lib/clock'
-import type { SiteRow } from '../../store/schema'
+import type { CheckoutRow, SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import type { BillingRepository } from '../billing/repository'
-import type { CheckoutRepository } from '../checkout/repository'
 import type { AiModule } from '../../core/enums'
 import { forbidden, invalid, op, say } from '../errors'
 import type { Principal } from '../keys'
@@ -22,7 +21,8 @@ export interface SitesServiceDeps {
   store: Store
   clock: Clock
   sites: SitesRepository
-  checkouts: Pick<CheckoutRepository, 'holderOf'>
+  /** Which open checkout holds a slug (the checkout area's repository: checkout sits above sites). */
+  checkouts: { holderOf(slug: string, exceptId: string | null): CheckoutRow | undefined }
   billing: Pick<BillingRepository, 'findSubscription' | 'activeSubscriptions'>
   plans: Pick<PlansService, 'get'>
   jobs: Pick<JobRunner, 'enqueue' | 'kick' | 'pendingFor'>
