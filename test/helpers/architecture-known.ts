@@ -49,7 +49,5 @@ export const AREA_KNOWN: Record<string, string> = {
   'domain/deployments/deployer': 'sites/repository',
 }
 
-/** Circles among files and among areas: compose/'s goes with buildApp (issue 37 part C step (c)). */
-export const CYCLES_KNOWN: string[] = [
-  'files compose/agents compose/cluster compose/cluster-ops compose/console compose/core compose/index compose/modules compose/money compose/names compose/offsite compose/prometheus compose/sites compose/upkeep',
-]
+/** Circles among files and among areas: none left; keep it so. */
+export const CYCLES_KNOWN: string[] = []
