@@ -51,11 +51,9 @@ import { dnsRoutes } from './dns/routes'
 import { domainRoutes } from './domains/routes'
 import type { DnsService } from '../domain/dns'
 import type { DomainsService } from '../domain/domains'
-import type { AccountsService } from '../domain/accounts'
-import type { PortalLinks, SubscriptionBilling } from '../domain/billing'
+import type { AccountRecords, AccountsService } from '../domain/accounts'
+import type { BillingRecords, PortalLinks, SubscriptionBilling } from '../domain/billing'
 import { TEST_PAYMENT_METHODS, type PaymentProcessor } from '../drivers/payments/types'
-import type { BillingRepository } from '../domain/billing/repository'
-import type { AccountsRepository } from '../domain/accounts/repository'
 import { accountRoutes } from './account/routes'
 import { isPortalForm, portalRoutes } from './portal/routes'
 import { consoleRoutes } from './console/routes'
@@ -81,9 +79,9 @@ export interface ApiDeps {
   processor: PaymentProcessor
   accounts: AccountsService
   subscriptions: SubscriptionBilling
-  billing: BillingRepository
+  billing: BillingRecords
   portalLinks: PortalLinks
-  accountsRepo: AccountsRepository
+  accountsRepo: AccountRecords
   sites: SitesService
   lifecycle: SiteLifecycle
   modules: ModulesService

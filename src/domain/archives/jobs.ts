@@ -4,8 +4,7 @@ import type { JobHandler } from '../../jobs/runner'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { ArchiveRow, SiteRow } from '../../store/schema'
-import type { SitesRepository } from '../sites/repository'
-import type { SiteChanges, SiteRunner } from '../sites'
+import type { SiteChanges, SiteRecords, SiteRunner } from '../sites'
 import type { ArchivesRepository } from './repository'
 import type { HomeTarballs, WorkFolder } from './tarballs'
 import type { RestoreGuard } from './restore-guard'
@@ -24,7 +23,7 @@ export interface ArchiveJobDeps {
   /** The site's files and freezes (homePath, withSitePaused); its container goes through `runner`. */
   runtime: Pick<ContainerRuntime, 'homePath' | 'prepareSite' | 'withSitePaused'>
   runner: Pick<SiteRunner, 'run' | 'stop'>
-  sites: Pick<SitesRepository, 'find'>
+  sites: Pick<SiteRecords, 'find'>
   /** config `archives.backups_kept`. */
   backupsKept: number
   clock: Clock

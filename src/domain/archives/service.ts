@@ -5,8 +5,7 @@ import type { ArchiveRow, SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import { conflict, forbidden, notFound, op, say } from '../errors'
 import type { PlansService } from '../plans'
-import type { SitesRepository } from '../sites/repository'
-import { requireChangeable } from '../sites'
+import { requireChangeable, type SiteRecords } from '../sites'
 import { CREATE_ARCHIVE_JOB, RESTORE_ARCHIVE_JOB } from './jobs'
 import type { ArchiveView } from './views'
 import type { ArchiveKind, ArchivesRepository } from './repository'
@@ -29,7 +28,7 @@ export interface ArchivesServiceDeps {
   clock: Clock
   repo: ArchivesRepository
   retention: ArchiveRetention
-  sites: Pick<SitesRepository, 'find' | 'listWithStatus'>
+  sites: Pick<SiteRecords, 'find' | 'listWithStatus'>
   plans: Pick<PlansService, 'get' | 'list'>
   jobs: Pick<JobRunner, 'enqueue' | 'kick'>
   /** config `archives`: snapshots kept per site, how often backups are made. */

@@ -1,6 +1,6 @@
 import type { Clock } from '../../lib/clock'
+import type { AccountCounts, AccountRecords } from '../accounts'
 import type { Store } from '../../store/store'
-import type { AccountCounts, AccountsRepository } from '../accounts/repository'
 import type { ApiKeyCreated, KeysService, Principal } from '../keys'
 
 /** Accounts whose counts are kept at most; all are dropped past it. */
@@ -18,7 +18,7 @@ export class AuthService {
   /** What the counts are made of: sites and subscriptions. */
   private countsSource: () => number
 
-  constructor(private store: Store, private clock: Clock, private accounts: AccountsRepository, private keys: KeysService) {
+  constructor(private store: Store, private clock: Clock, private accounts: Pick<AccountRecords, 'insert' | 'counts'>, private keys: KeysService) {
     this.countsSource = store.versionOf(['sites', 'billing'])
   }
 

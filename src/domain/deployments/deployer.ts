@@ -5,9 +5,8 @@ import type { JobHandler } from '../../jobs/runner'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { PlansService } from '../plans'
-import type { SitesRepository } from '../sites/repository'
 import type { DeploymentsRepository } from './repository'
-import type { SiteChanges } from '../sites'
+import type { SiteChanges, SiteRecords } from '../sites'
 import type { DeploymentRow, SiteRow } from '../../store/schema'
 import { RollbackRefusedError, type DeploymentFiles } from './files'
 
@@ -77,7 +76,7 @@ export class Deployer implements JobHandler {
 
   constructor(
     private repo: DeploymentsRepository,
-    private sites: SitesRepository,
+    private sites: Pick<SiteRecords, 'find'>,
     private plans: PlansService,
     private runtime: ContainerRuntime,
     private clock: Clock,

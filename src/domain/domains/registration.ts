@@ -5,8 +5,7 @@ import type { Logger } from '../../lib/logger'
 import type { DomainRow, PaymentRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import type { AccountLookup } from './ports'
-import type { Charges } from '../billing'
-import type { BillingRepository } from '../billing/repository'
+import type { BillingRecords, Charges } from '../billing'
 import type { DnsService } from '../dns'
 import { formatCad } from '../../core/money'
 import type { DomainsRepository } from './repository'
@@ -41,7 +40,7 @@ export class DomainRegistration implements JobHandler {
     repo: DomainsRepository
     registrar: Registrar
     charges: Pick<Charges, 'collect' | 'settle' | 'refund'>
-    billing: Pick<BillingRepository, 'paymentByKey'>
+    billing: Pick<BillingRecords, 'paymentByKey'>
     accounts: AccountLookup
     dns: Pick<DnsService, 'removeAllOfDomain'>
   }) {}

@@ -4,22 +4,21 @@ import type { Logger } from '../../lib/logger'
 import type { DomainRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import type { AccountLookup } from './ports'
-import type { BillingRepository } from '../billing/repository'
 import type { DnsChangeView, DnsService, DnsZone, RecordInput } from '../dns'
 import { formatCad } from '../../core/money'
 import { conflict, invalid, notFound, op, paymentDeclined, say } from '../errors'
 import type { JobRunner } from '../../jobs/runner'
-import type { Charges } from '../billing'
+import type { BillingRecords, Charges } from '../billing'
 import type { BerthNames } from '../berth-names'
 import type { Principal } from '../keys'
 import type { PlansService } from '../plans'
-import type { SitesRepository } from '../sites/repository'
 import { NO_TLS, type TlsView } from '../tls'
 import { isCa, normalizeDomain } from './names'
 import { REGISTER_DOMAIN_JOB, registrationKey } from './registration'
 import { registrarError } from './registrar-errors'
 import type { DomainsRepository } from './repository'
 import type { DomainRegisteredView, DomainSearchView, DomainView } from './views'
+import type { SiteRecords } from '../sites'
 
 export interface RegisterDomainInput {
   domain: string
@@ -41,10 +40,10 @@ interface Deps {
   repo: DomainsRepository
   registrar: Registrar
   /** The charge of a registration, and the subscriptions whose plans include a free first year. */
-  money: { charges: Pick<Charges, 'open'>; billing: Pick<BillingRepository, 'activeSubscriptions'>; plans: Pick<PlansService, 'get'> }
+  money: { charges: Pick<Charges, 'open'>; billing: Pick<BillingRecords, 'activeSubscriptions'>; plans: Pick<PlansService, 'get'> }
   jobs: Pick<JobRunner, 'enqueue' | 'kick'>
   accounts: AccountLookup
-  sites: Pick<SitesRepository, 'findOwned' | 'find' | 'slugsOf'>
+  sites: Pick<SiteRecords, 'findOwned' | 'find' | 'slugsOf'>
   dns: DnsService
   terms: DomainTerms
   /** The domains' certificates by domain id, in one read (none while unlinked or without HTTPS). */

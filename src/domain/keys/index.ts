@@ -2,3 +2,4 @@
 export { KeysService, sha256 } from './service'
 export type { Principal } from './service'
 export { ApiKeyCreated, KeyListItem } from './views'
+export type { KeyRecords } from './records'

@@ -3,7 +3,6 @@ import type { Logger } from '../../lib/logger'
 import type { SiteStatus } from '../../core/enums'
 import type { AccountRow, SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import type { BillingRepository } from '../billing/repository'
 import { conflict, invalid, notFound } from '../errors'
 import type { SiteLifecycle } from './lifecycle'
 import type { SiteReaper } from './reaper'
@@ -12,6 +11,7 @@ import type { SiteRunner } from './runner'
 import type { SitesService } from './service'
 import { liftedState, type Lifted } from './suspension'
 import type { SiteView } from './views'
+import type { BillingRecords } from '../billing'
 
 /** The longest reason an admin may give (it is shown to the owner in the site's view). */
 export const MAX_REASON_LENGTH = 500
@@ -34,7 +34,7 @@ export interface SiteAdminDeps {
   views: Pick<SitesService, 'views'>
   /** The accounts area's lookup (accounts sits above sites, so sites names only what it reads). */
   accounts: { find(id: string): AccountRow | undefined }
-  billing: Pick<BillingRepository, 'findSubscriptionById'>
+  billing: Pick<BillingRecords, 'findSubscriptionById'>
   lifecycle: Pick<SiteLifecycle, 'delete'>
   reaper: Pick<SiteReaper, 'reap'>
   runner: Pick<SiteRunner, 'run' | 'stop'>

@@ -3,7 +3,6 @@ import type { JobRunner } from '../../jobs/runner'
 import { iso, type Clock } from '../../lib/clock'
 import type { CheckoutRow, SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import type { BillingRepository } from '../billing/repository'
 import type { AiModule } from '../../core/enums'
 import { forbidden, invalid, op, say } from '../errors'
 import type { Principal } from '../keys'
@@ -16,6 +15,7 @@ import type { SitesRepository, SiteViewRow } from './repository'
 import type { SiteRunner } from './runner'
 import type { SiteView, SuspensionView } from './views'
 import type { DnsRecordView } from '../dns'
+import type { BillingRecords } from '../billing'
 
 export interface SitesServiceDeps {
   store: Store
@@ -23,7 +23,7 @@ export interface SitesServiceDeps {
   sites: SitesRepository
   /** Which open checkout holds a slug (the checkout area's repository: checkout sits above sites). */
   checkouts: { holderOf(slug: string, exceptId: string | null): CheckoutRow | undefined }
-  billing: Pick<BillingRepository, 'findSubscription' | 'activeSubscriptions'>
+  billing: Pick<BillingRecords, 'findSubscription' | 'activeSubscriptions'>
   plans: Pick<PlansService, 'get'>
   jobs: Pick<JobRunner, 'enqueue' | 'kick' | 'pendingFor'>
   runner: Pick<SiteRunner, 'prepare' | 'release'>
