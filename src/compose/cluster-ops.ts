@@ -8,12 +8,12 @@
 import { join } from 'node:path'
 import { type EdgeProbe, NodeHealth, type NodeHealthDeps, NodesService, SiteMover, SiteTransfer } from '../domain/cluster'
 import { NodesRepository } from '../domain/cluster/repository'
-import { ArchivesRepository } from '../domain/archives/repository'
+import type { ArchivesRepository } from '../domain/archives/repository'
 import { ArchiveFetchBack, type BoxIdentity } from '../domain/offsite'
-import { OffsiteCopiesRepository } from '../domain/offsite/repository'
-import { SitesRepository } from '../domain/sites/repository'
+import type { OffsiteCopiesRepository } from '../domain/offsite/repository'
+import type { SitesRepository } from '../domain/sites/repository'
 import type { SiteRunner, SitesServiceDeps } from '../domain/sites'
-import { LocalArchiveStore } from '../drivers/archives/local'
+import type { ArchiveStore } from '../drivers/archives/types'
 import { machineFacts } from '../drivers/host/machine'
 import { acceptsConnection } from '../drivers/runtime/first-answer'
 import { edgeProbe } from '../drivers/cluster/edge-probe'
@@ -50,6 +50,9 @@ export interface NodeOpsDeps {
   archiveJobs: { create: CreateArchiveJob; restore: RestoreArchiveJob }
   offsite: { destination: OffsiteDestination; identity: BoxIdentity } | null
   jobs: Pick<JobRunner, 'runHere'>
+  /** The composition's repositories and archive store, made once (the sites' with its SSH-port policy). */
+  repos: { sites: SitesRepository; archives: ArchivesRepository; offsite: OffsiteCopiesRepository }
+  archiveStore: ArchiveStore
 }
 
 /** The placement of a runtime that has one (the cluster runtime), else null (a single box). */
@@ -64,12 +67,10 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (nod
   // berth serve's edge on this box, asked when a move stops and resumes serving its site.
   const edge = 'edge' in opts ? opts.edge : edgeProbe(config.server.listen, config.sites.domain)
   const repo = new NodesRepository(store)
-  // No SSH port policy: these operations never hand out ports (the runner's run moves a taken one).
-  const sites = new SitesRepository(store)
-  const archiveStore = new LocalArchiveStore(config.archives.dir)
+  const { repos: { sites }, archiveStore } = s
   const transfer = new SiteTransfer({
     placement, runner, sites, clock, log, edge,
-    archives: new ArchivesRepository(store),
+    archives: s.repos.archives,
     create: s.archiveJobs.create,
     restore: s.archiveJobs.restore,
     // Recorded as running jobs meanwhile: berth serve, in its own process, then neither settles
@@ -79,7 +80,7 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (nod
     bytes: new ArchiveFetchBack({
       archives: archiveStore,
       offsite: s.offsite && {
-        repo: new OffsiteCopiesRepository(store),
+        repo: s.repos.offsite,
         destination: s.offsite.destination,
         sealing: { open },
         identity: s.offsite.identity,

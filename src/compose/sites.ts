@@ -3,7 +3,6 @@ import { waitForAnswer } from '../drivers/runtime/first-answer'
 import { LocalWorkFolder } from '../drivers/archives/work-folder'
 import { localHomes, type HomeDrivers } from '../drivers/files/home-drivers'
 import { join } from 'node:path'
-import { ArchivesRepository } from '../domain/archives/repository'
 import { ArchiveEvents, type ArchiveJobDeps, ArchiveRetention, ArchivesService, CREATE_ARCHIVE_JOB, CreateArchiveJob, RESTORE_ARCHIVE_JOB, RestoreArchiveJob, RestoreGuard } from '../domain/archives'
 import type { BillingService, SubscriptionBilling } from '../domain/billing'
 import type { BerthNames } from '../domain/berth-names'
@@ -18,7 +17,6 @@ import { APPLY_JOBS, ApplySiteJob, PROVISION_JOB, Provisioner, Reconciler, Repai
 import { MarkedMoves } from '../domain/cluster/marked-moves-repository'
 import { MOVE_SITE_JOB, MoveMarkHandler } from '../domain/cluster'
 import type { Placement } from '../drivers/cluster/types'
-import { LocalArchiveStore } from '../drivers/archives/local'
 import { selectFirewall } from '../drivers/firewall/select'
 import type { SiteFirewall } from '../drivers/firewall/types'
 import { EdgeMetrics } from '../edge/metrics'
@@ -92,11 +90,10 @@ export interface SitesNeeds {
 
 /** Sites and their jobs (provisioning, scale and restore, deploys, archives). */
 export function buildSites(core: Core, needs: SitesNeeds): Sites {
-  const { config, store, clock, log, plans, jobs, runtime, changes, repos } = core
+  const { config, store, clock, log, plans, jobs, runtime, changes, repos, archiveStore: archiveFiles } = core
   const homes = needs.homes ?? localHomes
-  const archivesRepo = new ArchivesRepository(store)
+  const archivesRepo = repos.archives
   const deploymentsRepo = new DeploymentsRepository(store)
-  const archiveFiles = new LocalArchiveStore(config.archives.dir)
   const runner = new SiteRunner({ sites: repos.sites, plans, runtime, containers: config.containers, log, waitForAnswer })
   const archiveEvents = new ArchiveEvents()
   const retention = new ArchiveRetention(archivesRepo, archiveFiles, log, archiveEvents)
