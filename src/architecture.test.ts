@@ -1,7 +1,5 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
-import { dirname, join, relative, resolve } from 'node:path'
-import ts from 'typescript'
 import { describe, expect, it } from 'vitest'
+import { allFiles, factsOf, type Io, IO_MODULES, lineCount, type SourceFacts, sources } from '../test/helpers/source-facts'
 
 /**
  * The rules of docs/architecture.md ("The rules"), checked on the import graph of every source
@@ -10,29 +8,12 @@ import { describe, expect, it } from 'vitest'
  * and socket APIs are read off the syntax tree. A rule is a row of the tables below; a broken
  * rule names the file, the line and the rule.
  */
-const SRC = resolve(import.meta.dirname)
+/** Files longer than this are split along a seam: a reader should be able to take a file in whole. */
+const MAX_LINES = 400
+/** Folders of generated files, never edited by hand: drizzle-kit's migrations and their snapshots. */
+const GENERATED = ['store/migrations/']
 
-/** What a file reaches outside the process with. */
-type Io = 'files' | 'processes' | 'sockets' | 'docker'
-
-/** Modules whose value import is IO of a kind (a type-only import of them is not). */
-const IO_MODULES: Record<string, Io> = {
-  fs: 'files', 'fs/promises': 'files', 'bun:sqlite': 'files',
-  // Raw system calls (statx, openat2) on files.
-  'bun:ffi': 'files',
-  child_process: 'processes',
-  net: 'sockets', dgram: 'sockets', tls: 'sockets', http: 'sockets', https: 'sockets', http2: 'sockets',
-  dockerode: 'docker',
-}
-
-/** Globals that are IO: `Bun.spawn(...)`, `fetch(...)`, and the names `bun` exports for them. */
-const IO_GLOBALS: Record<string, Io> = {
-  spawn: 'processes', spawnSync: 'processes', $: 'processes',
-  file: 'files', write: 'files', mmap: 'files',
-  serve: 'sockets', listen: 'sockets', connect: 'sockets', udpSocket: 'sockets', fetch: 'sockets',
-}
-
-const ALL_IO: Io[] = ['files', 'processes', 'sockets', 'docker']
+const ALL_IO: Io[] = ['files', 'processes', 'sockets', 'docker', 'host']
 
 /**
  * Where each kind of IO may be written. Everything else (src/domain, src/api, src/modules,
@@ -41,9 +22,10 @@ const ALL_IO: Io[] = ['files', 'processes', 'sockets', 'docker']
  */
 const IO_ALLOWED: [prefix: string, kinds: Io[], why: string][] = [
   ['drivers/runtime/', ALL_IO, 'the container runtime: the only code that talks to Docker'],
-  ['drivers/', ['files', 'processes', 'sockets'], 'the drivers: every outside system behind an interface'],
+  ['drivers/', ['files', 'processes', 'sockets', 'host'], 'the drivers: every outside system behind an interface'],
   ['store/', ['files'], 'the SQLite store and the chatbot\'s private index files, in Berth\'s data folder'],
-  ['cli/', ['files', 'processes'], 'the command line: reads the config, checks the host, runs systemctl'],
+  ['store/copy.ts', ['files', 'processes'], 'copies the database in a worker thread, so the server keeps answering'],
+  ['cli/', ['files', 'processes', 'host'], 'the command line: reads the config, checks the host, runs systemctl'],
   ['install/', ['files'], 'berth install: writes the unit, the config and the sysctl file'],
   ['config/', ['files'], 'reads the config file, once, into a typed object'],
   ['server.ts', ['sockets'], 'the API listener (plain HTTP; the edge and MCP answer through it)'],
@@ -60,24 +42,6 @@ const isDriverContract = (file: string) => /^drivers\/[^/]+\/(types|errors)$/.te
 const isConcreteDriver = (file: string) => file.startsWith('drivers/') && !isDriverContract(file)
 /** Repositories: the only code outside src/store that reads or writes the store's tables. */
 const isRepository = (file: string) => /(^|\/)(repository|[\w-]+-repository)$/.test(file) || file.includes('/repositories/')
-
-interface Import {
-  /** A path under src/ without `.ts` (`domain/sites/service`), or a package name (`drizzle-orm`). */
-  target: string
-  /** False for `import type`, `export type`, `typeof import(...)` and imports of types only. */
-  value: boolean
-  line: number
-}
-
-interface SourceFacts {
-  /** Path under src/ without `.ts`. */
-  file: string
-  imports: Import[]
-  /** Bun's IO APIs and fetch() it calls, by kind. */
-  calls: { io: Io; what: string; line: number }[]
-  /** Statements on the store's connection (`.sqlite.prepare`, `.db.select` ...). */
-  tableAccess: { what: string; line: number }[]
-}
 
 /**
  * The layer rules on imports: files matching `from` may not import what `forbids` matches.
@@ -124,101 +88,6 @@ const IMPORT_RULES: ImportRule[] = [
  * cannot linger.
  */
 const KNOWN_UNTIL_MERGE: { file: string; target: string; by: string }[] = []
-
-/** Every non-test source file under src/, as paths under src/. */
-function sources(dir = SRC): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const path = join(dir, e.name)
-    if (e.isDirectory()) return sources(path)
-    return e.name.endsWith('.ts') && !e.name.endsWith('.test.ts') && !e.name.endsWith('.d.ts') ? [relative(SRC, path)] : []
-  })
-}
-
-/** Files longer than this are split along a seam: a reader should be able to take a file in whole. */
-const MAX_LINES = 400
-/** Folders of generated files, never edited by hand: drizzle-kit's migrations and their snapshots. */
-const GENERATED = ['store/migrations/']
-
-/** Every file under src/, tests included, as paths under src/. */
-function allFiles(dir = SRC): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const path = join(dir, e.name)
-    return e.isDirectory() ? allFiles(path) : [relative(SRC, path)]
-  })
-}
-
-/** Lines as `wc -l` counts them: the newline characters. */
-const lineCount = (path: string) => readFileSync(join(SRC, path)).reduce((n, byte) => (byte === 0x0a ? n + 1 : n), 0)
-
-/** A specifier as a target: a src path without `.ts`, or the package (node: prefix dropped). */
-function targetOf(fromFile: string, specifier: string): string {
-  if (!specifier.startsWith('.')) return specifier.replace(/^node:/, '')
-  const base = resolve(SRC, dirname(fromFile), specifier)
-  const file = [`${base}.ts`, join(base, 'index.ts'), base].find((p) => p.endsWith('.ts') && existsSync(p)) ?? base
-  return relative(SRC, file).replace(/\.ts$/, '')
-}
-
-/** True when an import or export clause names types only (`import type {...}`, `{ type A, type B }`). */
-function typeOnlyClause(node: ts.ImportDeclaration | ts.ExportDeclaration): boolean {
-  if (ts.isImportDeclaration(node)) {
-    const clause = node.importClause
-    if (!clause) return false
-    if (clause.isTypeOnly) return true
-    const named = clause.namedBindings
-    return !clause.name && named !== undefined && ts.isNamedImports(named) && named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly)
-  }
-  if (node.isTypeOnly) return true
-  const named = node.exportClause
-  return named !== undefined && ts.isNamedExports(named) && named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly)
-}
-
-/** Reads a file's imports, IO calls and table statements off its syntax tree. */
-function factsOf(path: string, text = readFileSync(join(SRC, path), 'utf8')): SourceFacts {
-  const file = path.replace(/\.ts$/, '')
-  const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true)
-  const facts: SourceFacts = { file, imports: [], calls: [], tableAccess: [] }
-  const lineOf = (node: ts.Node) => source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1
-  const visit = (node: ts.Node): void => {
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
-      const target = targetOf(path, node.moduleSpecifier.text)
-      const value = !typeOnlyClause(node)
-      facts.imports.push({ target, value, line: lineOf(node) })
-      // `import { spawn } from 'bun'` is Bun.spawn by another name.
-      const named = ts.isImportDeclaration(node) ? node.importClause?.namedBindings : undefined
-      if (target === 'bun' && value && named && ts.isNamedImports(named)) {
-        for (const e of named.elements) {
-          const io = IO_GLOBALS[(e.propertyName ?? e.name).text]
-          if (io && !e.isTypeOnly) facts.calls.push({ io, what: `${(e.propertyName ?? e.name).text} from 'bun'`, line: lineOf(e) })
-        }
-      }
-    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
-      facts.imports.push({ target: targetOf(path, node.argument.literal.text), value: false, line: lineOf(node) })
-    } else if (ts.isCallExpression(node)) {
-      const [arg] = node.arguments
-      const literal = arg && ts.isStringLiteralLike(arg) ? arg.text : null
-      if (node.expression.kind === ts.SyntaxKind.ImportKeyword) {
-        facts.imports.push({ target: literal === null ? '<computed>' : targetOf(path, literal), value: true, line: lineOf(node) })
-      } else if (ts.isIdentifier(node.expression) && node.expression.text === 'require') {
-        facts.imports.push({ target: literal === null ? '<computed>' : targetOf(path, literal), value: true, line: lineOf(node) })
-      } else if (ts.isIdentifier(node.expression) && node.expression.text === 'fetch') {
-        facts.calls.push({ io: 'sockets', what: 'fetch()', line: lineOf(node) })
-      }
-    } else if (ts.isPropertyAccessExpression(node) && ts.isIdentifier(node.expression)) {
-      const io = IO_GLOBALS[node.name.text]
-      if (node.expression.text === 'Bun' && io) facts.calls.push({ io, what: `Bun.${node.name.text}`, line: lineOf(node) })
-    }
-    if (ts.isPropertyAccessExpression(node) && ts.isPropertyAccessExpression(node.expression)) {
-      // store.sqlite.prepare(...), store.db.select(...): statements on the store's connection.
-      const [conn, verb] = [node.expression.name.text, node.name.text]
-      if ((conn === 'sqlite' && /^(prepare|query|run|exec)$/.test(verb)) || (conn === 'db' && /^(select|selectDistinct|insert|update|delete)$/.test(verb))) {
-        facts.tableAccess.push({ what: `.${conn}.${verb}`, line: lineOf(node) })
-      }
-    }
-    ts.forEachChild(node, visit)
-  }
-  visit(source)
-  return facts
-}
 
 /** The IO kinds a file may use: those of the longest IO_ALLOWED prefix it falls under. */
 function allowedIo(file: string): Io[] {
@@ -312,6 +181,15 @@ describe('the architecture rules (docs/architecture.md)', () => {
       ['domain/x/service.ts', "await fetch('http://10.0.0.2/')", 'sockets only in'],
       ['edge/x.ts', "import Docker from 'dockerode'", 'docker only in'],
       ['drivers/files/x.ts', "import Docker from 'dockerode'", 'docker only in'],
+      ['domain/x/service.ts', "import { execFile } from 'node:child_process'", 'processes only in'],
+      ['api/x/routes.ts', "import { createServer } from 'node:net'", 'sockets only in'],
+      ['domain/x/service.ts', "import { Resolver } from 'node:dns/promises'", 'sockets only in'],
+      ['compose/x.ts', "import { promises as dns } from 'dns'", 'sockets only in'],
+      ['compose/x.ts', "import { hostname } from 'node:os'", 'host only in'],
+      ['domain/x/service.ts', 'const s3 = new Bun.S3Client({ bucket })', 'sockets only in'],
+      ['api/x/routes.ts', "import { S3Client } from 'bun'", 'sockets only in'],
+      ['domain/x/service.ts', 'const worker = new Worker(url)', 'processes only in'],
+      ['store/x.ts', "import { Worker } from 'node:worker_threads'", 'processes only in'],
     ])('%s: %s', (path, text, rule) => {
       expect(check(path, text).join('\n')).toContain(rule)
     })
@@ -327,6 +205,9 @@ describe('the architecture rules (docs/architecture.md)', () => {
       ['drivers/archives/x.ts', "Bun.spawn(['tar'])"],
       ['edge/x.ts', 'Bun.connect({ hostname, port })'],
       ['domain/x/service.ts', 'const widget = "fetch(\'/ask\')"'],
+      ['drivers/offsite/x.ts', 'private readonly client: Bun.S3Client'],
+      ['drivers/host/x.ts', "import { cpus } from 'node:os'"],
+      ['store/copy.ts', 'const worker = new Worker(url)'],
     ])('allows %s: %s', (path, text) => {
       expect(check(path, text)).toEqual([])
     })

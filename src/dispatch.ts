@@ -1,7 +1,7 @@
 import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
-import { ACME_CHALLENGE_PATH } from './domain/tls/challenges'
+import { ACME_CHALLENGE_PATH } from './domain/tls'
 import { WEBHOOK_PATH } from './api/webhooks/handler'
-import { CONSOLE_PATH } from './domain/console/service'
+import { CONSOLE_PATH } from './domain/console'
 import { isMetricsPath } from './api/prometheus/handler'
 import { isClusterJoinPath } from './api/cluster/join'
 

@@ -1,22 +1,20 @@
 import { Elysia, type AnyElysia } from 'elysia'
 import type { Config } from '../config/config'
-import type { ArchivesService } from '../domain/archives/service'
-import type { AuthService } from '../domain/auth/service'
-import type { CheckoutService } from '../domain/checkout/service'
-import type { ClaimsService } from '../domain/claims/service'
-import type { DeploymentsService } from '../domain/deployments/service'
-import type { FilesService } from '../domain/files/service'
-import type { ExecService } from '../domain/exec/service'
-import type { KeysService } from '../domain/keys/service'
-import type { LogsService } from '../domain/logs/service'
-import type { SiteMetricsService } from '../domain/metrics/service'
-import type { ModulesService } from '../domain/modules/service'
-import type { PlansService } from '../domain/plans/service'
-import type { RateLimiter } from '../domain/rate-limits/service'
-import type { SiteGuard } from '../domain/sites/guard'
-import type { SiteLifecycle } from '../domain/sites/lifecycle'
-import type { SitesService } from '../domain/sites/service'
-import type { SshService } from '../domain/ssh/service'
+import type { ArchivesService } from '../domain/archives'
+import type { AuthService } from '../domain/auth'
+import type { CheckoutService } from '../domain/checkout'
+import type { ClaimsService } from '../domain/claims'
+import type { DeploymentsService } from '../domain/deployments'
+import { fileBodyLimit, type FilesService } from '../domain/files'
+import { execBodyLimit, type ExecService } from '../domain/exec'
+import type { KeysService } from '../domain/keys'
+import type { LogsService } from '../domain/logs'
+import type { SiteMetricsService } from '../domain/metrics'
+import type { ModulesService } from '../domain/modules'
+import type { PlansService } from '../domain/plans'
+import type { RateLimiter } from '../domain/rate-limits'
+import type { SiteGuard, SiteLifecycle, SitesService } from '../domain/sites'
+import type { SshService } from '../domain/ssh'
 import type { StatusInfo } from '../domain/status'
 import type { Logger } from '../lib/logger'
 import type { ClientAddress } from './http/client-address'
@@ -44,27 +42,22 @@ import { claimRoutes } from './claims/routes'
 import { sshRoutes } from './ssh/routes'
 import { logRoutes } from './logs/routes'
 import { fileRoutes } from './files/routes'
-import { fileBodyLimit } from '../domain/files/limits'
 import { execRoutes } from './exec/routes'
-import { execBodyLimit } from '../domain/exec/limits'
 import { deploymentRoutes } from './deployments/routes'
 import { metricsRoutes } from './metrics/routes'
 import { siteLifecycleRoutes } from './sites/lifecycle-routes'
 import { archiveRoutes } from './archives/routes'
 import { dnsRoutes } from './dns/routes'
 import { domainRoutes } from './domains/routes'
-import type { DnsService } from '../domain/dns/service'
-import type { DomainsService } from '../domain/domains/service'
-import type { AccountsService } from '../domain/accounts/service'
-import type { SubscriptionBilling } from '../domain/billing/subscriptions'
-import type { PortalLinks } from '../domain/billing/portal-links'
+import type { DnsService } from '../domain/dns'
+import type { DomainsService } from '../domain/domains'
+import type { AccountRecords, AccountsService } from '../domain/accounts'
+import type { BillingRecords, PortalLinks, SubscriptionBilling } from '../domain/billing'
 import { TEST_PAYMENT_METHODS, type PaymentProcessor } from '../drivers/payments/types'
-import type { BillingRepository } from '../domain/billing/repository'
-import type { AccountsRepository } from '../domain/accounts/repository'
 import { accountRoutes } from './account/routes'
 import { isPortalForm, portalRoutes } from './portal/routes'
 import { consoleRoutes } from './console/routes'
-import type { ConsoleService } from '../domain/console/service'
+import type { ConsoleService } from '../domain/console'
 
 /**
  * What the REST door needs: the domain's services (built by the composition root, src/compose/),
@@ -86,9 +79,9 @@ export interface ApiDeps {
   processor: PaymentProcessor
   accounts: AccountsService
   subscriptions: SubscriptionBilling
-  billing: BillingRepository
+  billing: BillingRecords
   portalLinks: PortalLinks
-  accountsRepo: AccountsRepository
+  accountsRepo: AccountRecords
   sites: SitesService
   lifecycle: SiteLifecycle
   modules: ModulesService

@@ -1,5 +1,5 @@
-import type { AdminAccountView } from '../domain/accounts/admin'
-import { MAX_REASON_LENGTH } from '../domain/sites/admin'
+import type { AdminAccountView } from '../domain/accounts'
+import { MAX_REASON_LENGTH } from '../domain/sites'
 import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command } from './command'
 import { fields, onlyArgument, reasonFrom, shortTime, table, withAdmin } from './admin'
 

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os'
-import { publicAddressProblem } from '../domain/cluster/public-address'
+import { publicAddressProblem } from '../domain/cluster'
 import { parseFingerprint } from '../drivers/cluster/join-client'
 import { NodeFiles } from '../drivers/cluster/node-files'
 import { SystemdNotifier } from '../drivers/systemd/notify'

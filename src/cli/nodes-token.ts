@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs'
 import { databasePath } from '../compose'
-import { issueJoinToken } from '../domain/cluster/join'
+import { issueJoinToken } from '../domain/cluster'
 import { readJoinTls } from '../drivers/cluster/pki'
 import { NodesRepository } from '../domain/cluster/repository'
 import { shiftedClock } from '../lib/clock'

@@ -1,5 +1,6 @@
-import { buildNodeOpsAdmin, NoClusterError, type NodeOps } from '../compose/cluster-ops'
-import type { DrainView, EvacuationView, NodeView } from '../domain/cluster/views'
+import type { NodeOps } from '../compose/cluster-ops'
+import { buildNodeOpsAdmin, NoClusterError } from '../compose/node-ops-admin'
+import type { DrainView, EvacuationView, NodeView } from '../domain/cluster'
 import { createLogger } from '../lib/logger'
 import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command, type CommandContext } from './command'
 import { onlyArgument, refusalsAsExit, shortTime, table } from './admin'

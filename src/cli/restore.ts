@@ -1,9 +1,7 @@
 import { readFileSync } from 'node:fs'
-import { buildServices } from '../compose'
-import { buildBoxRestore, buildSitesReturn } from '../compose/restore'
-import { formatSpan, RestoreRefusedError, type ArchiveLanding } from '../domain/offsite/restore'
-import type { SiteOutcome } from '../domain/offsite/restore-sites'
-import { checkPublicKey } from '../domain/offsite/signing'
+import { buildApp } from '../compose/app'
+import { buildBoxRestore } from '../compose/restore'
+import { type ArchiveLanding, checkPublicKey, formatSpan, RestoreRefusedError, type SiteOutcome } from '../domain/offsite'
 import { identitiesOf } from '../drivers/offsite/age'
 import { createLogger } from '../lib/logger'
 import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command } from './command'
@@ -88,10 +86,10 @@ export const restoreCommand: Command = {
     out.info(`archives: ${good.length} of ${archives.length} back (${formatBytes(good.reduce((n, a) => n + a.archive.bytes, 0))})`)
 
     // The sites, on the services berth serve builds from the store now in place (no listener started).
-    const services = buildServices(config, { log: createLogger('warn', (l) => process.stderr.write(l + '\n')), firewall: null })
+    const app = buildApp(config, 'restore', { log: createLogger('warn', (l) => process.stderr.write(l + '\n')), firewall: null })
     const outcomes: (SiteOutcome & { ms: number })[] = []
     try {
-      const sites = buildSitesReturn(services)
+      const sites = app.sitesReturn
       const landed = new Set(good.map((a) => a.archive.id))
       const list = sites.sites()
       for (const [i, site] of list.entries()) {
@@ -103,7 +101,7 @@ export const restoreCommand: Command = {
       const unrestorable = sites.settleArchives(landed, manifest)
       if (unrestorable > 0) out.info(`archives listed in the store but not in this copy: ${unrestorable}, now listed as failed (they cannot be restored)`)
     } finally {
-      services.store.close()
+      app.close()
     }
     clock.lap('sites')
     const lostMs = box.lostMs(manifest)

@@ -1,4 +1,5 @@
-import { buildServices, secretFilesOf } from '../compose'
+import { secretFilesOf } from '../compose'
+import { buildApp } from '../compose/app'
 import { prepareControlPlane } from '../compose/cluster'
 import { createLogger } from '../lib/logger'
 import { probeOpenat2 } from '../drivers/files/syscalls'
@@ -49,8 +50,8 @@ export const serveCommand: Command = {
     // In a cluster: the PKI (made at the first start) and this engine as the Swarm's manager,
     // before the runtime and the join's route need them.
     const clusterPki = await prepareControlPlane(config, createLogger(config.server.logLevel))
-    const services = buildServices(config, { clusterPki })
-    const running = startServer(services, passed)
+    const services = buildApp(config, 'serve', { clusterPki })
+    const running = startServer(services.server, passed)
     services.log.info('berth listening', {
       version: VERSION,
       url: running.url,
@@ -73,7 +74,7 @@ export const serveCommand: Command = {
         notifier.stopping('finishing the requests in flight')
         await running.stop()
         notifier.stopped()
-        services.store.close()
+        services.close()
         resolve()
       }
       process.once('SIGTERM', () => void stop('SIGTERM'))

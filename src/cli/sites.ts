@@ -1,6 +1,6 @@
 import { buildAdminShell } from '../compose/shell'
 import type { SiteStatus } from '../core/enums'
-import { MAX_REASON_LENGTH, type AdminSiteView } from '../domain/sites/admin'
+import { MAX_REASON_LENGTH, type AdminSiteView } from '../domain/sites'
 import { DomainError } from '../domain/errors'
 import { SiteNotRunnableError } from '../drivers/runtime/types'
 import { createLogger } from '../lib/logger'
@@ -9,8 +9,8 @@ import { fields, onlyArgument, reasonFrom, shortTime, table, withAdmin } from '.
 import { configFrom } from './config-flags'
 import { attachTerminal, localSize } from './terminal-io'
 import { CLUSTER_NOTE, withNodeOps } from './nodes'
-import type { MoveView } from '../domain/cluster/views'
-import { formatSpan } from '../domain/offsite/restore'
+import type { MoveView } from '../domain/cluster'
+import { formatSpan } from '../domain/offsite'
 
 /**
  * `berth sites ...`: the admin's commands on the sites of this box (shell, list, show, suspend,

@@ -5,11 +5,8 @@
  * to Docker, and a `berth serve` running beside sees their writes within EXTERNAL_CHECK_MS.
  */
 import type { Config } from '../config/config'
-import { AccountAdmin } from '../domain/accounts/admin'
-import { BillingRepository } from '../domain/billing/repository'
-import { KeysRepository } from '../domain/keys/repository'
-import { SiteAdmin } from '../domain/sites/admin'
-import { SitesRepository } from '../domain/sites/repository'
+import { AccountAdmin } from '../domain/accounts'
+import { SiteAdmin } from '../domain/sites'
 import type { Logger } from '../lib/logger'
 import { buildServices, type Services } from './index'
 
@@ -35,12 +32,10 @@ export function buildAdmin(config: Config, log: Logger): Admin {
 
 /** The admin's services over built services (the CLI's, or a test's in-process ones). */
 export function adminOver(s: Services, log: Logger): Omit<Admin, 'close'> {
-  // No SSH port policy: the admin's commands never hand out ports (the server's reconcile pass does).
-  const sites = new SitesRepository(s.store)
-  const billing = new BillingRepository(s.store)
-  const { store, clock, runner } = s
+  // The composition's repositories, made once (the sites' with its SSH-port policy).
+  const { store, clock, runner, repos: { sites, billing, keys, accounts } } = s
   return {
-    sites: new SiteAdmin({ store, clock, log, sites, views: s.sites, accounts: s.accountsRepo, billing, lifecycle: s.lifecycle, reaper: s.reaper, runner }),
-    accounts: new AccountAdmin({ store, clock, log, accounts: s.accountsRepo, keys: new KeysRepository(store), sites, billing, runner }),
+    sites: new SiteAdmin({ store, clock, log, sites, views: s.sites, accounts, billing, lifecycle: s.lifecycle, reaper: s.reaper, runner }),
+    accounts: new AccountAdmin({ store, clock, log, accounts, keys, sites, billing, runner }),
   }
 }

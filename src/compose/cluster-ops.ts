@@ -2,25 +2,20 @@
  * The node operations of a cluster (domain/cluster: nodes.ts, move.ts, health.ts) over the built
  * services and the cluster runtime's placement. `berth serve` builds them to run the health
  * monitor (followNodeHealth in upkeep.ts) and show down nodes' sites `recovering`; the admin's
- * commands (`berth nodes ...`, `berth sites move`) build them in their own process, over the
- * same composition as `berth serve` (buildServices with the cluster runtime), and run the
- * operation there.
+ * commands (`berth nodes ...`, `berth sites move`) build them in their own process through
+ * node-ops-admin.ts, over the same composition as `berth serve`, and run the operation there.
  */
-import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { NodeHealth, type NodeHealthDeps } from '../domain/cluster/health'
-import { SiteMover } from '../domain/cluster/move'
+import { type EdgeProbe, NodeHealth, type NodeHealthDeps, NodesService, SiteMover, SiteTransfer } from '../domain/cluster'
 import { NodesRepository } from '../domain/cluster/repository'
-import { NodesService } from '../domain/cluster/nodes'
-import { SiteTransfer, type EdgeProbe } from '../domain/cluster/site-transfer'
-import { ArchivesRepository } from '../domain/archives/repository'
-import { ArchiveFetchBack } from '../domain/offsite/fetch-back'
-import { OffsiteCopiesRepository } from '../domain/offsite/repository'
-import { SitesRepository } from '../domain/sites/repository'
-import type { SitesServiceDeps } from '../domain/sites/service'
-import { LocalArchiveStore } from '../drivers/archives/local'
+import type { ArchivesRepository } from '../domain/archives/repository'
+import { ArchiveFetchBack, type BoxIdentity } from '../domain/offsite'
+import type { OffsiteCopiesRepository } from '../domain/offsite/repository'
+import type { SitesRepository } from '../domain/sites/repository'
+import type { SiteRunner, SitesServiceDeps } from '../domain/sites'
+import type { ArchiveStore } from '../drivers/archives/types'
+import { machineFacts } from '../drivers/host/machine'
 import { acceptsConnection } from '../drivers/runtime/first-answer'
-import { SWARM_GOSSIP_PORT } from '../drivers/runtime/swarm-membership'
 import { edgeProbe } from '../drivers/cluster/edge-probe'
 import type { ClusterNode, NodeLink, Placement } from '../drivers/cluster/types'
 import type { SiteFirewallPolicy } from '../drivers/firewall/types'
@@ -29,7 +24,12 @@ import { LocalLanding } from '../drivers/offsite/landing'
 import type { Config } from '../config/config'
 import type { Logger } from '../lib/logger'
 import { sendAgent } from '../node-agent/client/calls'
-import { buildServices, type Services } from './index'
+import type { Clock } from '../lib/clock'
+import type { Store } from '../store/store'
+import type { JobRunner } from '../jobs/runner'
+import type { CreateArchiveJob, RestoreArchiveJob } from '../domain/archives'
+import type { PlansService } from '../domain/plans'
+import type { OffsiteDestination } from '../drivers/offsite/types'
 
 export interface NodeOps {
   nodes: NodesService
@@ -37,8 +37,24 @@ export interface NodeOps {
   repo: NodesRepository
 }
 
-/** What the node operations take of the built services. */
-export type NodeOpsDeps = Pick<Services, 'config' | 'store' | 'clock' | 'log' | 'plans' | 'runner' | 'archiveJobs' | 'offsite' | 'jobs'>
+/**
+ * What the node operations take of the built services (named here, not as a Pick of the whole
+ * composition, so this file imports no other file of compose/ and no circle closes through it).
+ */
+export interface NodeOpsDeps {
+  config: Config
+  store: Store
+  clock: Clock
+  log: Logger
+  plans: PlansService
+  runner: SiteRunner
+  archiveJobs: { create: CreateArchiveJob; restore: RestoreArchiveJob }
+  offsite: { destination: OffsiteDestination; identity: BoxIdentity } | null
+  jobs: Pick<JobRunner, 'runHere'>
+  /** The composition's repositories and archive store, made once (the sites' with its SSH-port policy). */
+  repos: { sites: SitesRepository; archives: ArchivesRepository; offsite: OffsiteCopiesRepository }
+  archiveStore: ArchiveStore
+}
 
 /** The placement of a runtime that has one (the cluster runtime), else null (a single box). */
 export function placementOf(runtime: unknown): Placement | null {
@@ -52,12 +68,10 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (nod
   // berth serve's edge on this box, asked when a move stops and resumes serving its site.
   const edge = 'edge' in opts ? opts.edge : edgeProbe(config.server.listen, config.sites.domain)
   const repo = new NodesRepository(store)
-  // No SSH port policy: these operations never hand out ports (the runner's run moves a taken one).
-  const sites = new SitesRepository(store)
-  const archiveStore = new LocalArchiveStore(config.archives.dir)
+  const { repos: { sites }, archiveStore } = s
   const transfer = new SiteTransfer({
     placement, runner, sites, clock, log, edge,
-    archives: new ArchivesRepository(store),
+    archives: s.repos.archives,
     create: s.archiveJobs.create,
     restore: s.archiveJobs.restore,
     // Recorded as running jobs meanwhile: berth serve, in its own process, then neither settles
@@ -67,7 +81,7 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (nod
     bytes: new ArchiveFetchBack({
       archives: archiveStore,
       offsite: s.offsite && {
-        repo: new OffsiteCopiesRepository(store),
+        repo: s.repos.offsite,
         destination: s.offsite.destination,
         sealing: { open },
         identity: s.offsite.identity,
@@ -76,11 +90,12 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (nod
     }),
   })
   const mover = new SiteMover({ sites, nodes: repo, placement, transfer, clock, log, edge })
+  const machine = machineFacts()
   return {
     repo,
     nodes: new NodesService({
       nodes: repo, placement, sites, plans, transfer, clock, log, mover, answers, engineUp: opts.engineUp,
-      control: { address: config.cluster.address, memoryBytes: totalmem(), cpus: cpus().length, publicAddress: config.ssh.host },
+      control: { address: config.cluster.address, memoryBytes: machine.memoryBytes, cpus: machine.cpus, publicAddress: config.ssh.host },
     }),
     mover,
   }
@@ -104,7 +119,7 @@ export function agentAnswers(link: Pick<NodeLink, 'fetch'>): (node: ClusterNode)
 
 /** The health monitor of `berth serve`; its `recovering()` feeds the sites' views (lateRecovering). */
 export function buildNodeHealth(
-  s: Pick<Services, 'store' | 'clock' | 'log' | 'runner'>,
+  s: Pick<NodeOpsDeps, 'store' | 'clock' | 'log' | 'runner'>,
   cluster: { placement: Placement; link: NodeLink; firewall?: SiteFirewallPolicy | null | (() => SiteFirewallPolicy | null); forwardsLost?: (nodeId: string) => void; accepts?: NodeHealthDeps['accepts'] },
 ): NodeHealth {
   return new NodeHealth({
@@ -124,35 +139,6 @@ export function lateRecovering(): { source: NonNullable<SitesServiceDeps['recove
     source: { recovering: () => health?.recovering() ?? none, version: () => health?.version() ?? 0 },
     set: (h) => void (health = h),
   }
-}
-
-/** Why a node command cannot run on this box: no cluster. */
-export class NoClusterError extends Error {}
-
-/**
- * The node operations for an admin command, in its own process: the services `berth serve`
- * builds (the cluster runtime when cluster.enabled), nothing started (no listener, job runner or
- * background pass: `berth serve` may run beside and sees the store's changes within
- * EXTERNAL_CHECK_MS). Throws NoClusterError on a single box.
- */
-export function buildNodeOpsAdmin(config: Config, log: Logger): NodeOps & { close(): Promise<void> } {
-  if (!config.cluster.enabled) throw new NoClusterError('this box runs no cluster (cluster.enabled is false); see docs/cluster.md, "Turning it on"')
-  const s = buildServices(config, { log, firewall: null })
-  const jobsStopped = s.jobs.stop()
-  const close = async () => {
-    await jobsStopped
-    s.store.close()
-  }
-  const placement = placementOf(s.runtime)
-  if (!placement || !s.cluster) {
-    void close()
-    throw new NoClusterError('cluster.enabled is true but the runtime built has no placement (this binary runs sites on one engine only)')
-  }
-  // The box still takes connections on the Swarm's gossip port: its engine runs (and its sites may
-  // serve) though its agent is silent. Asked directly: the manager's view of a powered-off node
-  // stays `ready` for several seconds after berth serve has marked it down.
-  const engineUp = (node: ClusterNode) => acceptsConnection({ address: node.address, port: SWARM_GOSSIP_PORT }, 2_000)
-  return { ...buildNodeOps(s, placement, agentAnswers(s.cluster.link), { engineUp }), close }
 }
 
 /** A policy given as it is, or as the function that reads it (it follows the nodes); undefined stays undefined. */

@@ -11,10 +11,10 @@
  * reach the same nodes, beside a running `berth serve`.
  */
 import { clusterJoinHandler } from '../api/cluster/join'
-import { ArchivesRepository } from '../domain/archives/repository'
+import type { ArchivesRepository } from '../domain/archives/repository'
 import type { JobRunner } from '../jobs/runner'
 import type { Config } from '../config/config'
-import { JoinService } from '../domain/cluster/join'
+import { JoinService, type NodeHealth } from '../domain/cluster'
 import { NodesRepository } from '../domain/cluster/repository'
 import { AgentLink } from '../node-agent/client/link'
 import { nodeHomes } from '../drivers/cluster/node-homes'
@@ -29,8 +29,7 @@ import type { Clock } from '../lib/clock'
 import type { Logger } from '../lib/logger'
 import type { Store } from '../store/store'
 import { buildNodeHealth, lateRecovering } from './cluster-ops'
-import type { NodeHealth } from '../domain/cluster/health'
-import type { SiteRunner } from '../domain/sites/runner'
+import type { SiteRunner } from '../domain/sites'
 
 /** What the core holds of the cluster: how to reach the nodes, and who they are. */
 export interface ClusterCore {
@@ -56,7 +55,7 @@ export async function prepareControlPlane(config: Config, log: Logger): Promise<
 }
 
 /** The link and the Swarm runtime, for buildCore; throws when `berth serve` has not made the PKI yet. */
-export function buildClusterCore(config: Config, core: { store: Store; instanceId: string; log: Logger; jobs: Pick<JobRunner, 'runsHere'> }): ClusterCore {
+export function buildClusterCore(config: Config, core: { store: Store; instanceId: string; log: Logger; jobs: Pick<JobRunner, 'runsHere'>; archives: ArchivesRepository }): ClusterCore {
   const tls = readControlTls(config.server.dataDir)
   if (!tls) throw new Error("The cluster's certificates are not made yet: start 'berth serve' once with cluster.enabled = true (docs/cluster.md).")
   const nodes = new NodesRepository(core.store)
@@ -71,7 +70,7 @@ export function buildClusterCore(config: Config, core: { store: Store; instanceI
     nodes: live,
     link,
     log: core.log,
-    mayStart: startedHereOnly(new ArchivesRepository(core.store), core.jobs, core.log),
+    mayStart: startedHereOnly(core.archives, core.jobs, core.log),
   })
   return { link, nodes, runtime, liveNodes: live }
 }

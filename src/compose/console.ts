@@ -1,8 +1,6 @@
 /** The console (issue 26): tickets, the open sessions, and the openConsole operation. */
-import type { AuditTrail } from '../domain/audit/trail'
-import { ConsoleService } from '../domain/console/service'
-import { ConsoleSessions } from '../domain/console/sessions'
-import { ConsoleTickets } from '../domain/console/tickets'
+import type { AuditTrail } from '../domain/audit'
+import { ConsoleService, ConsoleSessions, ConsoleTickets } from '../domain/console'
 import { SITE_HOME } from '../drivers/runtime/site-container'
 import type { Core } from './core'
 

@@ -1,16 +1,19 @@
 /** What every area is built on: the clock, the log, the store with the shared repositories, Docker, the jobs. */
 import { hostPortFree } from '../lib/ports'
 import { AccountsRepository } from '../domain/accounts/repository'
+import { ArchivesRepository } from '../domain/archives/repository'
 import { BillingRepository } from '../domain/billing/repository'
 import { CheckoutRepository } from '../domain/checkout/repository'
 import { DomainsRepository } from '../domain/domains/repository'
 import { KeysRepository } from '../domain/keys/repository'
 import { OffsiteCopiesRepository } from '../domain/offsite/repository'
-import { KeysService } from '../domain/keys/service'
+import { KeysService } from '../domain/keys'
 import { PlansRepository } from '../domain/plans/repository'
-import { PlansService } from '../domain/plans/service'
-import { SiteChanges } from '../domain/sites/changes'
+import { PlansService } from '../domain/plans'
+import { SiteChanges } from '../domain/sites'
 import { SitesRepository } from '../domain/sites/repository'
+import { LocalArchiveStore } from '../drivers/archives/local'
+import type { ArchiveStore } from '../drivers/archives/types'
 import { DockerRuntime } from '../drivers/runtime/docker'
 import type { ContainerRuntime } from '../drivers/runtime/types'
 import type { SiteFirewall } from '../drivers/firewall/types'
@@ -38,9 +41,14 @@ export interface BuildOptions {
   clusterPki?: ClusterPki | null
 }
 
-/** The repositories more than one area reads; an area's own repositories are made in its file. */
+/**
+ * The repositories more than one area (or an admin's operation) reads, each made once; an area's
+ * own repositories are made in its file. `sites` has the SSH-port policy wherever it is used.
+ */
 export interface SharedRepositories {
   sites: SitesRepository
+  /** The archives' rows: the archive jobs, a move's transfer, the restore's return, the cluster's start check. */
+  archives: ArchivesRepository
   keys: KeysRepository
   accounts: AccountsRepository
   checkout: CheckoutRepository
@@ -67,6 +75,8 @@ export interface Core {
   /** A site's files changed (a deploy, the files API, a restore): derived data follows. */
   changes: SiteChanges
   repos: SharedRepositories
+  /** The archives' bytes under archives.dir: the archive jobs, the off-box copier, a move's fetch-back, the restore. */
+  archiveStore: ArchiveStore
 }
 
 /**
@@ -92,6 +102,7 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
       range: config.ssh.portRange,
       isFree: (port) => hostPortFree(config.ssh.listenAddress, port),
     }),
+    archives: new ArchivesRepository(store),
     keys: keysRepo,
     accounts: new AccountsRepository(store),
     checkout: new CheckoutRepository(store),
@@ -105,7 +116,7 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
   // A cluster's sites run as Swarm services across the nodes (compose/cluster.ts); a test's own
   // runtime is used as it is.
   const jobs = new JobRunner(store, clock, log, {})
-  const cluster = !opts.runtime && config.cluster.enabled ? buildClusterCore(config, { store, instanceId, log, jobs }) : null
+  const cluster = !opts.runtime && config.cluster.enabled ? buildClusterCore(config, { store, instanceId, log, jobs, archives: repos.archives }) : null
   const runtime = opts.runtime ?? cluster?.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, log })
   return {
     config, clock, log, store, instanceId, runtime, cluster,
@@ -114,5 +125,6 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
     keys: new KeysService(keysRepo, store, clock, prefix),
     changes: new SiteChanges(),
     repos,
+    archiveStore: new LocalArchiveStore(config.archives.dir),
   }
 }

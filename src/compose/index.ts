@@ -4,7 +4,7 @@
  * and hands each consumer what it reads.
  */
 import type { Config } from '../config/config'
-import type { SiteLifecycle } from '../domain/sites/lifecycle'
+import type { SiteLifecycle } from '../domain/sites'
 import { EngineHealth, type StatusInfo } from '../domain/status'
 import type { Registrar } from '../drivers/registrar/types'
 import type { PaymentProcessor } from '../drivers/payments/types'
@@ -18,7 +18,7 @@ import { buildContent, buildModules, type Modules } from './modules'
 import { buildMoney, buildPayments, type Money, type Payments } from './money'
 import { buildNames, type Names } from './names'
 import { buildOffsite, type Offsite } from './offsite'
-import { lastStoreCopyAgeSeconds } from '../domain/offsite/status'
+import { lastStoreCopyAgeSeconds } from '../domain/offsite'
 import { buildLifecycle, buildSites, type Sites } from './sites'
 import { buildPrometheus, type Prometheus } from './prometheus'
 
@@ -30,7 +30,7 @@ export type { BuildOptions } from './core'
  * Everything the API and the CLI work with, built once from the config: each area's slice. A
  * consumer takes the part it reads (`ApiDeps`, `ServerDeps`, `MaintenanceDeps`); tests take all.
  */
-export type Services = Omit<Core, 'repos' | 'changes'>
+export type Services = Omit<Core, 'changes'>
   & Omit<Payments, 'purchases'>
   & Omit<Names, 'registrar' | 'berthNames' | 'ofSites' | 'linkedDomains'>
   & Omit<Modules, 'ai' | 'purger'>
@@ -71,7 +71,7 @@ export function buildServices(config: Config, opts: BuildOptions = {}): Services
   const money = buildMoney(core, payments, sites)
   const consoles = buildConsoles(core, { audit: sites.audit })
   const agents = buildAgents(core, { processor: payments.processor, subscriptions: money.subscriptions, runner: sites.runner })
-  const { repos: _repos, changes: _changes, ...shared } = core
+  const { changes: _changes, ...shared } = core
   const { purchases: _purchases, ...pay } = payments
   const { registrar: _registrar, berthNames: _berthNames, ofSites: _ofSites, linkedDomains: _linked, ...named } = names
   const { ai, purger: _purger, ...mods } = modules

@@ -1,9 +1,9 @@
 /** The AI modules (issue 14): the provider, each site's token allowance, and each module's service. */
 import { join } from 'node:path'
 import { ModulesRepository } from '../domain/modules/repository'
-import { ModulesService } from '../domain/modules/service'
-import type { SiteDataPurger } from '../domain/sites/reaper'
-import type { FilesService } from '../domain/files/service'
+import { ModulesService } from '../domain/modules'
+import type { SiteDataPurger } from '../domain/sites'
+import type { FilesService } from '../domain/files'
 import { selectAiProvider } from '../drivers/ai/select'
 import type { AiProvider } from '../drivers/ai/types'
 import { localHomes, type HomeDrivers } from '../drivers/files/home-drivers'

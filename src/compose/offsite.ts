@@ -1,12 +1,9 @@
 /** Copies off the box (issue 25): built only when `offsite.url` is set. */
-import type { ArchiveEvents } from '../domain/archives/events'
-import { BoxCopies } from '../domain/offsite/box-copy'
-import { OffsiteCopier } from '../domain/offsite/copier'
-import { RestoreDrill } from '../domain/offsite/drill'
-import type { BoxIdentity, SigningKey } from '../domain/offsite/ports'
+import type { ArchiveEvents } from '../domain/archives'
+import { BoxCopies, type BoxIdentity, newSigningKey, OffsiteCopier, publicKeyOf, RestoreDrill, type SigningKey } from '../domain/offsite'
 import type { OffsiteCopiesRepository } from '../domain/offsite/repository'
-import { newSigningKey, publicKeyOf } from '../domain/offsite/signing'
 import { LocalArchiveStore } from '../drivers/archives/local'
+import type { ArchiveStore } from '../drivers/archives/types'
 import { newIdentity, open, recipientOf, seal, sealBytes } from '../drivers/offsite/age'
 import { destinationOf, selectOffsite } from '../drivers/offsite/select'
 import { TlsFolder } from '../drivers/offsite/tls-folder'
@@ -36,7 +33,7 @@ export interface Offsite {
  * default: nothing leaves the box). `events` (the sites area's) tells it of archives turning
  * ready or going; `berth offsite push` builds it without them, and the pass finds them itself.
  */
-export function buildOffsite(core: Pick<Core, 'config' | 'store' | 'clock' | 'log' | 'instanceId'> & { repo: OffsiteCopiesRepository }, events?: ArchiveEvents, opts: { destination?: OffsiteDestination } = {}): Offsite | null {
+export function buildOffsite(core: Pick<Core, 'config' | 'store' | 'clock' | 'log' | 'instanceId'> & { repo: OffsiteCopiesRepository; archiveStore?: ArchiveStore }, events?: ArchiveEvents, opts: { destination?: OffsiteDestination } = {}): Offsite | null {
   const { config, store, clock, log, repo } = core
   if (!config.offsite.url) return null
   // Tests hand in the destination (a folder that fails on cue); otherwise the one the URL names.
@@ -54,7 +51,8 @@ export function buildOffsite(core: Pick<Core, 'config' | 'store' | 'clock' | 'lo
   })
   const copier = new OffsiteCopier({
     repo, destination, sealing, identity, box, clock, log, intervalMs,
-    archives: new LocalArchiveStore(config.archives.dir),
+    // The composition's own; `berth offsite push` (its own process) makes one.
+    archives: core.archiveStore ?? new LocalArchiveStore(config.archives.dir),
     recipients: config.offsite.ageRecipients,
     drill: new RestoreDrill({ repo, destination, sealing, identity, clock, log }),
     keepDays: config.archives.backupsKept,

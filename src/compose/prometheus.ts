@@ -1,10 +1,10 @@
-import { hostname } from 'node:os'
 import { DnsQueryCounts } from '../dns/query-counts'
 import { PrometheusRepository } from '../domain/prometheus/repository'
-import { scrapeMetrics } from '../domain/prometheus/scrape'
+import { scrapeMetrics } from '../domain/prometheus'
 import type { StatusInfo } from '../domain/status'
-import type { CertificateManager } from '../domain/tls/manager'
-import type { SiteRunner } from '../domain/sites/runner'
+import type { CertificateManager } from '../domain/tls'
+import type { SiteRunner } from '../domain/sites'
+import { machineFacts } from '../drivers/host/machine'
 import { processStatsReader } from '../drivers/process/stats'
 import type { EdgeMetrics } from '../edge/metrics'
 import type { Core } from './core'
@@ -28,7 +28,7 @@ export function buildPrometheus(core: Pick<Core, 'config' | 'store'>, from: {
   const repo = new PrometheusRepository(core.store)
   const process = processStatsReader()
   // This box's name until issue 28 gives Berth nodes of its own.
-  const node = hostname()
+  const node = machineFacts().hostname
   return {
     dnsCounts,
     scrape: () => scrapeMetrics({

@@ -6,10 +6,7 @@
  */
 import { join } from 'node:path'
 import type { Config } from '../config/config'
-import { BoxRestore } from '../domain/offsite/restore'
-import { ArchivesRepository } from '../domain/archives/repository'
-import { SitesReturn } from '../domain/offsite/restore-sites'
-import { SitesRepository } from '../domain/sites/repository'
+import { BoxRestore, SitesReturn } from '../domain/offsite'
 import { gnuTar } from '../drivers/archives/home-tar'
 import { LocalArchiveStore } from '../drivers/archives/local'
 import { LocalWorkFolder } from '../drivers/archives/work-folder'
@@ -17,7 +14,6 @@ import { open, openBytes } from '../drivers/offsite/age'
 import { LocalLanding } from '../drivers/offsite/landing'
 import { selectOffsite } from '../drivers/offsite/select'
 import { systemClock } from '../lib/clock'
-import { hostPortFree } from '../lib/ports'
 import { migrate } from '../store/migrate'
 import { openStore } from '../store/store'
 import type { Services } from './index'
@@ -55,17 +51,12 @@ export function buildBoxRestore(config: Config, opts: { from: string; identities
 
 /** The second half, over the services built on the restored store. */
 export function buildSitesReturn(services: Services): SitesReturn {
-  const { config, store, plans, runtime, runner, log } = services
-  const sites = new SitesRepository(store, {
-    planHasSsh: (slug) => plans.get(slug).features.ssh,
-    range: config.ssh.portRange,
-    isFree: (port) => hostPortFree(config.ssh.listenAddress, port),
-  })
+  const { config, runtime, runner, log, repos, archiveStore } = services
   return new SitesReturn({
-    sites, runner, runtime, log, clock: systemClock,
-    archiveRows: new ArchivesRepository(store),
+    sites: repos.sites, runner, runtime, log, clock: systemClock,
+    archiveRows: repos.archives,
     tar: gnuTar,
-    archives: new LocalArchiveStore(config.archives.dir),
+    archives: archiveStore,
     work: new LocalWorkFolder(workDirOf(config)),
   })
 }

@@ -5,8 +5,8 @@
  */
 import type { Config } from '../config/config'
 import { AuditRepository } from '../domain/audit/repository'
-import { AuditLog } from '../domain/audit/service'
-import { AdminShell } from '../domain/sites/admin-shell'
+import { AuditLog } from '../domain/audit'
+import { AdminShell } from '../domain/sites'
 import { SITE_HOME } from '../drivers/runtime/site-container'
 import type { Logger } from '../lib/logger'
 import { buildCore } from './core'

@@ -3,49 +3,27 @@ import { waitForAnswer } from '../drivers/runtime/first-answer'
 import { LocalWorkFolder } from '../drivers/archives/work-folder'
 import { localHomes, type HomeDrivers } from '../drivers/files/home-drivers'
 import { join } from 'node:path'
-import { ArchivesRepository } from '../domain/archives/repository'
-import { ArchiveEvents } from '../domain/archives/events'
-import { ArchiveRetention } from '../domain/archives/retention'
-import { CREATE_ARCHIVE_JOB, CreateArchiveJob, RESTORE_ARCHIVE_JOB, RestoreArchiveJob, type ArchiveJobDeps } from '../domain/archives/jobs'
-import { RestoreGuard } from '../domain/archives/restore-guard'
-import { ArchivesService } from '../domain/archives/service'
-import type { BillingService } from '../domain/billing/service'
-import type { SubscriptionBilling } from '../domain/billing/subscriptions'
+import { ArchiveEvents, type ArchiveJobDeps, ArchiveRetention, ArchivesService, CREATE_ARCHIVE_JOB, CreateArchiveJob, RESTORE_ARCHIVE_JOB, RestoreArchiveJob, RestoreGuard } from '../domain/archives'
+import type { BillingService, SubscriptionBilling } from '../domain/billing'
 import type { BerthNames } from '../domain/berth-names'
-import { Deployer } from '../domain/deployments/deployer'
-import { DeploymentFiles } from '../domain/deployments/files'
+import { DEPLOY_JOB, Deployer, DeploymentFiles, DeploymentsService } from '../domain/deployments'
 import { DeploymentsRepository } from '../domain/deployments/repository'
-import { DEPLOY_JOB, DeploymentsService } from '../domain/deployments/service'
-import { FilesService } from '../domain/files/service'
-import { EdgeAccessLog } from '../domain/logs/access-log'
-import { LogsService } from '../domain/logs/service'
-import { edgeWritesAccessLog } from '../domain/logs/sources'
+import { FilesService } from '../domain/files'
+import { EdgeAccessLog, edgeWritesAccessLog, LogsService } from '../domain/logs'
 import { MetricsRepository } from '../domain/metrics/repository'
-import { SiteMetricsService } from '../domain/metrics/service'
-import type { ModulesService } from '../domain/modules/service'
-import { APPLY_JOBS, ApplySiteJob } from '../domain/sites/apply'
-import { SiteDirectory } from '../domain/sites/directory'
+import { SiteMetricsService } from '../domain/metrics'
+import type { ModulesService } from '../domain/modules'
+import { APPLY_JOBS, ApplySiteJob, PROVISION_JOB, Provisioner, Reconciler, RepairBackoff, SiteAvailability, type SiteDataPurger, SiteDirectory, SiteGuard, SiteHealer, SiteLifecycle, SiteReaper, SiteRunner, SitesService, type SitesServiceDeps } from '../domain/sites'
 import { SiteFirewallKeeper } from '../drivers/firewall/keeper'
-import { SiteGuard } from '../domain/sites/guard'
-import { SiteHealer } from '../domain/sites/healer'
-import { SiteLifecycle } from '../domain/sites/lifecycle'
-import { PROVISION_JOB, Provisioner } from '../domain/sites/provisioning'
-import { SiteReaper, type SiteDataPurger } from '../domain/sites/reaper'
-import { Reconciler } from '../domain/sites/reconciler'
-import { SiteRunner } from '../domain/sites/runner'
-import { SiteAvailability } from '../domain/sites/availability'
-import { RepairBackoff } from '../domain/sites/repair-backoff'
 import { MarkedMoves } from '../domain/cluster/marked-moves-repository'
-import { MOVE_SITE_JOB, MoveMarkHandler } from '../domain/cluster/site-transfer'
+import { MOVE_SITE_JOB, MoveMarkHandler } from '../domain/cluster'
 import type { Placement } from '../drivers/cluster/types'
-import { SitesService, type SitesServiceDeps } from '../domain/sites/service'
-import { LocalArchiveStore } from '../drivers/archives/local'
 import { selectFirewall } from '../drivers/firewall/select'
 import type { SiteFirewall } from '../drivers/firewall/types'
 import { EdgeMetrics } from '../edge/metrics'
 import { AuditRepository } from '../domain/audit/repository'
-import { AuditLog } from '../domain/audit/service'
-import { ExecService } from '../domain/exec/service'
+import { AuditLog } from '../domain/audit'
+import { ExecService } from '../domain/exec'
 import type { Core } from './core'
 
 export interface Sites {
@@ -113,11 +91,10 @@ export interface SitesNeeds {
 
 /** Sites and their jobs (provisioning, scale and restore, deploys, archives). */
 export function buildSites(core: Core, needs: SitesNeeds): Sites {
-  const { config, store, clock, log, plans, jobs, runtime, changes, repos } = core
+  const { config, store, clock, log, plans, jobs, runtime, changes, repos, archiveStore: archiveFiles } = core
   const homes = needs.homes ?? localHomes
-  const archivesRepo = new ArchivesRepository(store)
+  const archivesRepo = repos.archives
   const deploymentsRepo = new DeploymentsRepository(store)
-  const archiveFiles = new LocalArchiveStore(config.archives.dir)
   const runner = new SiteRunner({ sites: repos.sites, plans, runtime, containers: config.containers, log, waitForAnswer })
   const archiveEvents = new ArchiveEvents()
   const retention = new ArchiveRetention(archivesRepo, archiveFiles, log, archiveEvents)

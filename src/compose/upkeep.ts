@@ -1,5 +1,5 @@
 /** The background upkeep the server runs over the built services: maintenance, and the engine's events. */
-import { HEALTH_INTERVAL_MS, type NodeHealth } from '../domain/cluster/health'
+import { HEALTH_INTERVAL_MS, type NodeHealth } from '../domain/cluster'
 import type { StatusInfo } from '../domain/status'
 import type { Agents } from './agents'
 import type { Core } from './core'

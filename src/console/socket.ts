@@ -1,6 +1,5 @@
 import type { ListenerServer, ListenerSocket, SocketDoor } from '../dispatch'
-import { inputOverflow, type ConsoleSession, type ConsoleSessions, type SessionPeer } from '../domain/console/sessions'
-import type { ConsoleGrant, ConsoleTickets } from '../domain/console/tickets'
+import { type ConsoleGrant, type ConsoleSession, type ConsoleSessions, type ConsoleTickets, inputOverflow, type SessionPeer } from '../domain/console'
 import { asDomainError } from '../domain/errors'
 import type { Logger } from '../lib/logger'
 import { ASSETS_PATH, assetResponse } from './assets'

@@ -1,4 +1,4 @@
-import { inZone } from './dns/zones'
+import { inZone } from './dns'
 
 /** One of Berth's own names and what it is, as a message tells the tenant. */
 interface OwnName {

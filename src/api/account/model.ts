@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 import { Body, checkedByService, Email, Query, Text, TEXT_PATTERN } from '../http/schemas'
-import { PaymentView, SubscriptionView } from '../../domain/billing/views'
-import { AccountDeleted, AccountView, BillingPortal, LanguageSchema as Language } from '../../domain/accounts/views'
+import { PaymentView, SubscriptionView } from '../../domain/billing'
+import { AccountDeleted, AccountView, BillingPortal, LanguageSchema as Language } from '../../domain/accounts'
 export { AccountDeleted, AccountView, BillingPortal, PaymentView, SubscriptionView }
 
 const PersonName = (what: string) => Text({ minLength: 1, maxLength: 100, description: what })

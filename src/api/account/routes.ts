@@ -1,6 +1,6 @@
 import { Elysia, t } from 'elysia'
-import type { AccountsService } from '../../domain/accounts/service'
-import type { SubscriptionBilling } from '../../domain/billing/subscriptions'
+import type { AccountsService } from '../../domain/accounts'
+import type { SubscriptionBilling } from '../../domain/billing'
 import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { AccountDeleted, AccountView, BillingPortal, BillingPortalQuery, DeleteAccountBody, PaymentView, SubscriptionView, UpdateAccountBody } from './model'

@@ -1,7 +1,7 @@
 import { t, type Static } from 'elysia'
 import { DateTime, Nullable, Uuid } from '../http/schemas'
 import { SiteParams } from '../sites/model'
-import { Archive } from '../../domain/archives/views'
+import { Archive } from '../../domain/archives'
 export { Archive }
 
 export type ArchiveView = Static<typeof Archive>

@@ -3,7 +3,7 @@ import { NoBody, ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
 import { Archive, BackupParams, SnapshotParams } from './model'
-import type { ArchivesService } from '../../domain/archives/service'
+import type { ArchivesService } from '../../domain/archives'
 
 const tags = ['Snapshots and backups']
 

@@ -3,7 +3,7 @@ import { ok } from '../http/schemas'
 import { ApiKeyCreated } from '../keys/model'
 import type { ApiPlugins } from '../plugins'
 import { RegisterBody, Whoami } from './model'
-import type { AuthService } from '../../domain/auth/service'
+import type { AuthService } from '../../domain/auth'
 
 export const authRoutes = (plugins: ApiPlugins, auth: AuthService) =>
   new Elysia({ name: 'auth-routes' })

@@ -3,7 +3,7 @@ import { SLUG_PATTERN } from '../../core/slugs'
 import { PLAN_SLUG } from '../../config/config'
 import { schemaOp } from '../http/doors'
 import { Body, DateTime, Email, Nullable, Query, Text, Uuid } from '../http/schemas'
-import { CheckoutSession } from '../../domain/checkout/views'
+import { CheckoutSession } from '../../domain/checkout'
 export { CheckoutSession }
 
 export const CHECKOUT_STATUSES = ['not_ready', 'ready', 'awaiting_payment', 'in_progress', 'completed', 'canceled', 'failed'] as const

@@ -3,7 +3,7 @@ import { NoBody, ok } from '../http/schemas'
 import { checkoutSecretOf as secretOf } from '../http/access'
 import type { ApiPlugins } from '../plugins'
 import { CheckoutParams, CheckoutSecretQuery, CheckoutSession, CompleteCheckoutBody, createCheckoutBody, UpdateCheckoutBody } from './model'
-import type { CheckoutService } from '../../domain/checkout/service'
+import type { CheckoutService } from '../../domain/checkout'
 
 
 const tags = ['Checkout']

@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 import { ScopeSchema } from '../../core/enums'
 import { Body, DateTime, Text } from '../http/schemas'
-import { ClaimRequested, ClaimedKey } from '../../domain/claims/views'
+import { ClaimRequested, ClaimedKey } from '../../domain/claims'
 export { ClaimRequested, ClaimedKey }
 
 export const ClaimRequestBody = Body({

@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { ClaimBody, ClaimedKey, ClaimRequestBody, ClaimRequested } from './model'
-import type { ClaimsService } from '../../domain/claims/service'
+import type { ClaimsService } from '../../domain/claims'
 
 const tags = ['Keys']
 

@@ -1,5 +1,5 @@
 import { DomainError } from '../../domain/errors'
-import { InvalidJoinTokenError, NodeNameTakenError } from '../../domain/cluster/join'
+import { InvalidJoinTokenError, NodeNameTakenError } from '../../domain/cluster'
 import type { JoinAnswer, JoinRequest } from '../../drivers/cluster/types'
 import type { Logger } from '../../lib/logger'
 import { fromDomainError } from '../http/errors'

@@ -2,8 +2,7 @@ import { Elysia } from 'elysia'
 import { NoBody, ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
-import type { ConsoleService } from '../../domain/console/service'
-import { ConsoleTicket } from '../../domain/console/views'
+import { type ConsoleService, ConsoleTicket } from '../../domain/console'
 
 const tags = ['Console']
 

@@ -3,7 +3,7 @@ import { NoBody, ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
 import { Deployment, DeploymentParams } from './model'
-import type { DeploymentsService } from '../../domain/deployments/service'
+import type { DeploymentsService } from '../../domain/deployments'
 
 const tags = ['Deployments']
 

@@ -3,7 +3,7 @@
  * Discovery and MCP). Each is a pure function of `DiscoveryFacts`, which the routes build from the
  * live config and catalog, so a plan added with `berth plans add` is in every document at once.
  */
-import type { Plan } from '../../domain/plans/views'
+import type { Plan } from '../../domain/plans'
 import { CAPABILITIES, PROMPTS, RESOURCES, SERVER_TITLE, SITE_TEMPLATE } from '../mcp/catalog'
 import type { ToolDef } from '../mcp/tools'
 

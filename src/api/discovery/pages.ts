@@ -3,7 +3,7 @@
  * `/agent-native/` (what a site comes with, the plans, the terms). Plain HTML and inline CSS, no
  * scripts and nothing fetched from elsewhere; every value from the config or catalog is escaped.
  */
-import type { Plan } from '../../domain/plans/views'
+import type { Plan } from '../../domain/plans'
 import { html, Html } from '../../lib/html'
 import { linksOf, money, type DiscoveryFacts } from './documents'
 

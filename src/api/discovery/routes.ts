@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import type { Config } from '../../config/config'
-import type { PlansService } from '../../domain/plans/service'
+import type { PlansService } from '../../domain/plans'
 import type { StatusInfo } from '../../domain/status'
 import type { ToolDef } from '../mcp/tools'
 import { acpDocument, aiPluginManifest, llmsTxt, mcpServerCard, pricingDocument, type DiscoveryFacts } from './documents'

@@ -1,9 +1,8 @@
 import { t } from 'elysia'
 import { DnsRecordTypeSchema } from '../../core/enums'
-import { TTL_DEFAULT, TTL_MAX, TTL_MIN, TXT_MAX_BYTES } from '../../domain/dns/records'
+import { DnsChange, DnsRecord, DnsZoneView, TTL_DEFAULT, TTL_MAX, TTL_MIN, TXT_MAX_BYTES } from '../../domain/dns'
 import { Body, checkedByService, JsonInteger, Text, type ServiceRule } from '../http/schemas'
 import { RECORD_VALUE_PATTERNS, SRV_SUBDOMAIN_PATTERN, SUBDOMAIN_PATTERN } from '../http/name-patterns'
-import { DnsChange, DnsRecord, DnsZoneView } from '../../domain/dns/views'
 export { DnsChange, DnsRecord, DnsZoneView }
 
 /** The fields that address and describe one record, shared by site and domain DNS. */

@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import type { DnsService } from '../../domain/dns/service'
+import type { DnsService } from '../../domain/dns'
 import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'

@@ -1,8 +1,7 @@
 import { t } from 'elysia'
-import { CA_LEGAL_TYPES } from '../../domain/domains/names'
+import { CA_LEGAL_TYPES, Domain, DomainRegistered, DomainSearch } from '../../domain/domains'
 import { Body, checkedByService, Email, JsonInteger, Query, Text } from '../http/schemas'
 import { CA_NAME_PATTERN, DOMAIN_PATTERN } from '../http/name-patterns'
-import { Domain, DomainRegistered, DomainSearch } from '../../domain/domains/views'
 export { Domain, DomainRegistered, DomainSearch }
 
 export const DomainParams = t.Object({

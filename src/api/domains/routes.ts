@@ -1,5 +1,5 @@
 import { Elysia, t } from 'elysia'
-import type { DomainsService } from '../../domain/domains/service'
+import type { DomainsService } from '../../domain/domains'
 import { DnsChange, DnsZoneView } from '../dns/model'
 import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'

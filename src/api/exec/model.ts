@@ -1,8 +1,7 @@
 import { t } from 'elysia'
 import { Body, checkedByService, JsonInteger } from '../http/schemas'
 import { CWD_PATTERN } from '../http/path-patterns'
-import { EXEC_LIMITS } from '../../domain/exec/limits'
-import { ExecResult } from '../../domain/exec/views'
+import { EXEC_LIMITS, ExecResult } from '../../domain/exec'
 export { ExecResult }
 
 const L = EXEC_LIMITS

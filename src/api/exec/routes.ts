@@ -3,7 +3,7 @@ import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
 import { ExecBody, ExecResult } from './model'
-import type { ExecService } from '../../domain/exec/service'
+import type { ExecService } from '../../domain/exec'
 
 /**
  * The exec API (docs/api.md, "Exec"): one command in the site's container, as the site user,

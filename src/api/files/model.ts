@@ -1,8 +1,7 @@
 import { t } from 'elysia'
 import { Body, checkedByService, DateTime, Query } from '../http/schemas'
 import { ENTRY_PATH_PATTERN, FILE_PATH_PATTERN, PATH_MAX_LENGTH } from '../http/path-patterns'
-import { FILE_LIMITS } from '../../domain/files/limits'
-import { FileEntry, FileListing, FileContent, WrittenEntry, DeletedEntry } from '../../domain/files/views'
+import { DeletedEntry, FILE_LIMITS, FileContent, FileEntry, FileListing, WrittenEntry } from '../../domain/files'
 export { FileEntry, FileListing, FileContent, WrittenEntry, DeletedEntry }
 
 const PATH_RULES =

@@ -3,7 +3,7 @@ import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
 import { DeletedEntry, FileContent, DeleteBody, FileListing, ListQuery, MkdirBody, ReadQuery, UploadBody, WriteBody, WrittenEntry } from './model'
-import type { FilesService } from '../../domain/files/service'
+import type { FilesService } from '../../domain/files'
 
 const tags = ['Files']
 

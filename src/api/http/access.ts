@@ -1,7 +1,7 @@
 import { Elysia, type DocumentDecoration } from 'elysia'
 import type { Scope } from '../../core/enums'
-import type { KeysService, Principal } from '../../domain/keys/service'
-import { requireChangeable, type SiteGuard, type SiteNeed } from '../../domain/sites/guard'
+import type { KeysService, Principal } from '../../domain/keys'
+import { requireChangeable, type SiteGuard, type SiteNeed } from '../../domain/sites'
 import type { SiteRow } from '../../store/schema'
 import { forbidden, notFound, op, say, unauthorized } from '../../domain/errors'
 

@@ -1,7 +1,7 @@
 import { t, type Static } from 'elysia'
 import { ScopeSchema } from '../../core/enums'
 import { Body, DateTime, Nullable, Query, Text, Uuid } from '../http/schemas'
-import { ApiKeyCreated, KeyListItem } from '../../domain/keys/views'
+import { ApiKeyCreated, KeyListItem } from '../../domain/keys'
 export { ApiKeyCreated, KeyListItem }
 
 export const KeyName = Text({ minLength: 1, maxLength: 100, description: 'A label for the key, shown in listings.' })

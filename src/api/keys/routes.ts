@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia'
 import { NoBody, ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { ApiKeyCreated, CreateKeyBody, KeyIdParams, KeyListItem, KeyListQuery } from './model'
-import type { KeysService } from '../../domain/keys/service'
+import type { KeysService } from '../../domain/keys'
 
 export const keyRoutes = (plugins: ApiPlugins, keys: KeysService) =>
   new Elysia({ name: 'key-routes' })

@@ -1,6 +1,6 @@
 import { t, type Static } from 'elysia'
 import { Nullable, Query, QueryInteger, Text } from '../http/schemas'
-import { LogTypeSchema, SiteLog } from '../../domain/logs/views'
+import { LogTypeSchema, SiteLog } from '../../domain/logs'
 export { LogTypeSchema, SiteLog }
 
 export const MAX_SEARCH_LENGTH = 200

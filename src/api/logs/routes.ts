@@ -3,7 +3,7 @@ import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
 import { LogQuery, SiteLog } from './model'
-import type { LogsService } from '../../domain/logs/service'
+import type { LogsService } from '../../domain/logs'
 
 export const logRoutes = (plugins: ApiPlugins, logs: LogsService) =>
   new Elysia({ name: 'log-routes' })

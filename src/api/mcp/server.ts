@@ -1,4 +1,4 @@
-import type { RateDecision } from '../../domain/rate-limits/service'
+import type { RateDecision } from '../../domain/rate-limits'
 import type { Logger } from '../../lib/logger'
 import { rateHeaders } from '../rate-limits/plugin'
 import type { Caller } from './caller'

@@ -1,6 +1,6 @@
 import { t, type Static } from 'elysia'
 import { Nullable, Query, QueryInteger } from '../http/schemas'
-import { MetricsDay, SiteMetrics } from '../../domain/metrics/views'
+import { MetricsDay, SiteMetrics } from '../../domain/metrics'
 export { MetricsDay, SiteMetrics }
 
 export const MetricsQuery = Query({

@@ -3,7 +3,7 @@ import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
 import { MetricsQuery, SiteMetrics } from './model'
-import type { SiteMetricsService } from '../../domain/metrics/service'
+import type { SiteMetricsService } from '../../domain/metrics'
 
 export const metricsRoutes = (plugins: ApiPlugins, metrics: SiteMetricsService) =>
   new Elysia({ name: 'metrics-routes' })

@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 import { AiModuleSchema } from '../../core/enums'
 import { Body, Text } from '../http/schemas'
-import { GeneratedPage, ModuleView, SeoReport } from '../../domain/modules/views'
+import { GeneratedPage, ModuleView, SeoReport } from '../../domain/modules'
 export { GeneratedPage, ModuleView, SeoReport }
 
 export const ModuleParams = t.Object({

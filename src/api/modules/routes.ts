@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia'
 import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { GenerateContentBody, GeneratedPage, ModuleParams, ModuleView, SeoReport, ToggleModuleBody } from './model'
-import type { ModulesService } from '../../domain/modules/service'
+import type { ModulesService } from '../../domain/modules'
 import { SiteParams } from '../sites/model'
 
 const tags = ['Modules']

@@ -1,7 +1,7 @@
 import { t, type Static } from 'elysia'
 import { Query } from '../http/schemas'
 import { AiModuleSchema, HostingTypeSchema, TrackSchema as Track } from '../../core/enums'
-import { Plan } from '../../domain/plans/views'
+import { Plan } from '../../domain/plans'
 export { Plan }
 
 export const PlanListQuery = Query({

@@ -4,7 +4,7 @@ import { serializedResponse } from '../http/envelope'
 import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { Plan, PlanListQuery, PlanSlugParams } from './model'
-import type { PlansService } from '../../domain/plans/service'
+import type { PlansService } from '../../domain/plans'
 import { t } from 'elysia'
 
 const PlanList = TypeCompiler.Compile(t.Array(Plan))

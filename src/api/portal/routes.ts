@@ -1,7 +1,5 @@
 import { Elysia } from 'elysia'
-import type { BillingRepository } from '../../domain/billing/repository'
-import type { PortalLinks } from '../../domain/billing/portal-links'
-import type { SubscriptionBilling } from '../../domain/billing/subscriptions'
+import type { BillingRecords, PortalLinks, SubscriptionBilling } from '../../domain/billing'
 import { DomainError } from '../../domain/errors'
 import type { PortalData, ProcessorPages } from '../../drivers/payments/types'
 import type { AccountRow } from '../../store/schema'
@@ -16,7 +14,7 @@ export interface PortalDeps {
   pages: ProcessorPages
   links: PortalLinks
   subscriptions: SubscriptionBilling
-  billing: BillingRepository
+  billing: Pick<BillingRecords, 'paymentsOf' | 'findPayment'>
   accounts: { find(id: string): AccountRow | undefined }
 }
 

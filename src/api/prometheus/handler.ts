@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
-import { EXPOSITION_CONTENT_TYPE } from '../../domain/prometheus/exposition'
+import { EXPOSITION_CONTENT_TYPE } from '../../domain/prometheus'
 import type { Logger } from '../../lib/logger'
 
 /** The path Prometheus scrapes (its default `metrics_path`). */

@@ -1,7 +1,7 @@
 import { Elysia, type DocumentDecoration } from 'elysia'
 import type { ClientAddress } from '../http/client-address'
 import { RateLimitedError } from '../http/errors'
-import type { RateDecision, RateLimiter } from '../../domain/rate-limits/service'
+import type { RateDecision, RateLimiter } from '../../domain/rate-limits'
 
 /**
  * `{ rateLimit: 'register' }` on a route counts each request of the client address against that

@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import { NoBody, ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
-import type { SiteLifecycle } from '../../domain/sites/lifecycle'
+import type { SiteLifecycle } from '../../domain/sites'
 import { ScaleBody, Site, SiteParams } from './model'
 
 const tags = ['Sites']

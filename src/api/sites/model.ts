@@ -2,7 +2,7 @@ import { t } from 'elysia'
 import { SLUG_PATTERN } from '../../core/slugs'
 import { Body, DateTime, JsonInteger, Nullable, Text, Uuid } from '../http/schemas'
 import { HostingTypeSchema } from '../../core/enums'
-import { Site } from '../../domain/sites/views'
+import { Site } from '../../domain/sites'
 export { Site }
 
 export const SiteParams = t.Object({ tenant_slug: t.String({ maxLength: 100 }) })

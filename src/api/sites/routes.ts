@@ -4,8 +4,7 @@ import { JsonCache } from '../http/json-cache'
 import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { CreateSiteBody, Site, SiteParams, SiteSettingsBody } from './model'
-import type { SitesService } from '../../domain/sites/service'
-import type { SiteView } from '../../domain/sites/views'
+import type { SitesService, SiteView } from '../../domain/sites'
 
 const tags = ['Sites']
 

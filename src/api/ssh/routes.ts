@@ -3,7 +3,7 @@ import { NoBody, ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
 import { AddSshKeyBody, SshInfo, SshKeyAdded, SshKeyParams, SshKeyView } from './model'
-import type { SshService } from '../../domain/ssh/service'
+import type { SshService } from '../../domain/ssh'
 
 const tags = ['SSH']
 

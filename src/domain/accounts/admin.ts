@@ -2,14 +2,11 @@ import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { AccountRow, SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import type { BillingRepository } from '../billing/repository'
 import { conflict, notFound } from '../errors'
-import type { KeysRepository } from '../keys/repository'
-import { applyLifted, reasonOf } from '../sites/admin'
-import type { SitesRepository } from '../sites/repository'
-import type { SiteRunner } from '../sites/runner'
-import { liftedState } from '../sites/suspension'
+import { applyLifted, liftedState, reasonOf, type SiteRecords, type SiteRunner } from '../sites'
 import type { AccountsRepository } from './repository'
+import type { BillingRecords } from '../billing'
+import type { KeyRecords } from '../keys'
 
 /** An account as the hoster sees it (berth accounts list/show). */
 export interface AdminAccountView {
@@ -33,9 +30,9 @@ export interface AccountAdminDeps {
   clock: Clock
   log: Logger
   accounts: Pick<AccountsRepository, 'listAll' | 'find' | 'update'>
-  keys: Pick<KeysRepository, 'list'>
-  sites: Pick<SitesRepository, 'listOwned' | 'suspend' | 'setStatus' | 'find'>
-  billing: Pick<BillingRepository, 'findSubscriptionById' | 'liveSubscriptions'>
+  keys: Pick<KeyRecords, 'list'>
+  sites: Pick<SiteRecords, 'listOwned' | 'suspend' | 'setStatus' | 'find'>
+  billing: Pick<BillingRecords, 'findSubscriptionById' | 'liveSubscriptions'>
   runner: Pick<SiteRunner, 'run' | 'stop'>
 }
 

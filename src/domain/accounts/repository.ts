@@ -2,14 +2,12 @@ import { asc, eq, sql } from 'drizzle-orm'
 import { accounts, type AccountRow } from '../../store/schema'
 import { onFirstUse } from '../../store/prepared'
 import type { Store } from '../../store/store'
+import type { AccountRecords, AccountCounts } from './records'
 
-/** What whoami counts of an account. */
-export interface AccountCounts {
-  sites: number
-  active_subscriptions: number
-}
+export type { AccountCounts } from './records'
 
-export class AccountsRepository {
+
+export class AccountsRepository implements AccountRecords {
   constructor(private store: Store) {}
 
   private countsOf = onFirstUse(() => this.store.sqlite.prepare<AccountCounts, [string, string]>(`

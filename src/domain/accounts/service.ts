@@ -3,17 +3,13 @@ import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { AccountRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import type { BillingRepository } from '../billing/repository'
-import type { SubscriptionBilling } from '../billing/subscriptions'
-import type { DomainsRepository } from '../domains/repository'
+import type { BillingRecords, SubscriptionBilling } from '../billing'
 import { conflict, invalid, notFound, op, say, unavailable } from '../errors'
-import type { KeysRepository } from '../keys/repository'
-import type { Principal } from '../keys/service'
-import type { SitesRepository } from '../sites/repository'
-import type { SiteRunner } from '../sites/runner'
+import type { KeyRecords, Principal } from '../keys'
+import { DELETION_GRACE_MS, type SiteRecords, type SiteRunner } from '../sites'
 import type { AccountsRepository } from './repository'
-import { DELETION_GRACE_MS } from '../sites/lifecycle'
 import type { AccountDeleted, AccountView, BillingPortal, Language } from './views'
+import type { DomainRecords } from '../domains'
 
 export interface AccountsServiceDeps {
   store: Store
@@ -22,13 +18,13 @@ export interface AccountsServiceDeps {
   repo: AccountsRepository
   /** What an account holds, which its deletion revokes, schedules for deletion or stops renewing. */
   owned: {
-    keys: Pick<KeysRepository, 'revokeForAccount'>
-    sites: Pick<SitesRepository, 'listOwned' | 'scheduleDeletion'>
-    domains: Pick<DomainsRepository, 'listOwned' | 'update'>
+    keys: Pick<KeyRecords, 'revokeForAccount'>
+    sites: Pick<SiteRecords, 'listOwned' | 'scheduleDeletion'>
+    domains: Pick<DomainRecords, 'listOwned' | 'update'>
   }
   /** The subscriptions a deletion ends, and the processor whose billing portal an account opens. */
   money: {
-    billing: Pick<BillingRepository, 'liveSubscriptions'>
+    billing: Pick<BillingRecords, 'liveSubscriptions'>
     subscriptions: Pick<SubscriptionBilling, 'endNow'>
     processor: PaymentProcessor
   }

@@ -4,13 +4,11 @@ import type { JobHandler } from '../../jobs/runner'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { ArchiveRow, SiteRow } from '../../store/schema'
-import type { SitesRepository } from '../sites/repository'
-import type { SiteRunner } from '../sites/runner'
+import type { SiteChanges, SiteRecords, SiteRunner } from '../sites'
 import type { ArchivesRepository } from './repository'
 import type { HomeTarballs, WorkFolder } from './tarballs'
 import type { RestoreGuard } from './restore-guard'
 import type { ArchiveRetention } from './retention'
-import type { SiteChanges } from '../sites/changes'
 import type { ArchiveEvents } from './events'
 
 export const CREATE_ARCHIVE_JOB = 'create_archive'
@@ -25,7 +23,7 @@ export interface ArchiveJobDeps {
   /** The site's files and freezes (homePath, withSitePaused); its container goes through `runner`. */
   runtime: Pick<ContainerRuntime, 'homePath' | 'prepareSite' | 'withSitePaused'>
   runner: Pick<SiteRunner, 'run' | 'stop'>
-  sites: Pick<SitesRepository, 'find'>
+  sites: Pick<SiteRecords, 'find'>
   /** config `archives.backups_kept`. */
   backupsKept: number
   clock: Clock

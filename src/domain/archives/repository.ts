@@ -1,19 +1,13 @@
 import { and, asc, desc, eq, inArray, ne, sql } from 'drizzle-orm'
 import { archives, jobs, type ArchiveRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import type { StoredArchiveKind } from '../../core/enums'
+import type { ArchiveRecords, ArchiveKind, ArchiveStatus } from './records'
 
-/** snapshot and backup (the API's), deployment (a deployment's files: domain/deployments/files.ts). */
-export type ArchiveKind = StoredArchiveKind
-/**
- * `creating` (the job is making it), `ready`, `restoring` (a restore job is putting it back on
- * the site; `ready` again after), `failed` (never made; `error` says why), `deleted` (being
- * removed: the row goes once its file is gone).
- */
-export type ArchiveStatus = 'creating' | 'ready' | 'restoring' | 'failed' | 'deleted'
+export type { ArchiveKind, ArchiveStatus } from './records'
+
 
 /** Archive rows: what the API lists; the bytes are in the archive store under `storageKey`. */
-export class ArchivesRepository {
+export class ArchivesRepository implements ArchiveRecords {
   constructor(private store: Store) {}
 
   insert(row: { id: string; siteId: string; kind: ArchiveKind; storageKey: string; createdAt: number }): ArchiveRow {

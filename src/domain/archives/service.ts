@@ -4,15 +4,13 @@ import type { Logger } from '../../lib/logger'
 import type { ArchiveRow, SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import { conflict, forbidden, notFound, op, say } from '../errors'
-import type { PlansService } from '../plans/service'
-import type { SitesRepository } from '../sites/repository'
-import { requireChangeable } from '../sites/guard'
+import type { PlansService } from '../plans'
+import { requireChangeable, type SiteRecords } from '../sites'
 import { CREATE_ARCHIVE_JOB, RESTORE_ARCHIVE_JOB } from './jobs'
 import type { ArchiveView } from './views'
 import type { ArchiveKind, ArchivesRepository } from './repository'
 import type { ArchiveRetention } from './retention'
 import type { WorkFolder } from './tarballs'
-import type { OffsiteCopiesRepository } from '../offsite/repository'
 
 /**
  * Backups made at once, over all sites. They share the job runner with provisioning; a wave of
@@ -30,7 +28,7 @@ export interface ArchivesServiceDeps {
   clock: Clock
   repo: ArchivesRepository
   retention: ArchiveRetention
-  sites: Pick<SitesRepository, 'find' | 'listWithStatus'>
+  sites: Pick<SiteRecords, 'find' | 'listWithStatus'>
   plans: Pick<PlansService, 'get' | 'list'>
   jobs: Pick<JobRunner, 'enqueue' | 'kick'>
   /** config `archives`: snapshots kept per site, how often backups are made. */
@@ -39,7 +37,7 @@ export interface ArchivesServiceDeps {
   work: Pick<WorkFolder, 'list' | 'remove'>
   log: Logger
   /** Which archives have a copy off the box (domain/offsite); none without it. */
-  copies?: Pick<OffsiteCopiesRepository, 'copiedArchiveIds'>
+  copies?: { copiedArchiveIds(archiveIds: string[]): Set<string> }
 }
 
 /**

@@ -1,8 +1,7 @@
 import type { Clock } from '../../lib/clock'
+import type { AccountCounts, AccountRecords } from '../accounts'
 import type { Store } from '../../store/store'
-import type { AccountCounts, AccountsRepository } from '../accounts/repository'
-import type { ApiKeyCreated } from '../keys/views'
-import type { KeysService, Principal } from '../keys/service'
+import type { ApiKeyCreated, KeysService, Principal } from '../keys'
 
 /** Accounts whose counts are kept at most; all are dropped past it. */
 const COUNTS_LIMIT = 10_000
@@ -19,7 +18,7 @@ export class AuthService {
   /** What the counts are made of: sites and subscriptions. */
   private countsSource: () => number
 
-  constructor(private store: Store, private clock: Clock, private accounts: AccountsRepository, private keys: KeysService) {
+  constructor(private store: Store, private clock: Clock, private accounts: Pick<AccountRecords, 'insert' | 'counts'>, private keys: KeysService) {
     this.countsSource = store.versionOf(['sites', 'billing'])
   }
 

@@ -1,13 +1,16 @@
 import { and, asc, desc, eq, inArray, isNotNull, lt, lte, or, sql } from 'drizzle-orm'
 import { payments, processorEvents, subscriptions, type PaymentRow, type SubscriptionRow } from '../../store/schema'
 import type { Store } from '../../store/store'
+import type { BillingRecords, NewPayment } from './records'
+
+export type { NewPayment } from './records'
 
 /** `processor_events.type` of an event a delivery is acting on, and of one acted on for good. */
 const EVENT_CLAIMED = 'claimed'
 const EVENT_ACTED_ON = 'webhook'
 
 /** Subscriptions and payments. Writes join the caller's transaction when there is one. */
-export class BillingRepository {
+export class BillingRepository implements BillingRecords {
   constructor(private store: Store) {}
 
   /** A new subscription, paid up to `currentPeriodEnd`: its first renewal is due then. */
@@ -153,6 +156,3 @@ export class BillingRepository {
   }
 }
 
-/** A payment row as written: the optional columns default. */
-type OptionalPaymentColumns = 'kind' | 'description' | 'idempotencyKey' | 'paymentMethodId' | 'periodStart' | 'periodEnd' | 'failureCode' | 'failureMessage'
-export type NewPayment = Omit<PaymentRow, 'refundedAt' | 'refundRef' | 'refundReason' | OptionalPaymentColumns> & Partial<Pick<PaymentRow, OptionalPaymentColumns>>

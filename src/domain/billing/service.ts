@@ -1,15 +1,23 @@
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
-import type { SiteRow } from '../../store/schema'
-import type { CheckoutRepository } from '../checkout/repository'
+import type { CheckoutRow, SiteRow } from '../../store/schema'
 import type { Charges } from './charges'
 import type { BillingRepository } from './repository'
+
+/**
+ * The checkout sessions a refund closes (the checkout area's repository: checkout sits above
+ * billing, so billing declares what it uses).
+ */
+export interface CheckoutSessions {
+  findBySite(siteId: string): CheckoutRow | undefined
+  update(id: string, changes: Partial<CheckoutRow>): CheckoutRow
+}
 
 /** Money after the sale: refunds when a purchase cannot be delivered. */
 export class BillingService {
   constructor(
     private repo: BillingRepository,
-    private checkouts: CheckoutRepository,
+    private checkouts: CheckoutSessions,
     private charges: Pick<Charges, 'refund'>,
     private clock: Clock,
     private log: Logger,

@@ -3,10 +3,9 @@ import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { AccountRow, PaymentRow, SubscriptionRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import type { AccountsRepository } from '../accounts/repository'
 import { conflict, notFound, op, paymentDeclined, say, unavailable } from '../errors'
 import { formatCad, PERIOD_MS, prorate, toDollars } from '../../core/money'
-import type { PlansService } from '../plans/service'
+import type { PlansService } from '../plans'
 import type { Approved, Charges } from './charges'
 import type { SubscribedSites, SubscriptionEvents, SubscriptionReaction } from './events'
 import type { BillingRepository } from './repository'
@@ -23,7 +22,12 @@ export interface SubscriptionBillingDeps {
   clock: Clock
   log: Logger
   repo: BillingRepository
-  accounts: Pick<AccountsRepository, 'find' | 'setPaymentMethod' | 'findByCustomer'>
+  /** The accounts a subscription bills (the accounts area's repository, which billing does not import: accounts sits above billing). */
+  accounts: {
+    find(id: string): AccountRow | undefined
+    setPaymentMethod(id: string, methodId: string, label: string, at: number, customerRef?: string | null): void
+    findByCustomer(customerRef: string): AccountRow | undefined
+  }
   sites: SubscribedSites
   plans: Pick<PlansService, 'get'>
   /** Where a subscription paid, lapsed or ended is told (the sites under it answer). */

@@ -1,5 +1,5 @@
 import type { HostedSessionInfo } from '../../drivers/payments/local'
-import type { PlansService } from '../plans/service'
+import type { PlansService } from '../plans'
 import type { CheckoutRepository } from './repository'
 
 /**

@@ -4,18 +4,17 @@ import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { JobRunner } from '../../jobs/runner'
 import type { CheckoutRow, PaymentRow } from '../../store/schema'
-import type { Approved, Charges } from '../billing/charges'
+import type { Approved, BillingRecords, Charges } from '../billing'
 import type { Store } from '../../store/store'
-import type { AccountsRepository } from '../accounts/repository'
-import type { BillingRepository } from '../billing/repository'
 import { conflict, invalid, notFound, op, paymentDeclined, say, unavailable } from '../errors'
-import { sha256, type KeysService, type Principal } from '../keys/service'
-import type { PlansService } from '../plans/service'
-import type { SitesService } from '../sites/service'
+import { sha256, type KeysService, type Principal } from '../keys'
+import type { PlansService } from '../plans'
+import type { SitesService } from '../sites'
 import type { CheckoutView } from './views'
 import type { CheckoutRepository } from './repository'
 import type { PaymentMethodKind } from '../../core/enums'
 import { PERIOD_MS, toCents } from '../../core/money'
+import type { AccountRecords } from '../accounts'
 
 const SESSION_LIFETIME_MS = 24 * 3600_000
 
@@ -31,10 +30,10 @@ export interface CheckoutServiceDeps {
   money: {
     processor: PaymentProcessor
     charges: Pick<Charges, 'open' | 'collect' | 'settle' | 'discard' | 'refund'>
-    billing: Pick<BillingRepository, 'insertSubscription' | 'insertPayment' | 'updatePayment' | 'paymentForCheckout'>
+    billing: Pick<BillingRecords, 'insertSubscription' | 'insertPayment' | 'updatePayment' | 'paymentForCheckout'>
   }
   /** The buyer's account (opened by a purchase without a key) and the first key it is given. */
-  buyers: { accounts: Pick<AccountsRepository, 'insert' | 'setPaymentMethod' | 'find'>; keys: Pick<KeysService, 'issue'> }
+  buyers: { accounts: Pick<AccountRecords, 'insert' | 'setPaymentMethod' | 'find'>; keys: Pick<KeysService, 'issue'> }
   sites: Pick<SitesService, 'slugUnavailable' | 'prepare' | 'release' | 'createRecord' | 'siteUrl'>
   jobs: Pick<JobRunner, 'kick'>
 }

@@ -4,10 +4,10 @@ import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { Store } from '../../store/store'
 import { conflict, invalid, op, say } from '../errors'
-import { sha256, type KeysService } from '../keys/service'
-import type { SitesRepository } from '../sites/repository'
+import { sha256, type KeysService } from '../keys'
 import type { ClaimsRepository } from './repository'
 import type { ClaimedKeyView, ClaimRequestedView } from './views'
+import type { SiteRecords } from '../sites'
 
 /** Claim tokens work once, for an hour (spec part 8). */
 export const CLAIM_TOKEN_TTL_MS = 60 * 60 * 1000
@@ -19,7 +19,7 @@ export interface ClaimsServiceDeps {
   clock: Clock
   log: Logger
   repo: ClaimsRepository
-  sites: Pick<SitesRepository, 'findLiveBySlug' | 'find'>
+  sites: Pick<SiteRecords, 'findLiveBySlug' | 'find'>
   keys: Pick<KeysService, 'issue'>
   runtime: Pick<ContainerRuntime, 'exec'>
   /** The brand prefix (config `brand.prefix`): the token's folder is `~/.{prefix}`. */

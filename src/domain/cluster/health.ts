@@ -4,7 +4,7 @@ import type { SiteEndpoint } from '../../drivers/runtime/types'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import { callAgent } from '../../node-agent/client/calls'
-import type { SiteRunner } from '../sites/runner'
+import type { SiteRunner } from '../sites'
 import type { NodesRepository, StoredNode } from './repository'
 
 /** How often each node's agent is asked (its info route). */

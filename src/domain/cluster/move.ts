@@ -3,10 +3,10 @@ import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { SiteStatus } from '../../core/enums'
 import { conflict, invalid, notFound, unavailable } from '../errors'
-import type { SitesRepository } from '../sites/repository'
 import type { NodesRepository } from './repository'
 import type { EdgeProbe, SiteTransfer } from './site-transfer'
 import type { MoveView } from './views'
+import type { SiteRecords } from '../sites'
 
 /** How long a move waits for berth serve's edge to serve the moved site before it says it does not yet. */
 const EDGE_SERVES_WITHIN_MS = 30_000
@@ -15,7 +15,7 @@ const EDGE_SERVES_WITHIN_MS = 30_000
 const MOVABLE: SiteStatus[] = ['active', 'suspended', 'pending_deletion']
 
 export interface SiteMoverDeps {
-  sites: Pick<SitesRepository, 'findLiveBySlug'>
+  sites: Pick<SiteRecords, 'findLiveBySlug'>
   nodes: Pick<NodesRepository, 'find'>
   placement: Pick<Placement, 'nodeOf' | 'removeVolumeOn'>
   transfer: Pick<SiteTransfer, 'archive' | 'bringUp'>

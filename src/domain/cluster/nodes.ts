@@ -4,13 +4,13 @@ import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'
 import { conflict, invalid, notFound } from '../errors'
-import type { PlansService } from '../plans/service'
-import type { SitesRepository } from '../sites/repository'
+import type { PlansService } from '../plans'
 import { publicAddressProblem } from './public-address'
 import type { NodesRepository, StoredNode } from './repository'
 import type { SiteTransfer } from './site-transfer'
 import type { SiteMover } from './move'
 import type { DrainView, EvacuatedSite, EvacuationView, NodeView } from './views'
+import type { SiteRecords } from '../sites'
 
 const MIB = 1024 * 1024
 const PAST: Record<string, string> = { drain: 'drained', undrain: 'undrained', remove: 'removed', evacuate: 'evacuated' }
@@ -18,7 +18,7 @@ const PAST: Record<string, string> = { drain: 'drained', undrain: 'undrained', r
 export interface NodesServiceDeps {
   nodes: Pick<NodesRepository, 'list' | 'find' | 'setState' | 'setPublicAddress'>
   placement: Pick<Placement, 'placements' | 'choose' | 'removeSwarmNode'>
-  sites: Pick<SitesRepository, 'listLive' | 'findLiveBySlug'>
+  sites: Pick<SiteRecords, 'listLive' | 'findLiveBySlug'>
   plans: Pick<PlansService, 'get'>
   transfer: Pick<SiteTransfer, 'newestUsable' | 'bringUp'>
   /** `berth sites move`'s path: a drained node whose agent answers is emptied by moves (files carried over). */

@@ -3,12 +3,10 @@ import { HostPortTakenError } from '../../drivers/runtime/types'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { ArchiveRow, SiteRow } from '../../store/schema'
-import { CREATE_ARCHIVE_JOB, RESTORE_ARCHIVE_JOB, type CreateArchiveJob, type RestoreArchiveJob } from '../archives/jobs'
-import type { ArchivesRepository } from '../archives/repository'
+import { type ArchiveRecords, CREATE_ARCHIVE_JOB, type CreateArchiveJob, RESTORE_ARCHIVE_JOB, type RestoreArchiveJob } from '../archives'
 import { conflict, unavailable } from '../errors'
-import type { ArchiveBytes, ArchiveSource } from '../offsite/fetch-back'
-import type { SitesRepository } from '../sites/repository'
-import type { SiteRunner } from '../sites/runner'
+import type { ArchiveBytes, ArchiveSource } from '../offsite'
+import type { SiteRecords, SiteRunner } from '../sites'
 import { EXTERNAL_CHECK_MS } from '../../store/store'
 import type { JobHandler } from '../../jobs/runner'
 
@@ -53,8 +51,8 @@ export interface EdgeProbe {
 export interface SiteTransferDeps {
   placement: Pick<Placement, 'placeOn' | 'prepareSite'>
   runner: Pick<SiteRunner, 'run' | 'stop' | 'markDown' | 'holding'>
-  sites: Pick<SitesRepository, 'find'>
-  archives: Pick<ArchivesRepository, 'insert' | 'find' | 'transition' | 'listOf' | 'restoringOf'>
+  sites: Pick<SiteRecords, 'find'>
+  archives: Pick<ArchiveRecords, 'insert' | 'find' | 'transition' | 'listOf' | 'restoringOf'>
   /**
    * The archive jobs (domain/archives/jobs.ts), run here rather than queued: the node operation
    * waits for each, and the archive's row tells the owner the same story as a restore they asked for.

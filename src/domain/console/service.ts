@@ -1,6 +1,6 @@
 import { iso } from '../../lib/clock'
 import type { SiteRow } from '../../store/schema'
-import type { Principal } from '../keys/service'
+import type { Principal } from '../keys'
 import type { ConsoleSessions } from './sessions'
 import type { ConsoleTickets } from './tickets'
 import type { ConsoleTicketView } from './views'

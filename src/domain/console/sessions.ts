@@ -2,7 +2,7 @@ import type { ContainerRuntime, Terminal } from '../../drivers/runtime/types'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'
-import type { AuditRecord, AuditTrail } from '../audit/trail'
+import type { AuditRecord, AuditTrail } from '../audit'
 import { asDomainError, conflict, OverBudgetError, say, unauthorized } from '../errors'
 import type { ConsoleGrant } from './tickets'
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Clock } from '../../lib/clock'
 import { OverBudgetError, unavailable } from '../errors'
-import { sha256 } from '../keys/service'
+import { sha256 } from '../keys'
 
 /** A console ticket is valid this long after it was issued (issue 26). */
 export const TICKET_TTL_MS = 60_000

@@ -4,10 +4,9 @@ import { SiteNotRunnableError, type ContainerRuntime } from '../../drivers/runti
 import type { JobHandler } from '../../jobs/runner'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
-import type { PlansService } from '../plans/service'
-import type { SitesRepository } from '../sites/repository'
+import type { PlansService } from '../plans'
 import type { DeploymentsRepository } from './repository'
-import type { SiteChanges } from '../sites/changes'
+import type { SiteChanges, SiteRecords } from '../sites'
 import type { DeploymentRow, SiteRow } from '../../store/schema'
 import { RollbackRefusedError, type DeploymentFiles } from './files'
 
@@ -77,7 +76,7 @@ export class Deployer implements JobHandler {
 
   constructor(
     private repo: DeploymentsRepository,
-    private sites: SitesRepository,
+    private sites: Pick<SiteRecords, 'find'>,
     private plans: PlansService,
     private runtime: ContainerRuntime,
     private clock: Clock,

@@ -3,14 +3,8 @@ import type { ContainerRuntime } from '../../drivers/runtime/types'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'
-import type { ArchiveEvents } from '../archives/events'
-import { workFile } from '../archives/jobs'
-import type { ArchivesRepository } from '../archives/repository'
-import type { RestoreGuard } from '../archives/restore-guard'
-import type { ArchiveRetention } from '../archives/retention'
-import type { HomeTarballs, WorkFolder } from '../archives/tarballs'
-import type { SitesRepository } from '../sites/repository'
-import type { SiteRunner } from '../sites/runner'
+import { type ArchiveEvents, type ArchiveRecords, type ArchiveRetention, type HomeTarballs, type RestoreGuard, workFile, type WorkFolder } from '../archives'
+import type { SiteRecords, SiteRunner } from '../sites'
 import type { DeploymentsRepository } from './repository'
 
 /**
@@ -24,7 +18,7 @@ export const NOT_RECORDED = ['.ssh'] as const
 export class RollbackRefusedError extends Error {}
 
 export interface DeploymentFilesDeps {
-  archives: ArchivesRepository
+  archives: Pick<ArchiveRecords, 'insert' | 'find' | 'transition' | 'listOf' | 'restoringOf'>
   deployments: Pick<DeploymentsRepository, 'setArchive' | 'keepArchivesOfNewest'>
   retention: Pick<ArchiveRetention, 'discard'>
   /** The archive store, as snapshots and backups use it. */
@@ -34,7 +28,7 @@ export interface DeploymentFilesDeps {
   restores: Pick<RestoreGuard, 'drained'>
   /** Restarts a site whose web server holds the swapped folders (restartSite). */
   runner: Pick<SiteRunner, 'run' | 'stop'>
-  sites: Pick<SitesRepository, 'find'>
+  sites: Pick<SiteRecords, 'find'>
   tar: HomeTarballs
   work: WorkFolder
   clock: Clock

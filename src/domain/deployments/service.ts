@@ -3,10 +3,10 @@ import type { JobRunner } from '../../jobs/runner'
 import type { DeploymentRow, SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import { conflict, notFound, op, say } from '../errors'
-import type { ArchivesRepository } from '../archives/repository'
 import type { DeploymentStatus } from '../../core/enums'
 import type { Deployment } from './views'
 import type { DeploymentsRepository } from './repository'
+import type { ArchiveRecords } from '../archives'
 
 export const DEPLOY_JOB = 'deploy_site'
 /** Finished deployments kept per site, and listed. */
@@ -17,7 +17,7 @@ export const KEPT_DEPLOYMENTS = 20
  * `queued`; the deploy job (deployer.ts) reloads the web server and runs the site's hook.
  */
 export class DeploymentsService {
-  constructor(private d: { store: Store; clock: Clock; repo: DeploymentsRepository; jobs: Pick<JobRunner, 'enqueue' | 'kick'>; archives: Pick<ArchivesRepository, 'find' | 'restoringOf'> }) {}
+  constructor(private d: { store: Store; clock: Clock; repo: DeploymentsRepository; jobs: Pick<JobRunner, 'enqueue' | 'kick'>; archives: Pick<ArchiveRecords, 'find' | 'restoringOf'> }) {}
 
   /**
    * Queues a deployment of the site (conflict unless it is active). While one is still queued, that

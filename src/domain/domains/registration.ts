@@ -4,13 +4,12 @@ import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { DomainRow, PaymentRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import type { AccountsRepository } from '../accounts/repository'
-import type { Charges } from '../billing/charges'
-import type { BillingRepository } from '../billing/repository'
-import type { DnsService } from '../dns/service'
+import type { AccountLookup } from './ports'
+import type { BillingRecords, Charges } from '../billing'
+import type { DnsService } from '../dns'
 import { formatCad } from '../../core/money'
 import type { DomainsRepository } from './repository'
-import { registrarError } from './service'
+import { registrarError } from './registrar-errors'
 
 export const REGISTER_DOMAIN_JOB = 'register_domain'
 
@@ -41,8 +40,8 @@ export class DomainRegistration implements JobHandler {
     repo: DomainsRepository
     registrar: Registrar
     charges: Pick<Charges, 'collect' | 'settle' | 'refund'>
-    billing: Pick<BillingRepository, 'paymentByKey'>
-    accounts: Pick<AccountsRepository, 'find'>
+    billing: Pick<BillingRecords, 'paymentByKey'>
+    accounts: AccountLookup
     dns: Pick<DnsService, 'removeAllOfDomain'>
   }) {}
 

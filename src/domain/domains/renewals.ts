@@ -1,9 +1,9 @@
 import type { Logger } from '../../lib/logger'
 import type { Clock } from '../../lib/clock'
-import type { AccountsRepository } from '../accounts/repository'
+import type { AccountLookup } from './ports'
 import { ProcessorUnavailableError } from '../../drivers/payments/types'
 import type { DomainRow } from '../../store/schema'
-import type { Charges } from '../billing/charges'
+import type { Charges } from '../billing'
 import { DomainError } from '../errors'
 import type { DomainsRepository } from './repository'
 import type { DomainsService } from './service'
@@ -29,7 +29,7 @@ export class DomainRenewals {
   constructor(private d: {
     repo: DomainsRepository
     domains: Pick<DomainsService, 'registrar' | 'registrarDriver'>
-    accounts: Pick<AccountsRepository, 'find'>
+    accounts: AccountLookup
     charges: Pick<Charges, 'open' | 'attemptKey' | 'collect' | 'settle' | 'refund'>
     clock: Clock
     log: Logger

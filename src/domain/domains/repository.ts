@@ -2,9 +2,10 @@ import { and, asc, eq, inArray, lte, ne } from 'drizzle-orm'
 import { domains, type DomainRow } from '../../store/schema'
 import { onFirstUse } from '../../store/prepared'
 import type { Store } from '../../store/store'
+import type { DomainRecords } from './records'
 
 /** Registered domains. */
-export class DomainsRepository {
+export class DomainsRepository implements DomainRecords {
   constructor(private store: Store) {}
 
   /** Read for every list of site views: prepared once (src/store/prepared.ts). */

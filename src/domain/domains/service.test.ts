@@ -13,7 +13,8 @@ import { PERIOD_MS } from '../../core/money'
 import { SitesRepository } from '../sites/repository'
 import { DomainRegistration, REGISTER_DOMAIN_JOB } from './registration'
 import { DomainsRepository } from './repository'
-import { DomainsService, registrarError } from './service'
+import { registrarError } from './registrar-errors'
+import { DomainsService } from './service'
 
 /**
  * Domains on a real SQLite store with the embedded sandbox registrar (.com costs 18.00 CAD a

@@ -3,24 +3,22 @@ import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { DomainRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import type { AccountsRepository } from '../accounts/repository'
-import type { BillingRepository } from '../billing/repository'
-import type { DnsService } from '../dns/service'
-import type { RecordInput } from '../dns/records'
-import type { DnsChangeView, DnsZone } from '../dns/views'
+import type { AccountLookup } from './ports'
+import type { DnsChangeView, DnsService, DnsZone, RecordInput } from '../dns'
 import { formatCad } from '../../core/money'
-import { conflict, DomainError, invalid, notFound, op, paymentDeclined, say, unavailable } from '../errors'
+import { conflict, invalid, notFound, op, paymentDeclined, say } from '../errors'
 import type { JobRunner } from '../../jobs/runner'
-import type { Charges } from '../billing/charges'
+import type { BillingRecords, Charges } from '../billing'
 import type { BerthNames } from '../berth-names'
-import type { Principal } from '../keys/service'
-import type { PlansService } from '../plans/service'
-import type { SitesRepository } from '../sites/repository'
-import { NO_TLS, type TlsView } from '../tls/views'
+import type { Principal } from '../keys'
+import type { PlansService } from '../plans'
+import { NO_TLS, type TlsView } from '../tls'
 import { isCa, normalizeDomain } from './names'
 import { REGISTER_DOMAIN_JOB, registrationKey } from './registration'
+import { registrarError } from './registrar-errors'
 import type { DomainsRepository } from './repository'
 import type { DomainRegisteredView, DomainSearchView, DomainView } from './views'
+import type { SiteRecords } from '../sites'
 
 export interface RegisterDomainInput {
   domain: string
@@ -42,10 +40,10 @@ interface Deps {
   repo: DomainsRepository
   registrar: Registrar
   /** The charge of a registration, and the subscriptions whose plans include a free first year. */
-  money: { charges: Pick<Charges, 'open'>; billing: Pick<BillingRepository, 'activeSubscriptions'>; plans: Pick<PlansService, 'get'> }
+  money: { charges: Pick<Charges, 'open'>; billing: Pick<BillingRecords, 'activeSubscriptions'>; plans: Pick<PlansService, 'get'> }
   jobs: Pick<JobRunner, 'enqueue' | 'kick'>
-  accounts: Pick<AccountsRepository, 'find'>
-  sites: Pick<SitesRepository, 'findOwned' | 'find' | 'slugsOf'>
+  accounts: AccountLookup
+  sites: Pick<SiteRecords, 'findOwned' | 'find' | 'slugsOf'>
   dns: DnsService
   terms: DomainTerms
   /** The domains' certificates by domain id, in one read (none while unlinked or without HTTPS). */
@@ -288,21 +286,6 @@ export class DomainsService {
       if (!(err instanceof RegistrarError)) throw err
       throw registrarError(err)
     }
-  }
-}
-
-export function registrarError(err: RegistrarError): DomainError {
-  switch (err.kind) {
-    case 'taken':
-      return conflict(`${err.message} Search another name.`, 'domain')
-    case 'invalid':
-      return invalid(err.param, `The registry refused the registration: ${err.message}`)
-    case 'funds':
-      return paymentDeclined(`The registrar could not take payment for this registration (${err.message}); nothing was registered and any charge was refunded. Retry later.`, null)
-    case 'not_found':
-      return notFound(`The registrar does not know this domain: ${err.message}`, 'domain_name')
-    case 'unreachable':
-      return unavailable(`The domain registrar is not answering (${err.message}); nothing changed. Retry in a minute.`)
   }
 }
 

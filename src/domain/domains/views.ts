@@ -1,4 +1,4 @@
-import { Tls } from '../tls/views'
+import { Tls } from '../tls'
 import { Type as t, type Static } from '@sinclair/typebox'
 import { DateTime, Nullable } from '../schema'
 import { DomainStatusSchema } from '../../core/enums'

@@ -1,6 +1,7 @@
 import { and, asc, eq, isNull, sql } from 'drizzle-orm'
 import { apiKeys, type ApiKeyRow } from '../../store/schema'
 import type { Store } from '../../store/store'
+import type { KeyRecords } from './records'
 
 /** What authentication needs about a key, read in one indexed query. */
 export interface KeyAuthRow {
@@ -23,7 +24,7 @@ export type NewKey = Omit<ApiKeyRow, 'lastUsedAt' | 'revokedAt' | 'revokedReason
  * API keys in the store. The lookup by hash runs on every authenticated request, so it is one
  * prepared statement (issue 2: a drizzle query rebuilt per request costs 3x the whole request).
  */
-export class KeysRepository {
+export class KeysRepository implements KeyRecords {
   private byHash
 
   constructor(private store: Store) {

@@ -3,10 +3,8 @@ import type { ArchiveStore } from '../../drivers/archives/types'
 import { HostPortTakenError, type ContainerRuntime } from '../../drivers/runtime/types'
 import type { Logger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'
-import type { ArchivesRepository } from '../archives/repository'
-import type { HomeTarballs, WorkFolder } from '../archives/tarballs'
-import type { SitesRepository } from '../sites/repository'
-import type { SiteRunner } from '../sites/runner'
+import type { ArchiveRecords, HomeTarballs, WorkFolder } from '../archives'
+import type { SiteRecords, SiteRunner } from '../sites'
 import { isArchiveOf, type ManifestArchive, type OffsiteManifest } from './manifest'
 
 /**
@@ -27,14 +25,14 @@ const WITHOUT_CONTAINER: SiteStatus[] = ['provisioning', 'failed']
 const PORT_TRIES = 3
 
 export interface SitesReturnDeps {
-  sites: Pick<SitesRepository, 'listWithStatus' | 'find'>
+  sites: Pick<SiteRecords, 'listWithStatus' | 'find'>
   runner: Pick<SiteRunner, 'run' | 'stop'>
   runtime: Pick<ContainerRuntime, 'prepareSite' | 'homePath' | 'withSitePaused'>
   tar: HomeTarballs
   /** The local archive store the archives were put back into. */
   archives: Pick<ArchiveStore, 'get'>
   /** The archives' rows in the restored store, to settle those whose bytes did not come back. */
-  archiveRows: Pick<ArchivesRepository, 'withStatus' | 'transition'>
+  archiveRows: Pick<ArchiveRecords, 'withStatus' | 'transition'>
   clock: { now(): number }
   work: WorkFolder
   log: Logger

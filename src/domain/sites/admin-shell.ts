@@ -1,7 +1,6 @@
 import type { ContainerRuntime, Terminal } from '../../drivers/runtime/types'
 import type { SiteRow } from '../../store/schema'
-import { commandLineOf } from '../audit/command-line'
-import type { AuditTrail } from '../audit/trail'
+import { type AuditTrail, commandLineOf } from '../audit'
 import { notFound } from '../errors'
 import type { SitesRepository } from './repository'
 

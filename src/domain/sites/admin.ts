@@ -1,10 +1,8 @@
 import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { SiteStatus } from '../../core/enums'
-import type { SiteRow } from '../../store/schema'
+import type { AccountRow, SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import type { AccountsRepository } from '../accounts/repository'
-import type { BillingRepository } from '../billing/repository'
 import { conflict, invalid, notFound } from '../errors'
 import type { SiteLifecycle } from './lifecycle'
 import type { SiteReaper } from './reaper'
@@ -13,6 +11,7 @@ import type { SiteRunner } from './runner'
 import type { SitesService } from './service'
 import { liftedState, type Lifted } from './suspension'
 import type { SiteView } from './views'
+import type { BillingRecords } from '../billing'
 
 /** The longest reason an admin may give (it is shown to the owner in the site's view). */
 export const MAX_REASON_LENGTH = 500
@@ -33,8 +32,9 @@ export interface SiteAdminDeps {
   log: Logger
   sites: Pick<SitesRepository, 'listLive' | 'findLiveBySlug' | 'find' | 'suspend' | 'setStatus' | 'scheduleDeletion'>
   views: Pick<SitesService, 'views'>
-  accounts: Pick<AccountsRepository, 'find'>
-  billing: Pick<BillingRepository, 'findSubscriptionById'>
+  /** The accounts area's lookup (accounts sits above sites, so sites names only what it reads). */
+  accounts: { find(id: string): AccountRow | undefined }
+  billing: Pick<BillingRecords, 'findSubscriptionById'>
   lifecycle: Pick<SiteLifecycle, 'delete'>
   reaper: Pick<SiteReaper, 'reap'>
   runner: Pick<SiteRunner, 'run' | 'stop'>

@@ -1,6 +1,6 @@
 import type { SiteRow } from '../../store/schema'
 import { conflict, notFound, op, say, type Message } from '../errors'
-import type { Principal } from '../keys/service'
+import type { Principal } from '../keys'
 import type { SitesRepository } from './repository'
 import { suspendedByAdmin } from './suspension'
 

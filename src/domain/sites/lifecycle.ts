@@ -3,12 +3,11 @@ import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import type { BillingRepository } from '../billing/repository'
 import type { SiteStatus } from '../../core/enums'
 import { conflict, op, say } from '../errors'
 import { periodCents } from '../../core/money'
-import type { SubscriptionBilling } from '../billing/subscriptions'
-import type { PlansService } from '../plans/service'
+import type { BillingRecords, SubscriptionBilling } from '../billing'
+import type { PlansService } from '../plans'
 import { APPLY_JOBS } from './apply'
 import { requireChangeable } from './guard'
 import type { SitesRepository } from './repository'
@@ -28,7 +27,7 @@ export interface SiteLifecycleDeps {
   clock: Clock
   sites: SitesRepository
   views: Pick<SitesService, 'view'>
-  billing: Pick<BillingRepository, 'findSubscriptionById' | 'changePlan' | 'updateSubscription'>
+  billing: Pick<BillingRecords, 'findSubscriptionById' | 'changePlan' | 'updateSubscription'>
   /** Prorated charges and credits of a plan change (design.md, Money after the purchase). */
   money: Pick<SubscriptionBilling, 'prorate' | 'settleProration' | 'refundProration'>
   plans: Pick<PlansService, 'requireActive'>

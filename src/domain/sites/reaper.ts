@@ -2,10 +2,10 @@ import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import type { BillingRepository } from '../billing/repository'
-import type { KeysRepository } from '../keys/repository'
 import type { SitesRepository } from './repository'
 import type { SiteRunner } from './runner'
+import type { BillingRecords } from '../billing'
+import type { KeyRecords } from '../keys'
 
 /**
  * Something else a site owns that must go when the site is reaped: its snapshots and backups
@@ -20,8 +20,8 @@ export interface SiteReaperDeps {
   store: Store
   clock: Clock
   sites: SitesRepository
-  keys: Pick<KeysRepository, 'revokeForSite'>
-  billing: Pick<BillingRepository, 'findSubscriptionById' | 'endSubscription'>
+  keys: Pick<KeyRecords, 'revokeForSite'>
+  billing: Pick<BillingRecords, 'findSubscriptionById' | 'endSubscription'>
   runner: Pick<SiteRunner, 'remove'>
   /** What else a site owns (its archives; DNS records later), removed after its container and files. */
   purgers: SiteDataPurger[]

@@ -3,6 +3,7 @@ import { sites, type SiteRow } from '../../store/schema'
 import { inJsonList, onFirstUse } from '../../store/prepared'
 import type { Store } from '../../store/store'
 import type { SiteStatus, Suspender } from '../../core/enums'
+import type { SiteRecords } from './records'
 
 /** The columns of a site that its view shows (`SitesService.views`); a whole SiteRow is one too. */
 export type SiteViewRow = Pick<SiteRow, 'id' | 'slug' | 'planSlug' | 'status' | 'modules' | 'subscriptionId' | 'createdAt' | 'error' | 'deletionScheduledFor' | 'suspendedBy' | 'suspendedReason' | 'hstsMaxAge'>
@@ -16,7 +17,7 @@ export interface SshPortPolicy {
 }
 
 /** Site records: the desired state that the reconciler makes Docker match. */
-export class SitesRepository {
+export class SitesRepository implements SiteRecords {
   constructor(private store: Store, private ssh: SshPortPolicy | null = null) {}
 
   // The reads behind list views, prepared once (src/store/prepared.ts). The account's sites for

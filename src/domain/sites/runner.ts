@@ -2,7 +2,7 @@ import type { HostingType } from '../../core/enums'
 import { HostPortTakenError, type ContainerRuntime, type SiteEndpoint, type SiteSpec } from '../../drivers/runtime/types'
 import type { Logger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'
-import type { PlansService } from '../plans/service'
+import type { PlansService } from '../plans'
 import type { SitesRepository } from './repository'
 
 export interface SiteRunnerDeps {

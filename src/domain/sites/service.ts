@@ -1,14 +1,12 @@
-import { NO_TLS, type TlsView } from '../tls/views'
+import { NO_TLS, type TlsView } from '../tls'
 import type { JobRunner } from '../../jobs/runner'
 import { iso, type Clock } from '../../lib/clock'
-import type { SiteRow } from '../../store/schema'
+import type { CheckoutRow, SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import type { BillingRepository } from '../billing/repository'
-import type { CheckoutRepository } from '../checkout/repository'
 import type { AiModule } from '../../core/enums'
 import { forbidden, invalid, op, say } from '../errors'
-import type { Principal } from '../keys/service'
-import type { PlansService } from '../plans/service'
+import type { Principal } from '../keys'
+import type { PlansService } from '../plans'
 import type { BerthNames } from '../berth-names'
 import { slugProblem } from '../../core/slugs'
 import { APPLY_JOBS, type ApplyKind } from './apply'
@@ -16,14 +14,16 @@ import { PROVISION_JOB } from './provisioning'
 import type { SitesRepository, SiteViewRow } from './repository'
 import type { SiteRunner } from './runner'
 import type { SiteView, SuspensionView } from './views'
-import type { DnsRecordView } from '../dns/views'
+import type { DnsRecordView } from '../dns'
+import type { BillingRecords } from '../billing'
 
 export interface SitesServiceDeps {
   store: Store
   clock: Clock
   sites: SitesRepository
-  checkouts: Pick<CheckoutRepository, 'holderOf'>
-  billing: Pick<BillingRepository, 'findSubscription' | 'activeSubscriptions'>
+  /** Which open checkout holds a slug (the checkout area's repository: checkout sits above sites). */
+  checkouts: { holderOf(slug: string, exceptId: string | null): CheckoutRow | undefined }
+  billing: Pick<BillingRecords, 'findSubscription' | 'activeSubscriptions'>
   plans: Pick<PlansService, 'get'>
   jobs: Pick<JobRunner, 'enqueue' | 'kick' | 'pendingFor'>
   runner: Pick<SiteRunner, 'prepare' | 'release'>

@@ -1,6 +1,6 @@
 import type { JobRunner } from '../../jobs/runner'
 import type { Logger } from '../../lib/logger'
-import type { SubscriptionEvent, SubscriptionReaction } from '../billing/events'
+import type { SubscriptionEvent, SubscriptionReaction } from '../billing'
 import { APPLY_JOBS } from './apply'
 import { DELETION_GRACE_MS } from './lifecycle'
 import type { SitesRepository } from './repository'

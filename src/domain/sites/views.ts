@@ -1,8 +1,8 @@
 import { Type as t, type Static } from '@sinclair/typebox'
 import { DateTime, Nullable, Uuid } from '../schema'
 import { HostingTypeSchema, SuspenderSchema, VisibleSiteStatusSchema } from '../../core/enums'
-import { DnsRecord } from '../dns/views'
-import { Tls } from '../tls/views'
+import { DnsRecord } from '../dns'
+import { Tls } from '../tls'
 
 /** Why a suspended site is suspended, and by whom. */
 export const Suspension = t.Object({

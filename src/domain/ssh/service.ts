@@ -2,7 +2,7 @@ import SSH_KEYS_AGENT from '../../../agent/ssh-keys.sh' with { type: 'text' }
 import type { ContainerRuntime } from '../../drivers/runtime/types'
 import type { SiteRow } from '../../store/schema'
 import { conflict, forbidden, invalid, notFound, op, say } from '../errors'
-import type { PlansService } from '../plans/service'
+import type { PlansService } from '../plans'
 import type { SshInfoView, SshKeyAddedView, SshKeyItem } from './views'
 import { fingerprintOf, parsePublicKey, PublicKeyError, type PublicKey } from './public-key'
 

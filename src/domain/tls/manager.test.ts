@@ -7,7 +7,7 @@ import { CertificateFolder } from '../../drivers/certs/files'
 import { IssueError, type CertificateIssuer, type ChallengeType } from '../../drivers/certs/types'
 import { ChallengeBook } from './challenges'
 import { CertificateManager, ISSUE_CERTIFICATE_JOB } from './manager'
-import type { Preflight } from './preflight'
+import type { Preflight } from '../../drivers/certs/preflight'
 import { CertificatesRepository } from './repository'
 import { NO_TLS } from './views'
 

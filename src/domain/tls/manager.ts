@@ -6,7 +6,7 @@ import type { CertificateRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import type { CertificateFiles } from './certificate-files'
 import type { ChallengeBook } from './challenges'
-import type { Preflight } from './preflight'
+import type { Preflight } from '../../drivers/certs/preflight'
 import type { CertificatesRepository } from './repository'
 import { NO_TLS, type TlsView } from './views'
 

@@ -1,4 +1,4 @@
-import type { EdgeProbe } from '../../domain/cluster/site-transfer'
+import type { EdgeProbe } from '../../domain/cluster'
 
 /** The header on every page the edge answers itself (edge/pages.ts), naming which. */
 export const EDGE_PAGE_HEADER = 'x-berth-edge-page'

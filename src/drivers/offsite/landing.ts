@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { createZstdDecompress } from 'node:zlib'
 import { PRIVATE_MODE } from '../../lib/private-file'
-import type { Received } from '../../domain/offsite/restore'
+import type { Received } from '../../domain/offsite'
 
 /** Streams move 1 MiB at a time, as the archive driver's (drivers/archives/home-tar.ts). */
 const CHUNK = 1 << 20

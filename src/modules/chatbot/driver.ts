@@ -1,4 +1,4 @@
-import type { AiModuleDriver } from '../../domain/modules/driver'
+import type { AiModuleDriver } from '../../domain/modules'
 import type { ChatbotService } from './service'
 
 /** The chatbot for the modules service: its index built when it is turned on, deleted when it is turned off. */

@@ -1,4 +1,4 @@
-import type { ContentModuleDriver } from '../../domain/modules/driver'
+import type { ContentModuleDriver } from '../../domain/modules'
 import type { ContentService } from './service'
 
 /** The content module for the modules service: nothing to set up or leave behind; it writes pages on request. */

@@ -1,4 +1,4 @@
-import type { SeoModuleDriver } from '../../domain/modules/driver'
+import type { SeoModuleDriver } from '../../domain/modules'
 import type { SiteFiles } from '../../drivers/files/site-reader'
 import { seoReport } from './report'
 

@@ -1,5 +1,5 @@
 import type { SiteReader } from '../../drivers/files/site-reader'
-import type { SeoReport } from '../../domain/modules/views'
+import type { SeoReport } from '../../domain/modules'
 import { factsOf, headEnd } from './head'
 import { listPages, readPage } from './pages'
 

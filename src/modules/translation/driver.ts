@@ -1,4 +1,4 @@
-import type { AiModuleDriver } from '../../domain/modules/driver'
+import type { AiModuleDriver } from '../../domain/modules'
 import type { TranslationService } from './service'
 
 /**

@@ -1,0 +1,3 @@
+/** The claims area as others see it (docs/architecture.md, "Areas are modules"): every name another area, a door or the composition root uses of it. */
+export { ClaimsService } from './service'
+export { ClaimRequested, ClaimedKey } from './views'

@@ -1,0 +1,10 @@
+/** The cluster area as others see it (docs/architecture.md, "Areas are modules"): every name another area, a door or the composition root uses of it. */
+export { HEALTH_INTERVAL_MS, NodeHealth } from './health'
+export type { NodeHealthDeps } from './health'
+export { InvalidJoinTokenError, JoinService, NodeNameTakenError, issueJoinToken } from './join'
+export { SiteMover } from './move'
+export { NodesService } from './nodes'
+export { publicAddressProblem } from './public-address'
+export { MOVE_SITE_JOB, MoveMarkHandler, SiteTransfer } from './site-transfer'
+export type { EdgeProbe } from './site-transfer'
+export type { DrainView, EvacuationView, MoveView, NodeView } from './views'

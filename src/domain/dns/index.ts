@@ -1,0 +1,7 @@
+/** The dns area as others see it (docs/architecture.md, "Areas are modules"): every name another area, a door or the composition root uses of it. */
+export { TTL_DEFAULT, TTL_MAX, TTL_MIN, TXT_MAX_BYTES } from './records'
+export type { RecordInput } from './records'
+export { DnsService } from './service'
+export { DnsChange, DnsRecord, DnsZoneView } from './views'
+export type { DnsChangeView, DnsRecordView, DnsZone } from './views'
+export { ZoneBook, inZone } from './zones'

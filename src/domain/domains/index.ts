@@ -1,0 +1,7 @@
+/** The domains area as others see it (docs/architecture.md, "Areas are modules"): every name another area, a door or the composition root uses of it. */
+export { CA_LEGAL_TYPES } from './names'
+export { DomainRegistration, REGISTER_DOMAIN_JOB } from './registration'
+export { DomainRenewals } from './renewals'
+export { DomainsService } from './service'
+export { Domain, DomainRegistered, DomainSearch } from './views'
+export type { DomainRecords } from './records'
