@@ -47,6 +47,7 @@ const IO_ALLOWED: [prefix: string, kinds: Io[], why: string][] = [
   ['install/', ['files'], 'berth install: writes the unit, the config and the sysctl file'],
   ['config/', ['files'], 'reads the config file, once, into a typed object'],
   ['server.ts', ['sockets'], 'the API listener (plain HTTP; the edge and MCP answer through it)'],
+  ['admin/', ['sockets', 'files'], 'the admin API on its root-only Unix socket (berth serve) and its client (the admin commands)'],
   ['edge/', ['sockets'], 'the edge: its listeners and its HTTP/1.1 client to the sites\' containers'],
   ['edge/https.ts', ['sockets', 'files'], 'the HTTPS listener; it sets net.ipv4.tcp_migrate_req in /proc'],
   ['dns/server.ts', ['sockets'], 'the DNS listener (UDP and TCP)'],

@@ -1,16 +1,17 @@
 import { existsSync } from 'node:fs'
 import { databasePath } from '../compose'
-import { buildOffsite, SIGNING_KEY_SETTING, signingKeyOf } from '../compose/offsite'
+import type { OffsitePushView } from '../admin/facades'
+import { SIGNING_KEY_SETTING, signingKeyOf } from '../compose/offsite'
 import type { Config } from '../config/config'
 import { OffsiteCopiesRepository } from '../domain/offsite/repository'
 import { offsiteStatus, type OffsiteStatus } from '../domain/offsite/status'
 import { shiftedClock } from '../lib/clock'
-import { createLogger } from '../lib/logger'
 import { pendingMigrations } from '../store/migrate'
-import { instanceIdOf, readInstanceId, readSetting } from '../store/settings'
+import { readSetting } from '../store/settings'
 import { openStore, type Store } from '../store/store'
 import { COMMON_OPTIONS, STORE_OPTIONS, type Command, type CommandContext } from './command'
 import { configFrom } from './config-flags'
+import { viaServer } from './admin'
 
 export const offsiteStatusCommand: Command = {
   path: ['offsite', 'status'],
@@ -49,7 +50,8 @@ export const offsitePushCommand: Command = {
   description: [
     'Puts every archive copy that waits and deletes every copy retention let go, whatever their retry',
     'time, then copies the store (with the tls folder when it changed) and writes a manifest naming it.',
-    'Works whether or not berth serve runs (both may copy at once: each put is whole or absent). Exits 1',
+    'berth serve does it, asked on its admin socket (DATA_DIR/admin.sock, root only), and this command',
+    'prints what it did; with no berth serve running it exits 1 saying how to start it. Exits 1',
     'naming each copy that failed and why (an unreachable destination, refused credentials, a full disk).',
   ].join('\n'),
   options: { ...STORE_OPTIONS, ...COMMON_OPTIONS },
@@ -60,20 +62,13 @@ export const offsitePushCommand: Command = {
       ctx.out.error('offsite.url is empty: copies off the box are off; set offsite.url and offsite.age_recipients (docs/configuration.md)')
       return 1
     }
-    return withStore(ctx, config, async (store) => {
-      const clock = shiftedClock(config.dev.clockOffsetSeconds * 1000)
-      // Only errors as log lines, on stderr: the result is what this prints.
-      const log = createLogger('error', (line) => process.stderr.write(line + '\n'))
-      const instanceId = readInstanceId(store) ?? instanceIdOf(store)
-      const offsite = buildOffsite({ config, store, clock, log, instanceId, repo: new OffsiteCopiesRepository(store) })!
-      const result = await offsite.copier.push()
-      const data = { destination: offsite.destination.describe, copied: result.copied, deleted: result.deleted, manifest: result.manifest, failures: result.failures }
-      if (result.failures.length > 0) {
-        for (const f of result.failures) ctx.out.error(`${f.key === 'store' ? 'the store copy' : f.key || 'the pass'}: ${f.error}`)
+    return viaServer<OffsitePushView>(ctx, 'offsite/push', {}, (data) => {
+      if (data.failures.length > 0) {
+        for (const f of data.failures) ctx.out.error(`${f.key === 'store' ? 'the store copy' : f.key || 'the pass'}: ${f.error}`)
         if (ctx.out.json) ctx.out.result(data, () => '')
         return 1
       }
-      ctx.out.result(data, () => `${offsite.destination.describe}: ${result.copied} archive copies made, ${result.deleted} deleted; the store copied, manifest ${result.manifest}`)
+      ctx.out.result(data, () => `${data.destination}: ${data.copied} archive copies made, ${data.deleted} deleted; the store copied, manifest ${data.manifest}`)
       return 0
     })
   },

@@ -1,40 +1,29 @@
 /**
- * `berth sites ...` and `berth accounts ...`: the hoster's commands (domain/sites/admin.ts,
- * domain/accounts/admin.ts) over the services `berth serve` builds, with nothing started (no
- * listener, no job runner, no background pass): they read and write the store directly and talk
- * to Docker, and a `berth serve` running beside sees their writes within EXTERNAL_CHECK_MS.
+ * The admin API's facades (admin/facades.ts) over the composition: `berth serve` builds them
+ * once and hands them to its admin socket (admin/listener.ts). A read-only admin command with no
+ * server running builds the same over its own composition, nothing started (buildLocalAdmin),
+ * while it holds the data folder's lock.
  */
+import type { AdminFacades, JoinTokenView } from '../admin/facades'
 import type { Config } from '../config/config'
 import { AccountAdmin } from '../domain/accounts/admin'
 import { BillingRepository } from '../domain/billing/repository'
+import { issueJoinToken } from '../domain/cluster/join'
+import { NodesRepository } from '../domain/cluster/repository'
 import { KeysRepository } from '../domain/keys/repository'
 import { SiteAdmin } from '../domain/sites/admin'
 import { SitesRepository } from '../domain/sites/repository'
+import { readJoinTls } from '../drivers/cluster/pki'
+import { acceptsConnection } from '../drivers/runtime/first-answer'
+import { SWARM_GOSSIP_PORT } from '../drivers/runtime/swarm-membership'
+import type { ClusterNode } from '../drivers/cluster/types'
 import type { Logger } from '../lib/logger'
+import { AdminUnsupportedError } from '../admin/routes'
+import { agentAnswers, buildNodeOps, placementOf } from './cluster-ops'
 import { buildServices, type Services } from './index'
 
-export interface Admin {
-  sites: SiteAdmin
-  accounts: AccountAdmin
-  close(): Promise<void>
-}
-
-export function buildAdmin(config: Config, log: Logger): Admin {
-  const s = buildServices(config, { log, firewall: null })
-  // Jobs an operation enqueues (none of the admin's own) are the running server's to run, never this process's.
-  const jobsStopped = s.jobs.stop()
-  const admin = adminOver(s, log)
-  return {
-    ...admin,
-    close: async () => {
-      await jobsStopped
-      s.store.close()
-    },
-  }
-}
-
-/** The admin's services over built services (the CLI's, or a test's in-process ones). */
-export function adminOver(s: Services, log: Logger): Omit<Admin, 'close'> {
+/** The sites' and accounts' admin services over built services (berth serve's, or a test's in-process ones). */
+export function adminOver(s: Services, log: Logger): Pick<AdminFacades, 'sites' | 'accounts'> {
   // No SSH port policy: the admin's commands never hand out ports (the server's reconcile pass does).
   const sites = new SitesRepository(s.store)
   const billing = new BillingRepository(s.store)
@@ -42,5 +31,58 @@ export function adminOver(s: Services, log: Logger): Omit<Admin, 'close'> {
   return {
     sites: new SiteAdmin({ store, clock, log, sites, views: s.sites, accounts: s.accountsRepo, billing, lifecycle: s.lifecycle, reaper: s.reaper, runner }),
     accounts: new AccountAdmin({ store, clock, log, accounts: s.accountsRepo, keys: new KeysRepository(store), sites, billing, runner }),
+  }
+}
+
+/** Every facade of the admin API over built services: what `berth serve` hands its admin socket. */
+export function adminFacadesOf(s: Services, log: Logger): AdminFacades {
+  return {
+    ...adminOver(s, log),
+    plans: s.plans,
+    nodes: nodeFacadeOf(s),
+    offsite: s.offsite && {
+      push: async () => {
+        const destination = s.offsite!.destination.describe
+        return { destination, ...(await s.offsite!.copier.push()) }
+      },
+    },
+  }
+}
+
+function nodeFacadeOf(s: Services): AdminFacades['nodes'] {
+  const placement = placementOf(s.runtime)
+  if (!s.config.cluster.enabled || !placement || !s.cluster) return null
+  // The box still takes connections on the Swarm's gossip port: its engine runs (and its sites may
+  // serve) though its agent is silent. Asked directly: the manager's view of a powered-off node
+  // stays `ready` for several seconds after berth serve has marked it down.
+  const engineUp = (node: ClusterNode) => acceptsConnection({ address: node.address, port: SWARM_GOSSIP_PORT }, 2_000)
+  const ops = buildNodeOps(s, placement, agentAnswers(s.cluster.link), { engineUp })
+  return { service: ops.nodes, mover: ops.mover, token: () => joinToken(s.config, ops.repo, s) }
+}
+
+function joinToken(config: Config, repo: NodesRepository, s: Pick<Services, 'clock'>): JoinTokenView {
+  const joinTls = readJoinTls(config.server.dataDir)
+  if (!joinTls) throw new AdminUnsupportedError('no_cluster', `${config.server.dataDir}/cluster/join.pem does not exist: berth serve makes it at its start with cluster.enabled = true`)
+  const { token, expiresAt } = issueJoinToken(repo, s.clock, config.cluster.joinTokenMinutes)
+  const host = config.cluster.address.includes(':') ? `[${config.cluster.address}]` : config.cluster.address
+  const url = `https://${host}:${config.cluster.joinPort}`
+  const fingerprint = `sha256:${joinTls.fingerprint}`
+  return { token, expires_at: new Date(expiresAt).toISOString(), url, fingerprint, command: `berth node join ${url} --token ${token} --fingerprint ${fingerprint} --address NODE_ADDRESS` }
+}
+
+/**
+ * The facades for a read-only command in its own process, when no berth serve runs: the same
+ * composition, nothing started (its job runner stopped at once); it makes and migrates the store
+ * when there is none yet, as berth serve would.
+ */
+export function buildLocalAdmin(config: Config, log: Logger): { facades: AdminFacades; close(): Promise<void> } {
+  const s = buildServices(config, { log, firewall: null })
+  const jobsStopped = s.jobs.stop()
+  return {
+    facades: adminFacadesOf(s, log),
+    close: async () => {
+      await jobsStopped
+      s.store.close()
+    },
   }
 }

@@ -1,10 +1,9 @@
 /**
  * The node operations of a cluster (domain/cluster: nodes.ts, move.ts, health.ts) over the built
  * services and the cluster runtime's placement. `berth serve` builds them to run the health
- * monitor (followNodeHealth in upkeep.ts) and show down nodes' sites `recovering`; the admin's
- * commands (`berth nodes ...`, `berth sites move`) build them in their own process, over the
- * same composition as `berth serve` (buildServices with the cluster runtime), and run the
- * operation there.
+ * monitor (followNodeHealth in upkeep.ts) and show down nodes' sites `recovering`, and hands
+ * them to its admin socket (compose/admin.ts), through which the admin's commands (`berth nodes
+ * ...`, `berth sites move`) run them.
  */
 import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
@@ -20,15 +19,12 @@ import { SitesRepository } from '../domain/sites/repository'
 import type { SitesServiceDeps } from '../domain/sites/service'
 import { LocalArchiveStore } from '../drivers/archives/local'
 import { acceptsConnection } from '../drivers/runtime/first-answer'
-import { SWARM_GOSSIP_PORT } from '../drivers/runtime/swarm-membership'
 import { edgeProbe } from '../drivers/cluster/edge-probe'
 import type { ClusterNode, NodeLink, Placement } from '../drivers/cluster/types'
 import type { SiteFirewallPolicy } from '../drivers/firewall/types'
 import { open } from '../drivers/offsite/age'
 import { LocalLanding } from '../drivers/offsite/landing'
-import type { Config } from '../config/config'
-import type { Logger } from '../lib/logger'
-import { buildServices, type Services } from './index'
+import type { Services } from './index'
 
 export interface NodeOps {
   nodes: NodesService
@@ -123,35 +119,6 @@ export function lateRecovering(): { source: NonNullable<SitesServiceDeps['recove
     source: { recovering: () => health?.recovering() ?? none, version: () => health?.version() ?? 0 },
     set: (h) => void (health = h),
   }
-}
-
-/** Why a node command cannot run on this box: no cluster. */
-export class NoClusterError extends Error {}
-
-/**
- * The node operations for an admin command, in its own process: the services `berth serve`
- * builds (the cluster runtime when cluster.enabled), nothing started (no listener, job runner or
- * background pass: `berth serve` may run beside and sees the store's changes within
- * EXTERNAL_CHECK_MS). Throws NoClusterError on a single box.
- */
-export function buildNodeOpsAdmin(config: Config, log: Logger): NodeOps & { close(): Promise<void> } {
-  if (!config.cluster.enabled) throw new NoClusterError('this box runs no cluster (cluster.enabled is false); see docs/cluster.md, "Turning it on"')
-  const s = buildServices(config, { log, firewall: null })
-  const jobsStopped = s.jobs.stop()
-  const close = async () => {
-    await jobsStopped
-    s.store.close()
-  }
-  const placement = placementOf(s.runtime)
-  if (!placement || !s.cluster) {
-    void close()
-    throw new NoClusterError('cluster.enabled is true but the runtime built has no placement (this binary runs sites on one engine only)')
-  }
-  // The box still takes connections on the Swarm's gossip port: its engine runs (and its sites may
-  // serve) though its agent is silent. Asked directly: the manager's view of a powered-off node
-  // stays `ready` for several seconds after berth serve has marked it down.
-  const engineUp = (node: ClusterNode) => acceptsConnection({ address: node.address, port: SWARM_GOSSIP_PORT }, 2_000)
-  return { ...buildNodeOps(s, placement, agentAnswers(s.cluster.link), { engineUp }), close }
 }
 
 /** A policy given as it is, or as the function that reads it (it follows the nodes); undefined stays undefined. */
