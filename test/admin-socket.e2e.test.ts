@@ -113,9 +113,10 @@ describe('beside a running berth serve', () => {
     expect((await api(berth.url, 'GET', `/sites/${shop.slug}/`, { key: shop.key })).json.data.status).toBe('active')
     expect((await viaEdge(berth.url, shop.slug)).status).toBe(200)
     // The same operation on the admin socket, as root, does it: the doors above were refused for where they are, not for what they asked.
-    const suspended = await berthCli(berth.dataDir, ['sites', 'suspend', shop.slug, '--reason', 'through the admin socket', '--json'])
-    expect(suspended.code, suspended.stderr).toBe(0)
-    expect(JSON.parse(suspended.stdout)).toMatchObject({ slug: shop.slug, status: 'suspended', suspension: { by: 'admin', reason: 'through the admin socket' } })
+    const raw = spawn(['curl', '-sS', '--unix-socket', socket(), '-X', 'POST', '-d', JSON.stringify({ slug: shop.slug, reason: 'through the admin socket' }), 'http://admin/v1/sites/suspend'], { stdout: 'pipe', stderr: 'pipe' })
+    const [out, err] = await Promise.all([new Response(raw.stdout).text(), new Response(raw.stderr).text(), raw.exited])
+    const lines = out.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l))
+    expect(lines.at(-1), err).toMatchObject({ result: { slug: shop.slug, status: 'suspended', suspension: { by: 'admin', reason: 'through the admin socket' } } })
     expect((await api(berth.url, 'GET', `/sites/${shop.slug}/`, { key: shop.key })).json.data.status).toBe('suspended')
     const resumed = await berthCli(berth.dataDir, ['sites', 'resume', shop.slug])
     expect(resumed.code, resumed.stderr).toBe(0)
