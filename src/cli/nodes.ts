@@ -174,7 +174,7 @@ export const nodesEvacuateCommand: Command = {
     'The node\'s agent is asked first: a node that answers, whatever its state (active, draining,',
     'down a moment ago), is refused, even with --force: berth nodes drain NODE --move empties it',
     'with its files, an evacuation only with what the last archives hold. A node that does not',
-    'answer but is not down yet (berth serve marks it down after 6 s; it may not be running) needs',
+    'answer but is not down yet (berth serve marks it down after 6 s) needs',
     '--force. Each site\'s line says what is lost: the changes since its archive\'s time.',
     '',
     CLUSTER_NOTE,
