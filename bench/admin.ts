@@ -11,7 +11,7 @@
  * exit; ROUNDS interleaved rounds of RUNS each, medians printed, and the ratio base / socket
  * (above 1: the socket is faster).
  */
-import { existsSync, mkdirSync, symlinkSync, copyFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { spawnSync } from 'bun'
 import { loadConfig } from '../src/config/config'
@@ -77,14 +77,21 @@ function seed(dir: string): void {
   store.close()
 }
 
-/** One `berth sites list --json`: its wall time in ms, checked to list every site. */
+/**
+ * One `berth sites list --json`: its wall time in ms, checked to list every site. Its standard
+ * output goes to a file: the base binary cuts a result of this size short on a pipe (it exits
+ * before the pipe is drained; this build writes it whole, cli/command.ts writeAll).
+ */
 function listOnce(binary: string, dir: string): number {
+  // A new file each time: a spawn's stdout file is not truncated.
+  const out = join(dir, `list-${crypto.randomUUID()}.json`)
   const started = performance.now()
-  const p = spawnSync([binary, 'sites', 'list', '--json', '--data-dir', dir], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', ...NO_ENGINE }, stdout: 'pipe', stderr: 'pipe' })
+  const p = spawnSync([binary, 'sites', 'list', '--json', '--data-dir', dir], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', ...NO_ENGINE }, stdout: Bun.file(out), stderr: 'pipe' })
   const ms = performance.now() - started
   if (p.exitCode !== 0) throw new Error(`${binary} sites list exited ${p.exitCode}: ${p.stderr.toString()}`)
-  const listed = JSON.parse(p.stdout.toString()) as unknown[]
+  const listed = JSON.parse(readFileSync(out, 'utf8')) as unknown[]
   if (listed.length !== SITES) throw new Error(`${binary} listed ${listed.length} sites, not ${SITES}`)
+  rmSync(out)
   return ms
 }
 
