@@ -78,24 +78,27 @@ async function restoreAlone(ctx: CommandContext, config: Config, { from, at, ide
     out.error(err.message)
     return 2
   }
-  // Alone on the data folder from here to the end (taken after the emptiness check, which the lock
-  // file would fail): berth serve, a migrate or another restore is refused meanwhile, and this is
-  // refused while one of them runs.
+  const clock = phaseClock()
+  const { key, manifest, available, signed } = await box.chooseManifest(at)
+  clock.lap('manifest')
+  if (!signed) out.info(`The manifest ${key} carries no signature (made before berth signed its copies): accepted because of --accept-unsigned.`)
+  // Alone on the data folder from its first write to the end (taken once the copy is chosen and
+  // checked: a refused copy leaves the folder unmade): berth serve, a migrate or another restore
+  // is refused meanwhile, and this is refused while one of them runs.
   const lock = lockOrSay(ctx, config.server.dataDir, 'berth restore')
   if (!lock) return 1
   try {
-    return await restoreLocked(ctx, config, box, { from, at })
+    return await restoreLocked(ctx, config, box, { from, at, key, manifest, available, clock })
   } finally {
     lock.release()
   }
 }
 
-async function restoreLocked(ctx: CommandContext, config: Config, box: ReturnType<typeof buildBoxRestore>, { from, at }: { from: string; at: number | null }): Promise<number> {
+async function restoreLocked(
+  ctx: CommandContext, config: Config, box: ReturnType<typeof buildBoxRestore>,
+  { from, at, key, manifest, available, clock }: { from: string; at: number | null; key: string; manifest: Awaited<ReturnType<ReturnType<typeof buildBoxRestore>['chooseManifest']>>['manifest']; available: number; clock: ReturnType<typeof phaseClock> },
+): Promise<number> {
   const out = ctx.out
-  const clock = phaseClock()
-  const { key, manifest, available, signed } = await box.chooseManifest(at)
-  clock.lap('manifest')
-  if (!signed) out.info(`The manifest ${key} carries no signature (made before berth signed its copies): accepted because of --accept-unsigned.`)
   const archiveCount = manifest.sites.reduce((n, s) => n + s.archives.length, 0)
   out.info(`Restoring the copy made ${manifest.made_at} (${key}, newest of ${available} at or before ${at === null ? 'now' : new Date(at).toISOString()}) from ${from} into ${config.server.dataDir}`)
   out.info(`  ${manifest.sites.length} sites, ${archiveCount} archives, made by berth ${manifest.berth_version}, instance ${manifest.instance_id}`)
