@@ -102,6 +102,9 @@ const IMPORT_RULES: ImportRule[] = [
   { name: 'src/api imports no concrete driver (only drivers/*/types and errors)', from: (f) => f.startsWith('api/'), forbids: isConcreteDriver, values: true },
   { name: 'only repositories and src/store use drizzle', from: (f) => !isRepository(f) && !f.startsWith('store/'), forbids: isDrizzle, values: true },
   { name: 'only repositories and src/store use the store\'s tables', from: (f) => !isRepository(f) && !f.startsWith('store/'), forbids: (t) => t === 'store/schema' || t.startsWith('store/schema/'), values: true },
+  // The admin API (issue 37) answers on its root-only Unix socket only: no other door imports it.
+  { name: 'the listeners, the API, the edge, the console and DNS import nothing from src/admin (its socket is its only door)', from: (f) => f === 'server' || f === 'dispatch' || /^(api|edge|console|dns)\//.test(f), forbids: (t) => t.startsWith('admin/'), values: false },
+  { name: 'src/admin builds nothing: it imports no src/compose, src/cli or src/server (it is handed its facades)', from: (f) => f.startsWith('admin/'), forbids: (t) => t === 'compose' || t.startsWith('compose/') || t.startsWith('cli/') || t === 'server', values: false },
 ]
 
 /**
@@ -298,6 +301,10 @@ describe('the architecture rules (docs/architecture.md)', () => {
       ['domain/x/service.ts', "await fetch('http://10.0.0.2/')", 'sockets only in'],
       ['edge/x.ts', "import Docker from 'dockerode'", 'docker only in'],
       ['drivers/files/x.ts', "import Docker from 'dockerode'", 'docker only in'],
+      ['server.ts', "import { startAdminListener } from './admin/listener'", 'import nothing from src/admin'],
+      ['api/x/routes.ts', "import { runAdminOp } from '../../admin/routes'", 'import nothing from src/admin'],
+      ['admin/x.ts', "import { buildServices } from '../compose'", 'src/admin builds nothing'],
+      ['admin/x.ts', "import type { Services } from '../compose/index'", 'src/admin builds nothing'],
     ])('%s: %s', (path, text, rule) => {
       expect(check(path, text).join('\n')).toContain(rule)
     })
