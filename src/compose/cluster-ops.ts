@@ -55,9 +55,10 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (nod
     archives: new ArchivesRepository(store),
     create: s.archiveJobs.create,
     restore: s.archiveJobs.restore,
-    // Recorded as running jobs meanwhile: berth serve, in its own process, then neither settles
-    // the archive as stranded (which would end the `restoring` claim, skip the restore and let its
-    // healer start the site on an empty home) nor clears the work files under the restore.
+    // Recorded as running jobs meanwhile: the sweeps then neither settle the archive as stranded
+    // (which would end the `restoring` claim, skip the restore and let the healer start the site
+    // on an empty home) nor clear the work files under the restore; after a kill -9 of berth
+    // serve, its next start runs them again (JobRunner.start).
     underway: (kind, id, work) => s.jobs.runHere(kind, id, work),
     bytes: new ArchiveFetchBack({
       archives: archiveStore,
