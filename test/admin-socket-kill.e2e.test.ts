@@ -92,6 +92,8 @@ describe('work berth serve does for an admin command', () => {
     const to = from === 'control' ? b.id : 'control'
     const token = await ballast('client-killed')
     const { move, archive } = await moveCaughtRestoring(to)
+    // The server's progress, streamed as it came (with --json, as JSON lines on stderr).
+    expect(move.output()).toContain(`{"progress":"moving ${site.slug} to ${to}:`)
     await move.kill('SIGKILL')
     const killed = performance.now()
     const done = await waitFor('berth serve to finish the restore', 120_000, async () => (await backups()).find((x) => x.id === archive.id && x.status !== 'restoring'))
@@ -125,6 +127,8 @@ describe('work berth serve does for an admin command', () => {
     const move = async (to: string) => {
       const moved = await control.cli(['sites', 'move', site.slug, '--to', to], { allowFailure: true, timeoutMs: 180_000 })
       expect(moved.code, moved.stdout + moved.stderr).toBe(0)
+      // The progress line first, then what berth serve did.
+      expect(moved.stdout).toMatch(new RegExp(`^moving ${site.slug} to ${to}: .*\\nMoved ${site.slug} from `))
     }
     if ((await nodeOf(site.slug)) !== 'control') await move('control')
     const token = await ballast('evacuated')
