@@ -7,6 +7,7 @@ import type { AccountAdmin } from '../domain/accounts/admin'
 import type { SiteMover } from '../domain/cluster/move'
 import type { NodesService } from '../domain/cluster/nodes'
 import type { PlansService } from '../domain/plans/service'
+import type { OffsiteStatus } from '../domain/offsite/status'
 import type { SiteAdmin } from '../domain/sites/admin'
 
 /** A join token as `berth nodes token` prints it. */
@@ -35,4 +36,6 @@ export interface AdminFacades {
   nodes: { service: NodesService; mover: SiteMover; token(): JoinTokenView } | null
   /** Copies off the box; null when offsite.url is empty. */
   offsite: { push(): Promise<OffsitePushView> } | null
+  /** How the copies off the box stand (berth offsite status), whether or not they are on. */
+  offsiteStatus(): OffsiteStatus
 }

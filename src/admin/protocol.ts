@@ -22,7 +22,7 @@ export const ADMIN_OPS = [
   'accounts/list', 'accounts/show', 'accounts/suspend', 'accounts/resume',
   'plans/list', 'plans/add', 'plans/deprecate',
   'nodes/list', 'nodes/drain', 'nodes/undrain', 'nodes/remove', 'nodes/evacuate', 'nodes/set', 'nodes/token',
-  'offsite/push',
+  'offsite/push', 'offsite/status',
 ] as const
 export type AdminOp = (typeof ADMIN_OPS)[number]
 

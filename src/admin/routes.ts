@@ -74,6 +74,7 @@ const HANDLERS: Record<AdminOp, Handler> = {
     progress('copying what waits, then the store and its manifest')
     return f.offsite.push()
   },
+  'offsite/status': (f) => f.offsiteStatus(),
 }
 
 /** Runs one operation; a refusal is thrown (DomainError, AdminUnsupportedError) for the caller to put on the wire or print. */

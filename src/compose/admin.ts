@@ -18,6 +18,11 @@ import { acceptsConnection } from '../drivers/runtime/first-answer'
 import { SWARM_GOSSIP_PORT } from '../drivers/runtime/swarm-membership'
 import type { ClusterNode } from '../drivers/cluster/types'
 import type { Logger } from '../lib/logger'
+import { OffsiteCopiesRepository } from '../domain/offsite/repository'
+import { offsiteStatus, type OffsiteStatus } from '../domain/offsite/status'
+import { readSetting } from '../store/settings'
+import type { Store } from '../store/store'
+import { SIGNING_KEY_SETTING, signingKeyOf } from './offsite'
 import { AdminUnsupportedError } from '../admin/routes'
 import { agentAnswers, buildNodeOps, placementOf } from './cluster-ops'
 import { buildServices, type Services } from './index'
@@ -40,6 +45,7 @@ export function adminFacadesOf(s: Services, log: Logger): AdminFacades {
     ...adminOver(s, log),
     plans: s.plans,
     nodes: nodeFacadeOf(s),
+    offsiteStatus: () => offsiteStatusOf(s.config, s.store, s.clock.now()),
     offsite: s.offsite && {
       push: async () => {
         const destination = s.offsite!.destination.describe
@@ -68,6 +74,19 @@ function joinToken(config: Config, repo: NodesRepository, s: Pick<Services, 'clo
   const url = `https://${host}:${config.cluster.joinPort}`
   const fingerprint = `sha256:${joinTls.fingerprint}`
   return { token, expires_at: new Date(expiresAt).toISOString(), url, fingerprint, command: `berth node join ${url} --token ${token} --fingerprint ${fingerprint} --address NODE_ADDRESS` }
+}
+
+/**
+ * What berth offsite status shows, read from `store`: the signing key's public half is made on
+ * first use while offsite.url is set (a write: berth serve's, or the command's under the lock).
+ */
+export function offsiteStatusOf(config: Config, store: Store, now: number): OffsiteStatus {
+  return offsiteStatus(new OffsiteCopiesRepository(store), {
+    now,
+    destination: config.offsite.url || null,
+    intervalSeconds: config.offsite.storeIntervalSeconds,
+    signingKey: config.offsite.url || readSetting(store, SIGNING_KEY_SETTING) ? signingKeyOf(store).publicKey() : null,
+  })
 }
 
 /**
