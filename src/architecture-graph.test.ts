@@ -120,7 +120,7 @@ const LAYERS: { layer: string; values: string[]; types: string[]; why: string }[
   { layer: 'dns/', values: ['dns/', 'lib/'], types: [], why: 'the DNS listener answers over the Authority interface the domain implements' },
   { layer: 'console/', values: ['console/', 'domain/', 'lib/'], types: ['dispatch'], why: 'the console\'s door over the console area\'s sessions' },
   { layer: 'jobs/', values: ['jobs/', 'store/', 'lib/'], types: [], why: 'the job runner over the store: a job\'s work is a handler it is handed' },
-  { layer: 'cli/', values: ['cli/', 'compose/', 'config/', 'core/', 'domain/', 'drivers/', 'edge/', 'install/', 'lib/', 'node-agent/', 'server', 'store/', 'version'], types: ['api/'], why: 'the command line: it builds what a command needs through compose/ and prints it' },
+  { layer: 'cli/', values: ['cli/', 'compose/', 'config/', 'core/', 'domain/', 'drivers/', 'edge/', 'install/', 'lib/', 'node-agent/', 'admin/', 'server', 'store/', 'version'], types: ['api/'], why: 'the command line: it builds what a command needs through compose/ and prints it' },
 ]
 
 const under = (target: string, prefix: string) => (prefix.endsWith('/') ? target.startsWith(prefix) : target === prefix)

@@ -29,6 +29,7 @@ const IO_ALLOWED: [prefix: string, kinds: Io[], why: string][] = [
   ['install/', ['files'], 'berth install: writes the unit, the config and the sysctl file'],
   ['config/', ['files'], 'reads the config file, once, into a typed object'],
   ['server.ts', ['sockets'], 'the API listener (plain HTTP; the edge and MCP answer through it)'],
+  ['admin/', ['sockets', 'files'], 'the admin API on its root-only Unix socket (berth serve) and its client (the admin commands)'],
   ['edge/', ['sockets'], 'the edge: its listeners and its HTTP/1.1 client to the sites\' containers'],
   ['edge/https.ts', ['sockets', 'files'], 'the HTTPS listener; it sets net.ipv4.tcp_migrate_req in /proc'],
   ['dns/server.ts', ['sockets'], 'the DNS listener (UDP and TCP)'],
@@ -80,6 +81,9 @@ const IMPORT_RULES: ImportRule[] = [
   { name: 'only repositories and src/store use drizzle', from: (f) => !isRepository(f) && !f.startsWith('store/'), forbids: isDrizzle, values: true },
   { name: 'only repositories and src/store use the store\'s tables', from: (f) => !isRepository(f) && !f.startsWith('store/'), forbids: (t) => t === 'store/schema' || t.startsWith('store/schema/'), values: true },
   ...NODE_AGENT_RULES,
+  // The admin API (issue 37) answers on its root-only Unix socket only: no other door imports it.
+  { name: 'the listeners, the API, the edge, the console and DNS import nothing from src/admin (its socket is its only door)', from: (f) => f === 'server' || f === 'dispatch' || /^(api|edge|console|dns)\//.test(f), forbids: (t) => t.startsWith('admin/'), values: false },
+  { name: 'src/admin builds nothing: it imports no src/compose, src/cli or src/server (it is handed its facades)', from: (f) => f.startsWith('admin/'), forbids: (t) => t === 'compose' || t.startsWith('compose/') || t.startsWith('cli/') || t === 'server', values: false },
 ]
 
 /**
@@ -190,6 +194,10 @@ describe('the architecture rules (docs/architecture.md)', () => {
       ['api/x/routes.ts', "import { S3Client } from 'bun'", 'sockets only in'],
       ['domain/x/service.ts', 'const worker = new Worker(url)', 'processes only in'],
       ['store/x.ts', "import { Worker } from 'node:worker_threads'", 'processes only in'],
+      ['server.ts', "import { startAdminListener } from './admin/listener'", 'import nothing from src/admin'],
+      ['api/x/routes.ts', "import { runAdminOp } from '../../admin/routes'", 'import nothing from src/admin'],
+      ['admin/x.ts', "import { buildServices } from '../compose'", 'src/admin builds nothing'],
+      ['admin/x.ts', "import type { Services } from '../compose/index'", 'src/admin builds nothing'],
     ])('%s: %s', (path, text, rule) => {
       expect(check(path, text).join('\n')).toContain(rule)
     })

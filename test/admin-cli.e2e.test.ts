@@ -83,10 +83,14 @@ describe('berth sites', () => {
   })
 
   it('suspend --reason: at once the edge answers the page an unpaid site gets, the API shows the reason, the container is stopped; resume serves it again', async () => {
-    // The other site as billing leaves it after 7 days unpaid (its lapse, written from outside as the CLI writes).
+    // The other site as billing leaves it after 7 days unpaid (its lapse, written from outside
+    // while berth serve is stopped: only berth serve writes while it runs, and reads it at start).
+    await berth.stop()
     const db = new Database(join(berth.dataDir, 'berth.db'))
     db.run("UPDATE sites SET status = 'suspended', suspended_by = 'billing', suspended_reason = 'unpaid' WHERE slug = ?", [unpaid.slug])
     db.close()
+    await berth.restart()
+    await eventually(() => viaEdge(berth.url, shop.slug), (r) => r.status === 200, `${shop.slug} serving again`)
     const unpaidPage = await eventually(() => viaEdge(berth.url, unpaid.slug), (r) => r.status === 503, 'the unpaid page')
 
     const suspend = await berthCli('sites', 'suspend', shop.slug, '--reason', 'phishing page reported by abuse@bank.example')
@@ -94,7 +98,7 @@ describe('berth sites', () => {
     expect(suspend.stdout).toContain(`Suspended ${shop.slug}`)
     const ended = Date.now()
     const page = await eventually(() => viaEdge(berth.url, shop.slug), (r) => r.status === 503, 'the suspended page', 5_000)
-    // Within a moment of the command's end (the server reads another process's writes every 250 ms).
+    // Within a moment of the command's end (berth serve did it: its edge knows at once).
     expect(Date.now() - ended).toBeLessThan(1_500)
     expect(page.text).toBe(unpaidPage.text)
     expect(page.text).toContain('This site is suspended')

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { COMMANDS } from '../src/cli'
-import { BINARY } from './helpers/binary'
+import { BINARY, startBerth } from './helpers/binary'
 
 const run = (args: string[], env: Record<string, string> = {}) => {
   const p = spawnSync([BINARY, ...args], { stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH ?? '', ...env } })
@@ -80,12 +80,15 @@ describe('berth command line', () => {
     expect(rebuild.err).toContain('busybox-static')
   })
 
-  it('prints --json on every admin command', () => {
+  it('prints --json on every admin command', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'berth-cli-'))
     const store = ['--data-dir', dataDir]
     const version = JSON.parse(run(['version', '--json']).out)
     expect(version).toMatchObject({ api_version: 'v1', bun: '1.4.5' })
     expect(JSON.parse(run(['migrate', '--json', ...store]).out).migrations.length).toBeGreaterThan(0)
+    // The plans commands are clients of berth serve's admin socket (issue 37).
+    const berth = await startBerth({ dataDir })
+    try {
     const list = JSON.parse(run(['plans', 'list', '--json', ...store]).out)
     expect(list.map((p: { slug: string }) => p.slug)).toContain('legacy-basic')
     const added = run(['plans', 'add', '--json', ...store, '--slug', 'growth', '--name', 'Growth', '--track', 'single_site', '--hosting-type', 'vps', '--monthly', '19.5', '--ai-modules', 'seo,chatbot', '--ai-tokens', '150000'])
@@ -95,10 +98,15 @@ describe('berth command line', () => {
     expect(dep.deprecated).toBe(true)
     const onSale = JSON.parse(run(['plans', 'list', '--on-sale', '--json', ...store]).out)
     expect(onSale.map((p: { slug: string }) => p.slug)).not.toContain('growth')
+    } finally {
+      await berth.stop()
+    }
   })
 
-  it('stores and shows each plan\'s --ai-tokens, by default ai.tokens_per_site_monthly when a module calls the model', () => {
+  it('stores and shows each plan\'s --ai-tokens, by default ai.tokens_per_site_monthly when a module calls the model', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'berth-cli-'))
+    const berth = await startBerth({ dataDir })
+    try {
     const add = (slug: string, extra: string[], env: Record<string, string> = {}) =>
       run(['plans', 'add', '--data-dir', dataDir, '--slug', slug, '--name', slug, '--track', 'single_site', '--hosting-type', 'shared', '--monthly', '9', ...extra], env)
     const said = add('chatty', ['--ai-modules', 'seo,chatbot', '--ai-tokens', '150000'])
@@ -120,10 +128,15 @@ describe('berth command line', () => {
       expect(res.err, bad).toContain('--ai-tokens must be')
     }
     expect(JSON.parse(run(['plans', 'list', '--json', '--data-dir', dataDir]).out).map((p: { slug: string }) => p.slug)).not.toContain('bad-tokens')
+    } finally {
+      await berth.stop()
+    }
   })
 
-  it('refuses bad plan input with status 2 and changes nothing', () => {
+  it('refuses bad plan input with status 2 and changes nothing', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'berth-cli-'))
+    const berth = await startBerth({ dataDir })
+    try {
     const base = ['plans', 'add', '--data-dir', dataDir, '--slug', 'ok-plan', '--name', 'Ok', '--hosting-type', 'vps', '--monthly', '5']
     const badTrack = run([...base, '--track', 'solo'])
     expect(badTrack.code).toBe(2)
@@ -140,6 +153,9 @@ describe('berth command line', () => {
     const list = JSON.parse(run(['plans', 'list', '--json', '--data-dir', dataDir]).out)
     expect(list.map((p: { slug: string }) => p.slug)).not.toContain('ok-plan')
     expect(list.find((p: { slug: string }) => p.slug === 'starter').name).toBe('Starter')
+    } finally {
+      await berth.stop()
+    }
   })
 
   it('reports a bad configuration with status 2 naming the key', () => {

@@ -1,18 +1,14 @@
 import type { AdminAccountView } from '../domain/accounts'
 import { MAX_REASON_LENGTH } from '../domain/sites'
 import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command } from './command'
-import { fields, onlyArgument, reasonFrom, shortTime, table, withAdmin } from './admin'
+import { fields, onlyArgument, reasonFrom, shortTime, table, viaServer } from './admin'
+import { STORE_NOTE } from './sites'
 
 /**
  * `berth accounts ...`: the admin's commands on the accounts of this box (list, show, suspend,
- * resume), reading and writing the store directly (berth serve may run beside: it sees a write
- * within EXTERNAL_CHECK_MS) and talking to Docker for the sites a suspension stops or starts.
+ * resume), each a client of berth serve's admin socket (cli/admin.ts viaServer), which stops or
+ * starts the sites a suspension holds.
  */
-
-const STORE_NOTE = [
-  'Reads and writes the store of --data-dir or the config directly (and talks to Docker for the',
-  "account's sites); berth serve may be running: it sees the change within a quarter of a second.",
-].join('\n')
 
 export const accountsListCommand: Command = {
   path: ['accounts', 'list'],
@@ -23,8 +19,7 @@ export const accountsListCommand: Command = {
   examples: ['berth accounts list', 'berth accounts list --json'],
   run(ctx) {
     if (ctx.positionals.length > 0) throw new UsageError(`berth accounts list takes no argument (got ${ctx.positionals.join(' ')}); berth accounts show ID shows one account`)
-    return withAdmin(ctx, ({ accounts }) => {
-      const list = accounts.list()
+    return viaServer<AdminAccountView[]>(ctx, 'accounts/list', {}, (list) => {
       ctx.out.result(list, () => list.length === 0 ? 'No accounts.' : table(
         ['ID', 'STATUS', 'EMAIL', 'SITES', 'KEYS', 'CREATED'],
         list.map((a) => [a.id, a.status, a.email ?? '-', a.sites.map((s) => s.slug).join(',') || '-', String(a.active_keys), shortTime(a.created_at)]),
@@ -43,8 +38,7 @@ export const accountsShowCommand: Command = {
   examples: ['berth accounts show 0b7c0c7e-3f1a-4f57-9d5e-2a6f3c1d8e90'],
   run(ctx) {
     const id = onlyArgument(ctx, 'account id', 'berth accounts show ID')
-    return withAdmin(ctx, ({ accounts }) => {
-      const account = accounts.show(id)
+    return viaServer<AdminAccountView>(ctx, 'accounts/show', { id }, (account) => {
       ctx.out.result(account, () => accountFields(account))
       return 0
     })
@@ -77,8 +71,7 @@ export const accountsSuspendCommand: Command = {
     const usage = 'berth accounts suspend ID --reason TEXT'
     const id = onlyArgument(ctx, 'account id', usage)
     const reason = reasonFrom(ctx, usage)
-    return withAdmin(ctx, async ({ accounts }) => {
-      const account = await accounts.suspend(id, reason)
+    return viaServer<AdminAccountView>(ctx, 'accounts/suspend', { id, reason }, (account) => {
       const held = account.sites.filter((s) => s.suspended_by === 'account').map((s) => s.slug)
       ctx.out.result(account, () => `Suspended account ${id}: its keys answer 403${held.length ? `; sites suspended with it: ${held.join(', ')}` : ''}. berth accounts resume ${id} lifts it.`)
       return 0
@@ -105,8 +98,7 @@ export const accountsResumeCommand: Command = {
   examples: ['berth accounts resume 0b7c0c7e-3f1a-4f57-9d5e-2a6f3c1d8e90'],
   run(ctx) {
     const id = onlyArgument(ctx, 'account id', 'berth accounts resume ID')
-    return withAdmin(ctx, async ({ accounts }) => {
-      const account = await accounts.resume(id)
+    return viaServer<AdminAccountView>(ctx, 'accounts/resume', { id }, (account) => {
       ctx.out.result(account, () => `Resumed account ${id}: its keys work again${account.sites.length ? `; sites: ${account.sites.map((s) => `${s.slug} ${s.status}`).join(', ')}` : ''}.`)
       return 0
     })

@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 
 export interface OptionSpec {
@@ -39,15 +40,33 @@ export function createOutput(json: boolean): Output {
   return {
     json,
     result(data, human) {
-      process.stdout.write(json ? JSON.stringify(data, null, 2) + '\n' : human() + '\n')
+      writeAll(1, json ? JSON.stringify(data, null, 2) + '\n' : human() + '\n')
     },
     info(line) {
-      if (!json) process.stdout.write(line + '\n')
+      if (!json) writeAll(1, line + '\n')
     },
     error(line) {
       if (json) process.stderr.write(JSON.stringify({ error: line }) + '\n')
       else process.stderr.write(`berth: ${line}\n`)
     },
+  }
+}
+
+/**
+ * Writes `text` whole to the file descriptor before returning: a result of megabytes (berth sites
+ * list --json of 1,000 sites) piped to another program, which process.stdout.write would leave
+ * half written when berth exits right after (at 64 KiB, the pipe's buffer).
+ */
+export function writeAll(fd: number, text: string): void {
+  let bytes = Buffer.from(text)
+  while (bytes.length > 0) {
+    try {
+      bytes = bytes.subarray(writeSync(fd, bytes))
+    } catch (err) {
+      // A non-blocking pipe that is full: wait a moment for the reader.
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err
+      Bun.sleepSync(1)
+    }
   }
 }
 

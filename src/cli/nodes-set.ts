@@ -1,6 +1,7 @@
 import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command } from './command'
 import { onlyArgument } from './admin'
 import { CLUSTER_NOTE, withNodeOps } from './nodes'
+import type { NodeView } from '../domain/cluster'
 
 /**
  * `berth nodes set NODE --public-address HOST`: what the hoster says of a node after its join
@@ -34,8 +35,7 @@ export const nodesSetCommand: Command = {
     const given = ctx.values['public-address']
     if (typeof given !== 'string' || given === '') throw new UsageError('--public-address HOST is required (none forgets the one set)')
     const value = given === 'none' ? null : given
-    return withNodeOps(ctx, async ({ nodes }) => {
-      const node = await nodes.setPublicAddress(id, value)
+    return withNodeOps(ctx, 'nodes/set', { id, public_address: value }, (node: NodeView) => {
       ctx.out.result(node, () => value === null
         ? `${id} has no public address now: its sites' SSH view gives its private address (${node.address}) with a warning.`
         : `${id}'s public address is ${value}: its sites' SSH view gives it as their host.`)

@@ -1,38 +1,34 @@
-import type { NodeOps } from '../compose/cluster-ops'
-import { buildNodeOpsAdmin, NoClusterError } from '../compose/node-ops-admin'
+import type { AdminOp } from '../admin/protocol'
 import type { DrainView, EvacuationView, NodeView } from '../domain/cluster'
-import { createLogger } from '../lib/logger'
 import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command, type CommandContext } from './command'
-import { onlyArgument, refusalsAsExit, shortTime, table } from './admin'
+import { onlyArgument, shortTime, table, viaServer } from './admin'
 import { configFrom } from './config-flags'
 
 /**
  * `berth nodes ...` (and, through withNodeOps, `berth sites move` in sites.ts): the hoster's operations on the nodes of a cluster
- * (domain/cluster; docs/cluster.md). They run in this command's own process, over the same
- * composition as `berth serve` (the cluster runtime: the Swarm manager and the nodes' agents),
- * with nothing started; `berth serve` may run beside and sees their writes to the store within a
- * quarter of a second. Each subcommand is a Command of path ['nodes', name]; NODE_OPS_COMMANDS
+ * (domain/cluster; docs/cluster.md). Each is a client of berth serve's admin socket: berth serve
+ * runs the operation (over the Swarm manager and the nodes' agents) and answers. Each subcommand is a Command of path ['nodes', name]; NODE_OPS_COMMANDS
  * lists this file's (`berth nodes token` is the join's, beside them).
  */
 
 export const CLUSTER_NOTE = [
-  'Runs on the control plane (the box with berth.db), in this process, over the Swarm manager and',
-  "the nodes' agents as berth serve reaches them; berth serve may be running (it sees the change",
-  'within a quarter of a second). On a box without cluster.enabled it exits 1.',
+  'Runs on the control plane (the box with berth.db) as root: berth serve does it (over the Swarm',
+  "manager and the nodes' agents), asked on its admin socket DATA_DIR/admin.sock; with no berth",
+  'serve running it exits 1 saying how to start it (berth nodes list then reads the store itself).',
+  'A long operation prints its progress as it goes; killing this command does not stop it (berth',
+  'serve finishes it). On a box without cluster.enabled it exits 1.',
 ].join('\n')
 
-/** Runs `fn` over the node operations; a refusal is printed as `berth: message` with its exit status. */
-export async function withNodeOps(ctx: CommandContext, fn: (ops: NodeOps) => Promise<number>): Promise<number> {
-  const config = configFrom(ctx)
-  let ops: NodeOps & { close(): Promise<void> }
-  try {
-    ops = buildNodeOpsAdmin(config, createLogger('warn', (line) => process.stderr.write(line + '\n')))
-  } catch (err) {
-    if (!(err instanceof NoClusterError)) throw err
-    ctx.out.error(err.message)
+/**
+ * Runs a node operation through berth serve's admin socket (cli/admin.ts viaServer). On a box
+ * without cluster.enabled it exits 1 first, saying so, whether or not berth serve runs.
+ */
+export async function withNodeOps<T>(ctx: CommandContext, op: AdminOp, input: Record<string, unknown>, print: (result: T) => number): Promise<number> {
+  if (!configFrom(ctx).cluster.enabled) {
+    ctx.out.error('this box runs no cluster (cluster.enabled is false); see docs/cluster.md, "Turning it on"')
     return 1
   }
-  return refusalsAsExit(ctx, () => fn(ops), () => ops.close())
+  return viaServer<T>(ctx, op, input, print)
 }
 
 export const nodesListCommand: Command = {
@@ -53,8 +49,7 @@ export const nodesListCommand: Command = {
   examples: ['berth nodes list', 'berth nodes list --json | jq -r \'.[] | select(.state == "down") | .id\''],
   run(ctx) {
     if (ctx.positionals.length > 0) throw new UsageError(`berth nodes list takes no argument (got ${ctx.positionals.join(' ')})`)
-    return withNodeOps(ctx, async ({ nodes }) => {
-      const list = await nodes.list()
+    return withNodeOps(ctx, 'nodes/list', {}, (list: NodeView[]) => {
       ctx.out.result(list, () => nodesTable(list))
       return 0
     })
@@ -91,13 +86,14 @@ export const nodesDrainCommand: Command = {
   examples: ['berth nodes drain node_7f3k2q', 'berth nodes drain node_7f3k2q --move'],
   run(ctx) {
     const id = onlyArgument(ctx, 'node id', 'berth nodes drain NODE [--move]')
-    return withNodeOps(ctx, async ({ nodes }) => {
-      if (ctx.values.move === true) {
-        const drained = await nodes.drainAndMove(id)
+    const move = ctx.values.move === true
+    return withNodeOps(ctx, 'nodes/drain', { id, move }, (result: NodeView | DrainView) => {
+      if (move) {
+        const drained = result as DrainView
         ctx.out.result(drained, () => drainMoveText(drained))
         return drained.moves.some((m) => m.result === 'failed') ? 1 : 0
       }
-      const node = await nodes.drain(id)
+      const node = result as NodeView
       ctx.out.result(node, () => `Drained ${id}: no new site goes there. It still runs ${node.sites.length} site(s)${node.sites.length ? ` (${node.sites.join(', ')}); berth nodes drain ${id} --move moves them off, files and all` : `; berth nodes remove ${id} takes it out`}.`)
       return 0
     })
@@ -124,8 +120,7 @@ function undrainCommand(word: 'undrain' | 'resume'): Command {
     examples: [`berth nodes ${word} node_7f3k2q`],
     run(ctx) {
       const id = onlyArgument(ctx, 'node id', `berth nodes ${word} NODE`)
-      return withNodeOps(ctx, async ({ nodes }) => {
-        const node = await nodes.undrain(id)
+      return withNodeOps(ctx, 'nodes/undrain', { id }, (node: NodeView) => {
         ctx.out.result(node, () => `${id} is ${node.state}: new sites and moves may go there again.`)
         return 0
       })
@@ -156,8 +151,7 @@ export const nodesRemoveCommand: Command = {
   examples: ['berth nodes remove node_7f3k2q'],
   run(ctx) {
     const id = onlyArgument(ctx, 'node id', 'berth nodes remove NODE')
-    return withNodeOps(ctx, async ({ nodes }) => {
-      const node = await nodes.remove(id)
+    return withNodeOps(ctx, 'nodes/remove', { id }, (node: NodeView) => {
       ctx.out.result(node, () => `Removed ${id}: its certificate is refused from now on.`)
       return 0
     })
@@ -180,7 +174,7 @@ export const nodesEvacuateCommand: Command = {
     'The node\'s agent is asked first: a node that answers, whatever its state (active, draining,',
     'down a moment ago), is refused, even with --force: berth nodes drain NODE --move empties it',
     'with its files, an evacuation only with what the last archives hold. A node that does not',
-    'answer but is not down yet (berth serve marks it down after 6 s; it may not be running) needs',
+    'answer but is not down yet (berth serve marks it down after 6 s) needs',
     '--force. Each site\'s line says what is lost: the changes since its archive\'s time.',
     '',
     CLUSTER_NOTE,
@@ -197,8 +191,7 @@ export const nodesEvacuateCommand: Command = {
   examples: ['berth nodes evacuate node_7f3k2q', 'berth nodes evacuate node_7f3k2q --json'],
   run(ctx) {
     const id = onlyArgument(ctx, 'node id', 'berth nodes evacuate NODE [--force]')
-    return withNodeOps(ctx, async ({ nodes }) => {
-      const result = await nodes.evacuate(id, { force: ctx.values.force === true })
+    return withNodeOps(ctx, 'nodes/evacuate', { id, force: ctx.values.force === true }, (result: EvacuationView) => {
       ctx.out.result(result, () => evacuationText(result))
       return result.sites.some((s) => s.result === 'failed') ? 1 : 0
     })

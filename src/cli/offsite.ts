@@ -1,44 +1,52 @@
 import { existsSync } from 'node:fs'
 import { databasePath } from '../compose'
-import { buildOffsite, SIGNING_KEY_SETTING, signingKeyOf } from '../compose/offsite'
+import type { OffsitePushView } from '../admin/facades'
+import { offsiteStatusOf } from '../compose/admin'
 import type { Config } from '../config/config'
-import { OffsiteCopiesRepository } from '../domain/offsite/repository'
-import { offsiteStatus, type OffsiteStatus } from '../domain/offsite'
+import type { OffsiteStatus } from '../domain/offsite'
 import { shiftedClock } from '../lib/clock'
-import { createLogger } from '../lib/logger'
 import { pendingMigrations } from '../store/migrate'
-import { instanceIdOf, readInstanceId, readSetting } from '../store/settings'
 import { openStore, type Store } from '../store/store'
 import { COMMON_OPTIONS, STORE_OPTIONS, type Command, type CommandContext } from './command'
 import { configFrom } from './config-flags'
+import { lockOrSay, viaServer } from './admin'
 
 export const offsiteStatusCommand: Command = {
   path: ['offsite', 'status'],
   summary: 'How the encrypted copies off the box stand: the last store copy and its age, what waits, the last error and drill.',
   usage: 'berth offsite status [--data-dir DIR] [--config FILE] [--json]',
   description: [
-    'Reads the store (berth.db) directly, so it answers whether or not berth serve runs, and what it',
-    'says is what the last pass of any process recorded. `stale` is true when the last store copy is',
+    'Asks berth serve (over its admin socket) when it runs; with none running it reads the store',
+    '(berth.db) itself, holding DATA_DIR/berth.lock, so it answers either way: what the last pass',
+    'recorded. `stale` is true when the last store copy is',
     'older than three offsite.store_interval_seconds (berth serve then logs an error each pass).',
     '`signing_key` (Signing key) is the public half of the key the box signs every manifest with: keep',
     'it off the box with your age identity; berth restore --signing-key needs it to accept a copy. It is',
-    'made here on first use while offsite.url is set.',
+    'made on first use while offsite.url is set.',
     'What is copied and when: docs/operations.md, "Copies off the box".',
   ].join('\n'),
   options: { ...STORE_OPTIONS, ...COMMON_OPTIONS },
   examples: ['berth offsite status', 'berth offsite status --json | jq .last_store_copy.age_seconds', 'berth offsite status --json | jq -r .signing_key'],
   run(ctx) {
     const config = configFrom(ctx)
-    return withStore(ctx, config, (store) => {
-      const status = offsiteStatus(new OffsiteCopiesRepository(store), {
-        now: shiftedClock(config.dev.clockOffsetSeconds * 1000).now(),
-        destination: config.offsite.url || null,
-        intervalSeconds: config.offsite.storeIntervalSeconds,
-        signingKey: config.offsite.url || readSetting(store, SIGNING_KEY_SETTING) ? signingKeyOf(store).publicKey() : null,
-      })
+    const print = (status: OffsiteStatus) => {
       ctx.out.result(status, () => renderStatus(status))
       return 0
-    })
+    }
+    return viaServer(ctx, 'offsite/status', {}, print, { offline: async () => {
+      const lock = lockOrSay(ctx, config.server.dataDir, 'berth offsite status')
+      if (!lock) return { ok: false }
+      try {
+        let status: OffsiteStatus | null = null
+        const code = await withStore(ctx, config, (store) => {
+          status = offsiteStatusOf(config, store, shiftedClock(config.dev.clockOffsetSeconds * 1000).now())
+          return 0
+        })
+        return code === 0 && status ? { ok: true, result: status } : { ok: false }
+      } finally {
+        lock.release()
+      }
+    } })
   },
 }
 
@@ -49,7 +57,8 @@ export const offsitePushCommand: Command = {
   description: [
     'Puts every archive copy that waits and deletes every copy retention let go, whatever their retry',
     'time, then copies the store (with the tls folder when it changed) and writes a manifest naming it.',
-    'Works whether or not berth serve runs (both may copy at once: each put is whole or absent). Exits 1',
+    'berth serve does it, asked on its admin socket (DATA_DIR/admin.sock, root only), and this command',
+    'prints what it did; with no berth serve running it exits 1 saying how to start it. Exits 1',
     'naming each copy that failed and why (an unreachable destination, refused credentials, a full disk).',
   ].join('\n'),
   options: { ...STORE_OPTIONS, ...COMMON_OPTIONS },
@@ -60,20 +69,13 @@ export const offsitePushCommand: Command = {
       ctx.out.error('offsite.url is empty: copies off the box are off; set offsite.url and offsite.age_recipients (docs/configuration.md)')
       return 1
     }
-    return withStore(ctx, config, async (store) => {
-      const clock = shiftedClock(config.dev.clockOffsetSeconds * 1000)
-      // Only errors as log lines, on stderr: the result is what this prints.
-      const log = createLogger('error', (line) => process.stderr.write(line + '\n'))
-      const instanceId = readInstanceId(store) ?? instanceIdOf(store)
-      const offsite = buildOffsite({ config, store, clock, log, instanceId, repo: new OffsiteCopiesRepository(store) })!
-      const result = await offsite.copier.push()
-      const data = { destination: offsite.destination.describe, copied: result.copied, deleted: result.deleted, manifest: result.manifest, failures: result.failures }
-      if (result.failures.length > 0) {
-        for (const f of result.failures) ctx.out.error(`${f.key === 'store' ? 'the store copy' : f.key || 'the pass'}: ${f.error}`)
+    return viaServer<OffsitePushView>(ctx, 'offsite/push', {}, (data) => {
+      if (data.failures.length > 0) {
+        for (const f of data.failures) ctx.out.error(`${f.key === 'store' ? 'the store copy' : f.key || 'the pass'}: ${f.error}`)
         if (ctx.out.json) ctx.out.result(data, () => '')
         return 1
       }
-      ctx.out.result(data, () => `${offsite.destination.describe}: ${result.copied} archive copies made, ${result.deleted} deleted; the store copied, manifest ${result.manifest}`)
+      ctx.out.result(data, () => `${data.destination}: ${data.copied} archive copies made, ${data.deleted} deleted; the store copied, manifest ${data.manifest}`)
       return 0
     })
   },

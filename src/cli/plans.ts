@@ -1,25 +1,10 @@
 import { checkPlans, ConfigError } from '../config/config'
 import { AI_MODULES, HOSTING_TYPES, TRACKS } from '../core/enums'
-import { buildServices } from '../compose'
-import type { Config } from '../config/config'
 import type { Plan } from '../api/plans/model'
-import { DomainError } from '../domain/errors'
-import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command, type CommandContext } from './command'
+import { viaServer } from './admin'
+import { STORE_NOTE } from './sites'
+import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command } from './command'
 import { configFrom } from './config-flags'
-
-function withPlans<T>(ctx: CommandContext, fn: (s: ReturnType<typeof buildServices>) => T, config: Config = configFrom(ctx)): T {
-  const services = buildServices(config, { log: silentLog })
-  try {
-    return fn(services)
-  } catch (err) {
-    if (err instanceof DomainError) throw new UsageError(err.message)
-    throw err
-  } finally {
-    services.store.close()
-  }
-}
-
-const silentLog = { error() {}, warn() {}, info() {}, debug() {} }
 
 function table(plans: Plan[]): string {
   const rows = [['SLUG', 'NAME', 'TRACK', 'TYPE', 'CAD/MONTH', 'CAD/YEAR', 'SITES', 'MODULES', 'AI TOKENS/MONTH', 'STATE']]
@@ -34,12 +19,14 @@ export const plansListCommand: Command = {
   path: ['plans', 'list'],
   summary: 'List the plan catalog, deprecated plans included.',
   usage: 'berth plans list [--on-sale] [--data-dir DIR] [--config FILE] [--json]',
+  description: STORE_NOTE,
   options: { 'on-sale': { type: 'boolean', help: 'Only plans that can be bought (hide deprecated).' }, ...STORE_OPTIONS, ...COMMON_OPTIONS },
   examples: ['berth plans list', 'berth plans list --json'],
   run(ctx) {
-    const plans = withPlans(ctx, (s) => s.plans.list({ includeDeprecated: ctx.values['on-sale'] !== true }))
-    ctx.out.result(plans, () => table(plans))
-    return 0
+    return viaServer<Plan[]>(ctx, 'plans/list', { include_deprecated: ctx.values['on-sale'] !== true }, (plans) => {
+      ctx.out.result(plans, () => table(plans))
+      return 0
+    }, { refusalExit: 2 })
   },
 }
 
@@ -47,6 +34,7 @@ export const plansAddCommand: Command = {
   path: ['plans', 'add'],
   summary: 'Add a plan to the catalog; it is on sale at once (GET /plans/ shows it).',
   usage: 'berth plans add --slug SLUG --name NAME --track TRACK --hosting-type TYPE --monthly CAD [options]',
+  description: STORE_NOTE,
   options: {
     slug: { type: 'string', value: 'SLUG', help: 'Identifier used in SKUs: lowercase letters, digits, hyphens (required).' },
     name: { type: 'string', value: 'NAME', help: 'Display name (required).' },
@@ -92,9 +80,10 @@ export const plansAddCommand: Command = {
       if (err instanceof ConfigError) throw new UsageError(err.message.replace('berth plans add: plans[0].', '--').replace('ai_tokens_monthly', 'ai_tokens').replace(/_/g, '-'))
       throw err
     }
-    const plan = withPlans(ctx, (s) => s.plans.add(seed), config)
-    ctx.out.result(plan, () => `added plan ${plan.slug} (${plan.price.monthly.toFixed(2)} CAD/month, ${plan.features.ai_tokens_monthly} AI tokens a site a month, SKUs ${plan.skus.monthly}, ${plan.skus.annual})`)
-    return 0
+    return viaServer<Plan>(ctx, 'plans/add', { seed }, (plan) => {
+      ctx.out.result(plan, () => `added plan ${plan.slug} (${plan.price.monthly.toFixed(2)} CAD/month, ${plan.features.ai_tokens_monthly} AI tokens a site a month, SKUs ${plan.skus.monthly}, ${plan.skus.annual})`)
+      return 0
+    }, { refusalExit: 2 })
   },
 }
 
@@ -102,13 +91,15 @@ export const plansDeprecateCommand: Command = {
   path: ['plans', 'deprecate'],
   summary: 'Stop selling a plan. Existing sites keep it; GET /plans/ hides it unless include_deprecated=true.',
   usage: 'berth plans deprecate SLUG [--undo] [--data-dir DIR] [--config FILE] [--json]',
+  description: STORE_NOTE,
   options: { undo: { type: 'boolean', help: 'Put the plan back on sale.' }, ...STORE_OPTIONS, ...COMMON_OPTIONS },
   examples: ['berth plans deprecate legacy-basic', 'berth plans deprecate legacy-basic --undo'],
   run(ctx) {
     const slug = ctx.positionals[0]
     if (!slug || ctx.positionals.length > 1) throw new UsageError('give exactly one plan slug; berth plans list shows them')
-    const plan = withPlans(ctx, (s) => s.plans.setDeprecated(slug, ctx.values.undo !== true))
-    ctx.out.result(plan, () => `${plan.slug} is ${plan.deprecated ? 'deprecated (no longer sold)' : 'on sale again'}`)
-    return 0
+    return viaServer<Plan>(ctx, 'plans/deprecate', { slug, deprecated: ctx.values.undo !== true }, (plan) => {
+      ctx.out.result(plan, () => `${plan.slug} is ${plan.deprecated ? 'deprecated (no longer sold)' : 'on sale again'}`)
+      return 0
+    }, { refusalExit: 2 })
   },
 }

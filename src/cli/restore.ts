@@ -4,7 +4,9 @@ import { buildBoxRestore } from '../compose/restore'
 import { type ArchiveLanding, checkPublicKey, formatSpan, RestoreRefusedError, type SiteOutcome } from '../domain/offsite'
 import { identitiesOf } from '../drivers/offsite/age'
 import { createLogger } from '../lib/logger'
-import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command } from './command'
+import type { Config } from '../config/config'
+import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command, type CommandContext } from './command'
+import { lockOrSay } from './admin'
 import { configFrom } from './config-flags'
 
 export const restoreCommand: Command = {
@@ -22,6 +24,9 @@ export const restoreCommand: Command = {
     'volume, SSH port and container back on this Docker engine, its files from its newest archive',
     'before it starts, and is waited for until it answers; suspended sites are made and stopped.',
     'Ends with a table of the sites and how much time the copy misses. Then start berth serve.',
+    'It holds DATA_DIR/berth.lock while it writes: it exits 1, naming the holder, while berth serve,',
+    'berth migrate or another restore works on the data folder (stop berth serve first), and they',
+    'are refused while it runs.',
     '',
     'URL is s3://BUCKET/PREFIX (endpoint, region and credentials from the offsite.* keys of the config',
     'or BERTH_OFFSITE_* variables) or file:///PATH. Needs the site images (berth images build) and',
@@ -57,64 +62,86 @@ export const restoreCommand: Command = {
     }
     const trust = trustOf(ctx.values['signing-key'] as string | undefined, ctx.values['accept-unsigned'] === true)
     const out = ctx.out
-    const box = buildBoxRestore(config, { from, identities, trust })
-    try {
-      await box.checkTarget(ctx.values.force === true)
-    } catch (err) {
-      if (!(err instanceof RestoreRefusedError)) throw err
-      out.error(err.message)
-      return 2
-    }
-    const clock = phaseClock()
-    const { key, manifest, available, signed } = await box.chooseManifest(at)
-    clock.lap('manifest')
-    if (!signed) out.info(`The manifest ${key} carries no signature (made before berth signed its copies): accepted because of --accept-unsigned.`)
-    const archiveCount = manifest.sites.reduce((n, s) => n + s.archives.length, 0)
-    out.info(`Restoring the copy made ${manifest.made_at} (${key}, newest of ${available} at or before ${at === null ? 'now' : new Date(at).toISOString()}) from ${from} into ${config.server.dataDir}`)
-    out.info(`  ${manifest.sites.length} sites, ${archiveCount} archives, made by berth ${manifest.berth_version}, instance ${manifest.instance_id}`)
-    const migrations = await box.landStore(manifest)
-    clock.lap('store')
-    out.info(`store: ${formatBytes(manifest.store.bytes)} compressed, checked${migrations.length ? `, migrated (${migrations.join(', ')})` : ''}`)
-    const tls = await box.landTls(manifest)
-    clock.lap('tls')
-    out.info(tls ? 'certificates and ACME account: back in tls/' : 'certificates: none in this copy')
-    const archives = await box.landArchives(manifest, (a) => {
-      if (!a.ok) out.info(`archive ${a.archive.storage_key}: skipped: ${a.problem}`)
-    })
-    clock.lap('archives')
-    const good = archives.filter((a) => a.ok)
-    out.info(`archives: ${good.length} of ${archives.length} back (${formatBytes(good.reduce((n, a) => n + a.archive.bytes, 0))})`)
-
-    // The sites, on the services berth serve builds from the store now in place (no listener started).
-    const app = buildApp(config, 'restore', { log: createLogger('warn', (l) => process.stderr.write(l + '\n')), firewall: null })
-    const outcomes: (SiteOutcome & { ms: number })[] = []
-    try {
-      const sites = app.sitesReturn
-      const landed = new Set(good.map((a) => a.archive.id))
-      const list = sites.sites()
-      for (const [i, site] of list.entries()) {
-        const started = performance.now()
-        const outcome = { ...(await sites.bring(site, manifest, landed)), ms: Math.round(performance.now() - started) }
-        outcomes.push(outcome)
-        out.info(progressLine(i + 1, list.length, outcome))
-      }
-      const unrestorable = sites.settleArchives(landed, manifest)
-      if (unrestorable > 0) out.info(`archives listed in the store but not in this copy: ${unrestorable}, now listed as failed (they cannot be restored)`)
-    } finally {
-      app.close()
-    }
-    clock.lap('sites')
-    const lostMs = box.lostMs(manifest)
-    const ok = outcomes.every((o) => o.ok)
-    out.result(jsonOf({ from, key, manifest, migrations, tls, archives, outcomes, lostMs, ok, timings: clock.laps }), () => [
-      '',
-      table(outcomes),
-      '',
-      `Anything written after ${manifest.made_at} is not in this copy: ${formatSpan(lostMs)}.`,
-      ok ? 'Every site came back. Start berth serve (systemctl start berth).' : `${outcomes.filter((o) => !o.ok).length} site(s) did not come back whole (above); the others did. Start berth serve.`,
-    ].join('\n'))
-    return ok ? 0 : 1
+    return restoreAlone(ctx, config, { from, at, identities, trust })
   },
+}
+
+async function restoreAlone(ctx: CommandContext, config: Config, { from, at, identities, trust }: { from: string; at: number | null; identities: ReturnType<typeof identitiesFrom>; trust: ReturnType<typeof trustOf> }): Promise<number> {
+  const out = ctx.out
+  const box = buildBoxRestore(config, { from, identities, trust })
+  try {
+    await box.checkTarget(ctx.values.force === true)
+  } catch (err) {
+    if (!(err instanceof RestoreRefusedError)) throw err
+    out.error(err.message)
+    return 2
+  }
+  const clock = phaseClock()
+  const { key, manifest, available, signed } = await box.chooseManifest(at)
+  clock.lap('manifest')
+  if (!signed) out.info(`The manifest ${key} carries no signature (made before berth signed its copies): accepted because of --accept-unsigned.`)
+  // Alone on the data folder from its first write to the end (taken once the copy is chosen and
+  // checked: a refused copy leaves the folder unmade): berth serve, a migrate or another restore
+  // is refused meanwhile, and this is refused while one of them runs.
+  const lock = lockOrSay(ctx, config.server.dataDir, 'berth restore')
+  if (!lock) return 1
+  try {
+    return await restoreLocked(ctx, config, box, { from, at, key, manifest, available, clock })
+  } finally {
+    lock.release()
+  }
+}
+
+async function restoreLocked(
+  ctx: CommandContext, config: Config, box: ReturnType<typeof buildBoxRestore>,
+  { from, at, key, manifest, available, clock }: { from: string; at: number | null; key: string; manifest: Awaited<ReturnType<ReturnType<typeof buildBoxRestore>['chooseManifest']>>['manifest']; available: number; clock: ReturnType<typeof phaseClock> },
+): Promise<number> {
+  const out = ctx.out
+  const archiveCount = manifest.sites.reduce((n, s) => n + s.archives.length, 0)
+  out.info(`Restoring the copy made ${manifest.made_at} (${key}, newest of ${available} at or before ${at === null ? 'now' : new Date(at).toISOString()}) from ${from} into ${config.server.dataDir}`)
+  out.info(`  ${manifest.sites.length} sites, ${archiveCount} archives, made by berth ${manifest.berth_version}, instance ${manifest.instance_id}`)
+  const migrations = await box.landStore(manifest)
+  clock.lap('store')
+  out.info(`store: ${formatBytes(manifest.store.bytes)} compressed, checked${migrations.length ? `, migrated (${migrations.join(', ')})` : ''}`)
+  const tls = await box.landTls(manifest)
+  clock.lap('tls')
+  out.info(tls ? 'certificates and ACME account: back in tls/' : 'certificates: none in this copy')
+  const archives = await box.landArchives(manifest, (a) => {
+    if (!a.ok) out.info(`archive ${a.archive.storage_key}: skipped: ${a.problem}`)
+  })
+  clock.lap('archives')
+  const good = archives.filter((a) => a.ok)
+  out.info(`archives: ${good.length} of ${archives.length} back (${formatBytes(good.reduce((n, a) => n + a.archive.bytes, 0))})`)
+
+  // The sites, on the services berth serve builds from the store now in place (no listener started).
+  const app = buildApp(config, 'restore', { log: createLogger('warn', (l) => process.stderr.write(l + '\n')), firewall: null })
+  const outcomes: (SiteOutcome & { ms: number })[] = []
+  try {
+    const sites = app.sitesReturn
+    const landed = new Set(good.map((a) => a.archive.id))
+    const list = sites.sites()
+    for (const [i, site] of list.entries()) {
+      const started = performance.now()
+      const outcome = { ...(await sites.bring(site, manifest, landed)), ms: Math.round(performance.now() - started) }
+      outcomes.push(outcome)
+      out.info(progressLine(i + 1, list.length, outcome))
+    }
+    const unrestorable = sites.settleArchives(landed, manifest)
+    if (unrestorable > 0) out.info(`archives listed in the store but not in this copy: ${unrestorable}, now listed as failed (they cannot be restored)`)
+  } finally {
+    app.close()
+  }
+  clock.lap('sites')
+  const lostMs = box.lostMs(manifest)
+  const ok = outcomes.every((o) => o.ok)
+  out.result(jsonOf({ from, key, manifest, migrations, tls, archives, outcomes, lostMs, ok, timings: clock.laps }), () => [
+    '',
+    table(outcomes),
+    '',
+    `Anything written after ${manifest.made_at} is not in this copy: ${formatSpan(lostMs)}.`,
+    ok ? 'Every site came back. Start berth serve (systemctl start berth).' : `${outcomes.filter((o) => !o.ok).length} site(s) did not come back whole (above); the others did. Start berth serve.`,
+  ].join('\n'))
+  return ok ? 0 : 1
 }
 
 /** Milliseconds spent in each phase, for --json (and bench/restore.ts). */

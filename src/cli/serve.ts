@@ -11,6 +11,9 @@ import { startServer } from '../server'
 import { VERSION } from '../version'
 import { COMMON_OPTIONS, STORE_OPTIONS, type Command } from './command'
 import { configFrom } from './config-flags'
+import { lockOrSay } from './admin'
+import { startAdminListener } from '../admin/listener'
+import { adminSocketPath } from '../admin/protocol'
 
 export const serveCommand: Command = {
   path: ['serve'],
@@ -27,6 +30,13 @@ export const serveCommand: Command = {
     'an AI provider for the translation and content modules (ai.*). Subscriptions renew, unpaid',
     'sites are suspended after 7 days, and certificates renew, all from this process: no cron job.',
     'Every key: docs/configuration.md.',
+    '',
+    'It is the only process that changes the sites: the admin commands (berth sites, accounts,',
+    'plans, nodes, offsite push) ask it over its admin API, HTTP on the Unix socket',
+    'DATA_DIR/admin.sock (mode 0600, made by the user it runs as: root under systemd, where',
+    'DATA_DIR is /var/lib/berth), which no other listener serves. It holds DATA_DIR/berth.lock',
+    'while it runs: a second berth serve, or berth restore or berth migrate on the same data folder,',
+    'is refused with the holder\'s pid.',
   ].join('\n'),
   options: {
     listen: { type: 'string', value: 'HOST:PORT', help: 'Listen address (server.listen; $BERTH_SERVER_LISTEN; default 0.0.0.0:8080).' },
@@ -45,6 +55,10 @@ export const serveCommand: Command = {
     const passed = PassedSockets.fromEnv(process.env)
     const notifier = SystemdNotifier.fromEnv(process.env)
     const config = configFrom(ctx)
+    // The one process that owns this data folder: a second berth serve, or serve while berth
+    // restore or migrate works on it, is refused here, naming the holder.
+    const lock = lockOrSay(ctx, config.server.dataDir, 'berth serve')
+    if (!lock) return 1
     // Before the store opens, so that SQLite's -wal and -shm files take the store's corrected mode.
     const widened = tightenPrivateFiles(secretFilesOf(config))
     // In a cluster: the PKI (made at the first start) and this engine as the Swarm's manager,
@@ -52,12 +66,15 @@ export const serveCommand: Command = {
     const clusterPki = await prepareControlPlane(config, createLogger(config.server.logLevel))
     const services = buildApp(config, 'serve', { clusterPki })
     const running = startServer(services.server, passed)
+    // The admin commands' door (admin/listener.ts): root only, in the data folder.
+    const admin = startAdminListener(adminSocketPath(config.server.dataDir), services.admin, services.log)
     services.log.info('berth listening', {
       version: VERSION,
       url: running.url,
       site_url: config.server.siteUrl,
       data_dir: config.server.dataDir,
       config_file: config.configFile,
+      admin_socket: admin.path,
       test_mode: services.status.testMode,
     })
     // Once, at start: a sandbox that filters openat2 breaks the files API for every site.
@@ -73,8 +90,10 @@ export const serveCommand: Command = {
         services.log.info('stopping', { signal })
         notifier.stopping('finishing the requests in flight')
         await running.stop()
+        await admin.stop()
         notifier.stopped()
         services.close()
+        lock.release()
         resolve()
       }
       process.once('SIGTERM', () => void stop('SIGTERM'))

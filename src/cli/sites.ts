@@ -1,11 +1,10 @@
 import { buildAdminShell } from '../compose/shell'
-import type { SiteStatus } from '../core/enums'
 import { MAX_REASON_LENGTH, type AdminSiteView } from '../domain/sites'
 import { DomainError } from '../domain/errors'
 import { SiteNotRunnableError } from '../drivers/runtime/types'
 import { createLogger } from '../lib/logger'
 import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command, type CommandContext } from './command'
-import { fields, onlyArgument, reasonFrom, shortTime, table, withAdmin } from './admin'
+import { fields, onlyArgument, reasonFrom, shortTime, table, viaServer } from './admin'
 import { configFrom } from './config-flags'
 import { attachTerminal, localSize } from './terminal-io'
 import { CLUSTER_NOTE, withNodeOps } from './nodes'
@@ -13,11 +12,10 @@ import type { MoveView } from '../domain/cluster'
 import { formatSpan } from '../domain/offsite'
 
 /**
- * `berth sites ...`: the admin's commands on the sites of this box (shell, list, show, suspend,
- * resume, delete; move, in a cluster: cli/nodes.ts's withNodeOps), reading and writing the store
- * directly and talking to Docker (berth serve may run beside: it sees a write within
- * EXTERNAL_CHECK_MS). Each subcommand is a Command of path ['sites', name]; `berth sites --help`
- * lists them.
+ * `berth sites ...`: the admin's commands on the sites of this box. list, show, suspend, resume,
+ * delete and move are clients of berth serve's admin socket (cli/admin.ts viaServer; move
+ * through cli/nodes.ts's withNodeOps); shell runs in this process (see its description). Each
+ * subcommand is a Command of path ['sites', name]; `berth sites --help` lists them.
  */
 
 /** The signals that end the session from outside: the admin's terminal closed, or a kill. */
@@ -34,8 +32,10 @@ export const sitesShellCommand: Command = {
     '(uid 0 in the container, still without any capability; HOME=/root, and its interactive',
     'shell reads no login or rc script, since the tenant writes those in its home; it starts in',
     '/home/site all the same). Your terminal is put in raw mode while it runs (Ctrl-C and Ctrl-D',
-    'go to the shell), and its window size is followed. Reads the store of --data-dir or the',
-    'config (the one berth serve uses; it may be running) and talks to Docker.',
+    'go to the shell), and its window size is followed. Runs in this process, not through berth',
+    'serve: it reads the site from the store of --data-dir or the config, talks to Docker, and',
+    'adds one row to the audit trail (whether or not berth serve runs; SQLite serializes the',
+    "write): a terminal is a byte stream from the engine's exec, and berth serve owns no state of it.",
     '',
     "Every session is recorded in the site's audit trail, which its owner reads with",
     'GET /sites/SLUG/logs/?type=audit: kind shell, admin=$SUDO_USER or $USER, as=root, the',
@@ -108,9 +108,10 @@ function adminOf(ctx: CommandContext): string {
   return ctx.env.SUDO_USER || ctx.env.USER || ctx.env.LOGNAME || `uid ${process.getuid?.() ?? '?'}`
 }
 
-const STORE_NOTE = [
-  'Reads and writes the store of --data-dir or the config directly and talks to Docker, as berth',
-  'sites shell does; berth serve may be running (it sees the change within a quarter of a second).',
+export const STORE_NOTE = [
+  'Asks the berth serve of --data-dir or the config (over its admin socket, DATA_DIR/admin.sock,',
+  'root only), which does it and answers. With no berth serve running it exits 1 saying how to',
+  'start it; list and show then read the store themselves (holding DATA_DIR/berth.lock).',
 ].join('\n')
 
 const SITE_STATUSES_SHOWN = ['provisioning', 'active', 'suspended', 'pending_deletion', 'failed']
@@ -137,8 +138,7 @@ export const sitesListCommand: Command = {
     const status = ctx.values.status
     if (status !== undefined && !SITE_STATUSES_SHOWN.includes(String(status))) throw new UsageError(`--status ${String(status)}: give one of ${SITE_STATUSES_SHOWN.join(', ')}`)
     if (ctx.positionals.length > 0) throw new UsageError(`berth sites list takes no argument (got ${ctx.positionals.join(' ')}); berth sites show SLUG shows one site`)
-    return withAdmin(ctx, ({ sites }) => {
-      const list = sites.list({ account: ctx.values.account as string | undefined, status: status as SiteStatus | undefined })
+    return viaServer<AdminSiteView[]>(ctx, 'sites/list', { account: ctx.values.account, status }, (list) => {
       ctx.out.result(list, () => list.length === 0 ? 'No sites.' : table(
         ['SLUG', 'STATUS', 'PLAN', 'TYPE', 'ACCOUNT', 'SSH', 'CREATED', 'NOTE'],
         list.map((s) => [s.slug, s.status, s.plan, s.hosting_type, s.account.id, s.ssh_port === null ? '-' : String(s.ssh_port), shortTime(s.created_at), noteOf(s)]),
@@ -165,8 +165,7 @@ export const sitesShowCommand: Command = {
   examples: ['berth sites show shop', 'berth sites show shop --json'],
   run(ctx) {
     const slug = onlyArgument(ctx, 'slug', 'berth sites show SLUG')
-    return withAdmin(ctx, ({ sites }) => {
-      const site = sites.show(slug)
+    return viaServer<AdminSiteView>(ctx, 'sites/show', { slug }, (site) => {
       ctx.out.result(site, () => siteFields(site))
       return 0
     })
@@ -180,8 +179,7 @@ export const sitesSuspendCommand: Command = {
   description: [
     "Marks the site suspended by the admin, with the reason (its owner sees both in the site's",
     '`suspension`, GET /sites/SLUG/), then stops its container (files kept). The edge answers the',
-    "same suspended page (503) as for an unpaid site as soon as berth serve reads the change (within",
-    "a quarter of a second); the owner's changes to the site answer 409. A payment does not lift an",
+    "same suspended page (503) as for an unpaid site at once; the owner's changes to the site answer 409. A payment does not lift an",
     "admin's suspension: only berth sites resume does. A site billing had suspended becomes the",
     "admin's; suspending an admin-suspended site again replaces the reason.",
     '',
@@ -200,8 +198,7 @@ export const sitesSuspendCommand: Command = {
     const usage = 'berth sites suspend SLUG --reason TEXT'
     const slug = onlyArgument(ctx, 'slug', usage)
     const reason = reasonFrom(ctx, usage)
-    return withAdmin(ctx, async ({ sites }) => {
-      const site = await sites.suspend(slug, reason)
+    return viaServer<AdminSiteView>(ctx, 'sites/suspend', { slug, reason }, (site) => {
       ctx.out.result(site, () => `Suspended ${slug} (${reason.trim()}); its container is stopped and the edge shows the suspended page. berth sites resume ${slug} lifts it.`)
       return 0
     })
@@ -232,8 +229,7 @@ export const sitesResumeCommand: Command = {
   examples: ['berth sites resume shop'],
   run(ctx) {
     const slug = onlyArgument(ctx, 'slug', 'berth sites resume SLUG')
-    return withAdmin(ctx, async ({ sites }) => {
-      const site = await sites.resume(slug)
+    return viaServer<AdminSiteView>(ctx, 'sites/resume', { slug }, (site) => {
       ctx.out.result(site, () => site.status === 'active'
         ? `Resumed ${slug}: active, its container answers.`
         : `Lifted the admin's suspension of ${slug}, but its subscription is ${site.subscription_status}: it stays suspended by billing until a payment goes through.`)
@@ -269,8 +265,7 @@ export const sitesDeleteCommand: Command = {
   examples: ['berth sites delete shop', 'berth sites delete shop --now'],
   run(ctx) {
     const slug = onlyArgument(ctx, 'slug', 'berth sites delete SLUG [--now]')
-    return withAdmin(ctx, async ({ sites }) => {
-      const site = await sites.delete(slug, { now: ctx.values.now === true })
+    return viaServer<AdminSiteView>(ctx, 'sites/delete', { slug, now: ctx.values.now === true }, (site) => {
       ctx.out.result(site, () => site.status === 'deleted'
         ? `Deleted ${slug}: its container, files, archives, DNS records and site keys are gone.`
         : `Scheduled ${slug} for deletion on ${site.deletion_scheduled_for}; its container is stopped. Its owner can restore it until then; berth sites delete ${slug} --now removes it at once.`)
@@ -296,9 +291,9 @@ export const sitesMoveCommand: Command = {
     '',
     CLUSTER_NOTE,
     '',
-    'Interrupted (killed, the box lost) after the stop, the move is finished by berth serve within',
-    'about 40 s, without a restart: the site ends on NODE with the archive\'s files, and its old',
-    'files stay on the old node (docs/cluster.md says how to remove them).',
+    'berth serve runs the move: killing this command does not stop it. A berth serve killed after',
+    'the stop finishes the move at its next start: the site ends on NODE with the archive\'s files,',
+    'and its old files stay on the old node (docs/cluster.md says how to remove them).',
     '',
     'Exit status: 0; 1 when the site is already on NODE, has nothing to move (provisioning, failed)',
     'or the move failed (its files stay on the old node); 2 for an unknown SLUG, or a NODE that is',
@@ -315,8 +310,7 @@ export const sitesMoveCommand: Command = {
     const slug = onlyArgument(ctx, 'slug', usage)
     const to = ctx.values.to
     if (typeof to !== 'string' || !to.trim()) throw new UsageError(`give the node to move it to with --to NODE (berth nodes list shows them): ${usage}`)
-    return withNodeOps(ctx, async ({ mover }) => {
-      const moved = await mover.move(slug, to.trim())
+    return withNodeOps(ctx, 'sites/move', { slug, to: to.trim() }, (moved: MoveView) => {
       ctx.out.result(moved, () => moveText(moved))
       return 0
     })

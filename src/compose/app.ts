@@ -4,9 +4,9 @@
  *
  * - `serve`: `berth serve`: what `startServer` takes (`ServerDeps`), the log, the status, and the
  *   store's close.
- * - `admin`: the hoster's commands in their own process (`berth sites`, `berth accounts`):
- *   `SiteAdmin` and `AccountAdmin`, nothing started (compose/admin.ts; issue 37 part A moves them
- *   behind `berth serve`'s admin socket, where this role is what its server side builds).
+ * - `admin`: the admin API's facades (admin/facades.ts) in a read-only command's own process,
+ *   when no `berth serve` runs (it holds the data folder's lock), nothing started. `berth serve`
+ *   builds the same facades as part of its role and hands them to its admin socket.
  * - `restore`: `berth restore`'s second half, `SitesReturn`, over the store it put back.
  *
  * The node agent (`berth node`) has a composition of its own, in its own folder (issue 37 item 4).
@@ -16,7 +16,8 @@ import type { Config } from '../config/config'
 import type { StatusInfo } from '../domain/status'
 import type { Logger } from '../lib/logger'
 import type { ServerDeps } from '../server'
-import { adminOver, type Admin } from './admin'
+import type { AdminFacades } from '../admin/facades'
+import { adminFacadesOf } from './admin'
 import type { BuildOptions } from './core'
 import { buildServices } from './index'
 import { buildSitesReturn } from './restore'
@@ -29,6 +30,8 @@ export interface ServeApp {
   server: ServerDeps
   log: Logger
   status: StatusInfo
+  /** The admin API's facades, served on the admin socket (admin/listener.ts). */
+  admin: AdminFacades
   /** Closes the store, once the server has stopped. */
   close(): void
 }
@@ -38,9 +41,14 @@ export interface RestoreApp {
   close(): void
 }
 
+export interface AdminApp {
+  facades: AdminFacades
+  close(): Promise<void>
+}
+
 export interface AppOf {
   serve: ServeApp
-  admin: Admin
+  admin: AdminApp
   restore: RestoreApp
 }
 
@@ -52,7 +60,7 @@ export interface AppOf {
 export function buildApp<R extends Role>(config: Config, role: R, opts: BuildOptions = {}): AppOf[R] {
   const s = buildServices(config, opts)
   if (role === 'serve') {
-    const app: ServeApp = { server: s, log: s.log, status: s.status, close: () => s.store.close() }
+    const app: ServeApp = { server: s, log: s.log, status: s.status, admin: adminFacadesOf(s, s.log), close: () => s.store.close() }
     return app as AppOf[R]
   }
   if (role === 'restore') {
@@ -60,8 +68,8 @@ export function buildApp<R extends Role>(config: Config, role: R, opts: BuildOpt
     return app as AppOf[R]
   }
   const jobsStopped = s.jobs.stop()
-  const app: Admin = {
-    ...adminOver(s, opts.log ?? s.log),
+  const app: AdminApp = {
+    facades: adminFacadesOf(s, opts.log ?? s.log),
     close: async () => {
       await jobsStopped
       s.store.close()

@@ -1,9 +1,9 @@
 /**
  * The node operations of a cluster (domain/cluster: nodes.ts, move.ts, health.ts) over the built
  * services and the cluster runtime's placement. `berth serve` builds them to run the health
- * monitor (followNodeHealth in upkeep.ts) and show down nodes' sites `recovering`; the admin's
- * commands (`berth nodes ...`, `berth sites move`) build them in their own process through
- * node-ops-admin.ts, over the same composition as `berth serve`, and run the operation there.
+ * monitor (followNodeHealth in upkeep.ts) and show down nodes' sites `recovering`, and hands
+ * them to its admin socket (compose/admin.ts), through which the admin's commands (`berth nodes
+ * ...`, `berth sites move`) run them.
  */
 import { join } from 'node:path'
 import { type EdgeProbe, NodeHealth, type NodeHealthDeps, NodesService, SiteMover, SiteTransfer } from '../domain/cluster'
@@ -74,9 +74,10 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (nod
     archives: s.repos.archives,
     create: s.archiveJobs.create,
     restore: s.archiveJobs.restore,
-    // Recorded as running jobs meanwhile: berth serve, in its own process, then neither settles
-    // the archive as stranded (which would end the `restoring` claim, skip the restore and let its
-    // healer start the site on an empty home) nor clears the work files under the restore.
+    // Recorded as running jobs meanwhile: the sweeps then neither settle the archive as stranded
+    // (which would end the `restoring` claim, skip the restore and let the healer start the site
+    // on an empty home) nor clear the work files under the restore; after a kill -9 of berth
+    // serve, its next start runs them again (JobRunner.start).
     underway: (kind, id, work) => s.jobs.runHere(kind, id, work),
     bytes: new ArchiveFetchBack({
       archives: archiveStore,

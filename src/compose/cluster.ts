@@ -76,10 +76,11 @@ export function buildClusterCore(config: Config, core: { store: Store; instanceI
 }
 
 /**
- * A site whose files are being restored (an archive `restoring`) is started only by the process
- * that runs the restore: the admin's `berth sites move` and `berth nodes evacuate` run theirs in
- * their own process, while berth serve's reconcile pass or healer may have checked the site
- * before the restore was claimed.
+ * A site whose files are being restored (an archive `restoring`) is started only while its
+ * restore runs in this process (a move's or an evacuation's, which berth serve runs for the
+ * admin socket, or its job run again after a restart): the reconcile pass or healer may have
+ * checked the site before the restore was claimed, and after a kill -9 the archive stays
+ * `restoring` until its job runs again. (Issue 37, part D, moves this decision into SiteRunner.)
  */
 function startedHereOnly(archives: ArchivesRepository, jobs: Pick<JobRunner, 'runsHere'>, log: Logger): (site: { siteId: string; slug: string }) => boolean {
   return ({ siteId, slug }) => {

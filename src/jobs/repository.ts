@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, isNull, lt, lte, or } from 'drizzle-orm'
+import { and, asc, eq, inArray, lte } from 'drizzle-orm'
 import { jobs, type JobRow } from '../store/schema'
 import { onFirstUse } from '../store/prepared'
 import type { Store } from '../store/store'
@@ -31,23 +31,9 @@ export class JobsRepository {
     return this.pendingOfSubjects().all(JSON.stringify(subjectIds), JSON.stringify(kinds))
   }
 
-  /**
-   * Queues again the jobs marked running whose lease ran out before `wallNow`, and with
-   * `unleased` those without one (the server's own, left by its previous run); returns them.
-   */
-  requeueRunning(now: number, wallNow: number, opts: { unleased: boolean }): JobRow[] {
-    return this.store.db.update(jobs).set({ status: 'queued', leaseUntil: null, updatedAt: now })
-      .where(orphaned(wallNow, opts)).returning().all()
-  }
-
-  /** Whether requeueRunning would queue anything (a read). */
-  anyOrphan(wallNow: number, opts: { unleased: boolean }): boolean {
-    return this.store.db.select({ id: jobs.id }).from(jobs).where(orphaned(wallNow, opts)).limit(1).get() !== undefined
-  }
-
-  /** Moves the lease of a running job on to `until` (wall time). */
-  renewLease(id: string, until: number): void {
-    this.store.db.update(jobs).set({ leaseUntil: until }).where(and(eq(jobs.id, id), eq(jobs.status, 'running'))).run()
+  /** Queues again every job marked running (a previous run of berth serve left them so); returns them. */
+  requeueRunning(now: number): JobRow[] {
+    return this.store.db.update(jobs).set({ status: 'queued', updatedAt: now }).where(eq(jobs.status, 'running')).returning().all()
   }
 
   /** Up to `limit` queued jobs due at `now`, soonest first. */
@@ -65,10 +51,4 @@ export class JobsRepository {
   update(id: string, changes: Partial<JobRow>): void {
     this.store.db.update(jobs).set(changes).where(eq(jobs.id, id)).run()
   }
-}
-
-/** Jobs marked running whose lease ran out before `wallNow`; with `unleased`, those without one too. */
-function orphaned(wallNow: number, opts: { unleased: boolean }) {
-  const expired = lt(jobs.leaseUntil, wallNow)
-  return and(eq(jobs.status, 'running'), opts.unleased ? or(isNull(jobs.leaseUntil), expired) : expired)
 }

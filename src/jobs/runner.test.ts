@@ -3,13 +3,10 @@ import { domainStore } from '../../test/helpers/domain-store'
 import { JobRunner, type JobHandler } from './runner'
 
 /**
- * The job runner's hand-over between processes, on a real store: two runners on one SQLite file
- * stand for `berth serve` (started) and a CLI command that runs a job itself (runHere), each with
- * a wall clock of its own for the leases (a clock that stops moving is a process that stopped
- * renewing).
+ * The job runner's crash recovery, on a real store: only `berth serve` runs jobs (issue 37), so
+ * a job marked running at its start was left so by its previous run, killed in the middle, and
+ * is run again; a job it runs itself (runHere) is seen under way while it runs.
  */
-const LEASE_MS = 150
-
 function setup() {
   const t = domainStore()
   const ran: string[] = []
@@ -19,10 +16,9 @@ function setup() {
     },
     failed: async () => {},
   }
-  let wall = 1_000_000
-  const runner = (wallClock: () => number) => new JobRunner(t.store, t.clock, t.log, { restore: handler }, { wallClock, leaseMs: LEASE_MS })
+  const runner = () => new JobRunner(t.store, t.clock, t.log, { restore: handler })
   const job = (subject: string) => t.store.sqlite.query('SELECT status, lease_until AS lease FROM jobs WHERE subject_id = ? ORDER BY rowid DESC').get(subject) as { status: string; lease: number | null }
-  return { t, ran, runner, job, wall: { now: () => wall, advance: (ms: number) => (wall += ms) } }
+  return { t, ran, runner, job }
 }
 
 async function until(what: string, ok: () => boolean, withinMs = 3000): Promise<void> {
@@ -33,69 +29,42 @@ async function until(what: string, ok: () => boolean, withinMs = 3000): Promise<
   }
 }
 
-describe('jobs another process runs itself (runHere)', () => {
-  it('are left to that process while it renews its lease, through the server\'s start and its passes', async () => {
+describe('the job runner of berth serve', () => {
+  it('runs again at its start every job its previous run left running, whether the handler or runHere ran it', async () => {
     const s = setup()
-    const serve = s.runner(s.wall.now)
-    const cli = s.runner(s.wall.now)
-    let release!: () => void
-    const work = cli.runHere('restore', 'archive-1', () => new Promise<void>((r) => (release = r)))
-    expect(s.job('archive-1')).toEqual({ status: 'running', lease: s.wall.now() + LEASE_MS })
+    // A previous run left two jobs running: one of its own, and one runHere was doing (a move's restore).
+    s.t.store.sqlite.run("INSERT INTO jobs (id, kind, subject_id, status, attempts, run_after, created_at, updated_at) VALUES ('j1', 'restore', 'own', 'running', 1, 0, 0, 0)")
+    s.t.store.sqlite.run("INSERT INTO jobs (id, kind, subject_id, status, attempts, run_after, created_at, updated_at) VALUES ('j2', 'restore', 'moved', 'running', 1, 0, 0, 0)")
+    const serve = s.runner()
     serve.start()
     try {
-      // Time passes for both; the command renews its lease every third of it.
-      for (let i = 0; i < 5; i++) {
-        s.wall.advance(LEASE_MS / 3)
-        await Bun.sleep(LEASE_MS / 3 + 10)
-        expect(serve.adoptOrphans()).toBe(0)
-      }
-      expect(s.job('archive-1').status).toBe('running')
+      await until('both ran', () => s.ran.length === 2)
+      expect(s.ran.sort()).toEqual(['moved', 'own'])
+      await until('both succeeded', () => s.job('own').status === 'succeeded' && s.job('moved').status === 'succeeded')
+      expect(s.t.logged('resuming jobs interrupted by a stop')).toBe(true)
+    } finally {
+      await serve.stop()
+    }
+  })
+
+  it('leaves a job it runs itself (runHere) to that work while it runs, and records how it ended; no lease is written', async () => {
+    const s = setup()
+    const serve = s.runner()
+    serve.start()
+    try {
+      let release!: () => void
+      const work = serve.runHere('restore', 'archive-1', () => new Promise<void>((r) => (release = r)))
+      expect(s.job('archive-1')).toEqual({ status: 'running', lease: null })
+      expect(serve.runsHere('archive-1')).toBe(true)
+      await Bun.sleep(100)
+      // Not run by the handler meanwhile: the work is under way here.
       expect(s.ran).toEqual([])
       release()
       await work
       expect(s.job('archive-1')).toEqual({ status: 'succeeded', lease: null })
-    } finally {
-      await serve.stop()
-    }
-  })
-
-  it('are taken over by the server once the lease runs out (the command was killed), and finished by its handler', async () => {
-    const s = setup()
-    const serve = s.runner(s.wall.now)
-    // The command's wall clock stops: it renews no more, as a killed process.
-    const stopped = s.wall.now()
-    const cli = s.runner(() => stopped)
-    let release!: () => void
-    const work = cli.runHere('restore', 'archive-2', () => new Promise<void>((r) => (release = r)))
-    serve.start()
-    try {
-      expect(s.job('archive-2').status).toBe('running')
-      s.wall.advance(LEASE_MS + 1)
-      // The server's own pass (every third of the lease) queues it again and runs the handler.
-      await until('the server ran the restore', () => s.ran.includes('archive-2'))
-      await until('the job succeeded', () => s.job('archive-2').status === 'succeeded')
-      expect(s.t.logged('taking over jobs whose process stopped')).toBe(true)
-    } finally {
-      await serve.stop()
-      // The test's stand-in for the killed command ends, before the store closes.
-      release()
-      await work
-    }
-  })
-
-  it('are taken over at the server\'s start when their lease ran out before it; its own jobs of a previous run always are', async () => {
-    const s = setup()
-    // A previous run of the server left a job running (no lease), and a killed command another.
-    s.t.store.sqlite.run("INSERT INTO jobs (id, kind, subject_id, status, attempts, run_after, created_at, updated_at) VALUES ('j1', 'restore', 'own', 'running', 1, 0, 0, 0)")
-    s.t.store.sqlite.run("INSERT INTO jobs (id, kind, subject_id, status, attempts, run_after, created_at, updated_at, lease_until) VALUES ('j2', 'restore', 'gone', 'running', 1, 0, 0, 0, ?)", [s.wall.now() - 1])
-    s.t.store.sqlite.run("INSERT INTO jobs (id, kind, subject_id, status, attempts, run_after, created_at, updated_at, lease_until) VALUES ('j3', 'restore', 'alive', 'running', 1, 0, 0, 0, ?)", [s.wall.now() + 60_000])
-    const serve = s.runner(s.wall.now)
-    serve.start()
-    try {
-      await until('both orphans ran', () => s.ran.length === 2)
-      expect(s.ran.sort()).toEqual(['gone', 'own'])
-      expect(s.job('alive').status).toBe('running')
-      expect(s.t.logged('resuming jobs interrupted by a stop')).toBe(true)
+      expect(serve.runsHere('archive-1')).toBe(false)
+      await expect(serve.runHere('restore', 'archive-2', async () => { throw new Error('disk full') })).rejects.toThrow('disk full')
+      expect(s.job('archive-2').status).toBe('failed')
     } finally {
       await serve.stop()
     }

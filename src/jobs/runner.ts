@@ -14,24 +14,17 @@ export interface JobHandler {
 }
 
 const RETRY_DELAYS_MS = [1_000, 5_000, 15_000]
-/** How long a process vouches for a job it runs itself (runHere); renewed every third of it. */
-export const JOB_LEASE_MS = 30_000
 
 export interface JobRunnerOptions {
   /** Jobs run at once; default 8. */
   concurrency?: number
-  /** Wall time for the leases of runHere's jobs (default Date.now): they outlive the process's own clock. */
-  wallClock?: () => number
-  /** How long a runHere lease lasts (default JOB_LEASE_MS); renewed every third of it. */
-  leaseMs?: number
 }
 
 /**
  * Runs slow work in the background with its state in the store, so the request that started it
  * returns at once and a `kill -9` loses nothing: on start, jobs left `running` are queued again.
- * A job another process runs itself (runHere, a CLI command) holds a lease it renews while it
- * runs: the started runner leaves it to that process, and takes it over once the lease runs out
- * (the process died), within JOB_LEASE_MS and a third.
+ * Only `berth serve` runs jobs (the admin commands ask it over its admin socket), so a job marked
+ * running is either this process's or one its previous run left behind.
  */
 export class JobRunner {
   private active = new Set<string>()
@@ -51,14 +44,9 @@ export class JobRunner {
   ) {
     this.repo = new JobsRepository(store)
     this.concurrency = opts.concurrency ?? 8
-    this.wallClock = opts.wallClock ?? Date.now
-    this.leaseMs = opts.leaseMs ?? JOB_LEASE_MS
   }
 
   private concurrency: number
-  private wallClock: () => number
-  private leaseMs: number
-  private adopting: ReturnType<typeof setInterval> | undefined
 
   /**
    * Adds the handlers of more job kinds: the composition root builds each area (sites, names) with
@@ -80,16 +68,14 @@ export class JobRunner {
 
   /**
    * Runs `work` (by default the handler of `kind` on `subjectId`) here and now, recorded as a
-   * running job of `kind` while it runs: for work a process does itself and waits for (the
-   * admin's node operations, in their own process), so that every process reading the store sees
-   * it under way (an archive with a running job is not stranded: `berth serve` leaves it and its
-   * work files alone) and this one knows it as its own (`runsHere`). `work` may do more than the
-   * handler around it (claim the subject first, prepare what it needs), as long as what is left
-   * undone if the process dies is what the handler alone finishes. The row ends succeeded, or
-   * failed with the error, which is thrown: the caller handles the failure (no retry, no failure
-   * handler here). The row holds a lease (JOB_LEASE_MS) this process renews while the work
-   * runs: a process killed meanwhile leaves the row running until the lease runs out, and then
-   * `berth serve` queues it again (adoptOrphans) and its handler finishes the work.
+   * running job of `kind` while it runs: for work a caller does itself and waits for (the node
+   * operations: a move's or an evacuation's restore), so that it is seen under way (an archive
+   * with a running job is not stranded: the sweeps leave it and its work files alone) and known
+   * as running here (`runsHere`). `work` may do more than the handler around it (claim the
+   * subject first, prepare what it needs), as long as what is left undone if the process dies is
+   * what the handler alone finishes: a `kill -9` leaves the row running, and the next start
+   * queues it again and its handler finishes the work. The row ends succeeded, or failed with
+   * the error, which is thrown: the caller handles the failure (no retry, no failure handler here).
    */
   async runHere(kind: string, subjectId: string, work?: () => Promise<void>): Promise<void> {
     const handler = this.handlers[kind]
@@ -97,22 +83,19 @@ export class JobRunner {
     const now = this.clock.now()
     const job = this.store.write(() => {
       const row = this.repo.insert(kind, subjectId, now)
-      this.repo.update(row.id, { status: 'running', attempts: 1, leaseUntil: this.wallClock() + this.leaseMs, updatedAt: now })
+      this.repo.update(row.id, { status: 'running', attempts: 1, updatedAt: now })
       return row
     })
-    const renewal = setInterval(() => this.store.write(() => this.repo.renewLease(job.id, this.wallClock() + this.leaseMs)), this.leaseMs / 3)
     try {
       await this.counted(subjectId, work ?? (() => handler.run(subjectId)))
-      this.setState(job.id, { status: 'succeeded', error: null, leaseUntil: null })
+      this.setState(job.id, { status: 'succeeded', error: null })
     } catch (err) {
-      this.setState(job.id, { status: 'failed', error: (err as Error).message, leaseUntil: null })
+      this.setState(job.id, { status: 'failed', error: (err as Error).message })
       throw err
-    } finally {
-      clearInterval(renewal)
     }
   }
 
-  /** True while a job of `subjectId` runs in this process (not another process's, whatever the store says). */
+  /** True while a job of `subjectId` runs in this process now (not one a previous run left marked running). */
   runsHere(subjectId: string): boolean {
     return this.subjects.has(subjectId)
   }
@@ -147,36 +130,18 @@ export class JobRunner {
   }
 
   /**
-   * Re-queues the jobs a previous run left running (and those of dead processes: runHere's whose
-   * lease ran out), then starts working; from then on, takes over every runHere job whose lease
-   * runs out (adoptOrphans, every third of JOB_LEASE_MS). Jobs of live processes are left to them.
+   * Re-queues the jobs a previous run left running (it was stopped or killed in the middle: each
+   * handler is idempotent and finishes the work), then starts working.
    */
   start(): void {
     this.stopped = false
-    this.resume('resuming jobs interrupted by a stop', { unleased: true })
-    clearInterval(this.adopting)
-    this.adopting = setInterval(() => this.adoptOrphans(), this.leaseMs / 3)
-    this.adopting.unref?.()
+    this.resume()
     this.kick()
   }
 
-  /**
-   * Queues again the jobs another process ran itself (runHere) and stopped renewing: it was
-   * killed. The handler of each finishes the work here. Returns how many.
-   */
-  adoptOrphans(): number {
-    if (this.stopped) return 0
-    return this.resume('taking over jobs whose process stopped', { unleased: false })
-  }
-
-  private resume(message: string, opts: { unleased: boolean }): number {
-    // A read first: the pass runs every few seconds and most find nothing, which must not write.
-    if (!this.repo.anyOrphan(this.wallClock(), opts)) return 0
-    const requeued = this.store.write(() => this.repo.requeueRunning(this.clock.now(), this.wallClock(), opts))
-    if (requeued.length > 0) {
-      this.log.warn(message, { jobs: requeued.map((j) => `${j.kind}:${j.subjectId}`) })
-      this.kick()
-    }
+  private resume(): number {
+    const requeued = this.store.write(() => this.repo.requeueRunning(this.clock.now()))
+    if (requeued.length > 0) this.log.warn('resuming jobs interrupted by a stop', { jobs: requeued.map((j) => `${j.kind}:${j.subjectId}`) })
     return requeued.length
   }
 
@@ -190,7 +155,6 @@ export class JobRunner {
   async stop(): Promise<void> {
     this.stopped = true
     clearTimeout(this.timer)
-    clearInterval(this.adopting)
     if (this.active.size > 0) await new Promise<void>((resolve) => this.idle.push(resolve))
   }
 

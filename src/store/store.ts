@@ -24,23 +24,14 @@ export interface Store {
   /**
    * A reader of the version of `areas` (store/areas.ts): a number that changes whenever a table
    * of one of them changed. This process's writes move the areas of the tables they name, once
-   * their `write` ends (at once outside one); another process's writes (a `berth` admin command),
-   * which cannot be placed, move every area within EXTERNAL_CHECK_MS, as SQLite's
-   * `PRAGMA data_version` reports. An in-memory cache keeps one reader, of the areas it is made
-   * from, and compares its answer to know when to drop what it holds.
+   * their `write` ends (at once outside one). Only `berth serve` writes while it runs (the admin
+   * commands ask it over its admin socket; the offline ones take the data folder's lock), so no
+   * other process's write is looked for. An in-memory cache keeps one reader, of the areas it is
+   * made from, and compares its answer to know when to drop what it holds.
    */
   versionOf(areas: readonly Area[]): () => number
-  /**
-   * The part of every area's version that moves with other processes' writes only (within
-   * EXTERNAL_CHECK_MS): for a cache of rows that this process changes through one repository only,
-   * which counts its own changes (the plan catalog), so that other writes leave it be.
-   */
-  externalVersion(): number
   close(): void
 }
-
-/** How stale a cache may be about writes made by another process. */
-export const EXTERNAL_CHECK_MS = 250
 
 /**
  * Opens the store at `path`, creating it (its folder 0750) if needed. The file is made 0600
@@ -57,9 +48,6 @@ export function openStore(path: string): Store {
   sqlite.exec('PRAGMA synchronous = FULL')
   sqlite.exec('PRAGMA busy_timeout = 5000')
   sqlite.exec('PRAGMA foreign_keys = ON')
-  const dataVersion = sqlite.prepare<{ data_version: number }, []>('PRAGMA data_version')
-  let externalVersion = dataVersion.get()!.data_version
-  let checkedAt = 0
   const begin = sqlite.prepare('BEGIN IMMEDIATE')
   const commit = sqlite.prepare('COMMIT')
   const rollback = sqlite.prepare('ROLLBACK')
@@ -100,23 +88,11 @@ export function openStore(path: string): Store {
     },
     versionOf(areas) {
       const indexes = areas.map((area) => AREA_INDEX[area])
-      const external = () => this.externalVersion()
       return () => {
         let local = 0
         for (const i of indexes) local += writes[i]!
-        return external() * 2 ** 32 + local
+        return local
       }
-    },
-    externalVersion() {
-      // Another process's writes (a `berth` admin command) are looked for at most every
-      // EXTERNAL_CHECK_MS: reading data_version on every request was 22-41% of the CPU of the
-      // hottest routes (bench/, issue 2).
-      const now = performance.now()
-      if (now - checkedAt >= EXTERNAL_CHECK_MS) {
-        externalVersion = dataVersion.get()!.data_version
-        checkedAt = now
-      }
-      return externalVersion
     },
     close() {
       sqlite.close()

@@ -21,7 +21,6 @@ export const AREA_KNOWN: Record<string, string> = {
   'compose/modules': 'modules/repository',
   'compose/sites': 'deployments/repository metrics/repository cluster/marked-moves-repository audit/repository',
   'compose/agents': 'accounts/repository claims/repository',
-  'cli/offsite': 'offsite/repository',
   'cli/firewall': 'cluster/repository',
   'cli/nodes-token': 'cluster/repository',
 }

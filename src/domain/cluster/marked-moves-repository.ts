@@ -4,8 +4,7 @@ import { MOVE_SITE_JOB } from './site-transfer'
 
 /**
  * The slugs of the sites being switched to another node right now: those with a MOVE_SITE_JOB
- * queued or running (site-transfer.ts), whichever process runs it. Read again only when the jobs
- * area moved (another process's write moves every area, within EXTERNAL_CHECK_MS), so the edge
+ * queued or running (site-transfer.ts). Read again only when the jobs area moved, so the edge
  * asks it on every request of a serving site for the price of a version check.
  */
 export class MarkedMoves {

@@ -7,7 +7,6 @@ import { type ArchiveRecords, CREATE_ARCHIVE_JOB, type CreateArchiveJob, RESTORE
 import { conflict, unavailable } from '../errors'
 import type { ArchiveBytes, ArchiveSource } from '../offsite'
 import type { SiteRecords, SiteRunner } from '../sites'
-import { EXTERNAL_CHECK_MS } from '../../store/store'
 import type { JobHandler } from '../../jobs/runner'
 
 /** Runs of a site whose SSH port turned out to be taken on its new node (each moves it to another). */
@@ -23,9 +22,9 @@ const PORT_TRIES = 3
 export const MOVE_SITE_JOB = 'move_site'
 
 /**
- * The handler of MOVE_SITE_JOB in berth serve, which takes the job over when the moving process
- * died (its lease ran out): nothing is left to do here, the move's restore job (taken over the
- * same way) finishes the site; ending the job lifts the mark.
+ * The handler of MOVE_SITE_JOB, which runs when berth serve starts again after it was killed in
+ * the middle of a move: nothing is left to do here, the move's restore job (run again the same
+ * way) finishes the site; ending the job lifts the mark.
  */
 export class MoveMarkHandler implements JobHandler {
   attempts = 1
@@ -33,8 +32,8 @@ export class MoveMarkHandler implements JobHandler {
   async failed(): Promise<void> {}
 }
 
-/** berth serve reads another process's writes within EXTERNAL_CHECK_MS: without a probe of its edge, the switch waits this long after the mark. */
-const EDGE_NOTICE_MS = EXTERNAL_CHECK_MS + 150
+/** Without a probe of berth serve's edge (which reads the mark at once: the move runs in berth serve), the switch waits this long after the mark for the requests in flight. */
+const EDGE_NOTICE_MS = 150
 /** How long the switch waits for the edge to answer the marked site with its own page. */
 const EDGE_PAGED_WITHIN_MS = 2_000
 

@@ -1,5 +1,6 @@
 import { iso } from '../../lib/clock'
-import type { OffsiteCopiesRepository } from './repository'
+import type { Store } from '../../store/store'
+import { OffsiteCopiesRepository } from './repository'
 
 /** How the copies off the box stand: `berth offsite status`, and in part GET /status/. */
 export interface OffsiteStatus {
@@ -57,4 +58,9 @@ export function offsiteStatus(repo: OffsiteCopiesRepository, o: { now: number; d
 export function lastStoreCopyAgeSeconds(repo: Pick<OffsiteCopiesRepository, 'newest'>, now: number): number | null {
   const store = repo.newest('store', ['copied'])
   return store ? Math.max(0, Math.round((now - store.madeAt) / 1000)) : null
+}
+
+/** offsiteStatus over the copies listed in `store`: for `berth offsite status` with no server running, which opens the store itself. */
+export function offsiteStatusIn(store: Store, o: Parameters<typeof offsiteStatus>[1]): OffsiteStatus {
+  return offsiteStatus(new OffsiteCopiesRepository(store), o)
 }

@@ -16,8 +16,8 @@ export class PlansRepository {
 
   /**
    * A number that moves whenever this process changes the catalog (only this class writes the
-   * plans table); with `Store.externalVersion` it tells a cache of the catalog when to reload,
-   * without reloading on every other write (each fresh GET /sites/ did: bench:lists, issue 22).
+   * plans table, and only berth serve writes the store): it tells a cache of the catalog when to
+   * reload, without reloading on every other write (each fresh GET /sites/ did: bench:lists, issue 22).
    */
   get changes(): number {
     return catalogChanges

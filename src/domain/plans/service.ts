@@ -14,7 +14,7 @@ import { toDollars } from '../../core/money'
  * another one (an admin command), not on every write to the store.
  */
 export class PlansService {
-  private cache: { version: string; plans: Plan[]; json: Map<string, string> } | undefined
+  private cache: { version: number; plans: Plan[]; json: Map<string, string> } | undefined
 
   constructor(private repo: PlansRepository, private store: Store, private prefix: string) {}
 
@@ -63,7 +63,7 @@ export class PlansService {
   }
 
   private all(): Plan[] {
-    const version = `${this.repo.changes}:${this.store.externalVersion()}`
+    const version = this.repo.changes
     if (this.cache?.version !== version) this.cache = { version, plans: this.repo.all().map((r) => this.toPlan(r)), json: new Map() }
     return this.cache.plans
   }

@@ -43,10 +43,10 @@ export interface SiteAdminDeps {
 /**
  * The hoster's commands on any site of the box (berth sites list|show|suspend|resume|delete),
  * whoever owns it. They write the store (the desired state) first, then bring the container in
- * line through the SiteRunner, as the API's operations do; a running `berth serve` sees the
- * store's change within EXTERNAL_CHECK_MS (its edge answers the suspended page at once, its
- * healer leaves a container the store says is suspended down, its reconciler finishes what the
- * engine could not do here).
+ * line through the SiteRunner, as the API's operations do. They run in `berth serve` (asked over
+ * its admin socket), so its edge answers the suspended page at once, its healer leaves a
+ * container the store says is suspended down, and its reconciler finishes what the engine could
+ * not do.
  *
  * An admin's suspension (`suspended_by` admin) is lifted only by `resume`: a payment does not
  * lift it (SubscriptionSites). A billing suspension is not the admin's to lift: the site comes

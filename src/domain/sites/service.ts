@@ -80,8 +80,7 @@ export class SitesService {
   /**
    * A number that moves whenever anything a site's view shows may have changed: the version of
    * the areas views are made of (`Store.versionOf`: the sites, their domains and DNS records,
-   * certificates, apply jobs, plans; another process's writes are seen within
-   * EXTERNAL_CHECK_MS). Answers made of views can be kept until it moves.
+   * certificates, apply jobs, plans). Answers made of views can be kept until it moves.
    */
   readonly version: () => number
 

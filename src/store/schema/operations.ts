@@ -5,8 +5,7 @@ import { JOB_STATUSES } from '../../core/enums'
 
 /**
  * Slow work with a state the API can show: provisioning a site, and later deploys, snapshots,
- * certificates. A job left `running` by a crash is run again on start (one a CLI command runs
- * itself, once its lease runs out); every job is idempotent.
+ * certificates. A job left `running` by a crash is run again on start; every job is idempotent.
  */
 export const jobs = sqliteTable('jobs', {
   id: text('id').primaryKey(),
@@ -20,9 +19,9 @@ export const jobs = sqliteTable('jobs', {
   createdAt: integer('created_at').notNull(),
   updatedAt: integer('updated_at').notNull(),
   /**
-   * A job another process runs itself (JobRunner.runHere: a CLI command) while it runs: the wall
-   * time (ms) until which that process vouches for it, renewed every few seconds. Past it, the
-   * process died and `berth serve` takes the job over. Null for the server's own jobs.
+   * Unused since issue 37 (only berth serve runs jobs: no lease between processes); kept, always
+   * null, so that an older binary's store needs no migration. Was: the wall time until which a
+   * CLI command running a job itself vouched for it.
    */
   leaseUntil: integer('lease_until'),
 }, (t) => [index('jobs_pending').on(t.status, t.runAfter)])
