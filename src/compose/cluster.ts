@@ -11,8 +11,6 @@
  * reach the same nodes, beside a running `berth serve`.
  */
 import { clusterJoinHandler } from '../api/cluster/join'
-import { ArchivesRepository } from '../domain/archives/repository'
-import type { JobRunner } from '../jobs/runner'
 import type { Config } from '../config/config'
 import { JoinService } from '../domain/cluster/join'
 import { NodesRepository } from '../domain/cluster/repository'
@@ -56,7 +54,7 @@ export async function prepareControlPlane(config: Config, log: Logger): Promise<
 }
 
 /** The link and the Swarm runtime, for buildCore; throws when `berth serve` has not made the PKI yet. */
-export function buildClusterCore(config: Config, core: { store: Store; instanceId: string; log: Logger; jobs: Pick<JobRunner, 'runsHere'> }): ClusterCore {
+export function buildClusterCore(config: Config, core: { store: Store; instanceId: string; log: Logger }): ClusterCore {
   const tls = readControlTls(config.server.dataDir)
   if (!tls) throw new Error("The cluster's certificates are not made yet: start 'berth serve' once with cluster.enabled = true (docs/cluster.md).")
   const nodes = new NodesRepository(core.store)
@@ -71,25 +69,8 @@ export function buildClusterCore(config: Config, core: { store: Store; instanceI
     nodes: live,
     link,
     log: core.log,
-    mayStart: startedHereOnly(new ArchivesRepository(core.store), core.jobs, core.log),
   })
   return { link, nodes, runtime, liveNodes: live }
-}
-
-/**
- * A site whose files are being restored (an archive `restoring`) is started only by the process
- * that runs the restore: the admin's `berth sites move` and `berth nodes evacuate` run theirs in
- * their own process, while berth serve's reconcile pass or healer may have checked the site
- * before the restore was claimed.
- */
-function startedHereOnly(archives: ArchivesRepository, jobs: Pick<JobRunner, 'runsHere'>, log: Logger): (site: { siteId: string; slug: string }) => boolean {
-  return ({ siteId, slug }) => {
-    const restoring = archives.restoringOf(siteId)
-    if (!restoring) return true
-    const here = jobs.runsHere(restoring.id)
-    log.debug(here ? 'starting a site whose restore runs here' : 'not starting a site whose restore runs in another process', { site: slug, archive: restoring.id })
-    return here
-  }
 }
 
 /** The nodes not removed, read again only when the cluster's tables changed. */

@@ -118,14 +118,13 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
   const archivesRepo = new ArchivesRepository(store)
   const deploymentsRepo = new DeploymentsRepository(store)
   const archiveFiles = new LocalArchiveStore(config.archives.dir)
-  const runner = new SiteRunner({ sites: repos.sites, plans, runtime, containers: config.containers, log, waitForAnswer })
+  // A restore brings its site back itself: the runner's repairs (healer, reconcile) leave it alone.
+  const runner = new SiteRunner({ sites: repos.sites, plans, runtime, containers: config.containers, log, waitForAnswer, restoring: (siteId) => archivesRepo.restoringOf(siteId) !== undefined })
   const archiveEvents = new ArchiveEvents()
   const retention = new ArchiveRetention(archivesRepo, archiveFiles, log, archiveEvents)
   const restores = new RestoreGuard(archivesRepo)
   const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: repos.sites, backupsKept: config.archives.backupsKept, clock, log, tar: homes.tar, work: new LocalWorkFolder(join(config.archives.dir, '.work')), changes, events: archiveEvents }
   const archiveJobs = { create: new CreateArchiveJob(archiveWork), restore: new RestoreArchiveJob(archiveWork) }
-  // A restore brings its site back itself, perhaps from another process (berth sites move).
-  const restoring = (siteId: string) => archivesRepo.restoringOf(siteId) !== undefined
   const applySite = new ApplySiteJob({ sites: repos.sites, runner, log })
   jobs.register({
     [PROVISION_JOB]: new Provisioner({ sites: repos.sites, runner, clock, log, onFailed: (site, error) => needs.purchases.refundPurchaseOf(site, error) }),
@@ -173,9 +172,9 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
       store, sites: repos.sites, runner, domains: { linked: () => needs.names.linkedDomains() }, modules: (site) => needs.modules.edgeFlags(site),
       edgeLogs: (site) => edgeWritesAccessLog(plans.get(site.planSlug).hosting_type), moving: () => moves.slugs(),
     }),
-    reconciler: new Reconciler({ sites: repos.sites, runner, runtime, jobs, reaper, log, restoring, backoff: repairs, nodeOf: placement ? (slug) => placement.nodeOf(slug) : undefined, now: () => clock.now() }),
+    reconciler: new Reconciler({ sites: repos.sites, runner, runtime, jobs, reaper, log, backoff: repairs, nodeOf: placement ? (slug) => placement.nodeOf(slug) : undefined, now: () => clock.now() }),
     firewall,
-    healer: new SiteHealer({ sites: repos.sites, runner, log, restoring }),
+    healer: new SiteHealer({ sites: repos.sites, runner, log }),
     metrics,
     accessLog,
     logs: new LogsService(plans, runtime, homes.openHome, accessLog, audit),

@@ -323,7 +323,6 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
     const { readonlyRootfs, imageId } = await this.prepareNode(engine, spec)
     const plan = { instanceId: this.opts.instanceId, spec, names: this.services.names(spec.slug), nodeId, swarmNodeId: await this.engines.swarmIdOf(engine), readonlyRootfs, apiVersion: this.engines.managerApi }
     let before: string | null = null
-    if (this.opts.mayStart?.(spec) === false) throw new SiteNotRunnableError(`The site '${spec.slug}' is being restored by another process (a move or an evacuation); it starts once that is done.`)
     if (!service) {
       await this.engines.manager.docker.createService(serviceSpec(plan))
       this.pinned.delete(spec.slug)
