@@ -39,12 +39,6 @@ export interface NodeOps {
 /** What the node operations take of the built services. */
 export type NodeOpsDeps = Pick<Services, 'config' | 'store' | 'clock' | 'log' | 'plans' | 'runner' | 'archiveJobs' | 'offsite' | 'jobs'>
 
-/** The placement of a runtime that has one (the cluster runtime), else null (a single box). */
-export function placementOf(runtime: unknown): Placement | null {
-  const r = runtime as Partial<Placement>
-  return typeof r.placeOn === 'function' && typeof r.placements === 'function' && typeof r.choose === 'function' ? (r as Placement) : null
-}
-
 /** NodesService and SiteMover over the services, the cluster runtime's `placement`, and whether a node's agent `answers` now (agentAnswers). */
 export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (node: ClusterNode) => Promise<boolean>, opts: { edge?: EdgeProbe; engineUp?: (node: ClusterNode) => Promise<boolean> } = {}): NodeOps {
   const { config, store, clock, log, plans, runner } = s
@@ -142,16 +136,15 @@ export function buildNodeOpsAdmin(config: Config, log: Logger): NodeOps & { clos
     await jobsStopped
     s.store.close()
   }
-  const placement = placementOf(s.runtime)
-  if (!placement || !s.cluster) {
+  if (!s.cluster) {
     void close()
-    throw new NoClusterError('cluster.enabled is true but the runtime built has no placement (this binary runs sites on one engine only)')
+    throw new NoClusterError('cluster.enabled is true but the services were built without the cluster runtime (a runtime of their own)')
   }
   // The box still takes connections on the Swarm's gossip port: its engine runs (and its sites may
   // serve) though its agent is silent. Asked directly: the manager's view of a powered-off node
   // stays `ready` for several seconds after berth serve has marked it down.
   const engineUp = (node: ClusterNode) => acceptsConnection({ address: node.address, port: SWARM_GOSSIP_PORT }, 2_000)
-  return { ...buildNodeOps(s, placement, agentAnswers(s.cluster.link), { engineUp }), close }
+  return { ...buildNodeOps(s, s.cluster.placement, agentAnswers(s.cluster.link), { engineUp }), close }
 }
 
 /** A policy given as it is, or as the function that reads it (it follows the nodes); undefined stays undefined. */

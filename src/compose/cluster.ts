@@ -17,7 +17,7 @@ import { NodesRepository } from '../domain/cluster/repository'
 import { AgentLink } from '../drivers/cluster/link'
 import { nodeHomes } from '../drivers/cluster/node-homes'
 import { ClusterPki, readControlTls } from '../drivers/cluster/pki'
-import type { ClusterNode } from '../drivers/cluster/types'
+import type { ClusterNode, Placement } from '../drivers/cluster/types'
 import type { HomeDrivers } from '../drivers/files/home-drivers'
 import { nodeFirewallPolicyOf } from '../drivers/firewall/select'
 import { ensureManager, swarmManagerOn } from '../drivers/runtime/swarm-membership'
@@ -35,6 +35,8 @@ export interface ClusterCore {
   link: AgentLink
   nodes: NodesRepository
   runtime: ClusterRuntime
+  /** Which node each site runs on (the runtime's), for the node operations and the health monitor. */
+  placement: Placement
   /** The nodes not removed, read again only when the cluster's tables changed (the site firewall's policies follow them). */
   liveNodes: () => ClusterNode[]
 }
@@ -70,7 +72,7 @@ export function buildClusterCore(config: Config, core: { store: Store; instanceI
     link,
     log: core.log,
   })
-  return { link, nodes, runtime, liveNodes: live }
+  return { link, nodes, runtime, placement: runtime.placement, liveNodes: live }
 }
 
 /** The nodes not removed, read again only when the cluster's tables changed. */
@@ -111,7 +113,7 @@ export function buildClusterServices(
   pki: ClusterPki | null,
 ): ClusterServices {
   const nodeHealth = buildNodeHealth(s, {
-    placement: cluster.runtime, link: cluster.link, firewall: () => nodeFirewallPolicyOf(config, cluster.liveNodes()), forwardsLost: (nodeId) => cluster.runtime.forgetForwards(nodeId),
+    placement: cluster.placement, link: cluster.link, firewall: () => nodeFirewallPolicyOf(config, cluster.liveNodes()), forwardsLost: (nodeId) => cluster.runtime.forgetForwards(nodeId),
   })
   late.set(nodeHealth)
   const joins = pki && new JoinService(cluster.nodes, pki, swarmManagerOn(config.containers.dockerSocket), s.clock, {

@@ -37,7 +37,6 @@ import { SiteAvailability } from '../domain/sites/availability'
 import { RepairBackoff } from '../domain/sites/repair-backoff'
 import { MarkedMoves } from '../domain/cluster/marked-moves-repository'
 import { MOVE_SITE_JOB, MoveMarkHandler } from '../domain/cluster/site-transfer'
-import type { Placement } from '../drivers/cluster/types'
 import { SitesService, type SitesServiceDeps } from '../domain/sites/service'
 import { LocalArchiveStore } from '../drivers/archives/local'
 import { selectFirewall } from '../drivers/firewall/select'
@@ -142,7 +141,7 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
   // A site being switched to another node, whichever process moves it: the edge answers its 503 page.
   const moves = new MarkedMoves(store)
   // With a placement (a cluster), the reconcile pass backs off a node that keeps failing a site.
-  const placement = typeof (runtime as Partial<Placement>).nodeOf === 'function' ? runtime as unknown as Placement : null
+  const placement = core.placement
   const repairs = placement ? new RepairBackoff() : undefined
   const sites = new SitesService({
     store, clock, sites: repos.sites, checkouts: repos.checkout, billing: repos.billing, plans, jobs, runner,
