@@ -10,7 +10,7 @@ import {
 import { SiteNetworks } from './site-network'
 import { siteAddresses } from './subnets'
 import { ensureSiteVolume } from './container-ops'
-import { SiteRuntime, type Engine, type SiteHost } from './site-runtime'
+import { SiteRuntime, STOP_TIMEOUT_S, type Engine, type SiteHost } from './site-runtime'
 import { HostPortTakenError, type SiteEndpoint, type SiteSpec, type SiteWatch, type SiteWatchHandlers } from './types'
 
 export interface DockerRuntimeOptions {
@@ -27,8 +27,6 @@ export interface DockerRuntimeOptions {
   log: Logger
 }
 
-/** Seconds a stopping container gets before SIGKILL; docker-init makes a stop take milliseconds. */
-const STOP_TIMEOUT_S = 10
 const PING_TIMEOUT_MS = 2000
 
 /**

@@ -70,7 +70,7 @@ export interface SiteRuntimeOptions {
 }
 
 /** Seconds a stopping container gets before SIGKILL; docker-init makes a stop take milliseconds. */
-const STOP_TIMEOUT_S = 10
+export const STOP_TIMEOUT_S = 10
 
 /**
  * The container runtime (contracts in ./types.ts), one implementation for a single box and a
