@@ -19,7 +19,7 @@ import { readSetting } from '../store/settings'
 import type { Store } from '../store/store'
 import { SIGNING_KEY_SETTING, signingKeyOf } from './offsite'
 import { AdminUnsupportedError } from '../admin/routes'
-import { agentAnswers, buildNodeOps, placementOf, type NodeOps } from './cluster-ops'
+import { agentAnswers, buildNodeOps, type NodeOps } from './cluster-ops'
 import type { Services } from './index'
 
 /** The sites' and accounts' admin services over built services (berth serve's, or a test's in-process ones). */
@@ -49,7 +49,7 @@ export function adminFacadesOf(s: Services, log: Logger): AdminFacades {
 }
 
 function nodeFacadeOf(s: Services): AdminFacades['nodes'] {
-  const placement = placementOf(s.runtime)
+  const placement = s.placement
   if (!s.config.cluster.enabled || !placement || !s.cluster) return null
   // The box still takes connections on the Swarm's gossip port: its engine runs (and its sites may
   // serve) though its agent is silent. Asked directly: the manager's view of a powered-off node

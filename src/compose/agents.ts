@@ -56,7 +56,7 @@ export function buildAgents(core: Core, needs: AgentsNeeds): Agents {
  */
 function nodeAddressOf(cluster: ClusterCore): (slug: string) => Promise<{ host: string; warning: string | null } | null> {
   return async (slug) => {
-    const id = await cluster.runtime.nodeOf(slug)
+    const id = await cluster.placement.nodeOf(slug)
     const node = id && id !== CONTROL_NODE ? cluster.nodes.find(id) : null
     if (!node) return null
     if (node.publicAddress) return { host: node.publicAddress, warning: null }

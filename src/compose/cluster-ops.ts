@@ -56,12 +56,6 @@ export interface NodeOpsDeps {
   archiveStore: ArchiveStore
 }
 
-/** The placement of a runtime that has one (the cluster runtime), else null (a single box). */
-export function placementOf(runtime: unknown): Placement | null {
-  const r = runtime as Partial<Placement>
-  return typeof r.placeOn === 'function' && typeof r.placements === 'function' && typeof r.choose === 'function' ? (r as Placement) : null
-}
-
 /** NodesService and SiteMover over the services, the cluster runtime's `placement`, and whether a node's agent `answers` now (agentAnswers). */
 export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (node: ClusterNode) => Promise<boolean>, opts: { edge?: EdgeProbe; engineUp?: (node: ClusterNode) => Promise<boolean> } = {}): NodeOps {
   const { config, store, clock, log, plans, runner } = s

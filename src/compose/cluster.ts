@@ -11,15 +11,13 @@
  * reach the same nodes, beside a running `berth serve`.
  */
 import { clusterJoinHandler } from '../api/cluster/join'
-import type { ArchivesRepository } from '../domain/archives/repository'
-import type { JobRunner } from '../jobs/runner'
 import type { Config } from '../config/config'
 import { JoinService, type NodeHealth } from '../domain/cluster'
 import { NodesRepository } from '../domain/cluster/repository'
 import { AgentLink } from '../node-agent/client/link'
 import { nodeHomes } from '../drivers/cluster/node-homes'
 import { ClusterPki, readControlTls } from '../drivers/cluster/pki'
-import type { ClusterNode } from '../drivers/cluster/types'
+import type { ClusterNode, Placement } from '../drivers/cluster/types'
 import type { HomeDrivers } from '../drivers/files/home-drivers'
 import { nodeFirewallPolicyOf } from '../drivers/firewall/select'
 import { ensureManager, swarmManagerOn } from '../drivers/runtime/swarm-membership'
@@ -36,6 +34,8 @@ export interface ClusterCore {
   link: AgentLink
   nodes: NodesRepository
   runtime: ClusterRuntime
+  /** Which node each site runs on (the runtime's), for the node operations and the health monitor. */
+  placement: Placement
   /** The nodes not removed, read again only when the cluster's tables changed (the site firewall's policies follow them). */
   liveNodes: () => ClusterNode[]
 }
@@ -55,7 +55,7 @@ export async function prepareControlPlane(config: Config, log: Logger): Promise<
 }
 
 /** The link and the Swarm runtime, for buildCore; throws when `berth serve` has not made the PKI yet. */
-export function buildClusterCore(config: Config, core: { store: Store; instanceId: string; log: Logger; jobs: Pick<JobRunner, 'runsHere'>; archives: ArchivesRepository }): ClusterCore {
+export function buildClusterCore(config: Config, core: { store: Store; instanceId: string; log: Logger }): ClusterCore {
   const tls = readControlTls(config.server.dataDir)
   if (!tls) throw new Error("The cluster's certificates are not made yet: start 'berth serve' once with cluster.enabled = true (docs/cluster.md).")
   const nodes = new NodesRepository(core.store)
@@ -70,26 +70,8 @@ export function buildClusterCore(config: Config, core: { store: Store; instanceI
     nodes: live,
     link,
     log: core.log,
-    mayStart: startedHereOnly(core.archives, core.jobs, core.log),
   })
-  return { link, nodes, runtime, liveNodes: live }
-}
-
-/**
- * A site whose files are being restored (an archive `restoring`) is started only while its
- * restore runs in this process (a move's or an evacuation's, which berth serve runs for the
- * admin socket, or its job run again after a restart): the reconcile pass or healer may have
- * checked the site before the restore was claimed, and after a kill -9 the archive stays
- * `restoring` until its job runs again. (Issue 37, part D, moves this decision into SiteRunner.)
- */
-function startedHereOnly(archives: ArchivesRepository, jobs: Pick<JobRunner, 'runsHere'>, log: Logger): (site: { siteId: string; slug: string }) => boolean {
-  return ({ siteId, slug }) => {
-    const restoring = archives.restoringOf(siteId)
-    if (!restoring) return true
-    const here = jobs.runsHere(restoring.id)
-    log.debug(here ? 'starting a site whose restore runs here' : 'not starting a site whose restore runs in another process', { site: slug, archive: restoring.id })
-    return here
-  }
+  return { link, nodes, runtime, placement: runtime.placement, liveNodes: live }
 }
 
 /** The nodes not removed, read again only when the cluster's tables changed. */
@@ -130,7 +112,7 @@ export function buildClusterServices(
   pki: ClusterPki | null,
 ): ClusterServices {
   const nodeHealth = buildNodeHealth(s, {
-    placement: cluster.runtime, link: cluster.link, firewall: () => nodeFirewallPolicyOf(config, cluster.liveNodes()), forwardsLost: (nodeId) => cluster.runtime.forgetForwards(nodeId),
+    placement: cluster.placement, link: cluster.link, firewall: () => nodeFirewallPolicyOf(config, cluster.liveNodes()), forwardsLost: (nodeId) => cluster.runtime.forgetForwards(nodeId),
   })
   late.set(nodeHealth)
   const joins = pki && new JoinService(cluster.nodes, pki, swarmManagerOn(config.containers.dockerSocket), s.clock, {

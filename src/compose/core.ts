@@ -15,6 +15,7 @@ import { SitesRepository } from '../domain/sites/repository'
 import { LocalArchiveStore } from '../drivers/archives/local'
 import type { ArchiveStore } from '../drivers/archives/types'
 import { DockerRuntime } from '../drivers/runtime/docker'
+import type { Placement } from '../drivers/cluster/types'
 import type { ContainerRuntime } from '../drivers/runtime/types'
 import type { SiteFirewall } from '../drivers/firewall/types'
 import { JobRunner } from '../jobs/runner'
@@ -33,6 +34,8 @@ export interface BuildOptions {
   log?: Logger
   store?: Store
   runtime?: ContainerRuntime
+  /** With a test's own runtime: its placement across nodes, when it has one (a cluster's double). */
+  placement?: Placement
   /** null: no host firewall (tests); absent: the one the config selects. */
   firewall?: SiteFirewall | null
   /** In a cluster: the sites whose node is down, shown `recovering` (compose/cluster-ops.ts, lateRecovering). */
@@ -66,6 +69,8 @@ export interface Core {
   /** Random id of this installation, in the names and labels of its containers. */
   instanceId: string
   runtime: ContainerRuntime
+  /** Which node each site runs on: the cluster runtime's (ClusterRuntime.placement); null on a single box. */
+  placement: Placement | null
   /** With cluster.enabled: the nodes, the link to their agents and the Swarm runtime (which is `runtime`). */
   cluster: ClusterCore | null
   /** The background jobs; each area registers its kinds (`JobRunner.register`). */
@@ -116,10 +121,11 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
   // A cluster's sites run as Swarm services across the nodes (compose/cluster.ts); a test's own
   // runtime is used as it is.
   const jobs = new JobRunner(store, clock, log, {})
-  const cluster = !opts.runtime && config.cluster.enabled ? buildClusterCore(config, { store, instanceId, log, jobs, archives: repos.archives }) : null
+  const cluster = !opts.runtime && config.cluster.enabled ? buildClusterCore(config, { store, instanceId, log }) : null
   const runtime = opts.runtime ?? cluster?.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, log })
   return {
     config, clock, log, store, instanceId, runtime, cluster,
+    placement: opts.placement ?? cluster?.placement ?? null,
     jobs,
     plans,
     keys: new KeysService(keysRepo, store, clock, prefix),

@@ -95,14 +95,13 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
   const homes = needs.homes ?? localHomes
   const archivesRepo = repos.archives
   const deploymentsRepo = new DeploymentsRepository(store)
-  const runner = new SiteRunner({ sites: repos.sites, plans, runtime, containers: config.containers, log, waitForAnswer })
+  // A restore brings its site back itself: the runner's repairs (healer, reconcile) leave it alone.
+  const runner = new SiteRunner({ sites: repos.sites, plans, runtime, containers: config.containers, log, waitForAnswer, restoring: (siteId) => repos.archives.restoringOf(siteId) !== undefined })
   const archiveEvents = new ArchiveEvents()
   const retention = new ArchiveRetention(archivesRepo, archiveFiles, log, archiveEvents)
   const restores = new RestoreGuard(archivesRepo)
   const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: repos.sites, backupsKept: config.archives.backupsKept, clock, log, tar: homes.tar, work: new LocalWorkFolder(join(config.archives.dir, '.work')), changes, events: archiveEvents }
   const archiveJobs = { create: new CreateArchiveJob(archiveWork), restore: new RestoreArchiveJob(archiveWork) }
-  // A restore brings its site back itself, perhaps from another process (berth sites move).
-  const restoring = (siteId: string) => archivesRepo.restoringOf(siteId) !== undefined
   const applySite = new ApplySiteJob({ sites: repos.sites, runner, log })
   jobs.register({
     [PROVISION_JOB]: new Provisioner({ sites: repos.sites, runner, clock, log, onFailed: (site, error) => needs.purchases.refundPurchaseOf(site, error) }),
@@ -120,7 +119,7 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
   // A site being switched to another node, whichever process moves it: the edge answers its 503 page.
   const moves = new MarkedMoves(store)
   // With a placement (a cluster), the reconcile pass backs off a node that keeps failing a site.
-  const placement = typeof (runtime as Partial<Placement>).nodeOf === 'function' ? runtime as unknown as Placement : null
+  const placement = core.placement
   const repairs = placement ? new RepairBackoff() : undefined
   const sites = new SitesService({
     store, clock, sites: repos.sites, checkouts: repos.checkout, billing: repos.billing, plans, jobs, runner,
@@ -150,9 +149,9 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
       store, sites: repos.sites, runner, domains: { linked: () => needs.names.linkedDomains() }, modules: (site) => needs.modules.edgeFlags(site),
       edgeLogs: (site) => edgeWritesAccessLog(plans.get(site.planSlug).hosting_type), moving: () => moves.slugs(),
     }),
-    reconciler: new Reconciler({ sites: repos.sites, runner, runtime, jobs, reaper, log, restoring, backoff: repairs, nodeOf: placement ? (slug) => placement.nodeOf(slug) : undefined, now: () => clock.now() }),
+    reconciler: new Reconciler({ sites: repos.sites, runner, runtime, jobs, reaper, log, backoff: repairs, nodeOf: placement ? (slug) => placement.nodeOf(slug) : undefined, now: () => clock.now() }),
     firewall,
-    healer: new SiteHealer({ sites: repos.sites, runner, log, restoring }),
+    healer: new SiteHealer({ sites: repos.sites, runner, log }),
     metrics,
     accessLog,
     logs: new LogsService(plans, runtime, homes.openHome, accessLog, audit),

@@ -29,7 +29,6 @@ export interface JobRunnerOptions {
 export class JobRunner {
   private active = new Set<string>()
   /** Subjects of the jobs running in this process (execute and runHere), with how many of each. */
-  private subjects = new Map<string, number>()
   private timer: ReturnType<typeof setTimeout> | undefined
   private stopped = false
   private idle: (() => void)[] = []
@@ -70,8 +69,7 @@ export class JobRunner {
    * Runs `work` (by default the handler of `kind` on `subjectId`) here and now, recorded as a
    * running job of `kind` while it runs: for work a caller does itself and waits for (the node
    * operations: a move's or an evacuation's restore), so that it is seen under way (an archive
-   * with a running job is not stranded: the sweeps leave it and its work files alone) and known
-   * as running here (`runsHere`). `work` may do more than the handler around it (claim the
+   * with a running job is not stranded: the sweeps leave it and its work files alone). `work` may do more than the handler around it (claim the
    * subject first, prepare what it needs), as long as what is left undone if the process dies is
    * what the handler alone finishes: a `kill -9` leaves the row running, and the next start
    * queues it again and its handler finishes the work. The row ends succeeded, or failed with
@@ -87,27 +85,11 @@ export class JobRunner {
       return row
     })
     try {
-      await this.counted(subjectId, work ?? (() => handler.run(subjectId)))
+      await (work ?? (() => handler.run(subjectId)))()
       this.setState(job.id, { status: 'succeeded', error: null })
     } catch (err) {
       this.setState(job.id, { status: 'failed', error: (err as Error).message })
       throw err
-    }
-  }
-
-  /** True while a job of `subjectId` runs in this process now (not one a previous run left marked running). */
-  runsHere(subjectId: string): boolean {
-    return this.subjects.has(subjectId)
-  }
-
-  private async counted(subjectId: string, work: () => Promise<void>): Promise<void> {
-    this.subjects.set(subjectId, (this.subjects.get(subjectId) ?? 0) + 1)
-    try {
-      await work()
-    } finally {
-      const n = (this.subjects.get(subjectId) ?? 1) - 1
-      if (n > 0) this.subjects.set(subjectId, n)
-      else this.subjects.delete(subjectId)
     }
   }
 
@@ -191,7 +173,7 @@ export class JobRunner {
     const attempt = job.attempts + 1
     this.setState(job.id, { status: 'running', attempts: attempt })
     try {
-      await this.counted(job.subjectId, () => handler.run(job.subjectId))
+      await handler.run(job.subjectId)
       this.setState(job.id, { status: 'succeeded', error: null })
     } catch (err) {
       const message = (err as Error).message

@@ -149,7 +149,7 @@ export function clusterInProcess(opts: { recovering?: BuildOptions['recovering']
     memoryMb: { [CONTROL_NODE]: 4096, node_a: 8192, node_b: 2048 },
     siteMemoryMb: (slug) => h!.services.plans.get(new SitesRepository(h!.services.store).findLiveBySlug(slug)!.planSlug).features.memory_mb,
   })
-  h = inProcess({ runtime, recovering: opts.recovering, env: opts.env })
+  h = inProcess({ runtime, placement: runtime, recovering: opts.recovering, env: opts.env })
   repo = new NodesRepository(h.services.store)
   for (const [id, gib] of [['node_a', 8], ['node_b', 2]] as const) {
     repo.insert({

@@ -35,7 +35,7 @@ export interface CallResult {
  * The container runtime is a RecordingRuntime unless the test passes its own, or `'docker'` for the
  * real engine: only service-tier suites (`*.service.test.ts`) may ask for Docker.
  */
-export function inProcess(options: { env?: Record<string, string>; file?: string | null; runtime?: ContainerRuntime | 'docker'; recovering?: BuildOptions['recovering'] } & Pick<LoadOptions, 'flags'> = {}) {
+export function inProcess(options: { env?: Record<string, string>; file?: string | null; runtime?: ContainerRuntime | 'docker'; placement?: BuildOptions['placement']; recovering?: BuildOptions['recovering'] } & Pick<LoadOptions, 'flags'> = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'berth-test-'))
   // In-process requests have no socket; they come from 127.0.0.1, trusted here so tests can pose
   // as many clients through X-Forwarded-For.
@@ -49,7 +49,7 @@ export function inProcess(options: { env?: Record<string, string>; file?: string
   const log = memoryLogger()
   const recording = options.runtime === undefined ? new RecordingRuntime() : null
   const runtime = options.runtime === 'docker' ? undefined : (options.runtime ?? recording!)
-  const services: Services = buildServices(config, { clock, log, runtime, firewall: null, recovering: options.recovering })
+  const services: Services = buildServices(config, { clock, log, runtime, placement: options.placement, firewall: null, recovering: options.recovering })
   const app = createApp(services)
   let checker: AnswerChecker | undefined
   async function call(method: string, path: string, opts: CallOptions = {}): Promise<CallResult> {

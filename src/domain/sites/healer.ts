@@ -12,14 +12,9 @@ const MAX_DELAY_MS = 30_000
 
 export interface SiteHealerDeps {
   sites: Pick<SitesRepository, 'find'>
-  runner: Pick<SiteRunner, 'run' | 'markDown' | 'markStarted' | 'isUp' | 'settled'>
+  /** `repair` leaves a site whose files are being restored alone (SiteRunner decides). */
+  runner: Pick<SiteRunner, 'repair' | 'markDown' | 'markStarted' | 'isUp' | 'settled'>
   log: Logger
-  /**
-   * True while a restore of the site's files is under way (an archive `restoring`): the restore
-   * brings the site back itself, and may run in another process (`berth sites move`, `berth nodes
-   * evacuate`), where this process's runner cannot see it. Absent: never.
-   */
-  restoring?: (siteId: string) => boolean
   /** Milliseconds since some fixed point; Date.now by default. */
   now?: () => number
 }
@@ -71,9 +66,9 @@ export class SiteHealer {
       await this.d.runner.settled(slug)
       if (this.d.runner.isUp(slug)) return
       const current = this.d.sites.find(siteId)
-      if (current?.status !== 'active' || this.stopped || this.d.restoring?.(siteId)) return
+      if (current?.status !== 'active' || this.stopped) return
       const started = performance.now()
-      await this.d.runner.run(current, { waitForAnswer: true })
+      if (!(await this.d.runner.repair(current, { waitForAnswer: true }))) return
       this.repeats.set(slug, { count: this.repeats.get(slug)?.count ?? 0, healedAt: this.now() })
       this.d.log.info('brought a site back', { site: slug, cause, ms: Math.round(performance.now() - started) + delay })
     })()

@@ -8,14 +8,13 @@ import type { SiteRunner } from './runner'
 
 export interface ReconcilerDeps {
   sites: SitesRepository
-  runner: Pick<SiteRunner, 'run' | 'stop'>
+  /** `repair` leaves a site whose files are being restored alone (SiteRunner decides). */
+  runner: Pick<SiteRunner, 'repair' | 'stop'>
   /** For the containers the store does not know (listManaged, quarantine): not any one site's. */
   runtime: Pick<ContainerRuntime, 'listManaged' | 'quarantine'>
   jobs: Pick<JobRunner, 'kick'>
   reaper: Pick<SiteReaper, 'reap'>
   log: Logger
-  /** True while a restore of the site's files is under way, perhaps in another process (SiteHealerDeps.restoring). */
-  restoring?: (siteId: string) => boolean
   /**
    * The sites whose start failed, per node (repair-backoff.ts): a site is not tried again before
    * its wait is over, so a node that keeps rejecting it is not asked at every pass. Absent: every pass tries every site.
@@ -68,10 +67,10 @@ export class Reconciler {
       report.errors.push((err as Error).message)
     }
     const now = (this.d.now ?? Date.now)()
-    const active = this.d.sites.listWithStatus(['active']).filter((site) => !this.d.restoring?.(site.id) && (this.d.backoff?.due(site.slug, now) ?? true))
+    const active = this.d.sites.listWithStatus(['active']).filter((site) => this.d.backoff?.due(site.slug, now) ?? true)
     await Promise.all(active.map(async (site) => {
       try {
-        await this.d.runner.run(site)
+        if (!(await this.d.runner.repair(site))) return
         this.d.backoff?.succeeded(site.slug)
         report.ensured++
       } catch (err) {

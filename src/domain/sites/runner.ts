@@ -14,6 +14,12 @@ export interface SiteRunnerDeps {
   log: Logger
   /** Resolves once the site's web server answers anything; throws after a while (drivers/runtime/first-answer.ts). */
   waitForAnswer: (endpoint: SiteEndpoint) => Promise<void>
+  /**
+   * True while the site's files are being restored (an archive `restoring`: an archive restore,
+   * or the restore of a move or an evacuation): `repair` leaves such a site alone, since the
+   * restore starts it itself once its home is back. Absent: never.
+   */
+  restoring?: (siteId: string) => boolean
 }
 
 /**
@@ -82,6 +88,23 @@ export class SiteRunner {
     } finally {
       done()
     }
+  }
+
+  /**
+   * `run` for a repair (the healer after a death, the reconcile pass): the one place that
+   * decides whether this process may start a site it did not set out to change. Not started
+   * (null, nothing asked of the runtime) while the site's files are being restored (an archive
+   * restore, a move's or an evacuation's restore: it brings the site back itself, on the
+   * restored home) or while a `run` or `holding` of it is under way here (a provisioning, a
+   * scale, a move: their own start follows). Decided just before the runtime is asked.
+   */
+  async repair(site: SiteRow, opts: { waitForAnswer?: boolean } = {}): Promise<SiteEndpoint | null> {
+    const why = this.busy.has(site.slug) ? 'a run of it is under way' : this.d.restoring?.(site.id) ? 'its files are being restored' : null
+    if (why) {
+      this.d.log.debug('a repair leaves the site alone', { site: site.slug, why })
+      return null
+    }
+    return this.run(site, opts)
   }
 
   /**

@@ -1,21 +1,17 @@
 import type Docker from 'dockerode'
 import type { Logger } from '../../lib/logger'
+import { CONTROL_NODE } from '../cluster/types'
 import { engineCall, ignoring, openEngine, orNull, statusOf } from './engine'
 import { watchSiteEvents } from './events'
-import { KeyedLock } from '../../lib/keyed-lock'
 import { hostPortFree } from '../../lib/ports'
 import {
   containerOptions, LABEL, limitsOf, siteFilter, siteLabels, siteNames, SITE_PORT, specHash, type SiteNames,
 } from './site-container'
 import { SiteNetworks } from './site-network'
 import { siteAddresses } from './subnets'
-import { execBounded, startInContainer, type StartInSite } from './processes'
-import { containerStats, ensureSiteVolume, frozenWhile } from './container-ops'
-import { runCommand } from './command'
-import { openTerminal } from './terminal'
-import {
-  HostPortTakenError, SiteNotRunnableError, type CommandResult, type CommandSpec, type ContainerRuntime, type ExecResult, type Terminal, type TerminalSpec, type ManagedContainer, type SiteEndpoint, type SiteEvent, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers,
-} from './types'
+import { ensureSiteVolume } from './container-ops'
+import { SiteRuntime, STOP_TIMEOUT_S, type Engine, type SiteHost } from './site-runtime'
+import { HostPortTakenError, type SiteEndpoint, type SiteSpec, type SiteWatch, type SiteWatchHandlers } from './types'
 
 export interface DockerRuntimeOptions {
   /** Unix socket of the engine, e.g. /var/run/docker.sock. */
@@ -31,28 +27,34 @@ export interface DockerRuntimeOptions {
   log: Logger
 }
 
-/** Seconds a stopping container gets before SIGKILL; docker-init makes a stop take milliseconds. */
-const STOP_TIMEOUT_S = 10
 const PING_TIMEOUT_MS = 2000
 
 /**
- * The Docker engine as the container runtime (contracts in ./types.ts). Names are
- * `berth-{instance}-{slug}` (container and network) and `berth-{instance}-{slug}-home` (volume);
- * every object carries the labels of site-container.ts, and only objects labelled with this
- * instance's id are ever changed.
+ * The container runtime of a single box: SiteRuntime (./site-runtime.ts) over this box's one
+ * engine, where a site is a container. Names are `berth-{instance}-{slug}` (container and
+ * network) and `berth-{instance}-{slug}-home` (volume); every object carries the labels of
+ * site-container.ts, and only objects labelled with this instance's id are ever changed.
+ */
+export class DockerRuntime extends SiteRuntime {
+  constructor(opts: DockerRuntimeOptions) {
+    super(new LocalHost(opts), opts)
+  }
+}
+
+/**
+ * This box's engine as the host of every site (SiteHost): the engine lookup always answers it,
+ * and a site's start is a container's create and start on it.
  *
  * Speed: a running site costs one container and one image inspect (a few ms). A new site costs
  * volume and network inspects and creates, then container create + start; the container's
  * address is fixed in advance, so no inspect follows the start. Measured here (2 cores, busy):
  * network create 70-120 ms, container create 12-30 ms, start 350-450 ms, the rest under 20 ms.
  */
-export class DockerRuntime implements ContainerRuntime {
+class LocalHost implements SiteHost {
   private docker!: Docker
+  private engine!: Engine
   private networks!: SiteNetworks
   private loading: Promise<void> | undefined
-  private locks = new KeyedLock()
-  /** Host mount points of site volumes, by slug; forgotten when the volume is removed. */
-  private homes = new Map<string, string>()
   private networkListeners: (() => void)[] = []
 
   constructor(private opts: DockerRuntimeOptions) {}
@@ -62,12 +64,17 @@ export class DockerRuntime implements ContainerRuntime {
   }
 
   /** Connects the client on first use (see openEngine for why not at construction). */
-  private ready(): Promise<void> {
+  ready(): Promise<void> {
     this.loading ??= openEngine(this.opts.socketPath).then((docker) => {
       this.docker = docker
+      this.engine = { nodeId: CONTROL_NODE, node: null, docker, bulk: docker, address: this.opts.socketPath, key: this.opts.socketPath }
       this.networks = new SiteNetworks(docker, this.opts.subnetPool, this.opts.log, () => this.networkListeners.forEach((listener) => listener()))
     })
     return this.loading
+  }
+
+  call<T>(fn: () => Promise<T>): Promise<T> {
+    return engineCall(this.opts.socketPath, fn)
   }
 
   watch(handlers: SiteWatchHandlers): SiteWatch {
@@ -87,130 +94,52 @@ export class DockerRuntime implements ContainerRuntime {
     }
   }
 
-  ensureSite(spec: SiteSpec): Promise<SiteEndpoint> {
-    const full = { ...spec, pidsLimit: spec.pidsLimit > 0 ? spec.pidsLimit : this.opts.pidsLimit }
-    return this.call(() => this.locks.run(spec.slug, () => this.ensureLocked(full)))
+  async siteOn(slug: string): Promise<{ engine: Engine; info: Docker.ContainerInspectInfo | null }> {
+    return { engine: this.engine, info: await this.inspectOwn(this.names(slug).container) }
   }
 
-  prepareSite(site: Pick<SiteSpec, 'siteId' | 'slug'>): Promise<void> {
-    return this.call(() => this.locks.run(site.slug, async () => {
-      const names = this.names(site.slug)
-      const labels = siteLabels(this.opts.instanceId, site)
-      await Promise.all([this.networks.ensure(names.network, labels), this.ensureVolume(names, labels)])
-    }))
+  async volumeOn(): Promise<Engine> {
+    return this.engine
   }
 
-  inspectSite(slug: string): Promise<SiteRuntimeState | null> {
-    return this.call(async () => {
-      const names = this.names(slug)
-      const info = await this.inspectOwn(names.container)
-      if (!info) return null
-      // A frozen (paused) site is running: it answers once thawed (an archive's freeze lasts
-      // well under a second). Called down, the edge would serve "being brought back" until the
-      // next reconcile pass, since a thaw is no start event.
-      const running = info.State.Running
-      return { containerId: info.Id, running, endpoint: running ? endpointOf(info, names) : null, image: info.Config.Image }
-    })
+  async allEngines(): Promise<Engine[]> {
+    return [this.engine]
   }
 
-  stopSite(slug: string): Promise<void> {
-    return this.call(() => this.locks.run(slug, async () => {
-      const info = await this.inspectOwn(this.names(slug).container)
-      if (info) await ignoring([304, 404], this.docker.getContainer(info.Id).stop({ t: STOP_TIMEOUT_S }))
-    }))
+  async endpointOf(_engine: Engine, slug: string, info: Docker.ContainerInspectInfo): Promise<SiteEndpoint | null> {
+    return endpointOf(info, this.names(slug))
   }
 
-  removeSite(slug: string, opts: { volume: boolean }): Promise<void> {
-    return this.call(() => this.locks.run(slug, async () => {
-      const filters = siteFilter(this.opts.instanceId, slug)
-      const containers = await this.docker.listContainers({ all: true, filters })
-      await Promise.all(containers.map((c) => ignoring([404], this.docker.getContainer(c.Id).remove({ force: true, v: true }))))
-      const networks = await this.docker.listNetworks({ filters })
-      await Promise.all(networks.map((n) => ignoring([404], this.docker.getNetwork(n.Id).remove())))
-      if (opts.volume) {
-        this.homes.delete(slug)
-        const { Volumes: volumes } = await this.docker.listVolumes({ filters })
-        await Promise.all((volumes ?? []).map((v) => ignoring([404], this.docker.getVolume(v.Name).remove())))
-      }
-      this.opts.log.info('removed site from the engine', { site: slug, files: opts.volume ? 'removed' : 'kept' })
-    }))
+  async prepare(site: Pick<SiteSpec, 'siteId' | 'slug'>): Promise<void> {
+    const names = this.names(site.slug)
+    const labels = siteLabels(this.opts.instanceId, site)
+    await Promise.all([this.networks.ensure(names.network, labels), this.ensureVolume(names, labels)])
   }
 
-  listManaged(): Promise<ManagedContainer[]> {
-    return this.call(async () => {
-      const filters = { label: [`${LABEL.managed}=true`, `${LABEL.instance}=${this.opts.instanceId}`] }
-      const found = await this.docker.listContainers({ all: true, filters })
-      return found.map((c) => ({
-        containerId: c.Id,
-        name: (c.Names[0] ?? '').replace(/^\//, ''),
-        siteId: c.Labels[LABEL.siteId] ?? '',
-        slug: c.Labels[LABEL.slug] ?? '',
-        running: c.State === 'running',
-      }))
-    })
+  async stop(slug: string): Promise<void> {
+    const info = await this.inspectOwn(this.names(slug).container)
+    if (info) await ignoring([304, 404], this.docker.getContainer(info.Id).stop({ t: STOP_TIMEOUT_S }))
   }
 
-  /** Refuses (throws) for a container that is not labelled as this instance's. */
-  quarantine(containerId: string): Promise<void> {
-    return this.call(async () => {
-      const info = await orNull(this.docker.getContainer(containerId).inspect())
-      if (!info) return
-      if (info.Config.Labels?.[LABEL.instance] !== this.opts.instanceId) {
-        throw new Error(`Container ${containerId} is not managed by this Berth instance; leaving it alone.`)
-      }
-      await ignoring([304, 404], this.docker.getContainer(info.Id).stop({ t: STOP_TIMEOUT_S }))
-    })
+  async remove(slug: string, opts: { volume: boolean }): Promise<void> {
+    const filters = siteFilter(this.opts.instanceId, slug)
+    const containers = await this.docker.listContainers({ all: true, filters })
+    await Promise.all(containers.map((c) => ignoring([404], this.docker.getContainer(c.Id).remove({ force: true, v: true }))))
+    const networks = await this.docker.listNetworks({ filters })
+    await Promise.all(networks.map((n) => ignoring([404], this.docker.getNetwork(n.Id).remove())))
+    if (opts.volume) {
+      const { Volumes: volumes } = await this.docker.listVolumes({ filters })
+      await Promise.all((volumes ?? []).map((v) => ignoring([404], this.docker.getVolume(v.Name).remove())))
+    }
+    this.opts.log.info('removed site from the engine', { site: slug, files: opts.volume ? 'removed' : 'kept' })
   }
 
-  homePath(slug: string): Promise<string> {
-    const cached = this.homes.get(slug)
-    if (cached) return Promise.resolve(cached)
-    return this.call(async () => {
-      const names = this.names(slug)
-      const volume = await orNull(this.docker.getVolume(names.volume).inspect())
-      if (!volume || volume.Labels?.[LABEL.instance] !== this.opts.instanceId) throw new SiteNotRunnableError(`The site '${slug}' has no files volume yet.`)
-      this.homes.set(slug, volume.Mountpoint)
-      return volume.Mountpoint
-    })
+  /** Nothing on one box starts a container again but Berth and its restart policy, which a stop ends. */
+  async release(): Promise<boolean> {
+    return false
   }
 
-  exec(slug: string, cmd: string[], opts: { timeoutMs?: number; maxOutputBytes?: number } = {}): Promise<ExecResult> {
-    return execBounded(this.startInSite, slug, cmd, opts)
-  }
-
-  runCommand(slug: string, spec: CommandSpec): Promise<CommandResult> {
-    return runCommand(this.startInSite, slug, spec)
-  }
-
-  openTerminal(slug: string, spec: TerminalSpec): Promise<Terminal> {
-    return openTerminal(this.startInSite, slug, spec)
-  }
-
-  /** Where every process in a site's container starts (contract in ./processes.ts). */
-  private startInSite: StartInSite = (slug, options, attach) => this.call(() => this.locks.run(slug, async () => {
-    // Under the site's lock: withSitePaused holds it for a whole freeze, so a start that lands
-    // in a snapshot's ~0.1 s freeze waits for the thaw instead of finding the site paused (409
-    // for a deploy, an SSH key, a claim).
-    return startInContainer(this.docker, await this.inspectOwn(this.names(slug).container), slug, options, attach)
-  }))
-
-  withSitePaused<T>(slug: string, fn: () => Promise<T>): Promise<T> {
-    // Under the site's lock: an ensureSite meanwhile (the reconciler's) would unpause it, or
-    // start a stopped one, under fn's feet.
-    return this.locks.run(slug, async () => {
-      const info = await this.call(() => this.inspectOwn(this.names(slug).container))
-      return frozenWhile(this.docker, info, slug, fn, (f) => this.call(f), this.opts.log)
-    })
-  }
-
-  stats(slug: string): Promise<SiteStats | null> {
-    return this.call(async () => {
-      const info = await this.inspectOwn(this.names(slug).container)
-      return info?.State.Running ? containerStats(this.docker, info.Id) : null
-    })
-  }
-
-  private async ensureLocked(spec: SiteSpec): Promise<SiteEndpoint> {
+  async start(spec: SiteSpec): Promise<SiteEndpoint> {
     const names = this.names(spec.slug)
     const [found, image] = await Promise.all([this.inspectOwn(names.container), orNull(this.docker.getImage(spec.image).inspect())])
     if (found) {
@@ -295,11 +224,6 @@ export class DockerRuntime implements ContainerRuntime {
 
   private names(slug: string): SiteNames {
     return siteNames(this.opts.instanceId, slug)
-  }
-
-  private async call<T>(fn: () => Promise<T>): Promise<T> {
-    await this.ready()
-    return engineCall(this.opts.socketPath, fn)
   }
 }
 

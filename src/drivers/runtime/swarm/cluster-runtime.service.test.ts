@@ -108,7 +108,7 @@ describe('ClusterRuntime on a two-node swarm', () => {
   it('runs a new site placed on the node, with the plan limits there, carrying the image to it', async () => {
     expect((await b.listImages()).length).toBe(0)
     // Both lab engines are the same machine: placement would give the control node the tie.
-    await runtime.placeOn('wk1', 'nb')
+    await runtime.placement.placeOn('wk1', 'nb')
     const started = performance.now()
     const endpoint = await runtime.ensureSite(spec('wk1'))
     const ms = Math.round(performance.now() - started)
@@ -133,8 +133,8 @@ describe('ClusterRuntime on a two-node swarm', () => {
     expect(inside).toMatch(/^tmpfs \/tmp tmpfs rw,nosuid,nodev,noexec[, ]/m)
     expect(info.NetworkSettings.Networks[`berth-${instanceId}-wk1`]?.IPAddress).toBe(containerAddress)
     await until('an answer from the site', () => statusIn('b', containerAddress) === '200')
-    expect(await runtime.nodeOf('wk1')).toBe('nb')
-    expect(await runtime.placements()).toEqual(new Map([['wk1', 'nb']]))
+    expect(await runtime.placement.nodeOf('wk1')).toBe('nb')
+    expect(await runtime.placement.placements()).toEqual(new Map([['wk1', 'nb']]))
     // Running as asked: a second ensure changes nothing.
     expect(await runtime.ensureSite(spec('wk1'))).toEqual(endpoint)
   }, 90_000)
@@ -222,21 +222,21 @@ describe('ClusterRuntime on a two-node swarm', () => {
     expect((await b.listVolumes({ filters })).Volumes ?? []).toHaveLength(0)
     expect(await containersOf(b, 'wk1', false)).toHaveLength(0)
     expect(forwards.at(-1)).toEqual({ slug: 'wk1', method: 'DELETE' })
-    expect(await runtime.nodeOf('wk1')).toBeNull()
+    expect(await runtime.placement.nodeOf('wk1')).toBeNull()
   }, 90_000)
 
   it('moves a site with placeOn: it runs on the new node, the old node keeps its volume until removeVolumeOn', async () => {
-    await runtime.placeOn('mov', 'nb')
+    await runtime.placement.placeOn('mov', 'nb')
     await runtime.ensureSite(spec('mov'))
-    expect(await runtime.nodeOf('mov')).toBe('nb')
-    await runtime.placeOn('mov', CONTROL_NODE)
+    expect(await runtime.placement.nodeOf('mov')).toBe('nb')
+    await runtime.placement.placeOn('mov', CONTROL_NODE)
     expect(await containersOf(b, 'mov')).toHaveLength(0)
     // A task started on this box made the site's network here: the site firewall is kept at once
     // (the engine's rules went above its backstop); a task on a node is that node's agent's.
     const calls = networkCalls
     const endpoint = await runtime.ensureSite(spec('mov'))
     expect(networkCalls).toBe(calls + 1)
-    expect(await runtime.nodeOf('mov')).toBe(CONTROL_NODE)
+    expect(await runtime.placement.nodeOf('mov')).toBe(CONTROL_NODE)
     expect((await containersOf(a, 'mov'))[0]?.Id).toBe(endpoint.containerId)
     expect((await a.getContainer(endpoint.containerId).inspect()).HostConfig.MemorySwap).toBe(128 * 1024 * 1024)
     expect(endpoint.address).toMatch(/^10\.231\./)
@@ -244,7 +244,7 @@ describe('ClusterRuntime on a two-node swarm', () => {
     expect(await runtime.homePath('mov')).toMatch(new RegExp(`/volumes/berth-${instanceId}-mov-home/_data$`))
     const volume = `berth-${instanceId}-mov-home`
     expect((await b.getVolume(volume).inspect()).Name).toBe(volume)
-    await runtime.removeVolumeOn('mov', 'nb')
+    await runtime.placement.removeVolumeOn('mov', 'nb')
     await expect(b.getVolume(volume).inspect()).rejects.toMatchObject({ statusCode: 404 })
     expect((await runtime.listManaged()).map((c) => c.slug)).toEqual(['mov'])
     await runtime.removeSite('mov', { volume: true })
@@ -253,28 +253,28 @@ describe('ClusterRuntime on a two-node swarm', () => {
   it('chooses the active node with the most free memory that fits, never a draining one, believing a node only as far as its engine', async () => {
     const control = (await a.info()).MemTotal as number
     // Both lab engines report this machine's memory: 512 MB placed on the control node leaves B (128 MB placed) the freer.
-    await runtime.placeOn('ctl', CONTROL_NODE)
+    await runtime.placement.placeOn('ctl', CONTROL_NODE)
     await runtime.ensureSite(spec('ctl', { memoryMb: 512 }))
-    expect(await runtime.nodeOf('ctl')).toBe(CONTROL_NODE)
+    expect(await runtime.placement.nodeOf('ctl')).toBe(CONTROL_NODE)
     node = { ...node, memoryBytes: control + GiB }
-    expect(await runtime.choose(128)).toBe('nb')
-    expect(await runtime.choose(128, ['nb'])).toBe(CONTROL_NODE)
+    expect(await runtime.placement.choose(128)).toBe('nb')
+    expect(await runtime.placement.choose(128, ['nb'])).toBe(CONTROL_NODE)
     node = { ...node, state: 'draining' }
-    expect(await runtime.choose(128)).toBe(CONTROL_NODE)
+    expect(await runtime.placement.choose(128)).toBe(CONTROL_NODE)
     // Services count against their node: 1 GB more placed on B leaves it less free than the control node,
     // and B's claim of 64 GiB does not pull sites to it: its engine reported this machine's memory.
     node = { ...node, state: 'active', memoryBytes: 64 * GiB }
-    await runtime.placeOn('big', 'nb')
+    await runtime.placement.placeOn('big', 'nb')
     await runtime.ensureSite(spec('big', { memoryMb: 1024 }))
-    expect(await runtime.nodeOf('big')).toBe('nb')
-    expect(await runtime.choose(128)).toBe(CONTROL_NODE)
-    await expect(runtime.choose(1024 * 1024)).rejects.toThrow(/No active node has/)
+    expect(await runtime.placement.nodeOf('big')).toBe('nb')
+    expect(await runtime.placement.choose(128)).toBe(CONTROL_NODE)
+    await expect(runtime.placement.choose(1024 * 1024)).rejects.toThrow(/No active node has/)
     await runtime.removeSite('big', { volume: true })
     await runtime.removeSite('ctl', { volume: true })
   }, 90_000)
 
   it('publishes the SSH port on the node in host mode, moves it when it changes, and says when the node has it taken', async () => {
-    await runtime.placeOn('ssh', 'nb')
+    await runtime.placement.placeOn('ssh', 'nb')
     const started = performance.now()
     const first = await runtime.ensureSite(spec('ssh', { sshPort: 2299, image: IMAGES.php, hostingType: 'vps' }))
     log.info('timing: first php site on the worker (its image carried there)', { ms: Math.round(performance.now() - started) })
@@ -299,7 +299,7 @@ describe('ClusterRuntime on a two-node swarm', () => {
     const seen: SiteEvent[] = []
     const late = watchCluster({ manager: lab.a.socket, instanceId, log, nodes: () => nodes, engineOf: () => ({ socketPath: lab.b.socket }), pollMs: 200 }, { onEvent: (e) => seen.push(e), onReconnect: () => {} })
     try {
-      await runtime.placeOn('late', 'nb')
+      await runtime.placement.placeOn('late', 'nb')
       await runtime.ensureSite(spec('late'))
       await Bun.sleep(500)
       expect(seen.filter((e) => e.slug === 'late')).toEqual([])
@@ -327,7 +327,7 @@ describe('a site on a node, restarted or moved away', () => {
   const running = async (slug: string) => (await containersOf(b, slug)).map((c) => c.Id)
 
   it('stopped for a restart is stopped on its node at once and replaced by Swarm, its service unchanged', async () => {
-    await runtime.placeOn('rst', 'nb')
+    await runtime.placement.placeOn('rst', 'nb')
     const first = await runtime.ensureSite(spec('rst'))
     const [old] = await running('rst')
     expect(old).toBe(first.containerId)
@@ -349,7 +349,7 @@ describe('a site on a node, restarted or moved away', () => {
     const [old] = await running('rst')
     expect(old).toBeDefined()
     const started = performance.now()
-    await runtime.placeOn('rst', CONTROL_NODE)
+    await runtime.placement.placeOn('rst', CONTROL_NODE)
     const ms = performance.now() - started
     expect(await running('rst')).toEqual([])
     console.log(`placeOn: the old container stopped in ${Math.round(ms)} ms`)

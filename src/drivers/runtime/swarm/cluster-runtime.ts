@@ -1,52 +1,77 @@
 import type Docker from 'dockerode'
-import { KeyedLock } from '../../../lib/keyed-lock'
 import type { ClusterRuntimeOptions } from './options'
-import { CONTROL_NODE, nodeHomePath, type Placement } from '../../cluster/types'
+import { CONTROL_NODE, type Placement } from '../../cluster/types'
 import { ignoring, openEngine, orNull } from '../engine'
 import { unavailableEngine } from './engine-errors'
 import { LABEL, siteFilter, siteLabels, specHash } from '../site-container'
-import { execBounded, startInContainer, type StartInSite } from '../processes'
-import { runCommand } from '../command'
-import { openTerminal } from '../terminal'
-import { containerStats, ensureSiteVolume, frozenWhile } from '../container-ops'
-import {
-  SiteNotRunnableError, type CommandResult, type CommandSpec, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteEvent, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers, type Terminal, type TerminalSpec,
-} from '../types'
+import { ensureSiteVolume } from '../container-ops'
+import { SiteRuntime, type Engine, type SiteHost } from '../site-runtime'
+import type { SiteEndpoint, SiteEvent, SiteSpec, SiteWatch, SiteWatchHandlers } from '../types'
 import { forgettingHomes, watchCluster } from './cluster-watch'
 import { Forwards } from './forwards'
-import { NodeEngines, type Engine } from './node-engines'
+import { NodeEngines } from './node-engines'
 import { NodeImages } from './node-images'
 import { chooseOnSwarm } from './placement'
 import { limitsDiffer, NODE_LABEL, serviceDrift, serviceSpec, type ServiceInfo } from './service-spec'
 import { nodeOfService, replicasOf, SiteServices } from './site-services'
-import { managedContainer, removeEndedTasks, siteContainer, stopLeft, stopOnNode, untilNoContainer, untilRunning } from './site-tasks'
+import { removeEndedTasks, siteContainer, stopLeft, stopOnNode, untilNoContainer, untilRunning } from './site-tasks'
 import { withoutSwap } from './hardening'
 import { ensureManager } from '../swarm-membership'
 
 /**
- * The container runtime of a cluster (issue 28, docs/cluster.md "How sites run on Swarm"): each
- * site is a Swarm service of one replica pinned to one node (service-spec.ts), created through
- * the manager (this box's engine); what Swarm cannot do through the manager (a worker's
- * containers: exec, inspect, stats, pause, events, volumes, image loads; moby#27552) is done on
- * the node's own engine, reached through its agent (node-engines.ts). Placement is Berth's: the
- * node a site runs on is a label and a `node.id` constraint on its service.
+ * The container runtime of a cluster (issue 28, docs/cluster.md "How sites run on Swarm"):
+ * SiteRuntime (../site-runtime.ts, the same code as a single box's) over SwarmHost, with the
+ * sites' placement as a typed dependency for the node operations (`placement`).
+ */
+export class ClusterRuntime extends SiteRuntime {
+  /** Which node each site runs on, read and changed by the node operations (domain/cluster); a move's change runs under the site's lock. */
+  readonly placement: Placement
+  private swarm: SwarmHost
+
+  constructor(opts: ClusterRuntimeOptions) {
+    const homes = new Map<string, string>()
+    const swarm = new SwarmHost(opts, homes)
+    super(swarm, opts, homes)
+    this.swarm = swarm
+    this.placement = {
+      nodeOf: (slug) => this.call(() => swarm.nodeOf(slug)),
+      placements: () => this.call(() => swarm.placements()),
+      placeOn: (slug, nodeId) => this.underLock(slug, () => swarm.placeOn(slug, nodeId)),
+      prepareSite: (site) => this.prepareSite(site),
+      removeVolumeOn: (slug, nodeId) => this.call(() => swarm.removeVolumeOn(slug, nodeId)),
+      choose: (memoryMb, except) => this.call(() => swarm.choose(memoryMb, except)),
+      removeSwarmNode: (swarmNodeId) => this.call(() => swarm.removeSwarmNode(swarmNodeId)),
+    }
+  }
+
+  /** The agent of `nodeId` restarted and lost its forwards: the next endpoint of each of its sites asks for a new one. */
+  forgetForwards(nodeId: string): void {
+    this.swarm.forgetForwards(nodeId)
+  }
+}
+
+/**
+ * The cluster as the host of the sites (SiteHost): each site is a Swarm service of one replica
+ * pinned to one node (service-spec.ts), created through the manager (this box's engine); what
+ * Swarm cannot do through the manager (a worker's containers: exec, inspect, stats, pause,
+ * events, volumes, image loads; moby#27552) is done on the node's own engine, reached through its
+ * agent (node-engines.ts): the engine lookup answers the node the site's service is pinned to.
+ * Placement is Berth's: the node a site runs on is a label and a `node.id` constraint on its service.
  *
  * A site's endpoint is its container's address on the control node, and the agent's forward
  * (`{ node address, port }`) on any other node (forwards.ts): the edge is unchanged.
  */
-export class ClusterRuntime implements ContainerRuntime, Placement {
+class SwarmHost implements SiteHost {
   private engines!: NodeEngines
   private services!: SiteServices
   private loading: Promise<void> | undefined
-  private locks = new KeyedLock()
   private images: NodeImages
   private forwards: Forwards
-  private homes = new Map<string, string>()
-  /** Sites placed (placeOn) before they had a service: their first ensureSite runs them there. */
+  /** Sites placed (placeOn) before they had a service: their first start runs them there. */
   private pinned = new Map<string, string>()
   private networkListeners: (() => void)[] = []
 
-  constructor(private opts: ClusterRuntimeOptions) {
+  constructor(private opts: ClusterRuntimeOptions, private homes: Map<string, string>) {
     this.images = new NodeImages(opts.log)
     this.forwards = new Forwards(opts.link, opts.nodes, opts.log)
   }
@@ -64,6 +89,15 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
       throw err
     })
     return this.loading
+  }
+
+  /** Runs an engine call; an engine that does not answer is named (a node's agent, or this box's engine). */
+  async call<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn()
+    } catch (err) {
+      throw unavailableEngine(this.opts.managerSocket, this.opts.nodes(), err) ?? err
+    }
   }
 
   watch(handlers: SiteWatchHandlers): SiteWatch {
@@ -88,219 +122,136 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
     this.networkListeners.push(listener)
   }
 
-  ensureSite(spec: SiteSpec): Promise<SiteEndpoint> {
-    const full = { ...spec, pidsLimit: spec.pidsLimit > 0 ? spec.pidsLimit : this.opts.pidsLimit }
-    return this.call(() => this.locks.run(spec.slug, () => this.ensureLocked(full)))
+  /** The engine of the node the site's service is pinned to, and its task's container there; the manager's and none without a service. */
+  async siteOn(slug: string): Promise<{ engine: Engine; info: Docker.ContainerInspectInfo | null }> {
+    const service = await this.services.find(slug)
+    if (!service) return { engine: this.engines.manager, info: null }
+    const engine = await this.engines.of(nodeOfService(service))
+    return { engine, info: await siteContainer(engine, this.opts.instanceId, slug) }
+  }
+
+  /** The node of the site's service, else the node it was placed on, else the control node. */
+  async volumeOn(slug: string): Promise<Engine> {
+    const service = await this.services.find(slug)
+    return this.engines.of(service ? nodeOfService(service) : this.pinned.get(slug) ?? CONTROL_NODE)
+  }
+
+  allEngines(): Promise<Engine[]> {
+    return this.engines.all()
+  }
+
+  endpointOf(engine: Engine, slug: string, info: Docker.ContainerInspectInfo): Promise<SiteEndpoint> {
+    return this.forwards.endpointOf(engine, this.services.names(slug).network, slug, info)
   }
 
   /** The site's volume on the node it is placed on, before any container (a move restores into it); no-op when unplaced. */
-  prepareSite(site: Pick<SiteSpec, 'siteId' | 'slug'>): Promise<void> {
-    return this.call(() => this.locks.run(site.slug, async () => {
-      const service = await this.services.find(site.slug)
-      const nodeId = service ? nodeOfService(service) : this.pinned.get(site.slug)
-      if (nodeId) await ensureSiteVolume((await this.engines.of(nodeId)).docker, this.services.names(site.slug).volume, siteLabels(this.opts.instanceId, site))
-    }))
-  }
-
-  inspectSite(slug: string): Promise<SiteRuntimeState | null> {
-    return this.call(async () => {
-      const { engine, info } = await this.containerOfSite(slug)
-      if (!info) return null
-      const running = info.State.Running
-      return { containerId: info.Id, running, endpoint: running ? await this.endpointOf(engine, slug, info) : null, image: info.Config.Image.split('@')[0] ?? info.Config.Image }
-    })
+  async prepare(site: Pick<SiteSpec, 'siteId' | 'slug'>): Promise<void> {
+    const service = await this.services.find(site.slug)
+    const nodeId = service ? nodeOfService(service) : this.pinned.get(site.slug)
+    if (nodeId) await ensureSiteVolume((await this.engines.of(nodeId)).docker, this.services.names(site.slug).volume, siteLabels(this.opts.instanceId, site))
   }
 
   /** Scales the site's service to no replica, and waits for its container to stop; `forRestart`: its container stopped on its node, Swarm replaces it (site-tasks.ts stopOnNode). */
-  stopSite(slug: string, opts: { forRestart?: boolean } = {}): Promise<void> {
-    return this.call(() => this.locks.run(slug, async () => {
-      const service = await this.services.find(slug)
-      if (!service) return
-      const engine = await this.engines.of(nodeOfService(service))
-      if (opts.forRestart && replicasOf(service) === 1) return stopOnNode(engine, this.opts.instanceId, slug)
-      if (replicasOf(service) !== 0) await this.services.scaleTo(service, 0)
-      await untilNoContainer(engine, this.opts.instanceId, slug, true)
-    }))
+  async stop(slug: string, opts: { forRestart?: boolean }): Promise<void> {
+    const service = await this.services.find(slug)
+    if (!service) return
+    const engine = await this.engines.of(nodeOfService(service))
+    if (opts.forRestart && replicasOf(service) === 1) return stopOnNode(engine, this.opts.instanceId, slug)
+    if (replicasOf(service) !== 0) await this.services.scaleTo(service, 0)
+    await untilNoContainer(engine, this.opts.instanceId, slug, true)
   }
 
   /** Removes the service, its swarm network (manager), its configuration networks (node and control node), and its volume on its node when asked. */
-  removeSite(slug: string, opts: { volume: boolean }): Promise<void> {
-    return this.call(() => this.locks.run(slug, async () => {
-      const service = await this.services.find(slug)
-      const nodeId = service ? nodeOfService(service) : this.pinned.get(slug) ?? CONTROL_NODE
-      if (service) await this.services.remove(service)
-      this.pinned.delete(slug)
-      const engine = await this.engines.of(nodeId)
-      await untilNoContainer(engine, this.opts.instanceId, slug, false)
-      await this.forwards.drop(slug, nodeId)
-      await this.services.removeNetwork(this.services.names(slug).network)
-      const filters = siteFilter(this.opts.instanceId, slug)
-      for (const e of new Set([engine, this.engines.manager])) {
-        const networks = await e.docker.listNetworks({ filters })
-        await Promise.all(networks.map((n) => ignoring([404], e.docker.getNetwork(n.Id).remove())))
-      }
-      if (opts.volume) {
-        this.homes.delete(slug)
-        const { Volumes: volumes } = await engine.docker.listVolumes({ filters })
-        await Promise.all((volumes ?? []).map((v) => ignoring([404], engine.docker.getVolume(v.Name).remove())))
-      }
-      this.opts.log.info('removed site from the swarm', { site: slug, node: nodeId, files: opts.volume ? 'removed' : 'kept' })
-    }))
+  async remove(slug: string, opts: { volume: boolean }): Promise<void> {
+    const service = await this.services.find(slug)
+    const nodeId = service ? nodeOfService(service) : this.pinned.get(slug) ?? CONTROL_NODE
+    if (service) await this.services.remove(service)
+    this.pinned.delete(slug)
+    const engine = await this.engines.of(nodeId)
+    await untilNoContainer(engine, this.opts.instanceId, slug, false)
+    await this.forwards.drop(slug, nodeId)
+    await this.services.removeNetwork(this.services.names(slug).network)
+    const filters = siteFilter(this.opts.instanceId, slug)
+    for (const e of new Set([engine, this.engines.manager])) {
+      const networks = await e.docker.listNetworks({ filters })
+      await Promise.all(networks.map((n) => ignoring([404], e.docker.getNetwork(n.Id).remove())))
+    }
+    if (opts.volume) {
+      const { Volumes: volumes } = await engine.docker.listVolumes({ filters })
+      await Promise.all((volumes ?? []).map((v) => ignoring([404], engine.docker.getVolume(v.Name).remove())))
+    }
+    this.opts.log.info('removed site from the swarm', { site: slug, node: nodeId, files: opts.volume ? 'removed' : 'kept' })
   }
 
-  /** Every node's containers of this instance; a node that does not answer is left out (logged). */
-  listManaged(): Promise<ManagedContainer[]> {
-    return this.call(async () => {
-      const filters = { label: [`${LABEL.managed}=true`, `${LABEL.instance}=${this.opts.instanceId}`] }
-      const lists = await Promise.all((await this.engines.all()).map(async (engine) => {
-        try {
-          return await engine.docker.listContainers({ all: true, filters })
-        } catch (err) {
-          if (engine.node === null) throw err
-          this.opts.log.warn('could not list the containers of a node', { node: engine.nodeId, error: (err as Error).message })
-          return []
-        }
-      }))
-      return lists.flat().map(managedContainer)
-    })
+  /** A service's task would be replaced by Swarm: its service is scaled to 0 instead of the container stopped. */
+  async release(_engine: Engine, info: Docker.ContainerInspectInfo): Promise<boolean> {
+    const serviceName = info.Config.Labels?.['com.docker.swarm.service.name']
+    const service = serviceName ? await this.services.named(serviceName) : null
+    if (!service) return false
+    await this.services.scaleTo(service, 0)
+    return true
   }
 
-  /**
-   * Stops a container the store does not know, on whichever node has it. A service's task would
-   * be replaced by Swarm, so its service is scaled to 0 instead. Refuses another instance's.
-   */
-  quarantine(containerId: string): Promise<void> {
-    return this.call(async () => {
-      for (const engine of await this.engines.all()) {
-        const info = await orNull(engine.docker.getContainer(containerId).inspect()).catch(() => null)
-        if (!info) continue
-        const labels = info.Config.Labels ?? {}
-        if (labels[LABEL.instance] !== this.opts.instanceId) throw new Error(`Container ${containerId} is not managed by this Berth instance; leaving it alone.`)
-        const serviceName = labels['com.docker.swarm.service.name']
-        const service = serviceName ? await this.services.named(serviceName) : null
-        if (service) await this.services.scaleTo(service, 0)
-        else await ignoring([304, 404], engine.docker.getContainer(info.Id).stop({ t: 10 }))
-        return
-      }
-    })
+  /** Placement (contracts in drivers/cluster/types.ts), through ClusterRuntime.placement. */
+  async nodeOf(slug: string): Promise<string | null> {
+    const service = await this.services.find(slug)
+    return service ? nodeOfService(service) : null
   }
 
-  /** The volume's folder on the control node; `node:{nodeId}:{volume}` on any other (drivers/files reach it through the agent). */
-  homePath(slug: string): Promise<string> {
-    const cached = this.homes.get(slug)
-    if (cached) return Promise.resolve(cached)
-    return this.call(async () => {
-      const name = this.services.names(slug).volume
-      const service = await this.services.find(slug)
-      const engine = await this.engines.of(service ? nodeOfService(service) : this.pinned.get(slug) ?? CONTROL_NODE)
-      const volume = await orNull(engine.docker.getVolume(name).inspect())
-      if (!volume || volume.Labels?.[LABEL.instance] !== this.opts.instanceId) throw new SiteNotRunnableError(`The site '${slug}' has no files volume yet.`)
-      const path = engine.node ? nodeHomePath(engine.nodeId, name) : volume.Mountpoint
-      this.homes.set(slug, path)
-      return path
-    })
-  }
-
-  exec(slug: string, cmd: string[], opts: { timeoutMs?: number; maxOutputBytes?: number } = {}): Promise<ExecResult> {
-    return execBounded(this.startInSite, slug, cmd, opts)
-  }
-
-  runCommand(slug: string, spec: CommandSpec): Promise<CommandResult> {
-    return runCommand(this.startInSite, slug, spec)
-  }
-
-  openTerminal(slug: string, spec: TerminalSpec): Promise<Terminal> {
-    return openTerminal(this.startInSite, slug, spec)
-  }
-
-  /** Where every process in a site's container starts: on its node's engine, under the site's lock (as docker.ts). */
-  private startInSite: StartInSite = (slug, options, attach) => this.call(() => this.locks.run(slug, async () => {
-    const { engine, info } = await this.containerOfSite(slug)
-    return startInContainer(engine.docker, info, slug, options, attach)
-  }))
-
-  withSitePaused<T>(slug: string, fn: () => Promise<T>): Promise<T> {
-    return this.locks.run(slug, async () => {
-      const { engine, info } = await this.call(() => this.containerOfSite(slug))
-      return frozenWhile(engine.docker, info, slug, fn, (f) => this.call(f), this.opts.log)
-    })
-  }
-
-  stats(slug: string): Promise<SiteStats | null> {
-    return this.call(async () => {
-      const { engine, info } = await this.containerOfSite(slug)
-      return info?.State.Running ? containerStats(engine.docker, info.Id) : null
-    })
-  }
-
-  /** Placement (contracts in drivers/cluster/types.ts). */
-  nodeOf(slug: string): Promise<string | null> {
-    return this.call(async () => {
-      const service = await this.services.find(slug)
-      return service ? nodeOfService(service) : null
-    })
-  }
-
-  placements(): Promise<Map<string, string>> {
-    return this.call(async () => new Map((await this.services.list()).map((s) => [s.Spec.Labels?.[LABEL.slug] ?? '', nodeOfService(s)])))
+  async placements(): Promise<Map<string, string>> {
+    return new Map((await this.services.list()).map((s) => [s.Spec.Labels?.[LABEL.slug] ?? '', nodeOfService(s)]))
   }
 
   /**
    * Pins the site to `nodeId`: its service keeps its definition with the new node's label and
    * constraint and no replica (the old node's task ends; its volume stays), so the next
-   * ensureSite brings the image, network and volume to the new node and starts it there. A site
-   * without a service is remembered (in memory) for its first ensureSite.
+   * start brings the image, network and volume to the new node and starts it there. A site
+   * without a service is remembered (in memory) for its first start.
    */
-  placeOn(slug: string, nodeId: string): Promise<void> {
-    return this.call(() => this.locks.run(slug, async () => {
-      const swarmId = await this.engines.swarmIdOf(await this.engines.of(nodeId))
-      const service = await this.services.find(slug)
-      this.homes.delete(slug)
-      if (!service) return void this.pinned.set(slug, nodeId)
-      const from = nodeOfService(service)
-      if (from === nodeId) return
-      await this.services.update(service, (spec) => ({
-        ...spec,
-        Labels: { ...spec.Labels, [NODE_LABEL]: nodeId },
-        TaskTemplate: { ...spec.TaskTemplate, Placement: { ...spec.TaskTemplate.Placement, Constraints: [`node.id==${swarmId}`] } },
-        Mode: { Replicated: { Replicas: 0 } },
-      }))
-      const old = await this.engines.of(from).catch(() => null)
-      await (old && stopLeft(old, this.services, this.opts.instanceId, slug).catch((err) => this.opts.log.warn('the old node did not stop the site in time', { site: slug, node: from, error: (err as Error).message })))
-      await this.forwards.drop(slug, from)
-      this.opts.log.info('placed a site on another node', { site: slug, from, to: nodeId })
+  async placeOn(slug: string, nodeId: string): Promise<void> {
+    const swarmId = await this.engines.swarmIdOf(await this.engines.of(nodeId))
+    const service = await this.services.find(slug)
+    this.homes.delete(slug)
+    if (!service) return void this.pinned.set(slug, nodeId)
+    const from = nodeOfService(service)
+    if (from === nodeId) return
+    await this.services.update(service, (spec) => ({
+      ...spec,
+      Labels: { ...spec.Labels, [NODE_LABEL]: nodeId },
+      TaskTemplate: { ...spec.TaskTemplate, Placement: { ...spec.TaskTemplate.Placement, Constraints: [`node.id==${swarmId}`] } },
+      Mode: { Replicated: { Replicas: 0 } },
     }))
+    const old = await this.engines.of(from).catch(() => null)
+    await (old && stopLeft(old, this.services, this.opts.instanceId, slug).catch((err) => this.opts.log.warn('the old node did not stop the site in time', { site: slug, node: from, error: (err as Error).message })))
+    await this.forwards.drop(slug, from)
+    this.opts.log.info('placed a site on another node', { site: slug, from, to: nodeId })
   }
 
-  removeVolumeOn(slug: string, nodeId: string): Promise<void> {
-    return this.call(async () => {
-      const engine = await this.engines.of(nodeId)
-      const name = this.services.names(slug).volume
-      const volume = await orNull(engine.docker.getVolume(name).inspect())
-      if (!volume || volume.Labels?.[LABEL.instance] !== this.opts.instanceId) return
-      await removeEndedTasks(engine, this.opts.instanceId, slug)
-      await ignoring([404], engine.docker.getVolume(name).remove())
-      if (this.homes.get(slug)?.includes(name)) this.homes.delete(slug)
-    })
+  async removeVolumeOn(slug: string, nodeId: string): Promise<void> {
+    const engine = await this.engines.of(nodeId)
+    const name = this.services.names(slug).volume
+    const volume = await orNull(engine.docker.getVolume(name).inspect())
+    if (!volume || volume.Labels?.[LABEL.instance] !== this.opts.instanceId) return
+    await removeEndedTasks(engine, this.opts.instanceId, slug)
+    await ignoring([404], engine.docker.getVolume(name).remove())
+    if (this.homes.get(slug)?.includes(name)) this.homes.delete(slug)
   }
 
-  removeSwarmNode(swarmNodeId: string): Promise<void> {
-    return this.call(async () => {
-      if (swarmNodeId === (await this.engines.swarmIdOf(this.engines.manager))) return
-      await ignoring([404], this.engines.manager.docker.getNode(swarmNodeId).remove({ force: true }))
-    })
+  async removeSwarmNode(swarmNodeId: string): Promise<void> {
+    if (swarmNodeId === (await this.engines.swarmIdOf(this.engines.manager))) return
+    await ignoring([404], this.engines.manager.docker.getNode(swarmNodeId).remove({ force: true }))
   }
 
-  /** The agent of `nodeId` restarted and lost its forwards: the next endpoint of each of its sites asks for a new one. */
   forgetForwards(nodeId: string): void {
     this.forwards.forgetNode(nodeId)
   }
 
-  choose(memoryMb: number, except: string[] = []): Promise<string> {
-    return this.call(async () => chooseOnSwarm(this.engines.manager.docker, await this.services.list(), this.opts.nodes(), memoryMb, except))
+  async choose(memoryMb: number, except: string[] = []): Promise<string> {
+    return chooseOnSwarm(this.engines.manager.docker, await this.services.list(), this.opts.nodes(), memoryMb, except)
   }
 
-  private async ensureLocked(spec: SiteSpec): Promise<SiteEndpoint> {
+  /** Creates or updates the site's service on its node (chosen for a new site) and waits for its task's container to run. */
+  async start(spec: SiteSpec): Promise<SiteEndpoint> {
     let service = await this.services.find(spec.slug)
     if (service && service.Spec.Labels?.[LABEL.siteId] !== spec.siteId) {
       // A service of this name for another site id: never hand it this one's traffic.
@@ -323,7 +274,6 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
     const { readonlyRootfs, imageId } = await this.prepareNode(engine, spec)
     const plan = { instanceId: this.opts.instanceId, spec, names: this.services.names(spec.slug), nodeId, swarmNodeId: await this.engines.swarmIdOf(engine), readonlyRootfs, apiVersion: this.engines.managerApi }
     let before: string | null = null
-    if (this.opts.mayStart?.(spec) === false) throw new SiteNotRunnableError(`The site '${spec.slug}' is being restored by another process (a move or an evacuation); it starts once that is done.`)
     if (!service) {
       await this.engines.manager.docker.createService(serviceSpec(plan))
       this.pinned.delete(spec.slug)
@@ -367,17 +317,6 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
     return { readonlyRootfs: image.Config?.Labels?.[LABEL.rootfs] !== 'writable', imageId: image.Id }
   }
 
-  private async containerOfSite(slug: string): Promise<{ engine: Engine; info: Docker.ContainerInspectInfo | null }> {
-    const service = await this.services.find(slug)
-    if (!service) return { engine: this.engines.manager, info: null }
-    const engine = await this.engines.of(nodeOfService(service))
-    return { engine, info: await siteContainer(engine, this.opts.instanceId, slug) }
-  }
-
-  private endpointOf(engine: Engine, slug: string, info: Docker.ContainerInspectInfo): Promise<SiteEndpoint> {
-    return this.forwards.endpointOf(engine, this.services.names(slug).network, slug, info)
-  }
-
   /** A task's container started (Swarm replaced a task): no swap, and on a node its forward follows it, before the start is reported. */
   private async forwardStarted(nodeId: string, e: SiteEvent): Promise<void> {
     await this.ready()
@@ -386,15 +325,5 @@ export class ClusterRuntime implements ContainerRuntime, Placement {
     if (!info?.State.Running) return
     await withoutSwap(engine.docker, info, this.opts.log)
     if (nodeId !== CONTROL_NODE) await this.endpointOf(engine, e.slug, info)
-  }
-
-  /** Runs an engine call; an engine that does not answer is named (a node's agent, or this box's engine). */
-  private async call<T>(fn: () => Promise<T>): Promise<T> {
-    await this.ready()
-    try {
-      return await fn()
-    } catch (err) {
-      throw unavailableEngine(this.opts.managerSocket, this.opts.nodes(), err) ?? err
-    }
   }
 }

@@ -1,22 +1,12 @@
 import type Docker from 'dockerode'
 import type { Logger } from '../../../lib/logger'
 import { CONTROL_NODE, type ClusterNode, type NodeLink } from '../../cluster/types'
-import { openEngine, type EngineAddress } from '../engine'
+import { openEngine } from '../engine'
+import type { Engine } from '../site-runtime'
 import { SiteNetworks } from '../site-network'
 import { RuntimeUnavailableError } from '../types'
 
-/** A node's engine, as the cluster runtime holds it. */
-export interface Engine {
-  nodeId: string
-  /** null for the control node (this box). */
-  node: ClusterNode | null
-  docker: Docker
-  /** The same engine without a request timeout: image transfers. */
-  bulk: Docker
-  address: EngineAddress
-  /** Changes when the node's address or certificate does: a new client then. */
-  key: string
-}
+export type { Engine }
 
 /**
  * The engines of the cluster's nodes: the manager's own for the control node, each other node's

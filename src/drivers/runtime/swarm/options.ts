@@ -18,11 +18,4 @@ export interface ClusterRuntimeOptions {
   log: Logger
   /** How long a site's task may take to run (image on the node, network, start); default 60 s. */
   startWithinMs?: number
-  /**
-   * Asked just before a site's stopped service is started or a new one created: false while
-   * another process restores the site's files (a move or an evacuation the admin runs), so that
-   * this process's reconcile pass or healer, which checked before, never starts it on a home being
-   * replaced; ensureSite then throws SiteNotRunnableError. Default: always true.
-   */
-  mayStart?: (site: { siteId: string; slug: string }) => boolean
 }
