@@ -16,7 +16,7 @@ export const AREA_KNOWN: Record<string, string> = {
   'compose/core': 'accounts/repository archives/repository billing/repository checkout/repository domains/repository keys/repository offsite/repository plans/repository sites/repository',
   'compose/prometheus': 'prometheus/repository',
   'compose/offsite': 'offsite/repository',
-  'compose/cluster': 'archives/repository cluster/repository',
+  'compose/cluster': 'cluster/repository',
   'compose/money': 'billing/local-ledger-repository billing/repository',
   'compose/modules': 'modules/repository',
   'compose/sites': 'deployments/repository metrics/repository cluster/marked-moves-repository audit/repository',
