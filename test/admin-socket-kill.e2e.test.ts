@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { api } from './helpers/binary'
 import { viaEdge } from './helpers/purchase'
+import { adminKillKit, BALLAST, engineOf, type AdminKillKit } from './lab/admin-kill'
 import { waitFor, type Lab } from './lab/cluster-lab'
 import { labWithSite, stopLabWithFigures, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
 
@@ -18,42 +18,16 @@ let control: ControlPlane
 let b: JoinedNode
 let site: { slug: string; key: string }
 const figures: Record<string, string> = {}
-const BALLAST = 40_000_000
+let { nodeOf, backups, ballast, servedOnceFrom } = {} as AdminKillKit
 
 beforeAll(async () => {
   ({ lab, control, b, site } = await labWithSite(LAB_NAME, { image: 'berth/static:1', sku: 'svc_starter_monthly', slugPrefix: 'ak', activeWithinMs: 120_000 }))
+  ;({ nodeOf, backups, ballast, servedOnceFrom } = adminKillKit(lab, control, site))
 }, 300_000)
 
 afterAll(async () => {
   expect(await stopLabWithFigures(LAB_NAME, { lab, control }, 'admin socket kill e2e', figures)).toEqual([])
 }, 60_000)
-
-async function nodeOf(slug: string): Promise<string | undefined> {
-  const { json } = await control.cli(['nodes', 'list', '--json'], { allowFailure: true })
-  return ((json?.nodes ?? json ?? []) as { id: string; sites: string[] }[]).find((n) => n.sites.includes(slug))?.id
-}
-
-const engineOf = (node: string): 'A' | 'B' => (node === 'control' ? 'A' : 'B')
-
-/** The site's running containers on each engine. */
-async function runningOn(): Promise<{ A: string[]; B: string[] }> {
-  const ps = async (n: 'A' | 'B') => (await lab.docker(n, 'ps', '-q', '--filter', `label=dev.berth.site-slug=${site.slug}`, '--filter', 'status=running')).split('\n').filter(Boolean)
-  return { A: await ps('A'), B: await ps('B') }
-}
-
-type Archive = { id: string; status: string; restored_at: string | null }
-const backups = async () => (await api(control.url, 'GET', `/sites/${site.slug}/backups/`, { key: site.key })).json.data as Archive[]
-
-/** Writes a page and 40 MB that does not compress (a restore long enough to be caught in the middle); the page's token. */
-async function ballast(stem: string): Promise<string> {
-  const token = `${stem}-${Date.now()}`
-  const res = await api(control.url, 'POST', `/sites/${site.slug}/files/write/`, { key: site.key, body: { path: 'public/index.html', content: token } })
-  expect(res.status, res.text).toBeLessThan(300)
-  const node = (await nodeOf(site.slug))!
-  const [container] = (await runningOn())[engineOf(node)]
-  await lab.docker(engineOf(node), 'exec', '-u', '1000', container!, 'sh', '-c', `head -c ${BALLAST} /dev/urandom > /home/site/ballast.bin`)
-  return token
-}
 
 /** Starts `berth sites move` in node A and waits until its restore runs on the target (the switch made); the archive. */
 async function moveCaughtRestoring(to: string) {
@@ -64,26 +38,6 @@ async function moveCaughtRestoring(to: string) {
     return restoring && (await lab.docker(engineOf(to), 'volume', 'ls', '-q', '--filter', `label=dev.berth.site-slug=${site.slug}`)) !== '' && restoring
   })
   return { move, archive }
-}
-
-/** Served once from `node` with its page and its 40 MB: one running container, there. */
-async function servedOnceFrom(node: string, token: string, withinMs: number, from: number): Promise<number> {
-  let last = ''
-  await waitFor(`the site served from ${node} with its files`, withinMs, async () => {
-    const res = await viaEdge(control.url, site.slug)
-    const on = await nodeOf(site.slug)
-    last = `${res.status} ${res.text.slice(0, 80)} on ${on}`
-    return res.status === 200 && res.text === token && on === node
-  }).catch((err) => {
-    const said = control.berth.output().split('\n').filter((line) => line.includes(site.slug)).slice(-20).join('\n')
-    throw new Error(`${(err as Error).message}; last: ${last}\nberth serve:\n${said}`)
-  })
-  const took = performance.now() - from
-  const running = await runningOn()
-  expect(running[engineOf(node)], JSON.stringify(running)).toHaveLength(1)
-  expect(running[engineOf(node) === 'A' ? 'B' : 'A'], JSON.stringify(running)).toHaveLength(0)
-  expect(await lab.docker(engineOf(node), 'exec', running[engineOf(node)][0]!, 'stat', '-c', '%s', '/home/site/ballast.bin')).toBe(String(BALLAST))
-  return took
 }
 
 describe('work berth serve does for an admin command', () => {
