@@ -10,6 +10,10 @@
 import { join } from 'node:path'
 import type { NodeStep } from '../domain/cluster'
 import type { ErrorKind } from '../domain/errors'
+import type { OffsiteStep } from '../domain/offsite'
+
+/** A step of a long operation (a move, an evacuation, a drain --move, an offsite push), sent with its progress line. */
+export type AdminStep = NodeStep | OffsiteStep
 
 export const ADMIN_SOCKET_FILE = 'admin.sock'
 
@@ -35,6 +39,6 @@ export const isAdminOp = (op: string): op is AdminOp => (ADMIN_OPS as readonly s
 
 export type AdminLine =
   /** A line for the command to print; `step`, when the operation reports its steps (domain/cluster/steps.ts), the step it words. */
-  | { progress: string; step?: NodeStep }
+  | { progress: string; step?: AdminStep }
   | { result: unknown }
   | { error: { kind: ErrorKind | 'internal' | 'no_cluster' | 'no_offsite'; message: string; field: string | null } }

@@ -5,11 +5,10 @@
  * or mistyped field is refused as `invalid`, naming it.
  */
 import type { PlanSeed } from '../config/schema'
-import type { OnStep } from '../domain/cluster'
 import type { SiteStatus } from '../core/enums'
 import { invalid } from '../domain/errors'
 import type { AdminFacades } from './facades'
-import type { AdminLine, AdminOp } from './protocol'
+import type { AdminLine, AdminOp, AdminStep } from './protocol'
 import { stepLine } from './steps'
 
 type Input = Record<string, unknown>
@@ -77,7 +76,7 @@ const HANDLERS: Record<AdminOp, Handler> = {
   'offsite/push': (f, _i, progress) => {
     if (!f.offsite) throw new AdminUnsupportedError('no_offsite', 'offsite.url is empty: copies off the box are off; set offsite.url and offsite.age_recipients (docs/configuration.md)')
     progress({ progress: 'copying what waits, then the store and its manifest' })
-    return f.offsite.push()
+    return f.offsite.push(stepsTo(progress))
   },
   'offsite/status': (f) => f.offsiteStatus(),
 }
@@ -87,5 +86,5 @@ export async function runAdminOp(facades: AdminFacades, op: AdminOp, input: Inpu
   return await HANDLERS[op](facades, input, progress)
 }
 
-/** A node operation's steps as progress lines: the worded line and the step itself. */
-const stepsTo = (progress: Progress): OnStep => (step) => progress({ progress: stepLine(step), step })
+/** A long operation's steps as progress lines: the worded line and the step itself. */
+const stepsTo = (progress: Progress): ((step: AdminStep) => void) => (step) => progress({ progress: stepLine(step), step })

@@ -1,10 +1,10 @@
 /**
- * A step of a long admin operation (domain/cluster/steps.ts) as the progress line the command
- * prints: one line per step, its figures in it, the site's slug first (a drain or an evacuation
- * moves several). The line goes on the wire beside the step itself ({"progress", "step"}), so a
+ * A step of a long admin operation (domain/cluster/steps.ts, domain/offsite's OffsiteStep) as
+ * the progress line the command prints: one line per step, its figures in it, a node step's site
+ * slug first (a drain or an evacuation moves several). The line goes on the wire beside the step itself ({"progress", "step"}), so a
  * --json reader has both (docs/cluster.md, "What a move prints").
  */
-import type { NodeStep } from '../domain/cluster'
+import type { AdminStep } from './protocol'
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
 
@@ -14,7 +14,16 @@ function size(bytes: number | null): string {
   return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`
 }
 
-export function stepLine(s: NodeStep): string {
+export function stepLine(s: AdminStep): string {
+  switch (s.step) {
+    case 'copy_sent': return `  copied ${s.key} (${size(s.bytes)}, ${seconds(s.ms)})`
+    case 'copy_deleted': return `  deleted ${s.key} (retention let it go)`
+    case 'store_copied': return `  store copied, manifest ${s.manifest ?? 'none'} (${seconds(s.ms)})`
+    default: return nodeStepLine(s)
+  }
+}
+
+function nodeStepLine(s: Exclude<AdminStep, { step: 'copy_sent' | 'copy_deleted' | 'store_copied' }>): string {
   const line = (text: string) => `  ${s.slug}: ${text}`
   switch (s.step) {
     case 'backup_taken': return line(`backup taken (archive ${s.archive}, ${size(s.bytes)}, ${seconds(s.ms)})`)
