@@ -31,7 +31,11 @@ export const MOVE_STEPS_EXAMPLE = [
 ]
 
 /** How the steps print, for the same helps. */
-export const STEPS_NOTE = 'Each step prints as berth serve does it, one line with its figures (with --json: as {"progress": LINE, "step": {...}} lines on stderr, stdout holding only the result; docs/cluster.md, "What a move prints").'
+export const STEPS_NOTE = [
+  'Each step prints as berth serve does it, one line with its figures (with --json: as {"progress":',
+  'LINE, "step": {...}} lines on stderr, stdout holding only the result; docs/cluster.md, "What a',
+  'move prints").',
+].join('\n')
 
 /**
  * Runs a node operation through berth serve's admin socket (cli/admin.ts viaServer). On a box
