@@ -81,8 +81,8 @@ describe('work berth serve does for an admin command', () => {
     const move = async (to: string) => {
       const moved = await control.cli(['sites', 'move', site.slug, '--to', to], { allowFailure: true, timeoutMs: 180_000 })
       expect(moved.code, moved.stdout + moved.stderr).toBe(0)
-      // The progress line first, then what berth serve did.
-      expect(moved.stdout).toMatch(new RegExp(`^moving ${site.slug} to ${to}: .*\\nMoved ${site.slug} from `))
+      // The progress line first, the move's steps (test/move-progress.e2e), then what berth serve did.
+      expect(moved.stdout).toMatch(new RegExp(`^moving ${site.slug} to ${to}: .*\\n(  ${site.slug}: .*\\n)+Moved ${site.slug} from `))
     }
     if ((await nodeOf(site.slug)) !== 'control') await move('control')
     const token = await ballast('evacuated')

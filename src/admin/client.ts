@@ -8,6 +8,9 @@
 import { DomainError, type ErrorKind } from '../domain/errors'
 import type { AdminLine, AdminOp } from './protocol'
 
+/** A progress line as it came: its text, and the step it words when it is one. */
+export type ProgressLine = Extract<AdminLine, { progress: string }>
+
 /** Why the socket could not be reached: `absent` (no file), `refused` (a file nobody listens on: berth serve stopped or died), `denied` (not this user's). */
 export type Unreachable = 'absent' | 'refused' | 'denied'
 
@@ -26,7 +29,7 @@ export class AdminRefusedError extends Error {
 
 const UNREACHABLE: Record<string, Unreachable> = { ENOENT: 'absent', ECONNREFUSED: 'refused', EACCES: 'denied', EPERM: 'denied', ENOTSOCK: 'refused' }
 
-export async function callAdmin(socket: string, op: AdminOp, input: Record<string, unknown>, onProgress: (line: string) => void = () => {}): Promise<unknown> {
+export async function callAdmin(socket: string, op: AdminOp, input: Record<string, unknown>, onProgress: (line: ProgressLine) => void = () => {}): Promise<unknown> {
   let response: Response
   try {
     response = await fetch(`http://berth-admin/v1/${op}`, { unix: socket, method: 'POST', body: JSON.stringify(input), headers: { 'content-type': 'application/json' } })
@@ -41,7 +44,7 @@ export async function callAdmin(socket: string, op: AdminOp, input: Record<strin
   const take = (line: string) => {
     if (!line.trim()) return
     const parsed = JSON.parse(line) as AdminLine
-    if ('progress' in parsed) onProgress(parsed.progress)
+    if ('progress' in parsed) onProgress(parsed)
     else final = parsed
   }
   for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {

@@ -6,7 +6,7 @@
 import type { AccountAdmin } from '../domain/accounts'
 import type { NodesService, SiteMover } from '../domain/cluster'
 import type { PlansService } from '../domain/plans'
-import type { OffsiteStatus } from '../domain/offsite'
+import type { OffsiteStatus, OffsiteStep } from '../domain/offsite'
 import type { SiteAdmin } from '../domain/sites'
 
 /** A join token as `berth nodes token` prints it. */
@@ -34,7 +34,7 @@ export interface AdminFacades {
   /** The node operations of a cluster's control plane; null on a single box (cluster.enabled false). */
   nodes: { service: NodesService; mover: SiteMover; token(): JoinTokenView } | null
   /** Copies off the box; null when offsite.url is empty. */
-  offsite: { push(): Promise<OffsitePushView> } | null
+  offsite: { push(onStep?: (step: OffsiteStep) => void): Promise<OffsitePushView> } | null
   /** How the copies off the box stand (berth offsite status), whether or not they are on. */
   offsiteStatus(): OffsiteStatus
 }

@@ -107,7 +107,7 @@ async function answer(request: Request, facades: AdminFacades, log: Logger, runn
       // The client went away.
     }
   }, HEARTBEAT_MS)
-  const work = runAdminOp(facades, op, input, (progress) => push({ progress }))
+  const work = runAdminOp(facades, op, input, push)
     .then((result) => push({ result }))
     .catch((err) => push({ error: errorLine(err, op, log) }))
     .finally(() => {

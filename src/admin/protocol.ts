@@ -2,12 +2,18 @@
  * The admin API's wire format, shared by the listener (admin/listener.ts, in `berth serve`) and
  * its client (admin/client.ts, in the admin commands): HTTP over the Unix socket
  * DATA_DIR/admin.sock, one operation per path (`POST /v1/sites/suspend`), a JSON object in.
- * The answer is NDJSON: zero or more `{"progress": "..."}` lines while the work runs, then one
+ * The answer is NDJSON: zero or more `{"progress": "...", "step"?: {...}}` lines while the work runs
+ * (a move, an evacuation and a drain --move send one per step, as it happens), then one
  * `{"result": ...}` or `{"error": {"kind", "message", "field"}}` line. A refusal's kind is the
  * domain's (DomainError.kind): the CLI turns it into its exit status.
  */
 import { join } from 'node:path'
+import type { NodeStep } from '../domain/cluster'
 import type { ErrorKind } from '../domain/errors'
+import type { OffsiteStep } from '../domain/offsite'
+
+/** A step of a long operation (a move, an evacuation, a drain --move, an offsite push), sent with its progress line. */
+export type AdminStep = NodeStep | OffsiteStep
 
 export const ADMIN_SOCKET_FILE = 'admin.sock'
 
@@ -32,6 +38,7 @@ export const READ_ONLY_OPS: ReadonlySet<AdminOp> = new Set(['sites/list', 'sites
 export const isAdminOp = (op: string): op is AdminOp => (ADMIN_OPS as readonly string[]).includes(op)
 
 export type AdminLine =
-  | { progress: string }
+  /** A line for the command to print; `step`, when the operation reports its steps (domain/cluster/steps.ts), the step it words. */
+  | { progress: string; step?: AdminStep }
   | { result: unknown }
   | { error: { kind: ErrorKind | 'internal' | 'no_cluster' | 'no_offsite'; message: string; field: string | null } }

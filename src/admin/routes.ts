@@ -8,10 +8,13 @@ import type { PlanSeed } from '../config/schema'
 import type { SiteStatus } from '../core/enums'
 import { invalid } from '../domain/errors'
 import type { AdminFacades } from './facades'
-import type { AdminOp } from './protocol'
+import type { AdminLine, AdminOp, AdminStep } from './protocol'
+import { stepLine } from './steps'
 
 type Input = Record<string, unknown>
-type Handler = (f: AdminFacades, input: Input, progress: (line: string) => void) => unknown
+/** Hands the client a progress line (admin/protocol.ts). */
+export type Progress = (line: Extract<AdminLine, { progress: string }>) => void
+type Handler = (f: AdminFacades, input: Input, progress: Progress) => unknown
 
 /** A refusal the client prints as it is and exits 1 with: the operation needs what this box does not run. */
 export class AdminUnsupportedError extends Error {
@@ -41,8 +44,8 @@ const HANDLERS: Record<AdminOp, Handler> = {
   'sites/delete': (f, i) => f.sites.delete(text(i, 'slug'), { now: flag(i, 'now') }),
   'sites/move': (f, i, progress) => {
     const { mover } = nodesOf(f)
-    progress(`moving ${text(i, 'slug')} to ${text(i, 'to')}: archive, stop, restore there, start, wait for its answer`)
-    return mover.move(text(i, 'slug'), text(i, 'to'))
+    progress({ progress: `moving ${text(i, 'slug')} to ${text(i, 'to')}: archive, stop, restore there, start, wait for its answer` })
+    return mover.move(text(i, 'slug'), text(i, 'to'), stepsTo(progress))
   },
   'accounts/list': (f) => f.accounts.list(),
   'accounts/show': (f, i) => f.accounts.show(text(i, 'id')),
@@ -58,26 +61,30 @@ const HANDLERS: Record<AdminOp, Handler> = {
   'nodes/drain': (f, i, progress) => {
     const { service } = nodesOf(f)
     if (!flag(i, 'move')) return service.drain(text(i, 'id'))
-    progress(`draining ${text(i, 'id')} and moving its sites off, one by one`)
-    return service.drainAndMove(text(i, 'id'))
+    progress({ progress: `draining ${text(i, 'id')} and moving its sites off, one by one` })
+    return service.drainAndMove(text(i, 'id'), stepsTo(progress))
   },
   'nodes/undrain': (f, i) => nodesOf(f).service.undrain(text(i, 'id')),
   'nodes/remove': (f, i) => nodesOf(f).service.remove(text(i, 'id')),
   'nodes/evacuate': (f, i, progress) => {
-    progress(`evacuating ${text(i, 'id')}: asking its agent, then bringing each site back from its newest archive`)
-    return nodesOf(f).service.evacuate(text(i, 'id'), { force: flag(i, 'force') })
+    const { service } = nodesOf(f)
+    progress({ progress: `evacuating ${text(i, 'id')}: asking its agent, then bringing each site back from its newest archive` })
+    return service.evacuate(text(i, 'id'), { force: flag(i, 'force'), onStep: stepsTo(progress) })
   },
   'nodes/set': (f, i) => nodesOf(f).service.setPublicAddress(text(i, 'id'), optionalText(i, 'public_address') ?? null),
   'nodes/token': (f) => nodesOf(f).token(),
   'offsite/push': (f, _i, progress) => {
     if (!f.offsite) throw new AdminUnsupportedError('no_offsite', 'offsite.url is empty: copies off the box are off; set offsite.url and offsite.age_recipients (docs/configuration.md)')
-    progress('copying what waits, then the store and its manifest')
-    return f.offsite.push()
+    progress({ progress: 'copying what waits, then the store and its manifest' })
+    return f.offsite.push(stepsTo(progress))
   },
   'offsite/status': (f) => f.offsiteStatus(),
 }
 
 /** Runs one operation; a refusal is thrown (DomainError, AdminUnsupportedError) for the caller to put on the wire or print. */
-export async function runAdminOp(facades: AdminFacades, op: AdminOp, input: Input, progress: (line: string) => void = () => {}): Promise<unknown> {
+export async function runAdminOp(facades: AdminFacades, op: AdminOp, input: Input, progress: Progress = () => {}): Promise<unknown> {
   return await HANDLERS[op](facades, input, progress)
 }
+
+/** A long operation's steps as progress lines: the worded line and the step itself. */
+const stepsTo = (progress: Progress): ((step: AdminStep) => void) => (step) => progress({ progress: stepLine(step), step })

@@ -1,4 +1,4 @@
-import { AdminRefusedError, AdminUnreachableError, callAdmin } from '../admin/client'
+import { AdminRefusedError, AdminUnreachableError, callAdmin, type ProgressLine } from '../admin/client'
 import { adminSocketPath, READ_ONLY_OPS, type AdminOp } from '../admin/protocol'
 import { runAdminOp } from '../admin/routes'
 import { buildApp } from '../compose/app'
@@ -38,16 +38,18 @@ export function serveNotRunning(config: Config, socket: string, reason: 'absent'
 /**
  * Runs the admin operation `op` through berth serve's admin socket and hands its result to
  * `print` (which returns the exit status). Progress lines are printed as they come: on stdout,
- * or with --json as {"progress": ...} lines on stderr (stdout keeps the one JSON document).
+ * or with --json as the server's {"progress": ..., "step": ...} lines on stderr (stdout keeps the
+ * one JSON document, the result, unchanged).
  * `offline`, when given, is what the command does with no server running instead of refusing.
  */
 export async function viaServer<T>(ctx: CommandContext, op: AdminOp, input: Record<string, unknown>, print: (result: T) => number, opts: ViaServerOptions = {}): Promise<number> {
   const { offline } = opts
   const config = configFrom(ctx)
   const socket = adminSocketPath(config.server.dataDir)
-  const progress = (line: string) => {
-    if (ctx.out.json) process.stderr.write(JSON.stringify({ progress: line }) + '\n')
-    else ctx.out.info(line)
+  // As they come: a move's steps each print when berth serve reports it, not with the result.
+  const progress = (line: ProgressLine) => {
+    if (ctx.out.json) process.stderr.write(JSON.stringify(line) + '\n')
+    else ctx.out.info(line.progress)
   }
   return refusalsAsExit(ctx, async () => {
     let result: unknown

@@ -19,6 +19,24 @@ export const CLUSTER_NOTE = [
   'serve finishes it). On a box without cluster.enabled it exits 1.',
 ].join('\n')
 
+/** A move's step lines as the command prints them (admin/steps.ts), for the help of the commands that move sites. */
+export const MOVE_STEPS_EXAMPLE = [
+  '  shop: backup taken (archive 6f1c..., 12.4 MiB, 0.9 s)',
+  '  shop: stopped on control, pinned to node_7f3k2q; the edge answers its "being brought back" page',
+  '  shop: volume made on node_7f3k2q',
+  '  shop: files restored on node_7f3k2q (12.4 MiB, 1.4 s)',
+  '  shop: started on node_7f3k2q, answering there',
+  '  shop: serving from node_7f3k2q (did not serve for 1.4 s)',
+  '  shop: old volume removed from control',
+]
+
+/** How the steps print, for the same helps. */
+export const STEPS_NOTE = [
+  'Each step prints as berth serve does it, one line with its figures (with --json: as {"progress":',
+  'LINE, "step": {...}} lines on stderr, stdout holding only the result; docs/cluster.md, "What a',
+  'move prints").',
+].join('\n')
+
 /**
  * Runs a node operation through berth serve's admin socket (cli/admin.ts viaServer). On a box
  * without cluster.enabled it exits 1 first, saying so, whether or not berth serve runs.
@@ -72,6 +90,13 @@ export const nodesDrainCommand: Command = {
     'restores the last archives and loses what was written since). A site that cannot be moved stays',
     'where it is, serving, and is named with why; run the command again to retry those. Then berth',
     'nodes remove NODE.',
+    '',
+    `${STEPS_NOTE} For example:`,
+    '  draining node_7f3k2q and moving its sites off, one by one',
+    '  shop: moving to control',
+    ...MOVE_STEPS_EXAMPLE,
+    '  blog: moving to node_9x2m1p',
+    '  ...',
     '',
     CLUSTER_NOTE,
     '',
@@ -176,6 +201,15 @@ export const nodesEvacuateCommand: Command = {
     'with its files, an evacuation only with what the last archives hold. A node that does not',
     'answer but is not down yet (berth serve marks it down after 6 s) needs',
     '--force. Each site\'s line says what is lost: the changes since its archive\'s time.',
+    '',
+    `${STEPS_NOTE} For example:`,
+    '  evacuating node_7f3k2q: asking its agent, then bringing each site back from its newest archive',
+    '  shop: coming back on control from archive 6f1c... (data from 2026-11-26T04:20:11.000Z)',
+    '  shop: stopped, pinned to control; the edge answers its "being brought back" page',
+    '  shop: volume made on control',
+    '  shop: files restored on control (12.4 MiB, 1.4 s)',
+    '  shop: started on control, answering there',
+    '  shop: back on control',
     '',
     CLUSTER_NOTE,
     '',

@@ -7,7 +7,7 @@ import { COMMON_OPTIONS, STORE_OPTIONS, UsageError, type Command, type CommandCo
 import { fields, onlyArgument, reasonFrom, shortTime, table, viaServer } from './admin'
 import { configFrom } from './config-flags'
 import { attachTerminal, localSize } from './terminal-io'
-import { CLUSTER_NOTE, withNodeOps } from './nodes'
+import { CLUSTER_NOTE, MOVE_STEPS_EXAMPLE, STEPS_NOTE, withNodeOps } from './nodes'
 import type { MoveView } from '../domain/cluster'
 import { formatSpan } from '../domain/offsite'
 
@@ -288,6 +288,11 @@ export const sitesMoveCommand: Command = {
     'says whether it could). What the site wrote between the archive and the stop (a few',
     'seconds) is not carried over: move a busy site at a quiet hour. NODE is a node id from berth',
     'nodes list, or control for the control plane.',
+    '',
+    `${STEPS_NOTE} For example:`,
+    '  moving shop to node_7f3k2q: archive, stop, restore there, start, wait for its answer',
+    ...MOVE_STEPS_EXAMPLE,
+    '  Moved shop from control to node_7f3k2q: it did not serve for 1.4 s (the whole move took 3 s); ...',
     '',
     CLUSTER_NOTE,
     '',

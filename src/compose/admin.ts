@@ -40,9 +40,9 @@ export function adminFacadesOf(s: Services, log: Logger): AdminFacades {
     nodes: nodeFacadeOf(s),
     offsiteStatus: () => offsiteStatusOf(s.config, s.store, s.clock.now()),
     offsite: s.offsite && {
-      push: async () => {
+      push: async (onStep) => {
         const destination = s.offsite!.destination.describe
-        return { destination, ...(await s.offsite!.copier.push()) }
+        return { destination, ...(await s.offsite!.copier.push(onStep)) }
       },
     },
   }

@@ -7,6 +7,7 @@ import type { NodesRepository } from './repository'
 import type { EdgeProbe, SiteTransfer } from './site-transfer'
 import type { MoveView } from './views'
 import type { SiteRecords } from '../sites'
+import { noSteps, type OnStep } from './steps'
 
 /** How long a move waits for berth serve's edge to serve the moved site before it says it does not yet. */
 const EDGE_SERVES_WITHIN_MS = 30_000
@@ -51,7 +52,7 @@ export class SiteMover {
    * failed) or already on the target, 422 (param `to`) for a target that is unknown, removed,
    * down or draining.
    */
-  async move(slug: string, to: string): Promise<MoveView> {
+  async move(slug: string, to: string, onStep: OnStep = noSteps): Promise<MoveView> {
     const site = this.d.sites.findLiveBySlug(slug)
     if (!site) throw notFound(`No site '${slug}'; berth sites list shows the sites of this box.`, 'slug')
     if (!MOVABLE.includes(site.status)) throw conflict(`Site '${slug}' is ${site.status}: it runs nowhere, so there is nothing to move.`, 'slug')
@@ -60,9 +61,10 @@ export class SiteMover {
     if (from === to) throw conflict(`Site '${slug}' already runs on ${to}.`, 'to')
     const started = this.now()
     const archive = await this.d.transfer.archive(site)
+    onStep({ step: 'backup_taken', slug, archive: archive.id, bytes: archive.sizeBytes, ms: Math.round(this.now() - started) })
     let stoppedAt = this.now()
     try {
-      await this.d.transfer.bringUp(site, to, archive, { fallback: from, edgeLetGo: () => (stoppedAt = this.now()) })
+      await this.d.transfer.bringUp(site, to, archive, { fallback: from, edgeLetGo: () => (stoppedAt = this.now()), onStep })
     } catch (err) {
       const back = from ? await this.d.placement.nodeOf(slug).catch(() => null) : null
       this.d.log.error('a move failed', { site: slug, from, to, back_on: back, error: (err as Error).message })
@@ -73,10 +75,13 @@ export class SiteMover {
     const edgeServes = this.d.edge ? await this.d.edge.until(slug, 'served', EDGE_SERVES_WITHIN_MS) : null
     const servingAt = this.now()
     if (edgeServes === false) this.d.log.warn('a moved site answers on its node but berth serve\'s edge did not serve it yet', { site: slug, to, waited_ms: EDGE_SERVES_WITHIN_MS })
+    onStep({ step: 'serving', slug, node: to, outage_ms: Math.round(servingAt - stoppedAt), edge_serves: edgeServes })
     if (from) {
-      await this.d.placement.removeVolumeOn(slug, from).catch((err) => {
+      const removed = await this.d.placement.removeVolumeOn(slug, from).then(() => true, (err) => {
         this.d.log.warn('the volume of a moved site could not be removed from its old node; remove it by hand', { site: slug, node: from, error: (err as Error).message })
+        return false
       })
+      onStep({ step: 'old_volume_removed', slug, node: from, removed })
     }
     const view: MoveView = {
       slug, from: from ?? CONTROL_NODE, to, archive: { id: archive.id, created_at: iso(archive.createdAt) },

@@ -11,6 +11,7 @@ import type { SiteTransfer } from './site-transfer'
 import type { SiteMover } from './move'
 import type { DrainView, EvacuatedSite, EvacuationView, NodeView } from './views'
 import type { SiteRecords } from '../sites'
+import { noSteps, type OnStep } from './steps'
 
 const MIB = 1024 * 1024
 const PAST: Record<string, string> = { drain: 'drained', undrain: 'undrained', remove: 'removed', evacuate: 'evacuated' }
@@ -108,7 +109,7 @@ export class NodesService {
    * back there: nothing lost but the seconds between the archive and the stop). One that cannot
    * be moved stays where it is, serving, with why; run it again to retry those.
    */
-  async drainAndMove(id: string): Promise<DrainView> {
+  async drainAndMove(id: string, onStep: OnStep = noSteps): Promise<DrainView> {
     await this.drain(id)
     const moves: DrainView['moves'] = []
     for (const slug of await this.sitesOn(id)) {
@@ -116,10 +117,12 @@ export class NodesService {
       if (!site) continue
       try {
         const to = await this.d.placement.choose(this.memoryMbOf(site), [id])
-        const moved = await this.d.mover.move(slug, to)
+        onStep({ step: 'moving', slug, to })
+        const moved = await this.d.mover.move(slug, to, onStep)
         moves.push({ slug, to, result: 'moved', unavailable_ms: moved.unavailable_ms, problem: null })
       } catch (err) {
         moves.push({ slug, to: null, result: 'failed', unavailable_ms: null, problem: (err as Error).message })
+        onStep({ step: 'not_moved', slug, problem: (err as Error).message })
         this.d.log.error('could not move a site off a drained node; it stays there, serving', { site: slug, node: id, error: (err as Error).message })
       }
     }
@@ -174,7 +177,7 @@ export class NodesService {
    * node whose agent answers now is refused whatever its state and `force` (drainAndMove empties
    * it losing nothing); one that does not answer but is not `down` yet needs `force`.
    */
-  async evacuate(id: string, opts: { force?: boolean } = {}): Promise<EvacuationView> {
+  async evacuate(id: string, opts: { force?: boolean; onStep?: OnStep } = {}): Promise<EvacuationView> {
     const node = this.requireNode(id, 'evacuate')
     if (node.state === 'removed') throw conflict(`Node ${id} is removed; its sites were moved off it before.`, 'node')
     // Asked now, whatever the store says: a drained node, or one berth serve saw down a moment
@@ -192,18 +195,19 @@ export class NodesService {
     const sites: EvacuatedSite[] = []
     for (const slug of await this.sitesOn(id)) {
       const site = this.d.sites.findLiveBySlug(slug)
-      if (site) sites.push(await this.evacuateSite(site, id))
+      if (site) sites.push(await this.evacuateSite(site, id, opts.onStep ?? noSteps))
     }
     this.d.log.info('node evacuated', { node: id, sites: sites.map((s) => `${s.slug}:${s.result}`) })
     return { node: id, sites }
   }
 
-  private async evacuateSite(site: SiteRow, from: string): Promise<EvacuatedSite> {
+  private async evacuateSite(site: SiteRow, from: string, onStep: OnStep): Promise<EvacuatedSite> {
     const outcome: EvacuatedSite = { slug: site.slug, node: null, archive: null, data_from: null, lost_ms: null, result: 'failed', problem: null }
     try {
       const to = await this.d.placement.choose(this.memoryMbOf(site), [from])
       const choice = await this.d.transfer.newestUsable(site)
-      await this.d.transfer.bringUp(site, to, choice?.archive ?? null)
+      onStep({ step: 'evacuating', slug: site.slug, to, archive: choice?.archive.id ?? null, data_from: choice ? iso(choice.archive.createdAt) : null })
+      await this.d.transfer.bringUp(site, to, choice?.archive ?? null, { onStep })
       outcome.node = to
       if (choice) {
         Object.assign(outcome, { archive: { id: choice.archive.id, kind: choice.archive.kind, source: choice.source }, data_from: iso(choice.archive.createdAt), lost_ms: Math.max(0, this.d.clock.now() - choice.archive.createdAt), result: 'restored' })
@@ -214,6 +218,7 @@ export class NodesService {
       outcome.problem = (err as Error).message
       this.d.log.error('could not bring a site of an evacuated node back', { site: site.slug, node: from, error: outcome.problem })
     }
+    onStep({ step: 'evacuated', slug: site.slug, node: outcome.node, result: outcome.result, problem: outcome.problem })
     return outcome
   }
 

@@ -8,6 +8,7 @@ import { conflict, unavailable } from '../errors'
 import type { ArchiveBytes, ArchiveSource } from '../offsite'
 import type { SiteRecords, SiteRunner } from '../sites'
 import type { JobHandler } from '../../jobs/runner'
+import { noSteps, type OnStep } from './steps'
 
 /** Runs of a site whose SSH port turned out to be taken on its new node (each moves it to another). */
 const PORT_TRIES = 3
@@ -136,13 +137,13 @@ export class SiteTransfer {
    * its files: the container's first run there (which makes its volume on that node) is never
    * handed to the edge.
    */
-  async bringUp(site: SiteRow, nodeId: string, archive: ArchiveRow | null, opts: { fallback?: string | null; edgeLetGo?: () => void } = {}): Promise<void> {
+  async bringUp(site: SiteRow, nodeId: string, archive: ArchiveRow | null, opts: { fallback?: string | null; edgeLetGo?: () => void; onStep?: OnStep } = {}): Promise<void> {
     // The mark first (MOVE_SITE_JOB): berth serve's edge stops trying the site's container before
     // it stops, so visitors get the 503 page, never a 502 from a container gone under a request.
     await this.d.underway(MOVE_SITE_JOB, site.id, async () => {
       await this.edgeLetGo(site.slug)
       opts.edgeLetGo?.()
-      await this.switchOver(site, nodeId, archive, opts.fallback)
+      await this.switchOver(site, nodeId, archive, opts.fallback, opts.onStep ?? noSteps)
     })
   }
 
@@ -152,7 +153,7 @@ export class SiteTransfer {
     await Bun.sleep(EDGE_NOTICE_MS)
   }
 
-  private async switchOver(site: SiteRow, nodeId: string, archive: ArchiveRow | null, fallback: string | null | undefined): Promise<void> {
+  private async switchOver(site: SiteRow, nodeId: string, archive: ArchiveRow | null, fallback: string | null | undefined, onStep: OnStep): Promise<void> {
     const opts = { fallback }
     await this.d.runner.holding(site.slug, async () => {
       if (archive) {
@@ -162,19 +163,22 @@ export class SiteTransfer {
         await this.d.underway(RESTORE_ARCHIVE_JOB, archive.id, async () => {
           this.claimRestore(site, archive)
           try {
-            await this.switchTo(site, nodeId, true)
+            await this.switchTo(site, nodeId, true, fallback ?? null, onStep)
           } catch (err) {
             await this.backTo(site, opts.fallback, nodeId, err)
             await this.d.restore.failed(archive.id)
             throw err
           }
+          const restoring = performance.now()
           await this.restore(archive, () => this.backTo(site, opts.fallback, nodeId, null))
+          onStep({ step: 'files_restored', slug: site.slug, node: nodeId, bytes: archive.sizeBytes, ms: Math.round(performance.now() - restoring) })
         })
       } else {
-        await this.switchTo(site, nodeId, false)
+        await this.switchTo(site, nodeId, false, fallback ?? null, onStep)
         if (this.d.sites.find(site.id)?.status === 'active') await this.runThere(site, true)
       }
       if (this.d.sites.find(site.id)?.status !== 'active') await this.d.runner.stop(site.slug)
+      else onStep({ step: 'started', slug: site.slug, node: nodeId })
     })
   }
 
@@ -183,11 +187,14 @@ export class SiteTransfer {
    * volume is made there: nothing serves an empty home (berth serve's edge follows the node's
    * start events, whichever process started it). Without, it runs there once (which makes it).
    */
-  private async switchTo(site: SiteRow, nodeId: string, withFiles: boolean): Promise<void> {
+  private async switchTo(site: SiteRow, nodeId: string, withFiles: boolean, from: string | null, onStep: OnStep): Promise<void> {
     await this.d.placement.placeOn(site.slug, nodeId)
     this.d.runner.markDown(site.slug)
-    if (withFiles) await this.d.placement.prepareSite({ siteId: site.id, slug: site.slug })
-    else await this.runThere(site, false)
+    onStep({ step: 'stopped', slug: site.slug, from, to: nodeId })
+    if (withFiles) {
+      await this.d.placement.prepareSite({ siteId: site.id, slug: site.slug })
+      onStep({ step: 'volume_made', slug: site.slug, node: nodeId })
+    } else await this.runThere(site, false)
     this.d.runner.markDown(site.slug)
   }
 

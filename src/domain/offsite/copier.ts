@@ -31,6 +31,17 @@ export interface OffsiteCopierDeps {
 }
 
 /** What one pass did. */
+/**
+ * A step of `berth offsite push` as it is done, handed to push's `onStep` (a port: the admin
+ * socket sends it to the command as a progress line): each archive copy put (its sealed object's
+ * key, the archive's bytes, how long), each copy deleted, and the store copied with its manifest.
+ * A copy that fails is no step: it is among the result's failures, as before.
+ */
+export type OffsiteStep =
+  | { step: 'copy_sent'; key: string; bytes: number; ms: number }
+  | { step: 'copy_deleted'; key: string }
+  | { step: 'store_copied'; manifest: string | null; ms: number }
+
 export interface PassResult {
   copied: number
   deleted: number
@@ -119,9 +130,9 @@ export class OffsiteCopier {
    * Copy now (`berth offsite push`): every pending copy and deletion whatever its retry time,
    * then a fresh store copy and manifest. Waits for a pass already running first.
    */
-  async push(): Promise<PassResult> {
+  async push(onStep: (step: OffsiteStep) => void = () => {}): Promise<PassResult> {
     await this.idle()
-    return this.runPass({ force: true })
+    return this.runPass({ force: true, onStep })
   }
 
   /**
@@ -149,7 +160,7 @@ export class OffsiteCopier {
     }
   }
 
-  private runPass(opts: { force: boolean }): Promise<PassResult> {
+  private runPass(opts: PassOptions): Promise<PassResult> {
     const pass = this.pass(opts).finally(() => {
       this.running = null
       if (this.again && !this.stopping) {
@@ -161,7 +172,7 @@ export class OffsiteCopier {
     return pass
   }
 
-  private async pass({ force }: { force: boolean }): Promise<PassResult> {
+  private async pass({ force, onStep }: PassOptions): Promise<PassResult> {
     const result: PassResult = { copied: 0, deleted: 0, manifest: null, failures: [] }
     try {
       const now = this.d.clock.now()
@@ -174,11 +185,15 @@ export class OffsiteCopier {
         const row = this.d.repo.due(force ? Number.MAX_SAFE_INTEGER : this.d.clock.now(), tried.size + 1).find((r) => !tried.has(r.id))
         if (!row) break
         tried.add(row.id)
-        if (row.status === 'deleting') await this.deleteCopy(row, result)
-        else await this.copyArchive(row, recipients, result)
+        if (row.status === 'deleting') await this.deleteCopy(row, result, onStep)
+        else await this.copyArchive(row, recipients, result, onStep)
         if (!force && !this.stopping && this.d.box.due(this.d.clock.now())) await this.copyBox(recipients, result)
       }
-      if (force) await this.copyBox(recipients, result)
+      if (force) {
+        const boxStarted = this.d.clock.now()
+        await this.copyBox(recipients, result)
+        if (!result.failures.some((f) => f.key === 'store')) onStep?.({ step: 'store_copied', manifest: result.manifest, ms: this.d.clock.now() - boxStarted })
+      }
       this.checkAge()
       if (!this.stopping && this.d.clock.now() - this.sweptAt >= SWEEP_MS) {
         this.sweptAt = this.d.clock.now()
@@ -213,7 +228,7 @@ export class OffsiteCopier {
     this.d.repo.release(drop, this.d.clock.now())
   }
 
-  private async copyArchive(row: OffsiteCopyRow, recipients: readonly string[], result: PassResult): Promise<void> {
+  private async copyArchive(row: OffsiteCopyRow, recipients: readonly string[], result: PassResult, onStep?: (step: OffsiteStep) => void): Promise<void> {
     const abort = new AbortController()
     this.current = abort
     const started = this.d.clock.now()
@@ -223,7 +238,10 @@ export class OffsiteCopier {
       // age adds 16 bytes per 64 KiB chunk and a header of well under 64 KiB.
       await this.d.destination.put(row.key, sealed.stream, { expectedBytes: Math.ceil(source.sizeBytes * 1.001) + 65_536 })
       const plain = await sealed.plain
-      if (this.d.repo.markCopied(row.id, { ...plain, at: this.d.clock.now() })) result.copied++
+      if (this.d.repo.markCopied(row.id, { ...plain, at: this.d.clock.now() })) {
+        result.copied++
+        onStep?.({ step: 'copy_sent', key: row.key, bytes: plain.bytes, ms: this.d.clock.now() - started })
+      }
       this.d.log.info('copied an archive off the box', { key: row.key, archive: row.archiveId, bytes: plain.bytes, ms: this.d.clock.now() - started })
     } catch (err) {
       abort.abort(err)
@@ -238,11 +256,12 @@ export class OffsiteCopier {
     }
   }
 
-  private async deleteCopy(row: OffsiteCopyRow, result: PassResult): Promise<void> {
+  private async deleteCopy(row: OffsiteCopyRow, result: PassResult, onStep?: (step: OffsiteStep) => void): Promise<void> {
     try {
       await this.d.destination.delete(row.key)
       this.d.repo.remove(row.id)
       result.deleted++
+      onStep?.({ step: 'copy_deleted', key: row.key })
     } catch (err) {
       this.failed(row, err, result)
     }
@@ -272,6 +291,12 @@ export class OffsiteCopier {
   private async recipients(): Promise<string[]> {
     return [...this.d.recipients, await this.d.identity.recipient()]
   }
+}
+
+interface PassOptions {
+  force: boolean
+  /** push's: where its steps go. */
+  onStep?: (step: OffsiteStep) => void
 }
 
 /** The local archive's key of an archive copy's key (`archives/{storage_key}.age`). */

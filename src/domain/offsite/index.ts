@@ -1,6 +1,7 @@
 /** The offsite area as others see it (docs/architecture.md, "Areas are modules"): every name another area, a door or the composition root uses of it. */
 export { BoxCopies } from './box-copy'
 export { OffsiteCopier } from './copier'
+export type { OffsiteStep } from './copier'
 export { RestoreDrill } from './drill'
 export { ArchiveFetchBack } from './fetch-back'
 export type { ArchiveBytes, ArchiveSource } from './fetch-back'
