@@ -12,7 +12,7 @@ import { RateLimiter } from '../domain/rate-limits'
 import type { SiteRunner } from '../domain/sites'
 import { SshService } from '../domain/ssh'
 import type { PaymentProcessor } from '../drivers/payments/types'
-import type { Core } from './core'
+import type { CoreReads } from './core'
 
 export interface Agents {
   auth: AuthService
@@ -32,7 +32,10 @@ export interface AgentsNeeds {
   runner: Pick<SiteRunner, 'stop'>
 }
 
-export function buildAgents(core: Core, needs: AgentsNeeds): Agents {
+export function buildAgents(
+  core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'keys' | 'runtime', 'accounts' | 'sites' | 'keys' | 'domains' | 'billing'> & { cluster: Pick<ClusterCore, 'placement' | 'nodes'> | null },
+  needs: AgentsNeeds,
+): Agents {
   const { config, store, clock, log, plans, keys, runtime, repos } = core
   return {
     auth: new AuthService(store, clock, repos.accounts, keys),
@@ -54,7 +57,7 @@ export function buildAgents(core: Core, needs: AgentsNeeds): Agents {
  * Where the node a site runs on is reached from the internet (its public address, else its
  * private one with a warning), or null on the control plane's own box (compose/cluster.ts).
  */
-function nodeAddressOf(cluster: ClusterCore): (slug: string) => Promise<{ host: string; warning: string | null } | null> {
+function nodeAddressOf(cluster: Pick<ClusterCore, 'placement' | 'nodes'>): (slug: string) => Promise<{ host: string; warning: string | null } | null> {
   return async (slug) => {
     const id = await cluster.placement.nodeOf(slug)
     const node = id && id !== CONTROL_NODE ? cluster.nodes.find(id) : null

@@ -64,12 +64,13 @@ export function buildAreas(config: Config, opts: BuildOptions = {}): Areas {
   const consoles = buildConsoles(core, { audit: sites.audit })
   const agents = buildAgents(core, { processor: payments.processor, subscriptions: money.subscriptions, runner: sites.runner })
   const content = buildContent(core, modules.ai, { files: sites.files, siteUrl: (slug) => sites.sites.siteUrl(slug) })
-  const offsite = buildOffsite({ ...core, repo: core.repos.offsite }, sites.archiveEvents)
+  const { store, clock, log, instanceId, archiveStore } = core
+  const offsite = buildOffsite({ config, store, clock, log, instanceId, archiveStore, repo: core.repos.offsite }, sites.archiveEvents)
   const status = statusOf(config, payments.processor, names.registrar, {
     enabled: offsite !== null,
     lastStoreCopyAgeSeconds: () => lastStoreCopyAgeSeconds(core.repos.offsite, core.clock.now()),
   })
-  const cluster = core.cluster && late ? buildClusterServices(config, core.cluster, { ...core, runner: sites.runner }, late, opts.clusterPki ?? null) : null
+  const cluster = core.cluster && late ? buildClusterServices(config, core.cluster, { store, clock, log, runner: sites.runner }, late, opts.clusterPki ?? null) : null
   return {
     core, payments, names, modules, sites, money, agents, consoles, offsite, status, cluster,
     lifecycle: buildLifecycle(core, sites, money.subscriptions),

@@ -85,6 +85,12 @@ export interface Core {
 }
 
 /**
+ * What an area's builder reads of the core: the members it names, and of the shared
+ * repositories the ones it names (an area's builder never takes the whole core).
+ */
+export type CoreReads<K extends Exclude<keyof Core, 'repos'>, R extends keyof SharedRepositories = never> = Pick<Core, K> & { repos: Pick<SharedRepositories, R> }
+
+/**
  * Opens (and migrates) the store, seeds the plan catalog on first start, and makes the
  * repositories and drivers every area shares.
  */

@@ -21,7 +21,7 @@ import { translationDriver } from '../modules/translation/driver'
 import { translationEdge } from '../modules/translation/edge'
 import { TranslationsRepository } from '../modules/translation/repository'
 import { TranslationService } from '../modules/translation/service'
-import type { Core } from './core'
+import type { Core, CoreReads } from './core'
 
 export interface Modules {
   modules: ModulesService
@@ -39,7 +39,7 @@ export interface Modules {
  * The modules and what keeps their derived data (the chatbot's index, the sitemap) in step with
  * sites' files. A site's allowance is its plan's ai_tokens_monthly, none for a site that is gone.
  */
-export function buildModules(core: Core, later: { content: Pick<ContentService, 'generate'>; homes?: HomeDrivers }): Modules {
+export function buildModules(core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'runtime' | 'changes', 'sites'>, later: { content: Pick<ContentService, 'generate'>; homes?: HomeDrivers }): Modules {
   const { config, store, clock, log, plans, runtime, changes, repos } = core
   const provider = selectAiProvider(config, log)
   const budget = new AiBudget(new AiUsageRepository(store), clock, (siteId) => {
@@ -82,6 +82,6 @@ export function buildModules(core: Core, later: { content: Pick<ContentService, 
 }
 
 /** The content module's page generation: it writes through the files API, so it is made once sites are. */
-export function buildContent(core: Core, ai: Modules['ai'], sites: { files: Pick<FilesService, 'read' | 'write'>; siteUrl(slug: string): string }): ContentService {
+export function buildContent(core: Pick<Core, 'log'>, ai: Modules['ai'], sites: { files: Pick<FilesService, 'read' | 'write'>; siteUrl(slug: string): string }): ContentService {
   return new ContentService({ provider: ai.provider, budget: ai.budget, files: sites.files, siteUrl: (slug) => sites.siteUrl(slug), log: core.log })
 }

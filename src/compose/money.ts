@@ -6,7 +6,7 @@ import type { BillingRepository } from '../domain/billing/repository'
 import { CheckoutService, HostedSessions } from '../domain/checkout'
 import { selectProcessor } from '../drivers/payments/select'
 import type { PaymentProcessor } from '../drivers/payments/types'
-import type { Core } from './core'
+import type { CoreReads } from './core'
 import { secretOf } from './installation'
 
 /** What the processor and the charges are: made before the areas that charge (names, sites). */
@@ -23,7 +23,7 @@ export interface Payments {
 }
 
 /** The processor the config selects, with the built-in one's hosted pages and ledger, and the charges through it. */
-export function buildPayments(core: Core): Payments {
+export function buildPayments(core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans', 'checkout' | 'billing'>): Payments {
   const { config, store, clock, log, plans, repos } = core
   const hostedSessions = new HostedSessions({ repo: repos.checkout, plans })
   const portalLinks = new PortalLinks({ siteUrl: config.server.siteUrl, secret: secretOf(store, 'portal_secret'), clock })
@@ -59,7 +59,7 @@ export interface Money {
  * Checkout and subscriptions, and what moves them on: payments a stop left pending, and the
  * processor's events.
  */
-export function buildMoney(core: Core, payments: Payments, sites: { runner: SiteRunner; sites: SitesService }): Money {
+export function buildMoney(core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'keys' | 'jobs', 'sites' | 'billing' | 'accounts' | 'checkout'>, payments: Pick<Payments, 'processor' | 'charges'>, sites: { runner: SiteRunner; sites: SitesService }): Money {
   const { config, store, clock, log, plans, keys, jobs, repos } = core
   const { processor, charges } = payments
   // A subscription paid, lapsed or ended: the sites under it answer (reactivated, suspended, scheduled for deletion).

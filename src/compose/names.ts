@@ -16,7 +16,7 @@ import { selectRegistrar } from '../drivers/registrar/select'
 import type { Registrar } from '../drivers/registrar/types'
 import type { Logger } from '../lib/logger'
 import type { SiteRow } from '../store/schema'
-import type { Core } from './core'
+import type { CoreReads } from './core'
 import { acmeDir, certificatesDir } from './installation'
 
 export interface Names {
@@ -41,7 +41,7 @@ export interface Names {
 }
 
 /** Names and their jobs (a domain's registration, a certificate's order). */
-export function buildNames(core: Core, payments: { charges: Charges; billing: BillingRepository }): Names {
+export function buildNames(core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'jobs', 'domains' | 'accounts' | 'sites'>, payments: { charges: Charges; billing: BillingRepository }): Names {
   const { config, store, clock, log, plans, jobs, repos } = core
   const { charges, billing } = payments
   const dnsRepo = new DnsRepository(store)

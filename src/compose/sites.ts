@@ -24,7 +24,8 @@ import { EdgeMetrics } from '../edge/metrics'
 import { AuditRepository } from '../domain/audit/repository'
 import { AuditLog } from '../domain/audit'
 import { ExecService } from '../domain/exec'
-import type { Core } from './core'
+import type { CoreReads } from './core'
+import type { ClusterCore } from './cluster'
 
 export interface Sites {
   /** Brings sites' containers in line with the store; knows where each running site answers. */
@@ -90,7 +91,10 @@ export interface SitesNeeds {
 }
 
 /** Sites and their jobs (provisioning, scale and restore, deploys, archives). */
-export function buildSites(core: Core, needs: SitesNeeds): Sites {
+export function buildSites(
+  core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'jobs' | 'runtime' | 'changes' | 'archiveStore' | 'placement', 'archives' | 'sites' | 'checkout' | 'billing' | 'keys' | 'offsite'> & { cluster: Pick<ClusterCore, 'liveNodes'> | null },
+  needs: SitesNeeds,
+): Sites {
   const { config, store, clock, log, plans, jobs, runtime, changes, repos, archiveStore: archiveFiles } = core
   const homes = needs.homes ?? localHomes
   const archivesRepo = repos.archives
@@ -166,7 +170,7 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
 }
 
 /** Scale, delete and restore of sites: made once money is, since a plan change is prorated. */
-export function buildLifecycle(core: Core, sites: { runner: SiteRunner; sites: SitesService }, subscriptions: SubscriptionBilling): SiteLifecycle {
+export function buildLifecycle(core: CoreReads<'store' | 'clock' | 'log' | 'plans' | 'jobs', 'sites' | 'billing'>, sites: { runner: SiteRunner; sites: SitesService }, subscriptions: SubscriptionBilling): SiteLifecycle {
   const { store, clock, log, plans, jobs, repos } = core
   return new SiteLifecycle({ store, clock, sites: repos.sites, views: sites.sites, billing: repos.billing, money: subscriptions, plans, jobs, runner: sites.runner, log })
 }
