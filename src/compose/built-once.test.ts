@@ -11,11 +11,11 @@ import { describe, expect, it } from 'vitest'
  */
 const COMPOSE = import.meta.dirname
 
-/** `new X(` of a repository or the archive store, by class, with the files that make it. */
+/** `new X(` (or an area's `makeX(`) of a repository or the archive store, by class, with the files that make it. */
 function constructions(files: Record<string, string>): Map<string, string[]> {
   const found = new Map<string, string[]>()
   for (const [file, text] of Object.entries(files)) {
-    for (const [, cls] of text.matchAll(/\bnew (\w+Repository|LocalArchiveStore)\(/g)) found.set(cls!, [...(found.get(cls!) ?? []), file])
+    for (const [, cls] of text.matchAll(/\b(?:new |make)(\w+Repository|LocalArchiveStore)\(/g)) found.set(cls!, [...(found.get(cls!) ?? []), file])
   }
   return found
 }

@@ -1,7 +1,6 @@
 /** The AI modules (issue 14): the provider, each site's token allowance, and each module's service. */
 import { join } from 'node:path'
-import { ModulesRepository } from '../domain/modules/repository'
-import { ModulesService } from '../domain/modules'
+import { makeModulesRepository, ModulesService } from '../domain/modules'
 import type { SiteDataPurger } from '../domain/sites'
 import type { FilesService } from '../domain/files'
 import { selectAiProvider } from '../drivers/ai/select'
@@ -62,7 +61,7 @@ export function buildModules(core: CoreReads<'config' | 'store' | 'clock' | 'log
     modulesEdge.changed(c.siteId)
   })
   const modules = new ModulesService({
-    repo: new ModulesRepository(store), clock, log, plans,
+    repo: makeModulesRepository(store), clock, log, plans,
     drivers: { chatbot: chatbotDriver(chatbot), seo: seoDriver({ sitemap: seoEdge, files: siteFiles }), translation: translationDriver(translation), content: contentDriver(later.content) },
     providerConfigured: provider !== null,
     tokensUsed: (siteId) => budget.used(siteId),

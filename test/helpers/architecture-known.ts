@@ -10,17 +10,11 @@
  * of its admin socket (issue 37 part A).
  */
 export const AREA_KNOWN: Record<string, string> = {
-  'compose/shell': 'audit/repository',
   'compose/cluster-ops': 'cluster/repository archives/repository offsite/repository sites/repository',
-  'compose/names': 'billing/repository dns/repository tls/repository',
   'compose/core': 'accounts/repository archives/repository billing/repository checkout/repository domains/repository keys/repository offsite/repository plans/repository sites/repository',
-  'compose/prometheus': 'prometheus/repository',
   'compose/offsite': 'offsite/repository',
   'compose/cluster': 'cluster/repository',
-  'compose/money': 'billing/local-ledger-repository billing/repository',
-  'compose/modules': 'modules/repository',
-  'compose/sites': 'deployments/repository metrics/repository cluster/marked-moves-repository audit/repository',
-  'compose/agents': 'accounts/repository claims/repository',
+  'compose/sites': 'cluster/marked-moves-repository',
   'cli/firewall': 'cluster/repository',
   'cli/nodes-token': 'cluster/repository',
 }
