@@ -30,7 +30,6 @@ import { buildAreas, type Areas } from './areas'
 import { buildSitesReturn } from './restore'
 import type { SitesReturn } from '../domain/offsite'
 import type { SiteReaper, SiteRunner } from '../domain/sites'
-import type { ContainerRuntime } from '../drivers/runtime/types'
 import type { JobRunner } from '../jobs/runner'
 import type { Store } from '../store/store'
 
@@ -65,7 +64,6 @@ export interface AdminApp {
  * - `runner`: where a site answers, and a site started or stopped as the engine would;
  * - `reaper`: the deletion grace period's end, run by the test instead of the reconcile pass;
  * - `instanceId`: the label of this installation's containers, to find them on the engine;
- * - `runtime`: the engine driver the test handed in (a RecordingRuntime's calls, a double's state);
  * - `billing`: the billing repository itself (the serve role hands the API's records), to read a
  *   payment or a subscription the API does not show.
  */
@@ -75,7 +73,6 @@ export interface TestExtras {
   runner: SiteRunner
   reaper: SiteReaper
   instanceId: string
-  runtime: ContainerRuntime
   billing: SharedRepositories['billing']
 }
 
@@ -113,7 +110,7 @@ export function buildApp<R extends Role>(config: Config, role: R, opts: BuildOpt
     return app as AppOf[R]
   }
   if (role === 'test') {
-    const extras: TestExtras = { store: core.store, jobs: core.jobs, runner: a.sites.runner, reaper: a.sites.reaper, instanceId: core.instanceId, runtime: core.runtime, billing: core.repos.billing }
+    const extras: TestExtras = { store: core.store, jobs: core.jobs, runner: a.sites.runner, reaper: a.sites.reaper, instanceId: core.instanceId, billing: core.repos.billing }
     const admin = adminSourcesOf(a)
     const app: TestApp = { services: { ...serverDepsOf(a), ...extras }, admin: adminFacadesOf(admin, core.log), nodeOpsDeps: admin, close }
     return app as AppOf[R]
