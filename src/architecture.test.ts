@@ -82,8 +82,8 @@ const IMPORT_RULES: ImportRule[] = [
   { name: 'only repositories and src/store use the store\'s tables', from: (f) => !isRepository(f) && !f.startsWith('store/'), forbids: (t) => t === 'store/schema' || t.startsWith('store/schema/'), values: true },
   ...NODE_AGENT_RULES,
   // The admin API (issue 37) answers on its root-only Unix socket only: no other door imports it.
-  { name: 'the listeners, the API, the edge, the console and DNS import nothing from src/admin (its socket is its only door)', from: (f) => f === 'server' || f === 'dispatch' || /^(api|edge|console|dns)\//.test(f), forbids: (t) => t.startsWith('admin/'), values: false },
-  { name: 'src/admin builds nothing: it imports no src/compose, src/cli or src/server (it is handed its facades)', from: (f) => f.startsWith('admin/'), forbids: (t) => t === 'compose' || t.startsWith('compose/') || t.startsWith('cli/') || t === 'server', values: false },
+  { name: 'the listeners, the API, the edge, the console and DNS import nothing from src/admin (its socket is its only door)', from: (f) => f === 'server' || f === 'server-deps' || f === 'dispatch' || /^(api|edge|console|dns)\//.test(f), forbids: (t) => t.startsWith('admin/'), values: false },
+  { name: 'src/admin builds nothing: it imports no src/compose, src/cli or src/server (it is handed its facades)', from: (f) => f.startsWith('admin/'), forbids: (t) => t === 'compose' || t.startsWith('compose/') || t.startsWith('cli/') || t === 'server' || t === 'server-deps', values: false },
 ]
 
 /**

@@ -1,8 +1,8 @@
-import { createApp, type ApiDeps } from './api/app'
+import { createApp } from './api/app'
 import { serializedResponse } from './api/http/envelope'
 import { checkedPlanList } from './api/plans/routes'
-import { followContainerEvents, followNodeHealth, runMaintenance, type ContainerEventDeps, type MaintenanceDeps, type Services } from './compose'
-import type { NodeHealth } from './domain/cluster'
+import { followContainerEvents, followNodeHealth, runMaintenance } from './compose'
+import type { ServerDeps } from './server-deps'
 import { createEdgeProxy, parseSiteHost } from './edge/proxy'
 import { hostNameOf } from './edge/host'
 import { viaMcp } from './api/http/doors'
@@ -18,6 +18,8 @@ import { isMetricsPath, metricsHandler } from './api/prometheus/handler'
 import { clusterJoinOverTlsOnly, isClusterJoinPath } from './api/cluster/join'
 import { PassedSockets } from './drivers/systemd/sockets'
 
+export type { ListenerDeps, ServerDeps } from './server-deps'
+
 export interface RunningServer {
   server: ListenerServer
   url: string
@@ -31,21 +33,6 @@ export interface RunningServer {
   handOver(): void
   stop(): Promise<void>
 }
-
-/**
- * What the listeners read: the API's services, the upkeep's, and the edge, HTTPS, DNS and
- * background work's own.
- */
-export type ServerDeps = ApiDeps & MaintenanceDeps & ContainerEventDeps & Pick<Services,
-  'config' | 'store' | 'directory' | 'metrics' | 'accessLog' | 'modulesEdge' | 'certs' | 'challenges' | 'zones' | 'billing' | 'jobs' | 'reconciler' | 'firewall' | 'offsite' | 'consoleTickets' | 'consoleSessions' | 'prometheus'>
-  & {
-    /** In a cluster, the nodes' health monitor (compose/cluster-ops.ts, buildNodeHealth): a round every 2 s from the first reconcile on. */
-    nodeHealth?: Pick<NodeHealth, 'tick'> | null
-    /** POST /cluster/v1/join (compose/cluster.ts buildClusterServices); absent or null with the cluster off. */
-    clusterJoin?: ((request: Request) => Promise<Response>) | null
-    /** The join listener's certificate (cluster.join_port on cluster.address serves clusterJoin over it). */
-    clusterJoinTls?: { cert: string; key: string } | null
-  }
 
 const MAINTENANCE_MS = 30_000
 /**

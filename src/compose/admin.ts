@@ -19,11 +19,30 @@ import { readSetting } from '../store/settings'
 import type { Store } from '../store/store'
 import { SIGNING_KEY_SETTING, signingKeyOf } from './offsite'
 import { AdminUnsupportedError } from '../admin/routes'
-import { agentAnswers, buildNodeOps, type NodeOps } from './cluster-ops'
-import type { Services } from './index'
+import { agentAnswers, buildNodeOps, type NodeOps, type NodeOpsDeps } from './cluster-ops'
+import type { SiteLifecycle, SiteReaper, SitesService } from '../domain/sites'
+import type { NodeLink, Placement } from '../drivers/cluster/types'
+import type { SharedRepositories } from './core'
+import type { Offsite } from './offsite'
 
-/** The sites' and accounts' admin services over built services (berth serve's, or a test's in-process ones). */
-export function adminOver(s: Services, log: Logger): Pick<AdminFacades, 'sites' | 'accounts'> {
+/**
+ * What the admin facades read of the areas (compose/app.ts adminSourcesOf names each): the node
+ * operations' deps, and the sites' views, lifecycle and reaper, the placement and the link to the
+ * nodes, and the copies off the box.
+ */
+export interface AdminSources extends NodeOpsDeps {
+  repos: NodeOpsDeps['repos'] & Pick<SharedRepositories, 'billing' | 'keys' | 'accounts'>
+  sites: SitesService
+  lifecycle: SiteLifecycle
+  reaper: SiteReaper
+  placement: Placement | null
+  /** With cluster.enabled: the link to the nodes' agents. */
+  cluster: { link: NodeLink } | null
+  offsite: Offsite | null
+}
+
+/** The sites' and accounts' admin services over the areas (berth serve's, or a test's in-process ones). */
+export function adminOver(s: AdminSources, log: Logger): Pick<AdminFacades, 'sites' | 'accounts'> {
   // The composition's repositories, made once (the sites' with its SSH-port policy).
   const { store, clock, runner, repos: { sites, billing, keys, accounts } } = s
   return {
@@ -32,8 +51,8 @@ export function adminOver(s: Services, log: Logger): Pick<AdminFacades, 'sites' 
   }
 }
 
-/** Every facade of the admin API over built services: what `berth serve` hands its admin socket. */
-export function adminFacadesOf(s: Services, log: Logger): AdminFacades {
+/** Every facade of the admin API over the areas: what `berth serve` hands its admin socket. */
+export function adminFacadesOf(s: AdminSources, log: Logger): AdminFacades {
   return {
     ...adminOver(s, log),
     plans: s.plans,
@@ -48,7 +67,7 @@ export function adminFacadesOf(s: Services, log: Logger): AdminFacades {
   }
 }
 
-function nodeFacadeOf(s: Services): AdminFacades['nodes'] {
+function nodeFacadeOf(s: AdminSources): AdminFacades['nodes'] {
   const placement = s.placement
   if (!s.config.cluster.enabled || !placement || !s.cluster) return null
   // The box still takes connections on the Swarm's gossip port: its engine runs (and its sites may
@@ -59,7 +78,7 @@ function nodeFacadeOf(s: Services): AdminFacades['nodes'] {
   return { service: ops.nodes, mover: ops.mover, token: () => joinToken(s.config, ops.repo, s) }
 }
 
-function joinToken(config: Config, repo: NodeOps['repo'], s: Pick<Services, 'clock'>): JoinTokenView {
+function joinToken(config: Config, repo: NodeOps['repo'], s: Pick<AdminSources, 'clock'>): JoinTokenView {
   const joinTls = readJoinTls(config.server.dataDir)
   if (!joinTls) throw new AdminUnsupportedError('no_cluster', `${config.server.dataDir}/cluster/join.pem does not exist: berth serve makes it at its start with cluster.enabled = true`)
   const { token, expiresAt } = issueJoinToken(repo, s.clock, config.cluster.joinTokenMinutes)

@@ -2,17 +2,15 @@
 import { CONTROL_NODE } from '../drivers/cluster/types'
 import type { ClusterCore } from './cluster'
 import { ClientAddress } from '../api/http/client-address'
-import type { AccountsRepository } from '../domain/accounts/repository'
 import { AccountsService } from '../domain/accounts'
 import { AuthService } from '../domain/auth'
 import type { SubscriptionBilling } from '../domain/billing'
-import { ClaimsRepository } from '../domain/claims/repository'
-import { ClaimsService } from '../domain/claims'
+import { ClaimsService, makeClaimsRepository } from '../domain/claims'
 import { RateLimiter } from '../domain/rate-limits'
 import type { SiteRunner } from '../domain/sites'
 import { SshService } from '../domain/ssh'
 import type { PaymentProcessor } from '../drivers/payments/types'
-import type { Core } from './core'
+import type { CoreReads, SharedRepositories } from './core'
 
 export interface Agents {
   auth: AuthService
@@ -20,7 +18,7 @@ export interface Agents {
   clients: ClientAddress
   claims: ClaimsService
   ssh: SshService
-  accountsRepo: AccountsRepository
+  accountsRepo: SharedRepositories['accounts']
   /** Account update and deletion, and the billing portal's link. */
   accounts: AccountsService
 }
@@ -32,13 +30,16 @@ export interface AgentsNeeds {
   runner: Pick<SiteRunner, 'stop'>
 }
 
-export function buildAgents(core: Core, needs: AgentsNeeds): Agents {
+export function buildAgents(
+  core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'keys' | 'runtime', 'accounts' | 'sites' | 'keys' | 'domains' | 'billing'> & { cluster: Pick<ClusterCore, 'placement' | 'nodes'> | null },
+  needs: AgentsNeeds,
+): Agents {
   const { config, store, clock, log, plans, keys, runtime, repos } = core
   return {
     auth: new AuthService(store, clock, repos.accounts, keys),
     limiter: new RateLimiter(store, clock, config.rateLimits),
     clients: new ClientAddress(config.server.trustedProxies),
-    claims: new ClaimsService({ store, clock, log, repo: new ClaimsRepository(store), sites: repos.sites, keys, runtime, prefix: config.brand.prefix }),
+    claims: new ClaimsService({ store, clock, log, repo: makeClaimsRepository(store), sites: repos.sites, keys, runtime, prefix: config.brand.prefix }),
     ssh: new SshService({ ssh: config.ssh, plans, runtime, nodeHost: core.cluster ? nodeAddressOf(core.cluster) : undefined }),
     accountsRepo: repos.accounts,
     accounts: new AccountsService({
@@ -54,7 +55,7 @@ export function buildAgents(core: Core, needs: AgentsNeeds): Agents {
  * Where the node a site runs on is reached from the internet (its public address, else its
  * private one with a warning), or null on the control plane's own box (compose/cluster.ts).
  */
-function nodeAddressOf(cluster: ClusterCore): (slug: string) => Promise<{ host: string; warning: string | null } | null> {
+function nodeAddressOf(cluster: Pick<ClusterCore, 'placement' | 'nodes'>): (slug: string) => Promise<{ host: string; warning: string | null } | null> {
   return async (slug) => {
     const id = await cluster.placement.nodeOf(slug)
     const node = id && id !== CONTROL_NODE ? cluster.nodes.find(id) : null

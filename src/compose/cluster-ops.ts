@@ -8,10 +8,10 @@
 import { join } from 'node:path'
 import { type EdgeProbe, NodeHealth, type NodeHealthDeps, NodesService, SiteMover, SiteTransfer } from '../domain/cluster'
 import { NodesRepository } from '../domain/cluster/repository'
-import type { ArchivesRepository } from '../domain/archives/repository'
+import type { makeArchivesRepository } from '../domain/archives'
 import { ArchiveFetchBack, type BoxIdentity } from '../domain/offsite'
-import type { OffsiteCopiesRepository } from '../domain/offsite/repository'
-import type { SitesRepository } from '../domain/sites/repository'
+import type { makeOffsiteCopiesRepository } from '../domain/offsite'
+import type { makeSitesRepository } from '../domain/sites'
 import type { SiteRunner, SitesServiceDeps } from '../domain/sites'
 import type { ArchiveStore } from '../drivers/archives/types'
 import { machineFacts } from '../drivers/host/machine'
@@ -52,7 +52,7 @@ export interface NodeOpsDeps {
   offsite: { destination: OffsiteDestination; identity: BoxIdentity } | null
   jobs: Pick<JobRunner, 'runHere'>
   /** The composition's repositories and archive store, made once (the sites' with its SSH-port policy). */
-  repos: { sites: SitesRepository; archives: ArchivesRepository; offsite: OffsiteCopiesRepository }
+  repos: { sites: ReturnType<typeof makeSitesRepository>; archives: ReturnType<typeof makeArchivesRepository>; offsite: ReturnType<typeof makeOffsiteCopiesRepository> }
   archiveStore: ArchiveStore
 }
 

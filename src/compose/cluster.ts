@@ -3,7 +3,7 @@
  *
  * - in the core (buildCore): the link to the nodes' agents (the control plane's certificate from
  *   the data folder's cluster/) and the Swarm runtime, ClusterRuntime, in place of DockerRuntime;
- * - in the services (buildServices): the sites' homes through the agents (node-homes.ts), the
+ * - in the areas (compose/areas.ts buildAreas): the sites' homes through the agents (node-homes.ts), the
  *   nodes' health monitor (which shows a down node's sites `recovering`), and the join's route
  *   when `berth serve` opened the PKI (prepareControlPlane).
  *

@@ -2,7 +2,7 @@
 import type { AuditTrail } from '../domain/audit'
 import { ConsoleService, ConsoleSessions, ConsoleTickets } from '../domain/console'
 import { SITE_HOME } from '../drivers/runtime/site-container'
-import type { Core } from './core'
+import type { CoreReads } from './core'
 
 export interface Consoles {
   /** openConsole: a ticket for a site's console. */
@@ -13,7 +13,7 @@ export interface Consoles {
   consoleSessions: ConsoleSessions
 }
 
-export function buildConsoles(core: Core, needs: { audit: AuditTrail }): Consoles {
+export function buildConsoles(core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'runtime', 'keys' | 'accounts' | 'sites'>, needs: { audit: AuditTrail }): Consoles {
   const { config, store, clock, log, runtime, repos } = core
   const tickets = new ConsoleTickets(clock, config.dev.consoleTicketSeconds * 1000)
   const sessions = new ConsoleSessions({

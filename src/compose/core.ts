@@ -1,17 +1,14 @@
 /** What every area is built on: the clock, the log, the store with the shared repositories, Docker, the jobs. */
 import { hostPortFree } from '../lib/ports'
-import { AccountsRepository } from '../domain/accounts/repository'
-import { ArchivesRepository } from '../domain/archives/repository'
-import { BillingRepository } from '../domain/billing/repository'
-import { CheckoutRepository } from '../domain/checkout/repository'
-import { DomainsRepository } from '../domain/domains/repository'
-import { KeysRepository } from '../domain/keys/repository'
-import { OffsiteCopiesRepository } from '../domain/offsite/repository'
-import { KeysService } from '../domain/keys'
-import { PlansRepository } from '../domain/plans/repository'
-import { PlansService } from '../domain/plans'
-import { SiteChanges } from '../domain/sites'
-import { SitesRepository } from '../domain/sites/repository'
+import { makeAccountsRepository } from '../domain/accounts'
+import { makeArchivesRepository } from '../domain/archives'
+import { makeBillingRepository } from '../domain/billing'
+import { makeCheckoutRepository } from '../domain/checkout'
+import { makeDomainsRepository } from '../domain/domains'
+import { KeysService, makeKeysRepository } from '../domain/keys'
+import { makeOffsiteCopiesRepository } from '../domain/offsite'
+import { makePlansRepository, PlansService } from '../domain/plans'
+import { makeSitesRepository, SiteChanges } from '../domain/sites'
 import { LocalArchiveStore } from '../drivers/archives/local'
 import type { ArchiveStore } from '../drivers/archives/types'
 import { DockerRuntime } from '../drivers/runtime/docker'
@@ -49,16 +46,16 @@ export interface BuildOptions {
  * own repositories are made in its file. `sites` has the SSH-port policy wherever it is used.
  */
 export interface SharedRepositories {
-  sites: SitesRepository
+  sites: ReturnType<typeof makeSitesRepository>
   /** The archives' rows: the archive jobs, a move's transfer, the restore's return, the cluster's start check. */
-  archives: ArchivesRepository
-  keys: KeysRepository
-  accounts: AccountsRepository
-  checkout: CheckoutRepository
-  billing: BillingRepository
-  domains: DomainsRepository
+  archives: ReturnType<typeof makeArchivesRepository>
+  keys: ReturnType<typeof makeKeysRepository>
+  accounts: ReturnType<typeof makeAccountsRepository>
+  checkout: ReturnType<typeof makeCheckoutRepository>
+  billing: ReturnType<typeof makeBillingRepository>
+  domains: ReturnType<typeof makeDomainsRepository>
   /** The copies off the box: written by the copier (compose/offsite.ts), read by the archives' views. */
-  offsite: OffsiteCopiesRepository
+  offsite: ReturnType<typeof makeOffsiteCopiesRepository>
 }
 
 export interface Core {
@@ -85,6 +82,12 @@ export interface Core {
 }
 
 /**
+ * What an area's builder reads of the core: the members it names, and of the shared
+ * repositories the ones it names (an area's builder never takes the whole core).
+ */
+export type CoreReads<K extends Exclude<keyof Core, 'repos'>, R extends keyof SharedRepositories = never> = Pick<Core, K> & { repos: Pick<SharedRepositories, R> }
+
+/**
  * Opens (and migrates) the store, seeds the plan catalog on first start, and makes the
  * repositories and drivers every area shares.
  */
@@ -97,23 +100,23 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
   const prefix = config.brand.prefix
 
   // Repositories: the only code that touches the store's tables.
-  const plansRepo = new PlansRepository(store, clock)
+  const plansRepo = makePlansRepository(store, clock)
   if (plansRepo.seedOnce(config.plans)) log.info('seeded the plan catalog', { plans: config.plans.map((p) => p.slug) })
   const plans = new PlansService(plansRepo, store, prefix)
-  const keysRepo = new KeysRepository(store)
+  const keysRepo = makeKeysRepository(store)
   const repos: SharedRepositories = {
-    sites: new SitesRepository(store, {
+    sites: makeSitesRepository(store, {
       planHasSsh: (slug) => plans.get(slug).features.ssh,
       range: config.ssh.portRange,
       isFree: (port) => hostPortFree(config.ssh.listenAddress, port),
     }),
-    archives: new ArchivesRepository(store),
+    archives: makeArchivesRepository(store),
     keys: keysRepo,
-    accounts: new AccountsRepository(store),
-    checkout: new CheckoutRepository(store),
-    billing: new BillingRepository(store),
-    domains: new DomainsRepository(store),
-    offsite: new OffsiteCopiesRepository(store),
+    accounts: makeAccountsRepository(store),
+    checkout: makeCheckoutRepository(store),
+    billing: makeBillingRepository(store),
+    domains: makeDomainsRepository(store),
+    offsite: makeOffsiteCopiesRepository(store),
   }
 
   // Drivers: the only code that touches Docker.

@@ -1,7 +1,6 @@
 /** The AI modules (issue 14): the provider, each site's token allowance, and each module's service. */
 import { join } from 'node:path'
-import { ModulesRepository } from '../domain/modules/repository'
-import { ModulesService } from '../domain/modules'
+import { makeModulesRepository, ModulesService } from '../domain/modules'
 import type { SiteDataPurger } from '../domain/sites'
 import type { FilesService } from '../domain/files'
 import { selectAiProvider } from '../drivers/ai/select'
@@ -21,7 +20,7 @@ import { translationDriver } from '../modules/translation/driver'
 import { translationEdge } from '../modules/translation/edge'
 import { TranslationsRepository } from '../modules/translation/repository'
 import { TranslationService } from '../modules/translation/service'
-import type { Core } from './core'
+import type { Core, CoreReads } from './core'
 
 export interface Modules {
   modules: ModulesService
@@ -39,7 +38,7 @@ export interface Modules {
  * The modules and what keeps their derived data (the chatbot's index, the sitemap) in step with
  * sites' files. A site's allowance is its plan's ai_tokens_monthly, none for a site that is gone.
  */
-export function buildModules(core: Core, later: { content: Pick<ContentService, 'generate'>; homes?: HomeDrivers }): Modules {
+export function buildModules(core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'runtime' | 'changes', 'sites'>, later: { content: Pick<ContentService, 'generate'>; homes?: HomeDrivers }): Modules {
   const { config, store, clock, log, plans, runtime, changes, repos } = core
   const provider = selectAiProvider(config, log)
   const budget = new AiBudget(new AiUsageRepository(store), clock, (siteId) => {
@@ -62,7 +61,7 @@ export function buildModules(core: Core, later: { content: Pick<ContentService, 
     modulesEdge.changed(c.siteId)
   })
   const modules = new ModulesService({
-    repo: new ModulesRepository(store), clock, log, plans,
+    repo: makeModulesRepository(store), clock, log, plans,
     drivers: { chatbot: chatbotDriver(chatbot), seo: seoDriver({ sitemap: seoEdge, files: siteFiles }), translation: translationDriver(translation), content: contentDriver(later.content) },
     providerConfigured: provider !== null,
     tokensUsed: (siteId) => budget.used(siteId),
@@ -82,6 +81,6 @@ export function buildModules(core: Core, later: { content: Pick<ContentService, 
 }
 
 /** The content module's page generation: it writes through the files API, so it is made once sites are. */
-export function buildContent(core: Core, ai: Modules['ai'], sites: { files: Pick<FilesService, 'read' | 'write'>; siteUrl(slug: string): string }): ContentService {
+export function buildContent(core: Pick<Core, 'log'>, ai: Modules['ai'], sites: { files: Pick<FilesService, 'read' | 'write'>; siteUrl(slug: string): string }): ContentService {
   return new ContentService({ provider: ai.provider, budget: ai.budget, files: sites.files, siteUrl: (slug) => sites.siteUrl(slug), log: core.log })
 }

@@ -1,12 +1,10 @@
 /** Money: the payment processor, every charge, the purchase (checkout) and the subscriptions after it. */
-import { BillingService, Charges, PortalLinks, SubscriptionBilling, SubscriptionEvents } from '../domain/billing'
-import { LocalLedgerStore } from '../domain/billing/local-ledger-repository'
+import { BillingService, Charges, makeLocalLedgerStore, PortalLinks, SubscriptionBilling, SubscriptionEvents } from '../domain/billing'
 import { type SiteRunner, type SitesService, SubscriptionSites } from '../domain/sites'
-import type { BillingRepository } from '../domain/billing/repository'
 import { CheckoutService, HostedSessions } from '../domain/checkout'
 import { selectProcessor } from '../drivers/payments/select'
 import type { PaymentProcessor } from '../drivers/payments/types'
-import type { Core } from './core'
+import type { CoreReads, SharedRepositories } from './core'
 import { secretOf } from './installation'
 
 /** What the processor and the charges are: made before the areas that charge (names, sites). */
@@ -15,7 +13,7 @@ export interface Payments {
   processor: PaymentProcessor
   /** Every charge of a card: pending, charged with its key, settled or refunded (billing/charges.ts). */
   charges: Charges
-  billing: BillingRepository
+  billing: SharedRepositories['billing']
   /** Signed links to the built-in billing portal. */
   portalLinks: PortalLinks
   /** Refunds a purchase whose site could not be set up. */
@@ -23,12 +21,12 @@ export interface Payments {
 }
 
 /** The processor the config selects, with the built-in one's hosted pages and ledger, and the charges through it. */
-export function buildPayments(core: Core): Payments {
+export function buildPayments(core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans', 'checkout' | 'billing'>): Payments {
   const { config, store, clock, log, plans, repos } = core
   const hostedSessions = new HostedSessions({ repo: repos.checkout, plans })
   const portalLinks = new PortalLinks({ siteUrl: config.server.siteUrl, secret: secretOf(store, 'portal_secret'), clock })
   const processor = selectProcessor(config, {
-    local: { lookup: (ref) => hostedSessions.find(ref), ledger: new LocalLedgerStore(store, clock), portal: portalLinks, now: () => clock.now(), delayMs: config.dev.paymentDelayMs },
+    local: { lookup: (ref) => hostedSessions.find(ref), ledger: makeLocalLedgerStore(store, clock), portal: portalLinks, now: () => clock.now(), delayMs: config.dev.paymentDelayMs },
     stripeEvents: {
       claim: (id) => repos.billing.claimEvent(id, 'stripe', clock.now()),
       settle: (id) => repos.billing.settleEvent(id),
@@ -59,7 +57,7 @@ export interface Money {
  * Checkout and subscriptions, and what moves them on: payments a stop left pending, and the
  * processor's events.
  */
-export function buildMoney(core: Core, payments: Payments, sites: { runner: SiteRunner; sites: SitesService }): Money {
+export function buildMoney(core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'keys' | 'jobs', 'sites' | 'billing' | 'accounts' | 'checkout'>, payments: Pick<Payments, 'processor' | 'charges'>, sites: { runner: SiteRunner; sites: SitesService }): Money {
   const { config, store, clock, log, plans, keys, jobs, repos } = core
   const { processor, charges } = payments
   // A subscription paid, lapsed or ended: the sites under it answer (reactivated, suspended, scheduled for deletion).

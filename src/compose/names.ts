@@ -3,20 +3,17 @@ import { CertificateFolder } from '../drivers/certs/files'
 import type { Config } from '../config/config'
 import { BerthNames } from '../domain/berth-names'
 import type { Charges } from '../domain/billing'
-import type { BillingRepository } from '../domain/billing/repository'
-import { DnsRepository } from '../domain/dns/repository'
-import { DnsService, ZoneBook } from '../domain/dns'
+import { DnsService, makeDnsRepository, ZoneBook } from '../domain/dns'
 import { DomainRegistration, DomainRenewals, DomainsService, REGISTER_DOMAIN_JOB } from '../domain/domains'
 import type { SitesServiceDeps } from '../domain/sites'
-import { CertificateManager, ChallengeBook, ISSUE_CERTIFICATE_JOB } from '../domain/tls'
+import { CertificateManager, ChallengeBook, ISSUE_CERTIFICATE_JOB, makeCertificatesRepository } from '../domain/tls'
 import { Preflight } from '../drivers/certs/preflight'
-import { CertificatesRepository } from '../domain/tls/repository'
 import { AcmeIssuer } from '../drivers/certs/acme'
 import { selectRegistrar } from '../drivers/registrar/select'
 import type { Registrar } from '../drivers/registrar/types'
 import type { Logger } from '../lib/logger'
 import type { SiteRow } from '../store/schema'
-import type { Core } from './core'
+import type { CoreReads, SharedRepositories } from './core'
 import { acmeDir, certificatesDir } from './installation'
 
 export interface Names {
@@ -41,10 +38,10 @@ export interface Names {
 }
 
 /** Names and their jobs (a domain's registration, a certificate's order). */
-export function buildNames(core: Core, payments: { charges: Charges; billing: BillingRepository }): Names {
+export function buildNames(core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'jobs', 'domains' | 'accounts' | 'sites'>, payments: { charges: Charges; billing: SharedRepositories['billing'] }): Names {
   const { config, store, clock, log, plans, jobs, repos } = core
   const { charges, billing } = payments
-  const dnsRepo = new DnsRepository(store)
+  const dnsRepo = makeDnsRepository(store)
   // Berth's own names are never a tenant's (issue 23, part 6): refused where a tenant names a
   // domain or a slug, and a row from before (or a name the config has since taken) is not served.
   const berthNames = new BerthNames({ sitesDomain: config.sites.domain, siteUrl: config.server.siteUrl, nameservers: config.dns.nameservers })
@@ -58,7 +55,7 @@ export function buildNames(core: Core, payments: { charges: Charges; billing: Bi
   const challenges = new ChallengeBook()
   const zones = new ZoneBook({ store, repo: { zoneSources: tenantZoneSources }, clock, settings: zoneSettings, challenges })
   const certs = new CertificateManager({
-    store, clock, log, repo: new CertificatesRepository(store), issuer: selectIssuer(config, log), challenges, jobs,
+    store, clock, log, repo: makeCertificatesRepository(store), issuer: selectIssuer(config, log), challenges, jobs,
     preflight: new Preflight({ resolver: config.tls.preflightResolver, publicIpv4: config.dns.publicIpv4, nameservers: config.dns.nameservers }),
     files: new CertificateFolder(certificatesDir(config)),
     served: { sitesDomain: config.sites.domain, apiHost: apiHostOf(config), wildcard: config.tls.wildcard, sources: tenantZoneSources },

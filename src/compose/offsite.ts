@@ -1,7 +1,6 @@
 /** Copies off the box (issue 25): built only when `offsite.url` is set. */
 import type { ArchiveEvents } from '../domain/archives'
-import { BoxCopies, type BoxIdentity, newSigningKey, OffsiteCopier, publicKeyOf, RestoreDrill, type SigningKey } from '../domain/offsite'
-import type { OffsiteCopiesRepository } from '../domain/offsite/repository'
+import { BoxCopies, type BoxIdentity, type makeOffsiteCopiesRepository, newSigningKey, OffsiteCopier, publicKeyOf, RestoreDrill, type SigningKey } from '../domain/offsite'
 import { LocalArchiveStore } from '../drivers/archives/local'
 import type { ArchiveStore } from '../drivers/archives/types'
 import { newIdentity, open, recipientOf, seal, sealBytes } from '../drivers/offsite/age'
@@ -13,6 +12,9 @@ import { StoreCopies } from '../store/copy'
 import { VERSION } from '../version'
 import type { Core } from './core'
 import { databasePath, keepSetting, offsiteWorkDir, readSetting, tlsDir } from './installation'
+
+/** The offsite area's repository, as its index's factory makes it (the class stays the area's own). */
+type OffsiteCopiesRepository = ReturnType<typeof makeOffsiteCopiesRepository>
 
 /** The settings key of the box's own age identity (see BoxIdentity). */
 export const BOX_IDENTITY_SETTING = 'offsite_box_identity'

@@ -1,6 +1,5 @@
 import { DnsQueryCounts } from '../dns/query-counts'
-import { PrometheusRepository } from '../domain/prometheus/repository'
-import { scrapeMetrics } from '../domain/prometheus'
+import { makePrometheusRepository, scrapeMetrics } from '../domain/prometheus'
 import type { StatusInfo } from '../domain/status'
 import type { CertificateManager } from '../domain/tls'
 import type { SiteRunner } from '../domain/sites'
@@ -25,7 +24,7 @@ export function buildPrometheus(core: Pick<Core, 'config' | 'store'>, from: {
   offsite: StatusInfo['offsite']
 }): Prometheus {
   const dnsCounts = new DnsQueryCounts()
-  const repo = new PrometheusRepository(core.store)
+  const repo = makePrometheusRepository(core.store)
   const process = processStatsReader()
   // This box's name until issue 28 gives Berth nodes of its own.
   const node = machineFacts().hostname

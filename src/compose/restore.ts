@@ -1,7 +1,7 @@
 /**
  * `berth restore`: the two halves of domain/offsite (restore.ts, restore-sites.ts) with the
  * drivers they are handed. The first half works before there is a store; the second on the
- * services `berth serve` builds (buildServices) from the store it put back, with no listener,
+ * areas `berth serve` builds (compose/areas.ts) from the store it put back, with no listener,
  * job runner or background pass started.
  */
 import { join } from 'node:path'
@@ -16,7 +16,11 @@ import { selectOffsite } from '../drivers/offsite/select'
 import { systemClock } from '../lib/clock'
 import { migrate } from '../store/migrate'
 import { openStore } from '../store/store'
-import type { Services } from './index'
+import type { SiteRunner } from '../domain/sites'
+import type { ContainerRuntime } from '../drivers/runtime/types'
+import type { ArchiveStore } from '../drivers/archives/types'
+import type { Logger } from '../lib/logger'
+import type { SharedRepositories } from './core'
 import { databasePath } from './installation'
 
 /** The archive jobs' work folder: on the archive store's disk, so a landed archive is renamed into place. */
@@ -49,9 +53,19 @@ export function buildBoxRestore(config: Config, opts: { from: string; identities
   })
 }
 
-/** The second half, over the services built on the restored store. */
-export function buildSitesReturn(services: Services): SitesReturn {
-  const { config, runtime, runner, log, repos, archiveStore } = services
+/** What the second half reads of the areas built on the restored store. */
+export interface SitesReturnDeps {
+  config: Config
+  runtime: ContainerRuntime
+  runner: SiteRunner
+  log: Logger
+  repos: Pick<SharedRepositories, 'sites' | 'archives'>
+  archiveStore: ArchiveStore
+}
+
+/** The second half, over the areas built on the restored store. */
+export function buildSitesReturn(deps: SitesReturnDeps): SitesReturn {
+  const { config, runtime, runner, log, repos, archiveStore } = deps
   return new SitesReturn({
     sites: repos.sites, runner, runtime, log, clock: systemClock,
     archiveRows: repos.archives,

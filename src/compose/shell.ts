@@ -4,8 +4,7 @@
  * with no listener, job runner or background pass started: `berth serve` may be running beside.
  */
 import type { Config } from '../config/config'
-import { AuditRepository } from '../domain/audit/repository'
-import { AuditLog } from '../domain/audit'
+import { AuditLog, makeAuditRepository } from '../domain/audit'
 import { AdminShell } from '../domain/sites'
 import { SITE_HOME } from '../drivers/runtime/site-container'
 import type { Logger } from '../lib/logger'
@@ -13,7 +12,7 @@ import { buildCore } from './core'
 
 export function buildAdminShell(config: Config, log: Logger): { shell: AdminShell; close(): void } {
   const core = buildCore(config, { log })
-  const audit = new AuditLog(new AuditRepository(core.store), core.clock, log)
+  const audit = new AuditLog(makeAuditRepository(core.store), core.clock, log)
   return {
     shell: new AdminShell({ sites: core.repos.sites, runtime: core.runtime, audit, home: SITE_HOME }),
     close: () => core.store.close(),

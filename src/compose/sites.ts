@@ -6,12 +6,10 @@ import { join } from 'node:path'
 import { ArchiveEvents, type ArchiveJobDeps, ArchiveRetention, ArchivesService, CREATE_ARCHIVE_JOB, CreateArchiveJob, RESTORE_ARCHIVE_JOB, RestoreArchiveJob, RestoreGuard } from '../domain/archives'
 import type { BillingService, SubscriptionBilling } from '../domain/billing'
 import type { BerthNames } from '../domain/berth-names'
-import { DEPLOY_JOB, Deployer, DeploymentFiles, DeploymentsService } from '../domain/deployments'
-import { DeploymentsRepository } from '../domain/deployments/repository'
+import { DEPLOY_JOB, Deployer, DeploymentFiles, DeploymentsService, makeDeploymentsRepository } from '../domain/deployments'
 import { FilesService } from '../domain/files'
 import { EdgeAccessLog, edgeWritesAccessLog, LogsService } from '../domain/logs'
-import { MetricsRepository } from '../domain/metrics/repository'
-import { SiteMetricsService } from '../domain/metrics'
+import { makeMetricsRepository, SiteMetricsService } from '../domain/metrics'
 import type { ModulesService } from '../domain/modules'
 import { APPLY_JOBS, ApplySiteJob, PROVISION_JOB, Provisioner, Reconciler, RepairBackoff, SiteAvailability, type SiteDataPurger, SiteDirectory, SiteGuard, SiteHealer, SiteLifecycle, SiteReaper, SiteRunner, SitesService, type SitesServiceDeps } from '../domain/sites'
 import { SiteFirewallKeeper } from '../drivers/firewall/keeper'
@@ -21,10 +19,10 @@ import type { Placement } from '../drivers/cluster/types'
 import { selectFirewall } from '../drivers/firewall/select'
 import type { SiteFirewall } from '../drivers/firewall/types'
 import { EdgeMetrics } from '../edge/metrics'
-import { AuditRepository } from '../domain/audit/repository'
-import { AuditLog } from '../domain/audit'
+import { AuditLog, makeAuditRepository } from '../domain/audit'
 import { ExecService } from '../domain/exec'
-import type { Core } from './core'
+import type { CoreReads } from './core'
+import type { ClusterCore } from './cluster'
 
 export interface Sites {
   /** Brings sites' containers in line with the store; knows where each running site answers. */
@@ -90,11 +88,14 @@ export interface SitesNeeds {
 }
 
 /** Sites and their jobs (provisioning, scale and restore, deploys, archives). */
-export function buildSites(core: Core, needs: SitesNeeds): Sites {
+export function buildSites(
+  core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'jobs' | 'runtime' | 'changes' | 'archiveStore' | 'placement', 'archives' | 'sites' | 'checkout' | 'billing' | 'keys' | 'offsite'> & { cluster: Pick<ClusterCore, 'liveNodes'> | null },
+  needs: SitesNeeds,
+): Sites {
   const { config, store, clock, log, plans, jobs, runtime, changes, repos, archiveStore: archiveFiles } = core
   const homes = needs.homes ?? localHomes
   const archivesRepo = repos.archives
-  const deploymentsRepo = new DeploymentsRepository(store)
+  const deploymentsRepo = makeDeploymentsRepository(store)
   // A restore brings its site back itself: the runner's repairs (healer, reconcile) leave it alone.
   const runner = new SiteRunner({ sites: repos.sites, plans, runtime, containers: config.containers, log, waitForAnswer, restoring: (siteId) => repos.archives.restoringOf(siteId) !== undefined })
   const archiveEvents = new ArchiveEvents()
@@ -127,7 +128,7 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     recovering: new SiteAvailability({ nodeDown: needs.recovering, moving: moves, runner, repairs }),
   })
   const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, work: archiveWork.work, log, copies: repos.offsite })
-  const audit = new AuditLog(new AuditRepository(store), clock, log)
+  const audit = new AuditLog(makeAuditRepository(store), clock, log)
   // What else a reaped site owns, removed after its container and volume: its snapshots and
   // backups (rows and stored files), its DNS records, its audit trail, and what the modules keep of it.
   const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, audit, ...needs.purgers], log })
@@ -157,7 +158,7 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     logs: new LogsService(plans, runtime, homes.openHome, accessLog, audit),
     files: new FilesService(runtime, restores, homes.openHome, undefined, changes),
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs, archives: archivesRepo }),
-    siteMetrics: new SiteMetricsService(clock, new MetricsRepository(store), metrics, runtime, log, homes.measureDisk),
+    siteMetrics: new SiteMetricsService(clock, makeMetricsRepository(store), metrics, runtime, log, homes.measureDisk),
     archiveEvents,
     audit,
     exec: new ExecService(runtime, homes.openHome, audit),
@@ -166,7 +167,7 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
 }
 
 /** Scale, delete and restore of sites: made once money is, since a plan change is prorated. */
-export function buildLifecycle(core: Core, sites: { runner: SiteRunner; sites: SitesService }, subscriptions: SubscriptionBilling): SiteLifecycle {
+export function buildLifecycle(core: CoreReads<'store' | 'clock' | 'log' | 'plans' | 'jobs', 'sites' | 'billing'>, sites: { runner: SiteRunner; sites: SitesService }, subscriptions: SubscriptionBilling): SiteLifecycle {
   const { store, clock, log, plans, jobs, repos } = core
   return new SiteLifecycle({ store, clock, sites: repos.sites, views: sites.sites, billing: repos.billing, money: subscriptions, plans, jobs, runner: sites.runner, log })
 }

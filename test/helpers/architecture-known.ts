@@ -4,23 +4,16 @@
  */
 
 /**
- * A file and the repositories of other areas it imports. compose/ builds the repositories: they go
- * when each area's index exports the factory of its services over the store (issue 37 part C step
- * (c), buildApp). cli/ opens the store beside `berth serve`: they go when those commands are clients
- * of its admin socket (issue 37 part A).
+ * A file and the repositories of other areas it imports. compose/ takes every other area's
+ * repository from a factory its index.ts exports (makeSitesRepository, makeAuditRepository, ...);
+ * the cluster's are left (its area is being changed beside this: a move's progress), and go the
+ * same way. cli/ opens the store: they go when those commands are clients of berth serve's admin
+ * socket (issue 37 part A).
  */
 export const AREA_KNOWN: Record<string, string> = {
-  'compose/shell': 'audit/repository',
-  'compose/cluster-ops': 'cluster/repository archives/repository offsite/repository sites/repository',
-  'compose/names': 'billing/repository dns/repository tls/repository',
-  'compose/core': 'accounts/repository archives/repository billing/repository checkout/repository domains/repository keys/repository offsite/repository plans/repository sites/repository',
-  'compose/prometheus': 'prometheus/repository',
-  'compose/offsite': 'offsite/repository',
+  'compose/cluster-ops': 'cluster/repository',
   'compose/cluster': 'cluster/repository',
-  'compose/money': 'billing/local-ledger-repository billing/repository',
-  'compose/modules': 'modules/repository',
-  'compose/sites': 'deployments/repository metrics/repository cluster/marked-moves-repository audit/repository',
-  'compose/agents': 'accounts/repository claims/repository',
+  'compose/sites': 'cluster/marked-moves-repository',
   'cli/firewall': 'cluster/repository',
   'cli/nodes-token': 'cluster/repository',
 }

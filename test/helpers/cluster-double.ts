@@ -168,7 +168,7 @@ export function clusterInProcess(opts: { recovering?: BuildOptions['recovering']
       return (target?.state === 'serving') === (want === 'served')
     },
   }
-  const ops = buildNodeOps(h.services, runtime, async (node) => answering.get(node.id) ?? repo!.find(node.id)?.state !== 'down', { edge, engineUp: async (node) => engineHeard.get(node.id) ?? false })
+  const ops = buildNodeOps(h.nodeOpsDeps, runtime, async (node) => answering.get(node.id) ?? repo!.find(node.id)?.state !== 'down', { edge, engineUp: async (node) => engineHeard.get(node.id) ?? false })
   return {
     h, runtime, repo, ops, answering, engineHeard,
     /** Buys a vps site (1 GiB, snapshots), provisioned on the control plane. */

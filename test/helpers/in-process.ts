@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createApp } from '../../src/api/app'
-import { buildServices, databasePath, type BuildOptions, type Services } from '../../src/compose'
+import { databasePath, type BuildOptions } from '../../src/compose'
+import { buildApp } from '../../src/compose/app'
 import { loadConfig, type LoadOptions } from '../../src/config/config'
 import type { ContainerRuntime } from '../../src/drivers/runtime/types'
 import { ManualClock } from '../../src/lib/clock'
@@ -49,7 +50,10 @@ export function inProcess(options: { env?: Record<string, string>; file?: string
   const log = memoryLogger()
   const recording = options.runtime === undefined ? new RecordingRuntime() : null
   const runtime = options.runtime === 'docker' ? undefined : (options.runtime ?? recording!)
-  const services: Services = buildServices(config, { clock, log, runtime, placement: options.placement, firewall: null, recovering: options.recovering })
+  // buildApp's `test` role: berth serve's deps (ServerDeps) plus the few objects tests drive
+  // directly (compose/app.ts TestExtras), and the admin facades berth serve's socket serves.
+  const built = buildApp(config, 'test', { clock, log, runtime, placement: options.placement, firewall: null, recovering: options.recovering })
+  const { services, admin, nodeOpsDeps } = built
   const app = createApp(services)
   let checker: AnswerChecker | undefined
   async function call(method: string, path: string, opts: CallOptions = {}): Promise<CallResult> {
@@ -83,13 +87,13 @@ export function inProcess(options: { env?: Record<string, string>; file?: string
     return { key: res.json.data.api_key, accountId: res.json.data.account_id, keyId: res.json.data.key_id }
   }
   return {
-    app, services, clock, log, dir, call, register,
+    app, services, admin, nodeOpsDeps, clock, log, dir, call, register,
     /** Stops background work, removes every container this instance made, deletes the data. */
     async close() {
       await services.jobs.stop()
       const managed = await services.runtime.listManaged().catch(() => [])
       await Promise.all(managed.map((c) => services.runtime.removeSite(c.slug, { volume: true }).catch(() => {})))
-      services.store.close()
+      built.close()
       recording?.close()
       rmSync(dir, { recursive: true, force: true })
     },

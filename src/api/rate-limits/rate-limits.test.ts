@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { createApp } from '../app'
-import { buildServices } from '../../compose'
+import { buildApp } from '../../compose/app'
 import { loadConfig } from '../../config/config'
 import { inProcess } from '../../../test/helpers/in-process'
 
@@ -68,7 +68,7 @@ describe('rate limits', () => {
       for (let i = 0; i < 5; i++) expect((await register(h, '198.51.100.50')).status).toBe(201)
       h.services.store.close()
       const config = loadConfig({ env: { BERTH_SERVER_DATA_DIR: h.dir, BERTH_SERVER_TRUSTED_PROXIES: '127.0.0.1' }, file: null })
-      const again = createApp(buildServices(config, { clock: h.clock }))
+      const again = createApp(buildApp(config, 'serve', { clock: h.clock }).server)
       const res = await again.handle(new Request('http://localhost/api/v1/auth/register/', { method: 'POST', body: '{}', headers: { 'x-forwarded-for': '198.51.100.50' } }))
       expect(res.status).toBe(429)
     } finally {

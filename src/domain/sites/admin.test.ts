@@ -1,7 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { inProcess } from '../../../test/helpers/in-process'
 import { RecordingRuntime } from '../../../test/helpers/recording-runtime'
-import { adminOver } from '../../compose/admin'
 import { DomainError } from '../errors'
 
 /**
@@ -11,7 +10,7 @@ import { DomainError } from '../errors'
  */
 const runtime = new RecordingRuntime()
 const h = inProcess({ runtime })
-const admin = adminOver(h.services, h.log)
+const admin = h.admin
 afterAll(async () => {
   await h.close()
   runtime.close()

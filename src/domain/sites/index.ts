@@ -1,4 +1,6 @@
 /** The sites area as others see it (docs/architecture.md, "Areas are modules"): every name another area, a door or the composition root uses of it. */
+import type { Store } from '../../store/store'
+import { SitesRepository, type SshPortPolicy } from './repository'
 export { MAX_REASON_LENGTH, SiteAdmin, applyLifted, reasonOf } from './admin'
 export type { AdminSiteView } from './admin'
 export { AdminShell } from './admin-shell'
@@ -23,3 +25,8 @@ export { liftedState } from './suspension'
 export { Site } from './views'
 export type { SiteView } from './views'
 export type { SiteRecords } from './records'
+
+/** The composition root's way to this area's repository, which stays the area's own (nothing imports ./repository from outside). */
+export function makeSitesRepository(store: Store, ssh: SshPortPolicy): SitesRepository {
+  return new SitesRepository(store, ssh)
+}
