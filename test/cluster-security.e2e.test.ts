@@ -19,8 +19,8 @@ import { joinNode, startControlPlane, type ControlPlane, type JoinedNode } from 
  * - berth/php believes X-Forwarded-For from the edge's address only;
  * - `berth node join` talks only to the control plane whose certificate the token's command pins.
  */
-// BERTH_LAB_NAME runs a second copy beside another worktree's (lab names are exclusive on a machine).
-const LAB_NAME = process.env.BERTH_LAB_NAME ?? 'clsec'
+// BERTH_CLSEC_LAB_NAME runs a second copy beside another worktree's (lab names are exclusive on a machine).
+const LAB_NAME = process.env.BERTH_CLSEC_LAB_NAME ?? 'clsec'
 /** B's agent port: not cluster.agent_port (7710), as a node joined with --port. */
 const B_PORT = 7810
 let lab: Lab
