@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { databasePath } from '../compose'
 import type { Config } from '../config/config'
-import { NodesRepository } from '../domain/cluster/repository'
+import { makeNodesRepository } from '../domain/cluster'
 import { IptablesFirewall } from '../drivers/firewall/iptables'
 import { firewallPolicyOf, type FirewalledNode } from '../drivers/firewall/select'
 import { FirewallError, type SiteFirewall, type SiteFirewallPolicy } from '../drivers/firewall/types'
@@ -44,7 +44,7 @@ function clusterNodesOf(config: Config): FirewalledNode[] | string {
   try {
     const pending = pendingMigrations(store)
     if (pending.length > 0) return `${path} is not migrated to this berth (${pending.join(', ')} pending): run berth migrate, or start berth serve`
-    return new NodesRepository(store).list({ live: true })
+    return makeNodesRepository(store).list({ live: true })
   } finally {
     store.close()
   }

@@ -1,8 +1,7 @@
 import { existsSync } from 'node:fs'
 import { databasePath } from '../compose'
-import { issueJoinToken } from '../domain/cluster'
+import { issueJoinToken, makeNodesRepository } from '../domain/cluster'
 import { readJoinTls } from '../drivers/cluster/pki'
-import { NodesRepository } from '../domain/cluster/repository'
 import { shiftedClock } from '../lib/clock'
 import { pendingMigrations } from '../store/migrate'
 import { openStore } from '../store/store'
@@ -76,7 +75,7 @@ function tokenHere(ctx: CommandContext, config: Config): { ok: true; result: Joi
       return { ok: false }
     }
     const clock = shiftedClock(config.dev.clockOffsetSeconds * 1000)
-    const { token, expiresAt } = issueJoinToken(new NodesRepository(store), clock, config.cluster.joinTokenMinutes)
+    const { token, expiresAt } = issueJoinToken(makeNodesRepository(store), clock, config.cluster.joinTokenMinutes)
     const url = `https://${hostPart(config.cluster.address)}:${config.cluster.joinPort}`
     const fingerprint = `sha256:${joinTls.fingerprint}`
     const command = `berth node join ${url} --token ${token} --fingerprint ${fingerprint} --address NODE_ADDRESS`

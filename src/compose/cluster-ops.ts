@@ -6,8 +6,7 @@
  * ...`, `berth sites move`) run them.
  */
 import { join } from 'node:path'
-import { type EdgeProbe, NodeHealth, type NodeHealthDeps, NodesService, SiteMover, SiteTransfer } from '../domain/cluster'
-import { NodesRepository } from '../domain/cluster/repository'
+import { type EdgeProbe, makeNodesRepository, NodeHealth, type NodeHealthDeps, NodesService, SiteMover, SiteTransfer } from '../domain/cluster'
 import type { makeArchivesRepository } from '../domain/archives'
 import { ArchiveFetchBack, type BoxIdentity } from '../domain/offsite'
 import type { makeOffsiteCopiesRepository } from '../domain/offsite'
@@ -34,7 +33,7 @@ import type { OffsiteDestination } from '../drivers/offsite/types'
 export interface NodeOps {
   nodes: NodesService
   mover: SiteMover
-  repo: NodesRepository
+  repo: ReturnType<typeof makeNodesRepository>
 }
 
 /**
@@ -61,7 +60,7 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (nod
   const { config, store, clock, log, plans, runner } = s
   // berth serve's edge on this box, asked when a move stops and resumes serving its site.
   const edge = 'edge' in opts ? opts.edge : edgeProbe(config.server.listen, config.sites.domain)
-  const repo = new NodesRepository(store)
+  const repo = makeNodesRepository(store)
   const { repos: { sites }, archiveStore } = s
   const transfer = new SiteTransfer({
     placement, runner, sites, clock, log, edge,
@@ -118,7 +117,7 @@ export function buildNodeHealth(
   cluster: { placement: Placement; link: NodeLink; firewall?: SiteFirewallPolicy | null | (() => SiteFirewallPolicy | null); forwardsLost?: (nodeId: string) => void; accepts?: NodeHealthDeps['accepts'] },
 ): NodeHealth {
   return new NodeHealth({
-    nodes: new NodesRepository(s.store), link: cluster.link, placement: cluster.placement, runner: s.runner, clock: s.clock, log: s.log,
+    nodes: makeNodesRepository(s.store), link: cluster.link, placement: cluster.placement, runner: s.runner, clock: s.clock, log: s.log,
     firewall: policyReader(cluster.firewall), forwardsLost: cluster.forwardsLost, accepts: cluster.accepts ?? ((endpoint) => acceptsConnection(endpoint)),
   })
 }

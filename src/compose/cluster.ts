@@ -12,8 +12,7 @@
  */
 import { clusterJoinHandler } from '../api/cluster/join'
 import type { Config } from '../config/config'
-import { JoinService, type NodeHealth } from '../domain/cluster'
-import { NodesRepository } from '../domain/cluster/repository'
+import { JoinService, makeNodesRepository, type NodeHealth } from '../domain/cluster'
 import { AgentLink } from '../node-agent/client/link'
 import { nodeHomes } from '../drivers/cluster/node-homes'
 import { ClusterPki, readControlTls } from '../drivers/cluster/pki'
@@ -32,7 +31,7 @@ import type { SiteRunner } from '../domain/sites'
 /** What the core holds of the cluster: how to reach the nodes, and who they are. */
 export interface ClusterCore {
   link: AgentLink
-  nodes: NodesRepository
+  nodes: ReturnType<typeof makeNodesRepository>
   runtime: ClusterRuntime
   /** Which node each site runs on (the runtime's), for the node operations and the health monitor. */
   placement: Placement
@@ -58,7 +57,7 @@ export async function prepareControlPlane(config: Config, log: Logger): Promise<
 export function buildClusterCore(config: Config, core: { store: Store; instanceId: string; log: Logger }): ClusterCore {
   const tls = readControlTls(config.server.dataDir)
   if (!tls) throw new Error("The cluster's certificates are not made yet: start 'berth serve' once with cluster.enabled = true (docs/cluster.md).")
-  const nodes = new NodesRepository(core.store)
+  const nodes = makeNodesRepository(core.store)
   const link = new AgentLink(tls)
   const live = liveNodes(core.store, nodes)
   const runtime = new ClusterRuntime({
@@ -75,7 +74,7 @@ export function buildClusterCore(config: Config, core: { store: Store; instanceI
 }
 
 /** The nodes not removed, read again only when the cluster's tables changed. */
-function liveNodes(store: Store, repo: NodesRepository): () => ClusterNode[] {
+function liveNodes(store: Store, repo: ReturnType<typeof makeNodesRepository>): () => ClusterNode[] {
   const version = store.versionOf(['cluster'])
   let seen = -1
   let nodes: ClusterNode[] = []

@@ -13,8 +13,7 @@ import { makeMetricsRepository, SiteMetricsService } from '../domain/metrics'
 import type { ModulesService } from '../domain/modules'
 import { APPLY_JOBS, ApplySiteJob, PROVISION_JOB, Provisioner, Reconciler, RepairBackoff, SiteAvailability, type SiteDataPurger, SiteDirectory, SiteGuard, SiteHealer, SiteLifecycle, SiteReaper, SiteRunner, SitesService, type SitesServiceDeps } from '../domain/sites'
 import { SiteFirewallKeeper } from '../drivers/firewall/keeper'
-import { MarkedMoves } from '../domain/cluster/marked-moves-repository'
-import { MOVE_SITE_JOB, MoveMarkHandler } from '../domain/cluster'
+import { makeMarkedMoves, MOVE_SITE_JOB, MoveMarkHandler } from '../domain/cluster'
 import type { Placement } from '../drivers/cluster/types'
 import { selectFirewall } from '../drivers/firewall/select'
 import type { SiteFirewall } from '../drivers/firewall/types'
@@ -118,7 +117,7 @@ export function buildSites(
     [MOVE_SITE_JOB]: new MoveMarkHandler(),
   })
   // A site being switched to another node, whichever process moves it: the edge answers its 503 page.
-  const moves = new MarkedMoves(store)
+  const moves = makeMarkedMoves(store)
   // With a placement (a cluster), the reconcile pass backs off a node that keeps failing a site.
   const placement = core.placement
   const repairs = placement ? new RepairBackoff() : undefined

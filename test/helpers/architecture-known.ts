@@ -4,19 +4,11 @@
  */
 
 /**
- * A file and the repositories of other areas it imports. compose/ takes every other area's
- * repository from a factory its index.ts exports (makeSitesRepository, makeAuditRepository, ...);
- * the cluster's are left (its area is being changed beside this: a move's progress), and go the
- * same way. cli/ opens the store: they go when those commands are clients of berth serve's admin
- * socket (issue 37 part A).
+ * A file and the repositories of other areas it imports: none. compose/ and the commands that
+ * open the store take another area's repository from a factory its index.ts exports
+ * (makeSitesRepository, makeNodesRepository, ...). Keep it empty.
  */
-export const AREA_KNOWN: Record<string, string> = {
-  'compose/cluster-ops': 'cluster/repository',
-  'compose/cluster': 'cluster/repository',
-  'compose/sites': 'cluster/marked-moves-repository',
-  'cli/firewall': 'cluster/repository',
-  'cli/nodes-token': 'cluster/repository',
-}
+export const AREA_KNOWN: Record<string, string> = {}
 
 /** Circles among files and among areas: none left; keep it so. */
 export const CYCLES_KNOWN: string[] = []
