@@ -16,8 +16,7 @@ import type { ModulesService } from '../domain/modules'
 import { APPLY_JOBS, ApplySiteJob, PROVISION_JOB, Provisioner, Reconciler, RepairBackoff, SiteAvailability, type SiteDataPurger, SiteDirectory, SiteGuard, SiteHealer, SiteLifecycle, SiteReaper, SiteRunner, SitesService, type SitesServiceDeps } from '../domain/sites'
 import { SiteFirewallKeeper } from '../drivers/firewall/keeper'
 import { MarkedMoves } from '../domain/cluster/marked-moves-repository'
-import { MOVE_RESTORE_JOB, MOVE_SITE_JOB, MoveMarkHandler, MoveRestoreJob } from '../domain/cluster'
-import { NodesRepository } from '../domain/cluster/repository'
+import { MOVE_SITE_JOB, MoveMarkHandler } from '../domain/cluster'
 import type { Placement } from '../drivers/cluster/types'
 import { selectFirewall } from '../drivers/firewall/select'
 import type { SiteFirewall } from '../drivers/firewall/types'
@@ -114,15 +113,10 @@ export function buildSites(core: Core, needs: SitesNeeds): Sites {
     })),
     [CREATE_ARCHIVE_JOB]: archiveJobs.create,
     [RESTORE_ARCHIVE_JOB]: archiveJobs.restore,
-    // A move's mark, left running by a berth serve that died (its restore job finishes the site).
+    // A move's mark, left running by a berth serve that died (its restore, MOVE_RESTORE_JOB, finishes the site).
     [MOVE_SITE_JOB]: new MoveMarkHandler(),
-    // A move's or an evacuation's restore, left running by a berth serve that died: placed off the node it was leaving first.
-    [MOVE_RESTORE_JOB]: new MoveRestoreJob({
-      restore: archiveJobs.restore, archives: archivesRepo, sites: repos.sites, placement: core.placement ?? undefined, nodes: new NodesRepository(store), log,
-      memoryMbOf: (site) => plans.get(site.planSlug).features.memory_mb,
-    }),
   })
-  // A site being switched to another node, whichever process moves it: the edge answers its 503 page.
+  // A site being switched to another node: the edge answers its 503 page.
   const moves = new MarkedMoves(store)
   // With a placement (a cluster), the reconcile pass backs off a node that keeps failing a site.
   const placement = core.placement
