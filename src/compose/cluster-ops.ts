@@ -6,7 +6,7 @@
  * ...`, `berth sites move`) run them.
  */
 import { join } from 'node:path'
-import { type EdgeProbe, makeNodesRepository, NodeHealth, type NodeHealthDeps, NodesService, SiteMover, SiteTransfer } from '../domain/cluster'
+import { type EdgeProbe, makeNodesRepository, MOVE_RESTORE_JOB, MoveRestoreJob, NodeHealth, type NodeHealthDeps, NodesService, SiteMover, SiteTransfer } from '../domain/cluster'
 import type { makeArchivesRepository } from '../domain/archives'
 import { ArchiveFetchBack, type BoxIdentity } from '../domain/offsite'
 import type { makeOffsiteCopiesRepository } from '../domain/offsite'
@@ -49,7 +49,7 @@ export interface NodeOpsDeps {
   runner: SiteRunner
   archiveJobs: { create: CreateArchiveJob; restore: RestoreArchiveJob }
   offsite: { destination: OffsiteDestination; identity: BoxIdentity } | null
-  jobs: Pick<JobRunner, 'runHere'>
+  jobs: Pick<JobRunner, 'runHere' | 'register'>
   /** The composition's repositories and archive store, made once (the sites' with its SSH-port policy). */
   repos: { sites: ReturnType<typeof makeSitesRepository>; archives: ReturnType<typeof makeArchivesRepository>; offsite: ReturnType<typeof makeOffsiteCopiesRepository> }
   archiveStore: ArchiveStore
@@ -84,6 +84,14 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (nod
     }),
   })
   const mover = new SiteMover({ sites, nodes: repo, placement, transfer, clock, log, edge })
+  // The transfer's restore, left running by a berth serve killed -9: run again at its next start
+  // (JobRunner.start, after this), placed off the node it was leaving first.
+  s.jobs.register({
+    [MOVE_RESTORE_JOB]: new MoveRestoreJob({
+      restore: s.archiveJobs.restore, archives: s.repos.archives, sites, placement, nodes: repo, log,
+      memoryMbOf: (site) => plans.get(site.planSlug).features.memory_mb,
+    }),
+  })
   const machine = machineFacts()
   return {
     repo,

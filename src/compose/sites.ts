@@ -113,10 +113,10 @@ export function buildSites(
     })),
     [CREATE_ARCHIVE_JOB]: archiveJobs.create,
     [RESTORE_ARCHIVE_JOB]: archiveJobs.restore,
-    // A move's mark, taken over from a process that died (its restore job finishes the site).
+    // A move's mark, left running by a berth serve that died (its restore, MOVE_RESTORE_JOB, finishes the site).
     [MOVE_SITE_JOB]: new MoveMarkHandler(),
   })
-  // A site being switched to another node, whichever process moves it: the edge answers its 503 page.
+  // A site being switched to another node: the edge answers its 503 page.
   const moves = makeMarkedMoves(store)
   // With a placement (a cluster), the reconcile pass backs off a node that keeps failing a site.
   const placement = core.placement

@@ -269,7 +269,7 @@ describe('daily backups', () => {
     expect((await h.call('DELETE', `/api/v1/sites/${site.slug}/snapshots/${newest.id}/`, { key: site.key })).status).toBe(404)
   })
 
-  it('a restore another process runs itself (runHere, as berth sites move does) is left alone by the upkeep pass while it runs', async () => {
+  it('a restore its caller runs itself (runHere, as a move does) is left alone by the upkeep pass while it runs', async () => {
     const [newest] = await backups(site.slug, site.key)
     h.services.store.sqlite.run("UPDATE archives SET status = 'restoring' WHERE id = ?", [newest.id])
     const original = runtime.homePath.bind(runtime)

@@ -44,7 +44,7 @@ describe('sites move', () => {
     await c.runtime.write(slug, 'public/page.html', 'kept through upkeep')
     let seen: string | undefined
     c.runtime.onPlaceOn = async () => {
-      // berth serve's pass (another process in life; the same store): archives whose work has no
+      // berth serve's upkeep pass, run in the middle of the switch: archives whose work has no
       // running job are settled as stranded, and the site's restore would be skipped.
       await c.h.services.archives.maintain()
       seen = c.h.services.store.sqlite.query("SELECT status FROM archives WHERE site_id = ? AND status = 'restoring'").get(siteId) ? 'restoring' : 'settled'

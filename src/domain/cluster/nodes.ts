@@ -175,7 +175,10 @@ export class NodesService {
    * and how much time of changes is lost, or that it had none (it serves an empty home). The
    * node is left `draining`, so nothing is placed there again; remove it once it is empty. A
    * node whose agent answers now is refused whatever its state and `force` (drainAndMove empties
-   * it losing nothing); one that does not answer but is not `down` yet needs `force`.
+   * it losing nothing); one whose agent is silent but whose box answers needs `force`, and so does
+   * one that is not `down` yet, unless it is `draining` (never marked down: a drained node, or one
+   * an evacuation stopped in the middle left so) with its box silent too: that one is evacuated
+   * (again).
    */
   async evacuate(id: string, opts: { force?: boolean; onStep?: OnStep } = {}): Promise<EvacuationView> {
     const node = this.requireNode(id, 'evacuate')
@@ -185,11 +188,18 @@ export class NodesService {
     if (await this.d.answers(node)) {
       throw conflict(`Node ${id}'s agent answers (state ${node.state}): evacuating would bring its sites back from their last archives and lose what they wrote since. Empty it by moves instead, which carry the files over: berth nodes drain ${id} --move (or berth sites move SLUG --to NODE for each). Evacuation is for a node that does not answer; --force does not change this.`, 'node')
     }
-    if (!opts.force && this.d.engineUp && await this.d.engineUp(node)) {
+    // Whether the box still answers (its engine): null when it cannot be asked. Not asked under --force.
+    const boxUp = opts.force || !this.d.engineUp ? null : await this.d.engineUp(node)
+    if (boxUp === true) {
       throw conflict(`Node ${id}'s agent does not answer, but its box still answers (its engine, on the Swarm's port 7946): its sites may well still run and serve (through the node's forwards), with changes their archives do not hold. Start its agent (systemctl start berth-node on the node), then empty it by moves: berth nodes drain ${id} --move. If the box is lost all the same, --force evacuates it: each site comes back from its newest archive and loses what it wrote since.`, 'node')
     }
-    if (node.state !== 'down' && !opts.force) {
-      throw conflict(`Node ${id}'s agent does not answer, but it is ${node.state}, not down (berth serve marks a node down after 6 s without an answer; it may not be running). If the box is lost, --force evacuates it: each site comes back from its newest archive and loses what it wrote since.`, 'node')
+    // A draining node is never marked down (the health monitor keeps a drained node draining, and
+    // an evacuation stopped in the middle leaves it so): its agent and its box both silent now
+    // are what `down` would say of it.
+    if (!opts.force && node.state !== 'down' && !(node.state === 'draining' && boxUp === false)) {
+      throw conflict(node.state === 'draining'
+        ? `Node ${id}'s agent does not answer and it is draining, but whether its box is up could not be asked. If the box is lost, --force evacuates it: each site comes back from its newest archive and loses what it wrote since.`
+        : `Node ${id}'s agent does not answer, but it is ${node.state}, not down yet: berth serve marks a node down after 6 s without an answer (berth nodes list shows its state); run this again then. If the box is lost, --force evacuates it now: each site comes back from its newest archive and loses what it wrote since.`, 'node')
     }
     this.d.nodes.setState(id, ['active', 'down'], 'draining')
     const sites: EvacuatedSite[] = []

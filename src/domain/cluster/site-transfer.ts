@@ -3,20 +3,21 @@ import { HostPortTakenError } from '../../drivers/runtime/types'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { ArchiveRow, SiteRow } from '../../store/schema'
-import { type ArchiveRecords, CREATE_ARCHIVE_JOB, type CreateArchiveJob, RESTORE_ARCHIVE_JOB, type RestoreArchiveJob } from '../archives'
+import { type ArchiveRecords, CREATE_ARCHIVE_JOB, type CreateArchiveJob, type RestoreArchiveJob } from '../archives'
 import { conflict, unavailable } from '../errors'
 import type { ArchiveBytes, ArchiveSource } from '../offsite'
 import type { SiteRecords, SiteRunner } from '../sites'
 import type { JobHandler } from '../../jobs/runner'
 import { noSteps, type OnStep } from './steps'
+import { MOVE_RESTORE_JOB } from './move-restore'
 
 /** Runs of a site whose SSH port turned out to be taken on its new node (each moves it to another). */
 const PORT_TRIES = 3
 
 /**
  * The job kind that marks a site being switched to another node (its subject: the site's id),
- * recorded as running by the process that moves it from before its old container stops until it
- * answers on the new one: berth serve's edge answers it with its "being brought back" page (503,
+ * recorded as running while berth serve moves it, from before its old container stops until it
+ * answers on the new one: the edge answers it with its "being brought back" page (503,
  * Retry-After) from the moment it reads the mark, without trying the old container, and its view
  * shows it `recovering` with why (docs/cluster.md, "Moving a site").
  */
@@ -24,8 +25,8 @@ export const MOVE_SITE_JOB = 'move_site'
 
 /**
  * The handler of MOVE_SITE_JOB, which runs when berth serve starts again after it was killed in
- * the middle of a move: nothing is left to do here, the move's restore job (run again the same
- * way) finishes the site; ending the job lifts the mark.
+ * the middle of a move: nothing is left to do here, the move's restore (MOVE_RESTORE_JOB, run
+ * again the same way: move-restore.ts) finishes the site; ending the job lifts the mark.
  */
 export class MoveMarkHandler implements JobHandler {
   attempts = 1
@@ -62,9 +63,10 @@ export interface SiteTransferDeps {
   /** The archive's bytes on this box, or brought back from off the box (domain/offsite/fetch-back.ts). */
   bytes: ArchiveBytes
   /**
-   * Runs `work` recorded as a running job of `kind` on `subjectId` (JobRunner.runHere): `berth
-   * serve`, in its own process, then sees the archive under way from before its claim to the end
-   * (it neither settles it as stranded nor starts the site), and finishes it if this process dies.
+   * Runs `work` recorded as a running job of `kind` on `subjectId` (JobRunner.runHere): the
+   * archive is seen under way from before its claim to the end (the upkeep neither settles it as
+   * stranded nor starts the site), and after a kill -9 the next start runs the kind's handler,
+   * which finishes it.
    */
   underway(kind: string, subjectId: string, work: () => Promise<void>): Promise<void>
   /** berth serve's edge, asked so that the switch starts once it stopped sending the site's requests to its container; absent: a fixed wait. */
@@ -157,10 +159,12 @@ export class SiteTransfer {
     const opts = { fallback }
     await this.d.runner.holding(site.slug, async () => {
       if (archive) {
-        // One job from the claim to the end: the archive is `restoring` from before the switch,
-        // and berth serve, in its own process, leaves the site to this (its healer and reconcile
-        // pass skip a site being restored; its upkeep does not settle the archive as stranded).
-        await this.d.underway(RESTORE_ARCHIVE_JOB, archive.id, async () => {
+        // One job from the claim to the end: the archive is `restoring` from before the switch, so
+        // the healer and the reconcile pass leave the site to this (they skip a site being
+        // restored) and the upkeep does not settle the archive as stranded. Killed -9 anywhere
+        // in it, the next start runs the job's handler (MoveRestoreJob), which places the site
+        // off the node it was leaving when the switch had not happened, then restores it.
+        await this.d.underway(MOVE_RESTORE_JOB, archive.id, async () => {
           this.claimRestore(site, archive)
           try {
             await this.switchTo(site, nodeId, true, fallback ?? null, onStep)
@@ -184,8 +188,8 @@ export class SiteTransfer {
 
   /**
    * Pins the site to `nodeId` (its service elsewhere stops). With files to put back, only its
-   * volume is made there: nothing serves an empty home (berth serve's edge follows the node's
-   * start events, whichever process started it). Without, it runs there once (which makes it).
+   * volume is made there: nothing serves an empty home (the edge learns of the site's start
+   * there from the node's start events). Without, it runs there once (which makes it).
    */
   private async switchTo(site: SiteRow, nodeId: string, withFiles: boolean, from: string | null, onStep: OnStep): Promise<void> {
     await this.d.placement.placeOn(site.slug, nodeId)

@@ -9,9 +9,9 @@ import { toDollars } from '../../core/money'
 
 /**
  * The public catalog. Plans are read on every listPlans, every checkout and every site view, and
- * change only through `berth plans ...`, so the service keeps them in memory and reloads them when
- * the catalog changed in this process (`PlansRepository.changes`) or the store was written by
- * another one (an admin command), not on every write to the store.
+ * change only through `berth plans ...` (which berth serve runs for the command, over its admin
+ * socket), so the service keeps them in memory and reloads them when the catalog changed
+ * (`PlansRepository.changes`), not on every write to the store.
  */
 export class PlansService {
   private cache: { version: number; plans: Plan[]; json: Map<string, string> } | undefined

@@ -9,7 +9,7 @@ import type { SiteRunner } from './runner'
  * one the edge acts on:
  *
  * - its node is down (domain/cluster/health.ts);
- * - it is being switched to another node (a move or an evacuation, in whichever process:
+ * - it is being switched to another node (a move or an evacuation, marked by a `move_site` job:
  *   domain/cluster/marked-moves-repository.ts);
  * - its container is known not to run (the runner's down sites: it died and is being brought back,
  *   a restore restarts it);

@@ -96,8 +96,8 @@ export function watchCluster(opts: ClusterWatchOptions, handlers: SiteWatchHandl
 
 /**
  * The handlers, first forgetting the cached home of a site whose container starts or goes: it may
- * run on another node now (berth sites move and berth nodes evacuate run in the admin's own
- * process), and after a reconnect every cached home.
+ * run on another node now (a move, an evacuation, Swarm replacing its task), and after a
+ * reconnect every cached home.
  */
 export function forgettingHomes(handlers: SiteWatchHandlers, homes: Map<string, string>): SiteWatchHandlers {
   return {

@@ -25,7 +25,7 @@ const onB = { nodeId: B.id, node: B } as Engine
 const container = (id: string, address: string) => ({ Id: id, NetworkSettings: { Networks: { net: { IPAddress: address } } } }) as unknown as Docker.ContainerInspectInfo
 
 describe('the forwards to sites on other nodes', () => {
-  it('asks the agent once per container, and again for a new container at the same address (the old forward may be closed by another process)', async () => {
+  it('asks the agent once per container, and again for a new container at the same address (the old forward may have been closed meanwhile)', async () => {
     const { asked, forwards } = agentOfB()
     const first = await forwards.endpointOf(onB, 'net', 'shop', container('c1', '10.231.0.2'))
     expect(first).toEqual({ containerId: 'c1', address: '10.0.0.2', port: 41001 })

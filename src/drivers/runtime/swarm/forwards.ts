@@ -28,10 +28,11 @@ export class Forwards {
   }
 
   /**
-   * The forward's port, asked of the agent unless this process set it for this very container.
-   * Keyed by container, not only by address: another process (`berth sites move`) may have
-   * closed the forward when it moved the site away, and a later container of the site on the
-   * node often gets the same address back, which must not find the closed forward's port.
+   * The forward's port, asked of the agent unless it was set for this very container. Keyed by
+   * container, not only by address: a forward closed while the cache still had it (a node
+   * forgotten and asked again, an agent restarted, a drop that did not reach the agent) must not
+   * be handed to a later container of the site on the node, which often gets the same address
+   * back.
    */
   private async to(node: ClusterNode, slug: string, containerId: string, target: string): Promise<number> {
     const known = this.known.get(slug)
