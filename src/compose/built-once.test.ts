@@ -23,10 +23,9 @@ function constructions(files: Record<string, string>): Map<string, string[]> {
 /**
  * Made twice, each for a reason that outlives this check, or until the work that removes it:
  * - LocalArchiveStore in restore.ts: `berth restore`'s first half lands the archives before there
- *   is a store to build the composition on; in offsite.ts, `berth offsite push` builds the copier
- *   in its own process (issue 37 part A makes it a client of `berth serve`).
- * - NodesRepository in cluster-ops.ts: the node operations of the admin's own process and the tests'
- *   doubles, without the cluster core (part A: the admin's commands through the socket).
+ *   is a store to build the composition on; in offsite.ts, for a test that builds the copier alone.
+ * - NodesRepository in cluster-ops.ts: the node operations built over the tests' cluster doubles,
+ *   which have no cluster core to take it from.
  */
 const ALLOWED: Record<string, string[]> = {
   LocalArchiveStore: ['core.ts', 'offsite.ts', 'restore.ts'],

@@ -53,7 +53,7 @@ export function buildOffsite(core: Pick<Core, 'config' | 'store' | 'clock' | 'lo
   })
   const copier = new OffsiteCopier({
     repo, destination, sealing, identity, box, clock, log, intervalMs,
-    // The composition's own; `berth offsite push` (its own process) makes one.
+    // The composition's own; a test that builds the copier alone (test/helpers/offsite.ts) gets one made here.
     archives: core.archiveStore ?? new LocalArchiveStore(config.archives.dir),
     recipients: config.offsite.ageRecipients,
     drill: new RestoreDrill({ repo, destination, sealing, identity, clock, log }),
