@@ -1,7 +1,7 @@
 import type Docker from 'dockerode'
 import { ignoring, orNull } from '../engine'
 import { LABEL, siteFilter } from '../site-container'
-import { HostPortTakenError, type ManagedContainer } from '../types'
+import { HostPortTakenError } from '../types'
 import type { Engine } from './node-engines'
 import type { SiteServices } from './site-services'
 
@@ -113,15 +113,4 @@ export async function untilNoContainer(engine: Engine, instanceId: string, slug:
 export async function removeEndedTasks(engine: Engine, instanceId: string, slug: string): Promise<void> {
   const ended = await engine.docker.listContainers({ all: true, filters: { label: siteFilter(instanceId, slug).label, status: ['exited', 'created', 'dead'] } })
   await Promise.all(ended.map((c) => engine.docker.getContainer(c.Id).remove().catch(() => {})))
-}
-
-/** A listed container as ContainerRuntime.listManaged answers it. */
-export function managedContainer(c: Docker.ContainerInfo): ManagedContainer {
-  return {
-    containerId: c.Id,
-    name: (c.Names[0] ?? '').replace(/^\//, ''),
-    siteId: c.Labels[LABEL.siteId] ?? '',
-    slug: c.Labels[LABEL.slug] ?? '',
-    running: c.State === 'running',
-  }
 }
