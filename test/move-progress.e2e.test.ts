@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api } from './helpers/binary'
 import { type Lab } from './lab/cluster-lab'
-import { labWithSite, stopLabWithFigures, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
+import { labWithSite, nodeOfSite, stopLabWithFigures, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
 
 /**
  * `berth sites move` prints what berth serve does as it does it (issue 37: "a move streams its
@@ -26,10 +26,7 @@ afterAll(async () => {
   expect(await stopLabWithFigures(LAB_NAME, { lab, control }, 'move progress e2e', figures)).toEqual([])
 }, 60_000)
 
-async function nodeOf(slug: string): Promise<string | undefined> {
-  const { json } = await control.cli(['nodes', 'list', '--json'], { allowFailure: true })
-  return ((json ?? []) as { id: string; sites: string[] }[]).find((n) => n.sites.includes(slug))?.id
-}
+const nodeOf = (slug: string) => nodeOfSite(control, slug)
 
 /** The step lines of a move of `slug` from `from` to `to`, in order, as berth serve words them (admin/steps.ts). */
 const stepLines = (slug: string, from: string, to: string) => [

@@ -1,7 +1,7 @@
 import { expect } from 'vitest'
 import { api } from '../helpers/binary'
 import { viaEdge } from '../helpers/purchase'
-import type { ControlPlane } from './berth-cluster'
+import { nodeOfSite, type ControlPlane } from './berth-cluster'
 import { waitFor, type Lab, type LabNode } from './cluster-lab'
 
 /**
@@ -30,10 +30,7 @@ export function adminKillKit(lab: Lab, control: ControlPlane, site: { slug: stri
   const lost = new Set<LabNode>()
   // The sha256 of the last ballast written: what the site must hold wherever it ends.
   let digest = ''
-  const nodeOf = async (slug: string) => {
-    const { json } = await control.cli(['nodes', 'list', '--json'], { allowFailure: true })
-    return ((json?.nodes ?? json ?? []) as { id: string; sites: string[] }[]).find((n) => n.sites.includes(slug))?.id
-  }
+  const nodeOf = (slug: string) => nodeOfSite(control, slug)
   const runningOn = async () => {
     const ps = async (n: LabNode) => lost.has(n) ? [] : (await lab.docker(n, 'ps', '-q', '--filter', `label=dev.berth.site-slug=${site.slug}`, '--filter', 'status=running')).split('\n').filter(Boolean)
     return { A: await ps('A'), B: await ps('B') }

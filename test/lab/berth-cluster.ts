@@ -285,6 +285,12 @@ export async function labWithSite(name: string, opts: { image: string; sku: stri
  * A test file's afterAll: stops Berth and the lab (either may be missing when beforeAll failed),
  * prints `figures` under `title`, and returns what the lab left behind (expected empty).
  */
+/** The node `berth nodes list --json` names as holding `slug` (undefined while the command fails or no node holds it). */
+export async function nodeOfSite(control: ControlPlane, slug: string): Promise<string | undefined> {
+  const { json } = await control.cli(['nodes', 'list', '--json'], { allowFailure: true })
+  return ((json?.nodes ?? json ?? []) as { id: string; sites: string[] }[]).find((n) => n.sites.includes(slug))?.id
+}
+
 export async function stopLabWithFigures(name: string, parts: { lab?: Lab; control?: ControlPlane }, title: string, figures: Record<string, string>): Promise<string[]> {
   await parts.control?.berth.stop().catch(() => {})
   await parts.lab?.stop()
