@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import type { BuildOptions } from '../../src/compose'
 import type { NodeState } from '../../src/core/enums'
 import { CONTROL_NODE, type Placement } from '../../src/drivers/cluster/types'
-import { SiteNotRunnableError, type SiteEndpoint, type SiteSpec } from '../../src/drivers/runtime/types'
+import { SiteNotRunnableError, type SiteDiskSpec, type SiteEndpoint, type SiteSpec } from '../../src/drivers/runtime/types'
 import { buildNodeOps } from '../../src/compose/cluster-ops'
 import { NodesRepository } from '../../src/domain/cluster/repository'
 import { SitesRepository } from '../../src/domain/sites/repository'
@@ -79,7 +79,7 @@ export class ClusterRuntimeDouble extends HomeRuntime implements Placement {
   }
 
   /** As the Swarm runtime's: the volume on the node the site is placed on, nothing started. */
-  async prepareSite(site: Pick<SiteSpec, 'siteId' | 'slug'>): Promise<void> {
+  async prepareSite(site: SiteDiskSpec): Promise<void> {
     this.order.push(`prepareSite ${site.slug}@${this.nodeOfNow(site.slug)}`)
     if (this.pins.has(site.slug)) this.makeVolume(site.slug)
   }

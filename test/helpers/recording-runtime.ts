@@ -1,6 +1,6 @@
 import type { Server } from 'bun'
 import {
-  SiteNotRunnableError, type CommandResult, type ContainerRuntime, type ExecResult, type Terminal, type ManagedContainer, type SiteEndpoint, type SiteEvent, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers,
+  DiskTooSmallError, SiteNotRunnableError, type SiteDisk, type SiteDiskSpec, type CommandResult, type ContainerRuntime, type ExecResult, type Terminal, type ManagedContainer, type SiteEndpoint, type SiteEvent, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers,
 } from '../../src/drivers/runtime/types'
 
 export type RuntimeCall =
@@ -42,7 +42,23 @@ export class RecordingRuntime implements ContainerRuntime {
     return this.endpoint()
   }
 
-  async prepareSite(site: Pick<SiteSpec, 'siteId' | 'slug'>) {
+  /** The recording runtime's disks: `disks` set by a test, else none. */
+  disks = new Map<string, SiteDisk>()
+  resized: SiteDiskSpec[] = []
+
+  async siteDisk(slug: string): Promise<SiteDisk | null> {
+    return this.disks.get(slug) ?? null
+  }
+
+  async resizeSiteDisk(site: SiteDiskSpec): Promise<void> {
+    const disk = this.disks.get(site.slug)
+    const wanted = site.diskGb * 1024 ** 3
+    if (disk && disk.usedBytes > wanted) throw new DiskTooSmallError(disk.usedBytes, wanted, `The site '${site.slug}' uses more than ${site.diskGb} GB.`)
+    this.resized.push(site)
+    if (disk) this.disks.set(site.slug, { ...disk, limitBytes: wanted, availableBytes: wanted - disk.usedBytes })
+  }
+
+  async prepareSite(site: SiteDiskSpec) {
     this.calls.push({ op: 'prepareSite', slug: site.slug })
     if (!this.sites.has(site.slug)) this.sites.set(site.slug, { siteId: site.siteId, spec: null, running: false, volume: true })
   }

@@ -22,7 +22,7 @@ export interface ArchiveJobDeps {
   files: ArchiveStore
   /** The site's files and freezes (homePath, withSitePaused); its container goes through `runner`. */
   runtime: Pick<ContainerRuntime, 'homePath' | 'prepareSite' | 'withSitePaused'>
-  runner: Pick<SiteRunner, 'run' | 'stop'>
+  runner: Pick<SiteRunner, 'run' | 'stop' | 'spec'>
   sites: Pick<SiteRecords, 'find'>
   /** config `archives.backups_kept`. */
   backupsKept: number
@@ -129,7 +129,7 @@ export class RestoreArchiveJob implements JobHandler {
       await this.d.work.remove(zstName)
       // The site's volume where it is placed, made when missing: a move killed between its switch
       // to the new node and the volume's creation there left none, and the restore fills it.
-      await this.d.runtime.prepareSite({ siteId: site.id, slug: site.slug })
+      await this.d.runtime.prepareSite(this.d.runner.spec(site))
       const home = await this.d.runtime.homePath(site.slug)
       await this.d.restores.drained(site.id)
       const downAt = performance.now()

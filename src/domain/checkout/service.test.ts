@@ -30,7 +30,7 @@ function setup() {
   const released: string[] = []
   const sites = {
     slugUnavailable: (slug: string) => (taken.has(slug) ? `Slug '${slug}' is taken; choose another.` : undefined),
-    prepare: (_id: string, slug: string) => void prepared.push(slug),
+    prepare: (_id: string, slug: string, _plan: string) => void prepared.push(slug),
     release: (slug: string) => void released.push(slug),
     createRecord: (input: { id?: string | null; accountId: string; subscriptionId: string | null; slug: string; planSlug: string }) =>
       siteRows.insert({ ...input, id: input.id ?? crypto.randomUUID(), createdAt: t.clock.now() }),

@@ -98,7 +98,7 @@ export class CheckoutService {
         changes.siteId = crypto.randomUUID()
       }
       const updated = this.d.repo.update(id, changes)
-      if (changes.siteId) this.d.sites.prepare(changes.siteId, updated.requestedSlug!)
+      if (changes.siteId) this.d.sites.prepare(changes.siteId, updated.requestedSlug!, updated.planSlug)
       return this.view(updated)
     })
   }

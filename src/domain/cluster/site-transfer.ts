@@ -51,7 +51,7 @@ export interface EdgeProbe {
 
 export interface SiteTransferDeps {
   placement: Pick<Placement, 'placeOn' | 'prepareSite'>
-  runner: Pick<SiteRunner, 'run' | 'stop' | 'markDown' | 'holding'>
+  runner: Pick<SiteRunner, 'run' | 'stop' | 'markDown' | 'holding' | 'spec'>
   sites: Pick<SiteRecords, 'find'>
   archives: Pick<ArchiveRecords, 'insert' | 'find' | 'transition' | 'listOf' | 'restoringOf'>
   /**
@@ -196,7 +196,7 @@ export class SiteTransfer {
     this.d.runner.markDown(site.slug)
     onStep({ step: 'stopped', slug: site.slug, from, to: nodeId })
     if (withFiles) {
-      await this.d.placement.prepareSite({ siteId: site.id, slug: site.slug })
+      await this.d.placement.prepareSite(this.d.runner.spec(site))
       onStep({ step: 'volume_made', slug: site.slug, node: nodeId })
     } else await this.runThere(site, false)
     this.d.runner.markDown(site.slug)

@@ -53,6 +53,7 @@ function sitesReturn() {
         return { containerId: 'c', address: '10.0.0.2', port: 8080 }
       },
       stop: async (slug) => void calls.push(`stop ${slug}`),
+      spec: (s) => ({ siteId: s.id, slug: s.slug, hostingType: 'shared', image: 'berth/static:1', memoryMb: 256, cpuCores: 1, pidsLimit: 256, diskGb: 1, sshPort: s.sshPort }),
     },
     runtime: {
       prepareSite: async (s) => void calls.push(`prepare ${s.slug}`),

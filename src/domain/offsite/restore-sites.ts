@@ -26,7 +26,7 @@ const PORT_TRIES = 3
 
 export interface SitesReturnDeps {
   sites: Pick<SiteRecords, 'listWithStatus' | 'find'>
-  runner: Pick<SiteRunner, 'run' | 'stop'>
+  runner: Pick<SiteRunner, 'run' | 'stop' | 'spec'>
   runtime: Pick<ContainerRuntime, 'prepareSite' | 'homePath' | 'withSitePaused'>
   tar: HomeTarballs
   /** The local archive store the archives were put back into. */
@@ -78,7 +78,7 @@ export class SitesReturn {
     const archive = listed.find((a) => landed.has(a.id) && a.kind !== 'deployment') ?? listed.find((a) => landed.has(a.id)) ?? null
     const outcome: SiteOutcome = { ...base, archive: archive && { id: archive.id, kind: archive.kind, created_at: archive.created_at }, result: 'failed', ok: false, problem: null }
     try {
-      await this.d.runtime.prepareSite({ siteId: site.id, slug: site.slug })
+      await this.d.runtime.prepareSite(this.d.runner.spec(site))
       // A container left on this engine (a restore over the same box) must not run over the swap.
       await this.d.runner.stop(site.slug)
       if (archive) Object.assign(outcome, await this.putFilesBack(site, archive))

@@ -210,8 +210,9 @@ export class SiteRunner {
    * reserved, so that provisioning after payment only makes the container. Best effort:
    * provisioning creates whatever is missing.
    */
-  prepare(site: { id: string; slug: string }): void {
-    this.d.runtime.prepareSite({ siteId: site.id, slug: site.slug }).catch((err) => this.d.log.warn('could not prepare a reserved site', { site: site.slug, error: (err as Error).message }))
+  prepare(site: Pick<SiteRow, 'id' | 'slug' | 'planSlug'>): void {
+    const diskGb = this.d.plans.get(site.planSlug).features.disk_gb
+    this.d.runtime.prepareSite({ siteId: site.id, slug: site.slug, diskGb }).catch((err) => this.d.log.warn('could not prepare a reserved site', { site: site.slug, error: (err as Error).message }))
   }
 
   /** Undoes `prepare` for a reservation that ended without a site (canceled, expired), in the background. */

@@ -67,8 +67,8 @@ export class SitesService {
   }
 
   /** Makes the network and volume of a site a checkout has reserved, ahead of payment (background). */
-  prepare(siteId: string, slug: string): void {
-    this.d.runner.prepare({ id: siteId, slug })
+  prepare(siteId: string, slug: string, planSlug: string): void {
+    this.d.runner.prepare({ id: siteId, slug, planSlug })
   }
 
   /** Undoes `prepare` for a reservation that ended without a site (canceled, expired). */

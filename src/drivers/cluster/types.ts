@@ -1,5 +1,6 @@
 import type { NodeState } from '../../core/enums'
 import type { SiteFirewallPolicy } from '../firewall/types'
+import type { SiteDiskSpec } from '../runtime/types'
 
 /**
  * Sites across nodes on Docker Swarm (issue 28; docs/cluster.md). The contracts the parts share:
@@ -197,7 +198,7 @@ export interface Placement {
    * Makes the site's volume on the node it is placed on (placeOn) without starting anything, so
    * that its files can be put back before its first start there; a no-op for an unplaced site.
    */
-  prepareSite(site: { siteId: string; slug: string }): Promise<void>
+  prepareSite(site: SiteDiskSpec): Promise<void>
   /** Removes the site's volume (files) on one node; a no-op when it has none there. */
   removeVolumeOn(slug: string, nodeId: string): Promise<void>
   /**

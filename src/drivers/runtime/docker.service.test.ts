@@ -242,8 +242,8 @@ describe('DockerRuntime', () => {
   }, 60_000)
 
   it('prepares a reserved site: network and volume first, container later on them, all removable', async () => {
-    await runtime.prepareSite({ siteId: 'id-prepared', slug: 'prepared' })
-    await runtime.prepareSite({ siteId: 'id-prepared', slug: 'prepared' })
+    await runtime.prepareSite({ siteId: 'id-prepared', slug: 'prepared', diskGb: 1 })
+    await runtime.prepareSite({ siteId: 'id-prepared', slug: 'prepared', diskGb: 1 })
     const filters = { label: [`${LABEL.instance}=${instanceId}`, `${LABEL.slug}=prepared`] }
     expect(await docker.listNetworks({ filters })).toHaveLength(1)
     expect((await docker.listVolumes({ filters })).Volumes).toHaveLength(1)

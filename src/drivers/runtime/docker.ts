@@ -11,7 +11,7 @@ import { SiteNetworks } from './site-network'
 import { siteAddresses } from './subnets'
 import { ensureSiteVolume } from './container-ops'
 import { SiteRuntime, STOP_TIMEOUT_S, type Engine, type SiteHost } from './site-runtime'
-import { HostPortTakenError, type SiteEndpoint, type SiteSpec, type SiteWatch, type SiteWatchHandlers } from './types'
+import { HostPortTakenError, type SiteDisk, type SiteDiskSpec, type SiteEndpoint, type SiteSpec, type SiteWatch, type SiteWatchHandlers } from './types'
 
 export interface DockerRuntimeOptions {
   /** Unix socket of the engine, e.g. /var/run/docker.sock. */
@@ -110,11 +110,18 @@ class LocalHost implements SiteHost {
     return endpointOf(info, this.names(slug))
   }
 
-  async prepare(site: Pick<SiteSpec, 'siteId' | 'slug'>): Promise<void> {
+  async prepare(site: SiteDiskSpec): Promise<void> {
     const names = this.names(site.slug)
     const labels = siteLabels(this.opts.instanceId, site)
     await Promise.all([this.networks.ensure(names.network, labels), this.ensureVolume(names, labels)])
   }
+
+  /** Stub until the disks driver lands (issue 38). */
+  async diskOf(_engine: Engine, _slug: string): Promise<SiteDisk | null> {
+    return null
+  }
+
+  async resizeDisk(_site: SiteDiskSpec): Promise<void> {}
 
   async stop(slug: string): Promise<void> {
     const info = await this.inspectOwn(this.names(slug).container)

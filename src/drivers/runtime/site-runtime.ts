@@ -9,7 +9,7 @@ import { execBounded, startInContainer, type StartInSite } from './processes'
 import { LABEL, siteNames } from './site-container'
 import { openTerminal } from './terminal'
 import {
-  SiteNotRunnableError, type CommandResult, type CommandSpec, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers, type Terminal, type TerminalSpec,
+  SiteNotRunnableError, type CommandResult, type CommandSpec, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteDisk, type SiteDiskSpec, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers, type Terminal, type TerminalSpec,
 } from './types'
 
 /** An engine a site's container may run on: this box's, or a node's reached through its agent. */
@@ -49,8 +49,12 @@ export interface SiteHost {
   endpointOf(engine: Engine, slug: string, info: Docker.ContainerInspectInfo): Promise<SiteEndpoint | null>
   /** Brings the site's container to `spec`, running; called under the site's lock. */
   start(spec: SiteSpec): Promise<SiteEndpoint>
-  /** The site's network and volume before any container; under the site's lock. */
-  prepare(site: Pick<SiteSpec, 'siteId' | 'slug'>): Promise<void>
+  /** The site's network and volume (its disk of `diskGb`) before any container; under the site's lock. */
+  prepare(site: SiteDiskSpec): Promise<void>
+  /** The site's disk on `engine` (ContainerRuntime.siteDisk). */
+  diskOf(engine: Engine, slug: string): Promise<SiteDisk | null>
+  /** Under the site's lock (ContainerRuntime.resizeSiteDisk). */
+  resizeDisk(site: SiteDiskSpec): Promise<void>
   /** Under the site's lock (ContainerRuntime.stopSite). */
   stop(slug: string, opts: { forRestart?: boolean }): Promise<void>
   /** Under the site's lock (ContainerRuntime.removeSite); the volume too when asked. */
@@ -106,8 +110,16 @@ export class SiteRuntime implements ContainerRuntime {
     return this.call(() => this.locks.run(spec.slug, () => this.host.start(full)))
   }
 
-  prepareSite(site: Pick<SiteSpec, 'siteId' | 'slug'>): Promise<void> {
+  prepareSite(site: SiteDiskSpec): Promise<void> {
     return this.call(() => this.locks.run(site.slug, () => this.host.prepare(site)))
+  }
+
+  siteDisk(slug: string): Promise<SiteDisk | null> {
+    return this.call(async () => this.host.diskOf(await this.host.volumeOn(slug), slug))
+  }
+
+  resizeSiteDisk(site: SiteDiskSpec): Promise<void> {
+    return this.call(() => this.locks.run(site.slug, () => this.host.resizeDisk(site)))
   }
 
   inspectSite(slug: string): Promise<SiteRuntimeState | null> {

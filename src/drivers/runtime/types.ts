@@ -19,6 +19,27 @@ export interface SiteSpec {
   sshPort: number | null
 }
 
+/** What a site's disk is made from: its filesystem holds `diskGb` GiB (its plan's `disk_gb`). */
+export type SiteDiskSpec = Pick<SiteSpec, 'siteId' | 'slug' | 'diskGb'>
+
+/** A site's disk as its filesystem reports it (statfs), in bytes. */
+export interface SiteDisk {
+  /** The plan's `disk_gb` in bytes (GiB): what the site may use. */
+  limitBytes: number
+  /** What its files (and the filesystem's own records of them) take. */
+  usedBytes: number
+  /** What it can still write before "no space". */
+  availableBytes: number
+}
+
+/** A disk cannot shrink below what its files use: the figures, for the 409. */
+export class DiskTooSmallError extends Error {
+  constructor(readonly usedBytes: number, readonly wantedBytes: number, message: string) {
+    super(message)
+    this.name = 'DiskTooSmallError'
+  }
+}
+
 /** Where the edge proxy reaches a running site. */
 export interface SiteEndpoint {
   containerId: string
@@ -71,7 +92,18 @@ export interface ContainerRuntime {
    * payment has only the container to make (issue 3: ~100 ms off the purchase). Idempotent;
    * `removeSite` undoes it.
    */
-  prepareSite(site: Pick<SiteSpec, 'siteId' | 'slug'>): Promise<void>
+  prepareSite(site: SiteDiskSpec): Promise<void>
+  /**
+   * The site's disk: the size of its filesystem (its plan's `disk_gb`) and what its files use,
+   * in bytes; null when the site has no volume yet.
+   */
+  siteDisk(slug: string): Promise<SiteDisk | null>
+  /**
+   * Brings the site's disk to `diskGb`: a bigger size online, files and container kept; a
+   * smaller one with the container stopped for the resize and started again. Throws
+   * DiskTooSmallError (nothing changed) when its files use more than the new size holds.
+   */
+  resizeSiteDisk(site: SiteDiskSpec): Promise<void>
   /**
    * Calls `listener` after each network this runtime made on the engine: the site firewall's
    * backstop goes back on top of FORWARD then (an engine before Docker 28 inserts each new

@@ -6,7 +6,7 @@ import { unavailableEngine } from './engine-errors'
 import { LABEL, siteFilter, siteLabels, specHash } from '../site-container'
 import { ensureSiteVolume } from '../container-ops'
 import { SiteRuntime, type Engine, type SiteHost } from '../site-runtime'
-import type { SiteEndpoint, SiteEvent, SiteSpec, SiteWatch, SiteWatchHandlers } from '../types'
+import type { SiteDisk, SiteDiskSpec, SiteEndpoint, SiteEvent, SiteSpec, SiteWatch, SiteWatchHandlers } from '../types'
 import { forgettingHomes, watchCluster } from './cluster-watch'
 import { Forwards } from './forwards'
 import { NodeEngines } from './node-engines'
@@ -145,11 +145,18 @@ class SwarmHost implements SiteHost {
   }
 
   /** The site's volume on the node it is placed on, before any container (a move restores into it); no-op when unplaced. */
-  async prepare(site: Pick<SiteSpec, 'siteId' | 'slug'>): Promise<void> {
+  async prepare(site: SiteDiskSpec): Promise<void> {
     const service = await this.services.find(site.slug)
     const nodeId = service ? nodeOfService(service) : this.pinned.get(site.slug)
     if (nodeId) await ensureSiteVolume((await this.engines.of(nodeId)).docker, this.services.names(site.slug).volume, siteLabels(this.opts.instanceId, site))
   }
+
+  /** Stub until the disks driver lands (issue 38). */
+  async diskOf(_engine: Engine, _slug: string): Promise<SiteDisk | null> {
+    return null
+  }
+
+  async resizeDisk(_site: SiteDiskSpec): Promise<void> {}
 
   /** Scales the site's service to no replica, and waits for its container to stop; `forRestart`: its container stopped on its node, Swarm replaces it (site-tasks.ts stopOnNode). */
   async stop(slug: string, opts: { forRestart?: boolean }): Promise<void> {
