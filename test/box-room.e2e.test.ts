@@ -12,7 +12,7 @@ import { instanceOf, removeInstanceSites } from './helpers/sites'
  * Issue 38, item 4: the box keeps room for itself. The compiled binary serves from a data folder
  * that is a 256 MiB tmpfs, with a reserve of 64 MiB (disk.reserve_bytes). A file filling that
  * filesystem to under the reserve stands for sites that filled the disk: new purchases (a new
- * checkout, and paying one opened before) and snapshots are refused with 507 and a message that
+ * checkout, paying one opened before, a site added to an agency plan) and snapshots are refused with 507 and a message that
  * says why, while the existing site keeps serving and taking file writes; GET /status/, /metrics
  * and berth doctor say so. Removing the file makes room again: the same purchase goes through.
  */
@@ -62,7 +62,7 @@ beforeAll(async () => {
   berth = await startBerth({ dataDir: data, env: { ...env, BERTH_METRICS_TOKEN: TOKEN, BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour' } })
   instanceOf(berth)
   slug = uniqueSlug('room')
-  key = (await buyDirect(berth.url, { sku: 'svc_business_monthly', slug })).data.api_key as string
+  key = (await buyDirect(berth.url, { sku: 'svc_agency-vps_monthly', slug })).data.api_key as string
   expect(await waitForSite(berth.url, key, slug, 120_000)).toBe('active')
   pendingSlug = uniqueSlug('room-late')
   pending = await readyCheckout(berth.url, { sku: 'svc_starter_monthly', slug: pendingSlug, key })
@@ -91,6 +91,8 @@ describe('the box keeps room for itself', () => {
     refused(await api(berth.url, 'POST', `/acp/checkouts/${pending.id}/complete/`, { body: pay, headers: { 'x-checkout-secret': pending.secret } }))
     // Nothing was charged: the session is still ready to pay.
     expect((await api(berth.url, 'GET', `/acp/checkouts/${pending.id}/`, { headers: { 'x-checkout-secret': pending.secret } })).json.data.status).toBe('ready')
+    const added = uniqueSlug('room-added')
+    refused(await api(berth.url, 'POST', '/sites/create/', { key, body: { slug: added } }))
     refused(await api(berth.url, 'POST', `/sites/${slug}/snapshot/`, { key }))
     expect((await api(berth.url, 'GET', `/sites/${slug}/snapshots/`, { key })).json.data).toEqual([])
 
@@ -121,8 +123,9 @@ describe('the box keeps room for itself', () => {
     expect(done.status, done.text).toBe(201)
     expect(await waitForSite(berth.url, key, pendingSlug, 120_000)).toBe('active')
     expect((await api(berth.url, 'POST', `/sites/${slug}/snapshot/`, { key })).status).toBe(200)
+    expect((await api(berth.url, 'POST', '/sites/create/', { key, body: { slug: added } })).status).toBe(201)
     const again = await status()
-    expect(again).toMatchObject({ status: 'ok', disk: { low_space: false, sites_disk_gb: 25 } })
+    expect(again).toMatchObject({ status: 'ok', disk: { low_space: false, sites_disk_gb: 45 } })
     expect(await metric('berth_disk_low')).toBe(0)
     expect(doctorDisk().status).not.toBe('FAIL')
   }, 180_000)
