@@ -30,6 +30,8 @@ let slug: string
 /** A checkout made ready while there was room, paid only once the disk is low. */
 let pending: { id: string; secret: string }
 let pendingSlug: string
+/** A checkout opened while there was room, its slug set only once the disk is low. */
+let opened: { id: string; secret: string }
 
 const refused = (res: { status: number; json: any }) => {
   expect(res.status, JSON.stringify(res.json)).toBe(507)
@@ -66,6 +68,8 @@ beforeAll(async () => {
   expect(await waitForSite(berth.url, key, slug, 120_000)).toBe('active')
   pendingSlug = uniqueSlug('room-late')
   pending = await readyCheckout(berth.url, { sku: 'svc_starter_monthly', slug: pendingSlug, key })
+  const created = await api(berth.url, 'POST', '/acp/checkouts/', { body: { sku: 'svc_starter_monthly' } })
+  opened = { id: created.json.data.id, secret: created.json.data.checkout_secret }
 }, 180_000)
 
 afterAll(async () => {
@@ -87,6 +91,7 @@ describe('the box keeps room for itself', () => {
     expect(fill.exitCode, fill.stderr.toString()).toBe(0)
 
     refused(await api(berth.url, 'POST', '/acp/checkouts/', { body: { sku: 'svc_starter_monthly' } }))
+    refused(await api(berth.url, 'POST', `/acp/checkouts/${opened.id}/update/?checkout_secret=${opened.secret}`, { body: { requested_slug: uniqueSlug('room-never') } }))
     const pay = { payment_method: 'processor_payment_method', payment_method_id: 'pm_card_visa' }
     refused(await api(berth.url, 'POST', `/acp/checkouts/${pending.id}/complete/`, { body: pay, headers: { 'x-checkout-secret': pending.secret } }))
     // Nothing was charged: the session is still ready to pay.

@@ -43,7 +43,7 @@ export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService, p
       query: CheckoutSecretQuery,
       body: UpdateCheckoutBody,
       response: ok(CheckoutSession),
-      errors: [404, 409],
+      errors: [404, 409, 507],
       detail: { tags, summary: 'Set buyer_email and requested_slug (ready once the slug is set)', operationId: 'updateCheckout' },
     })
     .post('/acp/checkouts/:checkout_id/complete/', async ({ params, request, body, set }) => {

@@ -96,6 +96,8 @@ export class CheckoutService {
       if (input.requested_slug !== undefined) {
         const problem = this.d.sites.slugUnavailable(input.requested_slug, row.id)
         if (problem) throw invalid('requested_slug', problem)
+        // Setting the slug makes the site's network and home (sites.prepare) while the buyer pays.
+        this.d.room?.ensureRoom('new sites')
         changes.requestedSlug = input.requested_slug
         changes.status = 'ready'
         // The site's id is fixed now, so its network and volume can be made while the buyer pays.
