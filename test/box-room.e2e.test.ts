@@ -36,7 +36,7 @@ let opened: { id: string; secret: string }
 const refused = (res: { status: number; json: any }) => {
   expect(res.status, JSON.stringify(res.json)).toBe(507)
   expect(res.json.error.code).toBe('INSUFFICIENT_STORAGE')
-  expect(res.json.error.message).toMatch(/low on disk space .* free, under the 64 MiB it keeps for itself.*existing sites keep working/)
+  expect(res.json.error.message).toMatch(/low on disk space .* free, under the 64 MiB it keeps for itself.*existing sites keep working\. Retry later, or ask the hoster \(GET \/status\/ shows disk\.low_space\)\.$/)
 }
 
 const status = async () => (await api(berth.url, 'GET', '/status/')).json.data

@@ -34,7 +34,7 @@ describe('the box keeps room for itself', () => {
     }
     expect(err).toBeInstanceOf(DomainError)
     expect(err).toMatchObject({ kind: 'insufficient_storage', field: null })
-    expect((err as Error).message).toBe('The server is low on disk space (49.0 GiB free, under the 50.0 GiB it keeps for itself), so it takes no snapshots until its hoster frees space; existing sites keep working. Retry later, or ask the hoster (GET /status/ shows disk.low_space).')
+    expect((err as Error).message).toBe('The server is low on disk space (49.0 GiB free, under the 50.0 GiB it keeps for itself), so it takes no snapshots until its hoster frees space; existing sites keep working. Retry later, or ask the hoster (getStatus shows disk.low_space).')
     expect(low.figures()).toEqual({ freeBytes: 49 * GIB, totalBytes: TB, thresholdBytes: 50 * GIB, low: true, sitesDiskGb: 45 })
   })
 

@@ -1,4 +1,4 @@
-import { insufficientStorage } from '../errors'
+import { insufficientStorage, op, say } from '../errors'
 
 export const GIB = 1024 ** 3
 
@@ -70,9 +70,6 @@ export class BoxRoom {
     const disk = this.d.disk()
     const threshold = thresholdOf(this.d.settings, disk.totalBytes)
     if (disk.freeBytes >= threshold) return
-    throw insufficientStorage(
-      `The server is low on disk space (${sizeText(disk.freeBytes)} free, under the ${sizeText(threshold)} it keeps for itself), so it takes no ${what} until its hoster frees space; `
-      + 'existing sites keep working. Retry later, or ask the hoster (GET /status/ shows disk.low_space).',
-    )
+    throw insufficientStorage(say`The server is low on disk space (${sizeText(disk.freeBytes)} free, under the ${sizeText(threshold)} it keeps for itself), so it takes no ${what} until its hoster frees space; existing sites keep working. Retry later, or ask the hoster (${op('getStatus')} shows disk.low_space).`)
   }
 }
