@@ -79,6 +79,8 @@ export interface Config {
     deploymentsKept: number
     backupIntervalSeconds: number
   }
+  /** The free space Berth keeps for itself on the data folder's filesystem (domain/room): the larger of the two. */
+  disk: { reserveBytes: number; reservePercent: number }
   /** Encrypted copies off the box (docs/operations.md, "Copies off the box"); off when `url` is empty. */
   offsite: {
     /** `s3://BUCKET/PREFIX`, `file:///PATH`, or '' (off). */
@@ -350,6 +352,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       deploymentsKept: get<number>('archives.deployments_kept'),
       backupIntervalSeconds: get<number>('archives.backup_interval_seconds'),
     },
+    disk: { reserveBytes: get<number>('disk.reserve_bytes'), reservePercent: get<number>('disk.reserve_percent') },
     offsite: {
       url: get<string>('offsite.url'),
       endpoint: get<string>('offsite.endpoint'),
@@ -367,10 +370,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       joinPort: get<number>('cluster.join_port'),
       joinTokenMinutes: get<number>('cluster.join_token_minutes'),
     },
-    metrics: {
-      token: get<string>('metrics.token') || null,
-      listen: get<string>('metrics.listen') === 'off' ? null : parseListen(get<string>('metrics.listen'))!,
-    },
+    metrics: { token: get<string>('metrics.token') || null, listen: get<string>('metrics.listen') === 'off' ? null : parseListen(get<string>('metrics.listen'))! },
     rateLimits,
     mcp: {
       maxKeyed: get<number>('mcp.max_sessions'),

@@ -18,8 +18,9 @@ import { RuntimeUnavailableError, SiteNotRunnableError, SiteRestartingError } fr
  * | upstream_failed  | 502 UPSTREAM_ERROR           |
  * | unavailable      | 503 UNAVAILABLE              |
  * | upstream_timeout | 504 UPSTREAM_TIMEOUT         |
+ * | insufficient_storage | 507 INSUFFICIENT_STORAGE |
  */
-export type ErrorKind = 'invalid' | 'unauthorized' | 'payment_declined' | 'forbidden' | 'not_found' | 'conflict' | 'too_large' | 'not_text' | 'over_budget' | 'upstream_failed' | 'unavailable' | 'upstream_timeout'
+export type ErrorKind = 'invalid' | 'unauthorized' | 'payment_declined' | 'forbidden' | 'not_found' | 'conflict' | 'too_large' | 'not_text' | 'over_budget' | 'upstream_failed' | 'unavailable' | 'upstream_timeout' | 'insufficient_storage'
 
 /**
  * A next step an error message points to: an operation of the API by its operation id
@@ -99,6 +100,8 @@ export class ConflictForNowError extends DomainError {
 }
 export const paymentDeclined = (message: Message | string, field: string | null = 'payment_method_id') => new DomainError('payment_declined', message, field)
 export const unavailable = (message: Message | string) => new DomainError('unavailable', message)
+/** No room on a disk for what was asked (the box's own reserve, domain/room): 507. */
+export const insufficientStorage = (message: Message | string, field: string | null = null) => new DomainError('insufficient_storage', message, field)
 
 /**
  * The domain error a driver failure means for the caller, or null for a failure the caller

@@ -19,6 +19,7 @@ export const ERROR_STATUSES = {
   502: { name: 'UpstreamError', codes: ['UPSTREAM_ERROR'], description: 'A service Berth called for you (the AI provider) failed or refused; the message says which and why.' },
   503: { name: 'Unavailable', codes: ['UNAVAILABLE'], description: 'The container engine or a site is not reachable right now; retry shortly.' },
   504: { name: 'UpstreamTimeout', codes: ['UPSTREAM_TIMEOUT'], description: 'A service Berth called for you (the AI provider) did not answer in time; retry, or send a shorter request.' },
+  507: { name: 'InsufficientStorage', codes: ['INSUFFICIENT_STORAGE'], description: "No room on a disk for this: the server's free space is under the reserve it keeps for itself (no new sites, snapshots or backups until the hoster frees space; what exists keeps working). The message says what to do." },
 } as const
 
 export type ErrorStatus = keyof typeof ERROR_STATUSES

@@ -108,6 +108,7 @@ const BY_KIND: Record<ErrorKind, { status: number; code: string }> = {
   upstream_failed: { status: 502, code: 'UPSTREAM_ERROR' },
   unavailable: { status: 503, code: 'UNAVAILABLE' },
   upstream_timeout: { status: 504, code: 'UPSTREAM_TIMEOUT' },
+  insufficient_storage: { status: 507, code: 'INSUFFICIENT_STORAGE' },
 }
 
 /** A domain error as the REST door answers it; `route` names the operations its message points to. */
