@@ -269,7 +269,9 @@ describe('the site firewall', () => {
     expect(await probe(WORLD.far, SMTP)).toContain(`the world ${SECRET}`)
     expect(berthCli('firewall', 'apply').out).toContain('site firewall replaced')
     expect(await probe(WORLD.far, SMTP)).toMatch(REFUSED_SMTP)
-    expect(berthCli('firewall', 'check').code).toBe(0)
+    // Whole again (other suites' networks on a shared engine may move the FORWARD backstop meanwhile: that alone is expected).
+    expect(ourRules()).toHaveLength(11)
+    expect(berthCli('firewall', 'check').out).not.toMatch(/holds other rules|missing|stale|no jump/)
   })
 
   it('lets outbound SMTP through with containers.outbound_smtp = true, from the next start; and refuses it again without', async () => {

@@ -139,6 +139,13 @@ function guardedHostRules(guarded: SiteFirewallPolicy['guardedHost']): string[][
   ]
 }
 
+/**
+ * The only drift a network the engine made causes: its rules (and, before Docker 28, its jump into
+ * DOCKER-USER) went on top of FORWARD, above the backstop. Expected, not a tampering: the next
+ * pass, or Berth right after it made a network, puts the backstop back on top.
+ */
+export const BACKSTOP_MOVED = 'the jump from FORWARD is not first'
+
 /** The most ports one `-m multiport --dports` takes. */
 export const MULTIPORT_MAX = 15
 
