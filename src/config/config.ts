@@ -55,8 +55,8 @@ export interface Config {
   containers: {
     dockerSocket: string
     subnetPool: string
-    /** Keep the host firewall rules that keep sites off the host and link-local addresses (drivers/firewall). */
-    firewall: boolean
+    /** Keep the host firewall rules that keep sites off the host and link-local addresses (drivers/firewall); and off TCP 25 (SMTP) unless outboundSmtp. */
+    firewall: boolean; outboundSmtp: boolean
     images: Record<'shared' | 'vps' | 'dedicated', string>
     pidsLimit: number
     reconcileSeconds: number
@@ -330,7 +330,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
     containers: {
       dockerSocket: get<string>('containers.docker_socket'),
       subnetPool: get<string>('containers.subnet_pool'),
-      firewall: get<boolean>('containers.firewall'),
+      firewall: get<boolean>('containers.firewall'), outboundSmtp: get<boolean>('containers.outbound_smtp'),
       images: {
         shared: get<string>('containers.image_shared'),
         vps: get<string>('containers.image_vps'),
