@@ -7,7 +7,7 @@ import type { SiteRow } from '../../store/schema'
 import type { AuditLog } from '../audit'
 import type { SiteLog } from './views'
 import type { EdgeAccessLog } from './access-log'
-import { edgeWritesAccessLog, logSource, type LogType } from './sources'
+import { edgeWritesAccessLog, logSource, rotatedFile, type LogType } from './sources'
 import { tailLines } from './tail'
 
 /**
@@ -27,6 +27,8 @@ export class LogsService {
     private edgeLog?: Pick<EdgeAccessLog, 'flush'>,
     /** The audit trail (`type=audit`); without it, that log is empty. */
     private audit?: Pick<AuditLog, 'lines'>,
+    /** Rotated files read after the current one (logs.rotate_keep; domain/logs/rotation.ts). */
+    private rotated = 0,
   ) {}
 
   async read(site: SiteRow, q: { type?: LogType; lines?: number; search?: string }): Promise<SiteLog> {
@@ -36,25 +38,41 @@ export class LogsService {
     const source = logSource(hostingType, type)
     if (source.file === null) return { type, file: null, lines: [] }
     if (type === 'access' && edgeWritesAccessLog(hostingType)) await this.edgeLog?.flush()
-    const file = await openLog(this.openHome, await this.runtime.homePath(site.slug), source.file)
-    if (!file) return { type, file: source.file, lines: [] }
-    try {
-      const filter = source.filter?.()
-      const search = q.search || undefined
-      const keep = filter || search ? (line: string) => (!filter || filter(line)) && (search === undefined || line.includes(search)) : undefined
-      return { type, file: source.file, lines: await tailLines(file, { lines: q.lines ?? 100, keep }) }
-    } finally {
-      await file.close()
+    const hostPath = await this.runtime.homePath(site.slug)
+    const filter = source.filter?.()
+    const search = q.search || undefined
+    const keep = filter || search ? (line: string) => (!filter || filter(line)) && (search === undefined || line.includes(search)) : undefined
+    const wanted = q.lines ?? 100
+    let lines: string[] = []
+    // Newest lines first from the current file, then from the rotated ones, newest first; a site
+    // with no rotated files pays one failed open, and only when its log has fewer lines than asked.
+    for (let n = 0; n <= this.rotated && lines.length < wanted; n++) {
+      const file = await openLog(this.openHome, hostPath, n === 0 ? source.file : rotatedFile(source.file, n), { quiet: n > 0 })
+      if (!file) {
+        if (n === 0) continue
+        break
+      }
+      lines = [...(await readClosing(file, { lines: wanted - lines.length, keep })), ...lines]
     }
+    return { type, file: source.file, lines }
+  }
+}
+
+async function readClosing(file: ReadHandle, opts: { lines: number; keep?: (line: string) => boolean }): Promise<string[]> {
+  try {
+    return await tailLines(file, opts)
+  } finally {
+    await file.close()
   }
 }
 
 /**
  * The log at `path` under the home at `hostPath`, open for reading; null when it (or its
  * folder) does not exist yet. conflict (`param: type`) when the tenant replaced it, or a folder on
- * the way, with a symlink or anything but a regular file.
+ * the way, with a symlink or anything but a regular file; null for that too when `quiet` (a
+ * rotated file: the lines read so far are answered).
  */
-async function openLog(openHome: OpenHome, hostPath: string, path: string): Promise<ReadHandle | null> {
+async function openLog(openHome: OpenHome, hostPath: string, path: string, o: { quiet?: boolean } = {}): Promise<ReadHandle | null> {
   let home: Home
   try {
     home = await openHome(hostPath, SITE_OWNER)
@@ -67,7 +85,7 @@ async function openLog(openHome: OpenHome, hostPath: string, path: string): Prom
     return await home.openForReading(path)
   } catch (err) {
     if (!(err instanceof FileError)) throw err
-    if (err.problem === 'not_found') return null
+    if (err.problem === 'not_found' || o.quiet) return null
     const what = err.problem === 'wrong_type' ? 'is not a regular file (a folder, FIFO, socket or device)' : 'goes through a symbolic link (or a file where a folder should be), which Berth never follows'
     throw conflict(`~/${path} ${what}; delete it and the web server writes a new one when the site restarts.`, 'type')
   } finally {
