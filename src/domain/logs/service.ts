@@ -38,21 +38,26 @@ export class LogsService {
     const source = logSource(hostingType, type)
     if (source.file === null) return { type, file: null, lines: [] }
     if (type === 'access' && edgeWritesAccessLog(hostingType)) await this.edgeLog?.flush()
-    const hostPath = await this.runtime.homePath(site.slug)
+    const home = await openHomeOf(this.openHome, await this.runtime.homePath(site.slug))
+    if (!home) return { type, file: source.file, lines: [] }
     const filter = source.filter?.()
     const search = q.search || undefined
     const keep = filter || search ? (line: string) => (!filter || filter(line)) && (search === undefined || line.includes(search)) : undefined
     const wanted = q.lines ?? 100
     let lines: string[] = []
-    // Newest lines first from the current file, then from the rotated ones, newest first; a site
-    // with no rotated files pays one failed open, and only when its log has fewer lines than asked.
-    for (let n = 0; n <= this.rotated && lines.length < wanted; n++) {
-      const file = await openLog(this.openHome, hostPath, n === 0 ? source.file : rotatedFile(source.file, n), { quiet: n > 0 })
-      if (!file) {
-        if (n === 0) continue
-        break
+    try {
+      // Newest lines first from the current file, then from the rotated ones, newest first; a site
+      // with no rotated files pays one failed open, and only when its log has fewer lines than asked.
+      for (let n = 0; n <= this.rotated && lines.length < wanted; n++) {
+        const file = await openLog(home, n === 0 ? source.file : rotatedFile(source.file, n), { quiet: n > 0 })
+        if (!file) {
+          if (n === 0) continue
+          break
+        }
+        lines = [...(await readClosing(file, { lines: wanted - lines.length, keep })), ...lines]
       }
-      lines = [...(await readClosing(file, { lines: wanted - lines.length, keep })), ...lines]
+    } finally {
+      home.close()
     }
     return { type, file: source.file, lines }
   }
@@ -66,21 +71,23 @@ async function readClosing(file: ReadHandle, opts: { lines: number; keep?: (line
   }
 }
 
-/**
- * The log at `path` under the home at `hostPath`, open for reading; null when it (or its
- * folder) does not exist yet. conflict (`param: type`) when the tenant replaced it, or a folder on
- * the way, with a symlink or anything but a regular file; null for that too when `quiet` (a
- * rotated file: the lines read so far are answered).
- */
-async function openLog(openHome: OpenHome, hostPath: string, path: string, o: { quiet?: boolean } = {}): Promise<ReadHandle | null> {
-  let home: Home
+/** The home at `hostPath`, open; null when the volume's folder itself is gone (no log either). */
+async function openHomeOf(openHome: OpenHome, hostPath: string): Promise<Home | null> {
   try {
-    home = await openHome(hostPath, SITE_OWNER)
+    return await openHome(hostPath, SITE_OWNER)
   } catch (err) {
-    // The volume's folder itself is gone: no log either.
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
     throw err
   }
+}
+
+/**
+ * The log at `path` in `home`, open for reading; null when it (or its folder) does not exist
+ * yet. conflict (`param: type`) when the tenant replaced it, or a folder on the way, with a
+ * symlink or anything but a regular file; null for that too when `quiet` (a rotated file: the
+ * lines read so far are answered).
+ */
+async function openLog(home: Home, path: string, o: { quiet?: boolean } = {}): Promise<ReadHandle | null> {
   try {
     return await home.openForReading(path)
   } catch (err) {
@@ -88,7 +95,5 @@ async function openLog(openHome: OpenHome, hostPath: string, path: string, o: { 
     if (err.problem === 'not_found' || o.quiet) return null
     const what = err.problem === 'wrong_type' ? 'is not a regular file (a folder, FIFO, socket or device)' : 'goes through a symbolic link (or a file where a folder should be), which Berth never follows'
     throw conflict(`~/${path} ${what}; delete it and the web server writes a new one when the site restarts.`, 'type')
-  } finally {
-    home.close()
   }
 }
