@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { lstatSync, readdirSync, readFileSync } from 'node:fs'
+import { appendFileSync, existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Docker from 'dockerode'
@@ -80,6 +80,27 @@ function numbersIn(logs: string, name: string, pattern: RegExp): Map<number, num
   return seen
 }
 
+/** numbersIn once `count` numbers are there (a server writes its line after answering, the line logger a moment later), or as they are after 5 s. */
+async function numbersSoon(logs: string, name: string, pattern: RegExp, count: number): Promise<Map<number, number>> {
+  const deadline = Date.now() + 5000
+  for (;;) {
+    const seen = numbersIn(logs, name, pattern)
+    if (seen.size >= count || Date.now() > deadline) return seen
+    await Bun.sleep(50)
+  }
+}
+
+/** True once the file at `path` holds `text` (a server writes its line after answering), false after 5 s. */
+async function fileSoonHas(path: string, text: string): Promise<boolean> {
+  const deadline = Date.now() + 5000
+  for (;;) {
+    // Not there yet either: the line logger makes the new file with its first line.
+    if (existsSync(path) && readFileSync(path, 'utf8').includes(text)) return true
+    if (Date.now() > deadline) return false
+    await Bun.sleep(20)
+  }
+}
+
 beforeAll(async () => {
   await buildImages({ socketPath: SOCKET, cacheDir: join(tmpdir(), 'berth-test-debian-cache'), env: { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' } })
 }, 300_000)
@@ -102,7 +123,7 @@ describe('log rotation under a writer, on real site containers', () => {
     const logs = join(await runtime.homePath('php-rotate'), 'logs')
     expect(rotations).toBeGreaterThanOrEqual(5)
 
-    const seen = numbersIn(logs, 'access.log', /\?seq=(\d+) /g)
+    const seen = await numbersSoon(logs, 'access.log', /\?seq=(\d+) /g, N)
     const missing = Array.from({ length: N }, (_, i) => i).filter((i) => seen.get(i) !== 1)
     expect({ missing, lines: seen.size }).toEqual({ missing: [], lines: N })
     for (const f of readdirSync(logs).filter((n) => n.startsWith('access.log'))) expect([f, lstatSync(join(logs, f)).uid]).toEqual([f, 1000])
@@ -110,8 +131,12 @@ describe('log rotation under a writer, on real site containers', () => {
     // nginx reopened: a request after the last rotation is in the current file.
     await rotation.rotateSite('php-rotate')
     await (await fetch(`http://${ep.address}:${ep.port}/robots.txt?seq=after`)).arrayBuffer()
-    await Bun.sleep(100)
-    expect(readFileSync(join(logs, 'access.log'), 'utf8')).toContain('?seq=after ')
+    expect(await fileSoonHas(join(logs, 'access.log'), '?seq=after ')).toBe(true)
+
+    // PHP-FPM's master reopens php.log too (USR1), saying so in the new file.
+    appendFileSync(join(logs, 'php.log'), 'filler\n'.repeat(2000))
+    expect(await rotation.rotateSite('php-rotate')).toContain('logs/php.log')
+    expect(await fileSoonHas(join(logs, 'php.log'), 'error log file re-opened')).toBe(true)
 
     const api = new LogsService({ get: () => ({ hosting_type: 'vps' }) } as unknown as PlansService, runtime, openSiteHome, undefined, undefined, KEEP)
     const site = { slug: 'php-rotate', planSlug: 'business' } as SiteRow
@@ -129,14 +154,12 @@ describe('log rotation under a writer, on real site containers', () => {
     await answered(ep)
     const rotations = await writeWhileRotating('static-rotate', ep, N, (i) => `/missing-${i}`, rotation)
     expect(rotations).toBeGreaterThanOrEqual(5)
-    await Bun.sleep(200)
     const logs = join(await runtime.homePath('static-rotate'), 'logs')
-    const seen = numbersIn(logs, 'error.log', /url:\/missing-(\d+)\n/g)
+    const seen = await numbersSoon(logs, 'error.log', /url:\/missing-(\d+)\n/g, N)
     const missing = Array.from({ length: N }, (_, i) => i).filter((i) => seen.get(i) !== 1)
     expect({ missing, lines: seen.size }).toEqual({ missing: [], lines: N })
     await rotation.rotateSite('static-rotate')
     await (await fetch(`http://${ep.address}:${ep.port}/missing-after`)).arrayBuffer()
-    await Bun.sleep(200)
-    expect(readFileSync(join(logs, 'error.log'), 'utf8')).toContain('url:/missing-after')
+    expect(await fileSoonHas(join(logs, 'error.log'), 'url:/missing-after')).toBe(true)
   }, 180_000)
 })
