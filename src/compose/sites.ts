@@ -135,6 +135,7 @@ export function buildSites(
   const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, audit, ...needs.purgers], log })
   const metrics = new EdgeMetrics()
   const accessLog = new EdgeAccessLog(runtime, log, homes.openHome)
+  const logs = new LogsService(plans, runtime, homes.openHome, accessLog, audit, config.logs.rotateKeep)
   // In a cluster the rules follow the nodes: their addresses blocked, their agent ports closed.
   const hostFirewall = needs.firewall === undefined ? selectFirewall(config, core.cluster?.liveNodes) : needs.firewall
   const firewall = new SiteFirewallKeeper({ firewall: hostFirewall, log })
@@ -156,8 +157,8 @@ export function buildSites(
     healer: new SiteHealer({ sites: repos.sites, runner, log }),
     metrics,
     accessLog,
-    logs: new LogsService(plans, runtime, homes.openHome, accessLog, audit, config.logs.rotateKeep),
-    logRotation: new LogRotation({ sites: repos.sites, runtime, openHome: homes.openHome, log, rotateBytes: config.logs.rotateBytes, keep: config.logs.rotateKeep }),
+    logs,
+    logRotation: new LogRotation({ sites: repos.sites, runtime, openHome: homes.openHome, log, rotateBytes: config.logs.rotateBytes, keep: config.logs.rotateKeep, onRotated: (slug) => logs.rotatedLogs(slug) }),
     files: new FilesService(runtime, restores, homes.openHome, undefined, changes),
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs, archives: archivesRepo }),
     siteMetrics: new SiteMetricsService(clock, makeMetricsRepository(store), metrics, runtime, log, homes.measureDisk),

@@ -132,6 +132,15 @@ describe('the logs API reads across the rotated files', () => {
     expect(seqs((await read('rotated-no-current', { lines: 3 })).lines)).toEqual([7, 8, 9])
   })
 
+  it('a log read with no rotated file is not looked at again until the rotation tells the service', async () => {
+    const dir = site('later', { 'access.log': numbered('a', 0, 50) })
+    expect(seqs((await read('later', { lines: 100 })).lines)).toHaveLength(50)
+    const rotation = new LogRotation({ sites: { listLive: () => [{ slug: 'later' }] }, runtime, openHome: openSiteHome, log: memoryLogger(), rotateBytes: 4096, keep: 5, onRotated: (slug) => logs.rotatedLogs(slug) })
+    await rotation.rotateAll()
+    writeFileSync(join(dir, 'access.log'), numbered('a', 50, 5))
+    expect(seqs((await read('later', { lines: 100 })).lines)).toEqual(Array.from({ length: 55 }, (_, i) => i))
+  })
+
   it('stops at a rotated file that is not a regular file (a planted link), never following it', async () => {
     expect(seqs((await read('linked-rotated', { lines: 100 })).lines)).toEqual(Array.from({ length: 30 }, (_, i) => 200 + i))
   })

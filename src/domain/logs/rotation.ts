@@ -22,6 +22,8 @@ export interface LogRotationDeps {
   rotateBytes: number
   /** logs.rotate_keep: rotated files kept per log. */
   keep: number
+  /** Told after a site's logs were rotated (LogsService.rotatedLogs: it looks for rotated files again). */
+  onRotated?: (slug: string) => void
 }
 
 /**
@@ -88,7 +90,9 @@ export class LogRotation {
     } finally {
       home.close()
     }
-    if (rotated.length > 0) await this.reopen(slug)
+    if (rotated.length === 0) return rotated
+    this.d.onRotated?.(slug)
+    await this.reopen(slug)
     return rotated
   }
 

@@ -10,6 +10,9 @@ import type { EdgeAccessLog } from './access-log'
 import { edgeWritesAccessLog, logSource, rotatedFile, type LogType } from './sources'
 import { tailLines } from './tail'
 
+/** Sites remembered with a log without rotated files, at most (beyond, they are looked for at each read). */
+const MAX_REMEMBERED = 100_000
+
 /**
  * getSiteLogs: the newest lines of a site's log, read from its volume on the host
  * (no engine call, and it works while the container is stopped); the audit trail's from the
@@ -31,6 +34,17 @@ export class LogsService {
     private rotated = 0,
   ) {}
 
+  /**
+   * Per site, its logs found with no rotated file, so that the next reads of a site with no
+   * rotated file do not look again; forgotten when LogRotation rotates the site's logs (`rotatedLogs`).
+   */
+  private noneRotated = new Map<string, Set<string>>()
+
+  /** The site's logs were just rotated: its rotated files are looked for again. */
+  rotatedLogs(slug: string): void {
+    this.noneRotated.delete(slug)
+  }
+
   async read(site: SiteRow, q: { type?: LogType; lines?: number; search?: string }): Promise<SiteLog> {
     const type = q.type ?? 'error'
     if (type === 'audit') return { type, file: null, lines: this.audit?.lines(site.id, { lines: q.lines ?? 100, search: q.search || undefined }) ?? [] }
@@ -46,12 +60,14 @@ export class LogsService {
     const wanted = q.lines ?? 100
     let lines: string[] = []
     try {
-      // Newest lines first from the current file, then from the rotated ones, newest first; a site
-      // with no rotated files pays one failed open, and only when its log has fewer lines than asked.
-      for (let n = 0; n <= this.rotated && lines.length < wanted; n++) {
+      // Newest lines first from the current file, then from the rotated ones, newest first. A log
+      // found with no rotated file is not looked at again until the site's logs are rotated.
+      const none = this.noneRotated.get(site.slug)
+      for (let n = 0; n <= this.rotated && lines.length < wanted && !(n > 0 && none?.has(source.file)); n++) {
         const file = await openLog(home, n === 0 ? source.file : rotatedFile(source.file, n), { quiet: n > 0 })
         if (!file) {
           if (n === 0) continue
+          if (n === 1) this.rememberNone(site.slug, source.file)
           break
         }
         lines = [...(await readClosing(file, { lines: wanted - lines.length, keep })), ...lines]
@@ -60,6 +76,12 @@ export class LogsService {
       home.close()
     }
     return { type, file: source.file, lines }
+  }
+
+  private rememberNone(slug: string, file: string): void {
+    const files = this.noneRotated.get(slug)
+    if (files) files.add(file)
+    else if (this.noneRotated.size < MAX_REMEMBERED) this.noneRotated.set(slug, new Set([file]))
   }
 }
 
