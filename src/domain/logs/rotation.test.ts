@@ -93,6 +93,17 @@ describe('LogRotation', () => {
     expect(readFileSync(secret, 'utf8')).toBe('root:x:0:0\n'.repeat(1000))
   })
 
+  it('a folder the site made at NAME.N holds that log back (logged), not the others', async () => {
+    const logs = site('blocked', { 'access.log': numbered('a', 0, 50), 'error.log': numbered('e', 0, 50) })
+    mkdirSync(join(logs, 'access.log.1'))
+    writeFileSync(join(logs, 'access.log.1', 'mine'), 'x')
+    const lines: Record<string, unknown>[] = []
+    const rotation = new LogRotation({ sites: { listLive: () => [] }, runtime, openHome: openSiteHome, log: memoryLogger(lines), rotateBytes: 4096, keep: 1 })
+    expect(await rotation.rotateSite('blocked')).toEqual(['logs/error.log'])
+    expect(readdirSync(logs).sort()).toEqual(['access.log', 'access.log.1', 'error.log.1'])
+    expect(lines).toEqual([expect.objectContaining({ msg: "could not rotate a site's logs", site: 'blocked', file: 'logs/access.log' })])
+  })
+
   it('a site without a logs folder or a home is skipped', async () => {
     mkdirSync(join(root, 'bare'))
     const rotation = new LogRotation({ sites: { listLive: () => [{ slug: 'bare' }, { slug: 'gone' }] }, runtime, openHome: openSiteHome, log: memoryLogger(), rotateBytes: 4096, keep: 3 })

@@ -85,7 +85,13 @@ export class LogRotation {
       }
       for (const entry of entries) {
         if (entry.type !== 'file' || !entry.name.endsWith('.log') || entry.size < this.d.rotateBytes) continue
-        if (await home.rotate(entry.path, this.d.keep)) rotated.push(entry.path)
+        try {
+          if (await home.rotate(entry.path, this.d.keep)) rotated.push(entry.path)
+        } catch (err) {
+          // The site put something in the way (a folder named NAME.N): that log waits, the others rotate.
+          if (!(err instanceof FileError)) throw err
+          this.warnOnce(slug, { file: entry.path, error: err.message })
+        }
       }
     } finally {
       home.close()

@@ -4,6 +4,9 @@ import { parsePath } from './path'
 import { asFileError, openBeneath } from './resolver'
 import { Errno, O_DIRECTORY, O_PATH, renameat, SyscallError, unlinkat } from './syscalls'
 
+/** renameat's answers when a folder (or a file where a folder is renamed) holds the new name. */
+const IN_THE_WAY = new Set<number>([Errno.EISDIR, Errno.ENOTDIR, Errno.ENOTEMPTY, Errno.EEXIST])
+
 /** The most rotated files a log may keep (logs.rotate_keep is checked against it). */
 export const MAX_ROTATED = 100
 
@@ -36,15 +39,19 @@ export function rotateBeneath(homeFd: number, path: string, keep: number): boole
   }
   try {
     if (!isRegularFile(parent, name, names)) return false
-    const ignoreMissing = (fn: () => void) => {
+    const move = (from: string, to: string) => {
       try {
-        fn()
+        renameat(parent, from, parent, to)
       } catch (err) {
-        if (!(err instanceof SyscallError && err.errno === Errno.ENOENT)) throw asFileError(err, names)
+        if (err instanceof SyscallError && err.errno === Errno.ENOENT) return
+        if (err instanceof SyscallError && IN_THE_WAY.has(err.errno)) {
+          throw new FileError('wrong_type', `'${[...names.slice(0, -1), to].join('/')}' is a folder in the way of the rotation of '${names.join('/')}'; delete or rename it.`)
+        }
+        throw asFileError(err, names)
       }
     }
-    for (let i = keep - 1; i >= 1; i--) ignoreMissing(() => renameat(parent, `${name}.${i}`, parent, `${name}.${i + 1}`))
-    ignoreMissing(() => renameat(parent, name, parent, `${name}.1`))
+    for (let i = keep - 1; i >= 1; i--) move(`${name}.${i}`, `${name}.${i + 1}`)
+    move(name, `${name}.1`)
     // Rotated files a larger keep left behind: up to the first one missing (or not a file: a
     // folder the site made there is its own, and the rotation itself is done).
     for (let i = keep + 1; i <= MAX_ROTATED; i++) {
