@@ -39,9 +39,12 @@ export class LogsService {
    * rotated file do not look again; forgotten when LogRotation rotates the site's logs (`rotatedLogs`).
    */
   private noneRotated = new Map<string, Set<string>>()
+  /** Rotations told so far: a read that saw none of its site's rotated files remembers it only if none happened meanwhile. */
+  private rotations = 0
 
   /** The site's logs were just rotated: its rotated files are looked for again. */
   rotatedLogs(slug: string): void {
+    this.rotations++
     this.noneRotated.delete(slug)
   }
 
@@ -52,6 +55,7 @@ export class LogsService {
     const source = logSource(hostingType, type)
     if (source.file === null) return { type, file: null, lines: [] }
     if (type === 'access' && edgeWritesAccessLog(hostingType)) await this.edgeLog?.flush()
+    const rotationsBefore = this.rotations
     const home = await openHomeOf(this.openHome, await this.runtime.homePath(site.slug))
     if (!home) return { type, file: source.file, lines: [] }
     const filter = source.filter?.()
@@ -67,7 +71,7 @@ export class LogsService {
         const file = await openLog(home, n === 0 ? source.file : rotatedFile(source.file, n), { quiet: n > 0 })
         if (!file) {
           if (n === 0) continue
-          if (n === 1) this.rememberNone(site.slug, source.file)
+          if (n === 1 && this.rotations === rotationsBefore) this.rememberNone(site.slug, source.file)
           break
         }
         lines = [...(await readClosing(file, { lines: wanted - lines.length, keep })), ...lines]
