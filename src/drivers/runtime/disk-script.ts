@@ -16,7 +16,8 @@
  * - `grow LIMIT`: grows the mounted filesystem online; exit 5 (`offline`) when the kernel
  *   refuses (no CAP_SYS_RESOURCE on this host).
  * - `resize LIMIT`: resizes offline, either way, the site's container stopped; exit 4 with
- *   `small USED` when the files use more than LIMIT.
+ *   `small USED` when the files use more than LIMIT, exit 6 (`busy`, nothing changed) when the
+ *   filesystem is still in use once unmounted here (a container started meanwhile).
  * - `release`: unmounted, the image removed (the engine's volume removal follows).
  */
 export const DISK_SCRIPT = String.raw`
@@ -100,6 +101,11 @@ resize)
     if [ "$1" -ge "$limit" ]; then echo "small $1"; exit 4; fi
     umount "$data"
   fi
+  # Still attached: something else holds the filesystem (a container started meanwhile). Resizing
+  # the file under a live filesystem would corrupt it: put the mount back and refuse.
+  for _ in $(seq 1 50); do [ -z "$(losetup -j "$img")" ] && break; sleep 0.02; done
+  dev=$(losetup -j "$img" -nO NAME | head -n 1)
+  if [ -n "$dev" ]; then mount -o nosuid,nodev "$dev" "$data"; echo busy; exit 6; fi
   fit "$img"
   mount -o "$opts" "$img" "$data"
   echo resized

@@ -93,6 +93,23 @@ describe('SiteDisks', () => {
     expect(loopBacking(folder)).toBe(false)
   })
 
+  it('refuses an offline resize while a container still holds the disk, changing nothing', async () => {
+    const name = await volume('busy')
+    await disks.ensure(engine, name, 1)
+    const holder = await docker.createContainer({ Image: 'berth/static:1', Entrypoint: ['sleep'], Cmd: ['600'], Labels: labels, HostConfig: { Mounts: [{ Type: 'volume', Source: name, Target: '/data' }] } })
+    await holder.start()
+    try {
+      const err = await disks.resize(engine, name, 2).catch((e) => e)
+      expect(err).toBeInstanceOf(Error)
+      expect(String(err)).toMatch(/busy/)
+      expect(await disks.mounted(engine, name)).toBe(true)
+      const figures = (await disks.usage(engine, name, GIB))!
+      expect(Math.abs(figures.usedBytes + figures.availableBytes - GIB)).toBeLessThan(GIB / 200)
+    } finally {
+      await holder.remove({ force: true })
+    }
+  })
+
   it('leaves a container started on the folder beneath an unmounted disk nothing to write', async () => {
     const name = await volume('beneath')
     await disks.ensure(engine, name, 1)
