@@ -68,6 +68,29 @@ export function diskFull(slug: string, disk: SiteDisk | null, what = 'The write'
   )
 }
 
+/**
+ * Why Berth's own write of `needBytes` into the site's home (a restore, a rollback's files) would
+ * not fit, in words stored with the deployment or archive (DISK_FULL, with the figures), or null
+ * when it fits or the runtime reports no disk. Checked before anything is touched, so a refusal
+ * leaves the site as it was: the extraction fills a staging folder on the same disk before the
+ * swap, so it needs room for the whole archive beside the files it replaces.
+ */
+export function noRoomFor(slug: string, disk: SiteDisk | null, needBytes: number, what: string): string | null {
+  if (!disk || needBytes <= disk.availableBytes) return null
+  return `DISK_FULL: ${what} needs about ${bytesText(needBytes)} on the disk of site '${slug}', which has ${bytesText(disk.availableBytes)} free (${bytesText(disk.usedBytes)} of ${bytesText(disk.limitBytes)} used); nothing was changed. Delete files or scale to a plan with more disk, then retry.`
+}
+
+/**
+ * The reason added to a failed deploy hook when the site's disk is full or nearly (at the
+ * warning's threshold): "no space" inside the container is the likely cause, said with the
+ * figures; null otherwise. (The hook's exit code cannot say which write failed, and its output is
+ * the site's own: never parsed.)
+ */
+export function hookOutOfSpace(slug: string, disk: SiteDisk | null): string | null {
+  if (!disk || disk.limitBytes <= 0 || disk.usedBytes < disk.limitBytes * DISK_WARNING_RATIO) return null
+  return `DISK_FULL: the disk of site '${slug}' is ${percent(disk)} % full (${bytesText(disk.usedBytes)} of ${bytesText(disk.limitBytes)}), so a write of the hook likely failed with "no space"; delete files or scale to a plan with more disk, then deploy again.`
+}
+
 /** 409 DISK_TOO_SMALL, `param: new_plan`: the files take more than the plan's disk holds. */
 export function diskTooSmall(slug: string, plan: { slug: string; diskGb: number }, usedBytes: number): CodedError {
   const wanted = plan.diskGb * GIB
