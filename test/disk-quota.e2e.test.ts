@@ -1,0 +1,137 @@
+import { spawnSync } from 'bun'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { api, BINARY, startBerth, type Berth } from './helpers/binary'
+import { buyDirect, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
+import { instanceOf, removeInstanceSites, siteShell } from './helpers/sites'
+
+/**
+ * Issue 38: a site's disk limit, on the compiled binary and the real engine. Each site's home is
+ * an ext4 filesystem of its plan's disk_gb (the integrator's disks driver); a site on a test plan
+ * of 1 GB writes from inside its container until "no space", and the limit holds there, through
+ * the files API (507 DISK_FULL with the figures), in the site view and metrics, and across a
+ * scale up (files kept, the new size) and a refused scale down (409 DISK_TOO_SMALL). Another site
+ * and Berth itself carry on. The writes are fallocate'd (no data written): the test is fast and
+ * the sparse images stay small on the host.
+ */
+const GIB = 1024 ** 3
+let berth: Berth
+const full = { slug: uniqueSlug('dq'), key: '' }
+const other = { slug: uniqueSlug('dqo'), key: '' }
+/** sha256sum of files written before the disk filled, checked after the scale up. */
+let sums = ''
+
+function addPlan(slug: string, diskGb: number) {
+  const added = spawnSync([BINARY, 'plans', 'add', '--data-dir', berth.dataDir, '--slug', slug, '--name', `Disk ${diskGb}`, '--track', 'single_site', '--hosting-type', 'vps', '--monthly', String(2 + diskGb), '--memory-mb', '256', '--disk-gb', String(diskGb)], { stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH ?? '' } })
+  expect(added.exitCode, added.stderr.toString()).toBe(0)
+}
+
+const site = (s: { slug: string; key: string }) => api(berth.url, 'GET', `/sites/${s.slug}/`, { key: s.key })
+const upload = (s: { slug: string; key: string }, path: string, bytes: number) =>
+  api(berth.url, 'POST', `/sites/${s.slug}/files/upload/`, { key: s.key, body: { path, content_b64: Buffer.alloc(bytes, 'z').toString('base64') } })
+/** The site's filesystem as `df` sees it from inside its container: size and used bytes. */
+async function df(slug: string): Promise<{ size: number; used: number }> {
+  const { output } = await siteShell(berth, slug, 'df -B1 --output=size,used /home/site | tail -1')
+  const [size, used] = output.trim().split(/\s+/).map(Number)
+  return { size: size!, used: used! }
+}
+
+beforeAll(async () => {
+  berth = await startBerth({ env: { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour' } })
+  instanceOf(berth)
+  addPlan('da-one', 1)
+  addPlan('da-two', 2)
+  full.key = (await buyDirect(berth.url, { slug: full.slug, sku: 'svc_da-one_monthly' })).data.api_key as string
+  other.key = (await buyDirect(berth.url, { slug: other.slug, sku: 'svc_starter_monthly' })).data.api_key as string
+  for (const s of [full, other]) expect(await waitForSite(berth.url, s.key, s.slug, 120_000)).toBe('active')
+}, 240_000)
+afterAll(async () => {
+  await berth?.stop()
+  await removeInstanceSites(berth)
+  await berth?.dispose()
+}, 120_000)
+
+describe('a site at its disk limit', () => {
+  it('writes from inside its container until "no space", within a few percent of its 1 GB', async () => {
+    // Files with known checksums first, for the scale up below.
+    const seeded = await siteShell(berth, full.slug, 'mkdir -p keep && for i in 1 2 3; do head -c 3000000 /dev/urandom > keep/f$i; done && sha256sum keep/*')
+    expect(seeded.code, seeded.output).toBe(0)
+    sums = seeded.output
+    const fill = await siteShell(berth, full.slug, 'mkdir -p fill; i=0; while fallocate -l 32M fill/f$i 2>/dev/null; do i=$((i+1)); done; dd if=/dev/zero of=fill/last bs=1M 2>&1 | tail -1; du -sb /home/site | cut -f1')
+    expect(fill.output).toMatch(/No space left on device/)
+    const written = Number(fill.output.trim().split('\n').at(-1))
+    expect(written).toBeGreaterThan(0.9 * GIB)
+    expect(written).toBeLessThanOrEqual(GIB)
+    const { size, used } = await df(full.slug)
+    expect(size).toBeLessThanOrEqual(GIB)
+    expect(size).toBeGreaterThan(0.93 * GIB)
+    expect(used / size).toBeGreaterThan(0.97)
+  }, 120_000)
+
+  it('the files API answers 507 DISK_FULL naming the site, with the usage against the limit', async () => {
+    const res = await upload(full, 'public/more.bin', 256 * 1024)
+    expect(res.status, res.text).toBe(507)
+    expect(res.json.error).toMatchObject({ code: 'DISK_FULL', param: 'tenant_slug', details: { limit_bytes: GIB } })
+    expect(res.json.error.details.used_bytes).toBeGreaterThan(0.9 * GIB)
+    expect(res.json.error.message).toMatch(new RegExp(`the disk of site '${full.slug}' is full \\(\\d+\\.\\d GB of 1\\.0 GB used`))
+    // Nothing half-written is left behind.
+    const listing = await api(berth.url, 'GET', `/sites/${full.slug}/files/?path=public`, { key: full.key })
+    expect(listing.json.data.entries.map((e: { name: string }) => e.name).filter((n: string) => n.startsWith('.berth-') || n === 'more.bin')).toEqual([])
+  })
+
+  it('the site view and metrics show the disk used and its limit, with the 90 % warning', async () => {
+    const view = (await site(full)).json.data
+    expect(view.usage.disk_limit_bytes).toBe(GIB)
+    expect(view.usage.disk_bytes).toBeGreaterThan(0.9 * GIB)
+    expect(view.warnings.map((w: { code: string }) => w.code)).toEqual(['disk_almost_full'])
+    const metrics = await api(berth.url, 'GET', `/sites/${full.slug}/metrics/`, { key: full.key })
+    expect(metrics.json.data.current).toMatchObject({ disk_limit_bytes: GIB })
+    expect(metrics.json.data.current.disk_bytes).toBeGreaterThan(0.9 * GIB)
+  })
+
+  it('another site keeps writing and serving, and Berth answers and its store takes writes', async () => {
+    const wrote = await siteShell(berth, other.slug, 'head -c 20000000 /dev/zero > big.bin && echo ok')
+    expect(wrote.output).toContain('ok')
+    expect((await upload(other, 'public/index.html', 100)).status).toBe(200)
+    expect((await viaEdge(berth.url, other.slug)).status).toBe(200)
+    const key = await api(berth.url, 'POST', '/keys/create/', { key: full.key, body: { name: 'after-full', scopes: ['read'] } })
+    expect(key.status, key.text).toBe(201)
+    expect((await site(other)).json.data.warnings).toEqual([])
+  })
+
+  it('after deleting files the site writes again, from inside and through the files API', async () => {
+    expect((await api(berth.url, 'POST', `/sites/${full.slug}/files/delete/`, { key: full.key, body: { path: 'fill' } })).status).toBe(200)
+    expect((await upload(full, 'public/more.bin', 256 * 1024)).status).toBe(200)
+    expect((await siteShell(berth, full.slug, 'fallocate -l 100M again && echo ok')).output).toContain('ok')
+    await Bun.sleep(2_100) // past the figures' brief reuse
+    expect((await site(full)).json.data.warnings).toEqual([])
+  })
+})
+
+describe('plan changes and the disk', () => {
+  it('a scale to a plan with more disk raises the limit online, every file kept', async () => {
+    const res = await api(berth.url, 'POST', `/sites/${full.slug}/scale/`, { key: full.key, body: { new_plan: 'da-two' } })
+    expect(res.status, res.text).toBe(200)
+    const deadline = Date.now() + 60_000
+    while ((await site(full)).json.data.applying !== null && Date.now() < deadline) await Bun.sleep(200)
+    const { size } = await df(full.slug)
+    expect(size).toBeGreaterThan(1.9 * GIB)
+    expect(size).toBeLessThanOrEqual(2 * GIB)
+    await Bun.sleep(2_100)
+    expect((await site(full)).json.data.usage.disk_limit_bytes).toBe(2 * GIB)
+    expect((await siteShell(berth, full.slug, 'sha256sum keep/*')).output).toBe(sums)
+    // The new limit holds: 1.5 GB more fits now, past it does not.
+    expect((await siteShell(berth, full.slug, 'fallocate -l 1500M big && echo ok')).output).toContain('ok')
+    expect((await siteShell(berth, full.slug, 'fallocate -l 600M past || echo refused')).output).toMatch(/No space left on device[\s\S]*refused/)
+  }, 120_000)
+
+  it('a scale down to less disk than the files use is refused with 409 and the figures; nothing changed', async () => {
+    const res = await api(berth.url, 'POST', `/sites/${full.slug}/scale/`, { key: full.key, body: { new_plan: 'da-one' } })
+    expect(res.status, res.text).toBe(409)
+    expect(res.json.error).toMatchObject({ code: 'DISK_TOO_SMALL', param: 'new_plan', details: { wanted_bytes: GIB, new_plan: 'da-one' } })
+    expect(res.json.error.details.used_bytes).toBeGreaterThan(1.5 * GIB)
+    expect(res.json.error.message).toMatch(/more than the 1 GB of plan 'da-one'; nothing was changed/)
+    const view = (await site(full)).json.data
+    expect([view.plan, view.applying, view.usage.disk_limit_bytes]).toEqual(['da-two', null, 2 * GIB])
+    expect((await df(full.slug)).size).toBeGreaterThan(1.9 * GIB)
+  })
+})
