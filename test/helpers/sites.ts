@@ -3,6 +3,7 @@ import Docker from 'dockerode'
 import { join } from 'node:path'
 import type { Berth } from './binary'
 import { ENGINE_SOCKET } from './engine'
+import { removeEngineInstance } from './engine-instance'
 
 /** Containers, volumes and networks of the sites a test's Berth made, through the Docker API. */
 export const docker = new Docker({ socketPath: ENGINE_SOCKET })
@@ -40,10 +41,7 @@ export async function removeInstanceSites(b: Berth | undefined) {
 
 /** Removes the containers, networks and volumes labelled with the Berth instance `instance`. */
 export async function removeSitesOf(instance: string) {
-  const filters = { label: [`dev.berth.instance=${instance}`] }
-  for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
-  for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove().catch(() => {})
-  for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {})
+  await removeEngineInstance(docker, instance)
 }
 
 /** The host folder of the site's home volume (what Berth's files API works on). */

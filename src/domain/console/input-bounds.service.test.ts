@@ -9,6 +9,7 @@ import { memoryLogger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'
 import type { AuditEnd, AuditTrail } from '../audit/trail'
 import { CONSOLE_LIMITS, ConsoleSessions, type SessionEnd } from './sessions'
+import { removeEngineInstance } from '../../../test/helpers/engine-instance'
 
 // What a console session lets a peer pile up (issue 36), on the real engine: input the shell
 // does not read ends the session past CONSOLE_LIMITS.inputBytes; a flood of resizes collapses
@@ -54,10 +55,7 @@ beforeAll(async () => {
 }, 120_000)
 afterAll(async () => {
   await sessions.closeAll()
-  const filters = { label: [`${LABEL.instance}=${instanceId}`] }
-  await Promise.all((await docker.listContainers({ all: true, filters })).map((c) => docker.getContainer(c.Id).remove({ force: true })))
-  await Promise.all((await docker.listNetworks({ filters })).map((n) => docker.getNetwork(n.Id).remove()))
-  await Promise.all(((await docker.listVolumes({ filters })).Volumes ?? []).map((v) => docker.getVolume(v.Name).remove()))
+  await removeEngineInstance(docker, instanceId)
 }, 60_000)
 
 describe('console input', () => {

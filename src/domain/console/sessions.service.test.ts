@@ -11,6 +11,7 @@ import type { SiteRow } from '../../store/schema'
 import type { AuditEnd, AuditStart, AuditTrail } from '../audit/trail'
 import { CONSOLE_LIMITS, ConsoleSessions, type SessionEnd } from './sessions'
 import { ConsoleTickets } from './tickets'
+import { removeEngineInstance } from '../../../test/helpers/engine-instance'
 
 // The sessions' limits and endings on the real engine, with a clock the test moves: the idle and
 // the 8-hour limits, a revoked key, a suspended or deleted site, the per-site limit, the audit.
@@ -71,10 +72,7 @@ beforeAll(async () => {
 }, 120_000)
 afterAll(async () => {
   await sessions.closeAll()
-  const filters = { label: [`${LABEL.instance}=${instanceId}`] }
-  await Promise.all((await docker.listContainers({ all: true, filters })).map((c) => docker.getContainer(c.Id).remove({ force: true })))
-  await Promise.all((await docker.listNetworks({ filters })).map((n) => docker.getNetwork(n.Id).remove()))
-  await Promise.all(((await docker.listVolumes({ filters })).Volumes ?? []).map((v) => docker.getVolume(v.Name).remove()))
+  await removeEngineInstance(docker, instanceId)
 }, 60_000)
 
 describe('console sessions', () => {

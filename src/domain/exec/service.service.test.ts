@@ -11,6 +11,7 @@ import type { SiteRow } from '../../store/schema'
 import type { AuditEnd, AuditStart, AuditTrail } from '../audit/trail'
 import { DomainError, OverBudgetError } from '../errors'
 import { ExecService } from './service'
+import { removeEngineInstance } from '../../../test/helpers/engine-instance'
 
 // The exec service over the real engine and the real home on the host: what it records in the
 // audit trail, how it ends when the site is not running, and its limit of two at once.
@@ -38,10 +39,7 @@ beforeAll(async () => {
   await runtime.ensureSite({ siteId: site.id, slug: site.slug, hostingType: 'shared', image: IMAGES.static, memoryMb: 128, cpuCores: 0.5, pidsLimit: 64, diskGb: 1, sshPort: null })
 }, 120_000)
 afterAll(async () => {
-  const filters = { label: [`${LABEL.instance}=${instanceId}`] }
-  await Promise.all((await docker.listContainers({ all: true, filters })).map((c) => docker.getContainer(c.Id).remove({ force: true })))
-  await Promise.all((await docker.listNetworks({ filters })).map((n) => docker.getNetwork(n.Id).remove()))
-  await Promise.all(((await docker.listVolumes({ filters })).Volumes ?? []).map((v) => docker.getVolume(v.Name).remove()))
+  await removeEngineInstance(docker, instanceId)
 }, 120_000)
 
 describe('ExecService', () => {

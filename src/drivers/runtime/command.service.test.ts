@@ -7,6 +7,7 @@ import { DockerRuntime } from './docker'
 import { IMAGES } from './images'
 import { LABEL, SITE_HOME } from './site-container'
 import type { CommandSpec, SiteEndpoint } from './types'
+import { removeEngineInstance } from '../../../test/helpers/engine-instance'
 
 // ContainerRuntime.runCommand on the real engine, in both site images: busybox (berth/static)
 // and Debian (berth/php). The images exist (`berth images build`); this run has its own
@@ -35,10 +36,7 @@ async function leftovers(containerId: string): Promise<string[]> {
 }
 
 afterAll(async () => {
-  const filters = { label: [`${LABEL.instance}=${instanceId}`] }
-  await Promise.all((await docker.listContainers({ all: true, filters })).map((c) => docker.getContainer(c.Id).remove({ force: true })))
-  await Promise.all((await docker.listNetworks({ filters })).map((n) => docker.getNetwork(n.Id).remove()))
-  await Promise.all(((await docker.listVolumes({ filters })).Volumes ?? []).map((v) => docker.getVolume(v.Name).remove()))
+  await removeEngineInstance(docker, instanceId)
 }, 120_000)
 
 describe.each([

@@ -11,6 +11,7 @@ import { DockerRuntime } from './docker'
 import { buildImages, IMAGES } from './images'
 import { LABEL } from './site-container'
 import { HostPortTakenError, RuntimeUnavailableError, type ExecResult, type SiteEndpoint, type SiteSpec } from './types'
+import { removeEngineInstance } from '../../../test/helpers/engine-instance'
 
 // Runs against the real engine. Each run has its own instance id, so parallel runs (and other
 // suites sharing the engine) never see each other's sites; afterAll removes everything labelled
@@ -54,10 +55,7 @@ async function exec(containerId: string, cmd: string[]): Promise<{ code: number;
 }
 
 async function removeInstance(id: string) {
-  const filters = { label: [`${LABEL.instance}=${id}`] }
-  await Promise.all((await docker.listContainers({ all: true, filters })).map((c) => docker.getContainer(c.Id).remove({ force: true })))
-  await Promise.all((await docker.listNetworks({ filters })).map((n) => docker.getNetwork(n.Id).remove()))
-  await Promise.all(((await docker.listVolumes({ filters })).Volumes ?? []).map((v) => docker.getVolume(v.Name).remove()))
+  await removeEngineInstance(docker, id)
 }
 
 beforeAll(async () => {

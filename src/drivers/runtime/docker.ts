@@ -10,6 +10,7 @@ import {
 import { SiteNetworks } from './site-network'
 import { siteAddresses } from './subnets'
 import { ensureSiteVolume } from './container-ops'
+import { SiteDisks } from './site-disks'
 import { SiteRuntime, STOP_TIMEOUT_S, type Engine, type SiteHost } from './site-runtime'
 import { HostPortTakenError, type SiteDisk, type SiteDiskSpec, type SiteEndpoint, type SiteSpec, type SiteWatch, type SiteWatchHandlers } from './types'
 
@@ -24,6 +25,8 @@ export interface DockerRuntimeOptions {
   pidsLimit: number
   /** Host address SSH ports are published on; default 0.0.0.0. */
   sshListenAddress?: string
+  /** The image the disks helper runs (./site-disks.ts); default berth/static:1 (config containers.image_shared). */
+  helperImage?: string
   log: Logger
 }
 
@@ -54,10 +57,13 @@ class LocalHost implements SiteHost {
   private docker!: Docker
   private engine!: Engine
   private networks!: SiteNetworks
+  private disks: SiteDisks
   private loading: Promise<void> | undefined
   private networkListeners: (() => void)[] = []
 
-  constructor(private opts: DockerRuntimeOptions) {}
+  constructor(private opts: DockerRuntimeOptions) {
+    this.disks = new SiteDisks({ instanceId: opts.instanceId, log: opts.log, imageOn: async () => opts.helperImage ?? 'berth/static:1' })
+  }
 
   onNetworkCreated(listener: () => void): void {
     this.networkListeners.push(listener)
@@ -113,15 +119,19 @@ class LocalHost implements SiteHost {
   async prepare(site: SiteDiskSpec): Promise<void> {
     const names = this.names(site.slug)
     const labels = siteLabels(this.opts.instanceId, site)
-    await Promise.all([this.networks.ensure(names.network, labels), this.ensureVolume(names, labels)])
+    await Promise.all([this.networks.ensure(names.network, labels), this.ensureVolume(names, labels, site.diskGb)])
   }
 
-  /** Stub until the disks driver lands (issue 38). */
-  async diskOf(_engine: Engine, _slug: string): Promise<SiteDisk | null> {
-    return null
+  async diskOf(engine: Engine, slug: string): Promise<SiteDisk | null> {
+    const volume = this.names(slug).volume
+    if (!(await orNull(this.docker.getVolume(volume).inspect()))) return null
+    return this.disks.usage(engine, volume, 0)
   }
 
-  async resizeDisk(_site: SiteDiskSpec): Promise<void> {}
+  /** A smaller disk is made with the container stopped; the caller's next ensureSite starts it. */
+  async resizeDisk(site: SiteDiskSpec): Promise<void> {
+    await this.disks.bringTo(this.engine, this.names(site.slug).volume, site.diskGb, () => this.stop(site.slug))
+  }
 
   async stop(slug: string): Promise<void> {
     const info = await this.inspectOwn(this.names(slug).container)
@@ -136,7 +146,7 @@ class LocalHost implements SiteHost {
     await Promise.all(networks.map((n) => ignoring([404], this.docker.getNetwork(n.Id).remove())))
     if (opts.volume) {
       const { Volumes: volumes } = await this.docker.listVolumes({ filters })
-      await Promise.all((volumes ?? []).map((v) => ignoring([404], this.docker.getVolume(v.Name).remove())))
+      await Promise.all((volumes ?? []).map((v) => this.disks.removeVolume(this.engine, v.Name)))
     }
     this.opts.log.info('removed site from the engine', { site: slug, files: opts.volume ? 'removed' : 'kept' })
   }
@@ -149,6 +159,13 @@ class LocalHost implements SiteHost {
   async start(spec: SiteSpec): Promise<SiteEndpoint> {
     const names = this.names(spec.slug)
     const [found, image] = await Promise.all([this.inspectOwn(names.container), orNull(this.docker.getImage(spec.image).inspect())])
+    if (found && !(await this.disks.mounted(this.engine, names.volume))) {
+      // Its disk is not mounted (the box restarted, and the engine's restart policy ran the
+      // container on the empty, immutable folder beneath): stopped, mounted, then started below.
+      if (found.State.Running) await ignoring([304, 404], this.docker.getContainer(found.Id).stop({ t: STOP_TIMEOUT_S }))
+      await this.disks.ensure(this.engine, names.volume, spec.diskGb)
+      found.State.Running = false
+    }
     if (found) {
       const drift = driftOf(found, spec, names, image)
       if (!drift && (await this.resizeInPlace(found, spec))) {
@@ -162,7 +179,7 @@ class LocalHost implements SiteHost {
     }
     if (!image) throw imageMissing(spec.image)
     const labels = siteLabels(this.opts.instanceId, spec)
-    const [subnet] = await Promise.all([this.networks.ensure(names.network, labels), this.ensureVolume(names, labels)])
+    const [subnet] = await Promise.all([this.networks.ensure(names.network, labels), this.ensureVolume(names, labels, spec.diskGb)])
     const address = siteAddresses(subnet).container
     const readonlyRootfs = image.Config?.Labels?.[LABEL.rootfs] !== 'writable'
     const container = await this.docker.createContainer(containerOptions({ instanceId: this.opts.instanceId, spec, names, address, readonlyRootfs, sshListenAddress: this.opts.sshListenAddress ?? '0.0.0.0' }))
@@ -218,8 +235,10 @@ class LocalHost implements SiteHost {
     return endpointOf(info, names)
   }
 
-  private ensureVolume(names: SiteNames, labels: Record<string, string>): Promise<void> {
-    return ensureSiteVolume(this.docker, names.volume, labels)
+  /** The site's volume and its disk of `diskGb`, mounted. */
+  private async ensureVolume(names: SiteNames, labels: Record<string, string>, diskGb: number): Promise<void> {
+    await ensureSiteVolume(this.docker, names.volume, labels)
+    await this.disks.ensure(this.engine, names.volume, diskGb)
   }
 
   /** The container of this name when it carries this instance's label, else null. */

@@ -9,6 +9,7 @@ import { DockerRuntime } from './docker'
 import { buildImages, IMAGES } from './images'
 import { LABEL } from './site-container'
 import type { SiteEndpoint, SiteSpec } from './types'
+import { removeEngineInstance } from '../../../test/helpers/engine-instance'
 
 /**
  * Issue 36, item 5: a home whose `logs` is a link (or `.ssh`, with SSH on) never stops its site
@@ -48,10 +49,7 @@ beforeAll(async () => {
 }, 300_000)
 
 afterAll(async () => {
-  const filters = { label: [`${LABEL.instance}=${instanceId}`] }
-  await Promise.all((await docker.listContainers({ all: true, filters })).map((c) => docker.getContainer(c.Id).remove({ force: true })))
-  await Promise.all((await docker.listNetworks({ filters })).map((n) => docker.getNetwork(n.Id).remove()))
-  await Promise.all(((await docker.listVolumes({ filters })).Volumes ?? []).map((v) => docker.getVolume(v.Name).remove()))
+  await removeEngineInstance(docker, instanceId)
   rmSync(outside, { recursive: true, force: true })
 }, 120_000)
 

@@ -6,6 +6,7 @@ import { DockerRuntime } from './docker'
 import { IMAGES } from './images'
 import { LABEL, SITE_HOME } from './site-container'
 import type { Terminal } from './types'
+import { removeEngineInstance } from '../../../test/helpers/engine-instance'
 
 // A terminal's input under backpressure, and a root terminal's HOME (issue 36), on the real
 // engine with an instance id of its own; afterAll removes what it made.
@@ -20,10 +21,7 @@ beforeAll(async () => {
   await runtime.ensureSite({ siteId: `id-${SLUG}`, slug: SLUG, hostingType: 'shared', image: IMAGES.static, memoryMb: 128, cpuCores: 0.5, pidsLimit: 64, diskGb: 1, sshPort: null })
 }, 120_000)
 afterAll(async () => {
-  const filters = { label: [`${LABEL.instance}=${instanceId}`] }
-  await Promise.all((await docker.listContainers({ all: true, filters })).map((c) => docker.getContainer(c.Id).remove({ force: true })))
-  await Promise.all((await docker.listNetworks({ filters })).map((n) => docker.getNetwork(n.Id).remove()))
-  await Promise.all(((await docker.listVolumes({ filters })).Volumes ?? []).map((v) => docker.getVolume(v.Name).remove()))
+  await removeEngineInstance(docker, instanceId)
 }, 60_000)
 
 /** Writes 1 MiB chunks until `write` answers false (at most `maxMiB`); how many MiB went. */

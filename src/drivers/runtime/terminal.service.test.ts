@@ -6,6 +6,7 @@ import { DockerRuntime } from './docker'
 import { IMAGES } from './images'
 import { LABEL, SITE_HOME } from './site-container'
 import type { Terminal } from './types'
+import { removeEngineInstance } from '../../../test/helpers/engine-instance'
 
 // Runs against the real engine (the images exist: `berth images build`), with an instance id of
 // its own; afterAll removes what it made.
@@ -45,10 +46,7 @@ beforeAll(async () => {
 }, 120_000)
 
 afterAll(async () => {
-  const filters = { label: [`${LABEL.instance}=${instanceId}`] }
-  await Promise.all((await docker.listContainers({ all: true, filters })).map((c) => docker.getContainer(c.Id).remove({ force: true })))
-  await Promise.all((await docker.listNetworks({ filters })).map((n) => docker.getNetwork(n.Id).remove()))
-  await Promise.all(((await docker.listVolumes({ filters })).Volumes ?? []).map((v) => docker.getVolume(v.Name).remove()))
+  await removeEngineInstance(docker, instanceId)
 }, 60_000)
 
 describe('openTerminal', () => {
