@@ -36,7 +36,7 @@ describe('the files API on a full disk', () => {
     const full = await h.call('POST', sites(`${slug}/files/upload/`), { key, body: { path: 'public/b.bin', content_b64: kib(400) } })
     expect(full.status, full.text).toBe(507)
     expect(full.json.error).toMatchObject({ code: 'DISK_FULL', param: 'tenant_slug', details: { used_bytes: 5 * GIB - 4096, limit_bytes: 5 * GIB } })
-    expect(full.json.error.message).toMatch(/disk of site '.*' is full \(5\.0 GB of 5\.0 GB used, 100 %\)/)
+    expect(full.json.error.message).toMatch(/disk of site '.*' is full \(5\.00 GB of 5\.00 GB used, 100 %\)/)
     expect(full.json.error.message).toMatch(/Delete files \(POST \/sites\/.*\/files\/delete\/\) or scale to a plan with more disk \(POST \/sites\/.*\/scale\/\)/)
     // Replacing a file with one that does not fit keeps the old one whole.
     const replace = await h.call('POST', sites(`${slug}/files/upload/`), { key, body: { path: 'public/a.bin', content_b64: kib(400) } })
@@ -71,7 +71,7 @@ describe('the site view and metrics', () => {
     const warned = await h.call('GET', sites(`${slug}/`), { key })
     expect(warned.status, warned.text).toBe(200)
     expect(warned.json.data.usage.disk_bytes).toBe(used)
-    expect(warned.json.data.warnings).toEqual([{ code: 'disk_almost_full', message: expect.stringMatching(/uses 4\.6 GB of its 5\.0 GB disk \(92 %\).*scale to a plan with more disk/) }])
+    expect(warned.json.data.warnings).toEqual([{ code: 'disk_almost_full', message: expect.stringMatching(/uses 4\.60 GB of its 5\.00 GB disk \(92 %\).*scale to a plan with more disk/) }])
   })
 
   it('gives null figures and no warning for a site whose runtime reports no disk', async () => {
@@ -102,7 +102,7 @@ describe('a plan change and the disk', () => {
     const res = await h.call('POST', sites(`${slug}/scale/`), { key, body: { new_plan: 'starter' } })
     expect(res.status, res.text).toBe(409)
     expect(res.json.error).toMatchObject({ code: 'DISK_TOO_SMALL', param: 'new_plan', details: { used_bytes: 6 * GIB, wanted_bytes: 5 * GIB, new_plan: 'starter' } })
-    expect(res.json.error.message).toMatch(/uses 6\.0 GB of disk, more than the 5 GB of plan 'starter'; nothing was changed/)
+    expect(res.json.error.message).toMatch(/uses 6\.00 GB of disk, more than the 5 GB of plan 'starter'; nothing was changed/)
     await h.services.jobs.drain()
     expect(planOf(slug)).toEqual(before)
     expect((h.services.store.sqlite.query('SELECT COUNT(*) AS n FROM payments').get() as { n: number }).n).toBe(charges.n)

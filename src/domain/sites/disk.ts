@@ -23,7 +23,11 @@ export interface SiteWarning {
   message: string
 }
 
-/** The figures of the site view's `usage` and the metrics' `current`. */
+/**
+ * The figures of the site view's `usage` and the metrics' `current`: what the site's filesystem
+ * reports, its limit being its usable size (the plan's disk_gb less ext4's own records, about
+ * 4 % of 1 GB), so that the percentage reaches 100 exactly when writes fail.
+ */
 export interface DiskFigures {
   disk_bytes: number | null
   disk_limit_bytes: number | null
@@ -31,9 +35,9 @@ export interface DiskFigures {
 
 const GIB = 1024 ** 3
 
-/** Bytes as a person reads them: `912.4 MB of 1.0 GB` (binary units, as the plans' `disk_gb`). */
+/** Bytes as a person reads them: `0.95 GB of 0.96 GB`, `12.3 MB` (binary units, as the plans' `disk_gb`). */
 export function bytesText(n: number): string {
-  if (n >= GIB) return `${(n / GIB).toFixed(1)} GB`
+  if (n >= GIB / 2) return `${(n / GIB).toFixed(2)} GB`
   if (n >= 1024 ** 2) return `${(n / 1024 ** 2).toFixed(1)} MB`
   return `${Math.max(0, Math.round(n / 1024))} KB`
 }
