@@ -119,3 +119,26 @@ describe('a plan change and the disk', () => {
     expect(runtime.resized.filter((r) => r.slug === slug).map((r) => r.diskGb)).toEqual([5])
   })
 })
+
+describe('restores on a full disk', () => {
+  it('a snapshot that does not fit beside the files is refused before anything changes, with DISK_FULL and the figures', async () => {
+    const { slug, key } = await buyInProcess(h, 'svc_business_monthly', 'dr')
+    const taken = await h.call('POST', sites(`${slug}/snapshot/`), { key })
+    expect(taken.status, taken.text).toBe(200)
+    await h.services.jobs.drain()
+    const home = await runtime.homePath(slug)
+    const upload = await h.call('POST', sites(`${slug}/files/write/`), { key, body: { path: 'public/later.txt', content: 'after the snapshot' } })
+    expect(upload.status, upload.text).toBe(200)
+    runtime.disks.set(slug, { limitBytes: 20 * GIB, usedBytes: 20 * GIB - 1024, availableBytes: 1024 })
+    const pausedBefore = runtime.paused.length
+    const restoring = await h.call('POST', sites(`${slug}/snapshots/${taken.json.data.id}/restore/`), { key })
+    expect(restoring.status, restoring.text).toBe(200)
+    await h.services.jobs.drain()
+    const after = await h.call('GET', sites(`${slug}/snapshots/${taken.json.data.id}/`), { key })
+    expect(after.json.data).toMatchObject({ status: 'ready', restored_at: null })
+    expect(after.json.data.error).toMatch(/^The last restore failed; DISK_FULL: restoring snapshot .* needs about \d+ KB on the disk of site '.*', which has 1 KB free \(20\.00 GB of 20\.00 GB used\); nothing was changed/)
+    // The site was never frozen, and its files are as they were.
+    expect(runtime.paused.length).toBe(pausedBefore)
+    expect(readFileSync(join(home, 'public/later.txt'), 'utf8')).toBe('after the snapshot')
+  })
+})
