@@ -45,8 +45,8 @@ export class ApplySiteJob implements JobHandler {
     const { runtime, plans } = this.d.disks
     const diskGb = plans.get(site.planSlug).features.disk_gb
     const disk = await runtime.siteDisk(site.slug)
-    // Its usable size is a little under the image's (ext4's own records): the disk_gb it was made with is the next whole GiB.
-    if (!disk || Math.ceil(disk.limitBytes / 1024 ** 3) === diskGb) return
+    // Its usable size is within a percent or two of the disk_gb it was made with (ext4's own records), so the nearest whole GiB.
+    if (!disk || Math.round(disk.limitBytes / 1024 ** 3) === diskGb) return
     try {
       await runtime.resizeSiteDisk({ siteId: site.id, slug: site.slug, diskGb })
       this.d.log.info('site disk resized', { site: site.slug, from_bytes: disk.limitBytes, disk_gb: diskGb })

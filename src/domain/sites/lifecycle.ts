@@ -124,7 +124,7 @@ export class SiteLifecycle {
     const wanted = plan.features.disk_gb * 1024 ** 3
     for (const s of group) {
       const disk = await this.d.disks.fresh(s.slug)
-      if (disk && disk.limitBytes > wanted && disk.usedBytes > wanted) throw diskTooSmall(s.slug, { slug: plan.slug, diskGb: plan.features.disk_gb }, disk.usedBytes)
+      if (disk && disk.limitBytes > wanted && disk.usedBytes >= wanted) throw diskTooSmall(s.slug, { slug: plan.slug, diskGb: plan.features.disk_gb }, disk.usedBytes)
     }
   }
 
