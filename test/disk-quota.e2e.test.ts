@@ -38,7 +38,8 @@ async function df(slug: string): Promise<{ size: number; used: number }> {
 }
 
 beforeAll(async () => {
-  berth = await startBerth({ env: { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour' } })
+  // Deploys record no files here (a tar of a full 1 GB home would only slow the test down).
+  berth = await startBerth({ env: { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour', BERTH_ARCHIVES_DEPLOYMENTS_KEPT: '0' } })
   instanceOf(berth)
   addPlan('da-one', 1)
   addPlan('da-two', 2)
@@ -55,7 +56,7 @@ afterAll(async () => {
 describe('a site at its disk limit', () => {
   it('writes from inside its container until "no space", within a few percent of its 1 GB', async () => {
     // Files with known checksums first, for the scale up below.
-    const seeded = await siteShell(berth, full.slug, 'mkdir -p keep && for i in 1 2 3; do head -c 3000000 /dev/urandom > keep/f$i; done && sha256sum keep/*')
+    const seeded = await siteShell(berth, full.slug, "printf 'dd if=/dev/zero of=hook.bin bs=1M count=8\\n' > deploy.sh && mkdir -p keep && for i in 1 2 3; do head -c 3000000 /dev/urandom > keep/f$i; done && sha256sum keep/*")
     expect(seeded.code, seeded.output).toBe(0)
     sums = seeded.output
     const fill = await siteShell(berth, full.slug, 'mkdir -p fill; i=0; while fallocate -l 32M fill/f$i 2>/dev/null; do i=$((i+1)); done; dd if=/dev/zero of=fill/last bs=1M 2>&1 | head -1; du -sb /home/site | cut -f1')
@@ -83,6 +84,19 @@ describe('a site at its disk limit', () => {
     const listing = await api(berth.url, 'GET', `/sites/${full.slug}/files/?path=public`, { key: full.key })
     expect(listing.json.data.entries.map((e: { name: string }) => e.name).filter((n: string) => n.startsWith('.berth-') || n === 'more.bin')).toEqual([])
   })
+
+  it('a deploy whose hook runs out of space fails with DISK_FULL and the figures', async () => {
+    const started = await api(berth.url, 'POST', `/sites/${full.slug}/deploy/`, { key: full.key })
+    expect(started.status, started.text).toBe(200)
+    const path = `/sites/${full.slug}/deployments/${started.json.data.id}/`
+    let deployment = (await api(berth.url, 'GET', path, { key: full.key })).json.data
+    for (const deadline = Date.now() + 30_000; ['queued', 'running'].includes(deployment.status) && Date.now() < deadline; await Bun.sleep(100)) {
+      deployment = (await api(berth.url, 'GET', path, { key: full.key })).json.data
+    }
+    expect(deployment.status).toBe('failed')
+    expect(deployment.output).toMatch(/No space left on device/)
+    expect(deployment.error).toMatch(new RegExp(`exited with code 1; DISK_FULL: the disk of site '${full.slug}' is (99|100)(\\.\\d)? % full \\(\\d\\.\\d\\d GB of 1\\.0\\d GB\\)`))
+  }, 60_000)
 
   it('the site view and metrics show the disk used and its limit, with the 90 % warning', async () => {
     await Bun.sleep(2_100) // past the figures' brief reuse (the site was read while it was empty)
@@ -121,7 +135,9 @@ describe('plan changes and the disk', () => {
     const deadline = Date.now() + 60_000
     while ((await site(full)).json.data.applying !== null && Date.now() < deadline) await Bun.sleep(200)
     const { size } = await df(full.slug)
-    expect(Math.abs(size - 2 * GIB) / GIB).toBeLessThan(0.06)
+    // On a failure, what Berth logged of the scale and the disk says why.
+    const logged = () => berth.output().split('\n').filter((l) => /disk|scale|apply|resiz|job/i.test(l)).join('\n')
+    expect(Math.abs(size - 2 * GIB) / GIB, logged()).toBeLessThan(0.06)
     await Bun.sleep(2_100)
     const limit = (await site(full)).json.data.usage.disk_limit_bytes
     expect(Math.abs(limit - 2 * GIB) / GIB).toBeLessThan(0.06)
