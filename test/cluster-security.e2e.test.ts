@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -17,7 +17,9 @@ import { joinNode, startControlPlane, type ControlPlane, type JoinedNode } from 
  *   forwards accept: the control plane's site firewall must refuse it at every node address;
  * - a node joined with --port has its own agent ports closed to sites, whatever the address;
  * - berth/php believes X-Forwarded-For from the edge's address only;
- * - `berth node join` talks only to the control plane whose certificate the token's command pins.
+ * - `berth node join` talks only to the control plane whose certificate the token's command pins;
+ * - (issue 38, item 5) sites on the node and on the control plane are refused outbound SMTP (TCP 25)
+ *   at once and reach 465 and 587 of the same host, unless containers.outbound_smtp opens 25.
  */
 // BERTH_CLSEC_LAB_NAME runs a second copy beside another worktree's (lab names are exclusive on a machine).
 const LAB_NAME = process.env.BERTH_CLSEC_LAB_NAME ?? 'clsec'
@@ -203,4 +205,64 @@ describe('the node join authenticates the control plane', () => {
     expect(body.error.code).toBe('join_needs_tls')
     expect(body.error.message).toContain(`https://${lab.address('A')}:7709`)
   })
+})
+
+describe('outbound SMTP from sites in a cluster', () => {
+  const MAIL_PORTS = [25, 465, 587]
+  /** The host (another box, on each node's link) listening on the mail ports; the ports each address accepted. */
+  async function withMailHosts<T>(work: (accepted: Record<string, number[]>) => Promise<T>): Promise<T> {
+    const accepted: Record<string, number[]> = {}
+    const listeners = (['A', 'B'] as const).flatMap((node) => MAIL_PORTS.map((port) => Bun.listen({
+      hostname: lab.hostSideAddress(node), port,
+      socket: { open: (s) => { (accepted[lab.hostSideAddress(node)] ??= []).push(port); s.end() }, data() {} },
+    })))
+    try {
+      return await work(accepted)
+    } finally {
+      listeners.forEach((l) => l.stop(true))
+    }
+  }
+  /** From the victim's container on B (berth/php: no nc, bash's /dev/tcp): each mail port's exit status, and the errors. */
+  const fromB = async () => lab.docker('B', 'exec', await containerOn('B', victim.slug), 'bash', '-c',
+    `for p in ${MAIL_PORTS.join(' ')}; do timeout 5 bash -c "exec 3<>/dev/tcp/${lab.hostSideAddress('B')}/$p"; echo "port $p: $?"; done 2>&1`)
+  const resetOnB = async () => /--dports 25 .*-j REJECT --reject-with tcp-reset/.test((await lab.exec('B', ['iptables', '-S'])).stdout)
+
+  it('refuses TCP 25 at once on a node and on the control plane, while 465 and 587 reach the same host', async () => {
+    await withMailHosts(async (accepted) => {
+      const started = performance.now()
+      const onB = await fromB()
+      expect(onB).toMatch(/connect: Connection refused\n(.*\n)?port 25: 1\n/)
+      expect(onB).toContain('port 465: 0')
+      expect(onB).toContain('port 587: 0')
+      const onA = await lab.docker('A', 'exec', await containerOn('A', attacker.slug), 'sh', '-c',
+        `for p in ${MAIL_PORTS.join(' ')}; do nc -w 5 ${lab.hostSideAddress('A')} $p </dev/null; echo "port $p: $?"; done 2>&1`)
+      expect(onA).toMatch(/Connection refused\n(.*\n)?port 25: 1\n/)
+      expect(onA).toContain('port 465: 0')
+      expect(onA).toContain('port 587: 0')
+      // Refused at once (a reset), not dropped: a dropped SYN would wait out the 5 s timeouts.
+      expect(performance.now() - started).toBeLessThan(5000)
+      expect(accepted[lab.hostSideAddress('B')]).toEqual([465, 587])
+      expect(accepted[lab.hostSideAddress('A')]).toEqual([465, 587])
+    })
+    // B's rule came with the policy of its join.
+    expect(await resetOnB()).toBe(true)
+  })
+
+  it('opens 25 on the nodes too with containers.outbound_smtp = true: the control plane sends them its policy', async () => {
+    const configPath = join(lab.root, 'a', 'berth.toml')
+    const config = readFileSync(configPath, 'utf8')
+    writeFileSync(configPath, config.replace(/^firewall = true$/m, 'firewall = true\noutbound_smtp = true'))
+    try {
+      await control.berth.restart()
+      await waitFor('B given the policy without the SMTP rule', 20_000, async () => !(await resetOnB()) || undefined)
+      await withMailHosts(async (accepted) => {
+        const onB = await fromB()
+        expect(onB).toContain('port 25: 0')
+        expect(accepted[lab.hostSideAddress('B')]).toEqual(MAIL_PORTS)
+      })
+      expect(b.agent.output()).toContain('the control plane gave a new site firewall policy')
+    } finally {
+      writeFileSync(configPath, config)
+    }
+  }, 90_000)
 })

@@ -126,10 +126,10 @@ describe('berth doctor on this machine', () => {
     expect(res.byName('data_dir').detail).toContain('mounted read-only')
   })
 
-  it('FAILs a disk under 1 GiB free and WARNs one under 5 GiB', () => {
+  it('FAILs a disk under the reserve (2 GiB by default) and WARNs one under twice it', () => {
     const full = doctor(configFile({ server: { data_dir: tmpfsFolder('small-disk', { size: '512m', readOnly: false }) } }))
     expect(full.failed).toEqual(['disk'])
-    expect(full.byName('disk').detail).toMatch(/^512 MiB free of 512 MiB \(100 %\) on the disk of .*: under 1\.0 GiB$/)
+    expect(full.byName('disk').detail).toMatch(/^512 MiB free of 512 MiB \(100 %\) on the disk of .*: under the reserve of 2\.0 GiB, so berth serve refuses new sites, snapshots and backups \(507\)$/)
     const low = doctor(configFile({ server: { data_dir: tmpfsFolder('low-disk', { size: '3g', readOnly: false }) } }))
     expect(low.code).toBe(0)
     expect(low.byName('disk').status).toBe('WARN')

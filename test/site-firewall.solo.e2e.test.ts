@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BINARY, startBerth, type Berth } from './helpers/binary'
 import { buyDirect, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
-import { ANSWERED, freePool, probeFromSite, REFUSED_BY_FIREWALL, rulesOfPool } from './helpers/site-firewall'
+import { ANSWERED, freePool, probeFromSite, REFUSED_BY_FIREWALL, REFUSED_SMTP, rulesOfPool } from './helpers/site-firewall'
 import { docker, instanceOf, removeInstanceSites, siteShell } from './helpers/sites'
 
 /**
@@ -24,6 +24,10 @@ import { docker, instanceOf, removeInstanceSites, siteShell } from './helpers/si
  * a link-local address behind it (169.254.x.2, standing for 169.254.169.254, which the cloud
  * routes to another machine as the host routes this one), and a link-local address on the host
  * itself (169.254.x.9, on the host's end of the namespace's link).
+ *
+ * Issue 38, item 5: the same namespace's world listens on the mail ports too (25, 465, 587: an
+ * HTTP server stands for each, the probe speaks HTTP): a site is refused 25 at once (a TCP reset)
+ * and reaches 465 and 587, unless containers.outbound_smtp opens 25.
  */
 const r = 1 + Math.floor(Math.random() * 250)
 const tag = Math.random().toString(36).slice(2, 6)
@@ -44,8 +48,17 @@ let gateway: string
 let hostService: ReturnType<typeof Bun.serve>
 let hostPort: number
 let worldServer: Subprocess | undefined
+/** The world's mail ports: SMTP between servers, then submission (implicit TLS, STARTTLS). */
+const SMTP = 25
+const SUBMISSION = [465, 587]
+let mailServers: Subprocess[] = []
+/** containers.outbound_smtp, as berth serve and berth firewall get it. */
+let outboundSmtp = 'false'
+/** The environment berth serve was started with: a restart reads it again (startBerth). */
+let serveEnv: Record<string, string>
 const env = () => ({
   BERTH_CONTAINERS_FIREWALL: 'true',
+  BERTH_CONTAINERS_OUTBOUND_SMTP: outboundSmtp,
   BERTH_CONTAINERS_SUBNET_POOL: pool,
   // The host's own address stands for its public one: sites may reach the edge there, nothing else.
   BERTH_DNS_PUBLIC_IPV4: publicAddress,
@@ -134,8 +147,10 @@ beforeAll(async () => {
   const www = mkdtempSync(join(tmpdir(), 'berth-fw-world-'))
   writeFileSync(join(www, 'index.html'), `the world ${SECRET}\n`)
   worldServer = spawn(['ip', 'netns', 'exec', NS, 'busybox', 'httpd', '-f', '-p', '8000', '-h', www], { stdout: 'ignore', stderr: 'ignore' })
+  mailServers = [SMTP, ...SUBMISSION].map((port) => spawn(['ip', 'netns', 'exec', NS, 'busybox', 'httpd', '-f', '-p', String(port), '-h', www], { stdout: 'ignore', stderr: 'ignore' }))
 
-  berth = await startBerth({ listenHost: '0.0.0.0', env: env() })
+  serveEnv = env()
+  berth = await startBerth({ listenHost: '0.0.0.0', env: serveEnv })
   instanceOf(berth)
   slug = uniqueSlug('fw')
   const { data } = await buyDirect(berth.url, { slug })
@@ -153,6 +168,7 @@ afterAll(async () => {
   // The rules this test made, by the command the docs give; then nothing of its pool may remain.
   if (pool && berth) berthCli('firewall', 'remove')
   worldServer?.kill()
+  mailServers.forEach((p) => p.kill())
   hostService?.stop(true)
   spawnSync(['ip', 'route', 'del', `${METADATA}/32`])
   spawnSync(['ip', 'link', 'del', HOST_LINK])
@@ -163,8 +179,8 @@ afterAll(async () => {
 describe('the site firewall', () => {
   it('was installed at start: one copy of each rule, logged', async () => {
     await untilLogged(berth, /"msg":"installed the site firewall"/)
-    expect(ourRules()).toHaveLength(10)
-    expect(berthCli('firewall', 'check')).toEqual({ code: 0, out: `in place (iptables, pool ${pool})\n` })
+    expect(ourRules()).toHaveLength(11)
+    expect(berthCli('firewall', 'check')).toEqual({ code: 0, out: `in place (iptables, pool ${pool}, outbound SMTP (TCP 25) refused)\n` })
   })
 
   it('refuses, at once, every connection from a site to the host and to link-local addresses', async () => {
@@ -189,6 +205,8 @@ describe('the site firewall', () => {
       const output = await probe(door.address, door.port)
       expect({ door: door.what, output }).toEqual({ door: door.what, output: expect.stringMatching(ANSWERED) })
     }
+    // Outbound SMTP too: the listener on 25 is there, only the rule refused it.
+    expect(await probe(WORLD.far, SMTP)).toContain(`the world ${SECRET}`)
   })
 
   it('is put back when Berth starts again: all of it, or the one jump deleted by hand', async () => {
@@ -197,14 +215,14 @@ describe('the site firewall', () => {
 
     const jump = sh('iptables', '-S', 'INPUT').split('\n').find((l) => l.includes(`berth:${pool}:`))!
     sh('sh', '-c', `iptables ${jump.replace(/^-A /, '-D ')}`)
-    expect(ourRules()).toHaveLength(9)
+    expect(ourRules()).toHaveLength(10)
     expect(await probe(gateway, hostPort)).toContain(SECRET)
     expect(await restartUntilLogged(/"msg":"restored the site firewall"/)).toContain('"problems":["no jump from INPUT"]')
-    expect(ourRules()).toHaveLength(10)
+    expect(ourRules()).toHaveLength(11)
     await expectAllRefused()
     // Again: nothing to do, nothing duplicated.
     await restartUntilLogged(/"msg":"the site firewall is in place"/)
-    expect(ourRules()).toHaveLength(10)
+    expect(ourRules()).toHaveLength(11)
   }, 60_000)
 
   it('holds while the engine has no jump into DOCKER-USER (Docker before 28, at each network it makes), and its backstop goes back on top when Berth makes one', async () => {
@@ -229,6 +247,51 @@ describe('the site firewall', () => {
     expect(backstop, forward.join('\n')).toBeGreaterThanOrEqual(0)
     expect(backstop, forward.join('\n')).toBeLessThan(firstAccept)
     expect(berthCli('firewall', 'check').code).toBe(0)
+  }, 60_000)
+
+  it('refuses outbound SMTP (TCP 25) at once with a reset, while 465 and 587 reach the same mail host', async () => {
+    const started = performance.now()
+    const smtp = await probe(WORLD.far, SMTP)
+    expect({ smtp }).toEqual({ smtp: expect.stringMatching(REFUSED_SMTP) })
+    // At once: the probe holds its input a second; a dropped packet would wait out nc's 4 s.
+    expect(performance.now() - started).toBeLessThan(3500)
+    for (const port of SUBMISSION) expect({ port, output: await probe(WORLD.far, port) }).toEqual({ port, output: expect.stringContaining(`the world ${SECRET}`) })
+  })
+
+  it('reports the SMTP rule like the others: deleted by hand, check says drifted and the port opens; apply puts it back', async () => {
+    const rule = ourRules().find((l) => l.includes('--dports 25 ') && l.endsWith('--reject-with tcp-reset'))!
+    expect(rule).toMatch(/^-A BERTH-FWD-/)
+    sh('sh', '-c', `iptables ${rule.replace(/^-A /, '-D ')}`)
+    const check = berthCli('firewall', 'check')
+    expect(check.code).toBe(1)
+    expect(check.out).toContain(`drifted (iptables, pool ${pool}, outbound SMTP (TCP 25) refused)`)
+    expect(check.out).toMatch(/chain BERTH-FWD-\S+ holds other rules than Berth's/)
+    expect(await probe(WORLD.far, SMTP)).toContain(`the world ${SECRET}`)
+    expect(berthCli('firewall', 'apply').out).toContain('site firewall replaced')
+    expect(await probe(WORLD.far, SMTP)).toMatch(REFUSED_SMTP)
+    // Whole again (other suites' networks on a shared engine may move the FORWARD backstop meanwhile: that alone is expected).
+    expect(ourRules()).toHaveLength(11)
+    expect(berthCli('firewall', 'check').out).not.toMatch(/holds other rules|missing|stale|no jump/)
+  })
+
+  it('lets outbound SMTP through with containers.outbound_smtp = true, from the next start; and refuses it again without', async () => {
+    outboundSmtp = 'true'
+    Object.assign(serveEnv, env())
+    try {
+      // The rule set of another policy: berth serve replaces it at start.
+      await restartUntilLogged(/"msg":"restored the site firewall"/)
+      expect(ourRules()).toHaveLength(10)
+      expect(berthCli('firewall', 'check')).toEqual({ code: 0, out: `in place (iptables, pool ${pool}, outbound SMTP (TCP 25) open)\n` })
+      expect(await probe(WORLD.far, SMTP)).toContain(`the world ${SECRET}`)
+      // The rest of the firewall holds as before.
+      expect(await probe(METADATA, 8000)).toMatch(REFUSED_BY_FIREWALL)
+    } finally {
+      outboundSmtp = 'false'
+      Object.assign(serveEnv, env())
+    }
+    await restartUntilLogged(/"msg":"restored the site firewall"/)
+    expect(ourRules()).toHaveLength(11)
+    expect(await probe(WORLD.far, SMTP)).toMatch(REFUSED_SMTP)
   }, 60_000)
 
   it('never stops Berth from serving: without iptables it warns and serves', async () => {

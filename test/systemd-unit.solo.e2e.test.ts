@@ -296,7 +296,7 @@ describe('Berth under systemd with the unit berth install writes', () => {
   }, 180_000)
 
   it("keeps the site firewall from inside the sandbox: the site cannot reach Berth on its gateway, and rules deleted by hand come back at restart", async () => {
-    expect(await sh('berth firewall check')).toBe(`in place (iptables, pool ${pool})`)
+    expect(await sh('berth firewall check')).toBe(`in place (iptables, pool ${pool}, outbound SMTP (TCP 25) refused)`)
     const rulesBefore = rulesOfPool(pool).length
     expect(rulesBefore).toBeGreaterThan(0)
     const [container] = await docker.listContainers({ filters: { label: [`dev.berth.instance=${instance}`, `dev.berth.site-slug=${site.slug}`] } })
@@ -320,7 +320,7 @@ describe('Berth under systemd with the unit berth install writes', () => {
     })
     expect(log).toContain('"msg":"restored the site firewall"')
     expect(log).toContain('"problems":["no jump from INPUT"]')
-    expect(await sh('berth firewall check')).toBe(`in place (iptables, pool ${pool})`)
+    expect(await sh('berth firewall check')).toBe(`in place (iptables, pool ${pool}, outbound SMTP (TCP 25) refused)`)
     expect(rulesOfPool(pool)).toHaveLength(rulesBefore)
     expect(await probe()).toMatch(REFUSED_BY_FIREWALL)
     // iptables and iptables-restore ran in the sandbox: a call the filter refused would have

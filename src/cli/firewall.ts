@@ -3,7 +3,7 @@ import { databasePath } from '../compose'
 import type { Config } from '../config/config'
 import { makeNodesRepository } from '../domain/cluster'
 import { IptablesFirewall } from '../drivers/firewall/iptables'
-import { firewallPolicyOf, type FirewalledNode } from '../drivers/firewall/select'
+import { firewallPolicyOf, SMTP_PORT, type FirewalledNode } from '../drivers/firewall/select'
 import { FirewallError, type SiteFirewall, type SiteFirewallPolicy } from '../drivers/firewall/types'
 import { pendingMigrations } from '../store/migrate'
 import { openStore } from '../store/store'
@@ -25,7 +25,14 @@ const DESCRIPTION = [
   'and every reconcile pass and puts back what is missing; containers.firewall = false turns that off.',
   "On a cluster's control plane the rules also block every node's private address and close each",
   "node's agent ports: check and apply read the nodes from berth.db, as berth serve does.",
+  'Outbound SMTP (TCP 25, at any address) is refused with a TCP reset unless containers.outbound_smtp',
+  '= true; 465 and 587 (authenticated submission) stay open. check says which holds.',
 ].join('\n')
+
+/** What the policy does with outbound SMTP, as check reports it. */
+function smtpOf(policy: SiteFirewallPolicy): 'refused' | 'open' {
+  return policy.refusedTcpPorts?.includes(SMTP_PORT) ? 'refused' : 'open'
+}
 
 /**
  * The policy berth serve keeps on this box (drivers/firewall/select.ts): on a cluster's control
@@ -80,8 +87,9 @@ export const firewallCheckCommand: Command = {
       const firewall = firewallOf(ctx)
       const check = await firewall.check()
       const enabled = configFrom(ctx).containers.firewall
-      ctx.out.result({ ...check, pool: firewall.policy.pool, enabled }, () => [
-        `${check.state.replace('_', ' ')} (${check.tool}, pool ${firewall.policy.pool}${enabled ? '' : '; containers.firewall = false: berth serve leaves it alone'})`,
+      const smtp = smtpOf(firewall.policy)
+      ctx.out.result({ ...check, pool: firewall.policy.pool, enabled, outbound_smtp: smtp }, () => [
+        `${check.state.replace('_', ' ')} (${check.tool}, pool ${firewall.policy.pool}, outbound SMTP (TCP 25) ${smtp}${enabled ? '' : '; containers.firewall = false: berth serve leaves it alone'})`,
         ...check.problems.map((p) => `  ${p}`),
       ].join('\n'))
       return check.state === 'in_place' ? 0 : 1

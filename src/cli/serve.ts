@@ -29,6 +29,8 @@ export const serveCommand: Command = {
     'authoritative DNS on dns.listen (dns.*), Stripe instead of the test processor (payments.*), and',
     'an AI provider for the translation and content modules (ai.*). Subscriptions renew, unpaid',
     'sites are suspended after 7 days, and certificates renew, all from this process: no cron job.',
+    "It keeps room for itself on the data folder's disk (disk.*): under the reserve, new sites,",
+    'snapshots and backups are refused with 507 while everything that exists keeps serving.',
     'Every key: docs/configuration.md.',
     '',
     'It is the only process that changes the sites: the admin commands (berth sites, accounts,',

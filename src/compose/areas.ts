@@ -69,17 +69,17 @@ export function buildAreas(config: Config, opts: BuildOptions = {}): Areas {
   const status = statusOf(config, payments.processor, names.registrar, {
     enabled: offsite !== null,
     lastStoreCopyAgeSeconds: () => lastStoreCopyAgeSeconds(core.repos.offsite, core.clock.now()),
-  })
+  }, core.room)
   const cluster = core.cluster && late ? buildClusterServices(config, core.cluster, { store, clock, log, runner: sites.runner }, late, opts.clusterPki ?? null) : null
   return {
     core, payments, names, modules, sites, money, agents, consoles, offsite, status, cluster,
     lifecycle: buildLifecycle(core, sites, money.subscriptions),
-    prometheus: buildPrometheus(core, { metrics: sites.metrics, runner: sites.runner, certs: names.certs, offsite: status.offsite }),
+    prometheus: buildPrometheus(core, { metrics: sites.metrics, runner: sites.runner, certs: names.certs, offsite: status.offsite, room: core.room }),
   }
 }
 
 /** What GET /status/ and the discovery documents say of this server. */
-function statusOf(config: Config, processor: PaymentProcessor, registrar: Registrar, offsite: StatusInfo['offsite']): StatusInfo {
+function statusOf(config: Config, processor: PaymentProcessor, registrar: Registrar, offsite: StatusInfo['offsite'], room: StatusInfo['room']): StatusInfo {
   return {
     region: config.server.region,
     provider: config.server.provider,
@@ -90,5 +90,6 @@ function statusOf(config: Config, processor: PaymentProcessor, registrar: Regist
     registrar: { name: registrar.name, sandbox: registrar.sandbox },
     engine: new EngineHealth(),
     offsite,
+    room,
   }
 }

@@ -68,6 +68,7 @@ export function buildClusterCore(config: Config, core: { store: Store; instanceI
     advertiseAddress: config.cluster.address,
     nodes: live,
     link,
+    helperImage: config.containers.images.shared,
     log: core.log,
   })
   return { link, nodes, runtime, placement: runtime.placement, liveNodes: live }

@@ -9,6 +9,8 @@ import { KeysService, makeKeysRepository } from '../domain/keys'
 import { makeOffsiteCopiesRepository } from '../domain/offsite'
 import { makePlansRepository, PlansService } from '../domain/plans'
 import { makeSitesRepository, SiteChanges } from '../domain/sites'
+import { BoxRoom, sitesDiskGbOf } from '../domain/room'
+import { diskSpaceOf } from '../drivers/host/disk-space'
 import { LocalArchiveStore } from '../drivers/archives/local'
 import type { ArchiveStore } from '../drivers/archives/types'
 import { DockerRuntime } from '../drivers/runtime/docker'
@@ -79,6 +81,8 @@ export interface Core {
   repos: SharedRepositories
   /** The archives' bytes under archives.dir: the archive jobs, the off-box copier, a move's fetch-back, the restore. */
   archiveStore: ArchiveStore
+  /** The data folder's free space against the reserve Berth keeps (disk.*): refuses growth under it, shown by status and /metrics. */
+  room: BoxRoom
 }
 
 /**
@@ -135,5 +139,6 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
     changes: new SiteChanges(),
     repos,
     archiveStore: new LocalArchiveStore(config.archives.dir),
+    room: new BoxRoom({ disk: () => diskSpaceOf(config.server.dataDir), settings: config.disk, sitesDiskGb: sitesDiskGbOf(store) }),
   }
 }

@@ -57,7 +57,7 @@ export interface Money {
  * Checkout and subscriptions, and what moves them on: payments a stop left pending, and the
  * processor's events.
  */
-export function buildMoney(core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'keys' | 'jobs', 'sites' | 'billing' | 'accounts' | 'checkout'>, payments: Pick<Payments, 'processor' | 'charges'>, sites: { runner: SiteRunner; sites: SitesService }): Money {
+export function buildMoney(core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'keys' | 'jobs' | 'room', 'sites' | 'billing' | 'accounts' | 'checkout'>, payments: Pick<Payments, 'processor' | 'charges'>, sites: { runner: SiteRunner; sites: SitesService }): Money {
   const { config, store, clock, log, plans, keys, jobs, repos } = core
   const { processor, charges } = payments
   // A subscription paid, lapsed or ended: the sites under it answer (reactivated, suspended, scheduled for deletion).
@@ -65,7 +65,7 @@ export function buildMoney(core: CoreReads<'config' | 'store' | 'clock' | 'log' 
   const subscriptionSites = new SubscriptionSites({ sites: repos.sites, jobs, runner: sites.runner, log })
   subscriptionEvents.subscribe((event) => subscriptionSites.answer(event))
   const subscriptions = new SubscriptionBilling({ store, clock, log, repo: repos.billing, accounts: repos.accounts, sites: repos.sites, plans, events: subscriptionEvents, charges })
-  const checkout = new CheckoutService({ store, clock, log, prefix: config.brand.prefix, repo: repos.checkout, plans, money: { processor, charges, billing: repos.billing }, buyers: { accounts: repos.accounts, keys }, sites: sites.sites, jobs })
+  const checkout = new CheckoutService({ store, clock, log, prefix: config.brand.prefix, repo: repos.checkout, plans, money: { processor, charges, billing: repos.billing }, buyers: { accounts: repos.accounts, keys }, sites: sites.sites, jobs, room: core.room })
   // Payments a stop left pending whose subject has no pass of its own (renewals and domains have theirs).
   charges.onPending('purchase', (payment) => checkout.resumePurchase(payment))
   charges.onPending('proration', (payment) => subscriptions.resumeProration(payment))

@@ -22,6 +22,7 @@ export function buildPrometheus(core: Pick<Core, 'config' | 'store'>, from: {
   runner: Pick<SiteRunner, 'endpointOf'>
   certs: Pick<CertificateManager, 'orderFailures'>
   offsite: StatusInfo['offsite']
+  room: StatusInfo['room']
 }): Prometheus {
   const dnsCounts = new DnsQueryCounts()
   const repo = makePrometheusRepository(core.store)
@@ -39,6 +40,7 @@ export function buildPrometheus(core: Pick<Core, 'config' | 'store'>, from: {
       ...(from.offsite.enabled ? { offsiteStoreCopyAgeSeconds: () => from.offsite.lastStoreCopyAgeSeconds() } : {}),
       process,
       node,
+      room: () => from.room.figures(),
     }),
   }
 }

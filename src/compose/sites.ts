@@ -90,10 +90,10 @@ export interface SitesNeeds {
 
 /** Sites and their jobs (provisioning, scale and restore, deploys, archives). */
 export function buildSites(
-  core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'jobs' | 'runtime' | 'changes' | 'archiveStore' | 'placement', 'archives' | 'sites' | 'checkout' | 'billing' | 'keys' | 'offsite'> & { cluster: Pick<ClusterCore, 'liveNodes'> | null },
+  core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'jobs' | 'runtime' | 'changes' | 'archiveStore' | 'placement' | 'room', 'archives' | 'sites' | 'checkout' | 'billing' | 'keys' | 'offsite'> & { cluster: Pick<ClusterCore, 'liveNodes'> | null },
   needs: SitesNeeds,
 ): Sites {
-  const { config, store, clock, log, plans, jobs, runtime, changes, repos, archiveStore: archiveFiles } = core
+  const { config, store, clock, log, plans, jobs, runtime, changes, repos, archiveStore: archiveFiles, room } = core
   const homes = needs.homes ?? localHomes
   const archivesRepo = repos.archives
   const deploymentsRepo = makeDeploymentsRepository(store)
@@ -125,12 +125,12 @@ export function buildSites(
   const placement = core.placement
   const repairs = placement ? new RepairBackoff() : undefined
   const sites = new SitesService({
-    store, clock, sites: repos.sites, checkouts: repos.checkout, billing: repos.billing, plans, jobs, runner,
+    store, clock, sites: repos.sites, checkouts: repos.checkout, billing: repos.billing, plans, jobs, runner, room,
     siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain, berthNames: needs.names.berthNames, names: needs.names.ofSites,
     recovering: new SiteAvailability({ nodeDown: needs.recovering, moving: moves, runner, repairs }),
     disks,
   })
-  const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, work: archiveWork.work, log, copies: repos.offsite })
+  const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, work: archiveWork.work, log, copies: repos.offsite, room })
   const audit = new AuditLog(makeAuditRepository(store), clock, log)
   // What else a reaped site owns, removed after its container and volume: its snapshots and
   // backups (rows and stored files), its DNS records, its audit trail, and what the modules keep of it.

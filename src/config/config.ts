@@ -55,8 +55,8 @@ export interface Config {
   containers: {
     dockerSocket: string
     subnetPool: string
-    /** Keep the host firewall rules that keep sites off the host and link-local addresses (drivers/firewall). */
-    firewall: boolean
+    /** Keep the host firewall rules that keep sites off the host and link-local addresses (drivers/firewall); and off TCP 25 (SMTP) unless outboundSmtp. */
+    firewall: boolean; outboundSmtp: boolean
     images: Record<'shared' | 'vps' | 'dedicated', string>
     pidsLimit: number
     reconcileSeconds: number
@@ -79,6 +79,8 @@ export interface Config {
     deploymentsKept: number
     backupIntervalSeconds: number
   }
+  /** The free space Berth keeps for itself on the data folder's filesystem (domain/room): the larger of the two. */
+  disk: { reserveBytes: number; reservePercent: number }
   /** Encrypted copies off the box (docs/operations.md, "Copies off the box"); off when `url` is empty. */
   offsite: {
     /** `s3://BUCKET/PREFIX`, `file:///PATH`, or '' (off). */
@@ -328,7 +330,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
     containers: {
       dockerSocket: get<string>('containers.docker_socket'),
       subnetPool: get<string>('containers.subnet_pool'),
-      firewall: get<boolean>('containers.firewall'),
+      firewall: get<boolean>('containers.firewall'), outboundSmtp: get<boolean>('containers.outbound_smtp'),
       images: {
         shared: get<string>('containers.image_shared'),
         vps: get<string>('containers.image_vps'),
@@ -350,6 +352,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       deploymentsKept: get<number>('archives.deployments_kept'),
       backupIntervalSeconds: get<number>('archives.backup_interval_seconds'),
     },
+    disk: { reserveBytes: get<number>('disk.reserve_bytes'), reservePercent: get<number>('disk.reserve_percent') },
     offsite: {
       url: get<string>('offsite.url'),
       endpoint: get<string>('offsite.endpoint'),
@@ -367,10 +370,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       joinPort: get<number>('cluster.join_port'),
       joinTokenMinutes: get<number>('cluster.join_token_minutes'),
     },
-    metrics: {
-      token: get<string>('metrics.token') || null,
-      listen: get<string>('metrics.listen') === 'off' ? null : parseListen(get<string>('metrics.listen'))!,
-    },
+    metrics: { token: get<string>('metrics.token') || null, listen: get<string>('metrics.listen') === 'off' ? null : parseListen(get<string>('metrics.listen'))! },
     rateLimits,
     mcp: {
       maxKeyed: get<number>('mcp.max_sessions'),

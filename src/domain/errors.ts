@@ -118,6 +118,8 @@ export class CodedError extends DomainError {
 }
 export const paymentDeclined = (message: Message | string, field: string | null = 'payment_method_id') => new DomainError('payment_declined', message, field)
 export const unavailable = (message: Message | string) => new DomainError('unavailable', message)
+/** No room on a disk for what was asked (the box's own reserve, domain/room): 507. */
+export const insufficientStorage = (message: Message | string, field: string | null = null) => new DomainError('insufficient_storage', message, field)
 
 /**
  * The domain error a driver failure means for the caller, or null for a failure the caller

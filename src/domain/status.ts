@@ -1,3 +1,5 @@
+import type { RoomFigures } from './room'
+
 /** What the platform says about itself (getStatus and, later, the discovery documents). */
 export interface StatusInfo {
   region: string
@@ -13,6 +15,8 @@ export interface StatusInfo {
   engine: EngineHealth
   /** Copies off the box: whether they are on, and the age of the last store copy (null: none). */
   offsite: { enabled: boolean; lastStoreCopyAgeSeconds(): number | null }
+  /** The data folder's free space against the reserve Berth keeps for itself (domain/room), read at each call. */
+  room: { figures(): RoomFigures }
 }
 
 /**

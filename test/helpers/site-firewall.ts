@@ -54,5 +54,11 @@ export async function probeFromSite(berth: Berth | string, slug: string, address
 /** What probeFromSite prints when the site firewall refused the connection. */
 export const REFUSED_BY_FIREWALL = /(can't connect to remote host .*|connect: )No route to host/
 
+/**
+ * What probeFromSite (or nc, or bash's /dev/tcp) prints when the site firewall refused outbound
+ * SMTP: a TCP reset, "Connection refused" (a dropped packet would time out instead).
+ */
+export const REFUSED_SMTP = /(can't connect to remote host .*|connect: )Connection refused/
+
 /** What probeFromSite prints when a server answered. */
 export const ANSWERED = /^HTTP\/1\.[01] \d{3}/

@@ -264,7 +264,7 @@ export async function startLab(name: string): Promise<Lab> {
     const cgroup = nodeCgroup(name, letter(node), part)
     mkdirSync(cgroup, { recursive: true })
     mkdirSync(join(nodeDir(node), 'mnt'), { recursive: true })
-    return [IN_NODE, cgroup, nodeNamespace(name, letter(node)), join(nodeDir(node), 'mnt'), ...argv]
+    return [IN_NODE, cgroup, nodeNamespace(name, letter(node)), join(nodeDir(node), 'mnt'), join(nodeDir(node), 'mounts.pid'), ...argv]
   }
 
   const launchEngine = async (node: LabNode): Promise<void> => {

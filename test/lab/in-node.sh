@@ -1,26 +1,37 @@
 #!/bin/sh
 # Runs a command inside one node of the two-node lab (test/lab/cluster-lab.ts):
 #
-#   in-node.sh CGROUP_DIR NETNS MOUNTPOINT COMMAND [ARG...]
+#   in-node.sh CGROUP_DIR NETNS MOUNTPOINT HOLDER COMMAND [ARG...]
 #
 # - joins the lab's pids cgroup CGROUP_DIR (a folder under /sys/fs/cgroup/pids), so that everything
 #   the command starts, dockerd's containers' shims included, is found and killed at the lab's stop
 #   or at the next run's sweep even when this run was killed;
-# - enters the network namespace NETNS (/run/netns/NETNS) and a mount namespace of its own,
-#   private, so no mount the command makes (dockerd's overlays) shows on the host or outlives it;
-# - mounts a fresh sysfs (so /sys/class/net shows the namespace's links, as `ip netns exec` does)
-#   and puts the host's cgroup tree back under it (`ip netns exec` loses /sys/fs/cgroup, which
-#   dockerd and runc need): the tree is bound at MOUNTPOINT (an empty folder of the lab's) before
-#   sysfs hides it, then moved to /sys/fs/cgroup.
+# - enters the network namespace NETNS (/run/netns/NETNS) and the node's mount namespace: one per
+#   node, private, so no mount a node's processes make (dockerd's overlays, the sites' disks)
+#   shows on the host or outlives the lab, and shared by all of them as one machine's is (Berth
+#   reads the sites' disks the node's engine mounted). A holder process (its pid in the file
+#   HOLDER) keeps it, made by the first command of the node: it mounts a fresh sysfs (so
+#   /sys/class/net shows the namespace's links, as `ip netns exec` does) and puts the host's
+#   cgroup tree back under it (`ip netns exec` loses /sys/fs/cgroup, which dockerd and runc need):
+#   the tree is bound at MOUNTPOINT (an empty folder of the lab's) before sysfs hides it, then
+#   moved to /sys/fs/cgroup.
 set -eu
-cgroup=$1 netns=$2 mountpoint=$3
-shift 3
+cgroup=$1 netns=$2 mountpoint=$3 holder=$4
+shift 4
 echo $$ > "$cgroup/cgroup.procs"
-export LAB_MOUNTPOINT="$mountpoint"
-exec nsenter "--net=/run/netns/$netns" -- unshare --mount --propagation private -- sh -c '
-  set -e
-  mount --rbind /sys/fs/cgroup "$LAB_MOUNTPOINT"
-  mount -t sysfs sysfs /sys
-  mount --move "$LAB_MOUNTPOINT" /sys/fs/cgroup
-  unset LAB_MOUNTPOINT
-  exec "$@"' in-node "$@"
+(
+  flock 9
+  if [ ! -s "$holder" ] || ! kill -0 "$(cat "$holder")" 2>/dev/null; then
+    rm -f "$holder"
+    LAB_MOUNTPOINT="$mountpoint" LAB_HOLDER="$holder" nsenter "--net=/run/netns/$netns" -- unshare --mount --propagation private -- sh -c '
+      set -e
+      mount --rbind /sys/fs/cgroup "$LAB_MOUNTPOINT"
+      mount -t sysfs sysfs /sys
+      mount --move "$LAB_MOUNTPOINT" /sys/fs/cgroup
+      echo $$ > "$LAB_HOLDER.new"
+      mv "$LAB_HOLDER.new" "$LAB_HOLDER"
+      exec sleep 2147483647' </dev/null >/dev/null 2>&1 &
+    while [ ! -s "$holder" ]; do sleep 0.01; done
+  fi
+) 9>"$holder.lock"
+exec nsenter "--net=/run/netns/$netns" "--mount=/proc/$(cat "$holder")/ns/mnt" -- "$@"

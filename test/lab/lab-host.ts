@@ -223,6 +223,9 @@ export function sweepLab(name: string): void {
   for (const ns of labNamespaces(name)) sh(['ip', 'netns', 'del', ns], { allowFailure: true })
   for (const link of labLinks(name)) sh(['ip', 'link', 'del', link], { allowFailure: true })
   for (const mountPoint of labMounts(name).reverse()) sh(['umount', '-l', mountPoint], { allowFailure: true })
+  // The folders beneath the sites' disks are immutable (drivers/runtime/disk-script.ts); the
+  // disks went with the nodes' mount namespaces.
+  sh(['sh', '-c', 'for d in "$0"/*/data/volumes/*/_data; do [ -d "$d" ] && chattr -i "$d"; done; true', labRoot(name)], { allowFailure: true })
   rmSync(labRoot(name), { recursive: true, force: true })
 }
 

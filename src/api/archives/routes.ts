@@ -17,6 +17,7 @@ export const archiveRoutes = (plugins: ApiPlugins, archives: ArchivesService) =>
       params: SiteParams,
       body: NoBody,
       response: ok(Archive),
+      errors: [507],
       detail: { tags, summary: 'Take a snapshot of the site (vps and dedicated plans); made in the background, poll until ready', operationId: 'createSnapshot' },
     })
     .get('/sites/:tenant_slug/snapshots/', ({ site }) => archives.list(site, 'snapshot'), {

@@ -23,6 +23,7 @@ export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService, p
       rateLimit: 'checkout_create',
       body: createCheckoutBody(prefix),
       response: ok(CheckoutSession, 201),
+      errors: [507],
       detail: { tags, summary: 'Create a checkout session for a SKU (a bearer key is optional)', operationId: 'createCheckout' },
     })
     .get('/acp/checkouts/:checkout_id/', ({ params, request }) => checkout.get(params.checkout_id, secretOf(request)), {
@@ -42,7 +43,7 @@ export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService, p
       query: CheckoutSecretQuery,
       body: UpdateCheckoutBody,
       response: ok(CheckoutSession),
-      errors: [404, 409],
+      errors: [404, 409, 507],
       detail: { tags, summary: 'Set buyer_email and requested_slug (ready once the slug is set)', operationId: 'updateCheckout' },
     })
     .post('/acp/checkouts/:checkout_id/complete/', async ({ params, request, body, set }) => {
@@ -58,7 +59,7 @@ export const checkoutRoutes = (plugins: ApiPlugins, checkout: CheckoutService, p
       body: CompleteCheckoutBody,
       response: { ...ok(CheckoutSession), ...ok(CheckoutSession, 201) },
       // 503: the payment processor cannot be reached (nothing charged).
-      errors: [402, 404, 409, 503],
+      errors: [402, 404, 409, 503, 507],
       detail: { tags, summary: 'Pay: 200 with a hosted payment URL, or 201 completed for a direct payment', operationId: 'completeCheckout' },
     })
     .post('/acp/checkouts/:checkout_id/cancel/', ({ params, request }) => checkout.cancel(params.checkout_id, secretOf(request)), {

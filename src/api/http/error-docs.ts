@@ -18,8 +18,8 @@ export const ERROR_STATUSES = {
   500: { name: 'InternalError', codes: ['INTERNAL_ERROR'], description: 'A fault on our side; retry, and quote meta.request_id if it persists.' },
   502: { name: 'UpstreamError', codes: ['UPSTREAM_ERROR'], description: 'A service Berth called for you (the AI provider) failed or refused; the message says which and why.' },
   503: { name: 'Unavailable', codes: ['UNAVAILABLE'], description: 'The container engine or a site is not reachable right now; retry shortly.' },
-  507: { name: 'InsufficientStorage', codes: ['DISK_FULL'], description: "The site's disk (its plan's disk_gb) is full; nothing was written. error.details has used_bytes and limit_bytes; delete files or scale to a plan with more disk." },
   504: { name: 'UpstreamTimeout', codes: ['UPSTREAM_TIMEOUT'], description: 'A service Berth called for you (the AI provider) did not answer in time; retry, or send a shorter request.' },
+  507: { name: 'InsufficientStorage', codes: ['INSUFFICIENT_STORAGE', 'DISK_FULL'], description: "No room on a disk for this. INSUFFICIENT_STORAGE: the server's free space is under the reserve it keeps for itself (no new sites, snapshots or backups until the hoster frees space; what exists keeps working). DISK_FULL: the site's own disk (its plan's disk_gb) is full; nothing was written; error.details has used_bytes and limit_bytes; delete files or scale to a plan with more disk. The message says what to do." },
 } as const
 
 export type ErrorStatus = keyof typeof ERROR_STATUSES

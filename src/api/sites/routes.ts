@@ -27,6 +27,7 @@ export const siteRoutes = (plugins: ApiPlugins, sites: SitesService) => {
       scope: 'admin',
       body: CreateSiteBody,
       response: ok(Site, 201),
+      errors: [507],
       detail: { tags, summary: 'Add a site under an agency subscription with room left', operationId: 'createSite' },
     })
     .get('/sites/:tenant_slug/', ({ site }) => sites.detail(site), {

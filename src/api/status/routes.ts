@@ -4,7 +4,7 @@ import type { StatusInfo } from '../../domain/status'
 import type { ApiPlugins } from '../plugins'
 
 export const PlatformStatus = t.Object({
-  status: t.Union([t.Literal('ok'), t.Literal('degraded')], { description: '`degraded` while the container engine does not answer (`engine.reachable` false): sites may be down and changes to them fail.' }),
+  status: t.Union([t.Literal('ok'), t.Literal('degraded')], { description: '`degraded` while the container engine does not answer (`engine.reachable` false): sites may be down and changes to them fail; or while the server is low on disk space (`disk.low_space` true): new sites, snapshots and backups are refused (507) and the existing sites keep working.' }),
   region: t.String(),
   provider: t.String(),
   api_version: t.Literal('v1'),
@@ -30,24 +30,35 @@ export const PlatformStatus = t.Object({
       description: 'Seconds since the last copy of the store off the server was made (every offsite.store_interval_seconds, 300 by default); null when there is none.',
     }),
   }, { description: 'Copies off the server, from which the hoster can rebuild it (docs/operations.md, "Copies off the box").' }),
+  disk: t.Object({
+    low_space: t.Boolean({ description: 'True while free_bytes is under threshold_bytes: new sites (checkouts, sites/create), snapshots and backups are refused with 507 INSUFFICIENT_STORAGE until the hoster frees space; everything that exists keeps working.' }),
+    free_bytes: JsonInteger({ minimum: 0, description: "Free bytes on the filesystem of Berth's data folder (its store, archives and certificates), read now." }),
+    total_bytes: JsonInteger({ minimum: 0, description: 'Size of that filesystem in bytes.' }),
+    threshold_bytes: JsonInteger({ minimum: 0, description: 'The free space Berth keeps for itself: the larger of disk.reserve_bytes and disk.reserve_percent of total_bytes.' }),
+    sites_disk_gb: JsonInteger({ minimum: 0, description: "The sum of the plans' disk_gb over the sites that exist (not deleted): the disk the server has promised, which may be more than total_bytes (overcommit is the hoster's choice)." }),
+  }, { description: "The server's disk (docs/operations.md, \"When the disk is low\")." }),
 })
 
 export const statusRoutes = (plugins: ApiPlugins, info: StatusInfo) =>
   new Elysia({ name: 'status-routes' })
     .use(plugins)
-    .get('/status/', () => ({
-      status: info.engine.reachable === false ? ('degraded' as const) : ('ok' as const),
-      region: info.region,
-      provider: info.provider,
-      api_version: 'v1' as const,
-      version: info.version,
-      test_mode: info.testMode,
-      payment_processor: info.processor,
-      dns: info.dns,
-      registrar: info.registrar,
-      engine: { reachable: info.engine.reachable },
-      offsite: { enabled: info.offsite.enabled, last_store_copy_age_seconds: info.offsite.lastStoreCopyAgeSeconds() },
-    }), {
+    .get('/status/', () => {
+      const room = info.room.figures()
+      return {
+        status: info.engine.reachable === false || room.low ? ('degraded' as const) : ('ok' as const),
+        region: info.region,
+        provider: info.provider,
+        api_version: 'v1' as const,
+        version: info.version,
+        test_mode: info.testMode,
+        payment_processor: info.processor,
+        dns: info.dns,
+        registrar: info.registrar,
+        engine: { reachable: info.engine.reachable },
+        offsite: { enabled: info.offsite.enabled, last_store_copy_age_seconds: info.offsite.lastStoreCopyAgeSeconds() },
+        disk: { low_space: room.low, free_bytes: room.freeBytes, total_bytes: room.totalBytes, threshold_bytes: room.thresholdBytes, sites_disk_gb: room.sitesDiskGb },
+      }
+    }, {
       public: true,
       response: ok(PlatformStatus),
       detail: { tags: ['Discovery'], summary: 'Platform status', operationId: 'getStatus' },

@@ -1,5 +1,6 @@
 import type { Config } from '../../config/config'
 import type { BoxProbes, PortHolder } from '../../drivers/host/types'
+import { thresholdOf } from '../../domain/room'
 import { fail, GIB, pass, reasonOf, sizeText, warn, type CheckResult } from './check'
 
 /**
@@ -8,11 +9,8 @@ import { fail, GIB, pass, reasonOf, sizeText, warn, type CheckResult } from './c
  * probes (drivers/host/types.ts), so its judgement is tested on any state of a box.
  */
 
-/** Below this much free space the disk FAILs: a deploy, a backup or the store's next write fails. */
-export const DISK_FAIL_BYTES = 1 * GIB
-/** Below this much free space, or DISK_WARN_FRACTION of the disk, it WARNs: a few backups away from full. */
-export const DISK_WARN_BYTES = 5 * GIB
-export const DISK_WARN_FRACTION = 0.1
+/** Under the reserve times this the disk WARNs: a few backups away from the reserve. */
+export const DISK_WARN_FACTOR = 2
 
 /**
  * The oldest engine API Berth runs on: Docker 20.10 (API 1.41), the first engine that runs
@@ -38,19 +36,24 @@ export async function checkDataFolder(config: Config, probes: BoxProbes): Promis
   return pass(name, `${dir} is writable`)
 }
 
-/** Free space on the data folder's disk, for an unprivileged writer. */
-export function checkDisk(config: Config, probes: BoxProbes): CheckResult {
+/**
+ * Free space on the data folder's disk, for an unprivileged writer, against the reserve Berth keeps
+ * for itself (disk.reserve_bytes, disk.reserve_percent): under it FAIL (berth serve refuses new
+ * sites, snapshots and backups with 507), under twice it WARN. `sitesDiskGb` is the sum of the
+ * plans' disk_gb of the sites in the store (null: no store yet), shown against the disk's size.
+ */
+export function checkDisk(config: Config, probes: BoxProbes, sitesDiskGb: number | null = null): CheckResult {
   const name = 'disk'
   const dir = probes.existingAncestor(config.server.dataDir)
   const { freeBytes, totalBytes } = probes.diskSpace(dir)
   const percent = totalBytes > 0 ? (freeBytes / totalBytes) * 100 : 0
-  const detail = `${sizeText(freeBytes)} free of ${sizeText(totalBytes)} (${percent.toFixed(0)} %) on the disk of ${dir}`
-  const fix = `free space on that disk (old backups: archives.backups_kept; docker image prune) or give it more`
-  if (freeBytes < DISK_FAIL_BYTES) return fail(name, `${detail}: under ${sizeText(DISK_FAIL_BYTES)}`, fix)
-  if (freeBytes < DISK_WARN_BYTES || percent < DISK_WARN_FRACTION * 100) {
-    return warn(name, `${detail}: under ${sizeText(DISK_WARN_BYTES)} or ${DISK_WARN_FRACTION * 100} %`, fix)
-  }
-  return pass(name, detail)
+  const reserve = thresholdOf(config.disk, totalBytes)
+  const promised = sitesDiskGb === null ? '' : `; the sites' plans hold ${sitesDiskGb} GiB (disk_gb), ${totalBytes > 0 ? ((sitesDiskGb * GIB * 100) / totalBytes).toFixed(0) : '-'} % of the disk`
+  const detail = `${sizeText(freeBytes)} free of ${sizeText(totalBytes)} (${percent.toFixed(0)} %) on the disk of ${dir}${promised}`
+  const fix = `free space on that disk (old backups: archives.backups_kept; docker image prune) or give it more; the reserve is disk.reserve_bytes and disk.reserve_percent`
+  if (freeBytes < reserve) return fail(name, `${detail}: under the reserve of ${sizeText(reserve)}, so berth serve refuses new sites, snapshots and backups (507)`, fix)
+  if (freeBytes < reserve * DISK_WARN_FACTOR) return warn(name, `${detail}: under ${DISK_WARN_FACTOR} times the reserve of ${sizeText(reserve)}`, fix)
+  return pass(name, `${detail}; the reserve is ${sizeText(reserve)}`)
 }
 
 /** The engine answers on containers.docker_socket, at MIN_ENGINE_API or later. */

@@ -29,11 +29,11 @@ export function configFailed(message: string): CheckResult {
  * Every check after the config's, in the order a hoster fixes them: the box, the engine, the
  * ports, then what lies outside. They run at once; one that throws FAILs with its message.
  */
-export async function runChecks(config: Config, probes: BoxProbes): Promise<CheckResult[]> {
+export async function runChecks(config: Config, probes: BoxProbes, sitesDiskGb: () => number | null = () => null): Promise<CheckResult[]> {
   const directory = askDirectory(config, probes)
   const checks: [name: string, run: () => CheckResult | Promise<CheckResult>][] = [
     ['data_dir', () => checkDataFolder(config, probes)],
-    ['disk', () => checkDisk(config, probes)],
+    ['disk', () => checkDisk(config, probes, sitesDiskGb())],
     ['engine', () => checkEngine(config, probes)],
     ['images', () => checkImages(config, probes)],
     ...listenersOf(config).map((l) => [`port ${l.hostname}:${l.port}/${l.protocol}`, () => checkPort(l, probes)] as [string, () => Promise<CheckResult>]),

@@ -5,6 +5,7 @@ import type { ArchiveRow, SiteRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import { conflict, forbidden, notFound, op, say } from '../errors'
 import type { PlansService } from '../plans'
+import type { BoxRoom } from '../room'
 import { requireChangeable, type SiteRecords } from '../sites'
 import { CREATE_ARCHIVE_JOB, RESTORE_ARCHIVE_JOB } from './jobs'
 import type { ArchiveView } from './views'
@@ -38,6 +39,8 @@ export interface ArchivesServiceDeps {
   log: Logger
   /** Which archives have a copy off the box (domain/offsite); none without it. */
   copies?: { copiedArchiveIds(archiveIds: string[]): Set<string> }
+  /** The box's reserve of free space: under it snapshots are refused (507) and backups wait. */
+  room?: Pick<BoxRoom, 'ensureRoom' | 'isLow'>
 }
 
 /**
@@ -46,6 +49,9 @@ export interface ArchivesServiceDeps {
  * an archive are jobs (./jobs.ts); this answers the API, schedules backups and removes archives.
  */
 export class ArchivesService {
+  /** Backups are held back for lack of room (logged once as it starts and once as it ends). */
+  private heldBack = false
+
   constructor(private d: ArchivesServiceDeps) {}
 
   /** The site's snapshots or backups, newest first. Listing works on every plan. */
@@ -76,6 +82,7 @@ export class ArchivesService {
       if (this.d.repo.countWithStatus(site.id, 'snapshot', ['creating', 'ready', 'restoring']) >= max) {
         throw conflict(say`Site '${slug}' has ${max} snapshots, the most a site keeps; delete one first (${op('deleteSnapshot', { tenant_slug: slug })}).`)
       }
+      this.d.room?.ensureRoom('snapshots')
       return this.enqueueCreate(site.id, 'snapshot')
     })
     this.d.jobs.kick()
@@ -141,6 +148,7 @@ export class ArchivesService {
    * failed one, an hour later (or the interval, when shorter). Returns how many were queued.
    */
   scheduleBackups(): number {
+    if (this.holdBackups()) return 0
     const now = this.d.clock.now()
     const interval = this.d.config.backupIntervalSeconds * 1000
     const retry = Math.min(interval, FAILED_BACKUP_RETRY_MS)
@@ -178,6 +186,17 @@ export class ArchivesService {
    */
   removeAllFor(siteId: string): Promise<void> {
     return this.d.retention.removeAllFor(siteId)
+  }
+
+  /** Under the box's reserve no backup is queued (one would grow the archives); said once in the log each way. */
+  private holdBackups(): boolean {
+    const low = this.d.room?.isLow() ?? false
+    if (low !== this.heldBack) {
+      if (low) this.d.log.warn('the data folder is under its reserve of free space (disk.reserve_bytes, disk.reserve_percent): no backups are made until there is room again')
+      else this.d.log.info('the data folder has room again: backups resume')
+    }
+    this.heldBack = low
+    return low
   }
 
   private settleStranded(): void {

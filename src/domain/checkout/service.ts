@@ -15,6 +15,7 @@ import type { CheckoutRepository } from './repository'
 import type { PaymentMethodKind } from '../../core/enums'
 import { PERIOD_MS, toCents } from '../../core/money'
 import type { AccountRecords } from '../accounts'
+import type { BoxRoom } from '../room'
 
 const SESSION_LIFETIME_MS = 24 * 3600_000
 
@@ -36,6 +37,8 @@ export interface CheckoutServiceDeps {
   buyers: { accounts: Pick<AccountRecords, 'insert' | 'setPaymentMethod' | 'find'>; keys: Pick<KeysService, 'issue'> }
   sites: Pick<SitesService, 'slugUnavailable' | 'prepare' | 'release' | 'createRecord' | 'siteUrl'>
   jobs: Pick<JobRunner, 'kick'>
+  /** The box's reserve of free space: a purchase is refused (507) under it. */
+  room?: Pick<BoxRoom, 'ensureRoom'>
 }
 
 /**
@@ -49,6 +52,7 @@ export class CheckoutService {
 
   create(input: { sku: string }, principal: Principal | null): CheckoutView {
     const { plan, period } = this.parseSku(input.sku)
+    this.d.room?.ensureRoom('new sites')
     const now = this.d.clock.now()
     const secret = `cks_${Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString('hex')}`
     const row = this.d.repo.insert({
@@ -92,6 +96,8 @@ export class CheckoutService {
       if (input.requested_slug !== undefined) {
         const problem = this.d.sites.slugUnavailable(input.requested_slug, row.id)
         if (problem) throw invalid('requested_slug', problem)
+        // Setting the slug makes the site's network and home (sites.prepare) while the buyer pays.
+        this.d.room?.ensureRoom('new sites')
         changes.requestedSlug = input.requested_slug
         changes.status = 'ready'
         // The site's id is fixed now, so its network and volume can be made while the buyer pays.
@@ -112,6 +118,8 @@ export class CheckoutService {
   async complete(id: string, secret: string | undefined, input: { payment_method?: PaymentMethodKind; payment_method_id?: string }): Promise<CheckoutView> {
     const row = this.authorize(id, secret)
     if (row.status !== 'ready') throw this.wrongState(row, 'completed', 'ready')
+    // Before any charge: a session opened while there was room is not paid for a site that cannot be made.
+    this.d.room?.ensureRoom('new sites')
     const method = input.payment_method ?? 'processor_checkout'
     const plan = this.d.plans.get(row.planSlug)
     const description = `${plan.name} (${row.billingPeriod}) for ${row.requestedSlug}`

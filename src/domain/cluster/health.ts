@@ -228,6 +228,6 @@ export class NodeHealth {
 
 /** True when two site firewall policies make the same rules (an absent field and null are the same). */
 export function samePolicy(a: SiteFirewallPolicy | null | undefined, b: SiteFirewallPolicy | null | undefined): boolean {
-  const canonical = (p: SiteFirewallPolicy | null | undefined) => (p ? JSON.stringify([p.pool, p.publicEdge, p.guardedHost ?? null, p.closedPorts ?? null, p.blockedHosts ?? null]) : 'null')
+  const canonical = (p: SiteFirewallPolicy | null | undefined) => (p ? JSON.stringify([p.pool, p.publicEdge, p.guardedHost ?? null, p.closedPorts ?? null, p.blockedHosts ?? null, p.refusedTcpPorts?.length ? p.refusedTcpPorts : null]) : 'null')
   return canonical(a) === canonical(b)
 }

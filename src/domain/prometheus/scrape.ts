@@ -3,6 +3,7 @@ import type { DnsQueryCounts } from '../../dns/query-counts'
 import type { ProcessStats } from '../../drivers/process/types'
 import { renderExposition, type MetricFamily, type Sample } from './exposition'
 import type { PrometheusRepository } from './repository'
+import { GIB, type RoomFigures } from '../room'
 
 /** Everything /metrics reads; src/compose builds it. */
 export interface ScrapeSources {
@@ -19,6 +20,8 @@ export interface ScrapeSources {
   process: () => ProcessStats
   /** This box's name, the `node` label of `berth_site_up`. */
   node: string
+  /** The data folder's disk against the reserve Berth keeps (domain/room); absent: not exported. */
+  room?: () => RoomFigures
 }
 
 /**
@@ -47,6 +50,7 @@ export async function scrapeMetrics(s: ScrapeSources): Promise<string> {
     counter('berth_renewal_charges_failed_total', 'Renewal charges the payment processor declined.', [{ value: store.renewalChargesFailed }]),
     counter('berth_dns_queries_total', 'Queries Berth\'s DNS server answered, by response code.', (s.dns?.byRcode() ?? []).map((r) => ({ labels: { rcode: r.rcode }, value: r.count }))),
     ...offsiteFamilies(s),
+    ...diskFamilies(s),
     ...processFamilies(s.process()),
   ])
 }
@@ -81,6 +85,19 @@ function offsiteFamilies(s: ScrapeSources): MetricFamily[] {
   if (!s.offsiteStoreCopyAgeSeconds) return []
   const age = s.offsiteStoreCopyAgeSeconds()
   return [gauge('berth_offsite_last_store_copy_age_seconds', 'Seconds since the newest copy of the store left the box (none before the first).', age === null ? [] : [{ value: age }])]
+}
+
+/** The data folder's filesystem, the reserve Berth keeps on it, and the disk the sites' plans promise (overcommit made visible). */
+function diskFamilies(s: ScrapeSources): MetricFamily[] {
+  if (!s.room) return []
+  const r = s.room()
+  return [
+    gauge('berth_disk_free_bytes', "Free bytes on the filesystem of Berth's data folder (store, archives, certificates).", [{ value: r.freeBytes }]),
+    gauge('berth_disk_total_bytes', "Size of the filesystem of Berth's data folder.", [{ value: r.totalBytes }]),
+    gauge('berth_disk_reserve_bytes', 'The free space Berth keeps for itself (disk.reserve_bytes, disk.reserve_percent); under it new sites, snapshots and backups are refused.', [{ value: r.thresholdBytes }]),
+    gauge('berth_disk_low', '1 while free space is under the reserve (new sites, snapshots and backups refused), 0 otherwise.', [{ value: r.low ? 1 : 0 }]),
+    gauge('berth_sites_disk_quota_bytes', "The sum of the plans' disk_gb of the sites that exist, in bytes: against berth_disk_total_bytes, the overcommit.", [{ value: r.sitesDiskGb * GIB }]),
+  ]
 }
 
 /** The process's own, named as every Prometheus client library names them. */

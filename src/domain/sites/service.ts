@@ -1,3 +1,4 @@
+import type { BoxRoom } from '../room'
 import { NO_TLS, type TlsView } from '../tls'
 import type { JobRunner } from '../../jobs/runner'
 import { iso, type Clock } from '../../lib/clock'
@@ -26,6 +27,8 @@ export interface SitesServiceDeps {
   checkouts: { holderOf(slug: string, exceptId: string | null): CheckoutRow | undefined }
   billing: Pick<BillingRecords, 'findSubscription' | 'activeSubscriptions'>
   plans: Pick<PlansService, 'get'>
+  /** The box's reserve of free space: a new site is refused (507) under it. */
+  room?: Pick<BoxRoom, 'ensureRoom'>
   jobs: Pick<JobRunner, 'enqueue' | 'kick' | 'pendingFor'>
   runner: Pick<SiteRunner, 'prepare' | 'release'>
   /** config `server.site_url` and `sites.domain`: where sites answer. */
@@ -127,6 +130,7 @@ export class SitesService {
       if (!withRoom) {
         throw forbidden(say`No active subscription with room for another site: buy an agency plan (${op('createCheckout')}) or free a slot.`, input.subscription_id ? 'subscription_id' : null)
       }
+      this.d.room?.ensureRoom('new sites')
       return this.createRecord({ accountId: p.accountId, subscriptionId: withRoom.id, slug: input.slug, planSlug: withRoom.planSlug })
     })
     this.d.jobs.kick()

@@ -197,11 +197,11 @@ describe('firewallPolicyOf', () => {
 
   it('normalizes the pool and allows the public edge ports on a public address', () => {
     expect(policyOf({ BERTH_CONTAINERS_SUBNET_POOL: '10.231.7.9/16', BERTH_DNS_PUBLIC_IPV4: '203.0.113.10', BERTH_TLS_LISTEN: '0.0.0.0:443', BERTH_SERVER_LISTEN: '0.0.0.0:80' }))
-      .toEqual({ pool: '10.231.0.0/16', publicEdge: { address: '203.0.113.10', ports: [80, 443] } })
+      .toEqual({ pool: '10.231.0.0/16', publicEdge: { address: '203.0.113.10', ports: [80, 443] }, refusedTcpPorts: [25] })
   })
 
   it('allows no host port by default: the public address is loopback', () => {
-    expect(policyOf({})).toEqual({ pool: '10.231.0.0/16', publicEdge: null })
+    expect(policyOf({})).toEqual({ pool: '10.231.0.0/16', publicEdge: null, refusedTcpPorts: [25] })
   })
 
   it('closes the cluster\'s ports (the Swarm\'s, the agents\') at every address on a control plane, and only there', () => {
@@ -216,7 +216,7 @@ describe('nodeFirewallPolicyOf', () => {
 
   it('guards the control plane\'s private address, open on the edge\'s ports only, with the pool and no public edge', () => {
     expect(policyOf({ BERTH_CLUSTER_ADDRESS: '10.0.0.1', BERTH_TLS_LISTEN: '0.0.0.0:443', BERTH_SERVER_LISTEN: '0.0.0.0:80', BERTH_DNS_PUBLIC_IPV4: '203.0.113.10' }))
-      .toEqual({ pool: '10.231.0.0/16', publicEdge: null, guardedHost: { address: '10.0.0.1', openPorts: [80, 443] }, closedPorts: { tcp: [2377, 7710, 7711, 7946], udp: [4789, 7946] }, blockedHosts: [] })
+      .toEqual({ pool: '10.231.0.0/16', publicEdge: null, guardedHost: { address: '10.0.0.1', openPorts: [80, 443] }, closedPorts: { tcp: [2377, 7710, 7711, 7946], udp: [4789, 7946] }, blockedHosts: [], refusedTcpPorts: [25] })
     expect(policyOf({ BERTH_CLUSTER_ADDRESS: '10.0.0.1' })?.guardedHost).toEqual({ address: '10.0.0.1', openPorts: [8080] })
   })
 

@@ -17,7 +17,8 @@ import type { FirewallCheck, SiteFirewallPolicy } from './types'
  *   credentials, to the policy's closed ports at any address (a cluster's Swarm and agent ports),
  *   to the policy's guarded host (a node's control plane) but for TCP to its open ports, and to
  *   its blocked hosts (a cluster's nodes: their forwards take the control plane's address, which
- *   a site on the control plane leaves with).
+ *   a site on the control plane leaves with), and TCP to the policy's refused ports at any address
+ *   (25, outbound SMTP, unless containers.outbound_smtp), these with a TCP reset.
  *   Replies to connections made into the sites pass first. Everything else returns to Docker's
  *   own rules (the outside world passes).
  *
@@ -26,13 +27,16 @@ import type { FirewallCheck, SiteFirewallPolicy } from './types'
  * again at each network it makes). A packet may go through the chain twice; what passes returns.
  *
  * Rules return rather than accept, so the host's own rules still apply to what passes. Refusals
- * are `icmp-admin-prohibited`: a site's request fails at once instead of hanging for a minute.
+ * are `icmp-admin-prohibited` (`tcp-reset` for the refused TCP ports): a site's request fails at
+ * once instead of hanging for a minute.
  * Each rule carries the comment `berth:<pool>:<digest of the rule set>`: the pool finds them, the
  * digest tells a rule set from an older policy's.
  */
 
 /** Rejections say why and fail at once (EHOSTUNREACH) instead of timing out. */
 const REJECT = ['-j', 'REJECT', '--reject-with', 'icmp-admin-prohibited']
+/** Refused TCP ports (outbound SMTP) answer with a reset: the client sees ECONNREFUSED at once. */
+const RESET = ['-j', 'REJECT', '--reject-with', 'tcp-reset']
 const REPLIES = ['-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED']
 /** Link-local addresses (RFC 3927): the cloud metadata service lives at 169.254.169.254. */
 export const LINK_LOCAL = '169.254.0.0/16'
@@ -93,6 +97,7 @@ export function desiredRules(policy: SiteFirewallPolicy, forwardHook: string): D
   ]
   const forwardRules: string[][] = [
     [...REPLIES, '-j', 'RETURN'],
+    ...chunks(policy.refusedTcpPorts ?? [], MULTIPORT_MAX).map((ports) => ['-p', 'tcp', '-m', 'multiport', '--dports', ports.join(','), ...RESET]),
     ...closedPortRules(policy.closedPorts ?? null),
     ...guardedHostRules(policy.guardedHost ?? null),
     ...(policy.blockedHosts ?? []).map((address) => ['-d', `${address}/32`, ...REJECT]),
@@ -133,6 +138,13 @@ function guardedHostRules(guarded: SiteFirewallPolicy['guardedHost']): string[][
     [...destination, ...REJECT],
   ]
 }
+
+/**
+ * The only drift a network the engine made causes: its rules (and, before Docker 28, its jump into
+ * DOCKER-USER) went on top of FORWARD, above the backstop. Expected, not a tampering: the next
+ * pass, or Berth right after it made a network, puts the backstop back on top.
+ */
+export const BACKSTOP_MOVED = 'the jump from FORWARD is not first'
 
 /** The most ports one `-m multiport --dports` takes. */
 export const MULTIPORT_MAX = 15

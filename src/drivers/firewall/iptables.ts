@@ -1,4 +1,4 @@
-import { compareRules, desiredRules, forwardHookOf, parseListing, removeScript, replaceScript, type Listing } from './iptables-rules'
+import { BACKSTOP_MOVED, compareRules, desiredRules, forwardHookOf, parseListing, removeScript, replaceScript, type Listing } from './iptables-rules'
 import { FirewallError, type FirewallCheck, type SiteFirewall, type SiteFirewallPolicy } from './types'
 
 /** Seconds an iptables command waits for the xtables lock (iptables-legacy; nft ignores it). */
@@ -35,7 +35,9 @@ export class IptablesFirewall implements SiteFirewall {
     if (before.state === 'in_place') return before
     await this.restore(replaceScript(listing, desiredRules(policy, forwardHookOf(listing)), policy.pool))
     const after = this.compare(await this.list(), policy)
-    if (after.state !== 'in_place') throw new FirewallError(`${this.tool} took the rules but they are not in place: ${after.problems.join('; ')}`)
+    // Anyone's new network on the engine between the restore and the listing moves the backstop
+    // down (BACKSTOP_MOVED): the rules took, the next pass puts it back on top.
+    if (after.state !== 'in_place' && !after.problems.every((p) => p === BACKSTOP_MOVED)) throw new FirewallError(`${this.tool} took the rules but they are not in place: ${after.problems.join('; ')}`)
     return before
   }
 

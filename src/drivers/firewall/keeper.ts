@@ -1,8 +1,6 @@
+import { BACKSTOP_MOVED } from './iptables-rules'
 import type { FirewallCheck, SiteFirewall } from './types'
 import type { Logger } from '../../lib/logger'
-
-/** The only drift a network the engine made causes (drivers/firewall/iptables-rules.ts, the backstop). */
-const BACKSTOP_MOVED = 'the jump from FORWARD is not first'
 
 /** What the hoster loses while the rules are not in place, said with every warning. */
 const EXPOSED = "sites can reach the host's own addresses (Berth's API included) and link-local ones (the cloud metadata service)"

@@ -17,9 +17,9 @@ export function parseFirewallPolicy(value: unknown): ParsedPolicy {
   if (value === null) return { policy: null }
   const fail = (param: string, error: string): ParsedPolicy => ({ param, error })
   if (!isObject(value)) return fail('policy', 'must be an object or null')
-  const unknown = Object.keys(value).find((k) => !['pool', 'publicEdge', 'guardedHost', 'closedPorts', 'blockedHosts'].includes(k))
+  const unknown = Object.keys(value).find((k) => !['pool', 'publicEdge', 'guardedHost', 'closedPorts', 'blockedHosts', 'refusedTcpPorts'].includes(k))
   if (unknown) return fail(`policy.${unknown}`, 'is not a field of a firewall policy')
-  const { pool, publicEdge, guardedHost, closedPorts, blockedHosts } = value
+  const { pool, publicEdge, guardedHost, closedPorts, blockedHosts, refusedTcpPorts } = value
   if (typeof pool !== 'string' || !isIpv4Cidr(pool)) return fail('policy.pool', 'must be an IPv4 network in CIDR form, such as 10.231.0.0/16')
   const policy: SiteFirewallPolicy = { pool, publicEdge: null }
   if (publicEdge !== null && publicEdge !== undefined) {
@@ -37,6 +37,10 @@ export function parseFirewallPolicy(value: unknown): ParsedPolicy {
   if (blockedHosts !== undefined) {
     if (blockedHosts !== null && !isAddressList(blockedHosts)) return fail('policy.blockedHosts', `must be null or a list of IPv4 addresses in ascending order, at most ${MAX_HOSTS}`)
     policy.blockedHosts = blockedHosts === null ? null : (blockedHosts as string[])
+  }
+  if (refusedTcpPorts !== undefined) {
+    if (refusedTcpPorts !== null && !isPortList(refusedTcpPorts)) return fail('policy.refusedTcpPorts', 'must be null or [1-65535, ...], ascending, once each')
+    policy.refusedTcpPorts = refusedTcpPorts === null ? null : (refusedTcpPorts as number[])
   }
   return { policy }
 }

@@ -35,17 +35,19 @@ export function selectFirewall(config: Config, nodes: NodeList = NO_NODES): Site
  * the control plane's private address (cluster.address) guarded but for the edge's ports: a site
  * on a node reaches the control plane as any visitor does, never its Swarm manager or what else
  * listens there. Not guarded when cluster.address is no IPv4 address (the rules are IPv4 ones).
- * The cluster's ports (clusterPortsOf) are closed at every address: other nodes' among them.
+ * The cluster's ports (clusterPortsOf) are closed at every address: other nodes' among them; and
+ * outbound SMTP is refused as on the control plane (refusedPortsOf).
  */
 export function nodeFirewallPolicyOf(config: Config, nodes: FirewalledNode[] = []): SiteFirewallPolicy | null {
   if (!config.containers.firewall) return null
   const control = config.cluster.address
   const guarded = ipaddr.IPv4.isValidFourPartDecimal(control) ? { address: control, openPorts: edgePortsOf(config) } : null
-  return { pool: firewallPolicyOf(config).pool, publicEdge: null, guardedHost: guarded, closedPorts: clusterPortsOf(config, nodes), blockedHosts: blockedHostsOf(config, nodes) }
+  return { pool: firewallPolicyOf(config).pool, publicEdge: null, guardedHost: guarded, closedPorts: clusterPortsOf(config, nodes), blockedHosts: blockedHostsOf(config, nodes), ...refusedPortsOf(config) }
 }
 
 /**
- * The policy from the config: the subnet pool, and the public edge sites may reach like anyone;
+ * The policy from the config: the subnet pool, the public edge sites may reach like anyone, and
+ * outbound SMTP refused (refusedPortsOf);
  * with cluster.enabled, the cluster's ports closed at every address (the control plane's sites
  * would otherwise reach the nodes' Swarm and agent ports as this box) and every node's private
  * address blocked (its forwards accept this box's address, which the sites leave with).
@@ -58,7 +60,21 @@ export function firewallPolicyOf(config: Config, nodes: FirewalledNode[] = []): 
     pool,
     publicEdge: ['loopback', 'unspecified'].includes(ipaddr.parse(publicAddress).range()) ? null : { address: publicAddress, ports: edgePortsOf(config) },
     ...(config.cluster.enabled ? { closedPorts: clusterPortsOf(config, nodes), blockedHosts: blockedHostsOf(config, nodes) } : {}),
+    ...refusedPortsOf(config),
   }
+}
+
+/** Outbound SMTP, TCP 25, the port mail servers take mail from each other on. */
+export const SMTP_PORT = 25
+
+/**
+ * The TCP ports sites may not reach anywhere: SMTP (25) unless containers.outbound_smtp opens
+ * it. A compromised site relaying spam straight to other mail servers puts the box's address on
+ * every blocklist; submission (465, 587) authenticates the sender at a mail provider and stays
+ * open. Absent when nothing is refused.
+ */
+function refusedPortsOf(config: Config): Pick<SiteFirewallPolicy, 'refusedTcpPorts'> {
+  return config.containers.outboundSmtp ? {} : { refusedTcpPorts: [SMTP_PORT] }
 }
 
 /**

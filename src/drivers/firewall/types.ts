@@ -35,6 +35,14 @@ export interface SiteFirewallPolicy {
    * site's. Ascending, once each. Absent or null on the single box.
    */
   blockedHosts?: string[] | null
+  /**
+   * TCP ports sites may not connect to at any address beyond the host, refused with a TCP reset
+   * (the site's client sees "connection refused" at once): [25] unless containers.outbound_smtp,
+   * so that a compromised site cannot send mail straight to other mail servers and get the box's
+   * address onto blocklists (465 and 587, authenticated submission, stay open). Ascending, once
+   * each. Absent, null or empty: none.
+   */
+  refusedTcpPorts?: number[] | null
 }
 
 /** How the host's rules compare with the policy. */

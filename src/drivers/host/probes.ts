@@ -1,5 +1,5 @@
 import { spawn } from 'bun'
-import { existsSync, statfsSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { rm, writeFile, open } from 'node:fs/promises'
 import { promises as dns } from 'node:dns'
 import { dirname, join } from 'node:path'
@@ -7,6 +7,7 @@ import type { Config } from '../../config/config'
 import { shiftedClock } from '../../lib/clock'
 import { selectOffsite } from '../offsite/select'
 import { engineVersionAt, missingImagesAt } from '../runtime/engine-facts'
+import { diskSpaceOf } from './disk-space'
 import { portState } from './ports'
 import type { BoxProbes } from './types'
 
@@ -26,10 +27,7 @@ export function boxProbes(config: Config): BoxProbes {
       while (!existsSync(at) && dirname(at) !== at) at = dirname(at)
       return at
     },
-    diskSpace(dir) {
-      const s = statfsSync(dir)
-      return { freeBytes: s.bavail * s.bsize, totalBytes: s.blocks * s.bsize }
-    },
+    diskSpace: diskSpaceOf,
     engineVersion: () => engineVersionAt(config.containers.dockerSocket),
     missingImages: (images) => missingImagesAt(config.containers.dockerSocket, images),
     portState,

@@ -115,20 +115,27 @@ esac
 `
 
 /**
- * Run in the disks helper (a container with the host's pids in view): finds the engine's own
- * process (dockerd; the one whose root holds this helper's container folder, as several engines
- * may share a host, each in its mount namespace) and runs DISK_SCRIPT in its mount namespace.
- * Arguments: the helper's container id, the engine's data root, the script, then its own.
+ * Run in the disks helper (a container with the host's pids in view) through the engine's exec:
+ * runs DISK_SCRIPT, with its arguments, in the mount namespace of the exec's parent, the
+ * container's shim, which runs in the engine's (where the engine resolves the volumes it binds
+ * into containers). Several engines may share a host, each in its own mount namespace (a node of
+ * the test lab is a dockerd in a network namespace): the parent names the right one.
  */
 export const ENTER_ENGINE = String.raw`
-self=$1 root=$2 script=$3
-shift 3
-if command -v nsenter >/dev/null 2>&1; then ns=nsenter; else ns="busybox nsenter"; fi
-for p in /proc/[0-9]*; do
-  [ "$(cat "$p/comm" 2>/dev/null)" = dockerd ] || continue
-  [ -d "$p/root$root/containers/$self" ] || continue
-  exec $ns -t "$(basename "$p")" -m -- /bin/sh -c "$script" disk "$@"
+script=$1
+shift
+# runc starts an exec and exits; the process is then its shim's (a subreaper's) child: until that
+# happens the parent is runc, for a few milliseconds.
+for _ in $(seq 1 200); do
+  p=$(sed -n 's/^PPid:[[:space:]]*//p' /proc/$$/status)
+  comm=$(cat /proc/$p/comm 2>/dev/null || true)
+  case "$comm" in containerd-shim*) break ;; esac
+  sleep 0.01
 done
-echo "the engine's process was not found from its disks helper" >&2
-exit 70
+case "$comm" in
+containerd-shim*) ;;
+*) echo "the disks helper's exec is not its container shim's child (parent $p: $comm)" >&2; exit 70 ;;
+esac
+if command -v nsenter >/dev/null 2>&1; then ns=nsenter; else ns="busybox nsenter"; fi
+exec $ns -t "$p" -m -- /bin/sh -c "$script" disk "$@"
 `

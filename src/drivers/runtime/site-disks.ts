@@ -34,7 +34,7 @@ export type DiskState = 'present' | 'mounted' | 'made'
  * for this box and every node. A site on this box is measured with statfs (no engine call).
  */
 export class SiteDisks {
-  private helpers = new Map<string, Promise<{ id: string; root: string }>>()
+  private helpers = new Map<string, Promise<{ id: string }>>()
   /** Volume folders by engine and volume name: a volume's mount point never changes. */
   private folders = new Map<string, string>()
 
@@ -138,7 +138,7 @@ export class SiteDisks {
   private async exec(engine: Engine, verb: string, folder: string, limit: number): Promise<{ code: number; out: string }> {
     const helper = await this.helperOn(engine)
     const run = await engine.docker.getContainer(helper.id).exec({
-      Cmd: ['/bin/sh', '-c', ENTER_ENGINE, 'enter', helper.id, helper.root, DISK_SCRIPT, verb, folder, String(Math.round(limit))],
+      Cmd: ['/bin/sh', '-c', ENTER_ENGINE, 'enter', DISK_SCRIPT, verb, folder, String(Math.round(limit))],
       AttachStdout: true,
       AttachStderr: true,
     })
@@ -157,7 +157,7 @@ export class SiteDisks {
   }
 
   /** The engine's disks helper, made (or started) once per engine and process. */
-  private helperOn(engine: Engine): Promise<{ id: string; root: string }> {
+  private helperOn(engine: Engine): Promise<{ id: string }> {
     let helper = this.helpers.get(engine.key)
     if (!helper) {
       helper = this.makeHelper(engine)
@@ -173,9 +173,8 @@ export class SiteDisks {
     })
   }
 
-  private async makeHelper(engine: Engine): Promise<{ id: string; root: string }> {
+  private async makeHelper(engine: Engine): Promise<{ id: string }> {
     const name = `berth-${this.opts.instanceId}-disks`
-    const root = ((await engine.docker.info()) as { DockerRootDir: string }).DockerRootDir
     let info = await orNull(engine.docker.getContainer(name).inspect())
     if (info && info.Config.Labels?.[LABEL.instance] !== this.opts.instanceId) throw new Error(`A container named ${name} is not this Berth instance's disks helper; remove it.`)
     if (!info) {
@@ -183,7 +182,7 @@ export class SiteDisks {
       info = await engine.docker.getContainer(name).inspect()
     }
     if (!info.State.Running) await ignoring([304], engine.docker.getContainer(info.Id).start())
-    return { id: info.Id, root }
+    return { id: info.Id }
   }
 }
 

@@ -57,6 +57,7 @@ const FirewallPolicy = strict({
   guardedHost: Type.Optional(Type.Union([Type.Null(), strict({ address: Ipv4, openPorts: Ports })])),
   closedPorts: Type.Optional(Type.Union([Type.Null(), strict({ tcp: Ports, udp: Ports })])),
   blockedHosts: Type.Optional(Type.Union([Type.Null(), Type.Array(Ipv4, { maxItems: 4096 })])),
+  refusedTcpPorts: Type.Optional(Type.Union([Type.Null(), Ports])),
 })
 
 const Info = Type.Object({

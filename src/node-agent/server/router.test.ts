@@ -12,7 +12,7 @@ import { routeAgentRequest } from './router'
  * agent.service.test.ts's). What the contract refuses, the agent answers 400 naming the field,
  * and the client does not send.
  */
-const NODE_POLICY: SiteFirewallPolicy = { pool: '10.231.0.0/16', publicEdge: null, guardedHost: { address: '10.0.0.1', openPorts: [80, 443] }, closedPorts: { tcp: [2377, 7710, 7711, 7946], udp: [4789, 7946] } }
+const NODE_POLICY: SiteFirewallPolicy = { pool: '10.231.0.0/16', publicEdge: null, guardedHost: { address: '10.0.0.1', openPorts: [80, 443] }, closedPorts: { tcp: [2377, 7710, 7711, 7946], udp: [4789, 7946] }, refusedTcpPorts: [25] }
 const given: (SiteFirewallPolicy | null)[] = []
 const opened: { slug: string; address: string; port: number }[] = []
 const firewall: NodeFirewall = {
@@ -28,7 +28,7 @@ const forwards = {
   close: async () => true,
 } as unknown as Forwards
 const handlers = agentHandlers({
-  info: async () => ({ nodeId: 'node_1', swarmNodeId: null, memoryBytes: 1, cpus: 1, version: 'v', engineVersion: 'e', instance: 'i', firewall: null }),
+  info: async () => ({ nodeId: 'node_1', swarmNodeId: null, memoryBytes: 1, cpus: 1, version: 'v', engineVersion: 'e', instance: 'i', firewall: NODE_POLICY }),
   forwards,
   firewall,
 })
@@ -116,7 +116,8 @@ describe("the agent's router, from the contract", () => {
 describe("the control plane's client, from the same contract", () => {
   it('sends what the contract takes and reads the typed answer', async () => {
     const client = agentClient(link)
-    expect((await client.info(NODE, {})).nodeId).toBe('node_1')
+    const info = await client.info(NODE, {})
+    expect([info.nodeId, info.firewall]).toEqual(['node_1', NODE_POLICY])
     expect(await callAgent(link, NODE, 'openForward', { params: { slug: 'shop' }, body: { address: '10.0.0.5', port: 80 } })).toEqual({ port: 40000 })
     expect(await client.setFirewall(NODE, { body: { policy: null } })).toEqual({ state: 'drifted' })
     expect(await client.closeForward(NODE, { params: { slug: 'shop' } })).toBeUndefined()

@@ -6,6 +6,7 @@ import { unavailableEngine } from './engine-errors'
 import { LABEL, siteFilter, siteLabels, specHash } from '../site-container'
 import { ensureSiteVolume } from '../container-ops'
 import { SiteRuntime, type Engine, type SiteHost } from '../site-runtime'
+import { SiteDisks } from '../site-disks'
 import type { SiteDisk, SiteDiskSpec, SiteEndpoint, SiteEvent, SiteSpec, SiteWatch, SiteWatchHandlers } from '../types'
 import { forgettingHomes, watchCluster } from './cluster-watch'
 import { Forwards } from './forwards'
@@ -67,6 +68,9 @@ class SwarmHost implements SiteHost {
   private loading: Promise<void> | undefined
   private images: NodeImages
   private forwards: Forwards
+  private disks: SiteDisks
+  /** Containers whose disk was seen mounted (by id): a task started since is checked again. */
+  private mountedFor = new Set<string>()
   /** Sites placed (placeOn) before they had a service: their first start runs them there. */
   private pinned = new Map<string, string>()
   private networkListeners: (() => void)[] = []
@@ -74,6 +78,16 @@ class SwarmHost implements SiteHost {
   constructor(private opts: ClusterRuntimeOptions, private homes: Map<string, string>) {
     this.images = new NodeImages(opts.log)
     this.forwards = new Forwards(opts.link, opts.nodes, opts.log)
+    const helperImage = opts.helperImage ?? 'berth/static:1'
+    this.disks = new SiteDisks({
+      instanceId: opts.instanceId,
+      log: opts.log,
+      imageOn: async (engine) => {
+        const manager = this.engines.manager
+        await this.images.ensureOn(manager.bulk, engine.node ? engine.bulk : manager.bulk, engine.nodeId, helperImage)
+        return helperImage
+      },
+    })
   }
 
   /** Connects, and makes this engine a Swarm manager (swarm-membership.ts ensureManager: `swarm init` advertising cluster.address) when it is in no swarm. */
@@ -148,15 +162,44 @@ class SwarmHost implements SiteHost {
   async prepare(site: SiteDiskSpec): Promise<void> {
     const service = await this.services.find(site.slug)
     const nodeId = service ? nodeOfService(service) : this.pinned.get(site.slug)
-    if (nodeId) await ensureSiteVolume((await this.engines.of(nodeId)).docker, this.services.names(site.slug).volume, siteLabels(this.opts.instanceId, site))
+    if (nodeId) await this.ensureVolume(await this.engines.of(nodeId), site)
   }
 
-  /** Stub until the disks driver lands (issue 38). */
-  async diskOf(_engine: Engine, _slug: string): Promise<SiteDisk | null> {
-    return null
+  async diskOf(engine: Engine, slug: string): Promise<SiteDisk | null> {
+    const volume = this.services.names(slug).volume
+    if (!(await orNull(engine.docker.getVolume(volume).inspect()))) return null
+    return this.disks.usage(engine, volume, 0)
   }
 
-  async resizeDisk(_site: SiteDiskSpec): Promise<void> {}
+  /** A smaller disk (or a bigger one this host cannot grow online) is made with the service scaled to none; the caller's next ensureSite runs it. */
+  async resizeDisk(site: SiteDiskSpec): Promise<void> {
+    const engine = await this.volumeOn(site.slug)
+    await this.disks.bringTo(engine, this.services.names(site.slug).volume, site.diskGb, () => this.stop(site.slug, {}))
+  }
+
+  /** The site's volume on `engine` and its disk of `diskGb`, mounted. */
+  private async ensureVolume(engine: Engine, site: SiteDiskSpec): Promise<void> {
+    const volume = this.services.names(site.slug).volume
+    await ensureSiteVolume(engine.docker, volume, siteLabels(this.opts.instanceId, site))
+    await this.disks.ensure(engine, volume, site.diskGb)
+  }
+
+  /**
+   * Whether the running task's container `info` has its disk: checked once per container (an
+   * exec on a node). A container started before its disk was mounted (the node restarted, and
+   * its engine ran the task on the empty, immutable folder beneath) is stopped once the disk is
+   * mounted: Swarm replaces it, on the disk. False then.
+   */
+  private async hasDisk(engine: Engine, spec: SiteSpec, info: Docker.ContainerInspectInfo): Promise<boolean> {
+    if (this.mountedFor.has(info.Id)) return true
+    const state = await this.disks.ensure(engine, this.services.names(spec.slug).volume, spec.diskGb)
+    if (state !== 'present') {
+      await stopOnNode(engine, this.opts.instanceId, spec.slug)
+      return false
+    }
+    this.mountedFor.add(info.Id)
+    return true
+  }
 
   /** Scales the site's service to no replica, and waits for its container to stop; `forRestart`: its container stopped on its node, Swarm replaces it (site-tasks.ts stopOnNode). */
   async stop(slug: string, opts: { forRestart?: boolean }): Promise<void> {
@@ -185,7 +228,7 @@ class SwarmHost implements SiteHost {
     }
     if (opts.volume) {
       const { Volumes: volumes } = await engine.docker.listVolumes({ filters })
-      await Promise.all((volumes ?? []).map((v) => ignoring([404], engine.docker.getVolume(v.Name).remove())))
+      await Promise.all((volumes ?? []).map((v) => this.disks.removeVolume(engine, v.Name)))
     }
     this.opts.log.info('removed site from the swarm', { site: slug, node: nodeId, files: opts.volume ? 'removed' : 'kept' })
   }
@@ -240,7 +283,7 @@ class SwarmHost implements SiteHost {
     const volume = await orNull(engine.docker.getVolume(name).inspect())
     if (!volume || volume.Labels?.[LABEL.instance] !== this.opts.instanceId) return
     await removeEndedTasks(engine, this.opts.instanceId, slug)
-    await ignoring([404], engine.docker.getVolume(name).remove())
+    await this.disks.removeVolume(engine, name)
     if (this.homes.get(slug)?.includes(name)) this.homes.delete(slug)
   }
 
@@ -272,7 +315,7 @@ class SwarmHost implements SiteHost {
     if (service && replicasOf(service) === 1 && !serviceDrift(service, spec, specHash(spec)) && !limitsDiffer(service, spec)) {
       // The usual case: it runs as asked, on the manager's current image.
       const [info, image] = await Promise.all([siteContainer(engine, this.opts.instanceId, spec.slug), orNull(this.engines.manager.docker.getImage(spec.image).inspect())])
-      if (info?.State.Running && (!image || info.Image === image.Id)) {
+      if (info?.State.Running && (!image || info.Image === image.Id) && (await this.hasDisk(engine, spec, info))) {
         if (info.State.Paused) await engine.docker.getContainer(info.Id).unpause()
         return this.endpointOf(engine, spec.slug, await withoutSwap(engine.docker, info, this.opts.log))
       }
@@ -320,7 +363,7 @@ class SwarmHost implements SiteHost {
       configOnly: true,
       ...(engine.node ? { alsoUsed: () => this.engines.networksOf(manager).used() } : {}),
     })
-    await Promise.all([this.services.ensureNetwork(names), ensureSiteVolume(engine.docker, names.volume, labels)])
+    await Promise.all([this.services.ensureNetwork(names), this.ensureVolume(engine, spec)])
     return { readonlyRootfs: image.Config?.Labels?.[LABEL.rootfs] !== 'writable', imageId: image.Id }
   }
 
