@@ -20,7 +20,7 @@ export class ApplySiteJob implements JobHandler {
 
   constructor(private d: {
     sites: Pick<SitesRepository, 'find'>
-    runner: Pick<SiteRunner, 'run'>
+    runner: Pick<SiteRunner, 'run' | 'holding'>
     log: Logger
     /** The site's disk follows its plan's disk_gb (issue 38); absent: containers only. */
     disks?: { runtime: Pick<ContainerRuntime, 'siteDisk' | 'resizeSiteDisk'>; plans: Pick<PlansService, 'get'> }
@@ -30,8 +30,12 @@ export class ApplySiteJob implements JobHandler {
   async run(siteId: string): Promise<void> {
     const site = this.d.sites.find(siteId)
     if (site?.status !== 'active') return
-    await this.resizeDisk(site)
-    await this.d.runner.run(site, { waitForAnswer: true })
+    // Held as a run of the site: a smaller disk (or a host that cannot grow one online) stops the
+    // container for the resize, and the healer must not start it again meanwhile; `run` does.
+    await this.d.runner.holding(site.slug, async () => {
+      await this.resizeDisk(site)
+      await this.d.runner.run(site, { waitForAnswer: true })
+    })
   }
 
   /**
