@@ -134,9 +134,10 @@ describe('plan changes and the disk', () => {
     expect(res.status, res.text).toBe(200)
     const deadline = Date.now() + 60_000
     while ((await site(full)).json.data.applying !== null && Date.now() < deadline) await Bun.sleep(200)
-    await Bun.sleep(2_100) // past the view's reuse of the figures read before the scale
-    // The disk as the container sees it (df) and as Berth sees it on the host (statfs, the view).
+    // The disk as the container sees it (df) once the change is applied, and as Berth sees it on
+    // the host (statfs, the view, past its reuse of the figures read before the scale).
     const { size } = await df(full.slug)
+    await Bun.sleep(2_100)
     const limit = (await site(full)).json.data.usage.disk_limit_bytes
     // On a failure, both figures and what Berth logged of the scale say where the size was lost.
     const why = () => `df in the container: ${size}, the view: ${limit}\n${berth.output().slice(berth.output().indexOf('"site scaled"') - 60)}`
