@@ -142,3 +142,25 @@ describe('restores on a full disk', () => {
     expect(readFileSync(join(home, 'public/later.txt'), 'utf8')).toBe('after the snapshot')
   })
 })
+
+describe('a resize that does not take', () => {
+  it('fails the apply job (retried, logged) instead of calling the disk resized; the container runs again meanwhile', async () => {
+    const { slug, key } = await buyInProcess(h, 'svc_starter_monthly', 'dk')
+    runtime.disks.set(slug, { limitBytes: 5 * GIB, usedBytes: GIB, availableBytes: 4 * GIB })
+    const real = runtime.resizeSiteDisk.bind(runtime)
+    let calls = 0
+    runtime.resizeSiteDisk = async (site) => {
+      if (++calls > 1) return real(site) // the first resize reports success but leaves the size
+    }
+    const ensured = runtime.callsOf('ensureSite', slug).length
+    expect((await h.call('POST', sites(`${slug}/scale/`), { key, body: { new_plan: 'business' } })).status).toBe(200)
+    await h.services.jobs.drain()
+    expect(runtime.callsOf('ensureSite', slug).length).toBe(ensured + 1)
+    expect(h.log.lines.some((e) => e.msg === 'job failed; will retry' && String(e.error).includes(`the disk of site '${slug}' holds ${5 * GIB} bytes after its resize to 20 GB`))).toBe(true)
+    h.clock.advance(60_000)
+    await h.services.jobs.drain()
+    expect(calls).toBe(2)
+    expect(runtime.disks.get(slug)!.limitBytes).toBe(20 * GIB)
+    runtime.resizeSiteDisk = real
+  })
+})

@@ -33,8 +33,11 @@ export class ApplySiteJob implements JobHandler {
     // Held as a run of the site: a smaller disk (or a host that cannot grow one online) stops the
     // container for the resize, and the healer must not start it again meanwhile; `run` does.
     await this.d.runner.holding(site.slug, async () => {
-      await this.resizeDisk(site)
+      // The container runs again whatever the resize did (an offline one stopped it); a resize
+      // that failed fails the job after that, and its retry tries again.
+      const resized = await this.resizeDisk(site).then(() => null, (err: unknown) => err)
       await this.d.runner.run(site, { waitForAnswer: true })
+      if (resized) throw resized
     })
   }
 
@@ -53,11 +56,17 @@ export class ApplySiteJob implements JobHandler {
     if (!disk || Math.round(disk.limitBytes / 1024 ** 3) === diskGb) return
     try {
       await runtime.resizeSiteDisk({ siteId: site.id, slug: site.slug, diskGb })
-      this.d.log.info('site disk resized', { site: site.slug, from_bytes: disk.limitBytes, disk_gb: diskGb })
     } catch (err) {
       if (!(err instanceof DiskTooSmallError)) throw err
       this.d.log.warn('site disk kept bigger than its plan: its files grew past the new size after the scale', { site: site.slug, used_bytes: err.usedBytes, wanted_bytes: err.wantedBytes })
+      return
     }
+    // Checked, not assumed: a disk that did not take its new size fails the job (retried, logged).
+    const after = await runtime.siteDisk(site.slug)
+    if (after && Math.round(after.limitBytes / 1024 ** 3) !== diskGb) {
+      throw new Error(`the disk of site '${site.slug}' holds ${after.limitBytes} bytes after its resize to ${diskGb} GB`)
+    }
+    this.d.log.info('site disk resized', { site: site.slug, from_bytes: disk.limitBytes, to_bytes: after?.limitBytes ?? null, disk_gb: diskGb })
   }
 
   async failed(siteId: string, error: string): Promise<void> {
