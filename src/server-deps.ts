@@ -12,7 +12,7 @@ import type { ZoneBook } from './domain/dns'
 import type { DnsQueryCounts } from './dns/query-counts'
 import type { SiteFirewallKeeper } from './drivers/firewall/keeper'
 import type { EdgeMetrics } from './edge/metrics'
-import type { EdgeAccessLog } from './domain/logs'
+import type { EdgeAccessLog, LogRotation } from './domain/logs'
 import type { JobRunner } from './jobs/runner'
 import type { SiteModulesEdge } from './modules/edge'
 import type { Store } from './store/store'
@@ -33,6 +33,8 @@ export interface ListenerDeps {
   directory: SiteDirectory
   metrics: EdgeMetrics
   accessLog: EdgeAccessLog
+  /** Sites' logs rotated by size every logs.rotate_interval_seconds. */
+  logRotation: Pick<LogRotation, 'rotateAll'>
   modulesEdge: SiteModulesEdge
   certs: CertificateManager
   /** ACME's HTTP-01 answers. */

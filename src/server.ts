@@ -255,6 +255,8 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
       void reconcile()
       void s.firewall.keep()
     }, s.config.containers.reconcileSeconds * 1000),
+    // Sites' logs rotated by size (domain/logs/rotation.ts; a pass never throws).
+    setInterval(() => void s.logRotation.rotateAll(), s.config.logs.rotateIntervalSeconds * 1000),
   ]
   const url = `http://${hostname.includes(':') ? `[${hostname}]` : hostname}:${server.port}`
   return {

@@ -94,6 +94,18 @@ describe('a cluster of two nodes', () => {
     expect(escape.json.error.param).toBe('path')
   })
 
+  it('holds the site on B to its plan\'s disk, as on one box: its home is a filesystem of disk_gb, a write stops at "no space"', async () => {
+    const container = (await lab.docker('B', 'ps', '-q', '--filter', `label=dev.berth.site-slug=${sites.onB.slug}`, '--filter', 'status=running')).split('\n')[0]!
+    const inSite = (script: string) => lab.docker('B', 'exec', '-u', '1000:1000', '-w', '/home/site', container, 'sh', '-c', `${script} 2>&1; true`)
+    // The starter plan: disk_gb = 5.
+    const [, size] = (await inSite('df -k /home/site | tail -n 1')).trim().split(/\s+/)
+    expect(Number(size) * 1024).toBeGreaterThan(0.98 * 5 * 1024 ** 3)
+    expect(Number(size) * 1024).toBeLessThan(1.02 * 5 * 1024 ** 3)
+    expect(await inSite('fallocate -l 6G fill')).toMatch(/No space left on device/)
+    expect(await inSite('fallocate -l 5000M fill; dd if=/dev/zero of=more bs=1M count=200')).toMatch(/No space left on device/)
+    expect(await inSite('rm -f fill more; dd if=/dev/zero of=more bs=1M count=8; echo exit=$?; rm -f more')).toMatch(/exit=0/)
+  })
+
   it('keeps the site on B off B\'s own addresses: the site firewall the join gave, refusing at once', async () => {
     const rules = (await lab.exec('B', ['iptables', '-S'])).stdout
     expect(rules).toContain('-N BERTH-IN-10.231.0.0-16')

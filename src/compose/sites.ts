@@ -8,7 +8,7 @@ import type { BillingService, SubscriptionBilling } from '../domain/billing'
 import type { BerthNames } from '../domain/berth-names'
 import { DEPLOY_JOB, Deployer, DeploymentFiles, DeploymentsService, makeDeploymentsRepository } from '../domain/deployments'
 import { FilesService } from '../domain/files'
-import { EdgeAccessLog, edgeWritesAccessLog, LogsService } from '../domain/logs'
+import { EdgeAccessLog, edgeWritesAccessLog, LogRotation, LogsService } from '../domain/logs'
 import { makeMetricsRepository, SiteMetricsService } from '../domain/metrics'
 import type { ModulesService } from '../domain/modules'
 import { APPLY_JOBS, ApplySiteJob, PROVISION_JOB, Provisioner, Reconciler, RepairBackoff, SiteAvailability, type SiteDataPurger, SiteDirectory, SiteGuard, SiteHealer, SiteLifecycle, SiteReaper, SiteRunner, SiteDisks, SitesService, type SitesServiceDeps } from '../domain/sites'
@@ -48,6 +48,8 @@ export interface Sites {
   accessLog: EdgeAccessLog
   /** Site logs, read from the volumes. */
   logs: LogsService
+  /** Rotates every site's logs by size (run every logs.rotate_interval_seconds by berth serve). */
+  logRotation: LogRotation
   /** The files API: sites' home folders, from the host. */
   files: FilesService
   deployments: DeploymentsService
@@ -137,6 +139,7 @@ export function buildSites(
   const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, audit, ...needs.purgers], log })
   const metrics = new EdgeMetrics()
   const accessLog = new EdgeAccessLog(runtime, log, homes.openHome)
+  const logs = new LogsService(plans, runtime, homes.openHome, accessLog, audit, config.logs.rotateKeep)
   // In a cluster the rules follow the nodes: their addresses blocked, their agent ports closed.
   const hostFirewall = needs.firewall === undefined ? selectFirewall(config, core.cluster?.liveNodes) : needs.firewall
   const firewall = new SiteFirewallKeeper({ firewall: hostFirewall, log })
@@ -159,7 +162,8 @@ export function buildSites(
     healer: new SiteHealer({ sites: repos.sites, runner, log }),
     metrics,
     accessLog,
-    logs: new LogsService(plans, runtime, homes.openHome, accessLog, audit),
+    logs,
+    logRotation: new LogRotation({ sites: repos.sites, runtime, openHome: homes.openHome, log, rotateBytes: config.logs.rotateBytes, keep: config.logs.rotateKeep, onRotated: (slug) => logs.rotatedLogs(slug) }),
     files: new FilesService(runtime, restores, homes.openHome, undefined, changes),
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs, archives: archivesRepo }),
     siteMetrics: new SiteMetricsService(clock, makeMetricsRepository(store), metrics, runtime, log, homes.measureDisk, disks),

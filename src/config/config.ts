@@ -81,6 +81,8 @@ export interface Config {
   }
   /** The free space Berth keeps for itself on the data folder's filesystem (domain/room): the larger of the two. */
   disk: { reserveBytes: number; reservePercent: number }
+  /** Rotation of sites' logs by size (domain/logs/rotation.ts; docs/configuration.md, [logs]). */
+  logs: { rotateBytes: number; rotateKeep: number; rotateIntervalSeconds: number }
   /** Encrypted copies off the box (docs/operations.md, "Copies off the box"); off when `url` is empty. */
   offsite: {
     /** `s3://BUCKET/PREFIX`, `file:///PATH`, or '' (off). */
@@ -353,6 +355,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       backupIntervalSeconds: get<number>('archives.backup_interval_seconds'),
     },
     disk: { reserveBytes: get<number>('disk.reserve_bytes'), reservePercent: get<number>('disk.reserve_percent') },
+    logs: { rotateBytes: get<number>('logs.rotate_bytes'), rotateKeep: get<number>('logs.rotate_keep'), rotateIntervalSeconds: get<number>('logs.rotate_interval_seconds') },
     offsite: {
       url: get<string>('offsite.url'),
       endpoint: get<string>('offsite.endpoint'),
@@ -391,10 +394,5 @@ function nameserversOf(configured: string[], sitesDomain: string): string[] {
 }
 
 const safe = (fn: () => unknown) => {
-  try {
-    fn()
-    return true
-  } catch {
-    return false
-  }
+  try { fn(); return true } catch { return false }
 }

@@ -85,9 +85,13 @@ export const HOST_NETNS = '/berth-host-netns'
  * through `nsenter -t 1 -n` (execHost's `inNetwork`).
  */
 export async function runSystemdHost(docker: Docker, opts: { name: string; runId: string; distDir: string; netns?: string; dockerSocket?: string }): Promise<Docker.Container> {
+  // The sites' disks are mounted by the engine's side (drivers/runtime/site-disks.ts) after the
+  // host started: they reach it through a slave bind, which needs the machine's / shared, as a
+  // systemd-booted machine's is (this one boots without systemd: private).
+  if (!opts.netns) Bun.spawnSync(['sh', '-c', 'findmnt -no PROPAGATION / | grep -q shared || mount --make-rshared /'])
   const binds = opts.netns
     ? [`${opts.distDir}:/opt/berth:ro`, `${opts.dockerSocket ?? '/var/run/docker.sock'}:/run/docker.sock`, `${opts.netns}:${HOST_NETNS}:ro`]
-    : [`${opts.distDir}:/opt/berth:ro`, '/var/run/docker.sock:/run/docker.sock', '/var/lib/docker/volumes:/var/lib/docker/volumes']
+    : [`${opts.distDir}:/opt/berth:ro`, '/var/run/docker.sock:/run/docker.sock', '/var/lib/docker/volumes:/var/lib/docker/volumes:rslave']
   const container = await docker.createContainer({
     name: opts.name,
     Image: SYSTEMD_IMAGE,

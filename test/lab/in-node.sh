@@ -30,8 +30,8 @@ echo $$ > "$cgroup/cgroup.procs"
       mount --move "$LAB_MOUNTPOINT" /sys/fs/cgroup
       echo $$ > "$LAB_HOLDER.new"
       mv "$LAB_HOLDER.new" "$LAB_HOLDER"
-      exec sleep 2147483647' </dev/null >/dev/null 2>&1 &
+      exec sleep 2147483647' </dev/null >/dev/null 2>&1 9>&- &
     while [ ! -s "$holder" ]; do sleep 0.01; done
   fi
 ) 9>"$holder.lock"
-exec nsenter "--net=/run/netns/$netns" "--mount=/proc/$(cat "$holder")/ns/mnt" -- "$@"
+exec nsenter "--net=/run/netns/$netns" "--mount=/proc/$(cat "$holder")/ns/mnt" "--wd=$PWD" -- "$@"

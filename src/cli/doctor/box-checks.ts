@@ -56,6 +56,21 @@ export function checkDisk(config: Config, probes: BoxProbes, sitesDiskGb: number
   return pass(name, `${detail}; the reserve is ${sizeText(reserve)}`)
 }
 
+/** The host's commands the sites' disks are made with (drivers/runtime/disk-script.ts), in the engine's mount namespace. */
+export const DISK_COMMANDS = ['mkfs.ext4', 'e2fsck', 'resize2fs', 'losetup', 'mount', 'umount', 'mountpoint', 'findmnt', 'chattr', 'truncate', 'df']
+
+/**
+ * Each site's disk is an ext4 image loop-mounted by the engine's side with the host's tools: they
+ * and the loop devices are there (a FAIL: no new site starts).
+ */
+export function checkSiteDisks(probes: BoxProbes): CheckResult {
+  const name = 'site_disks'
+  const missing = probes.missingCommands(DISK_COMMANDS)
+  if (missing.length > 0) return fail(name, `the host has no ${missing.join(', ')}: each site's disk (its plan's disk_gb, an ext4 image) is made with them, so no new site can start`, 'apt install e2fsprogs util-linux coreutils')
+  if (!probes.loopDevices()) return fail(name, "the kernel hands out no loop devices (/dev/loop-control): each site's disk is mounted through one, so no new site can start", 'modprobe loop (and add loop to /etc/modules)')
+  return pass(name, "the host has the tools and the loop devices each site's disk is made with")
+}
+
 /** The engine answers on containers.docker_socket, at MIN_ENGINE_API or later. */
 export async function checkEngine(config: Config, probes: BoxProbes): Promise<CheckResult> {
   const name = 'engine'

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { loadConfig } from '../../config/config'
 import type { BoxProbes } from '../../drivers/host/types'
-import { checkEngine, checkPort, checkUnit, compareVersions, listenersOf } from './box-checks'
+import { boxProbes } from '../../drivers/host/probes'
+import { checkEngine, checkPort, checkSiteDisks, checkUnit, compareVersions, DISK_COMMANDS, listenersOf } from './box-checks'
 import { checkAcme, checkClock, checkDelegation } from './net-checks'
 import { runChecks } from './run'
 
@@ -19,6 +20,8 @@ function box(over: Partial<BoxProbes> = {}): BoxProbes {
     writeProbe: async () => {},
     existingAncestor: (dir) => dir,
     diskSpace: () => ({ freeBytes: 100 * 1024 ** 3, totalBytes: 200 * 1024 ** 3 }),
+    missingCommands: () => [],
+    loopDevices: () => true,
     engineVersion: async () => ({ version: '27.5.1', apiVersion: '1.47' }),
     missingImages: async () => [],
     portState: async () => ({ taken: false }),
@@ -97,6 +100,15 @@ describe('berth doctor judgements', () => {
     expect(at(-12)).toMatchObject({ status: 'WARN', detail: "11.9 s behind ca.example.net's clock: more than 5 s" })
     expect(at(45)).toMatchObject({ status: 'FAIL', detail: "45.1 s ahead of ca.example.net's clock: more than 30 s" })
     expect(checkClock(acme, answered({ dateMs: null })).status).toBe('WARN')
+  })
+
+  it("FAILs the sites' disks without the host's tools (naming them and the package) or without loop devices, PASSes with both", () => {
+    const missing = checkSiteDisks(box({ missingCommands: (names) => names.filter((n) => n === 'mkfs.ext4' || n === 'resize2fs') }))
+    expect(missing).toMatchObject({ status: 'FAIL', detail: expect.stringContaining('mkfs.ext4, resize2fs'), fix: expect.stringContaining('e2fsprogs') })
+    expect(checkSiteDisks(box({ loopDevices: () => false }))).toMatchObject({ status: 'FAIL', fix: expect.stringContaining('modprobe loop') })
+    expect(checkSiteDisks(box())).toMatchObject({ status: 'PASS' })
+    // This machine: the real probe finds every tool (e2fsprogs and util-linux are essential on Debian).
+    expect(boxProbes(config()).missingCommands(DISK_COMMANDS)).toEqual([])
   })
 
   it('FAILs a check whose probe throws unexpectedly, and runs the others', async () => {

@@ -1,6 +1,6 @@
 import type { Config } from '../../config/config'
 import type { BoxProbes } from '../../drivers/host/types'
-import { checkDataFolder, checkDisk, checkEngine, checkImages, checkPort, checkUnit, listenersOf } from './box-checks'
+import { checkDataFolder, checkDisk, checkEngine, checkImages, checkSiteDisks, checkPort, checkUnit, listenersOf } from './box-checks'
 import { fail, pass, reasonOf, warn, type CheckResult } from './check'
 import { askDirectory, checkAcme, checkClock, checkDelegation, checkOffsite } from './net-checks'
 
@@ -36,6 +36,7 @@ export async function runChecks(config: Config, probes: BoxProbes, sitesDiskGb: 
     ['disk', () => checkDisk(config, probes, sitesDiskGb())],
     ['engine', () => checkEngine(config, probes)],
     ['images', () => checkImages(config, probes)],
+    ['site_disks', () => checkSiteDisks(probes)],
     ...listenersOf(config).map((l) => [`port ${l.hostname}:${l.port}/${l.protocol}`, () => checkPort(l, probes)] as [string, () => Promise<CheckResult>]),
     ['acme', async () => checkAcme(config, await directory)],
     ['clock', async () => checkClock(config, await directory)],

@@ -7,8 +7,11 @@ import type { SiteRow } from '../../store/schema'
 import type { AuditLog } from '../audit'
 import type { SiteLog } from './views'
 import type { EdgeAccessLog } from './access-log'
-import { edgeWritesAccessLog, logSource, type LogType } from './sources'
+import { edgeWritesAccessLog, logSource, rotatedFile, type LogType } from './sources'
 import { tailLines } from './tail'
+
+/** Sites remembered with a log without rotated files, at most (beyond, they are looked for at each read). */
+const MAX_REMEMBERED = 100_000
 
 /**
  * getSiteLogs: the newest lines of a site's log, read from its volume on the host
@@ -27,7 +30,23 @@ export class LogsService {
     private edgeLog?: Pick<EdgeAccessLog, 'flush'>,
     /** The audit trail (`type=audit`); without it, that log is empty. */
     private audit?: Pick<AuditLog, 'lines'>,
+    /** Rotated files read after the current one (logs.rotate_keep; domain/logs/rotation.ts). */
+    private rotated = 0,
   ) {}
+
+  /**
+   * Per site, its logs found with no rotated file, so that the next reads of a site with no
+   * rotated file do not look again; forgotten when LogRotation rotates the site's logs (`rotatedLogs`).
+   */
+  private noneRotated = new Map<string, Set<string>>()
+  /** Rotations told so far: a read that saw none of its site's rotated files remembers it only if none happened meanwhile. */
+  private rotations = 0
+
+  /** The site's logs were just rotated: its rotated files are looked for again. */
+  rotatedLogs(slug: string): void {
+    this.rotations++
+    this.noneRotated.delete(slug)
+  }
 
   async read(site: SiteRow, q: { type?: LogType; lines?: number; search?: string }): Promise<SiteLog> {
     const type = q.type ?? 'error'
@@ -36,41 +55,71 @@ export class LogsService {
     const source = logSource(hostingType, type)
     if (source.file === null) return { type, file: null, lines: [] }
     if (type === 'access' && edgeWritesAccessLog(hostingType)) await this.edgeLog?.flush()
-    const file = await openLog(this.openHome, await this.runtime.homePath(site.slug), source.file)
-    if (!file) return { type, file: source.file, lines: [] }
+    const rotationsBefore = this.rotations
+    const home = await openHomeOf(this.openHome, await this.runtime.homePath(site.slug))
+    if (!home) return { type, file: source.file, lines: [] }
+    const filter = source.filter?.()
+    const search = q.search || undefined
+    const keep = filter || search ? (line: string) => (!filter || filter(line)) && (search === undefined || line.includes(search)) : undefined
+    const wanted = q.lines ?? 100
+    let lines: string[] = []
     try {
-      const filter = source.filter?.()
-      const search = q.search || undefined
-      const keep = filter || search ? (line: string) => (!filter || filter(line)) && (search === undefined || line.includes(search)) : undefined
-      return { type, file: source.file, lines: await tailLines(file, { lines: q.lines ?? 100, keep }) }
+      // Newest lines first from the current file, then from the rotated ones, newest first. A log
+      // found with no rotated file is not looked at again until the site's logs are rotated.
+      const none = this.noneRotated.get(site.slug)
+      for (let n = 0; n <= this.rotated && lines.length < wanted && !(n > 0 && none?.has(source.file)); n++) {
+        const file = await openLog(home, n === 0 ? source.file : rotatedFile(source.file, n), { quiet: n > 0 })
+        if (!file) {
+          if (n === 0) continue
+          if (n === 1 && this.rotations === rotationsBefore) this.rememberNone(site.slug, source.file)
+          break
+        }
+        lines = [...(await readClosing(file, { lines: wanted - lines.length, keep })), ...lines]
+      }
     } finally {
-      await file.close()
+      home.close()
     }
+    return { type, file: source.file, lines }
+  }
+
+  private rememberNone(slug: string, file: string): void {
+    const files = this.noneRotated.get(slug)
+    if (files) files.add(file)
+    else if (this.noneRotated.size < MAX_REMEMBERED) this.noneRotated.set(slug, new Set([file]))
+  }
+}
+
+async function readClosing(file: ReadHandle, opts: { lines: number; keep?: (line: string) => boolean }): Promise<string[]> {
+  try {
+    return await tailLines(file, opts)
+  } finally {
+    await file.close()
+  }
+}
+
+/** The home at `hostPath`, open; null when the volume's folder itself is gone (no log either). */
+async function openHomeOf(openHome: OpenHome, hostPath: string): Promise<Home | null> {
+  try {
+    return await openHome(hostPath, SITE_OWNER)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw err
   }
 }
 
 /**
- * The log at `path` under the home at `hostPath`, open for reading; null when it (or its
- * folder) does not exist yet. conflict (`param: type`) when the tenant replaced it, or a folder on
- * the way, with a symlink or anything but a regular file.
+ * The log at `path` in `home`, open for reading; null when it (or its folder) does not exist
+ * yet. conflict (`param: type`) when the tenant replaced it, or a folder on the way, with a
+ * symlink or anything but a regular file; null for that too when `quiet` (a rotated file: the
+ * lines read so far are answered).
  */
-async function openLog(openHome: OpenHome, hostPath: string, path: string): Promise<ReadHandle | null> {
-  let home: Home
-  try {
-    home = await openHome(hostPath, SITE_OWNER)
-  } catch (err) {
-    // The volume's folder itself is gone: no log either.
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
-    throw err
-  }
+async function openLog(home: Home, path: string, o: { quiet?: boolean } = {}): Promise<ReadHandle | null> {
   try {
     return await home.openForReading(path)
   } catch (err) {
     if (!(err instanceof FileError)) throw err
-    if (err.problem === 'not_found') return null
+    if (err.problem === 'not_found' || o.quiet) return null
     const what = err.problem === 'wrong_type' ? 'is not a regular file (a folder, FIFO, socket or device)' : 'goes through a symbolic link (or a file where a folder should be), which Berth never follows'
     throw conflict(`~/${path} ${what}; delete it and the web server writes a new one when the site restarts.`, 'type')
-  } finally {
-    home.close()
   }
 }

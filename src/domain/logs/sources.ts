@@ -70,3 +70,18 @@ export function busyboxErrors(): (line: string) => boolean {
     return failed.delete(peer)
   }
 }
+
+/**
+ * The command run in a site's container (as the site user) after its logs were rotated, so its
+ * servers open their logs again by name: nginx (berth/php) and PHP-FPM's master reopen theirs on
+ * USR1 (their pid files are in /tmp). PHP's own error_log and the images' line loggers (busybox
+ * httpd's and sshd's output, image-static.ts and image-php.ts) open the file for each line, and
+ * the edge's access log for each write, so they need nothing. Image-agnostic: a pid file that is
+ * not there is skipped, so it works on every image.
+ */
+export const REOPEN_LOGS: readonly string[] = ['/bin/sh', '-c', 'for p in /tmp/nginx.pid /tmp/php-fpm.pid; do [ -s "$p" ] && kill -USR1 "$(cat "$p")" 2>/dev/null; done; exit 0']
+
+/** The name of the `n`th rotated file of the log at `file` (1 the newest): `logs/error.log.1`. */
+export function rotatedFile(file: string, n: number): string {
+  return `${file}.${n}`
+}

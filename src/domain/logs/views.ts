@@ -8,7 +8,7 @@ export const LogTypeSchema = t.Union([t.Literal('error'), t.Literal('access'), t
 
 export const SiteLog = t.Object({
   type: LogTypeSchema,
-  file: Nullable(t.String({ description: "The log file under the site's home (files API path), or null when the site's image has no such log, and for audit (kept in Berth's store)." })),
-  lines: t.Array(t.String(), { description: 'Oldest first, newest last.' }),
+  file: Nullable(t.String({ description: "The log file under the site's home (files API path), or null when the site's image has no such log, and for audit (kept in Berth's store). The current file: when it holds fewer matching lines than asked, its rotated files (FILE.1, FILE.2 ..., logs.rotate_keep of them) are read after it, newest first." })),
+  lines: t.Array(t.String(), { description: 'Oldest first, newest last, across the current file and its rotated ones.' }),
 })
 export type SiteLog = Static<typeof SiteLog>

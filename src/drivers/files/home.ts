@@ -4,17 +4,15 @@ import { entryOf, notAFile, notText, tooLarge, type FileEntry } from './entries'
 import { FileError } from './errors'
 import { parsePath } from './path'
 import { removeTree } from './remove'
+import { rotateBeneath } from './rotate'
 import { asFileError, display, openBeneath, openHome } from './resolver'
 import { AT_REMOVEDIR, Errno, fdPath, mkdirat, O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_PATH, O_RDONLY, O_WRONLY, renameat, statxAt, SyscallError, unlinkat, type EntryStat } from './syscalls'
-
 import type { FileOwner, Home, OpenHome } from './types'
 
 export { SITE_OWNER, type FileOwner, type Home, type ReadHandle } from './types'
 export type { EntryType, FileEntry } from './entries'
 
-const O_APPEND = constants.O_APPEND
-const DIR_MODE = 0o755
-const FILE_MODE = 0o644
+const [O_APPEND, DIR_MODE, FILE_MODE] = [constants.O_APPEND, 0o755, 0o644]
 
 /**
  * A site's home folder, opened once from the runtime's host path, and every operation of the
@@ -275,6 +273,9 @@ export class SiteHome implements Home {
       if (parent !== this.fd) closeSync(parent)
     }
   }
+
+  /** Rotates the log at `path`, keeping `keep` rotated files (rotate.ts: rotateBeneath says how); false when it is not a regular file. */
+  rotate(path: string, keep: number): boolean { return rotateBeneath(this.fd, path, keep) }
 
   /** Opens `names` beneath the home, runs `fn` on the fd, closes it. */
   private withFd<T>(names: string[], flags: number, fn: (fd: number) => T): T {

@@ -39,6 +39,8 @@ export interface Home {
   append(path: string, data: Uint8Array): MaybePromise<void>
   mkdir(path: string): MaybePromise<FileEntry & { created: boolean }>
   remove(path: string): Promise<{ path: string; type: 'file' | 'dir'; removed: number }>
+  /** Rotates a log by renaming (drivers/files/rotate.ts); false when `path` is not a regular file. */
+  rotate(path: string, keep: number): MaybePromise<boolean>
 }
 
 export type MaybePromise<T> = T | Promise<T>

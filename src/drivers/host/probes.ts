@@ -28,6 +28,8 @@ export function boxProbes(config: Config): BoxProbes {
       return at
     },
     diskSpace: diskSpaceOf,
+    missingCommands: (names) => names.filter((name) => !Bun.which(name, { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' })),
+    loopDevices: () => existsSync('/dev/loop-control'),
     engineVersion: () => engineVersionAt(config.containers.dockerSocket),
     missingImages: (images) => missingImagesAt(config.containers.dockerSocket, images),
     portState,

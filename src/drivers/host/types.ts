@@ -17,6 +17,10 @@ export interface BoxProbes {
   existingAncestor(dir: string): string
   /** Free bytes for an unprivileged writer and the size of the filesystem holding `dir`. */
   diskSpace(dir: string): { freeBytes: number; totalBytes: number }
+  /** Which of the commands `names` are not on the host (looked up in the system's sbin and bin folders). */
+  missingCommands(names: string[]): string[]
+  /** Whether the kernel hands out loop devices (/dev/loop-control). */
+  loopDevices(): boolean
   /** The engine's version; throws when it does not answer. */
   engineVersion(): Promise<{ version: string; apiVersion: string }>
   /** Which of `images` the engine does not hold. */

@@ -163,7 +163,7 @@ class LocalHost implements SiteHost {
       // Its disk is not mounted (the box restarted, and the engine's restart policy ran the
       // container on the empty, immutable folder beneath): stopped, mounted, then started below.
       if (found.State.Running) await ignoring([304, 404], this.docker.getContainer(found.Id).stop({ t: STOP_TIMEOUT_S }))
-      await this.disks.ensure(this.engine, names.volume, spec.diskGb)
+      await this.ensureVolume(names, siteLabels(this.opts.instanceId, spec), spec.diskGb)
       found.State.Running = false
     }
     if (found) {

@@ -20,3 +20,19 @@ mkdir -p /home/site/public /home/site/logs
 for f in ${logFiles.join(' ')}; do if [ -L "/home/site/logs/$f" ]; then aside "/home/site/logs/$f"; fi; done
 `
 }
+
+/**
+ * A start script's line logger: what a server writes to `fifo` (its stderr) is appended to
+ * `file` one line at a time, the file opened by name for each line and closed after it, so a
+ * log renamed by the rotation (domain/logs/rotation.ts) is followed at the next line, with none
+ * lost and no signal needed (a server whose stderr were the file itself would write into the
+ * rotated file forever). `awk` is the image's (busybox's, or `mawk -W interactive`, which reads a
+ * pipe line by line). An awk that fails (the file cannot be opened) is started again a second
+ * later on the same pipe, so the server never meets a closed pipe; at the end of its input (the
+ * server exited) the loop ends. Runs in the background; the server then writes to `fifo`.
+ */
+export function lineLogger(awk: string, fifo: string, file: string): string {
+  return `[ -p ${fifo} ] || mkfifo -m 600 ${fifo}
+until ${awk} '{ print >> "${file}"; close("${file}") }'; do sleep 1; done < ${fifo} &
+`
+}

@@ -1,5 +1,5 @@
 import { defaultPhpPage } from './default-page'
-import { homeRepair } from './image-home'
+import { homeRepair, lineLogger } from './image-home'
 import { makeTar, type TarEntry } from './tar'
 
 const SITE = { uid: 1000, gid: 1000 }
@@ -152,7 +152,9 @@ if [[ -n \${BERTH_SSH:-} ]]; then
   aside_unless_dir .ssh
   mkdir -p /home/site/.ssh/host && chmod 700 /home/site/.ssh /home/site/.ssh/host
   [[ -s /home/site/.ssh/host/ssh_host_ed25519_key ]] || ssh-keygen -q -t ed25519 -N '' -C 'site host key' -f /home/site/.ssh/host/ssh_host_ed25519_key
-  /usr/sbin/sshd -D -e -f /etc/berth/sshd_config 2>>/home/site/logs/ssh.log &
+  # sshd's log through a line logger, which follows the log's rotation (image-home.ts).
+  ${lineLogger('mawk -W interactive', '/tmp/berth-sshd.log', '/home/site/logs/ssh.log').trimEnd().replace(/\n/g, '\n  ')}
+  /usr/sbin/sshd -D -e -f /etc/berth/sshd_config 2>/tmp/berth-sshd.log &
 fi
 php-fpm --nodaemonize --fpm-config /etc/berth/php-fpm.conf &
 # nginx starts once PHP-FPM listens, so the first request does not meet a 502.

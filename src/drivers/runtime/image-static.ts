@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { defaultPage } from './default-page'
-import { homeRepair } from './image-home'
+import { homeRepair, lineLogger } from './image-home'
 import { makeTar, type TarEntry } from './tar'
 
 /** Debian's busybox-static installs here. */
@@ -33,12 +33,13 @@ const HTTPD_CONF = `# busybox httpd configuration of berth/static (see busybox h
 
 /**
  * Runs as the site user (the container's User). httpd -vv writes one line per request and one per
- * response status to stderr, which goes to ~/logs/error.log (domain/logs/sources.ts keeps the
- * failed ones). It logs a request's path without its query, so the access log, ~/logs/access.log,
+ * response status to stderr, which goes to ~/logs/error.log through a line logger that opens the
+ * file for each line, so the log's rotation needs no signal (image-home.ts, lineLogger;
+ * domain/logs/sources.ts keeps the failed ones). It logs a request's path without its query, so the access log, ~/logs/access.log,
  * is the edge's (domain/logs/access-log.ts).
  */
 const START = `#!/bin/sh
-${homeRepair(['error.log'])}exec httpd -f -vv -p 8080 -h /home/site/public -c /etc/httpd.conf 2>>/home/site/logs/error.log
+${homeRepair(['error.log'])}${lineLogger('awk', '/tmp/berth-httpd.log', '/home/site/logs/error.log')}exec httpd -f -vv -p 8080 -h /home/site/public -c /etc/httpd.conf 2>/tmp/berth-httpd.log
 `
 
 const DOCKERFILE = `FROM scratch

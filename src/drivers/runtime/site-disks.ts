@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream'
 import { stat, statfs } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { Logger } from '../../lib/logger'
-import { ignoring, orNull } from './engine'
+import { ignoring, orNull, statusOf } from './engine'
 import { DISK_SCRIPT, ENTER_ENGINE } from './disk-script'
 import { LABEL } from './site-container'
 import type { Engine } from './site-runtime'
@@ -48,9 +48,13 @@ export class SiteDisks {
     return state
   }
 
-  /** Whether the volume's disk is mounted: statfs-cheap on this box, an exec on a node. */
+  /** Whether the volume's disk is mounted (false without the volume): stat-cheap on this box, an exec on a node. */
   async mounted(engine: Engine, volume: string): Promise<boolean> {
-    const folder = await this.folderOf(engine, volume)
+    const folder = await this.folderOf(engine, volume).catch((err) => {
+      if (statusOf(err) === 404) return null
+      throw err
+    })
+    if (folder === null) return false
     if (engine.node === null) {
       const [data, parent] = await Promise.all([stat(`${folder}/_data`), stat(folder)])
       return data.dev !== parent.dev

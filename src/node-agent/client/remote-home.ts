@@ -98,6 +98,10 @@ export class RemoteHome implements Home {
     return this.call('remove', [path])
   }
 
+  rotate(path: string, keep: number): Promise<boolean> {
+    return this.call('rotate', [path, keep])
+  }
+
   /**
    * The file at `path`, as SiteHome.openForReading opens it (the same checks, on the node), with
    * its last OPEN_TAIL_BYTES fetched at once: a log's reader (domain/logs/tail.ts) starts at the

@@ -13,7 +13,7 @@ import { SyscallError } from '../../drivers/files/syscalls'
  */
 
 /** SiteHome's operations (`open` opens and closes the home: it exists), `exists` (entryExists at the root) and SiteReader's (`reader.*`). */
-export const HOME_OPS = ['open', 'list', 'folder', 'read', 'write', 'append', 'mkdir', 'remove', 'exists', 'reader.list', 'reader.stat', 'reader.read'] as const
+export const HOME_OPS = ['open', 'list', 'folder', 'read', 'write', 'append', 'mkdir', 'remove', 'rotate', 'exists', 'reader.list', 'reader.stat', 'reader.read'] as const
 export type HomeOp = (typeof HOME_OPS)[number]
 
 /** The body of the homeCall route (contract/routes.ts). Bytes (write, append) are base64. */

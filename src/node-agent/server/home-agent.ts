@@ -125,6 +125,8 @@ async function callOf(hostPath: string, call: HomeCall): Promise<unknown> {
         return home.mkdir(str(0))
       case 'remove':
         return await home.remove(str(0))
+      case 'rotate':
+        return home.rotate(str(0), argOf(args, 1, 'number') as number)
     }
     throw badRequest(`unknown op ${op}`)
   } finally {
