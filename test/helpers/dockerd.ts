@@ -11,12 +11,17 @@ const DEFAULT_SOCKET = '/var/run/docker.sock'
  * arguments in a session of its own (`setsid`), the way scripts/setup.sh starts it, with its
  * output appended to the file it wrote to before. Resolves once it answers again, with the time
  * (`performance.now()`) it first answered.
+ * `whileStopped` runs between the stop and the start (what a box left behind at a reboot, say).
  * Only for the solo test tier: every container on that engine stops meanwhile.
  */
-export async function restartDockerd(socketPath = ENGINE_SOCKET): Promise<number> {
+export async function restartDockerd(socketPath = ENGINE_SOCKET, whileStopped?: () => void | Promise<void>): Promise<number> {
   const systemd = socketPath === DEFAULT_SOCKET && spawnSync('systemctl', ['is-active', '--quiet', 'docker']).status === 0
   if (systemd) {
-    spawnSync('systemctl', ['restart', 'docker'], { stdio: 'inherit' })
+    spawnSync('systemctl', whileStopped ? ['stop', 'docker.socket', 'docker'] : ['restart', 'docker'], { stdio: 'inherit' })
+    if (whileStopped) {
+      await whileStopped()
+      spawnSync('systemctl', ['start', 'docker'], { stdio: 'inherit' })
+    }
   } else {
     const pid = dockerdServing(socketPath)
     const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean)
@@ -27,6 +32,7 @@ export async function restartDockerd(socketPath = ENGINE_SOCKET): Promise<number
       if (Date.now() > deadline) throw new Error('dockerd did not stop within 60 s')
       await Bun.sleep(100)
     }
+    await whileStopped?.()
     const log = openSync(logPath, 'a')
     spawn('setsid', argv, { detached: true, stdio: ['ignore', log, log] }).unref()
   }

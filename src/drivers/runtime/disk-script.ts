@@ -70,7 +70,10 @@ ensure)
   # Only files copied into the image above can be here (the folder is immutable otherwise).
   find "$data" -mindepth 1 -delete
   chattr +i "$data"
-  mount -o "$opts" "$img" "$data"
+  # A loop device still on the image (a mount detached while a container kept it) is mounted
+  # again: the same filesystem, never a second one over the same file.
+  dev=$(losetup -j "$img" -nO NAME | head -n 1)
+  if [ -n "$dev" ]; then mount -o nosuid,nodev "$dev" "$data"; else mount -o "$opts" "$img" "$data"; fi
   if [ -n "$made" ]; then echo made; else echo mounted; fi
   ;;
 mounted)
