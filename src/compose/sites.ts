@@ -11,7 +11,7 @@ import { FilesService } from '../domain/files'
 import { EdgeAccessLog, edgeWritesAccessLog, LogRotation, LogsService } from '../domain/logs'
 import { makeMetricsRepository, SiteMetricsService } from '../domain/metrics'
 import type { ModulesService } from '../domain/modules'
-import { APPLY_JOBS, ApplySiteJob, PROVISION_JOB, Provisioner, Reconciler, RepairBackoff, SiteAvailability, type SiteDataPurger, SiteDirectory, SiteGuard, SiteHealer, SiteLifecycle, SiteReaper, SiteRunner, SitesService, type SitesServiceDeps } from '../domain/sites'
+import { APPLY_JOBS, ApplySiteJob, PROVISION_JOB, Provisioner, Reconciler, RepairBackoff, SiteAvailability, type SiteDataPurger, SiteDirectory, SiteGuard, SiteHealer, SiteLifecycle, SiteReaper, SiteRunner, SiteDisks, SitesService, type SitesServiceDeps } from '../domain/sites'
 import { SiteFirewallKeeper } from '../drivers/firewall/keeper'
 import { makeMarkedMoves, MOVE_SITE_JOB, MoveMarkHandler } from '../domain/cluster'
 import type { Placement } from '../drivers/cluster/types'
@@ -26,6 +26,8 @@ import type { ClusterCore } from './cluster'
 export interface Sites {
   /** Brings sites' containers in line with the store; knows where each running site answers. */
   runner: SiteRunner
+  /** The sites' disks as their filesystems report them, reused briefly (the site view, metrics, scale). */
+  disks: SiteDisks
   /** Resolves the caller's site of a request (404 for another's, 409 when it cannot change). */
   guard: SiteGuard
   sites: SitesService
@@ -104,7 +106,8 @@ export function buildSites(
   const restores = new RestoreGuard(archivesRepo)
   const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: repos.sites, backupsKept: config.archives.backupsKept, clock, log, tar: homes.tar, work: new LocalWorkFolder(join(config.archives.dir, '.work')), changes, events: archiveEvents }
   const archiveJobs = { create: new CreateArchiveJob(archiveWork), restore: new RestoreArchiveJob(archiveWork) }
-  const applySite = new ApplySiteJob({ sites: repos.sites, runner, log })
+  const disks = new SiteDisks(runtime, clock)
+  const applySite = new ApplySiteJob({ sites: repos.sites, runner, log, disks: { runtime, plans } })
   jobs.register({
     [PROVISION_JOB]: new Provisioner({ sites: repos.sites, runner, clock, log, onFailed: (site, error) => needs.purchases.refundPurchaseOf(site, error) }),
     [APPLY_JOBS.scale]: applySite,
@@ -127,6 +130,7 @@ export function buildSites(
     store, clock, sites: repos.sites, checkouts: repos.checkout, billing: repos.billing, plans, jobs, runner, room,
     siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain, berthNames: needs.names.berthNames, names: needs.names.ofSites,
     recovering: new SiteAvailability({ nodeDown: needs.recovering, moving: moves, runner, repairs }),
+    disks,
   })
   const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, work: archiveWork.work, log, copies: repos.offsite, room })
   const audit = new AuditLog(makeAuditRepository(store), clock, log)
@@ -144,6 +148,7 @@ export function buildSites(
   if (hostFirewall) runtime.onNetworkCreated?.(() => void firewall.keep())
   return {
     runner,
+    disks,
     guard: new SiteGuard(repos.sites),
     sites,
     reaper,
@@ -161,7 +166,7 @@ export function buildSites(
     logRotation: new LogRotation({ sites: repos.sites, runtime, openHome: homes.openHome, log, rotateBytes: config.logs.rotateBytes, keep: config.logs.rotateKeep, onRotated: (slug) => logs.rotatedLogs(slug) }),
     files: new FilesService(runtime, restores, homes.openHome, undefined, changes),
     deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs, archives: archivesRepo }),
-    siteMetrics: new SiteMetricsService(clock, makeMetricsRepository(store), metrics, runtime, log, homes.measureDisk),
+    siteMetrics: new SiteMetricsService(clock, makeMetricsRepository(store), metrics, runtime, log, homes.measureDisk, disks),
     archiveEvents,
     audit,
     exec: new ExecService(runtime, homes.openHome, audit),
@@ -170,7 +175,7 @@ export function buildSites(
 }
 
 /** Scale, delete and restore of sites: made once money is, since a plan change is prorated. */
-export function buildLifecycle(core: CoreReads<'store' | 'clock' | 'log' | 'plans' | 'jobs', 'sites' | 'billing'>, sites: { runner: SiteRunner; sites: SitesService }, subscriptions: SubscriptionBilling): SiteLifecycle {
+export function buildLifecycle(core: CoreReads<'store' | 'clock' | 'log' | 'plans' | 'jobs', 'sites' | 'billing'>, sites: { runner: SiteRunner; sites: SitesService; disks: SiteDisks }, subscriptions: SubscriptionBilling): SiteLifecycle {
   const { store, clock, log, plans, jobs, repos } = core
-  return new SiteLifecycle({ store, clock, sites: repos.sites, views: sites.sites, billing: repos.billing, money: subscriptions, plans, jobs, runner: sites.runner, log })
+  return new SiteLifecycle({ store, clock, sites: repos.sites, views: sites.sites, billing: repos.billing, money: subscriptions, plans, jobs, runner: sites.runner, log, disks: sites.disks })
 }

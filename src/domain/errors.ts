@@ -19,6 +19,8 @@ import { RuntimeUnavailableError, SiteNotRunnableError, SiteRestartingError } fr
  * | unavailable      | 503 UNAVAILABLE              |
  * | upstream_timeout | 504 UPSTREAM_TIMEOUT         |
  * | insufficient_storage | 507 INSUFFICIENT_STORAGE |
+ *
+ * A `CodedError` (below) answers its own code instead of its kind's (`DISK_FULL`).
  */
 export type ErrorKind = 'invalid' | 'unauthorized' | 'payment_declined' | 'forbidden' | 'not_found' | 'conflict' | 'too_large' | 'not_text' | 'over_budget' | 'upstream_failed' | 'unavailable' | 'upstream_timeout' | 'insufficient_storage'
 
@@ -96,6 +98,22 @@ export class OverBudgetError extends DomainError {
 export class ConflictForNowError extends DomainError {
   constructor(message: Message | string, readonly retryAfterSeconds: number) {
     super('conflict', message)
+  }
+}
+/**
+ * A refusal a program tells apart by a code of its own, beyond its kind's status (a full disk:
+ * 507 `DISK_FULL`; a plan whose disk is smaller than the files: 409 `DISK_TOO_SMALL`), with the
+ * figures it is about in `details` (the REST envelope's `error.details`).
+ */
+export class CodedError extends DomainError {
+  constructor(
+    kind: ErrorKind,
+    readonly code: string,
+    said: Message | string,
+    field: string | null,
+    readonly details: Readonly<Record<string, number | string | null>>,
+  ) {
+    super(kind, said, field)
   }
 }
 export const paymentDeclined = (message: Message | string, field: string | null = 'payment_method_id') => new DomainError('payment_declined', message, field)

@@ -35,6 +35,7 @@ export const fileRoutes = (plugins: ApiPlugins, files: FilesService) =>
       params: SiteParams,
       body: WriteBody,
       response: ok(WrittenEntry),
+      errors: [507],
       detail: { tags, summary: 'Write or replace a text file (atomically; missing folders are created)', operationId: 'writeFile' },
     })
     .post('/sites/:tenant_slug/files/upload/', ({ site, body }) => files.upload(site, body), {
@@ -43,6 +44,7 @@ export const fileRoutes = (plugins: ApiPlugins, files: FilesService) =>
       params: SiteParams,
       body: UploadBody,
       response: ok(WrittenEntry),
+      errors: [507],
       detail: { tags, summary: 'Upload a binary file as base64 (at most 10 MiB decoded)', operationId: 'uploadFile' },
     })
     .post('/sites/:tenant_slug/files/mkdir/', ({ site, body }) => files.mkdir(site, body), {
@@ -51,6 +53,7 @@ export const fileRoutes = (plugins: ApiPlugins, files: FilesService) =>
       params: SiteParams,
       body: MkdirBody,
       response: ok(WrittenEntry),
+      errors: [507],
       detail: { tags, summary: 'Create a folder and any missing parents (an existing folder is no error)', operationId: 'makeDirectory' },
     })
     .post('/sites/:tenant_slug/files/delete/', ({ site, body }) => files.delete(site, body), {

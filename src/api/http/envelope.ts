@@ -47,7 +47,8 @@ export function serializedResponse(dataJson: string, requestId: string, status =
 
 /** The error envelope as a Response; also used outside Elysia (edge proxy, body limits). */
 export function errorResponse(err: AppError, requestId: string): Response {
-  const body = { ok: false, error: { code: err.code, message: err.message, param: err.param }, meta: meta(requestId) }
+  const error = { code: err.code, message: err.message, param: err.param, ...(err.details ? { details: err.details } : {}) }
+  const body = { ok: false, error, meta: meta(requestId) }
   return new Response(JSON.stringify(body), {
     status: err.status,
     headers: { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId, ...err.headers },

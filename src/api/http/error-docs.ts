@@ -10,7 +10,7 @@ export const ERROR_STATUSES = {
   402: { name: 'PaymentDeclined', codes: ['PAYMENT_DECLINED'], description: 'The payment method was declined; nothing was charged or created.' },
   403: { name: 'Forbidden', codes: ['FORBIDDEN'], description: "The key lacks the scope, is bound to another site, or the plan does not include the feature." },
   404: { name: 'NotFound', codes: ['NOT_FOUND'], description: "Not found in your account. Another account's resources answer this too." },
-  409: { name: 'Conflict', codes: ['CONFLICT'], description: "The resource's state does not allow this now (provisioning, suspended, pending deletion, a job running); the message says what to do." },
+  409: { name: 'Conflict', codes: ['CONFLICT', 'DISK_TOO_SMALL'], description: "The resource's state does not allow this now (provisioning, suspended, pending deletion, a job running); the message says what to do. DISK_TOO_SMALL: the new plan's disk is smaller than what the site's files use (error.details has the figures)." },
   413: { name: 'PayloadTooLarge', codes: ['PAYLOAD_TOO_LARGE'], description: 'The body or a field in it is over its limit; error.param names the field.' },
   415: { name: 'UnsupportedMediaType', codes: ['UNSUPPORTED_MEDIA_TYPE'], description: 'The file is not text; read it another way.' },
   422: { name: 'ValidationError', codes: ['VALIDATION_ERROR'], description: 'A parameter is missing, unknown or invalid; error.param names it.' },
@@ -19,7 +19,7 @@ export const ERROR_STATUSES = {
   502: { name: 'UpstreamError', codes: ['UPSTREAM_ERROR'], description: 'A service Berth called for you (the AI provider) failed or refused; the message says which and why.' },
   503: { name: 'Unavailable', codes: ['UNAVAILABLE'], description: 'The container engine or a site is not reachable right now; retry shortly.' },
   504: { name: 'UpstreamTimeout', codes: ['UPSTREAM_TIMEOUT'], description: 'A service Berth called for you (the AI provider) did not answer in time; retry, or send a shorter request.' },
-  507: { name: 'InsufficientStorage', codes: ['INSUFFICIENT_STORAGE'], description: "No room on a disk for this: the server's free space is under the reserve it keeps for itself (no new sites, snapshots or backups until the hoster frees space; what exists keeps working). The message says what to do." },
+  507: { name: 'InsufficientStorage', codes: ['INSUFFICIENT_STORAGE', 'DISK_FULL'], description: "No room on a disk for this. INSUFFICIENT_STORAGE: the server's free space is under the reserve it keeps for itself (no new sites, snapshots or backups until the hoster frees space; what exists keeps working). DISK_FULL: the site's own disk (its plan's disk_gb) is full; nothing was written; error.details has used_bytes and limit_bytes; delete files or scale to a plan with more disk. The message says what to do." },
 } as const
 
 export type ErrorStatus = keyof typeof ERROR_STATUSES

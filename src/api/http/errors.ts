@@ -1,4 +1,4 @@
-import { ConflictForNowError, OverBudgetError, renderMessage, type DomainError, type ErrorKind, type OperationRef } from '../../domain/errors'
+import { CodedError, ConflictForNowError, OverBudgetError, renderMessage, type DomainError, type ErrorKind, type OperationRef } from '../../domain/errors'
 
 /**
  * The REST door's errors: what the envelope (envelope.ts) answers with. The domain throws
@@ -14,6 +14,8 @@ export class AppError extends Error {
     readonly param: string | null = null,
     /** Extra response headers, such as Retry-After. */
     readonly headers: Record<string, string> = {},
+    /** Figures a program reads (`error.details`), for the few errors that carry them (CodedError). */
+    readonly details: Readonly<Record<string, unknown>> | null = null,
   ) {
     super(message)
   }
@@ -113,8 +115,9 @@ const BY_KIND: Record<ErrorKind, { status: number; code: string }> = {
 
 /** A domain error as the REST door answers it; `route` names the operations its message points to. */
 export function fromDomainError(err: DomainError, route: (ref: OperationRef) => string): AppError {
-  const { status, code } = BY_KIND[err.kind]
+  const { status, code: kindCode } = BY_KIND[err.kind]
+  const code = err instanceof CodedError ? err.code : kindCode
   const message = typeof err.said === 'string' ? err.said : renderMessage(err.said, route)
   const headers: Record<string, string> = err.kind === 'unauthorized' ? { 'www-authenticate': 'Bearer' } : err instanceof OverBudgetError || err instanceof ConflictForNowError ? { 'retry-after': String(err.retryAfterSeconds) } : {}
-  return new AppError(status, code, message, err.field, headers)
+  return new AppError(status, code, message, err.field, headers, err instanceof CodedError ? err.details : null)
 }

@@ -2,8 +2,8 @@ import { t } from 'elysia'
 import { SLUG_PATTERN } from '../../core/slugs'
 import { Body, DateTime, JsonInteger, Nullable, Text, Uuid } from '../http/schemas'
 import { HostingTypeSchema } from '../../core/enums'
-import { Site } from '../../domain/sites'
-export { Site }
+import { Site, SiteDetail } from '../../domain/sites'
+export { Site, SiteDetail }
 
 export const SiteParams = t.Object({ tenant_slug: t.String({ maxLength: 100 }) })
 

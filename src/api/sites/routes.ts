@@ -3,7 +3,7 @@ import { serializedResponse } from '../http/envelope'
 import { JsonCache } from '../http/json-cache'
 import { ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
-import { CreateSiteBody, Site, SiteParams, SiteSettingsBody } from './model'
+import { CreateSiteBody, Site, SiteDetail, SiteParams, SiteSettingsBody } from './model'
 import type { SitesService, SiteView } from '../../domain/sites'
 
 const tags = ['Sites']
@@ -30,11 +30,11 @@ export const siteRoutes = (plugins: ApiPlugins, sites: SitesService) => {
       errors: [507],
       detail: { tags, summary: 'Add a site under an agency subscription with room left', operationId: 'createSite' },
     })
-    .get('/sites/:tenant_slug/', ({ site }) => sites.view(site), {
+    .get('/sites/:tenant_slug/', ({ site }) => sites.detail(site), {
       scope: 'read',
       site: 'owned',
       params: SiteParams,
-      response: ok(Site),
+      response: ok(SiteDetail),
       detail: { tags, summary: 'Get one site', operationId: 'getSite' },
     })
     .post('/sites/:tenant_slug/settings/', ({ site, body }) => sites.settings(site, body), {

@@ -4,7 +4,7 @@ import type { JobHandler } from '../../jobs/runner'
 import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { ArchiveRow, SiteRow } from '../../store/schema'
-import type { SiteChanges, SiteRecords, SiteRunner } from '../sites'
+import { noRoomFor, type SiteChanges, type SiteRecords, type SiteRunner } from '../sites'
 import type { ArchivesRepository } from './repository'
 import type { HomeTarballs, WorkFolder } from './tarballs'
 import type { RestoreGuard } from './restore-guard'
@@ -21,7 +21,7 @@ export interface ArchiveJobDeps {
   restores: Pick<RestoreGuard, 'drained'>
   files: ArchiveStore
   /** The site's files and freezes (homePath, withSitePaused); its container goes through `runner`. */
-  runtime: Pick<ContainerRuntime, 'homePath' | 'prepareSite' | 'withSitePaused'>
+  runtime: Pick<ContainerRuntime, 'homePath' | 'prepareSite' | 'withSitePaused' | 'siteDisk'>
   runner: Pick<SiteRunner, 'run' | 'stop' | 'spec'>
   sites: Pick<SiteRecords, 'find'>
   /** config `archives.backups_kept`. */
@@ -130,6 +130,14 @@ export class RestoreArchiveJob implements JobHandler {
       // The site's volume where it is placed, made when missing: a move killed between its switch
       // to the new node and the volume's creation there left none, and the restore fills it.
       await this.d.runtime.prepareSite(this.d.runner.spec(site))
+      // The extraction fills a staging folder beside the files it replaces, on the site's disk
+      // (its plan's disk_gb): refused before anything changes when it cannot fit.
+      const noRoom = noRoomFor(site.slug, await this.d.runtime.siteDisk(site.slug).catch(() => null), await this.d.work.size(tarName), `restoring ${row.kind} ${id}`)
+      if (noRoom) {
+        this.d.repo.transition(id, ['restoring'], { status: 'ready', error: `The last restore failed; ${noRoom}` })
+        this.d.log.warn('restore refused: the site disk has no room for it', { site: site.slug, archive: id })
+        return
+      }
       const home = await this.d.runtime.homePath(site.slug)
       await this.d.restores.drained(site.id)
       const downAt = performance.now()

@@ -38,4 +38,6 @@ export interface WorkFolder {
   list(): Promise<string[]>
   /** Removes the named files; a missing one is no error. */
   remove(...names: string[]): Promise<void>
+  /** The size of the work file `name` in bytes (what its extraction writes, for a tarball). */
+  size(name: string): Promise<number>
 }

@@ -6,7 +6,7 @@ import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { PlansService } from '../plans'
 import type { DeploymentsRepository } from './repository'
-import type { SiteChanges, SiteRecords } from '../sites'
+import { hookOutOfSpace, type SiteChanges, type SiteRecords } from '../sites'
 import type { DeploymentRow, SiteRow } from '../../store/schema'
 import { RollbackRefusedError, type DeploymentFiles } from './files'
 
@@ -147,7 +147,9 @@ export class Deployer implements JobHandler {
     out.push(`==> ~/${DEPLOY_HOOK} exited with code ${hook.exitCode} after ${((this.clock.now() - started) / 1000).toFixed(1)} s`)
     if (hook.exitCode === 0) return { status: 'succeeded', output: out.join('\n'), error: null }
     const why = hook.exitCode === 137 ? ` (killed: it ran past ${HOOK_TIMEOUT_MS / 1000} s or out of memory)` : ''
-    return { status: 'failed', output: out.join('\n'), error: `~/${DEPLOY_HOOK} exited with code ${hook.exitCode}${why}; see output.` }
+    // A full disk (its plan's disk_gb) is said with its figures: the likely cause of a failed write.
+    const full = hookOutOfSpace(slug, await this.runtime.siteDisk(slug).catch(() => null))
+    return { status: 'failed', output: out.join('\n'), error: `~/${DEPLOY_HOOK} exited with code ${hook.exitCode}${why}; ${full ?? 'see output.'}` }
   }
 
   /** A rollback's first step: the files of the deployment it rolls back to, put back. */

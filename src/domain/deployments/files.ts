@@ -4,7 +4,7 @@ import type { Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'
 import { type ArchiveEvents, type ArchiveRecords, type ArchiveRetention, type HomeTarballs, type RestoreGuard, workFile, type WorkFolder } from '../archives'
-import type { SiteRecords, SiteRunner } from '../sites'
+import { noRoomFor, type SiteRecords, type SiteRunner } from '../sites'
 import type { DeploymentsRepository } from './repository'
 
 /**
@@ -23,7 +23,7 @@ export interface DeploymentFilesDeps {
   retention: Pick<ArchiveRetention, 'discard'>
   /** The archive store, as snapshots and backups use it. */
   files: ArchiveStore
-  runtime: Pick<ContainerRuntime, 'homePath' | 'withSitePaused'>
+  runtime: Pick<ContainerRuntime, 'homePath' | 'withSitePaused' | 'siteDisk'>
   /** Keeps the files API's changes out of a rollback's swap, as out of a restore's. */
   restores: Pick<RestoreGuard, 'drained'>
   /** Restarts a site whose web server holds the swapped folders (restartSite). */
@@ -106,6 +106,8 @@ export class DeploymentFiles {
       await this.d.files.get(row.storageKey!, zstFile)
       await this.d.tar.decompressFile(zstFile, tarFile)
       await this.d.work.remove(zstName)
+      const noRoom = noRoomFor(site.slug, await this.d.runtime.siteDisk(site.slug).catch(() => null), await this.d.work.size(tarName), 'putting back the files of that deployment')
+      if (noRoom) throw new RollbackRefusedError(noRoom)
       const home = await this.d.runtime.homePath(site.slug)
       await this.d.restores.drained(site.id)
       const frozenAt = performance.now()

@@ -4,7 +4,7 @@ import { SITE_OWNER, type FileOwner, type Home, type OpenHome } from '../../driv
 import { SiteNotRunnableError, type ContainerRuntime } from '../../drivers/runtime/types'
 import type { SiteRow } from '../../store/schema'
 import type { RestoreGuard } from '../archives'
-import type { SiteChanges } from '../sites'
+import { diskFull, type SiteChanges } from '../sites'
 import { conflict, DomainError, invalid, notFound, op, say, tooLarge, type Message } from '../errors'
 import { FILE_LIMITS } from './limits'
 
@@ -99,6 +99,8 @@ export class FilesService {
     try {
       return await fn(home)
     } catch (err) {
+      // The home's filesystem is the plan's disk_gb (issue 38): 507 with its figures, read now.
+      if (err instanceof FileError && err.problem === 'no_space') throw diskFull(slug, await this.runtime.siteDisk(slug).catch(() => null))
       throw err instanceof FileError ? toDomainError(err, contentParam, slug) : err
     } finally {
       home.close()
@@ -118,7 +120,7 @@ function toDomainError(err: FileError, contentParam: string, slug: string): Doma
       return tooLarge(message, 'path')
     case 'not_text':
       return new DomainError('not_text', message, 'path')
-    case 'no_space':
+    case 'no_space': // answered by inHome (507)
       return tooLarge(message, contentParam)
     case 'busy':
       return conflict(message, 'path')

@@ -104,6 +104,6 @@ describe('SiteMetricsService', () => {
     expect(running.disk_bytes).toBeGreaterThanOrEqual(20_000)
     m.setStats(null)
     m.clock.advance(10_000) // past the stats cache
-    expect((await m.get(1)).current).toEqual({ cpu_percent: null, memory_bytes: null, memory_limit_bytes: null, disk_bytes: running.disk_bytes })
+    expect((await m.get(1)).current).toEqual({ cpu_percent: null, memory_bytes: null, memory_limit_bytes: null, disk_bytes: running.disk_bytes, disk_limit_bytes: null })
   })
 })

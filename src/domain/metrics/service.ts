@@ -6,6 +6,7 @@ import type { SiteRow } from '../../store/schema'
 import type { MetricsDay, SiteMetrics } from './views'
 import { parseLatency, type MetricsRepository } from './repository'
 import { TtlCache } from './ttl-cache'
+import type { SiteDisks } from '../sites'
 
 const DAY_MS = 86_400_000
 /** Stored days older than this are deleted; the API reports 90 at most. */
@@ -45,6 +46,8 @@ export class SiteMetricsService {
     private runtime: ContainerRuntime,
     private log: Logger,
     private measureDisk: MeasureDisk,
+    /** The sites' disks (issue 38): their figures replace the walk when the site has one. */
+    private disks?: Pick<SiteDisks, 'get'>,
   ) {
     this.disk = new TtlCache(clock, DISK_TTL_MS)
     this.stats = new TtlCache(clock, STATS_TTL_MS)
@@ -96,24 +99,35 @@ export class SiteMetricsService {
    * the traffic counts (from the store) readable.
    */
   private async current(slug: string): Promise<SiteMetrics['current']> {
-    const [stats, disk] = await Promise.all([
+    const [stats, disk, fs] = await Promise.all([
       Promise.race([this.stats.get(slug, () => this.runtime.stats(slug)), Bun.sleep(STATS_WAIT_MS).then(() => null)]).catch((err) => {
         this.log.warn('could not read container stats', { site: slug, error: (err as Error).message })
         return null
       }),
-      this.disk.get(slug, async () => (await this.measureDisk(await this.runtime.homePath(slug))).bytes).catch((err) => {
-        // No volume (yet) is an ordinary null; anything else, such as a sandbox that filters
-        // openat2, is the hoster's to see.
-        if (!(err instanceof SiteNotRunnableError)) this.log.warn('could not measure disk usage', { site: slug, error: (err as Error).message })
-        return null
-      }),
+      this.diskBytes(slug),
+      this.disks?.get(slug) ?? null,
     ])
     return {
       cpu_percent: stats?.cpuPercent ?? null,
       memory_bytes: stats?.memoryBytes ?? null,
       memory_limit_bytes: stats?.memoryLimitBytes ?? null,
-      disk_bytes: disk,
+      disk_bytes: fs?.usedBytes ?? disk,
+      disk_limit_bytes: fs?.limitBytes ?? null,
     }
+  }
+
+  /**
+   * The home's size by a walk (like `du -s`), for a site whose disk the runtime does not report
+   * (none yet: a site's own filesystem answers with its used space instead, at no walk's cost).
+   */
+  private async diskBytes(slug: string): Promise<number | null> {
+    if (this.disks && (await this.disks.get(slug))) return null
+    return this.disk.get(slug, async () => (await this.measureDisk(await this.runtime.homePath(slug))).bytes).catch((err) => {
+      // No volume (yet) is an ordinary null; anything else, such as a sandbox that filters
+      // openat2, is the hoster's to see.
+      if (!(err instanceof SiteNotRunnableError)) this.log.warn('could not measure disk usage', { site: slug, error: (err as Error).message })
+      return null
+    })
   }
 }
 

@@ -24,7 +24,8 @@ export const SiteMetrics = t.Object({
     cpu_percent: Nullable(t.Number({ description: 'Percent of one core; null when the container is not running.' })),
     memory_bytes: Nullable(t.Integer()),
     memory_limit_bytes: Nullable(t.Integer()),
-    disk_bytes: Nullable(t.Integer({ description: 'Space the home (files, logs) takes, measured at most once a minute; null when the site has no volume.' })),
+    disk_bytes: Nullable(t.Integer({ description: "Space the home (files, logs) takes: its disk's used space when the site has a disk of its own (issue 38), else a walk measured at most once a minute; null when the site has no volume." })),
+    disk_limit_bytes: Nullable(t.Integer({ description: "The size of the site's disk, its plan's disk_gb in bytes (GiB); null when the runtime reports no disk for the site." })),
   }),
 })
 export type SiteMetrics = Static<typeof SiteMetrics>

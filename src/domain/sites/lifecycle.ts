@@ -15,6 +15,7 @@ import type { SiteRunner } from './runner'
 import type { SitesService } from './service'
 import { liftedState, suspendedByAdmin, type Lifted } from './suspension'
 import type { SiteView } from './views'
+import { diskTooSmall, type SiteDisks } from './disk'
 
 /** The grace period between a site's deletion and the reaper (spec part 8). */
 export const DELETION_GRACE_MS = 7 * 24 * 3600_000
@@ -34,6 +35,8 @@ export interface SiteLifecycleDeps {
   jobs: Pick<JobRunner, 'enqueue' | 'kick'>
   runner: Pick<SiteRunner, 'stop'>
   log: Logger
+  /** The sites' disks: a plan whose disk_gb is less than a site's files use is refused (issue 38). */
+  disks?: Pick<SiteDisks, 'fresh'>
 }
 
 /**
@@ -83,6 +86,7 @@ export class SiteLifecycle {
       return { subscription, group }
     }
     const before = check()
+    await this.requireRoomOnDisk(before.group, plan)
     const proration = before.subscription ? await this.d.money.prorate(before.subscription, periodCents(plan.price, before.subscription.billingPeriod), `${plan.name} (${plan.slug})`) : null
     let moved: SiteRow[]
     try {
@@ -106,6 +110,22 @@ export class SiteLifecycle {
     this.d.jobs.kick()
     this.d.log.info('site scaled', { site: slug, from: site.planSlug, to: plan.slug, sites: moved.map((s) => s.slug) })
     return this.d.views.view(moved.find((s) => s.id === site.id)!)
+  }
+
+  /**
+   * Conflict (409 DISK_TOO_SMALL, nothing changed, nothing charged) when a site that moves uses
+   * more disk than the new plan's disk_gb; read fresh from each site's filesystem. A plan with
+   * the same disk or more is never refused for it. A site whose disk the runtime cannot report
+   * (none yet, the engine away) passes: its apply job keeps it on its bigger disk if the files
+   * do not fit (apply.ts).
+   */
+  private async requireRoomOnDisk(group: SiteRow[], plan: { slug: string; features: { disk_gb: number } }): Promise<void> {
+    if (!this.d.disks) return
+    const wanted = plan.features.disk_gb * 1024 ** 3
+    for (const s of group) {
+      const disk = await this.d.disks.fresh(s.slug)
+      if (disk && disk.limitBytes > wanted && disk.usedBytes >= wanted) throw diskTooSmall(s.slug, { slug: plan.slug, diskGb: plan.features.disk_gb }, disk.usedBytes)
+    }
   }
 
   /**

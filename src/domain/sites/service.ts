@@ -14,7 +14,8 @@ import { APPLY_JOBS, type ApplyKind } from './apply'
 import { PROVISION_JOB } from './provisioning'
 import type { SitesRepository, SiteViewRow } from './repository'
 import type { SiteRunner } from './runner'
-import type { SiteView, SuspensionView } from './views'
+import type { SiteDetailView, SiteView, SuspensionView } from './views'
+import { diskFigures, diskWarning, type SiteDisks } from './disk'
 import type { DnsRecordView } from '../dns'
 import type { BillingRecords } from '../billing'
 
@@ -46,6 +47,8 @@ export interface SitesServiceDeps {
    * `error`; `version` moves whenever the set changes. Absent: none (an admin command's views).
    */
   recovering?: { recovering(): ReadonlySet<string>; version(): number; reason?(slug: string): string | null; nodeOrMove?(slug: string): boolean }
+  /** The sites' disks (disk.ts), for one site's detail; absent: no figures (an admin command's views). */
+  disks?: Pick<SiteDisks, 'get'>
 }
 
 /** What a site's plan and module switches make of its view; the same for every site with both alike. */
@@ -151,6 +154,14 @@ export class SitesService {
   /** The site as its owner sees it (design.md, Sites). */
   view(site: SiteRow): SiteView {
     return this.views([site])[0]!
+  }
+
+  /** One site with its disk's figures and warnings (GET /sites/{slug}/). */
+  async detail(site: SiteRow): Promise<SiteDetailView> {
+    const view = this.view(site)
+    const disk = (await this.d.disks?.get(site.slug)) ?? null
+    const warning = diskWarning(site.slug, disk)
+    return { ...view, usage: diskFigures(disk), warnings: warning ? [warning] : [] }
   }
 
   /**

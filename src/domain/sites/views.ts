@@ -46,3 +46,23 @@ export const Site = t.Object({
   })),
 })
 export type SiteView = Static<typeof Site>
+
+/** A warning in the site view (docs/api.md, "Disk"): what is about to go wrong and what to do. */
+export const SiteWarningSchema = t.Object({
+  code: t.String({ description: 'disk_almost_full: the site uses 90 % or more of its disk (its plan\'s disk_gb).' }),
+  message: t.String({ description: 'The figures and what to do, in one sentence.' }),
+})
+
+/**
+ * One site as GET /sites/{slug}/ shows it: the view plus what its filesystem reports now (issue
+ * 38). Lists leave these out: each would cost a statfs, or an engine exec for a site on a node.
+ */
+export const SiteDetail = t.Object({
+  ...Site.properties,
+  usage: t.Object({
+    disk_bytes: Nullable(t.Integer({ description: "What the site's files take on its disk (its filesystem's used space); null when the site has no disk yet or its server does not answer." })),
+    disk_limit_bytes: Nullable(t.Integer({ description: "The size of the site's disk: its plan's disk_gb in bytes (GiB); writes past it fail with no space (the files API: 507 DISK_FULL)." })),
+  }),
+  warnings: t.Array(SiteWarningSchema, { description: 'What needs the owner\'s attention before it goes wrong; empty when nothing does.' }),
+})
+export type SiteDetailView = Static<typeof SiteDetail>

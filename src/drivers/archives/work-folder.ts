@@ -1,4 +1,4 @@
-import { mkdir, readdir, rm } from 'node:fs/promises'
+import { mkdir, readdir, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 
 /**
@@ -19,6 +19,10 @@ export class LocalWorkFolder {
 
   async list(): Promise<string[]> {
     return readdir(this.dir).catch(() => [] as string[])
+  }
+
+  async size(name: string): Promise<number> {
+    return (await stat(this.path(name))).size
   }
 
   async remove(...names: string[]): Promise<void> {
