@@ -129,7 +129,7 @@ describe('a site at its disk limit', () => {
 })
 
 describe('plan changes and the disk', () => {
-  it('a scale to a plan with more disk raises the limit online, every file kept', async () => {
+  it('a scale to a plan with more disk raises the limit (online where the host allows), every file kept', async () => {
     const res = await api(berth.url, 'POST', `/sites/${full.slug}/scale/`, { key: full.key, body: { new_plan: 'da-two' } })
     expect(res.status, res.text).toBe(200)
     const deadline = Date.now() + 60_000
