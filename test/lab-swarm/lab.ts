@@ -149,6 +149,9 @@ export async function stopLab(id: string): Promise<void> {
   }
   for (const name of ['a', 'b']) tryRun('ip', ['netns', 'delete', `${id}${name}`])
   tryRun('ip', ['link', 'delete', `${id}a`])
+  // The folders beneath the sites' disks are immutable (src/drivers/runtime/disk-script.ts); the
+  // disks went with the engines' mount namespaces.
+  tryRun('sh', ['-c', 'for d in "$0"/*/data/volumes/*/_data "$0"/*/volumes/*/_data; do [ -d "$d" ] && chattr -i "$d"; done; true', dir])
   rmSync(dir, { recursive: true, force: true })
 }
 

@@ -262,9 +262,11 @@ export async function startLab(name: string): Promise<Lab> {
   const dockerSocket = (node: LabNode) => join(nodeDir(node), 'docker.sock')
   const inNode = (node: LabNode, part: 'engine' | 'procs', argv: string[]) => {
     const cgroup = nodeCgroup(name, letter(node), part)
-    mkdirSync(cgroup, { recursive: true })
-    mkdirSync(join(nodeDir(node), 'mnt'), { recursive: true })
-    return [IN_NODE, cgroup, nodeNamespace(name, letter(node)), join(nodeDir(node), 'mnt'), join(nodeDir(node), 'mounts.pid'), ...argv]
+    // The node's mount namespace's holder has a cgroup of its own: it outlives an engine's stop
+    // (as a machine's mounts outlive `systemctl restart docker`) and goes with a power-off.
+    const mounts = nodeCgroup(name, letter(node), 'mounts')
+    for (const dir of [cgroup, mounts, join(nodeDir(node), 'mnt')]) mkdirSync(dir, { recursive: true })
+    return [IN_NODE, cgroup, nodeNamespace(name, letter(node)), join(nodeDir(node), 'mnt'), join(nodeDir(node), 'mounts.pid'), mounts, ...argv]
   }
 
   const launchEngine = async (node: LabNode): Promise<void> => {
@@ -364,6 +366,8 @@ export async function startLab(name: string): Promise<Lab> {
     async powerOff(node) {
       await lab.stopEngine(node)
       killCgroup(nodeCgroup(name, letter(node), 'procs'))
+      // Its mounts go with it (the sites' disks), as a machine's at a power-off.
+      killCgroup(nodeCgroup(name, letter(node), 'mounts'))
     },
     async startEngine(node) {
       const started = performance.now()

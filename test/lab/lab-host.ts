@@ -46,7 +46,7 @@ export function linkAlias(name: string): string {
 }
 
 /** The pids cgroup folder of a node, or of one of its parts (engine: the daemons; sites: the containers; procs: lab.exec/spawn). */
-export function nodeCgroup(name: string, node: NodeLetter, part?: 'engine' | 'sites' | 'procs'): string {
+export function nodeCgroup(name: string, node: NodeLetter, part?: 'engine' | 'sites' | 'procs' | 'mounts'): string {
   return join(PIDS_HIERARCHY, nodeNamespace(name, node), ...(part ? [part] : []))
 }
 

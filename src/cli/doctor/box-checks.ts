@@ -57,7 +57,7 @@ export function checkDisk(config: Config, probes: BoxProbes, sitesDiskGb: number
 }
 
 /** The host's commands the sites' disks are made with (drivers/runtime/disk-script.ts), in the engine's mount namespace. */
-export const DISK_COMMANDS = ['mkfs.ext4', 'e2fsck', 'resize2fs', 'losetup', 'mount', 'umount', 'mountpoint', 'findmnt', 'chattr', 'truncate', 'df']
+export const DISK_COMMANDS = ['mkfs.ext4', 'e2fsck', 'resize2fs', 'dumpe2fs', 'debugfs', 'losetup', 'mount', 'umount', 'mountpoint', 'findmnt', 'chattr', 'truncate', 'df']
 
 /**
  * Each site's disk is an ext4 image loop-mounted by the engine's side with the host's tools: they

@@ -14,6 +14,7 @@ import type { SiteRow } from '../../store/schema'
 import type { PlansService } from '../plans/service'
 import { LogRotation } from './rotation'
 import { LogsService } from './service'
+import { removeEngineInstance } from '../../../test/helpers/engine-instance'
 
 /**
  * Issue 38, item 3, on real site containers of the real engine: requests numbered 0..N-1 are sent
@@ -106,10 +107,7 @@ beforeAll(async () => {
 }, 300_000)
 
 afterAll(async () => {
-  const filters = { label: [`${LABEL.instance}=${instanceId}`] }
-  await Promise.all((await docker.listContainers({ all: true, filters })).map((c) => docker.getContainer(c.Id).remove({ force: true })))
-  await Promise.all((await docker.listNetworks({ filters })).map((n) => docker.getNetwork(n.Id).remove()))
-  await Promise.all(((await docker.listVolumes({ filters })).Volumes ?? []).map((v) => docker.getVolume(v.Name).remove()))
+  await removeEngineInstance(docker, instanceId)
 }, 120_000)
 
 describe('log rotation under a writer, on real site containers', () => {

@@ -47,6 +47,20 @@ fit() {
     truncate -s "$size" "$1"
   done
 }
+# Fits a new, empty image $1 to the limit without mounting it: what ext4 keeps for itself (from
+# the superblock: its free blocks, less the kernel's reserve of 2 % up to 4096 blocks) is added,
+# and the filesystem grown over it offline. Its lost+found goes, so the engine copies an image's
+# home into it as into a new volume.
+fitnew() {
+  free=$(dumpe2fs -h "$1" 2>/dev/null | sed -n 's/^Free blocks:[[:space:]]*//p')
+  count=$(dumpe2fs -h "$1" 2>/dev/null | sed -n 's/^Block count:[[:space:]]*//p')
+  resv=$((count / 50))
+  [ "$resv" -le 4096 ] || resv=4096
+  size=$(((2 * limit - (free - resv) * 4096) / 4096 * 4096))
+  truncate -s "$size" "$1"
+  resize2fs -f "$1" >/dev/null 2>&1
+  debugfs -w -R 'rmdir lost+found' "$1" >/dev/null 2>&1
+}
 case $verb in
 ensure)
   if mountpoint -q "$data"; then echo present; exit 0; fi
@@ -55,15 +69,16 @@ ensure)
     rm -f "$img.new"
     truncate -s "$limit" "$img.new"
     mkfs.ext4 -q -F -m 0 -J size=32 -E root_owner=1000:1000 "$img.new"
-    fit "$img.new"
-    mkdir -p "$fill"
-    mount -o "$opts" "$img.new" "$fill"
-    # Empty, as a new volume is: the engine copies the image's home into it on first use.
-    rmdir "$fill/lost+found"
+    fitnew "$img.new"
     # The files of a plain volume from before disks come along.
-    if [ -n "$(ls -A "$data")" ]; then cp -a "$data/." "$fill/"; fi
-    umount "$fill"
-    rmdir "$fill"
+    if [ -n "$(ls -A "$data")" ]; then
+      mkdir -p "$fill"
+      mountpoint -q "$fill" && umount "$fill"
+      mount -o "$opts" "$img.new" "$fill"
+      cp -a "$data/." "$fill/"
+      umount "$fill"
+      rmdir "$fill"
+    fi
     mv "$img.new" "$img"
     made=1
   fi

@@ -238,7 +238,8 @@ class LocalHost implements SiteHost {
   /** The site's volume and its disk of `diskGb`, mounted. */
   private async ensureVolume(names: SiteNames, labels: Record<string, string>, diskGb: number): Promise<void> {
     await ensureSiteVolume(this.docker, names.volume, labels)
-    await this.disks.ensure(this.engine, names.volume, diskGb)
+    // Mounted already (made while the checkout was paid for): a stat, no engine exec.
+    if (!(await this.disks.mounted(this.engine, names.volume))) await this.disks.ensure(this.engine, names.volume, diskGb)
   }
 
   /** The container of this name when it carries this instance's label, else null. */
