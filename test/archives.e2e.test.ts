@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { zstdDecompressSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api, startBerth, type Berth } from './helpers/binary'
+import { removeEngineInstance } from './helpers/engine-instance'
 import { buyDirect, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
 
 /**
@@ -22,12 +23,7 @@ beforeAll(async () => {
 }, 60_000)
 afterAll(async () => {
   await berth?.dispose()
-  if (instance) {
-    const filters = { label: [`dev.berth.instance=${instance}`] }
-    for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
-    for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove().catch(() => {})
-    for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {})
-  }
+  if (instance) await removeEngineInstance(docker, instance)
   rmSync(scratch, { recursive: true, force: true })
 }, 60_000)
 

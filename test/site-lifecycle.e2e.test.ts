@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api, startBerth, type Berth } from './helpers/binary'
 import { buyDirect, readyCheckout, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
+import { removeEngineInstance } from './helpers/engine-instance'
 import { execIn } from './helpers/sites'
 
 /** Scale and restore answer at once; the container follows (the site's `applying` until it has). */
@@ -245,10 +246,7 @@ function insertSiteKey(dataDir: string, slug: string): string {
   return key
 }
 
-/** Removes the containers, networks and volumes one Berth installation created. */
+/** Removes the containers, networks and volumes (with their disks) one Berth installation created. */
 async function removeInstance(instance: string) {
-  const filters = { label: [`dev.berth.instance=${instance}`] }
-  for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {})
-  for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove().catch(() => {})
-  for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {})
+  await removeEngineInstance(docker, instance)
 }

@@ -8,6 +8,8 @@ import { loadConfig, type LoadOptions } from '../../src/config/config'
 import type { ContainerRuntime } from '../../src/drivers/runtime/types'
 import { ManualClock } from '../../src/lib/clock'
 import { memoryLogger } from '../../src/lib/logger'
+import Docker from 'dockerode'
+import { removeEngineInstance } from './engine-instance'
 import { RecordingRuntime } from './recording-runtime'
 import { AnswerChecker } from './answer-checker'
 import { placeMigratedDatabase } from './migrated-db'
@@ -93,6 +95,8 @@ export function inProcess(options: { env?: Record<string, string>; file?: string
       await services.jobs.stop()
       const managed = await services.runtime.listManaged().catch(() => [])
       await Promise.all(managed.map((c) => services.runtime.removeSite(c.slug, { volume: true }).catch(() => {})))
+      // What no container names any more (a test removed or swapped it): the volumes and disks.
+      if (options.runtime === 'docker') await removeEngineInstance(new Docker({ socketPath: config.containers.dockerSocket }), services.instanceId)
       built.close()
       recording?.close()
       rmSync(dir, { recursive: true, force: true })
