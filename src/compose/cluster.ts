@@ -68,7 +68,7 @@ export function buildClusterCore(config: Config, core: { store: Store; instanceI
     advertiseAddress: config.cluster.address,
     nodes: live,
     link,
-    helperImage: config.containers.images.shared,
+    helperImages: [...new Set([config.containers.images.shared, ...Object.values(config.containers.images)])],
     log: core.log,
   })
   return { link, nodes, runtime, placement: runtime.placement, liveNodes: live }

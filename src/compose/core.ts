@@ -129,7 +129,7 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
   // runtime is used as it is.
   const jobs = new JobRunner(store, clock, log, {})
   const cluster = !opts.runtime && config.cluster.enabled ? buildClusterCore(config, { store, instanceId, log }) : null
-  const runtime = opts.runtime ?? cluster?.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, helperImage: config.containers.images.shared, log })
+  const runtime = opts.runtime ?? cluster?.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, helperImages: [...new Set([config.containers.images.shared, ...Object.values(config.containers.images)])], log })
   return {
     config, clock, log, store, instanceId, runtime, cluster,
     placement: opts.placement ?? cluster?.placement ?? null,

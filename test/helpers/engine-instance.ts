@@ -1,6 +1,6 @@
 import type Docker from 'dockerode'
 import { memoryLogger } from '../../src/lib/logger'
-import { DISKS_ROLE, SiteDisks } from '../../src/drivers/runtime/site-disks'
+import { DISKS_ROLE, firstHeld, HELPER_IMAGES, SiteDisks } from '../../src/drivers/runtime/site-disks'
 
 /**
  * Removes everything a Berth instance made on one engine: its site containers and networks, its
@@ -16,7 +16,7 @@ export async function removeEngineInstance(docker: Docker, instance: string): Pr
   await Promise.all((await docker.listNetworks({ filters })).map((n) => docker.getNetwork(n.Id).remove().catch(() => {})))
   const volumes = (await docker.listVolumes({ filters })).Volumes ?? []
   if (volumes.length > 0) {
-    const disks = new SiteDisks({ instanceId: instance, log: memoryLogger(), imageOn: async () => 'berth/static:1' })
+    const disks = new SiteDisks({ instanceId: instance, log: memoryLogger(), imageOn: () => firstHeld(docker, HELPER_IMAGES) })
     const engine = { nodeId: 'control', node: null, docker, bulk: docker, address: '', key: 'cleanup' }
     for (const v of volumes) await disks.removeVolume(engine, v.Name).catch(() => docker.getVolume(v.Name).remove().catch(() => {}))
   }

@@ -10,7 +10,7 @@ import {
 import { SiteNetworks } from './site-network'
 import { siteAddresses } from './subnets'
 import { ensureSiteVolume } from './container-ops'
-import { SiteDisks } from './site-disks'
+import { firstHeld, HELPER_IMAGES, SiteDisks } from './site-disks'
 import { SiteRuntime, STOP_TIMEOUT_S, type Engine, type SiteHost } from './site-runtime'
 import { HostPortTakenError, type SiteDisk, type SiteDiskSpec, type SiteEndpoint, type SiteSpec, type SiteWatch, type SiteWatchHandlers } from './types'
 
@@ -25,8 +25,8 @@ export interface DockerRuntimeOptions {
   pidsLimit: number
   /** Host address SSH ports are published on; default 0.0.0.0. */
   sshListenAddress?: string
-  /** The image the disks helper runs (./site-disks.ts); default berth/static:1 (config containers.image_shared). */
-  helperImage?: string
+  /** The images the disks helper may run (./site-disks.ts), the first one the engine holds; default berth/static:1 then berth/php:1 (the site images). */
+  helperImages?: string[]
   log: Logger
 }
 
@@ -62,7 +62,7 @@ class LocalHost implements SiteHost {
   private networkListeners: (() => void)[] = []
 
   constructor(private opts: DockerRuntimeOptions) {
-    this.disks = new SiteDisks({ instanceId: opts.instanceId, log: opts.log, imageOn: async () => opts.helperImage ?? 'berth/static:1' })
+    this.disks = new SiteDisks({ instanceId: opts.instanceId, log: opts.log, imageOn: (engine) => firstHeld(engine.docker, opts.helperImages ?? HELPER_IMAGES) })
   }
 
   onNetworkCreated(listener: () => void): void {

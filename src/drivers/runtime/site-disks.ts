@@ -9,6 +9,15 @@ import { LABEL } from './site-container'
 import type { Engine } from './site-runtime'
 import { DiskTooSmallError, type SiteDisk } from './types'
 
+/** The site images, any of which can run the disks helper (a shell, nsenter, sleep). */
+export const HELPER_IMAGES = ['berth/static:1', 'berth/php:1']
+
+/** The first of `images` the engine holds; throws naming them when it holds none. */
+export async function firstHeld(docker: Docker, images: string[]): Promise<string> {
+  for (const image of images) if (await orNull(docker.getImage(image).inspect())) return image
+  throw new Error(`The engine holds none of ${images.join(', ')}, which the sites' disks helper runs; build them with 'berth images build'.`)
+}
+
 /** A plan's `disk_gb` is in GiB. */
 export const GIB = 1024 ** 3
 

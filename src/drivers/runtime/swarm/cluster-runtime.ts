@@ -6,7 +6,7 @@ import { unavailableEngine } from './engine-errors'
 import { LABEL, siteFilter, siteLabels, specHash } from '../site-container'
 import { ensureSiteVolume } from '../container-ops'
 import { SiteRuntime, type Engine, type SiteHost } from '../site-runtime'
-import { SiteDisks } from '../site-disks'
+import { firstHeld, HELPER_IMAGES, SiteDisks } from '../site-disks'
 import type { SiteDisk, SiteDiskSpec, SiteEndpoint, SiteEvent, SiteSpec, SiteWatch, SiteWatchHandlers } from '../types'
 import { forgettingHomes, watchCluster } from './cluster-watch'
 import { Forwards } from './forwards'
@@ -78,14 +78,17 @@ class SwarmHost implements SiteHost {
   constructor(private opts: ClusterRuntimeOptions, private homes: Map<string, string>) {
     this.images = new NodeImages(opts.log)
     this.forwards = new Forwards(opts.link, opts.nodes, opts.log)
-    const helperImage = opts.helperImage ?? 'berth/static:1'
+    const candidates = opts.helperImages ?? HELPER_IMAGES
     this.disks = new SiteDisks({
       instanceId: opts.instanceId,
       log: opts.log,
       imageOn: async (engine) => {
+        const held = await firstHeld(engine.docker, candidates).catch(() => null)
+        if (held) return held
         const manager = this.engines.manager
-        await this.images.ensureOn(manager.bulk, engine.node ? engine.bulk : manager.bulk, engine.nodeId, helperImage)
-        return helperImage
+        const image = await firstHeld(manager.docker, candidates)
+        await this.images.ensureOn(manager.bulk, engine.bulk, engine.nodeId, image)
+        return image
       },
     })
   }

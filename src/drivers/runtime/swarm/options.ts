@@ -15,8 +15,8 @@ export interface ClusterRuntimeOptions {
   nodes: () => ClusterNode[]
   /** Reaches the nodes' engines and agents (drivers/cluster/link.ts). */
   link: NodeLink
-  /** The image the disks helper runs on each node (../site-disks.ts); default berth/static:1. */
-  helperImage?: string
+  /** The images the disks helper may run on each node (../site-disks.ts): the first the node holds, else the first the manager holds, carried there. */
+  helperImages?: string[]
   log: Logger
   /** How long a site's task may take to run (image on the node, network, start); default 60 s. */
   startWithinMs?: number
