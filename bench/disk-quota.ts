@@ -266,6 +266,9 @@ async function main() {
       const ratio = median(edge.map((r) => r.ratio))
       const side = (s: Side) => `${f0(median(edge.map((r) => r[s].wrk.requestsPerSec)))} req/s (CPU per request: site container ${f0(median(edge.map((r) => r[s].containerMicros)))} µs, kernel threads ${f0(median(edge.map((r) => r[s].kernelMicros)))} µs)`
       console.log(`  edge (wrk -t${WRK_SETTINGS.threads} -c${WRK_SETTINGS.connections} ${WRK_SETTINGS.durationSeconds} s, PHP site, 2 KB page, disk_gb ${diskOf('svc_business_monthly')}): this ${side('this')}, base ${side('base')}; req/s this/base ${f2(ratio)} [${edge.map((r) => f2(r.ratio)).join(', ')}]`)
+      // Less exposed to the neighbours than req/s: the CPU each request cost, wherever it ran.
+      const cpu = (r: EdgeRun) => r.wrk.serverCpuMicros + r.containerMicros + r.kernelMicros
+      console.log(`  edge CPU per request (Berth + site container + kernel threads): this ${f0(median(edge.map((r) => cpu(r.this))))} µs, base ${f0(median(edge.map((r) => cpu(r.base))))} µs; base/this (higher is better) ${f2(median(edge.map((r) => cpu(r.base) / cpu(r.this))))}`)
       verdicts.push([`edge ratio >= ${TARGETS.edgeRatio}`, ratio >= TARGETS.edgeRatio])
     }
     if (bought.size > 0) {
