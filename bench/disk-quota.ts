@@ -31,7 +31,8 @@
 import { spawnSync } from 'bun'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
-import { cleanup, cleanupOnExit, snapshotBinary, startBerth, tempDir, waitFor, type RunningBerth } from './processes'
+import { join } from 'node:path'
+import { cleanup, snapshotBinary, startBerth, tempDir, waitFor, type RunningBerth } from './processes'
 import { buySite, instanceOf, removeSites } from './sites'
 import { processTicks, ticksToMicros } from './cpu-contention'
 import { median } from './stats'
@@ -72,7 +73,7 @@ async function start(side: Side, binary: string): Promise<Berth> {
   const ssh = 20_000 + Math.floor(Math.random() * 40_000)
   const berth = await startBerth(dataDir, 2, {
     BERTH_DNS_LISTEN: 'off',
-    BERTH_SERVER_LOG_LEVEL: 'warn',
+    BERTH_SERVER_LOG_LEVEL: 'info',
     BERTH_SSH_PORT_RANGE: `${ssh}-${ssh + 49}`,
     BERTH_RATE_LIMITS_CHECKOUT_CREATE: '10000/hour',
     BERTH_RATE_LIMITS_CHECKOUT_POLL: '100000/minute',
@@ -174,9 +175,18 @@ async function purchase(b: Berth, n: number, pauseMs: number): Promise<Timing> {
   const completing = performance.now()
   const done = await post(`/acp/checkouts/${created.id}/complete/`, { payment_method: 'processor_payment_method', payment_method_id: 'pm_card_visa' }, created.checkout_secret)
   if (done.status !== 201) throw new Error(`${b.side}: complete: ${done.status} ${await done.text()}`)
-  await waitFor(async () => (await fetch(`${b.berth.url}/`, { headers: { host: `${slug}.localhost:${b.port}` } })).status === 200, 60_000, 2)
+  await waitFor(async () => (await fetch(`${b.berth.url}/`, { headers: { host: `${slug}.localhost:${b.port}` } })).status === 200, 60_000, 2).catch((err) => {
+    throw new Error(`${b.side}: ${slug} did not serve within 60 s of the complete call; the end of its Berth's log:\n${logTail(b)}`, { cause: err })
+  })
   const served = performance.now()
   return { fromUpdate: served - updating, fromComplete: served - completing }
+}
+
+/** The last lines of a Berth's own log (bench/processes.ts's startBerth writes it into the data folder). */
+function logTail(b: Berth): string {
+  const read = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8') : '')
+  const log = join(b.dataDir, `bench-${b.port}.log`)
+  return (read(log) + read(`${log}.err`)).trimEnd().split('\n').slice(-40).join('\n')
 }
 
 /** The volumes of both instances, to check after the cleanup that none is left mounted or on a loop device. */
@@ -199,13 +209,18 @@ function leftBehind(volumes: string[]): string[] {
 async function main() {
   if (!wrkInstalled()) throw new Error('wrk is not installed; apt-get install wrk')
   if (!existsSync(baseline)) throw new Error(`no base binary at ${baseline} (pass --baseline PATH: the commit before issue 38, b5e6fff, built)`)
-  cleanupOnExit()
+  const berths: Berth[] = []
+  // On Ctrl-C too, the sites' disks are unmounted and removed before the process ends.
+  let finishing: Promise<void> | undefined
+  const finish = () => (finishing ??= removeAll(berths))
+  process.once('exit', cleanup)
+  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) process.once(signal, () => void finish().finally(() => process.exit(code)))
   const binary = snapshotBinary()
   const loadBefore = loadavg().map(f2).join(' ')
-  const berths = [await start('this', binary), await start('base', baseline)]
-  const [mine, base] = berths as [Berth, Berth]
-  let volumes: string[] = []
   try {
+    berths.push(await start('this', binary))
+    berths.push(await start('base', baseline))
+    const [mine, base] = berths as [Berth, Berth]
     const plans = (await (await fetch(`${mine.berth.url}/api/v1/plans/`)).json()).data
     const diskOf = (sku: string) => plans.find((p: any) => p.slug === sku.replace(/^svc_|_monthly$/g, ''))?.features.disk_gb ?? '?'
     // The sites measured: a static one for the files API, a PHP one for the edge, on each side.
@@ -221,7 +236,6 @@ async function main() {
       const res = await fetch(`${b.berth.url}/`, { headers: { host: `${php.slug}.localhost:${b.port}` } })
       if (res.status !== 200 || (await res.text()) !== page) throw new Error(`${b.side}: the PHP site does not serve public/index.html through the edge (${res.status})`)
     }
-    volumes = await volumesOf(berths)
     console.log(`disk quota (issue 38): this tree ${binary} against the base ${baseline}; ${pairs} pairs; load average ${loadBefore}; nproc ${navigator.hardwareConcurrency}; ${new Date().toISOString()}`)
 
     const files: { this: number; base: number; ratio: number }[] = []
@@ -254,7 +268,6 @@ async function main() {
         }
       }
     }
-    volumes = await volumesOf(berths)
 
     console.log(`\nDisk quota (issue 38), this tree against the base, ${pairs} alternating pairs (medians of the per-pair ratios); load average ${loadBefore} before, ${loadavg().map(f2).join(' ')} after`)
     const verdicts: [string, boolean][] = []
@@ -283,15 +296,21 @@ async function main() {
     console.log(`  ${verdicts.map(([name, ok]) => `${name}: ${ok ? 'PASS' : 'FAIL'}`).join('   ')}`)
     if (verdicts.some(([, ok]) => !ok)) process.exitCode = 1
   } finally {
-    for (const b of berths) await b.berth.stop()
-    for (const b of berths) await removeSites(b.dataDir)
-    const left = leftBehind(volumes)
-    if (left.length > 0) {
-      console.error(`left behind (mounts or loop devices of this run's volumes):\n${left.join('\n')}`)
-      process.exitCode = 1
-    } else console.log(`  cleanup: ${volumes.length} volumes removed, none left mounted or on a loop device`)
-    cleanup()
+    await finish()
   }
+}
+
+/** Stops both Berths and removes every site they made with its disk; fails the run if any volume is left mounted or on a loop device. */
+async function removeAll(berths: Berth[]): Promise<void> {
+  for (const b of berths) await b.berth.stop()
+  const volumes = await volumesOf(berths)
+  for (const b of berths) await removeSites(b.dataDir)
+  const left = leftBehind(volumes)
+  if (left.length > 0) {
+    console.error(`left behind (mounts or loop devices of this run's volumes):\n${left.join('\n')}`)
+    process.exitCode = 1
+  } else console.log(`  cleanup: ${volumes.length} volumes removed, none left mounted or on a loop device`)
+  cleanup()
 }
 
 await main()
