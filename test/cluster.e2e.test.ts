@@ -160,7 +160,8 @@ describe('a cluster of two nodes', () => {
     await waitFor('the control plane\'s policy written to B\'s node.json', 15_000, async () => JSON.parse(readFileSync(file, 'utf8')).firewall.closedPorts)
     figures['firewall policy'] = `given to the restarted node ${(performance.now() - restarted).toFixed(0)} ms after its restart`
     expect(JSON.parse(readFileSync(file, 'utf8')).firewall.closedPorts).toEqual(closedPorts)
-    expect(b.agent.output()).toContain('the control plane gave a new site firewall policy')
+    // The agent writes node.json, then logs; its log reaches this process through a pipe, later.
+    await waitFor('B\'s agent saying it was given the policy', 5_000, async () => b.agent.output().includes('the control plane gave a new site firewall policy'))
     const closedRule = new RegExp(`-p tcp -m multiport --dports ${closedPorts.tcp.join(',')} .*-j REJECT`)
     await waitFor('B keeping the cluster\'s ports closed again', 15_000, async () => closedRule.test((await lab.exec('B', ['iptables', '-S'])).stdout))
     // The agent answers the control plane once its rules are in place: the control plane logs on that answer, just after.
