@@ -108,6 +108,9 @@ export async function runSystemdHost(docker: Docker, opts: { name: string; runId
       NetworkMode: opts.netns ? 'none' : 'host',
       Tmpfs: { '/run': 'rw,nosuid,nodev,mode=755', '/run/lock': 'rw,nosuid,nodev,noexec', '/tmp': 'rw,nosuid,nodev' },
       Binds: binds,
+      // The loop devices' control, as a machine has it (berth doctor's site_disks check: the sites'
+      // disks are mounted through loop devices by the engine's side).
+      Devices: [{ PathOnHost: '/dev/loop-control', PathInContainer: '/dev/loop-control', CgroupPermissions: 'rwm' }],
     },
   } as Docker.ContainerCreateOptions)
   await container.start()
