@@ -27,6 +27,7 @@ import type { Logger } from '../lib/logger'
 import type { Store } from '../store/store'
 import { buildNodeHealth, lateRecovering } from './cluster-ops'
 import type { SiteRunner } from '../domain/sites'
+import { helperImagesOf } from '../drivers/runtime/site-disks'
 
 /** What the core holds of the cluster: how to reach the nodes, and who they are. */
 export interface ClusterCore {
@@ -68,7 +69,7 @@ export function buildClusterCore(config: Config, core: { store: Store; instanceI
     advertiseAddress: config.cluster.address,
     nodes: live,
     link,
-    helperImages: [...new Set([config.containers.images.shared, ...Object.values(config.containers.images)])],
+    helperImages: helperImagesOf(config.containers.images),
     log: core.log,
   })
   return { link, nodes, runtime, placement: runtime.placement, liveNodes: live }

@@ -26,6 +26,7 @@ import { openStore, type Store } from '../store/store'
 import { databasePath, instanceIdOf } from './installation'
 import { buildClusterCore, type ClusterCore } from './cluster'
 import type { ClusterPki } from '../drivers/cluster/pki'
+import { helperImagesOf } from '../drivers/runtime/site-disks'
 
 /** What a test (or a tool) puts in place of the real thing. */
 export interface BuildOptions {
@@ -129,7 +130,7 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
   // runtime is used as it is.
   const jobs = new JobRunner(store, clock, log, {})
   const cluster = !opts.runtime && config.cluster.enabled ? buildClusterCore(config, { store, instanceId, log }) : null
-  const runtime = opts.runtime ?? cluster?.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, helperImages: [...new Set([config.containers.images.shared, ...Object.values(config.containers.images)])], log })
+  const runtime = opts.runtime ?? cluster?.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, helperImages: helperImagesOf(config.containers.images), log })
   return {
     config, clock, log, store, instanceId, runtime, cluster,
     placement: opts.placement ?? cluster?.placement ?? null,

@@ -11,7 +11,7 @@ import { FilesService } from '../domain/files'
 import { EdgeAccessLog, edgeWritesAccessLog, LogRotation, LogsService } from '../domain/logs'
 import { makeMetricsRepository, SiteMetricsService } from '../domain/metrics'
 import type { ModulesService } from '../domain/modules'
-import { APPLY_JOBS, ApplySiteJob, PROVISION_JOB, Provisioner, Reconciler, RepairBackoff, SiteAvailability, type SiteDataPurger, SiteDirectory, SiteGuard, SiteHealer, SiteLifecycle, SiteReaper, SiteRunner, SiteDisks, SitesService, type SitesServiceDeps } from '../domain/sites'
+import { APPLY_JOBS, ApplySiteJob, PROVISION_JOB, Provisioner, Reconciler, RepairBackoff, SiteAvailability, type SiteDataPurger, SiteDirectory, SiteGuard, SiteHealer, SiteLifecycle, SiteReaper, SiteRunner, SiteDiskCache, SitesService, type SitesServiceDeps } from '../domain/sites'
 import { SiteFirewallKeeper } from '../drivers/firewall/keeper'
 import { makeMarkedMoves, MOVE_SITE_JOB, MoveMarkHandler } from '../domain/cluster'
 import type { Placement } from '../drivers/cluster/types'
@@ -27,7 +27,7 @@ export interface Sites {
   /** Brings sites' containers in line with the store; knows where each running site answers. */
   runner: SiteRunner
   /** The sites' disks as their filesystems report them, reused briefly (the site view, metrics, scale). */
-  disks: SiteDisks
+  disks: SiteDiskCache
   /** Resolves the caller's site of a request (404 for another's, 409 when it cannot change). */
   guard: SiteGuard
   sites: SitesService
@@ -106,7 +106,7 @@ export function buildSites(
   const restores = new RestoreGuard(archivesRepo)
   const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: repos.sites, backupsKept: config.archives.backupsKept, clock, log, tar: homes.tar, work: new LocalWorkFolder(join(config.archives.dir, '.work')), changes, events: archiveEvents }
   const archiveJobs = { create: new CreateArchiveJob(archiveWork), restore: new RestoreArchiveJob(archiveWork) }
-  const disks = new SiteDisks(runtime, clock)
+  const disks = new SiteDiskCache(runtime, clock)
   const applySite = new ApplySiteJob({ sites: repos.sites, runner, log, disks: { runtime, plans } })
   jobs.register({
     [PROVISION_JOB]: new Provisioner({ sites: repos.sites, runner, clock, log, onFailed: (site, error) => needs.purchases.refundPurchaseOf(site, error) }),
@@ -175,7 +175,7 @@ export function buildSites(
 }
 
 /** Scale, delete and restore of sites: made once money is, since a plan change is prorated. */
-export function buildLifecycle(core: CoreReads<'store' | 'clock' | 'log' | 'plans' | 'jobs', 'sites' | 'billing'>, sites: { runner: SiteRunner; sites: SitesService; disks: SiteDisks }, subscriptions: SubscriptionBilling): SiteLifecycle {
+export function buildLifecycle(core: CoreReads<'store' | 'clock' | 'log' | 'plans' | 'jobs', 'sites' | 'billing'>, sites: { runner: SiteRunner; sites: SitesService; disks: SiteDiskCache }, subscriptions: SubscriptionBilling): SiteLifecycle {
   const { store, clock, log, plans, jobs, repos } = core
   return new SiteLifecycle({ store, clock, sites: repos.sites, views: sites.sites, billing: repos.billing, money: subscriptions, plans, jobs, runner: sites.runner, log, disks: sites.disks })
 }

@@ -6,7 +6,7 @@ import type { SiteRow } from '../../store/schema'
 import type { MetricsDay, SiteMetrics } from './views'
 import { parseLatency, type MetricsRepository } from './repository'
 import { TtlCache } from './ttl-cache'
-import type { SiteDisks } from '../sites'
+import type { SiteDiskCache } from '../sites'
 
 const DAY_MS = 86_400_000
 /** Stored days older than this are deleted; the API reports 90 at most. */
@@ -47,7 +47,7 @@ export class SiteMetricsService {
     private log: Logger,
     private measureDisk: MeasureDisk,
     /** The sites' disks (issue 38): their figures replace the walk when the site has one. */
-    private disks?: Pick<SiteDisks, 'get'>,
+    private disks?: Pick<SiteDiskCache, 'get'>,
   ) {
     this.disk = new TtlCache(clock, DISK_TTL_MS)
     this.stats = new TtlCache(clock, STATS_TTL_MS)

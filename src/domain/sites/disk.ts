@@ -113,7 +113,7 @@ export function diskTooSmall(slug: string, plan: { slug: string; diskGb: number 
  * cannot answer (the engine down, the node away) gives null: the view shows no figures rather
  * than failing.
  */
-export class SiteDisks {
+export class SiteDiskCache {
   private cache = new Map<string, { at: number; disk: Promise<SiteDisk | null> }>()
 
   constructor(

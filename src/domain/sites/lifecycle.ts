@@ -15,7 +15,7 @@ import type { SiteRunner } from './runner'
 import type { SitesService } from './service'
 import { liftedState, suspendedByAdmin, type Lifted } from './suspension'
 import type { SiteView } from './views'
-import { diskTooSmall, type SiteDisks } from './disk'
+import { diskTooSmall, type SiteDiskCache } from './disk'
 
 /** The grace period between a site's deletion and the reaper (spec part 8). */
 export const DELETION_GRACE_MS = 7 * 24 * 3600_000
@@ -36,7 +36,7 @@ export interface SiteLifecycleDeps {
   runner: Pick<SiteRunner, 'stop'>
   log: Logger
   /** The sites' disks: a plan whose disk_gb is less than a site's files use is refused (issue 38). */
-  disks?: Pick<SiteDisks, 'fresh'>
+  disks?: Pick<SiteDiskCache, 'fresh'>
 }
 
 /**

@@ -15,7 +15,7 @@ import { PROVISION_JOB } from './provisioning'
 import type { SitesRepository, SiteViewRow } from './repository'
 import type { SiteRunner } from './runner'
 import type { SiteDetailView, SiteView, SuspensionView } from './views'
-import { diskFigures, diskWarning, type SiteDisks } from './disk'
+import { diskFigures, diskWarning, type SiteDiskCache } from './disk'
 import type { DnsRecordView } from '../dns'
 import type { BillingRecords } from '../billing'
 
@@ -48,7 +48,7 @@ export interface SitesServiceDeps {
    */
   recovering?: { recovering(): ReadonlySet<string>; version(): number; reason?(slug: string): string | null; nodeOrMove?(slug: string): boolean }
   /** The sites' disks (disk.ts), for one site's detail; absent: no figures (an admin command's views). */
-  disks?: Pick<SiteDisks, 'get'>
+  disks?: Pick<SiteDiskCache, 'get'>
 }
 
 /** What a site's plan and module switches make of its view; the same for every site with both alike. */

@@ -12,6 +12,11 @@ import { DiskTooSmallError, type SiteDisk } from './types'
 /** The site images, any of which can run the disks helper (a shell, nsenter, sleep). */
 export const HELPER_IMAGES = ['berth/static:1', 'berth/php:1']
 
+/** The configured site images as the helper's candidates: the shared plans' (the smallest) first. */
+export function helperImagesOf(images: { shared: string } & Record<string, string>): string[] {
+  return [...new Set([images.shared, ...Object.values(images)])]
+}
+
 /** The first of `images` the engine holds; throws naming them when it holds none. */
 export async function firstHeld(docker: Docker, images: string[]): Promise<string> {
   for (const image of images) if (await orNull(docker.getImage(image).inspect())) return image
