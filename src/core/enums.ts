@@ -67,6 +67,15 @@ export const ArchiveStatusSchema = t.Union([...VisibleArchiveStatusSchema.anyOf,
 export type ArchiveStatus = Static<typeof ArchiveStatusSchema>
 export const ARCHIVE_STATUSES = valuesOf(ArchiveStatusSchema)
 
+/**
+ * What an app site runs (issue 39): the runtime its live release was detected or declared as.
+ * `static` and `php` are trees served by the app image's front (nginx, PHP-FPM); `node`, `bun`
+ * and `python` run the release's processes behind it.
+ */
+export const AppRuntimeSchema = t.Union([t.Literal('node'), t.Literal('bun'), t.Literal('python'), t.Literal('php'), t.Literal('static')])
+export type AppRuntime = Static<typeof AppRuntimeSchema>
+export const APP_RUNTIMES = valuesOf(AppRuntimeSchema)
+
 export const DeploymentStatusSchema = t.Union([t.Literal('queued'), t.Literal('running'), t.Literal('succeeded'), t.Literal('failed')])
 export type DeploymentStatus = Static<typeof DeploymentStatusSchema>
 export const DEPLOYMENT_STATUSES = valuesOf(DeploymentStatusSchema)

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
-import { STORED_ARCHIVE_KINDS, ARCHIVE_STATUSES, DEPLOYMENT_STATUSES, SITE_STATUSES, SUSPENDERS } from '../../core/enums'
+import { APP_RUNTIMES, STORED_ARCHIVE_KINDS, ARCHIVE_STATUSES, DEPLOYMENT_STATUSES, SITE_STATUSES, SUSPENDERS } from '../../core/enums'
 import { accounts } from './accounts'
 import { plans, subscriptions } from './billing'
 
@@ -35,6 +35,13 @@ export const sites = sqliteTable('sites', {
   suspendedReason: text('suspended_reason'),
   /** HSTS for the site's HTTPS answers: the max-age in seconds, or null for none (the default, as nginx and Caddy). */
   hstsMaxAge: integer('hsts_max_age'),
+  /**
+   * An app site's runtime (issue 39): set by its first deployment with a source, which moves the
+   * site to the app image for good; null for a site that never had one (its plan's image, as before).
+   */
+  runtime: text('runtime', { enum: APP_RUNTIMES }),
+  /** The deployment whose release an app site serves (`~/app/releases/{id}`), or null. */
+  liveDeploymentId: text('live_deployment_id'),
   createdAt: integer('created_at').notNull(),
   updatedAt: integer('updated_at').notNull(),
 }, (t) => [
@@ -79,6 +86,16 @@ export const deployments = sqliteTable('deployments', {
   archiveId: text('archive_id'),
   /** For a rollback: the earlier deployment whose files it put back. */
   rollbackOf: text('rollback_of'),
+  /**
+   * Where a deployment with a source got its tree (issue 39), as JSON: `{"kind":"archive",
+   * "format":"gzip"|"zip"}`, `{"kind":"git","url":...,"ref":...}` or `{"kind":"push","ref":...}`;
+   * null for a deploy of the home as it is (spec part 4).
+   */
+  source: text('source'),
+  /** The commit a git or push deployment built, once fetched. */
+  commit: text('commit'),
+  /** The runtime its release was detected or declared as, once built. */
+  runtime: text('runtime', { enum: APP_RUNTIMES }),
 }, (t) => [index('deployments_site').on(t.siteId, t.createdAt)])
 
 /**
@@ -123,3 +140,19 @@ export type ClaimTokenRow = typeof claimTokens.$inferSelect
 export type DeploymentRow = typeof deployments.$inferSelect
 export type ArchiveRow = typeof archives.$inferSelect
 export type SiteMetricsDayRow = typeof siteMetricsDaily.$inferSelect
+
+/**
+ * A site's settings and secrets (issue 39): variables of its app, build, deploy hook and exec. A
+ * plain value is kept as written; a secret's only as `sealed` (AES-256-GCM under the box's own
+ * key, DATA_DIR/secrets.key, outside this store), never shown again in full.
+ */
+export const siteEnv = sqliteTable('site_env', {
+  siteId: text('site_id').notNull().references(() => sites.id),
+  name: text('name').notNull(),
+  /** The value of a plain variable; null for a secret. */
+  value: text('value'),
+  /** A secret's value sealed (base64 of nonce, ciphertext and tag); null for a plain variable. */
+  sealed: text('sealed'),
+  secret: integer('secret', { mode: 'boolean' }).notNull().default(false),
+  updatedAt: integer('updated_at').notNull(),
+}, (t) => [primaryKey({ columns: [t.siteId, t.name] })])
