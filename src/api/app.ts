@@ -20,6 +20,7 @@ import type { Logger } from '../lib/logger'
 import type { ClientAddress } from './http/client-address'
 import { authRoutes } from './auth/routes'
 import { jsonBody } from './http/body'
+import type { AppIntake } from '../domain/apps'
 import { envelope, type MethodLookup } from './http/envelope'
 import { methodLookup } from './http/method-lookup'
 import { operationRenderer } from './http/operation-routes'
@@ -43,7 +44,7 @@ import { sshRoutes } from './ssh/routes'
 import { logRoutes } from './logs/routes'
 import { fileRoutes } from './files/routes'
 import { execRoutes } from './exec/routes'
-import { deploymentRoutes } from './deployments/routes'
+import { deploymentRoutes, isArchiveDeploy } from './deployments/routes'
 import { metricsRoutes } from './metrics/routes'
 import { siteLifecycleRoutes } from './sites/lifecycle-routes'
 import { archiveRoutes } from './archives/routes'
@@ -91,6 +92,8 @@ export interface ApiDeps {
   files: FilesService
   exec: ExecService
   deployments: DeploymentsService
+  /** Deployments with a source (issue 39): an archive received and checked, a repository's address checked. */
+  appIntake: AppIntake
   siteMetrics: SiteMetricsService
   archives: ArchivesService
   dns: DnsService
@@ -118,7 +121,7 @@ export function createApp(s: ApiDeps) {
   // GET /plans/ and /auth/whoami/ (bench/, issue 2). Responses are still validated.
   const app: AnyElysia = new Elysia({ name: 'berth', normalize: false, encodeSchema: false })
     .use(envelope({ log: s.log, methodsFor: (path) => lookup(path), route: (ref, request) => (viaMcp.has(request) ? toolName(ref.operation) : route(ref)) }))
-    .use(jsonBody(s.config.server.maxBodyBytes, (path) => fileBodyLimit(path) ?? execBodyLimit(path), (path) => /^\/pay\/[^/]+\/$/.test(path) || isPortalForm(path)))
+    .use(jsonBody(s.config.server.maxBodyBytes, (path) => fileBodyLimit(path) ?? execBodyLimit(path), (path) => /^\/pay\/[^/]+\/$/.test(path) || isPortalForm(path), isArchiveDeploy))
     .use(strictQuery(() => queryRules))
     .use(plugins)
     .use(api)
@@ -165,7 +168,7 @@ export function routeGroups(s: ApiDeps, plugins: ApiPlugins, document: () => Ret
     { at: API_V1, owns: ['/sites/:tenant_slug/logs/'], routes: logRoutes(plugins, s.logs) },
     { at: API_V1, owns: ['/sites/:tenant_slug/files/'], routes: fileRoutes(plugins, s.files) },
     { at: API_V1, owns: ['/sites/:tenant_slug/exec/'], routes: execRoutes(plugins, s.exec) },
-    { at: API_V1, owns: ['/sites/:tenant_slug/deploy/', '/sites/:tenant_slug/deployments/'], routes: deploymentRoutes(plugins, s.deployments) },
+    { at: API_V1, owns: ['/sites/:tenant_slug/deploy/', '/sites/:tenant_slug/deployments/'], routes: deploymentRoutes(plugins, s.deployments, s.appIntake) },
     { at: API_V1, owns: ['/sites/:tenant_slug/metrics/'], routes: metricsRoutes(plugins, s.siteMetrics) },
     { at: API_V1, owns: ['/sites/:tenant_slug/delete/', '/sites/:tenant_slug/restore/', '/sites/:tenant_slug/scale/'], routes: siteLifecycleRoutes(plugins, s.lifecycle) },
     { at: API_V1, owns: ['/sites/:tenant_slug/snapshot', '/sites/:tenant_slug/backups/'], routes: archiveRoutes(plugins, s.archives) },

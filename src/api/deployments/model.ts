@@ -4,3 +4,14 @@ import { Deployment } from '../../domain/deployments'
 export { Deployment }
 
 export const DeploymentParams = t.Object({ tenant_slug: t.String({ maxLength: 100 }), deployment_id: Uuid() })
+
+const SecretName = t.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$', description: 'The name of one of the site\'s secrets (patchSiteEnv with "secret").' })
+
+export const DeployBody = t.Object({
+  source: t.Optional(t.Object({
+    git: t.String({ minLength: 1, maxLength: 2048, description: 'The repository: https://host/path, ssh://git@host/path or git@host:path. Its host must not resolve to a loopback, private or link-local address (unless the hoster allows that network).' }),
+    ref: t.Optional(t.String({ minLength: 1, maxLength: 255, pattern: '^[^-\\s][^\\s]*$', description: 'A branch, a tag or a full commit id; the default branch when absent.' })),
+    token_secret: t.Optional({ ...SecretName, description: 'For a private https repository: the secret holding a token (sent as HTTP Basic password, user x-access-token).' }),
+    ssh_key_secret: t.Optional({ ...SecretName, description: 'For a private ssh repository: the secret holding a deploy key (an OpenSSH private key).' }),
+  }, { additionalProperties: false })),
+}, { additionalProperties: false, description: 'None (a reload and ~/deploy.sh, as before), or a source to build. An archive is sent as the raw body instead, with Content-Type application/gzip or application/zip.' })

@@ -1,6 +1,12 @@
 import { Elysia } from 'elysia'
 import { BadRequestError, PayloadTooLargeError } from './errors'
 
+/** Whether the route at a path reads a body of this media type itself, as a stream (deploySite's archives). */
+export type StreamedRoute = (path: string, mediaType: string) => boolean
+
+/** The request's media type, lowercased, without parameters ('' when none). */
+export const mediaType = (request: Request) => (request.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase()
+
 /** A larger body limit for the route at a path (the files API's write and upload), or none. */
 export type RouteBodyLimit = (path: string) => { bytes: number; param: string } | undefined
 
@@ -12,9 +18,12 @@ export type RouteBodyLimit = (path: string) => { bytes: number; param: string } 
  * `routeLimit` raises the limit for the few routes that carry file content; their 413 names
  * the field that holds it.
  */
-export function jsonBody(limitBytes: number, routeLimit: RouteBodyLimit = () => undefined, formRoute: (path: string) => boolean = () => false) {
+export function jsonBody(limitBytes: number, routeLimit: RouteBodyLimit = () => undefined, formRoute: (path: string) => boolean = () => false, streamedRoute: StreamedRoute = () => false) {
   return new Elysia({ name: 'json-body' }).onParse({ as: 'global' }, async ({ request, path }) => {
     if (request.method === 'GET' || request.method === 'HEAD' || request.method === 'OPTIONS') return
+    // A route that takes a binary body of its own type (deploySite's archive) reads it itself,
+    // streamed; its validated body is then the empty object.
+    if (streamedRoute(path, mediaType(request))) return {}
     const route = routeLimit(path)
     const text = await readLimited(request, route ? Math.max(route.bytes, limitBytes) : limitBytes, route?.param ?? null)
     // The one HTML form Berth serves (the test processor's payment page) posts url-encoded

@@ -9,6 +9,7 @@ import type { DeploymentsRepository } from './repository'
 import { hookOutOfSpace, type SiteChanges, type SiteRecords } from '../sites'
 import type { DeploymentRow, SiteRow } from '../../store/schema'
 import { RollbackRefusedError, type DeploymentFiles } from './files'
+import type { AppDeployer, AppEnv, AppSupervisor, DeploySource } from '../apps'
 
 /** The site's own deploy hook, relative to its home (the files API root). */
 export const DEPLOY_HOOK = 'deploy.sh'
@@ -85,6 +86,8 @@ export class Deployer implements JobHandler {
     private entryExists: (dir: string, name: string) => Promise<boolean>,
     private changes?: Pick<SiteChanges, 'changed'>,
     private files?: Pick<DeploymentFiles, 'recording' | 'record' | 'putBack' | 'restartSite' | 'settle' | 'prune'>,
+    /** Apps (issue 39): deployments with a source, rollbacks to a release, and the app's restart on a plain deploy. */
+    private apps?: { deployer: AppDeployer; supervisor: AppSupervisor; env: AppEnv },
   ) {}
 
   async run(deploymentId: string): Promise<void> {
@@ -93,6 +96,7 @@ export class Deployer implements JobHandler {
     if (!deployment || !site) return
     if (deployment.status === 'running') {
       if (deployment.rollbackOf && deployment.archiveId) this.files?.settle(deployment.archiveId)
+      if (deployment.source && this.apps) await this.apps.deployer.abandon(deployment, site).catch((err) => this.log.warn('could not clear a deployment cut short', { site: site.slug, deployment: deploymentId, error: (err as Error).message }))
       const again = deployment.rollbackOf ? 'roll back again' : 'deploy the site again'
       this.repo.finish(deploymentId, { status: 'failed', output: deployment.output, error: `The service restarted while this deployment ran; ${again}.`, at: this.clock.now() })
       return
@@ -125,6 +129,10 @@ export class Deployer implements JobHandler {
     const out: string[] = []
     const state = await this.runtime.inspectSite(slug)
     if (!state?.running) throw new SiteNotRunnableError(`The site '${slug}' is not running.`)
+    if (this.apps && deployment.source) return this.apps.deployer.deploy(deployment, site, JSON.parse(deployment.source) as DeploySource)
+    const target = deployment.rollbackOf ? this.repo.find(deployment.rollbackOf) : undefined
+    if (this.apps && target?.source && target.runtime) return this.apps.deployer.rollback(deployment, site, target)
+    if (this.apps && site.runtime !== null) return this.appRestart(site)
     if (deployment.rollbackOf) out.push(...(await this.putBack(deployment, site, hostingType)))
     else out.push(...(await this.record(deployment, site)))
     const reload = RELOAD[hostingType]
@@ -150,6 +158,25 @@ export class Deployer implements JobHandler {
     // A full disk (its plan's disk_gb) is said with its figures: the likely cause of a failed write.
     const full = hookOutOfSpace(slug, await this.runtime.siteDisk(slug).catch(() => null))
     return { status: 'failed', output: out.join('\n'), error: `~/${DEPLOY_HOOK} exited with code ${hook.exitCode}${why}; ${full ?? 'see output.'}` }
+  }
+
+  /**
+   * A deploy without a source of an app site (spec part 4's meaning: pick up what changed): its
+   * processes restarted without dropping a request, then ~/deploy.sh with the site's variables.
+   */
+  private async appRestart(site: SiteRow): Promise<Outcome> {
+    const apps = this.apps!
+    const out = ['==> Restarting the app\'s processes (a new web process answers before the old one stops)']
+    await apps.supervisor.pushEnv(site.slug, apps.env.valuesOf(site.id))
+    if (!(await this.hasHook(site.slug))) {
+      out.push(`==> No ~/${DEPLOY_HOOK}: nothing else to run.`)
+      return { status: 'succeeded', output: out.join('\n'), error: null }
+    }
+    out.push(`==> Running ~/${DEPLOY_HOOK}`)
+    const hook = await this.runtime.runCommand(site.slug, { argv: ['sh', '-c', `exec 2>&1; ${RUN_HOOK}`], cwd: '/home/site', env: apps.env.valuesOf(site.id), timeoutMs: HOOK_TIMEOUT_MS, keepBytes: STEP_OUTPUT_BYTES })
+    out.push(...capped(apps.env.redact(site.id, new TextDecoder().decode(hook.stdout))))
+    if (hook.exitCode === 0) return { status: 'succeeded', output: out.join('\n'), error: null }
+    return { status: 'failed', output: out.join('\n'), error: `~/${DEPLOY_HOOK} exited with code ${hook.exitCode}; see output.` }
   }
 
   /** A rollback's first step: the files of the deployment it rolls back to, put back. */

@@ -1,14 +1,14 @@
 import { and, desc, eq, inArray, isNotNull, isNull, notInArray, sql } from 'drizzle-orm'
 import { deployments, type DeploymentRow } from '../../store/schema'
 import type { Store } from '../../store/store'
-import type { DeploymentStatus } from '../../core/enums'
+import type { AppRuntime, DeploymentStatus } from '../../core/enums'
 
 /** Deployment records; the deploy job moves them from queued to running to succeeded or failed. */
 export class DeploymentsRepository {
   constructor(private store: Store) {}
 
   /** A queued deployment; a rollback names the deployment it puts back and that one's archive. */
-  insert(row: { id: string; siteId: string; createdAt: number; rollbackOf?: string; archiveId?: string }): DeploymentRow {
+  insert(row: { id: string; siteId: string; createdAt: number; rollbackOf?: string; archiveId?: string; source?: string; runtime?: AppRuntime | null }): DeploymentRow {
     return this.store.write(() => this.store.db.insert(deployments).values({ ...row, status: 'queued' }).returning().get())
   }
 
@@ -45,6 +45,23 @@ export class DeploymentsRepository {
       const named = this.store.db.select({ archiveId: deployments.archiveId }).from(deployments)
         .where(and(eq(deployments.siteId, siteId), isNotNull(deployments.archiveId))).all()
       return new Set(named.map((r) => r.archiveId!))
+    })
+  }
+
+  /**
+   * The deployments whose releases an app site keeps (issue 39): its newest `keep` that built one
+   * (a source, succeeded), newest first. A rollback can switch back to these.
+   */
+  releasesOf(siteId: string, keep: number): string[] {
+    return this.store.db.select({ id: deployments.id }).from(deployments)
+      .where(and(eq(deployments.siteId, siteId), eq(deployments.status, 'succeeded'), isNotNull(deployments.source)))
+      .orderBy(desc(deployments.createdAt), desc(sql`rowid`)).limit(keep).all().map((r) => r.id)
+  }
+
+  /** What a deployment built: its runtime, and the commit of a git source. */
+  setBuilt(id: string, built: { runtime: AppRuntime; commit: string | null }): void {
+    this.store.write(() => {
+      this.store.db.update(deployments).set({ runtime: built.runtime, ...(built.commit ? { commit: built.commit } : {}) }).where(eq(deployments.id, id)).run()
     })
   }
 

@@ -7,6 +7,7 @@ import type { DeploymentStatus } from '../../core/enums'
 import type { Deployment } from './views'
 import type { DeploymentsRepository } from './repository'
 import type { ArchiveRecords } from '../archives'
+import { KEPT_RELEASES, type DeploySource } from '../apps'
 
 export const DEPLOY_JOB = 'deploy_site'
 /** Finished deployments kept per site, and listed. */
@@ -37,13 +38,30 @@ export class DeploymentsService {
     return view(row, site.slug)
   }
 
+  /**
+   * Queues a deployment of a source (issue 39): an archive the API already received and checked
+   * (its checked tar waits under `id` in the sources' work folder), a git repository, or a push.
+   * Never merged with another: each is its own tree.
+   */
+  deploySource(site: SiteRow, source: DeploySource, id: string = crypto.randomUUID()): Deployment {
+    const row = this.d.store.write(() => {
+      const created = this.d.repo.insert({ id, siteId: site.id, createdAt: this.d.clock.now(), source: JSON.stringify(source) })
+      this.d.jobs.enqueue(DEPLOY_JOB, created.id)
+      this.d.repo.prune(site.id, KEPT_DEPLOYMENTS)
+      return created
+    })
+    this.d.jobs.kick()
+    return view(row, site.slug, new Set())
+  }
+
   /** The site's deployments, newest first (the last KEPT_DEPLOYMENTS). */
   list(site: SiteRow): Deployment[] {
-    return this.d.repo.listForSite(site.id, KEPT_DEPLOYMENTS).map((d) => view(d, site.slug))
+    const kept = new Set(this.d.repo.releasesOf(site.id, KEPT_RELEASES))
+    return this.d.repo.listForSite(site.id, KEPT_DEPLOYMENTS).map((d) => view(d, site.slug, kept))
   }
 
   get(site: SiteRow, id: string): Deployment {
-    return view(this.requireDeployment(site, id), site.slug)
+    return view(this.requireDeployment(site, id), site.slug, new Set(this.d.repo.releasesOf(site.id, KEPT_RELEASES)))
   }
 
   /**
@@ -56,6 +74,7 @@ export class DeploymentsService {
     const slug = site.slug
     const row = this.d.store.write(() => {
       const target = this.requireDeployment(site, id)
+      if (target.source !== null) return this.rollbackToRelease(site, target)
       const archive = target.archiveId ? this.d.archives.find(target.archiveId) : undefined
       if (!archive || archive.siteId !== site.id || (archive.status !== 'ready' && archive.status !== 'restoring')) {
         const why = target.status === 'queued' || target.status === 'running'
@@ -76,6 +95,19 @@ export class DeploymentsService {
     return view(row, slug)
   }
 
+  /** A rollback of an app site: a switch back to a kept release (nothing built again). */
+  private rollbackToRelease(site: SiteRow, target: DeploymentRow): DeploymentRow {
+    const slug = site.slug
+    if (!this.d.repo.releasesOf(site.id, KEPT_RELEASES).includes(target.id)) {
+      const why = target.status === 'succeeded' ? `only the newest ${KEPT_RELEASES} releases are kept` : `it is ${target.status}, and only a deployment that succeeded left a release`
+      throw conflict(`Deployment ${target.id} of site '${slug}' has no release to switch back to: ${why}; roll back to one with files_recorded true (${op('listDeployments', { tenant_slug: slug })}), or deploy its source again.`, 'deployment_id')
+    }
+    const created = this.d.repo.insert({ id: crypto.randomUUID(), siteId: site.id, createdAt: this.d.clock.now(), rollbackOf: target.id, runtime: target.runtime })
+    this.d.jobs.enqueue(DEPLOY_JOB, created.id)
+    this.d.repo.prune(site.id, KEPT_DEPLOYMENTS)
+    return created
+  }
+
   private requireDeployment(site: SiteRow, id: string): DeploymentRow {
     const slug = site.slug
     const row = this.d.repo.findForSite(site.id, id)
@@ -84,7 +116,7 @@ export class DeploymentsService {
   }
 }
 
-function view(d: DeploymentRow, slug: string): Deployment {
+function view(d: DeploymentRow, slug: string, keptReleases?: ReadonlySet<string>): Deployment {
   return {
     id: d.id,
     site_slug: slug,
@@ -95,6 +127,16 @@ function view(d: DeploymentRow, slug: string): Deployment {
     output: d.output,
     error: d.error,
     rollback_of: d.rollbackOf,
-    files_recorded: d.archiveId !== null,
+    files_recorded: d.source !== null ? keptReleases?.has(d.id) === true : d.archiveId !== null,
+    source: d.source === null ? null : sourceView(JSON.parse(d.source) as DeploySource),
+    runtime: d.runtime,
+    commit: d.commit,
   }
+}
+
+/** A source as the deployment shows it: where the tree came from, never a secret's value. */
+function sourceView(s: DeploySource): Deployment['source'] {
+  if (s.kind === 'archive') return { kind: 'archive', format: s.format, git: null, ref: null }
+  if (s.kind === 'git') return { kind: 'git', format: null, git: s.url, ref: s.ref }
+  return { kind: 'push', format: null, git: null, ref: s.ref }
 }

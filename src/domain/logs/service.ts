@@ -7,7 +7,7 @@ import type { SiteRow } from '../../store/schema'
 import type { AuditLog } from '../audit'
 import type { SiteLog } from './views'
 import type { EdgeAccessLog } from './access-log'
-import { edgeWritesAccessLog, logSource, rotatedFile, type LogType } from './sources'
+import { appLineProcess, edgeWritesAccessLog, logSource, rotatedFile, type LogType } from './sources'
 import { tailLines } from './tail'
 
 /** Sites remembered with a log without rotated files, at most (beyond, they are looked for at each read). */
@@ -48,8 +48,9 @@ export class LogsService {
     this.noneRotated.delete(slug)
   }
 
-  async read(site: SiteRow, q: { type?: LogType; lines?: number; search?: string }): Promise<SiteLog> {
+  async read(site: SiteRow, q: { type?: LogType; lines?: number; search?: string; process?: string }): Promise<SiteLog> {
     const type = q.type ?? 'error'
+    if (q.process !== undefined && type !== 'app') throw invalid('process', `process picks the lines of one of an app's processes: use it with type=app (got type=${type}).`)
     if (type === 'audit') return { type, file: null, lines: this.audit?.lines(site.id, { lines: q.lines ?? 100, search: q.search || undefined }) ?? [] }
     const hostingType = this.plans.get(site.planSlug).hosting_type
     const source = logSource(hostingType, type)
@@ -58,7 +59,8 @@ export class LogsService {
     const rotationsBefore = this.rotations
     const home = await openHomeOf(this.openHome, await this.runtime.homePath(site.slug))
     if (!home) return { type, file: source.file, lines: [] }
-    const filter = source.filter?.()
+    const process = type === 'app' ? q.process : undefined
+    const filter = process !== undefined ? (line: string) => appLineProcess(line) === process : source.filter?.()
     const search = q.search || undefined
     const keep = filter || search ? (line: string) => (!filter || filter(line)) && (search === undefined || line.includes(search)) : undefined
     const wanted = q.lines ?? 100

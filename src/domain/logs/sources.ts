@@ -1,7 +1,7 @@
 import type { HostingType } from '../../core/enums'
 
 /** The logs read from files in the site's home. */
-export type FileLogType = 'error' | 'access' | 'php'
+export type FileLogType = 'error' | 'access' | 'php' | 'app'
 /** Every log type of GET /sites/{slug}/logs/: the files, and the audit trail (from the store, domain/audit). */
 export type LogType = FileLogType | 'audit'
 
@@ -11,6 +11,15 @@ export interface LogSource {
   file: string | null
   /** Builds a fresh line filter per request (filters may keep state); undefined keeps every line. */
   filter?: () => (line: string) => boolean
+}
+
+/** The log of an app's processes (berth-supervise, drivers/runtime/image-app.ts). */
+export const APP_LOG = 'logs/app.log'
+
+/** An app log line's process name (`2026-11-29T08:00:00.123Z web: listening`), or null. */
+export function appLineProcess(line: string): string | null {
+  const m = /^\S+ ([a-z][a-z0-9_-]{0,29}):/.exec(line)
+  return m ? m[1]! : null
 }
 
 /** The access log the edge writes for sites whose web server cannot (domain/logs/access-log.ts). */
@@ -32,6 +41,9 @@ export const EDGE_ACCESS_LOG = 'logs/access.log'
  * (`file: null`).
  */
 export function logSource(hostingType: HostingType, type: FileLogType): LogSource {
+  // An app's processes (issue 39): the supervisor of berth/app writes their lines, and its own, to
+  // ~/logs/app.log as `ISO-TIME NAME: line`. A site that never deployed a source has no such file.
+  if (type === 'app') return { file: APP_LOG }
   if (hostingType === 'shared') {
     if (type === 'php') return { file: null }
     if (type === 'error') return { file: 'logs/error.log', filter: busyboxErrors }

@@ -1,5 +1,5 @@
 import type { SiteRow } from '../../store/schema'
-import type { SiteStatus, Suspender } from '../../core/enums'
+import type { AppRuntime, SiteStatus, Suspender } from '../../core/enums'
 
 /**
  * What other areas read and write of the sites (through this area's index.ts): the methods of
@@ -22,6 +22,8 @@ export interface SiteRecords {
   suspend(id: string, by: Suspender, reason: string | null, at: number): SiteRow
   /** The slugs of the given sites, by id (one query for a list's worth; deleted sites included). */
   slugsOf(ids: string[]): Map<string, string>
+  /** An app site's runtime and the release it serves (issue 39). */
+  setApp(id: string, app: { runtime: AppRuntime; live?: string }, at: number): SiteRow
   /** `pending_deletion` until `deadline`; the error of a failed site is kept for its restore. */
   scheduleDeletion(id: string, deadline: number, at: number): SiteRow
 }

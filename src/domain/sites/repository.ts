@@ -2,7 +2,7 @@ import { and, asc, eq, inArray, lte, ne, sql } from 'drizzle-orm'
 import { sites, type SiteRow } from '../../store/schema'
 import { inJsonList, onFirstUse } from '../../store/prepared'
 import type { Store } from '../../store/store'
-import type { SiteStatus, Suspender } from '../../core/enums'
+import type { AppRuntime, SiteStatus, Suspender } from '../../core/enums'
 import type { SiteRecords } from './records'
 
 /** The columns of a site that its view shows (`SitesService.views`); a whole SiteRow is one too. */
@@ -164,6 +164,16 @@ export class SitesRepository implements SiteRecords {
   setHstsMaxAge(id: string, maxAge: number | null, at: number): SiteRow {
     return this.store.write(() =>
       this.store.db.update(sites).set({ hstsMaxAge: maxAge, updatedAt: at }).where(eq(sites.id, id)).returning().get(),
+    )
+  }
+
+  /**
+   * An app site's runtime and the release it serves (issue 39); a first runtime moves the site to
+   * the app image for good (SiteRunner.spec). `live` absent: the release is left as it is.
+   */
+  setApp(id: string, app: { runtime: AppRuntime; live?: string }, at: number): SiteRow {
+    return this.store.write(() =>
+      this.store.db.update(sites).set({ runtime: app.runtime, ...(app.live !== undefined ? { liveDeploymentId: app.live } : {}), updatedAt: at }).where(eq(sites.id, id)).returning().get(),
     )
   }
 

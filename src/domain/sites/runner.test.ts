@@ -13,7 +13,7 @@ import { SiteRunner } from './runner'
  */
 const runtime = new RecordingRuntime()
 afterAll(() => runtime.close())
-const IMAGES = { shared: 'berth/static:1', vps: 'berth/php:1', dedicated: 'berth/php:1' }
+const IMAGES = { shared: 'berth/static:1', vps: 'berth/php:1', dedicated: 'berth/php:1', app: 'berth/app:1' }
 
 function setup() {
   const t = domainStore()

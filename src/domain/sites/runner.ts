@@ -9,8 +9,8 @@ export interface SiteRunnerDeps {
   sites: Pick<SitesRepository, 'replaceSshPort'>
   plans: Pick<PlansService, 'get'>
   runtime: ContainerRuntime
-  /** config `containers`: the image of each hosting type and the process limit of every site. */
-  containers: { images: Record<HostingType, string>; pidsLimit: number }
+  /** config `containers`: the image of each hosting type and of app sites, and the process limit of every site. */
+  containers: { images: Record<HostingType | 'app', string>; pidsLimit: number }
   log: Logger
   /** Resolves once the site's web server answers anything; throws after a while (drivers/runtime/first-answer.ts). */
   waitForAnswer: (endpoint: SiteEndpoint) => Promise<void>
@@ -43,14 +43,17 @@ export class SiteRunner {
 
   constructor(private d: SiteRunnerDeps) {}
 
-  /** The runtime spec of a site: its plan's limits and the image of its hosting type. */
+  /**
+   * The runtime spec of a site: its plan's limits and the image of its hosting type, or the app
+   * image once the site deployed a source (sites.runtime set, issue 39).
+   */
   spec(site: SiteRow): SiteSpec {
     const plan = this.d.plans.get(site.planSlug)
     return {
       siteId: site.id,
       slug: site.slug,
       hostingType: plan.hosting_type,
-      image: this.d.containers.images[plan.hosting_type],
+      image: site.runtime !== null ? this.d.containers.images.app : this.d.containers.images[plan.hosting_type],
       memoryMb: plan.features.memory_mb,
       cpuCores: plan.features.cpu_cores,
       pidsLimit: this.d.containers.pidsLimit,

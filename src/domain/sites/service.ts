@@ -14,8 +14,8 @@ import { APPLY_JOBS, type ApplyKind } from './apply'
 import { PROVISION_JOB } from './provisioning'
 import type { SitesRepository, SiteViewRow } from './repository'
 import type { SiteRunner } from './runner'
-import type { SiteDetailView, SiteView, SuspensionView } from './views'
-import { diskFigures, diskWarning, type SiteDiskCache } from './disk'
+import type { SiteAppView, SiteDetailView, SiteView, SuspensionView } from './views'
+import { diskFigures, diskWarning, type SiteDiskCache, type SiteWarning } from './disk'
 import type { DnsRecordView } from '../dns'
 import type { BillingRecords } from '../billing'
 
@@ -49,6 +49,8 @@ export interface SitesServiceDeps {
   recovering?: { recovering(): ReadonlySet<string>; version(): number; reason?(slug: string): string | null; nodeOrMove?(slug: string): boolean }
   /** The sites' disks (disk.ts), for one site's detail; absent: no figures (an admin command's views). */
   disks?: Pick<SiteDiskCache, 'get'>
+  /** What an app site runs, for one site's detail (domain/apps AppViews); absent: null. */
+  app?: (site: SiteRow) => Promise<SiteAppView | null>
 }
 
 /** What a site's plan and module switches make of its view; the same for every site with both alike. */
@@ -159,9 +161,9 @@ export class SitesService {
   /** One site with its disk's figures and warnings (GET /sites/{slug}/). */
   async detail(site: SiteRow): Promise<SiteDetailView> {
     const view = this.view(site)
-    const disk = (await this.d.disks?.get(site.slug)) ?? null
-    const warning = diskWarning(site.slug, disk)
-    return { ...view, usage: diskFigures(disk), warnings: warning ? [warning] : [] }
+    const [disk, app] = await Promise.all([this.d.disks?.get(site.slug) ?? null, site.runtime !== null ? this.d.app?.(site) ?? null : null])
+    const warnings = [diskWarning(site.slug, disk), appWarning(site.slug, app)].filter((w) => w !== null)
+    return { ...view, usage: diskFigures(disk ?? null), warnings, app }
   }
 
   /**
@@ -241,4 +243,12 @@ export class SitesService {
 function suspensionOf(site: SiteViewRow): SuspensionView | null {
   if (site.status !== 'suspended') return null
   return { by: site.suspendedBy ?? 'billing', reason: site.suspendedReason }
+}
+
+/** app_crashing: a process of the app keeps exiting (the supervisor's crashing state). */
+function appWarning(slug: string, app: SiteAppView | null): SiteWarning | null {
+  const crashing = app?.processes?.filter((p) => p.state === 'crashing') ?? []
+  if (crashing.length === 0) return null
+  const names = crashing.map((p) => `${p.name} (last exit code ${p.last_exit_code ?? 'none'}, ${p.restarts} restarts)`).join(', ')
+  return { code: 'app_crashing', message: `The app of site '${slug}' keeps exiting: ${names}; it is restarted with back-off. Read why in GET /sites/${slug}/logs/?type=app, fix it and deploy again, or roll back.` }
 }

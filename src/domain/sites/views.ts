@@ -1,6 +1,6 @@
 import { Type as t, type Static } from '@sinclair/typebox'
 import { DateTime, Nullable, Uuid } from '../schema'
-import { HostingTypeSchema, SuspenderSchema, VisibleSiteStatusSchema } from '../../core/enums'
+import { AppRuntimeSchema, HostingTypeSchema, SuspenderSchema, VisibleSiteStatusSchema } from '../../core/enums'
 import { DnsRecord } from '../dns'
 import { Tls } from '../tls'
 
@@ -49,9 +49,28 @@ export type SiteView = Static<typeof Site>
 
 /** A warning in the site view (docs/api.md, "Disk"): what is about to go wrong and what to do. */
 export const SiteWarningSchema = t.Object({
-  code: t.String({ description: 'disk_almost_full: the site uses 90 % or more of its disk (its plan\'s disk_gb).' }),
+  code: t.String({ description: 'disk_almost_full: the site uses 90 % or more of its disk (its plan\'s disk_gb); app_crashing: a process of its app keeps exiting (app.processes, logs?type=app).' }),
   message: t.String({ description: 'The figures and what to do, in one sentence.' }),
 })
+
+/** One declared process of an app site, as its supervisor reports it (issue 39). */
+export const AppProcess = t.Object({
+  name: t.String({ description: 'web (the one that gets the traffic, on $PORT) or a worker declared in berth.json or the Procfile.' }),
+  state: t.Union([t.Literal('starting'), t.Literal('running'), t.Literal('backoff'), t.Literal('crashing'), t.Literal('stopped')], {
+    description: 'starting: started, not yet answering (web) or up for under a second; running; backoff: exited, restarting after a delay (1, 2, 4 ... 30 s); crashing: exited 3 times within a minute, still restarted with back-off (see logs?type=app); stopped: not running (the release has none, or the site is stopping).',
+  }),
+  restarts: t.Integer({ description: 'Restarts since the container started.' }),
+  last_exit_code: Nullable(t.Integer({ description: 'The exit code of its last exit; null if it never exited (a signal: 128 + its number).' })),
+  since: Nullable(DateTime('When it entered this state.')),
+})
+
+/** What an app site runs (issue 39): null for a site that never deployed a source. */
+export const SiteApp = t.Object({
+  runtime: AppRuntimeSchema,
+  release: Nullable(Uuid('The deployment whose release serves the site (~/app/releases/{id}); null until one succeeded (the home\'s public/ is served meanwhile).')),
+  processes: Nullable(t.Array(AppProcess, { description: 'Its processes; null when its container does not answer right now.' })),
+})
+export type SiteAppView = Static<typeof SiteApp>
 
 /**
  * One site as GET /sites/{slug}/ shows it: the view plus what its filesystem reports now (issue
@@ -64,5 +83,6 @@ export const SiteDetail = t.Object({
     disk_limit_bytes: Nullable(t.Integer({ description: "The size of the site's disk: its plan's disk_gb in bytes (GiB); writes past it fail with no space (the files API: 507 DISK_FULL)." })),
   }),
   warnings: t.Array(SiteWarningSchema, { description: 'What needs the owner\'s attention before it goes wrong; empty when nothing does.' }),
+  app: Nullable(SiteApp),
 })
 export type SiteDetailView = Static<typeof SiteDetail>

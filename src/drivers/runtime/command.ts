@@ -114,7 +114,7 @@ export async function runCommand(start: StartInSite, slug: string, spec: Command
  * input, at once). Resolves when the engine ends the stream: the command and everything holding
  * its output are gone.
  */
-function follow(stream: NodeJS.ReadWriteStream, demux: Demultiplexer, stdin: Uint8Array | undefined): Promise<void> {
+function follow(stream: NodeJS.ReadWriteStream, demux: Demultiplexer, stdin: CommandSpec['stdin']): Promise<void> {
   const ended = new Promise<void>((resolve, reject) => {
     stream.on('data', (chunk: Uint8Array) => demux.push(chunk))
     stream.on('end', resolve)
@@ -123,9 +123,33 @@ function follow(stream: NodeJS.ReadWriteStream, demux: Demultiplexer, stdin: Uin
   })
   // Awaited once the start is confirmed; an error before then is not "unhandled".
   ended.catch(() => {})
-  if (stdin && stdin.length > 0) stream.write(stdin)
-  stream.end()
+  if (stdin === undefined || stdin instanceof Uint8Array) {
+    if (stdin && stdin.length > 0) stream.write(stdin)
+    stream.end()
+  } else {
+    void feed(stream, stdin, ended)
+  }
   return ended
+}
+
+/**
+ * Writes a streamed input (an archive on its way into a release) as the engine takes it: each
+ * chunk waits for the connection to drain, so no more than a chunk or two is held in memory. Stops
+ * when the command ends first (it exited without reading it all); closes the input at the end.
+ */
+async function feed(stream: NodeJS.ReadWriteStream, chunks: AsyncIterable<Uint8Array>, ended: Promise<void>): Promise<void> {
+  let over = false
+  const stop = ended.then(() => { over = true }, () => { over = true })
+  try {
+    for await (const chunk of chunks) {
+      if (over) break
+      if (!stream.write(chunk)) await Promise.race([new Promise((resolve) => stream.once('drain', resolve)), stop])
+    }
+  } catch {
+    // The input failed (its file went away): the command sees its input end early, and says so.
+  } finally {
+    if (!over) stream.end()
+  }
 }
 
 /** The backstop's kill of every process marked with `id`; bounded, and quiet when it fails. */

@@ -210,8 +210,11 @@ export interface CommandSpec {
   cwd: string
   /** Variables added to the image's environment (names already checked by the caller). */
   env: Record<string, string>
-  /** Written to the command's standard input, which is then closed; absent: an empty input. */
-  stdin?: Uint8Array
+  /**
+   * Written to the command's standard input, which is then closed; absent: an empty input. A
+   * stream is written as the engine takes it (an archive into a release), never held whole.
+   */
+  stdin?: Uint8Array | AsyncIterable<Uint8Array>
   /** The command and everything it started are killed this long after the start. */
   timeoutMs: number
   /** Each of stdout and stderr keeps its last this-many bytes; the rest is dropped. */

@@ -1,0 +1,56 @@
+import type { SiteEvent } from '../../drivers/runtime/types'
+import type { Logger } from '../../lib/logger'
+import type { SiteRow } from '../../store/schema'
+import type { SiteRecords } from '../sites'
+import type { AppEnv, AppSupervisor } from './ports'
+
+/** Tries of a push after a start: the container's exec may not be ready at its first instant. */
+const TRIES = 10
+const SPACING_MS = 500
+
+/**
+ * Hands an app site's container its settings and secrets each time it starts (issue 39): they
+ * live only in the container's /tmp (a tmpfs), never on a disk, so a container started by
+ * anyone (Berth's run, the engine's restart policy, a box's reboot) gets them from Berth, and its
+ * supervisor starts the release's processes only then. At Berth's start and after the engine's
+ * events were lost, every running app site whose supervisor has none is sent them (`sweep`).
+ */
+export class AppStarts {
+  private pending = new Set<string>()
+
+  constructor(private d: { sites: Pick<SiteRecords, 'find' | 'listLive'>; supervisor: AppSupervisor; env: AppEnv; log: Logger }) {}
+
+  onEvent(e: SiteEvent): void {
+    if (e.action !== 'start') return
+    const site = this.d.sites.find(e.siteId)
+    if (!site || site.runtime === null) return
+    void this.push(site)
+  }
+
+  /** Every live app site's supervisor that has no settings yet gets them. */
+  async sweep(): Promise<void> {
+    for (const site of this.d.sites.listLive()) {
+      if (site.runtime === null || site.status !== 'active') continue
+      const status = await this.d.supervisor.status(site.slug).catch(() => null)
+      if (status && !status.env) await this.push(site)
+    }
+  }
+
+  private async push(site: SiteRow): Promise<void> {
+    if (this.pending.has(site.id)) return
+    this.pending.add(site.id)
+    try {
+      for (let i = 1; i <= TRIES; i++) {
+        try {
+          await this.d.supervisor.pushEnv(site.slug, this.d.env.valuesOf(site.id))
+          return
+        } catch (err) {
+          if (i === TRIES) this.d.log.warn('could not hand an app its settings after its start', { site: site.slug, error: (err as Error).message })
+          else await Bun.sleep(SPACING_MS)
+        }
+      }
+    } finally {
+      this.pending.delete(site.id)
+    }
+  }
+}
