@@ -7,3 +7,4 @@ export { AppIntake, ARCHIVE_TYPES, SourceRefusedError, type AppIntakeDeps, type 
 export { AppSiteRecords } from './sites'
 export { AppStarts } from './starts'
 export { AppViews } from './views'
+export { APP_ENV_COMMAND, inAppEnv } from './env-argv'

@@ -80,6 +80,8 @@ export interface ConsoleSessionsDeps {
   clock: Clock
   log: Logger
   runtime: Pick<ContainerRuntime, 'openTerminal'>
+  /** The shell's argv as it starts in the site: an app site's through berth-env (issue 39); absent: as it is. */
+  argv?: (siteId: string, argv: string[]) => string[]
   audit: AuditTrail
   /** True while the key may still act (not revoked, rotated, or its account gone). */
   keyActive(grant: ConsoleGrant): boolean
@@ -172,7 +174,7 @@ export class ConsoleSessions {
     this.starting.set(grant.siteId, (this.starting.get(grant.siteId) ?? 0) + 1)
     let terminal: Terminal
     try {
-      terminal = await this.d.runtime.openTerminal(grant.slug, { argv: CONSOLE_SHELL, user: 'site', cwd: this.d.home, cols: size.cols, rows: size.rows })
+      terminal = await this.d.runtime.openTerminal(grant.slug, { argv: this.d.argv?.(grant.siteId, CONSOLE_SHELL) ?? CONSOLE_SHELL, user: 'site', cwd: this.d.home, cols: size.cols, rows: size.rows })
     } catch (err) {
       throw asDomainError(err) ?? err
     } finally {

@@ -50,6 +50,11 @@ export class ExecService {
     private openHome: OpenHome,
     private audit: AuditTrail,
     private owner: FileOwner = SITE_OWNER,
+    /**
+     * The site's own variables (issue 39: its settings and secrets; the caller's `env` wins) and
+     * the argv as it starts in the site (an app site's through berth-env, its runtimes on PATH).
+     */
+    private app: { env(siteId: string): Record<string, string>; argv(site: SiteRow, argv: string[]): string[] } = { env: () => ({}), argv: (_site, argv) => argv },
   ) {}
 
   async run(site: SiteRow, actor: AuditActor, input: ExecInput): Promise<ExecResult> {
@@ -61,7 +66,7 @@ export class ExecService {
     const release = this.claim(site, timeoutSeconds)
     const record = this.audit.begin({ siteId: site.id, kind: 'exec', actor, command: typeof input.command === 'string' ? input.command : commandLineOf(argv) })
     try {
-      const result = await this.runtime.runCommand(site.slug, { argv, cwd, env, stdin, timeoutMs: timeoutSeconds * 1000, keepBytes: EXEC_LIMITS.keepBytes })
+      const result = await this.runtime.runCommand(site.slug, { argv: this.app.argv(site, argv), cwd, env: { ...this.app.env(site.id), ...env }, stdin, timeoutMs: timeoutSeconds * 1000, keepBytes: EXEC_LIMITS.keepBytes })
       record.end(result.timedOut ? { exitCode: result.exitCode, reason: 'timed out' } : { exitCode: result.exitCode })
       return viewOf(result)
     } catch (err) {

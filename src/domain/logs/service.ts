@@ -1,7 +1,7 @@
 import { FileError } from '../../drivers/files/errors'
 import { SITE_OWNER, type Home, type OpenHome, type ReadHandle } from '../../drivers/files/types'
 import type { ContainerRuntime } from '../../drivers/runtime/types'
-import { conflict } from '../errors'
+import { conflict, invalid } from '../errors'
 import type { PlansService } from '../plans'
 import type { SiteRow } from '../../store/schema'
 import type { AuditLog } from '../audit'

@@ -48,6 +48,8 @@ export class AdminShell {
   constructor(private d: {
     sites: Pick<SitesRepository, 'findLiveBySlug'>
     runtime: Pick<ContainerRuntime, 'openTerminal'>
+    /** The site user's argv as it starts in the site: an app site's through berth-env (issue 39); absent: as it is. */
+    argv?: (site: SiteRow, argv: string[]) => string[]
     audit: AuditTrail
     /** The site's home inside its container, where the shell starts (the runtime's SITE_HOME). */
     home: string
@@ -63,7 +65,8 @@ export class AdminShell {
     let terminal: Terminal
     try {
       const shell = req.user === 'root' ? ROOT_SHELL : LOGIN_SHELL
-      terminal = await this.d.runtime.openTerminal(site.slug, { argv: req.argv ?? shell, user: req.user, cwd: this.d.home, cols: req.cols, rows: req.rows })
+      const argv = req.argv ?? shell
+      terminal = await this.d.runtime.openTerminal(site.slug, { argv: req.user === 'site' && this.d.argv ? this.d.argv(site, argv) : argv, user: req.user, cwd: this.d.home, cols: req.cols, rows: req.rows })
     } catch (err) {
       record.end({ exitCode: null, reason: `did not start: ${(err as Error).message}` })
       throw err
