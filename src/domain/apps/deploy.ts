@@ -31,8 +31,6 @@ export interface AppDeployerDeps {
   healthTimeoutS: number
   /** Whether a deployment's release is among those kept (KEPT_RELEASES newest succeeded), for pruning. */
   keptReleases(siteId: string): string[]
-  /** A line of progress as it happens (a git push's pusher reads them). */
-  progress?: (deployment: DeploymentRow, site: SiteRow, line: string) => void
 }
 
 /**
@@ -46,7 +44,17 @@ export class AppDeployer {
   constructor(private d: AppDeployerDeps) {}
 
   async deploy(deployment: DeploymentRow, site: SiteRow, source: DeploySource): Promise<AppOutcome> {
-    const out = new Output(this.d.env, site.id, (line) => this.d.progress?.(deployment, site, line))
+    const relay = source.kind === 'push' ? new PushRelay(this.d.supervisor, site.slug, source.push_id) : null
+    const outcome = await this.build(deployment, site, source, (line) => relay?.line(line)).catch(async (err) => {
+      await relay?.done(false, 'Berth could not run the deployment (the container engine failed); push again in a minute.')
+      throw err
+    })
+    await relay?.done(outcome.status === 'succeeded', outcome.status === 'succeeded' ? `Deployed: release ${deployment.id} serves the site.` : `Not deployed: ${outcome.error}`)
+    return outcome
+  }
+
+  private async build(deployment: DeploymentRow, site: SiteRow, source: DeploySource, progress: (line: string) => void): Promise<AppOutcome> {
+    const out = new Output(this.d.env, site.id, progress)
     const dir = releaseDir(deployment.id)
     try {
       if (site.runtime === null) {
@@ -110,6 +118,8 @@ export class AppDeployer {
   async abandon(deployment: DeploymentRow, site: SiteRow): Promise<void> {
     const script = `for e in /proc/[0-9]*/environ; do if tr '\\0' '\\n' < "$e" 2>/dev/null | grep -qxF "BERTH_DEPLOYMENT=${deployment.id}"; then p=\${e#/proc/}; kill -s KILL "\${p%/environ}" 2>/dev/null; fi; done; rm -rf '${releaseDir(deployment.id)}'; exit 0`
     await this.sh(site, HOME, script, {}, SHORT_MS)
+    const source = deployment.source ? (JSON.parse(deployment.source) as DeploySource) : null
+    if (source?.kind === 'push') await this.d.supervisor.pushDone?.(site.slug, source.push_id, false, 'Not deployed: Berth restarted while this push was building; push again.').catch(() => {})
   }
 
   private buildEnv(site: SiteRow, deployment: DeploymentRow): Record<string, string> {
@@ -176,6 +186,38 @@ export class AppDeployer {
   private async prune(site: SiteRow, live: string): Promise<void> {
     const keep = [...new Set([live, ...this.d.keptReleases(site.id)])]
     await this.sh(site, HOME, pruneScript(keep), {}, SHORT_MS).catch((err) => this.d.log.warn('could not prune old releases', { site: site.slug, error: (err as Error).message }))
+  }
+}
+
+/**
+ * A push's progress on its way to the pusher: lines gathered and handed to the supervisor a few
+ * times a second (each hand-over is an exec), then the result, which ends the hook's wait.
+ */
+class PushRelay {
+  private pending: string[] = []
+  private timer: ReturnType<typeof setTimeout> | null = null
+  private flushing: Promise<void> = Promise.resolve()
+
+  constructor(private supervisor: AppSupervisor, private slug: string, private id: string) {}
+
+  line(s: string): void {
+    this.pending.push(s)
+    this.timer ??= setTimeout(() => this.flush(), 250)
+  }
+
+  async done(ok: boolean, message: string): Promise<void> {
+    this.flush()
+    await this.flushing
+    await this.supervisor.pushDone?.(this.slug, this.id, ok, message).catch(() => {})
+  }
+
+  private flush(): void {
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = null
+    if (this.pending.length === 0) return
+    const text = `${this.pending.join('\n')}\n`
+    this.pending = []
+    this.flushing = this.flushing.then(() => this.supervisor.pushLog?.(this.slug, this.id, text)).catch(() => {})
   }
 }
 

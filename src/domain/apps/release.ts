@@ -81,12 +81,25 @@ export function persistentScript(dir: string, names: string[]): string {
 export const staticOutputScript = (dir: string, candidates: readonly string[]) =>
   `cd ${sq(dir)} || exit 3; for d in ${candidates.join(' ')}; do if [ -d "$d" ] && [ ! -L "$d" ]; then echo "$d"; exit 0; fi; done; exit 4`
 
+/**
+ * A process's command as the supervisor runs it (with sh -c, in the release): a Python release's
+ * virtualenv first on PATH (so `python`, `gunicorn` are the release's), NODE_ENV=production for
+ * node and bun unless the site's settings say otherwise; `exec`, so the supervisor's signals reach it.
+ */
+export function processCommand(runtime: BuildPlan['runtime'], cmd: string): string {
+  // A list of commands (`a && b`, `a; b`) is run as it is: `exec` would end it at the first.
+  const run = /[;&|\n]/.test(cmd) ? cmd : `exec ${cmd}`
+  if (runtime === 'python') return `export VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH"; ${run}`
+  if (runtime === 'node' || runtime === 'bun') return `export NODE_ENV="\${NODE_ENV:-production}"; ${run}`
+  return run
+}
+
 /** The release's manifest, which the supervisor reads (berth-supervise switch). */
 export function releaseJson(id: string, plan: BuildPlan, staticRoot: string | null): string {
   return JSON.stringify({
     id,
     runtime: plan.runtime,
-    processes: plan.processes,
+    processes: Object.fromEntries(Object.entries(plan.processes).map(([name, cmd]) => [name, processCommand(plan.runtime, cmd)])),
     static_root: staticRoot,
     health_path: plan.healthPath,
     stop_grace_seconds: plan.stopGraceSeconds,

@@ -1,0 +1,100 @@
+import type { Logger } from '../../lib/logger'
+import type { SiteRow } from '../../store/schema'
+import type { SiteRecords } from '../sites'
+import type { DeploySource } from './ports'
+
+/** One event of a supervisor's `watch` (berth-supervise watch): a push waiting for its deployment. */
+export interface PushEvent {
+  event: 'push'
+  id: string
+  ref: string
+  commit: string
+  dir: string
+}
+
+/** Follows one site's supervisor; `close` ends the exec. `onEnd` when it ended by itself (the container stopped). */
+export type WatchSite = (slug: string, onPush: (e: PushEvent) => void, onEnd: () => void) => { close(): void }
+
+const PUSH_ID = /^psh_[A-Za-z0-9_-]{6,64}$/
+const COMMIT = /^[0-9a-f]{40,64}$/
+const REF = /^refs\/heads\/[A-Za-z0-9._/-]{1,200}$/
+
+/**
+ * `git push` to an app site (issue 39): the pre-receive hook in the site's container puts the
+ * pushed commit's tree in ~/app/incoming/{id} and tells the supervisor, whose `watch` Berth
+ * follows for every running app site with SSH; each push becomes a deployment with a `push`
+ * source, whose progress and result the hook prints to the pusher (AppDeployer, through
+ * berth-supervise push-log and push-done). Kept in line with the sites by `keep` (each reconcile
+ * pass, and a site's container start).
+ */
+export class AppPushes {
+  private watches = new Map<string, { close(): void }>()
+  private stopped = false
+
+  constructor(private d: {
+    sites: Pick<SiteRecords, 'listLive' | 'find'>
+    /** Whether the site's plan gives it SSH (a push needs it). */
+    hasSsh: (site: SiteRow) => boolean
+    watch: WatchSite
+    deploy: (site: SiteRow, source: DeploySource) => unknown
+    /** Ends the pusher's wait with a refusal (berth-supervise push-done). */
+    refuse: (slug: string, pushId: string, message: string) => Promise<void>
+    log: Logger
+  }) {}
+
+  /** Follows every active app site with SSH, and no other. */
+  keep(): void {
+    if (this.stopped) return
+    const wanted = new Map(this.d.sites.listLive().filter((s) => s.status === 'active' && s.runtime !== null && this.d.hasSsh(s)).map((s) => [s.slug, s]))
+    for (const [slug, watch] of this.watches) {
+      if (!wanted.has(slug)) {
+        watch.close()
+        this.watches.delete(slug)
+      }
+    }
+    for (const site of wanted.values()) if (!this.watches.has(site.slug)) this.follow(site)
+  }
+
+  /** A site's container started: its supervisor is followed anew (the old exec ended with the old container). */
+  started(siteId: string): void {
+    const site = this.d.sites.find(siteId)
+    if (!site || site.runtime === null) return
+    this.watches.get(site.slug)?.close()
+    this.watches.delete(site.slug)
+    if (!this.stopped && site.status === 'active' && this.d.hasSsh(site)) this.follow(site)
+  }
+
+  stop(): void {
+    this.stopped = true
+    for (const w of this.watches.values()) w.close()
+    this.watches.clear()
+  }
+
+  private follow(site: SiteRow): void {
+    const slug = site.slug
+    try {
+      const watch = this.d.watch(slug, (e) => this.pushed(site.id, e), () => {
+        if (this.watches.get(slug) === watch) this.watches.delete(slug)
+      })
+      this.watches.set(slug, watch)
+    } catch (err) {
+      this.d.log.debug('could not follow an app site\'s pushes', { site: slug, error: (err as Error).message })
+    }
+  }
+
+  private pushed(siteId: string, e: PushEvent): void {
+    const site = this.d.sites.find(siteId)
+    // What the container says is checked as any input: its tenant controls it.
+    if (!site || site.status !== 'active' || !PUSH_ID.test(e.id) || !COMMIT.test(e.commit) || !REF.test(e.ref) || e.dir !== `/home/site/app/incoming/${e.id}`) {
+      this.d.log.warn('ignored a push event that does not hold together', { site: site?.slug, id: String(e.id).slice(0, 80) })
+      return
+    }
+    this.d.log.info('a git push to an app site', { site: site.slug, ref: e.ref, commit: e.commit })
+    try {
+      this.d.deploy(site, { kind: 'push', ref: e.ref.slice('refs/heads/'.length), commit: e.commit, dir: e.dir, push_id: e.id })
+    } catch (err) {
+      this.d.log.warn('could not queue the deployment of a push', { site: site.slug, error: (err as Error).message })
+      void this.d.refuse(site.slug, e.id, `Berth could not deploy this push: ${(err as Error).message}`).catch(() => {})
+    }
+  }
+}
