@@ -40,7 +40,7 @@ export function checkName(name: string, param: string): void {
 /** Throws invalid naming `param` unless `value` fits in one variable. */
 export function checkValue(value: string, param: string): void {
   const bytes = Buffer.byteLength(value, 'utf8')
-  if (bytes > ENV_LIMITS.valueBytes) throw invalid(param, `The value is ${bytes} bytes; a variable holds at most ${ENV_LIMITS.valueBytes} (32 KiB). Keep larger data in a file of the site (${op('writeFile')}) and put its path here.`)
+  if (bytes > ENV_LIMITS.valueBytes) throw invalid(param, say`The value is ${bytes} bytes; a variable holds at most ${ENV_LIMITS.valueBytes} (32 KiB). Keep larger data in a file of the site (${op('writeFile')}) and put its path here.`)
   // An environment is C strings: a NUL would cut the value short in every process.
   if (value.includes('\u0000')) throw invalid(param, 'The value holds a NUL character, which no process environment can carry; remove it.')
 }
