@@ -3,6 +3,8 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buyInProcess } from '../../../test/helpers/home-runtime'
 import { inProcess } from '../../../test/helpers/in-process'
+import { makeSiteEnvRepository, SiteEnvService } from '../../domain/env'
+import { BoxKeyFile } from '../../drivers/secrets/box-key'
 
 /**
  * GET, PATCH and PUT /sites/{tenant_slug}/env/ through the API in-process (real Requests through
@@ -64,6 +66,17 @@ describe('settings and secrets', () => {
     expect(bytes.includes(Buffer.from(SECRET))).toBe(false)
     expect(bytes.includes(Buffer.from('p7dc'))).toBe(false)
     expect(statSync(join(h.dir, 'secrets.key')).mode & 0o777).toBe(0o600)
+  })
+
+  it('read by a box without the key (a store restored without secrets.key): secrets unreadable, given to no app, plain ones as they were', async () => {
+    const keyless = new SiteEnvService({ store: h.services.store, repo: makeSiteEnvRepository(h.services.store), box: new BoxKeyFile(join(h.dir, 'no-such.key')), clock: h.clock, log: h.log })
+    const row = (await h.call('GET', `/api/v1/sites/${site.slug}/`, { key: site.key })).json.data
+    const view = keyless.view({ ...row, id: site.siteId, slug: site.slug })
+    expect(byName(view).STRIPE_KEY).toMatchObject({ secret: true, readable: false, value: null, length: null, last4: null })
+    expect(byName(view).API_URL).toMatchObject({ readable: true, value: 'https://api.example.com' })
+    expect(view.warning).toMatch(/cannot open the secrets PIN, STRIPE_KEY/)
+    expect(keyless.valuesOf(site.siteId)).toEqual({ API_URL: 'https://api.example.com' })
+    expect(keyless.secretValuesOf(site.siteId)).toEqual([])
   })
 
   it('a secret replaced stays secret; secret alone marks an existing variable; null removes', async () => {
