@@ -149,3 +149,17 @@ describe('bad inputs get 422 naming the field, and change nothing', () => {
     })
   }
 })
+
+describe("a reaped site's variables", () => {
+  it('go with it after its grace period', async () => {
+    const gone = await buyInProcess(h, 'svc_starter_monthly', 'envgone')
+    const set = await h.call('PATCH', `/api/v1/sites/${gone.slug}/env/`, { key: gone.key, body: { variables: { A: 'a', TOKEN: 'a-secret-token' }, secret: ['TOKEN'] } })
+    expect(set.status, set.text).toBe(200)
+    expect((await h.call('DELETE', `/api/v1/sites/${gone.slug}/delete/`, { key: gone.key })).status).toBe(200)
+    h.clock.advance(7 * 24 * 3600_000 + 1000)
+    expect((await h.services.reaper.reap()).reaped).toContain(gone.slug)
+    expect(h.services.store.sqlite.query('SELECT count(*) AS n FROM site_env WHERE site_id = ?').get(gone.siteId)).toEqual({ n: 0 })
+    // The other site's are untouched.
+    expect(h.services.env.valuesOf(site.siteId)).toEqual({ KEEP: 'kept', TOKEN: 'a-secret-token' })
+  })
+})
