@@ -57,7 +57,7 @@ export class SiteEnvService {
       count: rows.length,
       bytes: rows.reduce((n, r) => n + bytesOf(r), 0),
       limits: { variables: ENV_LIMITS.variables, bytes: ENV_LIMITS.totalBytes, value_bytes: ENV_LIMITS.valueBytes },
-      warning: unreadable.length === 0 ? null : `This box cannot open the secrets ${unreadable.join(', ')}: they were sealed with a key it does not have (the store was restored without its secrets.key). The app gets none of them: set each again (PATCH /api/v1/sites/${site.slug}/env/, or the MCP tool update_site_env), or have the hoster put the old secrets.key back in the data folder.`,
+      warning: unreadable.length === 0 ? null : `This box cannot open the secrets ${unreadable.join(', ')}: they were sealed with a key it does not have (the store was restored without its secrets.key). The app gets none of them: set each again with its value, or have the hoster put the old box's secrets.key back in the data folder.`,
     }
   }
 
