@@ -29,6 +29,8 @@ const CONTACT = { first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.
 /** Every file of the home but the logs, with its owner, mode and SHA-256; links with their target (busybox and GNU alike). */
 const FINGERPRINT = 'find . -path ./logs -prune -o -print | sort | while read -r f; do if [ -L "$f" ]; then echo "$f -> $(readlink "$f")"; elif [ -f "$f" ]; then echo "$(stat -c "%U:%G %a" "$f") $(sha256sum "$f")"; else echo "$(stat -c "%U:%G %a" "$f") $f/"; fi; done'
 const PLANS = ['svc_starter_monthly', 'svc_business_monthly', 'svc_performance_monthly']
+/** A secret of the vps site: back readable after the restore, since the copy carries the box key. */
+const DRILL_SECRET = 'tok_drill_5f0e8a7c2b9d4e1f'
 
 let berth: Berth
 let env: Record<string, string>
@@ -71,6 +73,8 @@ async function observe() {
     seen[`${s.slug} blob`] = `${blob.status} ${new Bun.CryptoHasher('sha256').update(await blob.arrayBuffer()).digest('hex')}`
     seen[`${s.slug} files`] = (await siteShell(instance, s.slug, FINGERPRINT)).output
     seen[`${s.slug} dns`] = [dig(`${s.slug}.localhost`, 'A'), dig(`api.${s.slug}.localhost`, 'A'), dig(`_note.${s.slug}.localhost`, 'TXT')]
+    // Its settings and secrets: a secret comes back readable only with the box key (secrets.key).
+    seen[`${s.slug} env`] = (await api(berth.url, 'GET', `/sites/${s.slug}/env/`, { key: s.key })).json?.data
   }
   const linked = await fetch(`${berth.url}/page.html`, { headers: { host: domain } })
   seen.linked = `${linked.status} ${await linked.text()}`
@@ -127,6 +131,8 @@ describe('the drill: the box rebuilt from its copies', () => {
       }
     }
     const [shared, vps, dedicated] = sites as [Site, Site, Site]
+    const setEnv = await api(berth.url, 'PATCH', `/sites/${vps.slug}/env/`, { key: vps.key, body: { variables: { GREETING: 'hello', API_TOKEN: DRILL_SECRET }, secret: ['API_TOKEN'] } })
+    expect(setEnv.status, setEnv.text).toBe(200)
 
     // A domain registered (sandbox registrar) with the card the purchase saved, and linked to the vps site.
     const reg = await api(berth.url, 'POST', '/domains/register/', { key: vps.key, body: { domain, period: 1, contact: CONTACT } })
@@ -180,6 +186,8 @@ describe('the drill: the box rebuilt from its copies', () => {
     // The copy made as Berth stopped is the newest: what the restore below takes.
     ;({ manifest } = await latestManifest(bucket, keys.identityFile))
     for (const s of manifest.sites) expect(s.archives.length, s.slug).toBeGreaterThan(0)
+    // The box key of the sites' secrets travels in the manifest.
+    expect(manifest.secrets_key).toMatch(/^1:[A-Za-z0-9+/]{43}=\n$/)
     expect(manifest.sites.map((s) => s.slug).sort()).toEqual(sites.map((s) => s.slug).sort())
     expect(Date.now() - Date.parse(manifest.made_at)).toBeLessThan(30_000)
     await removeSitesOf(instance)
@@ -204,6 +212,7 @@ describe('the drill: the box rebuilt from its copies', () => {
     expect(r.code, `${r.out}\n${r.err}`).toBe(0)
     for (const s of sites) expect(r.out).toMatch(new RegExp(`\\[\\d/3\\] ${s.slug}: files [\\d,]+ \\(\\d.* [kM]?B\\) \\.\\.\\. serving`))
     expect(r.out).toMatch(/SITE +STATUS +ARCHIVE USED +FILES +RESULT/)
+    expect(r.out).toContain('secrets key: back in secrets.key')
     expect(r.out).toMatch(/Anything written after \d{4}-\d\d-\d\dT[\d:.]+Z is not in this copy: \d+ (s|min)/)
     console.log(`berth restore of the three-site drill: ${Math.round(restoreMs)} ms\n${r.out}`)
 
@@ -228,5 +237,21 @@ describe('the drill: the box rebuilt from its copies', () => {
     expect(ssh.err).not.toContain('REMOTE HOST IDENTIFICATION HAS CHANGED')
     expect(ssh.code, ssh.err).toBe(0)
     expect(ssh.out).toBe('1000\nprivate\n')
+    expect(after[`${vps.slug} env`]).toMatchObject({ count: 2, warning: null, variables: [{ name: 'API_TOKEN', readable: true, value: null, length: DRILL_SECRET.length }, { name: 'GREETING', value: 'hello' }] })
   }, 240_000)
+
+  it("a store without its secrets key (a copy made before berth carried it) serves on, its secrets shown unreadable", async () => {
+    await berth.stop()
+    rmSync(join(dataDir, 'secrets.key'))
+    berth = await startBerth({ dataDir, env, port: berth.port })
+    const vps = sites[1]!
+    const got = await api(berth.url, 'GET', `/sites/${vps.slug}/env/`, { key: vps.key })
+    expect(got.status, got.text).toBe(200)
+    expect(got.json.data.variables).toMatchObject([{ name: 'API_TOKEN', secret: true, readable: false, value: null, length: null }, { name: 'GREETING', readable: true, value: 'hello' }])
+    expect(got.json.data.warning).toMatch(/cannot open the secrets API_TOKEN.*set each again/)
+    // Set again, it is readable, sealed with the new key berth made.
+    const again = await api(berth.url, 'PATCH', `/sites/${vps.slug}/env/`, { key: vps.key, body: { variables: { API_TOKEN: 'a-new-token-after-the-loss' } } })
+    expect(again.json.data.variables[0]).toMatchObject({ name: 'API_TOKEN', secret: true, readable: true, length: 26 })
+    expect(again.json.data.warning).toBeNull()
+  }, 60_000)
 })

@@ -15,6 +15,7 @@ import type { PlansService } from '../domain/plans'
 import type { RateLimiter } from '../domain/rate-limits'
 import type { SiteGuard, SiteLifecycle, SitesService } from '../domain/sites'
 import type { SshService } from '../domain/ssh'
+import type { SiteEnvService } from '../domain/env'
 import type { StatusInfo } from '../domain/status'
 import type { Logger } from '../lib/logger'
 import type { ClientAddress } from './http/client-address'
@@ -41,6 +42,7 @@ import { siteRoutes } from './sites/routes'
 import { moduleRoutes } from './modules/routes'
 import { claimRoutes } from './claims/routes'
 import { sshRoutes } from './ssh/routes'
+import { envRoutes } from './env/routes'
 import { logRoutes } from './logs/routes'
 import { fileRoutes } from './files/routes'
 import { execRoutes } from './exec/routes'
@@ -91,6 +93,8 @@ export interface ApiDeps {
   logs: LogsService
   files: FilesService
   exec: ExecService
+  /** A site's settings and secrets. */
+  env: SiteEnvService
   deployments: DeploymentsService
   /** Deployments with a source (issue 39): an archive received and checked, a repository's address checked. */
   appIntake: AppIntake
@@ -168,6 +172,7 @@ export function routeGroups(s: ApiDeps, plugins: ApiPlugins, document: () => Ret
     { at: API_V1, owns: ['/sites/:tenant_slug/logs/'], routes: logRoutes(plugins, s.logs) },
     { at: API_V1, owns: ['/sites/:tenant_slug/files/'], routes: fileRoutes(plugins, s.files) },
     { at: API_V1, owns: ['/sites/:tenant_slug/exec/'], routes: execRoutes(plugins, s.exec) },
+    { at: API_V1, owns: ['/sites/:tenant_slug/env/'], routes: envRoutes(plugins, s.env) },
     { at: API_V1, owns: ['/sites/:tenant_slug/deploy/', '/sites/:tenant_slug/deployments/'], routes: deploymentRoutes(plugins, s.deployments, s.appIntake) },
     { at: API_V1, owns: ['/sites/:tenant_slug/metrics/'], routes: metricsRoutes(plugins, s.siteMetrics) },
     { at: API_V1, owns: ['/sites/:tenant_slug/delete/', '/sites/:tenant_slug/restore/', '/sites/:tenant_slug/scale/'], routes: siteLifecycleRoutes(plugins, s.lifecycle) },

@@ -101,6 +101,7 @@ const TAGS = [
   { name: 'Console', description: "A shell in a site's container over a WebSocket, for programs and, through a terminal page, for people: single-use tickets." },
   { name: 'Logs', description: "The newest lines of a site's access and error logs." },
   { name: 'Files', description: "A site's home folder: list, read, write, upload, make folders and delete, never outside the home." },
+  { name: 'Settings and secrets', description: "A site's environment variables for its app, build, deploy hook and exec; secrets sealed at rest with a key of the box, never shown again, masked in output and logs." },
   { name: 'Exec', description: "One command in a site's container as the site user (never root), answered with its exit code and output; at most 2 at once per site." },
   { name: 'Deployments', description: "Deploys of a site: each restarts the site's services and is kept as a record." },
   { name: 'Metrics', description: "A site's traffic per UTC day, counted by the edge, and its current CPU, memory and disk use." },

@@ -19,8 +19,10 @@ export const restoreCommand: Command = {
     'on the old box) and that every id and key in it is of its exact form and its name is its own, and',
     'puts back what it names, each object checked against its SHA-256: the store',
     '(berth.db: accounts, API keys, subscriptions, sites, DNS zones and domains, migrated if this',
-    'binary is newer), the certificates and ACME account (tls/), and every backup and snapshot (an',
-    'archive that does not match is skipped and reported). Then every active site gets its network,',
+    'binary is newer), the certificates and ACME account (tls/), the box key of the sites\' secrets',
+    '(secrets.key; a copy made before berth carried it has none: those secrets stay unreadable until',
+    'set again), and every backup and snapshot (an archive that does not match is skipped and',
+    'reported). Then every active site gets its network,',
     'volume, SSH port and container back on this Docker engine, its files from its newest archive',
     'before it starts, and is waited for until it answers; suspended sites are made and stopped.',
     'Ends with a table of the sites and how much time the copy misses. Then start berth serve.',
@@ -106,6 +108,11 @@ async function restoreLocked(
   const tls = await box.landTls(manifest)
   clock.lap('tls')
   out.info(tls ? 'certificates and ACME account: back in tls/' : 'certificates: none in this copy')
+  const secretsKey = await box.landSecretsKey(manifest)
+  clock.lap('secrets_key')
+  out.info(secretsKey
+    ? "secrets key: back in secrets.key (the sites' secrets open)"
+    : "secrets key: none in this copy (the box never sealed a secret, or the copy was made before berth carried the key): any secret in the store stays unreadable until its site sets it again, or until the old box's secrets.key is put in the data folder")
   const archives = await box.landArchives(manifest, (a) => {
     if (!a.ok) out.info(`archive ${a.archive.storage_key}: skipped: ${a.problem}`)
   })
@@ -134,7 +141,7 @@ async function restoreLocked(
   clock.lap('sites')
   const lostMs = box.lostMs(manifest)
   const ok = outcomes.every((o) => o.ok)
-  out.result(jsonOf({ from, key, manifest, migrations, tls, archives, outcomes, lostMs, ok, timings: clock.laps }), () => [
+  out.result(jsonOf({ from, key, manifest, migrations, tls, secretsKey, archives, outcomes, lostMs, ok, timings: clock.laps }), () => [
     '',
     table(outcomes),
     '',
@@ -226,13 +233,14 @@ export function formatBytes(n: number): string {
   return `${i === 0 ? v : v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`
 }
 
-function jsonOf(r: { from: string; key: string; manifest: { made_at: string; berth_version: string; instance_id: string }; migrations: string[]; tls: boolean; archives: ArchiveLanding[]; outcomes: SiteOutcome[]; lostMs: number; ok: boolean; timings: Record<string, number> }) {
+function jsonOf(r: { from: string; key: string; manifest: { made_at: string; berth_version: string; instance_id: string }; migrations: string[]; tls: boolean; secretsKey: boolean; archives: ArchiveLanding[]; outcomes: SiteOutcome[]; lostMs: number; ok: boolean; timings: Record<string, number> }) {
   return {
     from: r.from,
     manifest: { key: r.key, made_at: r.manifest.made_at, berth_version: r.manifest.berth_version, instance_id: r.manifest.instance_id },
     lost_seconds: Math.round(r.lostMs / 1000),
     store: { migrations: r.migrations },
     tls: r.tls,
+    secrets_key: r.secretsKey,
     archives: {
       restored: r.archives.filter((a) => a.ok).length,
       skipped: r.archives.filter((a) => !a.ok).map((a) => ({ site_id: a.siteId, archive_id: a.archive.id, key: a.archive.key, problem: a.problem })),

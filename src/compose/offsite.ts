@@ -11,7 +11,8 @@ import type { Store } from '../store/store'
 import { StoreCopies } from '../store/copy'
 import { VERSION } from '../version'
 import type { Core } from './core'
-import { databasePath, keepSetting, offsiteWorkDir, readSetting, tlsDir } from './installation'
+import { databasePath, keepSetting, offsiteWorkDir, readSetting, secretsKeyPath, tlsDir } from './installation'
+import { readSecretsKeyText } from '../drivers/secrets/box-key'
 
 /** The offsite area's repository, as its index's factory makes it (the class stays the area's own). */
 type OffsiteCopiesRepository = ReturnType<typeof makeOffsiteCopiesRepository>
@@ -49,6 +50,7 @@ export function buildOffsite(core: Pick<Core, 'config' | 'store' | 'clock' | 'lo
     repo, destination, sealing, signing, clock, log, intervalMs,
     storeCopies: new StoreCopies(databasePath(config), offsiteWorkDir(config)),
     tls: new TlsFolder(tlsDir(config)),
+    secretsKey: { text: async () => readSecretsKeyText(secretsKeyPath(config)) },
     box: { version: VERSION, instanceId: core.instanceId, sitesDomain: config.sites.domain },
   })
   const copier = new OffsiteCopier({

@@ -21,7 +21,7 @@ import type { ContainerRuntime } from '../drivers/runtime/types'
 import type { ArchiveStore } from '../drivers/archives/types'
 import type { Logger } from '../lib/logger'
 import type { SharedRepositories } from './core'
-import { databasePath } from './installation'
+import { databasePath, secretsKeyPath } from './installation'
 
 /** The archive jobs' work folder: on the archive store's disk, so a landed archive is renamed into place. */
 const workDirOf = (config: Config) => join(config.archives.dir, '.work')
@@ -39,7 +39,7 @@ export function buildBoxRestore(config: Config, opts: { from: string; identities
     unsealer: { open: (s) => open(s, opts.identities), openBytes: (b) => openBytes(b, opts.identities) },
     files: new LocalLanding(workDirOf(config)),
     archives: new LocalArchiveStore(config.archives.dir),
-    paths: { dataDir: config.server.dataDir, database, tls: join(config.server.dataDir, 'tls') },
+    paths: { dataDir: config.server.dataDir, database, tls: join(config.server.dataDir, 'tls'), secretsKey: secretsKeyPath(config) },
     trust: opts.trust,
     migrate: () => {
       const store = openStore(database)

@@ -20,6 +20,9 @@ import type { SiteFirewall } from '../drivers/firewall/types'
 import { EdgeMetrics } from '../edge/metrics'
 import { AuditLog, makeAuditRepository } from '../domain/audit'
 import { ExecService } from '../domain/exec'
+import { makeSiteEnvRepository, SiteEnvService } from '../domain/env'
+import { BoxKeyFile } from '../drivers/secrets/box-key'
+import { secretsKeyPath } from './installation'
 import type { CoreReads } from './core'
 import type { ClusterCore } from './cluster'
 
@@ -61,6 +64,11 @@ export interface Sites {
   audit: AuditLog
   /** The exec API: one command in a site's container, as the site user. */
   exec: ExecService
+  /**
+   * A site's settings and secrets (secrets sealed with the box key, DATA_DIR/secrets.key). Its
+   * `onChanged` is where the app's restart with the new values is wired; none yet.
+   */
+  env: SiteEnvService
   /** The archive jobs themselves, for work that runs one and waits for it (a move between nodes, an evacuation). */
   archiveJobs: { create: CreateArchiveJob; restore: RestoreArchiveJob }
 }
@@ -134,9 +142,10 @@ export function buildSites(
   })
   const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, work: archiveWork.work, log, copies: repos.offsite, room })
   const audit = new AuditLog(makeAuditRepository(store), clock, log)
+  const env = new SiteEnvService({ store, repo: makeSiteEnvRepository(store), box: new BoxKeyFile(secretsKeyPath(config)), clock, log })
   // What else a reaped site owns, removed after its container and volume: its snapshots and
-  // backups (rows and stored files), its DNS records, its audit trail, and what the modules keep of it.
-  const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, audit, ...needs.purgers], log })
+  // backups (rows and stored files), its DNS records, its audit trail, its variables, and what the modules keep of it.
+  const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, audit, env, ...needs.purgers], log })
   const metrics = new EdgeMetrics()
   const accessLog = new EdgeAccessLog(runtime, log, homes.openHome)
   const logs = new LogsService(plans, runtime, homes.openHome, accessLog, audit, config.logs.rotateKeep)
@@ -170,6 +179,7 @@ export function buildSites(
     archiveEvents,
     audit,
     exec: new ExecService(runtime, homes.openHome, audit),
+    env,
     archiveJobs,
   }
 }

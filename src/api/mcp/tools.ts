@@ -77,6 +77,10 @@ export const CHANGE_HINTS: Record<string, ChangeHints> = {
   deleteFile: destructive(true),
   // A command can change or delete any of the site's files; each call runs it again.
   execCommand: destructive(false),
+  // Replaces or removes (null) the named variables, and restarts the app with them; the same call twice leaves the same set.
+  updateSiteEnv: destructive(true),
+  // Replaces the whole set ({} removes every variable).
+  replaceSiteEnv: destructive(true),
   // Restarts the site's services; each call is a new deployment.
   deploySite: destructive(false),
   // Overwrites the site's files with an earlier deployment's (files created since are removed).

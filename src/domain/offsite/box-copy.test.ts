@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { offsiteSetup } from '../../../test/helpers/offsite'
 import { checkManifest, timeOfStamp } from './manifest'
 import { verifyManifest } from './signing'
+import { BoxKeyFile } from '../../drivers/secrets/box-key'
 
 /** The store, tls and manifest copies (box-copy.ts), the restore drill, and the age check. */
 const MINUTE = 60_000
@@ -62,6 +63,19 @@ describe('the store copy', () => {
 })
 
 describe('the manifest', () => {
+  it("carries the box key of the sites' secrets, signed with the rest, once the box has one (null before)", async () => {
+    const s = await offsiteSetup()
+    const manifestOf = async (key: string) => verifyManifest(JSON.parse(new TextDecoder().decode(await s.open(key))), { publicKey: s.offsite.signing.publicKey(), acceptUnsigned: false }).manifest
+    const before = await s.copier.runNow()
+    expect(checkManifest(await manifestOf(before.manifest!)).secrets_key).toBeNull()
+    const keyFile = join(s.t.dir, 'secrets.key')
+    new BoxKeyFile(keyFile).seal('a secret', { siteId: 'site', name: 'TOKEN' })
+    s.t.clock.advance(300_000)
+    const after = await s.copier.runNow()
+    const manifest = checkManifest(await manifestOf(after.manifest!))
+    expect(manifest.secrets_key).toBe(readFileSync(keyFile, 'utf8'))
+  })
+
   it('names the store copy, the latest tls copy, and every site with its copied archives newest first, each with its plaintext digest', async () => {
     const s = await offsiteSetup()
     s.tlsFiles()

@@ -3,7 +3,7 @@ import { iso, type Clock } from '../../lib/clock'
 import type { Logger } from '../../lib/logger'
 import type { OffsiteCopyRow } from '../../store/schema'
 import { MANIFEST_FORMAT, offsiteKeys, type ManifestArchive, type OffsiteManifest, type OffsiteObjectRef } from './manifest'
-import { reasonOf, retryAt, type Sealing, type SigningKey, type StoreCopySource, type TlsSource } from './ports'
+import { reasonOf, retryAt, type Sealing, type SecretsKeySource, type SigningKey, type StoreCopySource, type TlsSource } from './ports'
 import type { OffsiteCopiesRepository } from './repository'
 import { signManifest } from './signing'
 import { digestOf } from './streams'
@@ -17,6 +17,8 @@ export interface BoxCopyDeps {
   sealing: Sealing
   storeCopies: StoreCopySource
   tls: TlsSource
+  /** The box key of the sites' secrets, carried in the manifest (manifest.ts, `secrets_key`). */
+  secretsKey: SecretsKeySource
   /** Signs each manifest (signing.ts): `berth restore` accepts no copy the box did not sign. */
   signing: Pick<SigningKey, 'privateKey'>
   clock: Clock
@@ -61,7 +63,8 @@ export class BoxCopies {
     try {
       const store = await this.copyStore(now, recipients)
       const tls = await this.copyTls(now, recipients)
-      const text = JSON.stringify(signManifest(this.manifest(manifestRow.key, now, store, tls), this.d.signing.privateKey()), null, 2)
+      const secretsKey = await this.d.secretsKey.text()
+      const text = JSON.stringify(signManifest(this.manifest(manifestRow.key, now, store, tls, secretsKey), this.d.signing.privateKey()), null, 2)
       const sealed = await this.d.sealing.sealBytes(text, recipients)
       await this.d.destination.put(manifestRow.key, new Response(sealed as Uint8Array<ArrayBuffer>).body!)
       const plain = await digestOf(new Response(text).body!)
@@ -121,7 +124,7 @@ export class BoxCopies {
   }
 
   /** The manifest of this point in time, to be put under `key`: the copies just made, and every site with its copied archives, newest first. */
-  private manifest(key: string, now: number, store: OffsiteObjectRef, tls: OffsiteObjectRef | null): OffsiteManifest {
+  private manifest(key: string, now: number, store: OffsiteObjectRef, tls: OffsiteObjectRef | null, secretsKey: string | null): OffsiteManifest {
     const bySite = new Map<string, ManifestArchive[]>()
     for (const a of this.d.repo.copiedArchives()) {
       const list = bySite.get(a.siteId) ?? []
@@ -137,6 +140,7 @@ export class BoxCopies {
       sites_domain: this.d.box.sitesDomain,
       store,
       tls,
+      secrets_key: secretsKey,
       sites: this.d.repo.sitesForManifest().map((s) => ({ id: s.id, slug: s.slug, status: s.status, archives: bySite.get(s.id) ?? [] })),
     }
   }

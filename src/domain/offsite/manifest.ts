@@ -1,5 +1,6 @@
 import { SITE_STATUSES } from '../../core/enums'
 import { SLUG_PATTERN } from '../../core/slugs'
+import { SECRETS_KEY_FILE_PATTERN } from '../../drivers/secrets/types'
 
 /**
  * The manifest: what one point in time of the box is made of off the box. The copier
@@ -20,6 +21,11 @@ import { SLUG_PATTERN } from '../../core/slugs'
  *
  * Format 2 (this one) names its own key and is signed by the box (signing.ts); format 1, made
  * before copies were signed, is read only when the hoster says so (`--accept-unsigned`).
+ *
+ * The box key of the sites' secrets (DATA_DIR/secrets.key, drivers/secrets) travels inside the
+ * manifest itself, `secrets_key`: a few dozen bytes, sealed and signed with it, and never apart
+ * from the store copy it opens. Manifests made before it (issue 39) have no such field: read as
+ * null, the restore goes on and the secrets stay sealed (shown unreadable) until set again.
  */
 export const MANIFEST_FORMAT = 2
 /** The format of manifests made before copies were signed: no `key`, no signature. */
@@ -70,6 +76,12 @@ export interface OffsiteManifest {
   store: OffsiteObjectRef
   /** The certificates and the ACME account; null when the box had none. */
   tls: OffsiteObjectRef | null
+  /**
+   * The text of DATA_DIR/secrets.key (SECRETS_KEY_FILE_PATTERN) when the box had one: what opens the
+   * sites' secrets in the store copy. Absent in manifests made before it was carried; null when
+   * the box never sealed a secret.
+   */
+  secrets_key?: string | null
   sites: ManifestSite[]
 }
 
@@ -136,6 +148,7 @@ export function checkManifest(value: unknown): OffsiteManifest {
   if (typeof m.instance_id !== 'string' || !MANIFEST_PATTERNS.instanceId.test(m.instance_id)) throw new Error(`The manifest's instance_id ${show(m.instance_id)} is not an installation id`)
   checkRef(m.store, MANIFEST_PATTERNS.storeKey, 'store copy')
   if (m.tls !== null) checkRef(m.tls, MANIFEST_PATTERNS.tlsKey, 'tls copy')
+  if (m.secrets_key !== undefined && m.secrets_key !== null && !(typeof m.secrets_key === 'string' && SECRETS_KEY_FILE_PATTERN.test(m.secrets_key))) throw new Error('The manifest carries a secrets key that is not of the form of a secrets key file')
   if (!Array.isArray(m.sites)) throw new Error('The manifest lists no sites')
   const seen = new Set<string>()
   for (const s of m.sites) {

@@ -23,6 +23,11 @@ export interface TlsSource {
   tar(): Promise<ReadableStream<Uint8Array> | null>
 }
 
+/** DATA_DIR/secrets.key, the box key of the sites' secrets (drivers/secrets): its text, or null when the box never sealed one. */
+export interface SecretsKeySource {
+  text(): Promise<string | null>
+}
+
 /**
  * The box's own age identity (settings `offsite_box_identity`), made once: every copy is sealed
  * for it too, so the daily drill can read a copy back. The hoster's identities never live here.

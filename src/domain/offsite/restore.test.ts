@@ -99,7 +99,7 @@ function restoreWith(ids: string[], migrated: string[] = [], trust: { publicKey:
       unsealer: { open: (s) => open(s, ids), openBytes: (b) => openBytes(b, ids) },
       files: new LocalLanding(join(dataDir, 'archives', '.work')),
       archives: new LocalArchiveStore(join(dataDir, 'archives')),
-      paths: { dataDir, database: join(dataDir, 'berth.db'), tls: join(dataDir, 'tls') },
+      paths: { dataDir, database: join(dataDir, 'berth.db'), tls: join(dataDir, 'tls'), secretsKey: join(dataDir, 'secrets.key') },
       migrate: () => migrated,
       trust,
       clock: { now: () => T2 + 192_000 },
@@ -167,6 +167,30 @@ describe('putting the box back', () => {
     expect(landed.map((a) => [a.archive.id, a.ok])).toEqual([[A[0], true], [A[1], true]])
     archives.forEach((bytes, i) => expect(new Uint8Array(readFileSync(join(dataDir, 'archives', S1, `${A[i]}.tar.zst`)))).toEqual(bytes))
     expect(formatSpan(box.lostMs(manifest))).toBe('3 min 12 s')
+  })
+
+  it("puts the box key of the sites' secrets back (0600) from a manifest that carries it; one made before it was carried restores without it", async () => {
+    const { latest, manifest } = await writeBucket()
+    const { box, dataDir } = restoreWith([identity])
+    // The bucket's manifests are of before issue 39: no secrets_key field at all.
+    const older = await box.chooseManifest(null)
+    expect(older.manifest.secrets_key).toBeUndefined()
+    expect(await box.landSecretsKey(older.manifest)).toBe(false)
+    expect(existsSync(join(dataDir, 'secrets.key'))).toBe(false)
+    const key = `1:${Buffer.alloc(32, 9).toString('base64')}\n`
+    const newer = offsiteKeys.manifest(T2 + 1000)
+    await putManifest(newer, { ...manifest, key: newer, made_at: new Date(T2 + 1000).toISOString(), secrets_key: key })
+    const chosen = await box.chooseManifest(null)
+    expect(chosen.key).not.toBe(latest)
+    mkdirSync(dataDir, { recursive: true })
+    writeFileSync(join(dataDir, 'secrets.key'), 'another box key')
+    expect(await box.landSecretsKey(chosen.manifest)).toBe(true)
+    expect(readFileSync(join(dataDir, 'secrets.key'), 'utf8')).toBe(key)
+    expect(statSync(join(dataDir, 'secrets.key')).mode & 0o777).toBe(0o600)
+    // A key that is not of the key file's form is refused with the manifest, before anything is written.
+    const bad = offsiteKeys.manifest(T2 + 2000)
+    await putManifest(bad, { ...manifest, key: bad, made_at: new Date(T2 + 2000).toISOString(), secrets_key: '../../etc/passwd' })
+    await expect(box.chooseManifest(null)).rejects.toThrow(/secrets key that is not of the form/)
   })
 
   it('refuses a data folder that is not empty unless forced', async () => {

@@ -40,6 +40,8 @@ export interface RestoreFiles {
   installStore(file: string, database: string): Promise<void>
   /** Replaces the folder `dir` with the tar's contents: folders 0700, files 0600. */
   installTls(file: string, dir: string): Promise<void>
+  /** Writes `text` to `file` (0600), whole or not at all, replacing what was there. */
+  installSecretsKey(text: string, file: string): Promise<void>
   /** Removes a work file; a missing one is no error. */
   discard(file: string): Promise<void>
 }
@@ -50,7 +52,7 @@ export interface BoxRestoreDeps {
   files: RestoreFiles
   /** The local archive store (`archives.dir`), where each archive goes at its storage_key. */
   archives: Pick<ArchiveStore, 'put'>
-  paths: { dataDir: string; database: string; tls: string }
+  paths: { dataDir: string; database: string; tls: string; secretsKey: string }
   /**
    * Whose copies are accepted: manifests signed by `publicKey` (`ed25519:...`, from `berth offsite
    * status`), and unsigned ones (made before copies were signed) only with `acceptUnsigned`.
@@ -200,6 +202,19 @@ export class BoxRestore {
     } finally {
       await this.d.files.discard(received.file)
     }
+    return true
+  }
+
+  /**
+   * The box key of the sites' secrets into DATA_DIR/secrets.key; false when the copy carries none
+   * (the box never sealed a secret, or the manifest was made before the key was carried: the
+   * secrets in the store then stay sealed, shown unreadable, until they are set again). A key file
+   * already in the data folder is replaced only by one from the copy: it is the copy's store the
+   * key must open.
+   */
+  async landSecretsKey(m: OffsiteManifest): Promise<boolean> {
+    if (typeof m.secrets_key !== 'string') return false
+    await this.d.files.installSecretsKey(m.secrets_key, this.d.paths.secretsKey)
     return true
   }
 

@@ -3,7 +3,7 @@ import { chmod, lstat, mkdir, open, readdir, rename, rm } from 'node:fs/promises
 import { dirname, join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { createZstdDecompress } from 'node:zlib'
-import { PRIVATE_MODE } from '../../lib/private-file'
+import { PRIVATE_MODE, writePrivateFile } from '../../lib/private-file'
 import type { Received } from '../../domain/offsite'
 
 /** Streams move 1 MiB at a time, as the archive driver's (drivers/archives/home-tar.ts). */
@@ -83,6 +83,10 @@ export class LocalLanding {
    * Extracts the tar into `{dir}.restoring` with GNU tar (members with `..` refused, owners not
    * kept: everything is Berth's), makes folders 0700 and files 0600, and swaps it in for `dir`.
    */
+  async installSecretsKey(text: string, file: string): Promise<void> {
+    writePrivateFile(file, text)
+  }
+
   async installTls(file: string, dir: string): Promise<void> {
     const partial = `${dir}.restoring`
     await rm(partial, { recursive: true, force: true })
