@@ -84,6 +84,8 @@ export interface Config {
   disk: { reserveBytes: number; reservePercent: number }
   /** Rotation of sites' logs by size (domain/logs/rotation.ts; docs/configuration.md, [logs]). */
   logs: { rotateBytes: number; rotateKeep: number; rotateIntervalSeconds: number }
+  /** Apps (issue 39): the time limits of a deployment's build and of a new release's health check. */
+  apps: { buildTimeoutSeconds: number; healthTimeoutSeconds: number }
   /** Encrypted copies off the box (docs/operations.md, "Copies off the box"); off when `url` is empty. */
   offsite: {
     /** `s3://BUCKET/PREFIX`, `file:///PATH`, or '' (off). */
@@ -357,6 +359,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       backupIntervalSeconds: get<number>('archives.backup_interval_seconds'),
     },
     disk: { reserveBytes: get<number>('disk.reserve_bytes'), reservePercent: get<number>('disk.reserve_percent') },
+    apps: { buildTimeoutSeconds: get<number>('apps.build_timeout_seconds'), healthTimeoutSeconds: get<number>('apps.health_timeout_seconds') },
     logs: { rotateBytes: get<number>('logs.rotate_bytes'), rotateKeep: get<number>('logs.rotate_keep'), rotateIntervalSeconds: get<number>('logs.rotate_interval_seconds') },
     offsite: {
       url: get<string>('offsite.url'),
