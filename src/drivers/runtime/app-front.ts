@@ -39,6 +39,8 @@ def main_conf(gw):
     edge = ('  %s 1;\n' % gw) if gw else ''
     return '''# nginx of berth/app (the front), written by berth-supervise; runs as uid 1000.
 worker_processes 1;
+# An old worker still holding a websocket after a switch leaves after this.
+worker_shutdown_timeout 30s;
 pid /tmp/berth/nginx.pid;
 error_log /home/site/logs/error.log warn;
 events {
@@ -184,18 +186,20 @@ class Front:
             time.sleep(0.01)
 
     def switch(self, mode, **kw):
-        """Rewrites the site's part and reloads gracefully; returns the old workers' pids (still
-        finishing what they had), once new workers serve the new config."""
+        """Rewrites the site's part and reloads gracefully; returns the old workers' pids once new
+        workers serve the new config and the old ones left (or are finishing requests in flight)."""
         self._write(mode, **kw)
         master = self.nginx.pid
         old = children(master)
         os.kill(master, signal.SIGHUP)
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            now = children(master)
-            if now - old:
-                return old
+        while time.monotonic() < deadline and not (children(master) - old):
             time.sleep(0.005)
+        # The old workers close their idle keep-alive connections as they leave; until then a
+        # client (the edge) reusing one would still reach the old release. They leave at once
+        # unless a request is in flight; those (and websockets) keep them, at most
+        # worker_shutdown_timeout, and the old processes are stopped only after (Daemon._retire).
+        self.wait_gone(old, 2)
         return old
 
     def wait_gone(self, pids, timeout):

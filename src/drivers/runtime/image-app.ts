@@ -1,5 +1,5 @@
 import { spawn as spawnNode } from 'node:child_process'
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { FRONT_PY } from './app-front'
 import { PROCS_PY } from './app-processes'
@@ -71,9 +71,11 @@ RUN groupadd --gid 1000 site \\
  && ln -s "$(ls /usr/sbin/php-fpm* | head -n 1)" /usr/local/sbin/php-fpm
 COPY opt /opt
 ADD rootfs.tar /
-RUN python3 -m compileall -q /usr/local/lib/berth
+RUN python3 -m compileall -q /usr/local/lib/berth && update-ca-certificates >/dev/null
 ENV HOME=/home/site \\
     PATH=${APP_PATH} \\
+    NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \\
+    PIP_CERT=/etc/ssl/certs/ca-certificates.crt \\
     NPM_CONFIG_PREFIX=/home/site/.local \\
     NPM_CONFIG_UPDATE_NOTIFIER=false \\
     COREPACK_ENABLE_DOWNLOAD_PROMPT=0 \\
@@ -86,8 +88,25 @@ CMD ["/usr/local/bin/berth-start"]
 `
 }
 
-/** The files berth/app adds on its base (rootfs.tar of the context). */
-export function appOverlay(): Uint8Array {
+/** Where Debian (the host's, and the image's) keeps the box's own certificate authorities. */
+export const LOCAL_CAS = '/usr/local/share/ca-certificates'
+
+/**
+ * The box's own certificate authorities (`*.crt` in /usr/local/share/ca-certificates on the host
+ * that builds the image, the folder update-ca-certificates reads): a box whose outbound HTTPS
+ * goes through an inspecting proxy trusts its CA, and its sites' package managers must too. Each
+ * is added to the image's bundle; Node reads that bundle through NODE_EXTRA_CA_CERTS, pip through
+ * PIP_CERT, git, curl and Python's ssl directly.
+ */
+export function hostCas(dir = LOCAL_CAS): Record<string, string> {
+  if (!existsSync(dir)) return {}
+  const out: Record<string, string> = {}
+  for (const name of readdirSync(dir).sort()) if (name.endsWith('.crt')) out[name] = readFileSync(join(dir, name), 'utf8')
+  return out
+}
+
+/** The files berth/app adds on its base (rootfs.tar of the context), with the box's CAs (hostCas). */
+export function appOverlay(cas: Record<string, string> = hostCas()): Uint8Array {
   const lib = (path: string, data: string, mode = 0o644): TarEntry => ({ type: 'file', path: `usr/local/lib/berth/${path}`, data, mode })
   const overlay: TarEntry[] = [
     { type: 'dir', path: 'etc/berth', mode: 0o755 },
@@ -107,6 +126,7 @@ export function appOverlay(): Uint8Array {
     { type: 'dir', path: 'home/site/public', mode: 0o755, ...SITE },
     { type: 'dir', path: 'home/site/logs', mode: 0o755, ...SITE },
     { type: 'file', path: 'home/site/public/index.php', data: defaultPhpPage(), mode: 0o644, ...SITE },
+    ...Object.entries(cas).map(([name, data]): TarEntry => ({ type: 'file', path: `${LOCAL_CAS.slice(1)}/${name}`, data, mode: 0o644 })),
   ]
   return makeTar(overlay)
 }
