@@ -111,7 +111,8 @@ describe('berth/app:1 and its supervisor', () => {
     expect(await app.pushEnv(SLUG, { GREETING: 'hello' })).toEqual({ restarted: [] })
     expect(await app.switchRelease(SLUG, `${RELEASES}/dep_static`, 10)).toMatchObject({ ok: true })
     expect(await get()).toEqual({ status: 200, body: 'static release\n' })
-    expect((await get('/.berth/release.json')).status).toBe(404)
+    // Dot files are never served, as berth/php: 403.
+    expect((await get('/.berth/release.json')).status).toBe(403)
   })
 
   it('runs a Node release on $PORT behind the front, with the settings, the edge\'s X-Forwarded-For and a zero-downtime switch', async () => {
@@ -153,6 +154,9 @@ describe('berth/app:1 and its supervisor', () => {
     const { failed } = await loop.stop()
     expect(failed).toEqual([])
     expect((await get()).body).toMatch(/^r1 bonjour [\d.]+ web$/)
+    // exec, the console and berth sites shell start through berth-env on an app site.
+    const inEnv = await runtime.exec(SLUG, ['berth-env', 'sh', '-c', 'echo "$GREETING $(command -v node) $(command -v bun)"'])
+    expect(inEnv.output).toBe('bonjour /opt/node/bin/node /opt/bun/bin/bun\n')
   })
 
   it('shows a worker that keeps crashing as crashing, with its lines and the supervisor\'s in app.log', async () => {
@@ -201,6 +205,37 @@ describe('berth/app:1 and its supervisor', () => {
     expect(await app.switchRelease(SLUG, dir, 30)).toMatchObject({ ok: true })
     expect(await get()).toEqual({ status: 200, body: 'two days: 172800000' })
   }, 200_000)
+
+  it('takes a git push into ~/app.git: the pushed tree waits in incoming/, the pusher sees Berth\'s log and result', async () => {
+    const seen: AppEvent[] = []
+    const watch = app.watch(SLUG, (e) => {
+      seen.push(e)
+      if (e.event !== 'push') return
+      void (async () => {
+        const tree = await runtime.exec(SLUG, ['cat', `${e.dir}/hello.txt`])
+        await app.pushLog(SLUG, e.id, `building ${e.commit.slice(0, 7)}: ${tree.output}`)
+        await app.pushDone(SLUG, e.id, !tree.output.includes('bad'), tree.output.includes('bad') ? 'berth: rejected, the build failed' : 'berth: deployed')
+      })()
+    })
+    await Bun.sleep(500)
+    await write({ '/home/site/src/hello.txt': 'good tree\n' })
+    const git = 'git -c user.email=t@example.com -c user.name=t'
+    const push = (msg: string) => runtime.exec(SLUG, ['sh', '-c', `cd ~/src && ${git} commit -qam '${msg}' && git push -q ~/app.git HEAD:main 2>&1`], { timeoutMs: 30_000 })
+    await runtime.exec(SLUG, ['sh', '-c', `cd ~/src && git init -q -b main && git add -A`])
+    const ok = await push('first')
+    expect(ok.exitCode, ok.output).toBe(0)
+    expect(ok.output).toMatch(/building [0-9a-f]{7}: good tree\s*\n[\s\S]*berth: deployed/)
+    const event = seen.find((e) => e.event === 'push')
+    expect(event).toMatchObject({ event: 'push', id: expect.stringMatching(/^psh_/), ref: 'refs/heads/main', commit: expect.stringMatching(/^[0-9a-f]{40}$/), dir: expect.stringMatching(/^\/home\/site\/app\/incoming\/psh_/) })
+    await write({ '/home/site/src/hello.txt': 'bad tree\n' })
+    const rejected = await push('second')
+    expect(rejected.exitCode).not.toBe(0)
+    expect(rejected.output).toContain('berth: rejected, the build failed')
+    // The repository kept the first push only.
+    const head = await runtime.exec(SLUG, ['git', '--git-dir=/home/site/app.git', 'log', '--format=%s', 'main'])
+    expect(head.output).toBe('first\n')
+    watch.close()
+  }, 60_000)
 
   it('lets a process that traps SIGTERM finish within its grace on docker stop, then serves the live release again once started and given its settings', async () => {
     const dir = await release('dep_drain', 'node', { web: 'node server.js' }, {
