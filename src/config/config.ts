@@ -58,6 +58,7 @@ export interface Config {
     /** Keep the host firewall rules that keep sites off the host and link-local addresses (drivers/firewall); and off TCP 25 (SMTP) unless outboundSmtp. */
     firewall: boolean; outboundSmtp: boolean
     images: Record<'shared' | 'vps' | 'dedicated', string>
+    appImage: string // containers.image_app: sites that deployed a source, whatever their plan
     pidsLimit: number
     reconcileSeconds: number
   }
@@ -338,6 +339,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
         vps: get<string>('containers.image_vps'),
         dedicated: get<string>('containers.image_dedicated'),
       },
+      appImage: get<string>('containers.image_app'),
       pidsLimit: get<number>('containers.pids_limit'),
       reconcileSeconds: get<number>('containers.reconcile_seconds'),
     },

@@ -147,6 +147,7 @@ export const KEYS: KeySpec[] = [
   { section: 'containers', key: 'image_shared', type: 'string', default: 'berth/static:1', help: 'Image of shared-plan sites (berth images build makes berth/static:1 and berth/php:1).' },
   { section: 'containers', key: 'image_vps', type: 'string', default: 'berth/php:1', help: 'Image of vps-plan sites.' },
   { section: 'containers', key: 'image_dedicated', type: 'string', default: 'berth/php:1', help: 'Image of dedicated-plan sites.' },
+  { section: 'containers', key: 'image_app', type: 'string', default: 'berth/app:1', help: 'Image of sites that deployed a source (an app: Node, Bun, Python, PHP or static with a build), on every plan; berth images build makes berth/app:1.' },
   { section: 'containers', key: 'reconcile_seconds', type: 'integer', default: 30, help: 'How often Berth makes Docker match the store (restarts missing containers, stops unknown ones).', check: ((v: number) => (v >= 1 ? undefined : 'must be at least 1')) as KeySpec['check'] },
   { section: 'containers', key: 'pids_limit', type: 'integer', default: 256, help: 'Most processes one site container may run.', check: ((v: number) => (v >= 16 ? undefined : 'must be at least 16')) as KeySpec['check'] },
   { section: 'ssh', key: 'host', type: 'string', default: '', help: "Host name agents connect to over SSH (GET /sites/{slug}/ssh/); default: server.site_url's host." },
