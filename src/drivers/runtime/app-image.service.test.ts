@@ -177,9 +177,25 @@ describe('berth/app:1 and its supervisor', () => {
   })
 
   it('runs a Bun release and a Python release', async () => {
-    const bun = await release('dep_bun', 'bun', { web: 'bun run index.ts' }, { 'index.ts': 'Bun.serve({ port: Number(process.env.PORT), fetch: () => new Response("bun " + Bun.version) })\n' })
+    const bun = await release('dep_bun', 'bun', { web: 'bun run index.ts' }, {
+      'index.ts': `Bun.serve({
+  port: Number(process.env.PORT),
+  fetch: (req, server) => (server.upgrade(req) ? undefined : new Response('bun ' + Bun.version)),
+  websocket: { message: (ws, m) => ws.send('echo ' + m) },
+})
+`,
+    })
     expect(await app.switchRelease(SLUG, bun, 30)).toMatchObject({ ok: true })
     expect(await get()).toEqual({ status: 200, body: 'bun 1.4.5' })
+    // A websocket through the front.
+    const ws = new WebSocket(`ws://${site.address}:8080/socket`)
+    const echoed = await new Promise<string>((resolve, reject) => {
+      ws.onopen = () => ws.send('hi')
+      ws.onmessage = (e) => resolve(String(e.data))
+      ws.onerror = () => reject(new Error('the websocket failed'))
+    })
+    ws.close()
+    expect(echoed).toBe('echo hi')
     const py = await release('dep_py', 'python', { web: 'python3 -m http.server "$PORT" --bind 127.0.0.1 --directory site' }, { 'site/index.html': 'python release\n' })
     expect(await app.switchRelease(SLUG, py, 30)).toMatchObject({ ok: true })
     expect(await get()).toEqual({ status: 200, body: 'python release\n' })
@@ -256,7 +272,7 @@ process.on('SIGTERM', () => { console.log('draining'); setTimeout(() => { consol
     // A new container: /tmp is empty, so the release waits for its settings behind a 503.
     const waiting = await until(() => get().catch(() => ({ status: 0, body: '' })), (r) => r.status !== 0, 15_000)
     expect(waiting.status).toBe(503)
-    expect((await app.status(SLUG))?.env).toBe(false)
+    expect(await app.status(SLUG)).toMatchObject({ release: 'dep_drain', env: false, processes: [{ name: 'web', state: 'starting', pid: null }] })
     await app.pushEnv(SLUG, { GREETING: 'again' })
     expect((await until(() => get(), (r) => r.status === 200)).body).toBe('drain again')
   }, 60_000)

@@ -282,7 +282,8 @@ class Daemon:
         live = self.live
         procs = [p.view() for p in live.procs.values()] if live else []
         if live and not live.procs:
-            procs = [{'name': n, 'state': 'stopped', 'pid': None, 'restarts': 0, 'last_exit_code': None, 'since': None}
+            # Waiting for the settings: they start once env arrives.
+            procs = [{'name': n, 'state': 'starting', 'pid': None, 'restarts': 0, 'last_exit_code': None, 'since': None}
                      for n in sorted(live.rel['processes'])]
         return {'release': live.rel['id'] if live else None, 'runtime': live.rel.get('runtime') if live else None,
                 'env': self.env is not None, 'processes': procs}
