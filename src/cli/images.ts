@@ -16,26 +16,31 @@ function table(results: ImageBuildResult[]): string {
 
 export const imagesBuildCommand: Command = {
   path: ['images', 'build'],
-  summary: `Build the site images (${IMAGES.static}, ${IMAGES.php}) locally; no registry needed.`,
-  usage: 'berth images build [--only static|php] [--rebuild] [--mirror URL] [--config FILE] [--json]',
+  summary: `Build the site images (${IMAGES.static}, ${IMAGES.php}, ${IMAGES.app}) locally; no registry needed.`,
+  usage: 'berth images build [--only static|php|app] [--rebuild] [--mirror URL] [--config FILE] [--json]',
   description: [
     `${IMAGES.static}: FROM scratch around the host's static busybox (apt-get install busybox-static); seconds.`,
     `${IMAGES.php}: nginx + PHP-FPM + sshd on Debian bookworm made by debootstrap (needs root); about`,
     'two minutes the first time. The Debian base and its packages (in data_dir/cache/debian) are kept,',
     'and an image whose definition has not changed is left as it is, so a second run takes a second.',
+    `${IMAGES.app}: the image of sites that deploy a source (apps): its own Debian base (nginx, PHP-FPM,`,
+    'sshd, Python 3 with venv, git), Node 24 with npm and corepack, and Bun 1.4.5, downloaded from the',
+    'npm registry at build time with their pinned integrity checked (kept in data_dir/cache/npm), and',
+    'the supervisor; about five minutes the first time. The box\'s own CAs (/usr/local/share/ca-certificates)',
+    'are trusted inside it.',
   ].join('\n'),
   options: {
-    only: { type: 'string', value: 'static|php', help: 'Build this image only.' },
+    only: { type: 'string', value: 'static|php|app', help: 'Build this image only.' },
     rebuild: { type: 'boolean', help: 'Build again even when up to date: a fresh debootstrap, no build cache.' },
-    mirror: { type: 'string', value: 'URL', help: `Debian mirror for the PHP image (default ${DEFAULT_MIRROR}).` },
+    mirror: { type: 'string', value: 'URL', help: `Debian mirror for the PHP and app images (default ${DEFAULT_MIRROR}).` },
     ...STORE_OPTIONS,
     ...COMMON_OPTIONS,
   },
-  examples: ['berth images build', 'berth images build --only static --json', 'berth images build --only php --rebuild'],
+  examples: ['berth images build', 'berth images build --only static --json', 'berth images build --only php --rebuild', 'berth images build --only app'],
   async run(ctx) {
     const only = ctx.values.only as string | undefined
     if (only !== undefined && !IMAGE_KINDS.includes(only as ImageKind)) {
-      throw new UsageError(`--only must be ${IMAGE_KINDS.join(' or ')} (got '${only}')`)
+      throw new UsageError(`--only must be ${IMAGE_KINDS.join(', ')} (got '${only}')`)
     }
     const config = configFrom(ctx)
     const results = await buildImages({

@@ -57,8 +57,8 @@ export interface Config {
     subnetPool: string
     /** Keep the host firewall rules that keep sites off the host and link-local addresses (drivers/firewall); and off TCP 25 (SMTP) unless outboundSmtp. */
     firewall: boolean; outboundSmtp: boolean
-    /** Each hosting type's image, and `app`: the image every app site runs (issue 39). */
-    images: Record<'shared' | 'vps' | 'dedicated' | 'app', string>
+    images: Record<'shared' | 'vps' | 'dedicated', string>
+    appImage: string // containers.image_app: sites that deployed a source, whatever their plan
     pidsLimit: number
     reconcileSeconds: number
   }
@@ -340,8 +340,8 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
         shared: get<string>('containers.image_shared'),
         vps: get<string>('containers.image_vps'),
         dedicated: get<string>('containers.image_dedicated'),
-        app: get<string>('containers.image_app'),
       },
+      appImage: get<string>('containers.image_app'),
       pidsLimit: get<number>('containers.pids_limit'),
       reconcileSeconds: get<number>('containers.reconcile_seconds'),
     },

@@ -9,7 +9,7 @@ function runner() {
     sites: { replaceSshPort: () => {} },
     plans: { get: () => { throw new Error('not asked') } },
     runtime: {} as ContainerRuntime,
-    containers: { images: { shared: 'x', vps: 'x', dedicated: 'x', app: 'x' }, pidsLimit: 0 },
+    containers: { images: { shared: 'x', vps: 'x', dedicated: 'x' }, appImage: 'x', pidsLimit: 0 },
     log: {} as Logger,
     waitForAnswer: async () => {},
   })

@@ -13,14 +13,14 @@ import { SiteRunner } from './runner'
  */
 const runtime = new RecordingRuntime()
 afterAll(() => runtime.close())
-const IMAGES = { shared: 'berth/static:1', vps: 'berth/php:1', dedicated: 'berth/php:1', app: 'berth/app:1' }
+const IMAGES = { shared: 'berth/static:1', vps: 'berth/php:1', dedicated: 'berth/php:1' }
 
 function setup() {
   const t = domainStore()
   const sites = new SitesRepository(t.store, { planHasSsh: (plan) => t.plans.get(plan).features.ssh, range: { first: 2200, last: 2210 }, isFree: () => true })
   const archives = new ArchivesRepository(t.store)
   const runner = new SiteRunner({
-    sites, plans: t.plans, runtime, containers: { images: IMAGES, pidsLimit: 512 }, log: t.log, waitForAnswer,
+    sites, plans: t.plans, runtime, containers: { images: IMAGES, appImage: 'berth/app:1', pidsLimit: 512 }, log: t.log, waitForAnswer,
     restoring: (siteId) => archives.restoringOf(siteId) !== undefined,
   })
   const accountId = t.account()

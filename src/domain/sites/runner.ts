@@ -10,7 +10,7 @@ export interface SiteRunnerDeps {
   plans: Pick<PlansService, 'get'>
   runtime: ContainerRuntime
   /** config `containers`: the image of each hosting type and of app sites, and the process limit of every site. */
-  containers: { images: Record<HostingType | 'app', string>; pidsLimit: number }
+  containers: { images: Record<HostingType, string>; appImage: string; pidsLimit: number }
   log: Logger
   /** Resolves once the site's web server answers anything; throws after a while (drivers/runtime/first-answer.ts). */
   waitForAnswer: (endpoint: SiteEndpoint) => Promise<void>
@@ -53,7 +53,7 @@ export class SiteRunner {
       siteId: site.id,
       slug: site.slug,
       hostingType: plan.hosting_type,
-      image: site.runtime !== null ? this.d.containers.images.app : this.d.containers.images[plan.hosting_type],
+      image: site.runtime !== null ? this.d.containers.appImage : this.d.containers.images[plan.hosting_type],
       memoryMb: plan.features.memory_mb,
       cpuCores: plan.features.cpu_cores,
       pidsLimit: this.d.containers.pidsLimit,

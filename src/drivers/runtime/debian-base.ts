@@ -57,7 +57,7 @@ export interface DebianBaseOptions {
  * chroots and creates device nodes). Returns the image id.
  */
 export async function buildDebianBase(docker: Docker, tag: string, opts: DebianBaseOptions): Promise<string> {
-  if (process.getuid?.() !== 0) throw new Error('Building the PHP image runs debootstrap, which needs root; run berth images build as root.')
+  if (process.getuid?.() !== 0) throw new Error('Building the PHP and app images runs debootstrap, which needs root; run berth images build as root.')
   const recipe = opts.recipe ?? DEBIAN_BASE
   mkdirSync(opts.workDir, { recursive: true })
   await removeStaleWork(opts.workDir)

@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto'
+import { dirname, join } from 'node:path'
 import type Docker from 'dockerode'
-import { buildDebianBase, debianBaseTag, DEFAULT_MIRROR } from './debian-base'
+import { buildDebianBase, debianBaseTag, DEFAULT_MIRROR, removeTree, type DebianRecipe } from './debian-base'
 import { engineCall, followStream, ignoring, openEngine, orNull } from './engine'
+import { APP_BASE, APP_BASE_REPO, appDefinitionParts, contextStream, stageAppContext } from './image-app'
 import { phpContext } from './image-php'
 import { readHostBusybox, staticContext } from './image-static'
 
 /** The site images Berth builds; config's containers.image_* name them by default. */
-export const IMAGES = { static: 'berth/static:1', php: 'berth/php:1' } as const
+export const IMAGES = { static: 'berth/static:1', php: 'berth/php:1', app: 'berth/app:1' } as const
 export type ImageKind = keyof typeof IMAGES
 export const IMAGE_KINDS = Object.keys(IMAGES) as ImageKind[]
 
@@ -24,6 +26,8 @@ export interface BuildImagesOptions {
   mirror?: string
   /** Kept between builds: downloaded Debian packages. */
   cacheDir: string
+  /** Kept between builds: berth/app's runtimes from the npm registry (default: `npm` beside cacheDir). */
+  npmCacheDir?: string
   /** Scratch space for debootstrap (default /var/tmp: on disk, unlike a nodev tmpfs /tmp). */
   workDir?: string
   /** Environment of the programs run (PATH, proxy variables). */
@@ -38,14 +42,15 @@ export interface ImageBuildResult {
   /** `up-to-date`: an image of the same definition existed and was kept. */
   status: 'built' | 'up-to-date'
   seconds: number
-  /** The PHP image's Debian base, when it was considered. */
+  /** The PHP or app image's Debian base, when it was considered. */
   base?: { image: string; status: 'built' | 'up-to-date'; seconds: number }
 }
 
 /**
  * Builds the site images through the engine's API, with no registry: berth/static:1 FROM scratch
- * around the host's static busybox (seconds), and berth/php:1 on a Debian base made by
- * debootstrap (about two minutes the first time; the base is kept and reused). An image whose
+ * around the host's static busybox (seconds), berth/php:1 on a Debian base made by
+ * debootstrap (about two minutes the first time; the base is kept and reused), and berth/app:1
+ * (sites that deploy a source) on a Debian base of its own plus Node and Bun from npm. An image whose
  * definition has not changed is left as it is unless `rebuild`.
  *
  * @example
@@ -56,7 +61,7 @@ export async function buildImages(opts: BuildImagesOptions): Promise<ImageBuildR
   const kinds = opts.only ? [opts.only] : IMAGE_KINDS
   return engineCall(opts.socketPath, async () => {
     const results: ImageBuildResult[] = []
-    for (const kind of kinds) results.push(kind === 'static' ? await buildStatic(docker, opts) : await buildPhp(docker, opts))
+    for (const kind of kinds) results.push(kind === 'static' ? await buildStatic(docker, opts) : kind === 'php' ? await buildPhp(docker, opts) : await buildApp(docker, opts))
     return results
   })
 }
@@ -94,6 +99,42 @@ async function keptWithoutBusybox(docker: Docker, recipe: string): Promise<strin
 async function buildPhp(docker: Docker, opts: BuildImagesOptions): Promise<ImageBuildResult> {
   const started = Date.now()
   const baseTag = debianBaseTag()
+  const { baseId, base } = await ensureBase(docker, baseTag, undefined, opts, started)
+  const context = phpContext(baseTag)
+  // The base's id is part of the definition: a new base makes a new site image.
+  const { id, status } = await buildContext(docker, IMAGES.php, context, definitionOf(context, baseId), opts)
+  await removeOldBases(docker, baseTag, baseId)
+  return { image: IMAGES.php, kind: 'php', id, status, seconds: secondsSince(started), base }
+}
+
+/**
+ * berth/app:1 (image-app.ts): its own Debian base, the supervisor, and Node, npm, corepack and
+ * Bun from the npm registry (app-runtimes.ts), fetched on the host and checked against their
+ * pinned integrity; the build itself needs no network. Its definition is known without
+ * downloading anything, so an image that is up to date costs a second.
+ */
+async function buildApp(docker: Docker, opts: BuildImagesOptions): Promise<ImageBuildResult> {
+  const started = Date.now()
+  const baseTag = debianBaseTag(APP_BASE, APP_BASE_REPO)
+  const { baseId, base } = await ensureBase(docker, baseTag, APP_BASE, opts, started)
+  const definition = definitionOf(new Uint8Array(0), ...appDefinitionParts(baseTag), baseId)
+  const env = { PATH: opts.env?.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' }
+  const workDir = opts.workDir ?? '/var/tmp'
+  let stage: string | null = null
+  try {
+    const { id, status } = await buildContext(docker, IMAGES.app, async () => {
+      stage = await stageAppContext(baseTag, workDir, opts.npmCacheDir ?? join(dirname(opts.cacheDir), 'npm'), (line) => opts.progress?.(`${IMAGES.app}: ${line}`), env)
+      return contextStream(stage, env)
+    }, definition, opts)
+    await removeOldBases(docker, baseTag, baseId)
+    return { image: IMAGES.app, kind: 'app', id, status, seconds: secondsSince(started), base }
+  } finally {
+    if (stage) await removeTree(stage)
+  }
+}
+
+/** The Debian base `baseTag`, made by debootstrap unless it exists (or `rebuild`). */
+async function ensureBase(docker: Docker, baseTag: string, recipe: DebianRecipe | undefined, opts: BuildImagesOptions, started: number) {
   let baseId = opts.rebuild ? null : (await orNull(docker.getImage(baseTag).inspect()))?.Id ?? null
   const base = { image: baseTag, status: 'up-to-date' as 'built' | 'up-to-date', seconds: 0 }
   if (!baseId) {
@@ -103,27 +144,32 @@ async function buildPhp(docker: Docker, opts: BuildImagesOptions): Promise<Image
       workDir: opts.workDir ?? '/var/tmp',
       env: opts.env ?? {},
       progress: (line) => opts.progress?.(`${baseTag}: ${line}`),
+      recipe,
     })
     Object.assign(base, { status: 'built', seconds: secondsSince(started) })
   }
-  const context = phpContext(baseTag)
-  // The base's id is part of the definition: a new base makes a new site image.
-  const { id, status } = await buildContext(docker, IMAGES.php, context, definitionOf(context, baseId), opts)
-  // Earlier bases (another definition, or replaced by --rebuild) go once nothing builds on them.
-  const bases = await docker.listImages({ filters: { reference: [baseTag.split(':')[0]] } })
-  for (const old of bases) if (old.Id !== baseId) await removeUnused(docker, old.Id)
-  return { image: IMAGES.php, kind: 'php', id, status, seconds: secondsSince(started), base }
+  return { baseId, base }
 }
 
+/** Earlier bases (another definition, or replaced by --rebuild) go once nothing builds on them. */
+async function removeOldBases(docker: Docker, baseTag: string, baseId: string): Promise<void> {
+  const bases = await docker.listImages({ filters: { reference: [baseTag.split(':')[0]] } })
+  for (const old of bases) if (old.Id !== baseId) await removeUnused(docker, old.Id)
+}
+
+/** A context streamed from elsewhere (berth/app's, too large to hold): made only when a build is needed. */
+type StreamedContext = () => Promise<{ stream: NodeJS.ReadableStream; done: Promise<number> }>
+
 /** Builds `context` as `tag` unless an image of that definition is already tagged so. */
-async function buildContext(docker: Docker, tag: string, context: Uint8Array, definition: string, opts: BuildImagesOptions, labels: Record<string, string> = {}): Promise<{ id: string; status: 'built' | 'up-to-date' }> {
+async function buildContext(docker: Docker, tag: string, context: Uint8Array | StreamedContext, definition: string, opts: BuildImagesOptions, labels: Record<string, string> = {}): Promise<{ id: string; status: 'built' | 'up-to-date' }> {
   const existing = await orNull(docker.getImage(tag).inspect())
   if (existing && !opts.rebuild && existing.Config?.Labels?.[DEFINITION_LABEL] === definition) {
     opts.progress?.(`${tag}: up to date`)
     return { id: existing.Id, status: 'up-to-date' }
   }
   opts.progress?.(`${tag}: building`)
-  const stream = await docker.buildImage(Buffer.from(context) as never, {
+  const streamed = typeof context === 'function' ? await context() : null
+  const stream = await docker.buildImage((streamed ? streamed.stream : Buffer.from(context as Uint8Array)) as never, {
     t: tag,
     labels: { ...labels, [DEFINITION_LABEL]: definition, 'dev.berth.image': tag },
     nocache: opts.rebuild === true,
@@ -131,6 +177,7 @@ async function buildContext(docker: Docker, tag: string, context: Uint8Array, de
     forcerm: true,
   })
   await followStream(docker, stream)
+  if (streamed && (await streamed.done) !== 0) throw new Error(`tar of ${tag}'s build context failed`)
   const id = (await docker.getImage(tag).inspect()).Id
   if (existing && existing.Id !== id) await removeUnused(docker, existing.Id)
   return { id, status: 'built' }

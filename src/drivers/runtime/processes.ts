@@ -2,7 +2,7 @@ import type Docker from 'dockerode'
 import { PassThrough } from 'node:stream'
 import { SITE_HOME, SITE_USER } from './site-container'
 import { statusOf } from './engine'
-import { SiteNotRunnableError, SiteRestartingError, type ExecResult } from './types'
+import { SiteNotRunnableError, SiteRestartingError, type ExecOptions, type ExecResult } from './types'
 
 /** A process just started in a site's container: the engine's exec and its hijacked stream. */
 export interface StartedProcess {
@@ -24,26 +24,40 @@ export interface StartedProcess {
 export type StartInSite = <T>(slug: string, options: Docker.ExecCreateOptions, attach: (p: StartedProcess) => T) => Promise<T>
 
 /** ContainerRuntime.exec over `start` (contract in ./types.ts). */
-export async function execBounded(start: StartInSite, slug: string, cmd: string[], opts: { timeoutMs?: number; maxOutputBytes?: number }): Promise<ExecResult> {
+export async function execBounded(start: StartInSite, slug: string, cmd: string[], opts: ExecOptions): Promise<ExecResult> {
   const timeoutS = Math.max(1, Math.ceil((opts.timeoutMs ?? 60_000) / 1000))
   const max = opts.maxOutputBytes ?? 64 * 1024
   // Only the start is under the site's lock: the command then runs unlocked, so a deploy hook of
   // minutes never holds up the reconciler's ensureSite, a stop or the next snapshot (which
   // freezes the command with the site). `timeout` exists in both images (busybox and coreutils)
   // and kills what the engine cannot.
-  const options = { Cmd: ['timeout', '-s', 'KILL', String(timeoutS), ...cmd], User: SITE_USER, WorkingDir: SITE_HOME, AttachStdout: true, AttachStderr: true, Tty: false }
-  const { run, finished, output } = await start(slug, options, ({ run, stream, docker }) => ({ run, ...collect(docker, stream, max) }))
+  // An input (stdin, or a signal that ends it) needs the process's stdin attached; otherwise it is
+  // empty, as before.
+  const input = opts.stdin !== undefined || opts.signal !== undefined
+  const options = { Cmd: ['timeout', '-s', 'KILL', String(timeoutS), ...cmd], User: SITE_USER, WorkingDir: SITE_HOME, AttachStdin: input, OpenStdin: input, StdinOnce: input, AttachStdout: true, AttachStderr: true, Tty: false }
+  const { run, finished, output } = await start(slug, options, ({ run, stream, docker }) => {
+    const collected = collect(docker, stream, max, opts.onOutput)
+    if (opts.stdin !== undefined) stream.write(typeof opts.stdin === 'string' ? Buffer.from(opts.stdin) : opts.stdin)
+    // A half-close of the hijacked connection: the engine closes the process's stdin.
+    if (!opts.signal) {
+      if (input) stream.end()
+    } else if (opts.signal.aborted) stream.end()
+    else opts.signal.addEventListener('abort', () => stream.end(), { once: true })
+    return { run, ...collected }
+  })
   await finished
   const { ExitCode } = await run.inspect()
   return { exitCode: ExitCode ?? -1, output: output() }
 }
 
 /** Gathers an exec's demultiplexed output (at most `max` bytes); `finished` resolves at its end. */
-function collect(docker: Docker, stream: NodeJS.ReadWriteStream, max: number): { finished: Promise<void>; output: () => string } {
+function collect(docker: Docker, stream: NodeJS.ReadWriteStream, max: number, onOutput?: (chunk: string) => void): { finished: Promise<void>; output: () => string } {
   const chunks: Buffer[] = []
   let size = 0
   const sink = new PassThrough()
+  const decoder = new TextDecoder()
   sink.on('data', (chunk: Buffer) => {
+    onOutput?.(decoder.decode(chunk, { stream: true }))
     if (size < max) chunks.push(chunk.subarray(0, max - size))
     size += chunk.length
   })

@@ -9,7 +9,7 @@ import { execBounded, startInContainer, type StartInSite } from './processes'
 import { LABEL, siteNames } from './site-container'
 import { openTerminal } from './terminal'
 import {
-  SiteNotRunnableError, type CommandResult, type CommandSpec, type ContainerRuntime, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteDisk, type SiteDiskSpec, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers, type Terminal, type TerminalSpec,
+  SiteNotRunnableError, type CommandResult, type CommandSpec, type ContainerRuntime, type ExecOptions, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteDisk, type SiteDiskSpec, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers, type Terminal, type TerminalSpec,
 } from './types'
 
 /** An engine a site's container may run on: this box's, or a node's reached through its agent. */
@@ -198,7 +198,7 @@ export class SiteRuntime implements ContainerRuntime {
     })
   }
 
-  exec(slug: string, cmd: string[], opts: { timeoutMs?: number; maxOutputBytes?: number } = {}): Promise<ExecResult> {
+  exec(slug: string, cmd: string[], opts: ExecOptions = {}): Promise<ExecResult> {
     return execBounded(this.startInSite, slug, cmd, opts)
   }
 

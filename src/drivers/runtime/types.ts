@@ -140,9 +140,10 @@ export interface ContainerRuntime {
    * rest dropped). Killed after `timeoutMs` (default 60 s), exit code 137 then. Throws
    * SiteNotRunnableError when the container is not running. While the site is frozen
    * (`withSitePaused`) or another call changes it, the start waits for that to end (a frozen
-   * site is not "not running"); the command's run holds nothing up.
+   * site is not "not running"); the command's run holds nothing up. `opts.stdin`, `onOutput` and
+   * `signal`: see ExecOptions.
    */
-  exec(slug: string, cmd: string[], opts?: { timeoutMs?: number; maxOutputBytes?: number }): Promise<ExecResult>
+  exec(slug: string, cmd: string[], opts?: ExecOptions): Promise<ExecResult>
   /**
    * Runs one command of the exec API (`POST /sites/{slug}/exec/`) in the site's running
    * container as the site user (uid 1000, never root), in `spec.cwd`, with `spec.env` added and
@@ -276,6 +277,23 @@ export interface Terminal {
   readonly exited: Promise<number | null>
   /** Ends the session: the process and what it started are killed. Idempotent. */
   close(): Promise<void>
+}
+
+/** Options of ContainerRuntime.exec. */
+export interface ExecOptions {
+  /** Killed after this long (default 60 s); exit code 137 then. */
+  timeoutMs?: number
+  /** The output kept in the answer (default 64 KiB); `onOutput` hears all of it. */
+  maxOutputBytes?: number
+  /** Written to the command's input, which is then closed (unless `signal`). */
+  stdin?: Uint8Array | string
+  /** Hears the output (stdout and stderr, as text) as it comes, for a command that keeps running. */
+  onOutput?: (chunk: string) => void
+  /**
+   * Keeps the command's input open until it aborts, then closes it: a command that reads its
+   * input to the end (berth-supervise watch) ends then.
+   */
+  signal?: AbortSignal
 }
 
 export interface ExecResult {
