@@ -108,6 +108,8 @@ export interface Config {
    * join at `joinPort` on `address`, over TLS pinned to the control plane's join certificate.
    */
   cluster: { enabled: boolean; address: string; agentPort: number; joinPort: number; joinTokenMinutes: number }
+  /** Where Berth itself may connect on a site's behalf (git sources): the private ranges allowed anyway (drivers/net/outbound.ts). */
+  outbound: { allowNetworks: string[] }
   rateLimits: Record<string, { limit: number; windowSeconds: number }>
   /** MCP sessions held in memory (src/api/mcp/sessions.ts). */
   mcp: { maxKeyed: number; maxAnonymous: number; perKey: number; keyedIdleMs: number; anonymousIdleMs: number }
@@ -373,6 +375,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       joinPort: get<number>('cluster.join_port'),
       joinTokenMinutes: get<number>('cluster.join_token_minutes'),
     },
+    outbound: { allowNetworks: get<string[]>('outbound.allow_networks') },
     metrics: { token: get<string>('metrics.token') || null, listen: get<string>('metrics.listen') === 'off' ? null : parseListen(get<string>('metrics.listen'))! },
     rateLimits,
     mcp: {
