@@ -108,8 +108,7 @@ export interface Config {
    * join at `joinPort` on `address`, over TLS pinned to the control plane's join certificate.
    */
   cluster: { enabled: boolean; address: string; agentPort: number; joinPort: number; joinTokenMinutes: number }
-  /** Where Berth itself may connect on a site's behalf (git sources): the private ranges allowed anyway (drivers/net/outbound.ts). */
-  outbound: { allowNetworks: string[] }
+  outbound: { allowNetworks: string[] } // outbound.allow_networks (drivers/net/outbound.ts)
   rateLimits: Record<string, { limit: number; windowSeconds: number }>
   /** MCP sessions held in memory (src/api/mcp/sessions.ts). */
   mcp: { maxKeyed: number; maxAnonymous: number; perKey: number; keyedIdleMs: number; anonymousIdleMs: number }
