@@ -69,9 +69,9 @@ describe('the outbound check (issue 39: a git source may not reach inside)', () 
   })
 
   it('a public host is allowed and pinned to the address checked', async () => {
-    expect(await check().check('git.example')).toEqual({ address: '93.184.215.14', family: 4 })
-    expect(await check().check('[2606:4700::1111]')).toEqual({ address: '2606:4700::1111', family: 6 })
-    expect(await check().check('1.1.1.1')).toEqual({ address: '1.1.1.1', family: 4 })
+    expect(await check().check('git.example')).toEqual({ address: '93.184.215.14', family: 4, listed: false })
+    expect(await check().check('[2606:4700::1111]')).toEqual({ address: '2606:4700::1111', family: 6, listed: false })
+    expect(await check().check('1.1.1.1')).toEqual({ address: '1.1.1.1', family: 4, listed: false })
   })
 
   it('says which host, what it resolved to and what to do', async () => {
@@ -83,11 +83,11 @@ describe('the outbound check (issue 39: a git source may not reach inside)', () 
 
   it('outbound.allow_networks lets a listed network through, and only it', async () => {
     const c = check(['10.1.0.0/16', 'fd12::/64', '127.0.0.0/8'])
-    expect(await c.check('inside.example')).toEqual({ address: '10.1.2.3', family: 4 })
-    expect(await c.check('v6inside.example')).toEqual({ address: 'fd12::5', family: 6 })
-    expect(await c.check('0x7f000001')).toEqual({ address: '127.0.0.1', family: 4 })
+    expect(await c.check('inside.example')).toEqual({ address: '10.1.2.3', family: 4, listed: true })
+    expect(await c.check('v6inside.example')).toEqual({ address: 'fd12::5', family: 6, listed: true })
+    expect(await c.check('0x7f000001')).toEqual({ address: '127.0.0.1', family: 4, listed: true })
     // the mapped form of a listed IPv4 network is inside it too
-    expect(await c.check('[::ffff:10.1.9.9]')).toEqual({ address: '::ffff:a01:909', family: 6 })
+    expect(await c.check('[::ffff:10.1.9.9]')).toEqual({ address: '::ffff:a01:909', family: 6, listed: true })
     expect(await reasonOf(c, '10.2.0.1')).toBe('private')
     expect(await reasonOf(c, '169.254.169.254')).toBe('link_local')
   })

@@ -41,6 +41,8 @@ export interface CheckedHost {
   /** The address to connect to (the first the host resolved to). */
   address: string
   family: 4 | 6
+  /** The address lies in outbound.allow_networks (a hoster's own network: git over http:// is taken from it). */
+  listed: boolean
 }
 
 const WORDS: Record<OutboundReason, string> = {
@@ -79,7 +81,7 @@ export class OutboundCheck {
       }
     }
     const first = ipaddr.parse(addresses[0])
-    return { address: first.toString(), family: first.kind() === 'ipv4' ? 4 : 6 }
+    return { address: first.toString(), family: first.kind() === 'ipv4' ? 4 : 6, listed: this.listed(first) }
   }
 
   /** Why `text` is refused, or null when it may be reached. */
@@ -90,10 +92,14 @@ export class OutboundCheck {
     } catch {
       return 'not_an_address'
     }
-    const v4 = embeddedV4(addr)
-    const judged = v4 ?? addr
-    if (this.allowed.some(([net, bits]) => inside(judged, net, bits) || inside(addr, net, bits))) return null
+    const judged = embeddedV4(addr) ?? addr
+    if (this.listed(addr)) return null
     return classOf(judged) ?? (own.has(judged.toString()) ? 'berth' : null)
+  }
+
+  private listed(addr: ipaddr.IPv4 | ipaddr.IPv6): boolean {
+    const judged = embeddedV4(addr) ?? addr
+    return this.allowed.some(([net, bits]) => inside(judged, net, bits) || inside(addr, net, bits))
   }
 
   private async lookup(host: string): Promise<string[]> {
