@@ -182,7 +182,7 @@ describe('toCheckedTar: hostile archives are refused, naming the member, and not
     await expectRefused(`${root}.tar.gz`, 'gzip', UnsafeSourceError, 'member "../evil" climbs out with ".."')
     const crafted = await craftedTar([['ok.txt', 'file', 'ok'], ['../outside/evil', 'file', 'x']])
     const err = await expectRefused(crafted, 'gzip', UnsafeSourceError, 'member "../outside/evil" climbs out with ".."')
-    expect((err as UnsafeSourceError).member).toBe('"../outside/evil"')
+    expect((err as UnsafeSourceError).member).toBe('../outside/evil')
   })
 
   it('an absolute member (tar -P)', async () => {
@@ -238,7 +238,7 @@ describe('toCheckedTar: hostile archives are refused, naming the member, and not
     const file = pyZip([['a.bin', { zeros: 30_000_000 }], ['b.bin', { zeros: 30_000_000 }]])
     expect(Bun.file(file).size).toBeLessThan(200_000)
     const err = (await expectRefused(file, 'zip', SourceTooLargeError, "more than the site's disk of 1048576 bytes")) as SourceTooLargeError
-    expect(err.member).toBe('"a.bin"')
+    expect(err.member).toBe('a.bin')
   })
 
   it('a zip bomb that lies about its sizes stops after the size it declared', async () => {

@@ -4,7 +4,7 @@ import { createGunzip } from 'node:zlib'
 import { type Kind, type TarRules, type TarSource, tarEntries } from '../archives/tar-members'
 import { InvalidSourceError, SourceTooLargeError, UnsafeSourceError } from './errors'
 import { TarWriter } from './tar-writer'
-import { type MemberReader, type PlannedMember, SourceMembers } from './tree-rules'
+import { type MemberReader, type PlannedMember, SourceMembers, shown } from './tree-rules'
 import { zipReader } from './zip'
 
 /**
@@ -100,7 +100,7 @@ async function write(members: PlannedMember[], reader: MemberReader, tarFile: st
       for await (const chunk of chunks) {
         written += chunk.length
         total += chunk.length
-        if (written > size || total > maxBytes) throw new SourceTooLargeError(maxBytes, total, m.name)
+        if (written > size || total > maxBytes) throw new SourceTooLargeError(maxBytes, total, shown(m.name))
         await out.data(chunk)
       }
       if (written !== size) throw new InvalidSourceError(`member ${m.name} holds fewer bytes than its header says`)

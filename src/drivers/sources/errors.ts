@@ -25,7 +25,7 @@ export class InvalidSourceError extends Error {
 export class SourceTooLargeError extends Error {
   constructor(readonly limitBytes: number, readonly atLeastBytes: number, readonly member: string | null) {
     super(
-      `The tree expands to at least ${atLeastBytes} bytes${member ? ` (at member ${member})` : ''}, more than the site's disk of ${limitBytes} bytes; ` +
+      `The tree expands to at least ${atLeastBytes} bytes${member ? ` (at member ${JSON.stringify(member)})` : ''}, more than the site's disk of ${limitBytes} bytes; ` +
         'deploy a smaller tree (leave out build output and dependencies, which the build makes) or move the site to a plan with a larger disk.',
     )
   }
@@ -33,7 +33,7 @@ export class SourceTooLargeError extends Error {
 
 export class TooManyFilesError extends Error {
   constructor(readonly limit: number, readonly member: string) {
-    super(`The archive holds more than ${limit} files and folders (the limit was passed at member ${member}); deploy a smaller tree (leave out node_modules, .venv and build output: the build makes them).`)
+    super(`The archive holds more than ${limit} files and folders (the limit was passed at member ${JSON.stringify(member)}); deploy a smaller tree (leave out node_modules, .venv and build output: the build makes them).`)
   }
 }
 

@@ -3,10 +3,10 @@ import type { FileHandle } from 'node:fs/promises'
 /**
  * Writes the checked tree as one plain tar in GNU's format (what `tar -x` in the site's container
  * reads): names and link targets as the archive gave them, byte for byte (latin1 strings), long
- * ones in GNU `L`/`K` headers (no charset conversion, unlike pax); modes without setuid, setgid
- * or sticky; owner 0 (ignored when the site's user extracts); one modification time, the
- * conversion's. Headers are gathered and written 1 MiB at a time; file data goes through as it
- * comes.
+ * ones in GNU `L`/`K` headers (no charset conversion, unlike pax); modes without setuid,
+ * setgid or sticky, the owner's read and write (and a folder's search) always on; owner 0
+ * (ignored when the site's user extracts); one modification time, the conversion's. Headers are
+ * gathered and written 1 MiB at a time; file data goes through as it comes.
  */
 const BLOCK = 512
 const GNU_MAGIC = Buffer.from('ustar  \0', 'latin1')
@@ -27,7 +27,7 @@ export class TarWriter {
     const full = kind === 'folder' ? `${name}/` : name
     if (Buffer.byteLength(link, 'latin1') >= 100) await this.longName('K', link)
     if (Buffer.byteLength(full, 'latin1') >= 100) await this.longName('L', full)
-    await this.push(headerBlock(full, TYPE[kind], kind === 'folder' ? 0o755 | (mode & 0o777) : mode & 0o777, size, link, this.mtime))
+    await this.push(headerBlock(full, TYPE[kind], kind === 'folder' ? (mode & 0o777) | 0o700 : (mode & 0o777) | 0o600, size, link, this.mtime))
   }
 
   async data(chunk: Uint8Array): Promise<void> {

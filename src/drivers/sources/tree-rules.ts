@@ -58,7 +58,7 @@ export class SourceMembers {
       if (kind !== 'folder') throw unsafe(name, `${what()} is the tree's root itself, and not a folder`)
       return
     }
-    if (this.members.length + 1 > this.limits.maxFiles) throw new TooManyFilesError(this.limits.maxFiles, quote(name))
+    if (this.members.length + 1 > this.limits.maxFiles) throw new TooManyFilesError(this.limits.maxFiles, shown(name))
     const path = parts.join('/')
     let target = link
     if (kind === 'hard link') {
@@ -72,7 +72,7 @@ export class SourceMembers {
     }
     if (kind === 'file') {
       this.bytes += size
-      if (this.bytes > this.limits.maxBytes) throw new SourceTooLargeError(this.limits.maxBytes, this.bytes, quote(name))
+      if (this.bytes > this.limits.maxBytes) throw new SourceTooLargeError(this.limits.maxBytes, this.bytes, shown(name))
     }
     if (kind === 'file' || kind === 'hard link') this.linkable.add(path)
     this.members.push({ name, parts, kind, link: target, mode, size: kind === 'file' ? size : 0 })
@@ -143,5 +143,10 @@ function escapeOf(dir: string[], target: string, links: ReadonlyMap<string, stri
 }
 
 function unsafe(member: string, why: string): UnsafeSourceError {
-  return new UnsafeSourceError(quote(member), why)
+  return new UnsafeSourceError(shown(member), why)
+}
+
+/** A member's name (bytes kept as latin1) as text, for the errors' `member`. */
+export function shown(name: string): string {
+  return Buffer.from(name, 'latin1').toString('utf8')
 }

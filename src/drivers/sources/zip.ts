@@ -1,6 +1,6 @@
 import yauzl from 'yauzl'
 import { InvalidSourceError, SourceTooLargeError, TooManyFilesError, UnsafeSourceError } from './errors'
-import type { MemberReader, SourceMembers } from './tree-rules'
+import { type MemberReader, type SourceMembers, shown } from './tree-rules'
 
 /**
  * A zip, read with yauzl (thejoshwolfe/yauzl, the reader most of npm's unzippers sit on): from
@@ -32,14 +32,14 @@ export async function zipReader(file: string): Promise<MemberReader> {
       try {
         for await (const entry of zip.eachEntry()) {
           const name = (entry.fileName as unknown as Buffer).toString('latin1')
-          if (entry.isEncrypted()) throw new InvalidSourceError(`member ${JSON.stringify(name)} is encrypted`)
-          if (entry.compressionMethod !== 0 && entry.compressionMethod !== 8) throw new InvalidSourceError(`member ${JSON.stringify(name)} is compressed with method ${entry.compressionMethod}; only stored and deflated members are read`)
+          if (entry.isEncrypted()) throw new InvalidSourceError(`member ${JSON.stringify(shown(name))} is encrypted`)
+          if (entry.compressionMethod !== 0 && entry.compressionMethod !== 8) throw new InvalidSourceError(`member ${JSON.stringify(shown(name))} is compressed with method ${entry.compressionMethod}; only stored and deflated members are read`)
           const unix = entry.versionMadeBy >> 8 === 3 ? (entry.externalFileAttributes >>> 16) & 0xffff : 0
           const kind = name.endsWith('/') ? 'folder' : ((unix & S_IFMT) === 0 ? 'file' : TYPES[unix & S_IFMT]) ?? 'device'
           const mode = unix & 0o777 || (kind === 'folder' ? 0o755 : 0o644)
           let link = ''
           if (kind === 'symbolic link') {
-            if (entry.uncompressedSize > MAX_LINK_BYTES) throw new UnsafeSourceError(name, `member ${JSON.stringify(name)} is a symbolic link whose target is longer than ${MAX_LINK_BYTES} bytes`)
+            if (entry.uncompressedSize > MAX_LINK_BYTES) throw new UnsafeSourceError(shown(name), `member ${JSON.stringify(shown(name))} is a symbolic link whose target is longer than ${MAX_LINK_BYTES} bytes`)
             link = (await readAll(zip, entry)).toString('latin1')
           }
           members.add(name, kind, link, mode, kind === 'file' ? entry.uncompressedSize : 0)
