@@ -107,6 +107,15 @@ describe('the outbound check (issue 39: a git source may not reach inside)', () 
     expect(await reasonOf(c, '10.30.1.1')).toBe('allowed')
   })
 
+  it("listening on every address, the box's interfaces' addresses are Berth's own", async () => {
+    const config = loadConfig({ file: null, env: { BERTH_SERVER_LISTEN: '0.0.0.0:8080' } })
+    const eth0 = { address: '5.6.7.20', netmask: '255.255.255.0', family: 'IPv4', mac: '00:00:00:00:00:00', internal: false, cidr: '5.6.7.20/24' } as const
+    const policy = outboundPolicyOf(config, { eth0: [eth0] })
+    expect(await reasonOf(new OutboundCheck(policy, resolver), '5.6.7.20')).toBe('berth')
+    const onOne = outboundPolicyOf(loadConfig({ file: null, env: { BERTH_SERVER_LISTEN: '5.6.7.21:8080', BERTH_DNS_LISTEN: 'off' } }), { eth0: [eth0] })
+    expect(await reasonOf(new OutboundCheck(onOne, resolver), '5.6.7.20')).toBe('allowed')
+  })
+
   it('the config refuses an entry of outbound.allow_networks that is not a CIDR range, naming it', () => {
     for (const bad of ['10.0.0.1', 'private', '10.0.0.0/33']) {
       expect(() => loadConfig({ file: null, env: { BERTH_OUTBOUND_ALLOW_NETWORKS: `192.168.0.0/16,${bad}` } })).toThrow(`'${bad}' is not a CIDR range`)

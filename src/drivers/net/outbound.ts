@@ -1,4 +1,5 @@
 import { lookup } from 'node:dns/promises'
+import { networkInterfaces } from 'node:os'
 import ipaddr from 'ipaddr.js'
 import type { Config } from '../../config/config'
 import { HostNotFoundError, type OutboundReason, OutboundRefusedError } from './errors'
@@ -27,12 +28,22 @@ export interface OutboundPolicy {
   ownHosts: readonly string[]
 }
 
-/** Berth's own addresses as the config gives them: its listeners, site_url's host, its public addresses and cluster.address. */
-export function outboundPolicyOf(config: Pick<Config, 'server' | 'tls' | 'dns' | 'cluster' | 'metrics' | 'outbound'>): OutboundPolicy {
+/**
+ * Berth's own addresses as the config gives them: its listeners, site_url's host, its public
+ * addresses and cluster.address; and, when a listener takes every address (0.0.0.0, ::), every
+ * address of the box's interfaces (`interfaces`: os.networkInterfaces()).
+ */
+export function outboundPolicyOf(
+  config: Pick<Config, 'server' | 'tls' | 'dns' | 'cluster' | 'metrics' | 'outbound'>,
+  interfaces: ReturnType<typeof networkInterfaces> = networkInterfaces(),
+): OutboundPolicy {
+  const listeners = [config.server.listen.hostname, config.tls.listen?.hostname, config.dns.listen?.hostname, config.metrics.listen?.hostname]
+  const wildcard = listeners.some((h) => h === '0.0.0.0' || h === '::' || h === '')
   const own = [
-    config.server.listen.hostname, config.tls.listen?.hostname, config.dns.listen?.hostname, config.metrics.listen?.hostname,
+    ...listeners,
     new URL(config.server.siteUrl).hostname.replace(/^\[|\]$/g, ''),
     config.dns.publicIpv4, config.dns.publicIpv6, config.cluster.address,
+    ...(wildcard ? Object.values(interfaces).flatMap((list) => (list ?? []).map((i) => i.address)) : []),
   ]
   return { allowNetworks: config.outbound.allowNetworks, ownHosts: [...new Set(own.filter((h): h is string => Boolean(h)))] }
 }
