@@ -29,6 +29,10 @@ export interface GitServer {
   httpsHost: string
   /** The CA that signed the HTTPS certificate, PEM. */
   caPem: string
+  /** The private key (OpenSSH) the SSH server takes, as a site's deploy key would be. */
+  deployKey: string
+  /** Another key, which the SSH server does not take. */
+  otherKey: string
   root: string
   makeRepo(name: string, history: Commit[], options?: { token?: string; branch?: string }): Repo
   /** The lines the server logged for each request (`http GET /x.git/info/refs?... auth=none`). */
@@ -48,6 +52,8 @@ export interface Repo {
   http: string
   /** https://git.berth.test/{name}.git */
   https: string
+  /** ssh://root@git.berth.test/{root}/repos/{name}.git (the deploy key; every session forced through git-shell) */
+  ssh: string
   /** Each commit's sha, oldest first. */
   commits: string[]
 }
@@ -77,10 +83,13 @@ export async function startGitServer(name: string): Promise<GitServer> {
   const caPem = makeCertificates(root, httpsHost, address)
   const server = spawn('ip', ['netns', 'exec', ns, process.execPath, MAIN, root], { stdio: ['ignore', 'pipe', 'inherit'] })
   await listening(server)
+  const [deployKey, otherKey] = [makeKey(root, 'deploy_key'), makeKey(root, 'other_key')]
+  const sshd = startSshd(root, ns)
+  await reachable(address, 22, sshd)
   const tokens: Record<string, string> = {}
 
   return {
-    address, hostSide, network: `10.248.${k}.0/30`, httpsHost, caPem, root,
+    address, hostSide, network: `10.248.${k}.0/30`, httpsHost, caPem, deployKey, otherKey, root,
     makeRepo(repoName, history, options = {}) {
       const work = join(root, 'work', repoName)
       const bare = join(root, 'repos', `${repoName}.git`)
@@ -104,15 +113,17 @@ export async function startGitServer(name: string): Promise<GitServer> {
         tokens[`${repoName}.git`] = options.token
         writeFileSync(join(root, 'auth.json'), JSON.stringify(tokens))
       }
-      return { http: `http://${address}/${repoName}.git`, https: `https://${httpsHost}/${repoName}.git`, commits }
+      return { http: `http://${address}/${repoName}.git`, https: `https://${httpsHost}/${repoName}.git`, ssh: `ssh://root@${httpsHost}${bare}`, commits }
     },
     requests() {
       const log = join(root, 'requests.log')
       return existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean) : []
     },
     async close() {
-      server.kill('SIGKILL')
-      await new Promise((r) => (server.exitCode !== null ? r(null) : server.once('exit', r)))
+      for (const child of [server, sshd]) {
+        child.kill('SIGKILL')
+        await new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(null) : child.once('exit', r)))
+      }
       sweep(ns, link)
       rmSync(root, { recursive: true, force: true })
     },
@@ -166,6 +177,42 @@ function makeCertificates(root: string, host: string, address: string): string {
   writeFileSync(at('san.ext'), `subjectAltName=DNS:${host},IP:${address}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n`)
   sh('openssl', 'x509', '-req', '-in', at('cert.csr'), '-CA', at('ca.pem'), '-CAkey', at('ca.key'), '-CAcreateserial', '-out', at('cert.pem'), '-days', '2', '-extfile', at('san.ext'))
   return readFileSync(at('ca.pem'), 'utf8')
+}
+
+/** A key pair (ed25519) in `root`; the private key's text. */
+function makeKey(root: string, name: string): string {
+  sh('ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', name, '-f', join(root, name))
+  return readFileSync(join(root, name), 'utf8')
+}
+
+/**
+ * OpenSSH's sshd in the namespace, port 22: only the deploy key, as root (sshd logs in an
+ * existing user, and the test machine has no `git` one), every session forced through git-shell
+ * (upload-pack and receive-pack, nothing else).
+ */
+function startSshd(root: string, ns: string): ChildProcess {
+  const at = (f: string) => join(root, f)
+  sh('ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f', at('ssh_host_key'))
+  const pub = readFileSync(at('deploy_key.pub'), 'utf8').trim()
+  writeFileSync(at('authorized_keys'), `command="git-shell -c \\"$SSH_ORIGINAL_COMMAND\\"",no-port-forwarding,no-pty,no-agent-forwarding,no-X11-forwarding ${pub}\n`, { mode: 0o600 })
+  writeFileSync(at('sshd_config'), [
+    'Port 22', 'ListenAddress 0.0.0.0', `HostKey ${at('ssh_host_key')}`, `PidFile ${at('sshd.pid')}`,
+    `AuthorizedKeysFile ${at('authorized_keys')}`, 'StrictModes no', 'PasswordAuthentication no', 'KbdInteractiveAuthentication no',
+    'UsePAM no', 'PermitRootLogin prohibit-password', 'PrintMotd no', 'AcceptEnv GIT_PROTOCOL', 'LogLevel ERROR', '',
+  ].join('\n'))
+  mkdirSync('/run/sshd', { recursive: true, mode: 0o755 })
+  return spawn('ip', ['netns', 'exec', ns, '/usr/sbin/sshd', '-D', '-e', '-f', at('sshd_config'), '-o', 'AllowUsers=root'], { stdio: ['ignore', 'ignore', 'inherit'] })
+}
+
+/** Resolves once `address:port` takes a connection (from the host). */
+async function reachable(address: string, port: number, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    if (child.exitCode !== null) throw new Error(`the server for port ${port} exited (${child.exitCode})`)
+    const ok = await Bun.connect({ hostname: address, port, socket: { data() {}, open(s) { s.end() } } }).then(() => true, () => false)
+    if (ok) return
+    await Bun.sleep(50)
+  }
+  throw new Error(`nothing answers on ${address}:${port}`)
 }
 
 function listening(server: ChildProcess): Promise<void> {

@@ -95,6 +95,14 @@ describe('the git fetch, run for real against a git server on a private network'
     expect(server.requests().some((l) => l.startsWith('https GET /private.git/info/refs') && l.endsWith('auth=none'))).toBe(true)
   })
 
+  it('over ssh with the deploy key (pinned by HostName: no DNS knows the name); another key refused', async () => {
+    const { into, answer } = await fetchTree(pub.ssh, 'v1.0.0', { credentials: { deployKey: server.deployKey } })
+    expect(answer).toEqual({ commit: pub.commits[0], submodules: false })
+    expect(readFileSync(join(into, 'index.js'), 'utf8')).toBe('one')
+    const other = await fetchTree(pub.ssh, 'main', { credentials: { deployKey: server.otherKey } })
+    expect('error' in other.answer && other.answer.error).toContain('Permission denied (publickey)')
+  })
+
   it('a missing ref fails with git\'s words', async () => {
     const { answer } = await fetchTree(pub.http, 'no-such-branch')
     expect('error' in answer && answer.error).toContain("couldn't find remote ref no-such-branch")
