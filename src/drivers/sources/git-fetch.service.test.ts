@@ -44,19 +44,19 @@ afterAll(async () => {
 
 let n = 0
 /** Checks the URL as Berth does, builds the command and runs it on the host with only its env; the tree's folder and the answer. */
-async function fetchTree(urlText: string, refText: string, options: { credentials?: GitCredentials; ca?: boolean; allow?: string[] } = {}) {
+async function fetchTree(urlText: string, refText: string, options: { credentials?: GitCredentials; ca?: boolean; allow?: string[]; timeoutSeconds?: number } = {}) {
   const url = parseGitUrl(urlText)
   const ref = checkGitRef(refText)
   const pinned = await new OutboundCheck({ allowNetworks: options.allow ?? [server.network], ownHosts: [] }, resolver).check(url.host)
   const into = join(dir, `tree${n}`)
   const scratch = join(dir, `scratch${n++}`)
-  const f = gitFetchCommand({ url, ref, pinned, dir: into, scratch, credentials: options.credentials, caBundle: options.ca ? server.caPem : undefined, timeoutSeconds: 30 })
+  const f = gitFetchCommand({ url, ref, pinned, dir: into, scratch, credentials: options.credentials, caBundle: options.ca ? server.caPem : undefined, timeoutSeconds: options.timeoutSeconds ?? 30 })
   mkdirSync(scratch, { mode: 0o700 })
   for (const file of f.files) writeFileSync(file.path, file.content, { mode: file.mode })
   const proc = Bun.spawn(f.argv, { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: scratch, ...f.env }, stdout: 'pipe', stderr: 'pipe' })
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   rmSync(scratch, { recursive: true, force: true })
-  return { into, answer: readGitFetch(code, `${out}${err}`, 30) }
+  return { into, answer: readGitFetch(code, `${out}${err}`, options.timeoutSeconds ?? 30), code }
 }
 
 describe('the git fetch, run for real against a git server on a private network', () => {
@@ -101,6 +101,20 @@ describe('the git fetch, run for real against a git server on a private network'
     expect(readFileSync(join(into, 'index.js'), 'utf8')).toBe('one')
     const other = await fetchTree(pub.ssh, 'main', { credentials: { deployKey: server.otherKey } })
     expect('error' in other.answer && other.answer.error).toContain('Permission denied (publickey)')
+  })
+
+  it('a server that never answers: killed at the time limit, with a message saying so', async () => {
+    // accepts on the host side of the veth and says nothing
+    const silent = Bun.listen({ hostname: server.hostSide, port: 0, socket: { data() {} } })
+    try {
+      const started = performance.now()
+      const { answer, code } = await fetchTree(`http://${server.hostSide}:${silent.port}/slow.git`, 'main', { timeoutSeconds: 1 })
+      expect(code).toBe(124)
+      expect(answer).toEqual({ error: 'The git fetch did not finish within 1 s; fetch a smaller repository or ref.' })
+      expect(performance.now() - started).toBeLessThan(4000)
+    } finally {
+      silent.stop(true)
+    }
   })
 
   it('a missing ref fails with git\'s words', async () => {

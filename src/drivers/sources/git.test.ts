@@ -38,6 +38,7 @@ describe('git URLs', () => {
     ['-oProxyCommand=x', 'may not start with "-"'],
     ['git@host:-oProxyCommand=evil', 'not one Berth fetches'],
     ['ssh://-oProxyCommand=evil/x', '"-oProxyCommand=evil" is not a host name'],
+    ['ssh://-oProxyCommand=evil@host/x', 'The user name "-oProxyCommand=evil" is not one Berth takes'],
     ['https://user:ghp_secret@github.com/o/r.git', 'may not carry a password or token'],
     ['https://github.com/o/r.git?x=1', 'no query or fragment'],
     ['https://github.com/', 'is not one Berth fetches'],

@@ -102,6 +102,7 @@ export function parseGitUrl(text: string): GitUrl {
   if (u.password) throw refuse('A git URL may not carry a password or token; store it as a secret of the site and name it in the source (the token is then sent apart, never in the URL).')
   if (u.search || u.hash) throw refuse('A git URL has no query or fragment; give the ref in source.ref.')
   if (transport !== 'ssh' && u.username) throw refuse('An https:// git URL carries no user name; a token is given apart.')
+  if (u.username && !/^[A-Za-z0-9._][A-Za-z0-9._-]*$/.test(decodeURIComponent(u.username))) throw refuse(`The user name ${JSON.stringify(decodeURIComponent(u.username))} is not one Berth takes (letters, digits and ._-, not starting with "-").`)
   const host = u.hostname.replace(/^\[|\]$/g, '').toLowerCase()
   if (!HOST_NAME.test(host) && !/^[0-9.]+$/.test(host) && !host.includes(':')) throw refuse(`${JSON.stringify(u.hostname)} is not a host name; ${form}.`)
   if (u.pathname === '/' || u.pathname.split('/').some((p) => p === '..' || p.startsWith('-')) || !PATH_OK.test(u.pathname)) {
