@@ -185,6 +185,16 @@ describe('toCheckedTar: hostile archives are refused, naming the member, and not
     expect((err as UnsafeSourceError).member).toBe('../outside/evil')
   })
 
+  it('a ".." hidden in a GNU long name (an L header), and in a pax path', async () => {
+    const long = `${'a/'.repeat(60)}${'../'.repeat(61)}etc/x`
+    await expectRefused(await craftedTar([[long, 'file', 'x']]), 'gzip', UnsafeSourceError, 'climbs out with ".."')
+    const root = join(dir, `pax${n++}`)
+    mkdirSync(join(root, 'sub'), { recursive: true })
+    writeFileSync(join(root, 'evil'), 'x')
+    execFileSync('tar', ['--format=pax', '-czPf', `${root}.tgz`, '-C', join(root, 'sub'), '../evil'])
+    await expectRefused(`${root}.tgz`, 'gzip', UnsafeSourceError, 'member "../evil" climbs out with ".."')
+  })
+
   it('an absolute member (tar -P)', async () => {
     const root = join(dir, `abs${n++}`)
     mkdirSync(root)
@@ -257,6 +267,19 @@ describe('toCheckedTar: hostile archives are refused, naming the member, and not
     expect(err.limitBytes).toBe(1 << 20)
     expect(err.atLeastBytes).toBeGreaterThan(1 << 20)
     await expectRefused(file, 'gzip', SourceTooLargeError, 'more than the site\'s disk of 1000 bytes', { maxBytes: 1000, maxFiles: 10 })
+  })
+
+  it('a tar.gz bomb: a 500-byte upload whose header says 10 GB, refused at that header', async () => {
+    const out = join(dir, `bomb${n++}.tar`)
+    const handle = await open(out, 'w')
+    const w = new TarWriter(handle)
+    await w.header('zeros.bin', 'file', 0o644, 10_000_000_000)
+    await w.data(Buffer.alloc(4096))
+    await handle.close()
+    writeFileSync(`${out}.gz`, gzipSync(readFileSync(out)))
+    expect(Bun.file(`${out}.gz`).size).toBeLessThan(1000)
+    const err = (await expectRefused(`${out}.gz`, 'gzip', SourceTooLargeError, 'at least 10000000000 bytes (at member "zeros.bin")')) as SourceTooLargeError
+    expect(err.atLeastBytes).toBe(10_000_000_000)
   })
 
   it('too many files', async () => {
