@@ -25,8 +25,9 @@ fi
 # (test/prometheus.e2e.test.ts). nghttp2-client's h2load loads the HTTPS edge over HTTP/2
 # (test/https-edge.e2e.test.ts, bench/h2.ts). iproute2 (ip netns, veths) and util-linux's nsenter and
 # unshare make the two-node cluster lab (test/lab/), whose nodes are asked with curl. python3 reads the
-# OpenAPI document's patterns as Python tools do (src/api/openapi-patterns.test.ts).
-scripts/setup.sh systemd bind9-dnsutils openssh-client chromium busybox-static debootstrap pebble openssl age tmux bsdutils prometheus nghttp2-client iproute2 curl python3
+# OpenAPI document's patterns as Python tools do (src/api/openapi-patterns.test.ts). openssh-server's
+# sshd (never started as a service) is the SSH side of the tests' git server (test/helpers/git-server.ts).
+scripts/setup.sh systemd bind9-dnsutils openssh-client chromium busybox-static debootstrap pebble openssl age tmux bsdutils prometheus nghttp2-client iproute2 curl python3 openssh-server
 bun run typecheck
 bun run build
 # The site images the service and end-to-end tests run (built locally, no registry; quick when present).

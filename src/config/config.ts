@@ -111,6 +111,7 @@ export interface Config {
    * join at `joinPort` on `address`, over TLS pinned to the control plane's join certificate.
    */
   cluster: { enabled: boolean; address: string; agentPort: number; joinPort: number; joinTokenMinutes: number }
+  outbound: { allowNetworks: string[] } // outbound.allow_networks (drivers/net/outbound.ts)
   rateLimits: Record<string, { limit: number; windowSeconds: number }>
   /** MCP sessions held in memory (src/api/mcp/sessions.ts). */
   mcp: { maxKeyed: number; maxAnonymous: number; perKey: number; keyedIdleMs: number; anonymousIdleMs: number }
@@ -378,6 +379,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       joinPort: get<number>('cluster.join_port'),
       joinTokenMinutes: get<number>('cluster.join_token_minutes'),
     },
+    outbound: { allowNetworks: get<string[]>('outbound.allow_networks') },
     metrics: { token: get<string>('metrics.token') || null, listen: get<string>('metrics.listen') === 'off' ? null : parseListen(get<string>('metrics.listen'))! },
     rateLimits,
     mcp: {

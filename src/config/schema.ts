@@ -82,6 +82,19 @@ export function checkOffsiteUrl(v: string): string | undefined {
   if (/^file:\/\/\/./.test(v)) return v.includes('/../') || v.endsWith('/..') ? `must be an absolute path without .. (got '${v}')` : undefined
   return `must be s3://BUCKET/PREFIX or file:///ABSOLUTE/PATH, or empty for no off-box copies (got '${v}')`
 }
+/** `outbound.allow_networks`: every entry a CIDR range (an address alone is not taken: say /32 or /128). */
+export function checkAllowNetworks(v: string[]): string | undefined {
+  for (const entry of v) {
+    let ok = false
+    try {
+      ok = entry.includes('/') && ipaddr.parseCIDR(entry) !== undefined
+    } catch {
+      ok = false
+    }
+    if (!ok) return `'${entry}' is not a CIDR range; give networks such as 10.20.0.0/16 or fd00:1::/64 (one address is 10.20.0.5/32)`
+  }
+  return undefined
+}
 const checkRate = (v: string) => (parseRate(v) ? undefined : `must look like 5/hour, 60/minute or 100/day (got '${v}')`)
 
 export const KEYS: KeySpec[] = [
@@ -181,6 +194,7 @@ export const KEYS: KeySpec[] = [
   { section: 'cluster', key: 'agent_port', type: 'integer', default: 7710, help: "TCP port every node's agent listens on (mutual TLS) on the node's private address; the port after it carries the node's engine API, under the same TLS.", check: ((v: number) => (v >= 1 && v <= 65534 ? undefined : 'must be 1 to 65534')) as KeySpec['check'] },
   { section: 'cluster', key: 'join_port', type: 'integer', default: 7709, help: "TCP port of the join listener on cluster.address: HTTPS with the control plane's own certificate (data folder, cluster/join.pem), whose SHA-256 'berth nodes token' prints and 'berth node join --fingerprint' pins. It serves POST /cluster/v1/join only.", check: ((v: number) => (v >= 1 && v <= 65535 ? undefined : 'must be 1 to 65535')) as KeySpec['check'] },
   { section: 'cluster', key: 'join_token_minutes', type: 'integer', default: 60, help: "Minutes a token from 'berth nodes token' stays valid; each is spent by one join.", check: ((v: number) => (v >= 1 && v <= 10080 ? undefined : 'must be 1 to 10080 (a week)')) as KeySpec['check'] },
+  { section: 'outbound', key: 'allow_networks', type: 'string[]', default: [], help: "CIDR ranges (10.20.0.0/16, fd00:1::/64) that a site's git source (and later a webhook) may reach although they are loopback, private, link-local, unique-local or Berth's own addresses; empty: none. Each entry is checked.", check: ((v: string[]) => checkAllowNetworks(v)) as KeySpec['check'] },
   { section: 'dev', key: 'clock_offset_seconds', type: 'integer', default: 0, help: 'For tests only, never in production: shifts the clock Berth works by (grace periods, expiries, rate-limit windows) by this many seconds.' },
   { section: 'dev', key: 'console_ticket_seconds', type: 'integer', default: 60, help: 'For tests only: how long a console ticket stays valid (60 s otherwise), so that a test sees one expire without waiting a minute.', check: ((v: number) => (v >= 1 && v <= 60 ? undefined : 'must be 1 to 60')) as KeySpec['check'] },
   { section: 'dev', key: 'payment_delay_ms', type: 'integer', default: 0, help: 'For tests only: each charge of the built-in test processor takes this long, so a test can kill Berth in the middle of one.', check: ((v: number) => (v >= 0 && v <= 60_000 ? undefined : 'must be 0 to 60000')) as KeySpec['check'] },

@@ -32,10 +32,38 @@ const MAX_META_BYTES = 1 << 20
 export async function checkHomeArchive(file: string, kept: ReadonlySet<string>): Promise<void> {
   const handle = await open(file, 'r')
   try {
-    await walk(new Blocks(handle), new Members(kept))
+    const members = new Members(kept)
+    for await (const m of tarEntries(new Blocks(handle), HOME_RULES)) members.add(m.name, m.kind, m.link)
   } finally {
     await handle.close()
   }
+}
+
+/** Where a walk reads the archive: its 512-byte headers and the data of its name headers. */
+export interface TarSource {
+  /** The 512 bytes at `pos` (fewer at the end of the archive). */
+  header(pos: number): Promise<Buffer>
+  /** Exactly `size` bytes at `at` (the walk asks only for the data of `L`, `K` and `x` headers). */
+  bytes(at: number, size: number): Promise<Buffer>
+}
+
+/** How a walk refuses (the error of its caller, its message in the caller's words) and what it calls the archive in its messages. */
+export interface TarRules {
+  refuse(why: string): Error
+  /** e.g. "an archive of a home": "member x is a device; an archive of a home holds none". */
+  noun: string
+}
+
+const HOME_RULES: TarRules = { refuse: (why) => refused(why), noun: 'an archive of a home' }
+
+/** One member as GNU tar reads it: its name and link name (latin1, byte for byte), its kind, mode and the place and size of its data. */
+export interface TarEntry {
+  name: string
+  kind: Kind
+  link: string
+  mode: number
+  size: number
+  dataAt: number
 }
 
 /**
@@ -43,7 +71,7 @@ export async function checkHomeArchive(file: string, kept: ReadonlySet<string>):
  * read per header made the check of 20,000 files take 0.6-0.8 s here (the site is frozen
  * meanwhile). A read past the window starts a new one where it is asked.
  */
-class Blocks {
+class Blocks implements TarSource {
   private readonly window = Buffer.alloc(1 << 20)
   private start = 0
   private length = 0
@@ -59,36 +87,49 @@ class Blocks {
     const at = pos - this.start
     return this.window.subarray(at, Math.min(at + BLOCK, this.length))
   }
+
+  async bytes(at: number, size: number): Promise<Buffer> {
+    const data = Buffer.alloc(size)
+    const { bytesRead } = await this.handle.read(data, 0, size, at)
+    if (bytesRead < size) throw refused(`it is cut short at byte ${at + bytesRead}`)
+    return data
+  }
 }
 
-async function walk(blocks: Blocks, members: Members): Promise<void> {
+/**
+ * The members of a tar archive, as GNU tar reads its headers; refused (rules.refuse) where this
+ * reader and GNU tar could read a header differently, and for devices and types tar would not
+ * extract as a file, folder, link or FIFO. The caller checks the names.
+ */
+export async function* tarEntries(source: TarSource, rules: TarRules): AsyncGenerator<TarEntry> {
+  const refuse = rules.refuse
   let longName: string | null = null
   let longLink: string | null = null
   let pax: Map<string, string> | null = null
   for (let pos = 0; ; ) {
-    const header = await blocks.header(pos)
+    const header = await source.header(pos)
     const bytesRead = header.length
     // The end of the file: GNU tar fails on an archive without its end blocks, whatever it held.
     if (bytesRead === 0) return
-    if (bytesRead < BLOCK) throw refused(`it is cut short at byte ${pos}`)
+    if (bytesRead < BLOCK) throw refuse(`it is cut short at byte ${pos}`)
     // GNU tar stops at the first zero block (it warns about a lone one, and reads no further).
     if (header.every((b) => b === 0)) return
-    if (!checksumOk(header)) throw refused(`the header at byte ${pos} is damaged (its checksum does not match)`)
+    if (!checksumOk(header)) throw refuse(`the header at byte ${pos} is damaged (its checksum does not match)`)
     const type = String.fromCharCode(header[156])
     const size = numberOf(header, 124, 12)
-    if (size === null) throw refused(`the header at byte ${pos} has a size tar may read otherwise`)
+    if (size === null) throw refuse(`the header at byte ${pos} has a size tar may read otherwise`)
     const dataAt = pos + BLOCK
     if (type === 'L' || type === 'K' || type === 'x') {
-      if (size > MAX_META_BYTES) throw refused(`the header at byte ${pos} holds ${size} bytes of names, more than ${MAX_META_BYTES}`)
-      const data = await readFully(blocks.handle, dataAt, size)
+      if (size > MAX_META_BYTES) throw refuse(`the header at byte ${pos} holds ${size} bytes of names, more than ${MAX_META_BYTES}`)
+      const data = await source.bytes(dataAt, size)
       if (type === 'x') {
-        if (pax) throw refused(`two pax headers precede the member at byte ${pos}`)
-        pax = paxRecords(data, pos)
+        if (pax) throw refuse(`two pax headers precede the member at byte ${pos}`)
+        pax = paxRecords(data, pos, refuse)
       } else if (type === 'L') {
-        if (longName !== null) throw refused(`two long names precede the member at byte ${pos}`)
+        if (longName !== null) throw refuse(`two long names precede the member at byte ${pos}`)
         longName = cString(data, 0, data.length)
       } else {
-        if (longLink !== null) throw refused(`two long link names precede the member at byte ${pos}`)
+        if (longLink !== null) throw refuse(`two long link names precede the member at byte ${pos}`)
         longLink = cString(data, 0, data.length)
       }
       pos = dataAt + roundUp(size)
@@ -97,19 +138,19 @@ async function walk(blocks: Blocks, members: Members): Promise<void> {
     const name = pax?.get('path') ?? longName ?? headerName(header)
     const link = pax?.get('linkpath') ?? longLink ?? cString(header, 157, 100)
     const paxSize = pax?.get('size')
-    if (paxSize !== undefined && !/^\d{1,15}$/.test(paxSize)) throw refused(`the pax size of ${quote(name)} is not a number`)
+    if (paxSize !== undefined && !/^\d{1,15}$/.test(paxSize)) throw refuse(`the pax size of ${quote(name)} is not a number`)
     const dataSize = paxSize !== undefined ? Number(paxSize) : size
     const kind = KINDS[type]
-    if (kind === undefined) throw refused(`member ${quote(name)} is of a type (${JSON.stringify(type)}) an archive of a home never holds`)
-    if (kind === 'device') throw refused(`member ${quote(name)} is a device; an archive of a home holds none`)
-    if (kind !== 'file' && dataSize !== 0) throw refused(`member ${quote(name)} is a ${kind} that carries data`)
-    members.add(name, kind, link)
+    if (kind === undefined) throw refuse(`member ${quote(name)} is of a type (${JSON.stringify(type)}) ${rules.noun} never holds`)
+    if (kind === 'device') throw refuse(`member ${quote(name)} is a device; ${rules.noun} holds none`)
+    if (kind !== 'file' && dataSize !== 0) throw refuse(`member ${quote(name)} is a ${kind} that carries data`)
+    yield { name, kind, link, mode: numberOf(header, 100, 8) ?? 0o644, size: dataSize, dataAt }
     longName = longLink = pax = null
     pos = dataAt + roundUp(dataSize)
   }
 }
 
-type Kind = 'file' | 'hard link' | 'symbolic link' | 'folder' | 'fifo' | 'device'
+export type Kind = 'file' | 'hard link' | 'symbolic link' | 'folder' | 'fifo' | 'device'
 
 /** The types of member GNU tar extracts as such (`S`, sparse, `V`, `M`, `D`, `g`, `X` and the others are refused). */
 const KINDS: Record<string, Kind> = {
@@ -139,21 +180,39 @@ class Members {
 
   /** The parts of `name` beneath `./`; throws why a member (`what()`) may not be extracted into a home. */
   private partsOf(name: string, what: () => string): string[] {
-    if (name.includes('\0')) throw refused(`${what()} has a NUL byte in its name`)
-    if (name.startsWith('/')) throw refused(`${what()} is an absolute path`)
-    const trimmed = name.replace(/\/+$/, '')
-    if (trimmed.split('/').includes('..')) throw refused(`${what()} climbs out with ".."`)
-    if (trimmed === '.') return []
-    if (!trimmed.startsWith('./')) throw refused(`${what()} is not under ./ (an archive of a home holds ./ and what is beneath it)`)
-    const parts = trimmed.slice(2).split('/')
-    if (parts.some((p) => p === '' || p === '.')) throw refused(`${what()} has an empty or "." part`)
-    if (this.kept.has(parts[0])) throw refused(`${what()} is under ${quote(`./${parts[0]}`)}, which this restore keeps as it is`)
-    let above = parts[0]
-    for (let i = 1; i < parts.length; above += `/${parts[i++]}`) {
-      if (this.links.has(above)) throw refused(`${what()} would be written through the symbolic link ${quote(`./${above}`)}`)
-    }
+    const parts = nameParts(name, what, refused, 'dot-slash')
+    if (parts.length > 0 && this.kept.has(parts[0])) throw refused(`${what()} is under ${quote(`./${parts[0]}`)}, which this restore keeps as it is`)
+    const through = linkAbove(parts, this.links)
+    if (through !== null) throw refused(`${what()} would be written through the symbolic link ${quote(`./${through}`)}`)
     return parts
   }
+}
+
+/**
+ * The rules on a member's name every archive Berth extracts follows (a home's, a source tree's):
+ * no NUL, not absolute, no `..`, no empty or `.` part; `dot-slash` (a home: tarHome archives
+ * `.`) wants it beneath `./`, `relative` takes `x` and `./x` alike. The parts beneath the root
+ * (none for the root itself).
+ */
+export function nameParts(name: string, what: () => string, refuse: (why: string) => Error, root: 'dot-slash' | 'relative'): string[] {
+  if (name.includes('\0')) throw refuse(`${what()} has a NUL byte in its name`)
+  if (name.startsWith('/')) throw refuse(`${what()} is an absolute path`)
+  const trimmed = name.replace(/\/+$/, '')
+  if (trimmed.split('/').includes('..')) throw refuse(`${what()} climbs out with ".."`)
+  if (trimmed === '.' || (root === 'relative' && trimmed === '')) return []
+  if (root === 'dot-slash' && !trimmed.startsWith('./')) throw refuse(`${what()} is not under ./ (an archive of a home holds ./ and what is beneath it)`)
+  const parts = (trimmed.startsWith('./') ? trimmed.slice(2) : trimmed).split('/')
+  if (parts.some((p) => p === '' || p === '.')) throw refuse(`${what()} has an empty or "." part`)
+  return parts
+}
+
+/** The first folder above the member of `parts` that is among `links` (an earlier symbolic link), as `a/b`, or null. */
+export function linkAbove(parts: readonly string[], links: ReadonlySet<string>): string | null {
+  let above = parts[0]
+  for (let i = 1; i < parts.length; above += `/${parts[i++]}`) {
+    if (links.has(above)) return above
+  }
+  return null
 }
 
 function refused(why: string): UnsafeArchiveError {
@@ -161,7 +220,7 @@ function refused(why: string): UnsafeArchiveError {
 }
 
 /** A name as it reads (names are bytes; they are kept as latin1 to compare them byte for byte). */
-function quote(name: string): string {
+export function quote(name: string): string {
   return JSON.stringify(Buffer.from(name, 'latin1').toString('utf8'))
 }
 
@@ -221,28 +280,21 @@ function numberOf(h: Buffer, at: number, len: number, octalOnly = false): number
 }
 
 /** A pax header's records, `LEN KEY=VALUE\n` each; sparse and dump-dir records are refused. */
-function paxRecords(data: Buffer, pos: number): Map<string, string> {
+function paxRecords(data: Buffer, pos: number, refuse: (why: string) => Error): Map<string, string> {
   const records = new Map<string, string>()
   for (let at = 0; at < data.length; ) {
     const space = data.indexOf(0x20, at)
     const len = space === -1 ? NaN : Number(data.subarray(at, space).toString('latin1'))
-    if (!Number.isSafeInteger(len) || len <= space - at || at + len > data.length || data[at + len - 1] !== 0x0a) throw refused(`the pax header at byte ${pos} is malformed`)
+    if (!Number.isSafeInteger(len) || len <= space - at || at + len > data.length || data[at + len - 1] !== 0x0a) throw refuse(`the pax header at byte ${pos} is malformed`)
     const record = data.subarray(space + 1, at + len - 1).toString('latin1')
     const eq = record.indexOf('=')
-    if (eq <= 0) throw refused(`the pax header at byte ${pos} is malformed`)
+    if (eq <= 0) throw refuse(`the pax header at byte ${pos} is malformed`)
     const key = record.slice(0, eq)
-    if (key.startsWith('GNU.sparse') || key.startsWith('GNU.dumpdir') || key.startsWith('GNU.volume')) throw refused(`the pax header at byte ${pos} describes a sparse, dump or multi-volume member`)
+    if (key.startsWith('GNU.sparse') || key.startsWith('GNU.dumpdir') || key.startsWith('GNU.volume')) throw refuse(`the pax header at byte ${pos} describes a sparse, dump or multi-volume member`)
     records.set(key, record.slice(eq + 1))
     at += len
   }
   return records
-}
-
-async function readFully(handle: FileHandle, at: number, size: number): Promise<Buffer> {
-  const data = Buffer.alloc(size)
-  const { bytesRead } = await handle.read(data, 0, size, at)
-  if (bytesRead < size) throw refused(`it is cut short at byte ${at + bytesRead}`)
-  return data
 }
 
 const roundUp = (n: number) => Math.ceil(n / BLOCK) * BLOCK

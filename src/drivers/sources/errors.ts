@@ -1,0 +1,45 @@
+/**
+ * Why a source (an uploaded archive, a git URL) was refused before anything of it reached a
+ * site. The API turns each into its answer (docs/api.md, "Deploying a source"):
+ *
+ * - UnsafeSourceError: 422 `unsafe_archive` (param `body`): a member that would land outside the
+ *   tree or is not a plain file, folder or link inside it; `member` names it (null when the
+ *   archive's structure itself is refused).
+ * - InvalidSourceError: 422 `invalid_archive`: not a gzip tar or a zip, damaged, encrypted.
+ * - SourceTooLargeError: 507 `disk_full`, with the figures: the tree expands past the site's disk.
+ * - TooManyFilesError: 422 `too_many_files`: more members than the plan allows.
+ * - InvalidGitSourceError: 422 `invalid_source` (param `source.git` or `source.ref`).
+ */
+export class UnsafeSourceError extends Error {
+  constructor(readonly member: string | null, readonly reason: string) {
+    super(`The archive was refused and nothing of it was deployed: ${reason}.`)
+  }
+}
+
+export class InvalidSourceError extends Error {
+  constructor(readonly reason: string) {
+    super(`The upload could not be read as an archive: ${reason}.`)
+  }
+}
+
+export class SourceTooLargeError extends Error {
+  constructor(readonly limitBytes: number, readonly atLeastBytes: number, readonly member: string | null) {
+    super(
+      `The tree expands to at least ${atLeastBytes} bytes${member ? ` (at member ${JSON.stringify(member)})` : ''}, more than the site's disk of ${limitBytes} bytes; ` +
+        'deploy a smaller tree (leave out build output and dependencies, which the build makes) or move the site to a plan with a larger disk.',
+    )
+  }
+}
+
+export class TooManyFilesError extends Error {
+  constructor(readonly limit: number, readonly member: string) {
+    super(`The archive holds more than ${limit} files and folders (the limit was passed at member ${JSON.stringify(member)}); deploy a smaller tree (leave out node_modules, .venv and build output: the build makes them).`)
+  }
+}
+
+/** A git URL or ref Berth will not fetch; `param` is the field at fault. */
+export class InvalidGitSourceError extends Error {
+  constructor(readonly param: 'source.git' | 'source.ref', message: string) {
+    super(message)
+  }
+}
