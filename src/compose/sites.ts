@@ -8,6 +8,8 @@ import type { BillingService, SubscriptionBilling } from '../domain/billing'
 import type { BerthNames } from '../domain/berth-names'
 import { DEPLOY_JOB, Deployer, DeploymentFiles, DeploymentsService, makeDeploymentsRepository } from '../domain/deployments'
 import { FilesService } from '../domain/files'
+import { inAppEnv } from '../domain/apps'
+import { buildApps, type Apps } from './apps'
 import { EdgeAccessLog, edgeWritesAccessLog, LogRotation, LogsService } from '../domain/logs'
 import { makeMetricsRepository, SiteMetricsService } from '../domain/metrics'
 import type { ModulesService } from '../domain/modules'
@@ -56,6 +58,8 @@ export interface Sites {
   /** The files API: sites' home folders, from the host. */
   files: FilesService
   deployments: DeploymentsService
+  /** Apps (issue 39): sources built into releases, the app image's supervisor, pushes, the settings handed to containers. */
+  apps: Apps
   /** Stored edge counts per site and day, and the containers' current resource use. */
   siteMetrics: SiteMetricsService
   /** An archive turned ready or is being removed (the copies off the box follow). */
@@ -116,6 +120,13 @@ export function buildSites(
   const archiveJobs = { create: new CreateArchiveJob(archiveWork), restore: new RestoreArchiveJob(archiveWork) }
   const disks = new SiteDiskCache(runtime, clock)
   const applySite = new ApplySiteJob({ sites: repos.sites, runner, log, disks: { runtime, plans } })
+  const env = new SiteEnvService({ store, repo: makeSiteEnvRepository(store), box: new BoxKeyFile(secretsKeyPath(config)), clock, log })
+  let deployments: DeploymentsService | undefined
+  const apps = buildApps({
+    config, clock, log, runtime, plans, sites: repos.sites, runner, env, workDir: join(config.server.dataDir, 'deploy-work'),
+    releasesOf: (siteId, keep) => deploymentsRepo.releasesOf(siteId, keep), setBuilt: (id, built) => deploymentsRepo.setBuilt(id, built),
+    siteDisk: (slug) => disks.get(slug), ensureRoom: (what) => room.ensureRoom(what), deployments: () => deployments!,
+  })
   jobs.register({
     [PROVISION_JOB]: new Provisioner({ sites: repos.sites, runner, clock, log, onFailed: (site, error) => needs.purchases.refundPurchaseOf(site, error) }),
     [APPLY_JOBS.scale]: applySite,
@@ -123,7 +134,7 @@ export function buildSites(
     [DEPLOY_JOB]: new Deployer(deploymentsRepo, repos.sites, plans, runtime, clock, log, homes.entryExists, changes, new DeploymentFiles({
       archives: archivesRepo, deployments: deploymentsRepo, retention, files: archiveFiles, runtime, restores, runner, sites: repos.sites, tar: homes.tar, work: archiveWork.work,
       clock, log, events: archiveEvents, kept: config.archives.deploymentsKept,
-    })),
+    }), { deployer: apps.deployer, supervisor: apps.supervisor, env: apps.env }),
     [CREATE_ARCHIVE_JOB]: archiveJobs.create,
     [RESTORE_ARCHIVE_JOB]: archiveJobs.restore,
     // A move's mark, left running by a berth serve that died (its restore, MOVE_RESTORE_JOB, finishes the site).
@@ -138,11 +149,11 @@ export function buildSites(
     store, clock, sites: repos.sites, checkouts: repos.checkout, billing: repos.billing, plans, jobs, runner, room,
     siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain, berthNames: needs.names.berthNames, names: needs.names.ofSites,
     recovering: new SiteAvailability({ nodeDown: needs.recovering, moving: moves, runner, repairs }),
-    disks,
+    disks, app: (site) => apps.views.view(site),
   })
+  deployments = new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs, archives: archivesRepo })
   const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, work: archiveWork.work, log, copies: repos.offsite, room })
   const audit = new AuditLog(makeAuditRepository(store), clock, log)
-  const env = new SiteEnvService({ store, repo: makeSiteEnvRepository(store), box: new BoxKeyFile(secretsKeyPath(config)), clock, log })
   // What else a reaped site owns, removed after its container and volume: its snapshots and
   // backups (rows and stored files), its DNS records, its audit trail, its variables, and what the modules keep of it.
   const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, audit, env, ...needs.purgers], log })
@@ -174,11 +185,12 @@ export function buildSites(
     logs,
     logRotation: new LogRotation({ sites: repos.sites, runtime, openHome: homes.openHome, log, rotateBytes: config.logs.rotateBytes, keep: config.logs.rotateKeep, onRotated: (slug) => logs.rotatedLogs(slug) }),
     files: new FilesService(runtime, restores, homes.openHome, undefined, changes),
-    deployments: new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs, archives: archivesRepo }),
+    deployments,
+    apps,
     siteMetrics: new SiteMetricsService(clock, makeMetricsRepository(store), metrics, runtime, log, homes.measureDisk, disks),
     archiveEvents,
     audit,
-    exec: new ExecService(runtime, homes.openHome, audit),
+    exec: new ExecService(runtime, homes.openHome, audit, undefined, { env: (siteId) => env.valuesOf(siteId), argv: inAppEnv }),
     env,
     archiveJobs,
   }

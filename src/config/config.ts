@@ -84,8 +84,7 @@ export interface Config {
   disk: { reserveBytes: number; reservePercent: number }
   /** Rotation of sites' logs by size (domain/logs/rotation.ts; docs/configuration.md, [logs]). */
   logs: { rotateBytes: number; rotateKeep: number; rotateIntervalSeconds: number }
-  /** Apps (issue 39): the time limits of a deployment's build and of a new release's health check. */
-  apps: { buildTimeoutSeconds: number; healthTimeoutSeconds: number }
+  apps: { buildTimeoutSeconds: number; healthTimeoutSeconds: number } // issue 39: a build's and a health check's time limits
   /** Encrypted copies off the box (docs/operations.md, "Copies off the box"); off when `url` is empty. */
   offsite: {
     /** `s3://BUCKET/PREFIX`, `file:///PATH`, or '' (off). */
@@ -363,21 +362,13 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
     apps: { buildTimeoutSeconds: get<number>('apps.build_timeout_seconds'), healthTimeoutSeconds: get<number>('apps.health_timeout_seconds') },
     logs: { rotateBytes: get<number>('logs.rotate_bytes'), rotateKeep: get<number>('logs.rotate_keep'), rotateIntervalSeconds: get<number>('logs.rotate_interval_seconds') },
     offsite: {
-      url: get<string>('offsite.url'),
-      endpoint: get<string>('offsite.endpoint'),
-      region: get<string>('offsite.region'),
-      accessKeyId: get<string>('offsite.access_key_id'),
-      secretAccessKey: get<string>('offsite.secret_access_key'),
-      pathStyle: get<boolean>('offsite.path_style'),
-      ageRecipients: get<string[]>('offsite.age_recipients'),
-      storeIntervalSeconds: get<number>('offsite.store_interval_seconds'),
+      url: get<string>('offsite.url'), endpoint: get<string>('offsite.endpoint'), region: get<string>('offsite.region'),
+      accessKeyId: get<string>('offsite.access_key_id'), secretAccessKey: get<string>('offsite.secret_access_key'), pathStyle: get<boolean>('offsite.path_style'),
+      ageRecipients: get<string[]>('offsite.age_recipients'), storeIntervalSeconds: get<number>('offsite.store_interval_seconds'),
     },
     cluster: {
-      enabled: get<boolean>('cluster.enabled'),
-      address: get<string>('cluster.address'),
-      agentPort: get<number>('cluster.agent_port'),
-      joinPort: get<number>('cluster.join_port'),
-      joinTokenMinutes: get<number>('cluster.join_token_minutes'),
+      enabled: get<boolean>('cluster.enabled'), address: get<string>('cluster.address'), agentPort: get<number>('cluster.agent_port'),
+      joinPort: get<number>('cluster.join_port'), joinTokenMinutes: get<number>('cluster.join_token_minutes'),
     },
     outbound: { allowNetworks: get<string[]>('outbound.allow_networks') },
     metrics: { token: get<string>('metrics.token') || null, listen: get<string>('metrics.listen') === 'off' ? null : parseListen(get<string>('metrics.listen'))! },

@@ -5,8 +5,11 @@ import { planBuild, STATIC_OUTPUTS, TreeRefusedError, type BuildPlan } from './d
 import type { AppEnv, AppSites, AppSources, AppSupervisor, DeploySource } from './ports'
 import {
   adoptScript, existsScript, extractArgv, factsScript, HOME, KEPT_RELEASES, parseFacts, persistentScript, prepareScript,
-  pruneScript, releaseDir, releaseJson, staticOutputScript, submoduleScript, writeManifestScript,
+  pruneScript, releaseDir, releaseJson, sq, staticOutputScript, writeManifestScript,
 } from './release'
+
+/** A tree with a .gitmodules, refused: Berth never fetches submodules. */
+export const SUBMODULES_REFUSED = "The repository has submodules (.gitmodules), which Berth never fetches (they would reach repositories nobody checked): vendor their files into the repository, or deploy an archive of the whole tree."
 
 /** Output kept of each step of a build. */
 export const APP_STEP_OUTPUT_BYTES = 64 * 1024
@@ -145,18 +148,22 @@ export class AppDeployer {
       }
       return null
     }
-    const secrets = this.d.env.valuesOf(site.id)
-    const fetch = await this.d.sources.gitFetch(source, dir, secrets).catch((err: Error) => { throw new StepFailed(err.message) })
-    out.line(`==> Fetching ${source.url}${source.ref ? ` at ${source.ref}` : ''}`)
-    const r = await this.d.runtime.runCommand(site.slug, { argv: fetch.argv, cwd: HOME, env: { ...env, ...fetch.env }, timeoutMs: fetch.timeoutMs, keepBytes: APP_STEP_OUTPUT_BYTES })
-    out.block(text(r.stdout) + text(r.stderr))
-    if (r.exitCode !== 0) throw new StepFailed(r.timedOut ? `Fetching the repository took longer than ${Math.round(fetch.timeoutMs / 1000)} s and was stopped.` : `Fetching the repository failed (exit code ${r.exitCode}); see output.`)
-    const sub = await this.d.runtime.runCommand(site.slug, { argv: ['sh', '-c', submoduleScript(dir)], cwd: HOME, env: {}, timeoutMs: SHORT_MS, keepBytes: 1024 })
-    if (sub.exitCode === 5) throw new StepFailed('The repository has submodules (.gitmodules), which Berth does not fetch: vendor their files into the repository, or deploy an archive of the whole tree.')
-    const head = (await this.sh(site, dir, 'git rev-parse HEAD 2>/dev/null; rm -rf .git', {}, SHORT_MS).catch(() => null))?.text.trim().split('\n')[0] ?? ''
-    if (!/^[0-9a-f]{40,64}$/.test(head)) return null
-    out.line(`==> Commit ${head}`)
-    return head
+    const fetch = await this.d.sources.gitFetch(source, dir, this.d.env.valuesOf(site.id)).catch((err: Error) => { throw new StepFailed(err.message) })
+    out.line(`==> Fetching ${source.url}${source.ref ? ` at ${source.ref}` : ' (its default branch)'}`)
+    const files = fetch.files.map((f) => `printf '%s' ${sq(f.content)} > ${sq(f.path)} && chmod ${f.mode.toString(8)} ${sq(f.path)}`)
+    await this.sh(site, HOME, [`umask 077`, `rm -rf ${sq(fetch.scratch)}`, `mkdir -p ${sq(fetch.scratch)}`, ...files].join(' && '), {}, SHORT_MS)
+    try {
+      const r = await this.d.runtime.runCommand(site.slug, { argv: fetch.argv, cwd: HOME, env: { ...env, ...fetch.env }, timeoutMs: fetch.timeoutMs, keepBytes: APP_STEP_OUTPUT_BYTES })
+      const output = text(r.stdout) + text(r.stderr)
+      out.block(output.split('\n').filter((l) => !l.startsWith('berth-git: ')).join('\n'))
+      const result = fetch.read(r.exitCode, output)
+      if ('error' in result) throw new StepFailed(result.error)
+      if (result.submodules) throw new StepFailed(SUBMODULES_REFUSED)
+      out.line(`==> Commit ${result.commit}`)
+      return result.commit
+    } finally {
+      await this.sh(site, HOME, `rm -rf ${sq(fetch.scratch)}`, {}, SHORT_MS).catch(() => {})
+    }
   }
 
   private async staticOutput(site: SiteRow, dir: string, env: Record<string, string>): Promise<string> {

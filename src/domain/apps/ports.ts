@@ -54,11 +54,17 @@ export type DeploySource =
   | { kind: 'git'; url: string; ref: string | null; token_secret?: string | null; ssh_key_secret?: string | null }
   | { kind: 'push'; ref: string; commit: string; dir: string; push_id: string }
 
-/** A fetch of a git source inside the container: the command, its variables and time limit. */
+/** A fetch of a git source inside the container: the command, its variables, the files it needs first, its time limit. */
 export interface GitCommand {
   argv: string[]
   env: Record<string, string>
+  /** Written first, 0600 (a deploy key, known_hosts, a CA), in `scratch`, removed after. */
+  files: { path: string; content: string; mode: number }[]
+  /** A private folder in the container's /tmp for those files. */
+  scratch: string
   timeoutMs: number
+  /** The fetch's answer from its exit code and output: the commit, or why it failed. */
+  read(exitCode: number, output: string): { commit: string; submodules: boolean } | { error: string }
 }
 
 export interface AppSources {

@@ -120,6 +120,3 @@ export function pruneScript(keep: string[]): string {
 
 /** Whether the release folder still exists (a rollback's check). */
 export const existsScript = (dir: string) => `[ -f ${sq(`${dir}/.berth/release.json`)} ]`
-
-/** A .gitmodules in a fetched tree: submodules are never fetched, and such a tree is refused. */
-export const submoduleScript = (dir: string) => `[ -e ${sq(`${dir}/.gitmodules`)} ] && exit 5; exit 0`
