@@ -159,7 +159,7 @@ export function buildSites(
   const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, audit, env, ...needs.purgers], log })
   const metrics = new EdgeMetrics()
   const accessLog = new EdgeAccessLog(runtime, log, homes.openHome)
-  const logs = new LogsService(plans, runtime, homes.openHome, accessLog, audit, config.logs.rotateKeep)
+  const logs = new LogsService(plans, runtime, homes.openHome, accessLog, audit, config.logs.rotateKeep, apps.env.redact)
   // In a cluster the rules follow the nodes: their addresses blocked, their agent ports closed.
   const hostFirewall = needs.firewall === undefined ? selectFirewall(config, core.cluster?.liveNodes) : needs.firewall
   const firewall = new SiteFirewallKeeper({ firewall: hostFirewall, log })

@@ -32,6 +32,8 @@ export class LogsService {
     private audit?: Pick<AuditLog, 'lines'>,
     /** Rotated files read after the current one (logs.rotate_keep; domain/logs/rotation.ts). */
     private rotated = 0,
+    /** The site's secret values masked in what is answered (issue 39: an app may print them); absent: as read. */
+    private redact?: (siteId: string, text: string) => string,
   ) {}
 
   /**
@@ -81,7 +83,7 @@ export class LogsService {
     } finally {
       home.close()
     }
-    return { type, file: source.file, lines }
+    return { type, file: source.file, lines: this.redact && lines.length > 0 ? this.redact(site.id, lines.join('\n')).split('\n') : lines }
   }
 
   private rememberNone(slug: string, file: string): void {
