@@ -93,7 +93,7 @@ require('http').createServer((req, res) => res.end(\`${version} \${ms('1m')} \${
 })
 
 describe('a Node app', () => {
-  let first: { id: string; status: string; output: string }
+  let first: { id: string; status: string; output: string; error: string | null }
 
   it('deploys from a tar.gz: the build fetches its dependency from the npm registry, the edge answers with the app, a variable and a secret reach it', async () => {
     const env = await call(node, 'PATCH', 'env/', { variables: { GREETING: 'hi', API_TOKEN: SECRET }, secret: ['API_TOKEN'] })
