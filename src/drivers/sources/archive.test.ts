@@ -7,7 +7,8 @@ import { gzipSync } from 'node:zlib'
 import { afterAll, describe, expect, it } from 'vitest'
 import { toCheckedTar } from './archive'
 import { InvalidSourceError, SourceTooLargeError, TooManyFilesError, UnsafeSourceError } from './errors'
-import { TarWriter, type WrittenKind } from './tar-writer'
+import { TarWriter } from './tar-writer'
+import { hostileArchives } from '../../../test/helpers/hostile-archives'
 
 /**
  * Issue 39, item 1: a tree deployed as an archive. Each hostile archive is made the way an
@@ -49,69 +50,7 @@ async function expectRefused(file: string, format: 'gzip' | 'zip', type: new (..
   return r.error!
 }
 
-/** A tree on disk made by `make`, archived by GNU tar (gzip) with `args` naming what goes in. */
-function gnuTar(make: (root: string) => void, args: string[] = ['.'], extra: string[] = []): string {
-  const root = join(dir, `t${n++}`)
-  mkdirSync(root)
-  make(root)
-  const out = `${root}.tar.gz`
-  execFileSync('tar', ['-czf', out, ...extra, '-C', root, ...args])
-  return out
-}
-
-type Crafted = [name: string, kind: WrittenKind | 'fifo' | 'char', content?: string]
-/** A tar written header by header (names as given, nothing cleaned), gzipped. */
-async function craftedTar(members: Crafted[]): Promise<string> {
-  const out = join(dir, `c${n++}.tar`)
-  const handle = await open(out, 'w')
-  const w = new TarWriter(handle)
-  for (const [name, kind, content = ''] of members) {
-    if (kind === 'fifo' || kind === 'char') {
-      await w.header(name, 'file', 0o644, 0)
-      continue
-    }
-    const data = kind === 'file' ? Buffer.from(content) : Buffer.alloc(0)
-    await w.header(name, kind, 0o644, data.length, kind === 'file' || kind === 'folder' ? '' : content)
-    if (data.length) await w.data(data)
-    await w.endData(data.length)
-  }
-  await w.end()
-  await handle.close()
-  writeFileSync(`${out}.gz`, gzipSync(readFileSync(out)))
-  return `${out}.gz`
-}
-
-/** A zip written by Python's zipfile: [name, data, unix mode (0: none)]; `lie` rewrites each member's declared size. */
-function pyZip(members: [name: string, data: string | { zeros: number }, mode?: number][], lie?: number): string {
-  const out = join(dir, `z${n++}.zip`)
-  const script = `
-import json, struct, sys, zipfile
-out, members, lie = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
-with zipfile.ZipFile(out, 'w', zipfile.ZIP_DEFLATED) as z:
-    for name, data, mode in members:
-        info = zipfile.ZipInfo(name)
-        info.compress_type = zipfile.ZIP_DEFLATED
-        if mode:
-            info.create_system = 3
-            info.external_attr = mode << 16
-        z.writestr(info, b'\\0' * data['zeros'] if isinstance(data, dict) else data.encode())
-if lie is not None:
-    b = bytearray(open(out, 'rb').read())
-    i = 0
-    while True:
-        i = b.find(b'PK\\x01\\x02', i)
-        if i < 0: break
-        struct.pack_into('<I', b, i + 24, lie); i += 4
-    i = 0
-    while True:
-        i = b.find(b'PK\\x03\\x04', i)
-        if i < 0: break
-        struct.pack_into('<I', b, i + 22, lie); i += 4
-    open(out, 'wb').write(b)
-`
-  execFileSync('python3', ['-c', script, out, JSON.stringify(members.map(([a, b, c = 0]) => [a, b, c])), JSON.stringify(lie ?? null)])
-  return out
-}
+const { gnuTar, craftedTar, pyZip } = hostileArchives(join(dir, 'made'))
 
 /** The checked tar extracted by GNU tar into a fresh folder. */
 function extract(tarFile: string): string {
