@@ -10,7 +10,7 @@ const SecretName = t.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$', descrip
 export const DeployBody = t.Object({
   source: t.Optional(t.Object({
     git: t.String({ minLength: 1, maxLength: 2048, description: 'The repository: https://host/path, ssh://git@host/path or git@host:path. Its host must not resolve to a loopback, private or link-local address (unless the hoster allows that network).' }),
-    ref: t.Optional(t.String({ minLength: 1, maxLength: 255, pattern: '^[^-\\s][^\\s]*$', description: 'A branch, a tag or a full commit id; the default branch when absent.' })),
+    ref: t.Optional(t.String({ minLength: 1, maxLength: 255, pattern: '^[^-\\s][^\\s]*$', description: 'A branch, a tag or a full commit id; the default branch when absent.', error: 'must be a branch, a tag or a full commit id (main, v1.2.0, a 40-hex sha): no spaces, not starting with "-"' })),
     token_secret: t.Optional({ ...SecretName, description: 'For a private https repository: the secret holding a token (sent as HTTP Basic password, user x-access-token).' }),
     ssh_key_secret: t.Optional({ ...SecretName, description: 'For a private ssh repository: the secret holding a deploy key (an OpenSSH private key).' }),
   }, { additionalProperties: false })),

@@ -27,6 +27,7 @@ export const deploymentRoutes = (plugins: ApiPlugins, deployments: DeploymentsSe
       params: SiteParams,
       body: DeployBody,
       response: ok(Deployment),
+      errors: [507],
       detail: {
         tags,
         summary: "Deploy the site, in the background: without a body, reload its web server (an app's processes) and run ~/deploy.sh; with a source (a tar.gz or zip body, or JSON {\"source\": {\"git\": URL, \"ref\": REF}}), build that tree into a new release and switch to it once it answers",

@@ -12,7 +12,7 @@ export const Meta = t.Object({
 export const Envelope = <T extends TSchema>(data: T) => t.Object({ ok: t.Literal(true), data, meta: Meta })
 
 /** Every `error.code` the API answers with. */
-export const ERROR_CODES = ['VALIDATION_ERROR', 'UNAUTHORIZED', 'PAYMENT_DECLINED', 'FORBIDDEN', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED', 'INTERNAL_ERROR', 'UPSTREAM_ERROR', 'UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'INSUFFICIENT_STORAGE', 'DISK_FULL', 'DISK_TOO_SMALL']
+export const ERROR_CODES = ['VALIDATION_ERROR', 'UNAUTHORIZED', 'PAYMENT_DECLINED', 'FORBIDDEN', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED', 'INTERNAL_ERROR', 'UPSTREAM_ERROR', 'UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'INSUFFICIENT_STORAGE', 'DISK_FULL', 'DISK_TOO_SMALL', 'UNSAFE_ARCHIVE', 'UNREADABLE_ARCHIVE', 'BLOCKED_ADDRESS']
 
 /** The error envelope; each operation's error answers (#/components/responses/...) use it. */
 export const ErrorEnvelope = t.Object({

@@ -92,7 +92,7 @@ export class AppIntake {
         const full = diskFull(site.slug, disk, 'The archive')
         return new CodedError('insufficient_storage', 'DISK_FULL', `${err.message} The site's disk has ${disk ? bytesText(disk.availableBytes) : 'no more'} free; nothing was deployed. Delete files or scale to a plan with more disk, then retry.`, 'body', full.details)
       }
-      case 'unsafe': return new CodedError('invalid', 'UNSAFE_ARCHIVE', `${err.message} Nothing was deployed; make the archive of the tree's own files only.`, 'body', {})
+      case 'unsafe': return new CodedError('invalid', 'UNSAFE_ARCHIVE', `${err.message} Make the archive of the tree's own files only (tar -czf app.tgz -C my-app .), then deploy it again.`, 'body', {})
       case 'too_many_files': return new CodedError('invalid', 'UNSAFE_ARCHIVE', `${err.message} Nothing was deployed.`, 'body', { max_files: MAX_ARCHIVE_FILES })
       case 'unreadable': return new CodedError('invalid', 'UNREADABLE_ARCHIVE', `${err.message} Send a tar.gz (Content-Type application/gzip) or a zip (application/zip).`, 'body', {})
       case 'bad_ref': return invalid('source.ref', err.message)

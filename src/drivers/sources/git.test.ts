@@ -41,7 +41,7 @@ describe('git URLs', () => {
     ['ssh://-oProxyCommand=evil@host/x', 'The user name "-oProxyCommand=evil" is not one Berth takes'],
     ['https://user:ghp_secret@github.com/o/r.git', 'may not carry a password or token'],
     ['https://github.com/o/r.git?x=1', 'no query or fragment'],
-    ['https://github.com/', 'is not one Berth fetches'],
+    ['https://github.com/', 'The URL names no repository (its path is "/")'],
     ['not a url', 'may not hold spaces'],
     ['github.com/owner/repo', 'is not a URL'],
   ])('%s is refused', (text, words) => {

@@ -105,7 +105,8 @@ export function parseGitUrl(text: string): GitUrl {
   if (u.username && !/^[A-Za-z0-9._][A-Za-z0-9._-]*$/.test(decodeURIComponent(u.username))) throw refuse(`The user name ${JSON.stringify(decodeURIComponent(u.username))} is not one Berth takes (letters, digits and ._-, not starting with "-").`)
   const host = u.hostname.replace(/^\[|\]$/g, '').toLowerCase()
   if (!HOST_NAME.test(host) && !/^[0-9.]+$/.test(host) && !host.includes(':')) throw refuse(`${JSON.stringify(u.hostname)} is not a host name; ${form}.`)
-  if (u.pathname === '/' || u.pathname.split('/').some((p) => p === '..' || p.startsWith('-')) || !PATH_OK.test(u.pathname)) {
+  if (u.pathname === '/') throw refuse(`The URL names no repository (its path is "/"); ${form}.`)
+  if (u.pathname.split('/').some((p) => p === '..' || p.startsWith('-')) || !PATH_OK.test(u.pathname)) {
     throw refuse(`The repository path ${JSON.stringify(u.pathname)} is not one Berth fetches (letters, digits and ._~/%+@-, no "..", no part starting with "-").`)
   }
   const port = u.port ? Number(u.port) : { https: 443, http: 80, ssh: 22 }[transport]
