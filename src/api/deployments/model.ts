@@ -14,4 +14,4 @@ export const DeployBody = t.Object({
     token_secret: t.Optional({ ...SecretName, description: 'For a private https repository: the secret holding a token (sent as HTTP Basic password, user x-access-token).' }),
     ssh_key_secret: t.Optional({ ...SecretName, description: 'For a private ssh repository: the secret holding a deploy key (an OpenSSH private key).' }),
   }, { additionalProperties: false })),
-}, { additionalProperties: false, description: 'None (a reload and ~/deploy.sh, as before), or a source to build. An archive is sent as the raw body instead, with Content-Type application/gzip or application/zip.' })
+}, { additionalProperties: false, examples: [{}], description: 'None (a reload and ~/deploy.sh, as before), or a source to build. An archive is sent as the raw body instead, with Content-Type application/gzip or application/zip.' })

@@ -73,7 +73,7 @@ export class AppIntake {
     for (const field of ['token_secret', 'ssh_key_secret'] as const) {
       const name = input[field]
       if (name !== undefined && !names.has(name)) {
-        throw invalid(`source.${field}`, say`Site '${site.slug}' has no secret named ${name}; set it first (${op('patchSiteEnv', { tenant_slug: site.slug })} with "secret": ["${name}"]), then deploy.`)
+        throw invalid(`source.${field}`, say`Site '${site.slug}' has no secret named ${name}; set it first (${op('updateSiteEnv', { tenant_slug: site.slug })} with "secret": ["${name}"]), then deploy.`)
       }
     }
     if (input.token_secret !== undefined && input.ssh_key_secret !== undefined) throw invalid('source.ssh_key_secret', 'Give a token (https URLs) or a deploy key (ssh URLs), not both.')
