@@ -205,4 +205,17 @@ http.server.ThreadingHTTPServer(('127.0.0.1', int(os.environ['PORT'])), H).serve
     const site = await call(other, 'GET', '')
     expect(site.json.data.app).toMatchObject({ runtime: 'static', release: stat.id, processes: [] })
   }, 400_000)
+
+  it('takes an archive in JSON too (archive_base64: what an MCP client can send), and refuses one with git beside it', async () => {
+    const page = `<p>${crypto.randomUUID()}</p>`
+    const archive_base64 = Buffer.from(zipOf({ 'index.html': page })).toString('base64')
+    const both = await call(other, 'POST', 'deploy/', { source: { git: 'https://example.com/x.git', archive_base64, format: 'zip' } })
+    expect(both.status).toBe(422)
+    expect(both.json.error).toMatchObject({ param: 'source' })
+    const res = await call(other, 'POST', 'deploy/', { source: { archive_base64, format: 'zip' } })
+    expect(res.status, res.text).toBe(200)
+    const d = await finished(other, res.json.data.id)
+    expect(d.status, d.output + d.error).toBe('succeeded')
+    expect((await viaEdge(berth.url, other.slug, '/')).text).toBe(page)
+  }, 120_000)
 })

@@ -22,6 +22,15 @@ export const ARCHIVE_TYPES: Record<string, 'gzip' | 'zip'> = {
   'application/zip': 'zip',
   'application/x-zip-compressed': 'zip',
 }
+/** An archive sent in JSON (archive_base64, for MCP clients): at most this many bytes once decoded. */
+export const ARCHIVE_B64_BYTES = 10 * 1024 * 1024
+export const ARCHIVE_B64_MAX_CHARS = Math.ceil(ARCHIVE_B64_BYTES / 3) * 4
+const DEPLOY_ROUTE = /^\/api\/v1\/sites\/[^/]+\/deploy\/?$/
+/** The body limit of deploySite (its JSON may carry archive_base64), for the API's body parser. */
+export function deployBodyLimit(path: string): { bytes: number; param: string } | undefined {
+  return DEPLOY_ROUTE.test(path) ? { bytes: ARCHIVE_B64_MAX_CHARS + 64 * 1024, param: 'source.archive_base64' } : undefined
+}
+
 /** Entries an archive may hold (files, folders and links): a tree of more is refused, not half-unpacked. */
 export const MAX_ARCHIVE_FILES = 200_000
 
@@ -39,7 +48,9 @@ export interface AppIntakeDeps {
 }
 
 export interface GitSourceInput {
-  git: string
+  git?: string
+  archive_base64?: string
+  format?: 'gzip' | 'zip'
   ref?: string
   token_secret?: string
   ssh_key_secret?: string
@@ -68,7 +79,21 @@ export class AppIntake {
     return this.d.deploySource(site, { kind: 'archive', format, files: got.files, bytes: got.bytes }, id)
   }
 
-  async git(site: SiteRow, input: GitSourceInput): Promise<unknown> {
+  /** A source given in JSON: a repository, or an archive in base64 (MCP's way to send one). */
+  async source(site: SiteRow, input: GitSourceInput): Promise<unknown> {
+    if ((input.git === undefined) === (input.archive_base64 === undefined)) {
+      throw invalid('source', 'Give the source as "git" (a repository URL) or "archive_base64" (a tar.gz or zip), one of them.')
+    }
+    if (input.archive_base64 === undefined) return this.git(site, input as GitSourceInput & { git: string })
+    if (input.token_secret !== undefined || input.ssh_key_secret !== undefined || input.ref !== undefined) {
+      throw invalid('source', 'ref, token_secret and ssh_key_secret go with "git", not with an archive.')
+    }
+    const bytes = Buffer.from(input.archive_base64, 'base64')
+    if (bytes.length > ARCHIVE_B64_BYTES) throw invalid('source.archive_base64', `The archive is ${bytes.length} bytes once decoded; archive_base64 takes at most ${ARCHIVE_B64_BYTES} (10 MiB). Send a larger one as the raw body of the request (Content-Type application/gzip), or deploy from git.`)
+    return this.archive(site, new Blob([bytes]).stream(), input.format ?? 'gzip')
+  }
+
+  async git(site: SiteRow, input: GitSourceInput & { git: string }): Promise<unknown> {
     const names = new Set(this.d.secretNames(site.id))
     for (const field of ['token_secret', 'ssh_key_secret'] as const) {
       const name = input[field]
