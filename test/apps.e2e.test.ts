@@ -119,6 +119,13 @@ describe('a Node app', () => {
     }
   })
 
+  it('exec runs in the app\'s environment: its variables, its runtime on the PATH, in its home', async () => {
+    const res = await call(node, 'POST', 'exec/', { command: 'node -e "console.log(process.env.GREETING, require(\'fs\').readlinkSync(\'app/current\'))" && command -v npm' })
+    expect(res.status, res.text).toBe(200)
+    expect(res.json.data).toMatchObject({ exit_code: 0 })
+    expect(res.json.data.stdout).toBe(`hi releases/${first.id}\n/opt/node/bin/npm\n`)
+  })
+
   it('deploys from a git repository (a tag), and a zip; the previous release keeps serving through each switch, a settings change and a rollback', async () => {
     const repo = git.makeRepo('hello', [{ files: nodeApp('v2'), tag: 'v2' }])
     const loop = requestLoop(node.slug)
