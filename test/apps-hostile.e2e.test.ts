@@ -150,6 +150,8 @@ describe('a site serving a release', () => {
       const r = await upload(file, type)
       expectEnvelope(r, 422, 'UNSAFE_ARCHIVE', 'body', new RegExp(`^The archive was refused and nothing of it was deployed: ${escape(member)}.*Make the archive of the tree's own files only`))
     }
+    const inJson = await call('POST', 'deploy/', { source: { archive_base64: readFileSync(cases[1][0]).toString('base64') } })
+    expectEnvelope({ status: inJson.status, error: inJson.json.error }, 422, 'UNSAFE_ARCHIVE', 'source.archive_base64', /member "\.\.\/\.\.\/marker\.txt" climbs out/)
     const junk = await upload(new TextEncoder().encode('this is not an archive'), 'application/gzip')
     expectEnvelope(junk, 422, 'UNREADABLE_ARCHIVE', 'body', /not a gzip-compressed tar.*Send a tar\.gz/)
     expect(await state()).toEqual(before)
@@ -166,7 +168,7 @@ describe('a site serving a release', () => {
       [{ git: 'file:///etc' }, 'VALIDATION_ERROR', 'source.git', /over https:\/\/ and ssh:\/\/ only \(not file:\/\/\)/],
       [{ git: 'ext::sh' }, 'VALIDATION_ERROR', 'source.git', /remote helpers \(ext::, fd:: and the like\) are not taken/],
       [{ git: `http://${git.address}/first.git`, ref: '--upload-pack=touch%20/tmp/pwned' }, 'VALIDATION_ERROR', 'source.ref', /must be a branch, a tag or a full commit id.*not starting with "-"/],
-      [{ git: `http://${git.address}/first.git`, token_secret: 'NO_SUCH_SECRET' }, 'VALIDATION_ERROR', 'source.token_secret', /no secret named NO_SUCH_SECRET.*patchSiteEnv/],
+      [{ git: `http://${git.address}/first.git`, token_secret: 'NO_SUCH_SECRET' }, 'VALIDATION_ERROR', 'source.token_secret', /no secret named NO_SUCH_SECRET; set it first \(PATCH \/sites\/[^/]+\/env\/ with "secret"/],
     ]
     for (const [source, code, param, words] of cases) {
       const res = await call('POST', 'deploy/', { source })
@@ -185,6 +187,13 @@ describe('a site serving a release', () => {
       expect(result.isError).toBe(true)
       expect(result.content[0].text).toMatch(/BLOCKED_ADDRESS/)
       expect(result.content[0].text).toMatch(/source\.git/)
+      // An archive in base64, MCP's way to send one: refused alike, naming the field it came in.
+      const archive_base64 = readFileSync(await made.craftedTar([['../../marker.txt', 'file', 'overwritten']])).toString('base64')
+      const unsafe = (await client.callTool({ name: 'deploy_site', arguments: { tenant_slug: site.slug, source: { archive_base64 } } })) as { isError?: boolean; content: { text?: string }[] }
+      expect(unsafe.isError).toBe(true)
+      expect(unsafe.content[0].text).toMatch(/UNSAFE_ARCHIVE/)
+      expect(unsafe.content[0].text).toMatch(/source\.archive_base64/)
+      expect(unsafe.content[0].text).toMatch(/member \\?"\.\.\/\.\.\/marker\.txt\\?" climbs out/)
     } finally {
       await client.close()
     }

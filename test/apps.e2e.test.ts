@@ -119,6 +119,13 @@ describe('a Node app', () => {
     }
   })
 
+  it('exec runs in the app\'s environment: its variables, its runtime on the PATH, in its home', async () => {
+    const res = await call(node, 'POST', 'exec/', { command: 'node -e "console.log(process.env.GREETING, require(\'fs\').readlinkSync(\'app/current\'))" && command -v npm' })
+    expect(res.status, res.text).toBe(200)
+    expect(res.json.data).toMatchObject({ exit_code: 0 })
+    expect(res.json.data.stdout).toBe(`hi releases/${first.id}\n/opt/node/bin/npm\n`)
+  })
+
   it('deploys from a git repository (a tag), and a zip; the previous release keeps serving through each switch, a settings change and a rollback', async () => {
     const repo = git.makeRepo('hello', [{ files: nodeApp('v2'), tag: 'v2' }])
     const loop = requestLoop(node.slug)
@@ -205,4 +212,17 @@ http.server.ThreadingHTTPServer(('127.0.0.1', int(os.environ['PORT'])), H).serve
     const site = await call(other, 'GET', '')
     expect(site.json.data.app).toMatchObject({ runtime: 'static', release: stat.id, processes: [] })
   }, 400_000)
+
+  it('takes an archive in JSON too (archive_base64: what an MCP client can send), and refuses one with git beside it', async () => {
+    const page = `<p>${crypto.randomUUID()}</p>`
+    const archive_base64 = Buffer.from(zipOf({ 'index.html': page })).toString('base64')
+    const both = await call(other, 'POST', 'deploy/', { source: { git: 'https://example.com/x.git', archive_base64, format: 'zip' } })
+    expect(both.status).toBe(422)
+    expect(both.json.error).toMatchObject({ param: 'source' })
+    const res = await call(other, 'POST', 'deploy/', { source: { archive_base64, format: 'zip' } })
+    expect(res.status, res.text).toBe(200)
+    const d = await finished(other, res.json.data.id)
+    expect(d.status, d.output + d.error).toBe('succeeded')
+    expect((await viaEdge(berth.url, other.slug, '/')).text).toBe(page)
+  }, 120_000)
 })

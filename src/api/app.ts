@@ -21,7 +21,7 @@ import type { Logger } from '../lib/logger'
 import type { ClientAddress } from './http/client-address'
 import { authRoutes } from './auth/routes'
 import { jsonBody } from './http/body'
-import type { AppIntake } from '../domain/apps'
+import { deployBodyLimit, type AppIntake } from '../domain/apps'
 import { envelope, type MethodLookup } from './http/envelope'
 import { methodLookup } from './http/method-lookup'
 import { operationRenderer } from './http/operation-routes'
@@ -125,7 +125,7 @@ export function createApp(s: ApiDeps) {
   // GET /plans/ and /auth/whoami/ (bench/, issue 2). Responses are still validated.
   const app: AnyElysia = new Elysia({ name: 'berth', normalize: false, encodeSchema: false })
     .use(envelope({ log: s.log, methodsFor: (path) => lookup(path), route: (ref, request) => (viaMcp.has(request) ? toolName(ref.operation) : route(ref)) }))
-    .use(jsonBody(s.config.server.maxBodyBytes, (path) => fileBodyLimit(path) ?? execBodyLimit(path), (path) => /^\/pay\/[^/]+\/$/.test(path) || isPortalForm(path), isArchiveDeploy))
+    .use(jsonBody(s.config.server.maxBodyBytes, (path) => fileBodyLimit(path) ?? execBodyLimit(path) ?? deployBodyLimit(path), (path) => /^\/pay\/[^/]+\/$/.test(path) || isPortalForm(path), isArchiveDeploy))
     .use(strictQuery(() => queryRules))
     .use(plugins)
     .use(api)

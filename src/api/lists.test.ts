@@ -159,7 +159,7 @@ describe('a list costs the same queries for 1 row as for many', () => {
     expect(large.statements).toBeLessThanOrEqual(6)
     // The single site's view takes the same path, plus its disk's figures (none in the recording runtime).
     const single = await listed(many, `/api/v1/sites/${large.data[3].slug}/`)
-    expect(single.data).toEqual({ ...large.data[3], usage: { disk_bytes: null, disk_limit_bytes: null }, warnings: [] })
+    expect(single.data).toEqual({ ...large.data[3], usage: { disk_bytes: null, disk_limit_bytes: null }, warnings: [], app: null })
   })
 
   it('sites: a list read again while nothing changed runs no query; a change shows at once', async () => {

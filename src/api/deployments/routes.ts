@@ -19,7 +19,7 @@ export const deploymentRoutes = (plugins: ApiPlugins, deployments: DeploymentsSe
     .post('/sites/:tenant_slug/deploy/', async ({ site, body, request }) => {
       const format = ARCHIVE_TYPES[mediaType(request)]
       if (format) return intake.archive(site, request.body, format) as Promise<Deployment>
-      if (body.source) return intake.git(site, body.source) as Promise<Deployment>
+      if (body.source) return intake.source(site, body.source) as Promise<Deployment>
       return deployments.trigger(site)
     }, {
       scope: 'write',

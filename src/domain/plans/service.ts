@@ -1,4 +1,4 @@
-import type { AiModule, Track } from '../../core/enums'
+import { APP_RUNTIMES, type AiModule, type Track } from '../../core/enums'
 import type { PlanSeed } from '../../config/schema'
 import type { PlanRow } from '../../store/schema'
 import type { Store } from '../../store/store'
@@ -86,6 +86,7 @@ export class PlansService {
         ai_tokens_monthly: row.aiTokensMonthly,
         snapshots: premium,
         ssh: premium,
+        runtimes: [...APP_RUNTIMES],
       },
       skus: { monthly: `${this.prefix}_${row.slug}_monthly`, annual: `${this.prefix}_${row.slug}_annual` },
       deprecated: row.deprecated,

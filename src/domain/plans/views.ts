@@ -1,5 +1,5 @@
 import { Type as t, type Static } from '@sinclair/typebox'
-import { AiModuleSchema, HostingTypeSchema, TrackSchema as Track } from '../../core/enums'
+import { AiModuleSchema, AppRuntimeSchema, HostingTypeSchema, TrackSchema as Track } from '../../core/enums'
 
 export const Plan = t.Object({
   slug: t.String({ examples: ['starter'], description: 'Plan identifier, used in SKUs and in /plans/{plan_slug}/.' }),
@@ -25,6 +25,9 @@ export const Plan = t.Object({
     }),
     snapshots: t.Boolean({ description: 'On-demand snapshots (vps and dedicated).' }),
     ssh: t.Boolean({ description: 'SSH access (vps and dedicated).' }),
+    runtimes: t.Array(AppRuntimeSchema, {
+      description: "What a site of the plan may run when it deploys a source (docs/api.md, Apps): every plan runs each of them, within its memory_mb, cpu_cores and disk_gb. git push needs ssh.",
+    }),
   }),
   skus: t.Object({
     monthly: t.String({ examples: ['svc_starter_monthly'], description: 'The SKU to check out with monthly billing.' }),
