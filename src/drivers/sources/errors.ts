@@ -1,14 +1,16 @@
 /**
  * Why a source (an uploaded archive, a git URL) was refused before anything of it reached a
- * site. The API turns each into its answer (docs/api.md, "Deploying a source"):
+ * site. The API turns each into its answer (src/domain/apps/intake.ts; docs/api.md, "Apps:
+ * deploying a source", Refusals), `param` the field the source came in (`body`, or
+ * `source.archive_base64` for an archive in JSON):
  *
- * - UnsafeSourceError: 422 `unsafe_archive` (param `body`): a member that would land outside the
- *   tree or is not a plain file, folder or link inside it; `member` names it (null when the
- *   archive's structure itself is refused).
- * - InvalidSourceError: 422 `invalid_archive`: not a gzip tar or a zip, damaged, encrypted.
- * - SourceTooLargeError: 507 `disk_full`, with the figures: the tree expands past the site's disk.
- * - TooManyFilesError: 422 `too_many_files`: more members than the plan allows.
- * - InvalidGitSourceError: 422 `invalid_source` (param `source.git` or `source.ref`).
+ * - UnsafeSourceError: 422 `UNSAFE_ARCHIVE`: a member that would land outside the tree or is not
+ *   a plain file, folder or link inside it; `member` names it (null when the archive's structure
+ *   itself is refused).
+ * - InvalidSourceError: 422 `UNREADABLE_ARCHIVE`: not a gzip tar or a zip, damaged, encrypted.
+ * - SourceTooLargeError: 507 `DISK_FULL`, with the figures: the tree expands past the site's disk.
+ * - TooManyFilesError: 422 `UNSAFE_ARCHIVE` (`error.details.max_files`): more members than allowed.
+ * - InvalidGitSourceError: 422 `VALIDATION_ERROR` (param `source.git` or `source.ref`).
  */
 export class UnsafeSourceError extends Error {
   constructor(readonly member: string | null, readonly reason: string) {
