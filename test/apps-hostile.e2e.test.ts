@@ -213,6 +213,22 @@ describe('a site serving a release', () => {
     before = after
   }, 120_000)
 
+  it('a repository with symbolic links out of its tree: the deployment fails naming them, nothing is written through them, the live release keeps serving', async () => {
+    // .berth is where Berth writes the release's manifest: through this link it would land in the home.
+    const repo = git.makeRepo('linksout', [{ files: { 'index.html': 'release three' }, links: { '.berth': '/home/site', 'public': '../../..', 'ok.html': 'index.html' } }])
+    const res = await call('POST', 'deploy/', { source: { git: repo.http } })
+    expect(res.status, res.text).toBe(200)
+    const d = await finished(res.json.data.id)
+    expect(d.status).toBe('failed')
+    expect(d.error).toMatch(/^The tree holds symbolic links that leave the tree \(.*\): Berth deploys no link to files outside the release\. Make them relative links inside the tree/)
+    expect(d.error).toContain('.berth -> /home/site')
+    expect(d.error).toContain('public -> ../../..')
+    expect(d.error).not.toMatch(/ok\.html/)
+    const after = await state()
+    expect(after).toMatchObject({ home: before.home, releases: [live], marker: MARKER, page: 'release one', work: [] })
+    before = after
+  }, 120_000)
+
   it("a zip bomb, a tar.gz bomb and an archive larger than the site's free disk: 507 DISK_FULL with the figures, nothing left in deploy-work/", async () => {
     // Leave the site 64 MiB free (fallocate is instant on its ext4 disk), then send more than that.
     const fill = await call('POST', 'exec/', { command: 'fallocate -l $(( $(df -B1 --output=avail /home/site | tail -1) - 64 * 1024 * 1024 )) /home/site/fill.bin' })

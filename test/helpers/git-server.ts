@@ -1,6 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 
 /**
@@ -43,6 +43,8 @@ export interface GitServer {
 export interface Commit {
   files: Record<string, string>
   tag?: string
+  /** Symbolic links committed as they are: path -> target (a hostile tree's link out of it). */
+  links?: Record<string, string>
   /** A real submodule at this path, pointing at another repository of this server (by name). */
   submodule?: { path: string; repo: string }
 }
@@ -100,6 +102,10 @@ export async function startGitServer(name: string): Promise<GitServer> {
         for (const [path, content] of Object.entries(commit.files)) {
           mkdirSync(dirname(join(work, path)), { recursive: true })
           writeFileSync(join(work, path), content)
+        }
+        for (const [path, target] of Object.entries(commit.links ?? {})) {
+          mkdirSync(dirname(join(work, path)), { recursive: true })
+          symlinkSync(target, join(work, path))
         }
         if (commit.submodule) git(work, '-c', 'protocol.file.allow=always', 'submodule', '-q', 'add', join(root, 'repos', `${commit.submodule.repo}.git`), commit.submodule.path)
         git(work, 'add', '-A')

@@ -4,12 +4,16 @@ import type { DeploymentRow, SiteRow } from '../../store/schema'
 import { planBuild, STATIC_OUTPUTS, TreeRefusedError, type BuildPlan } from './detect'
 import type { AppEnv, AppSites, AppSources, AppSupervisor, DeploySource } from './ports'
 import {
-  adoptScript, existsScript, extractArgv, factsScript, HOME, KEPT_RELEASES, parseFacts, persistentScript, prepareScript,
+  adoptScript, existsScript, extractArgv, factsScript, HOME, KEPT_RELEASES, linksOutScript, parseFacts, persistentScript, prepareScript,
   pruneScript, releaseDir, releaseJson, sq, staticOutputScript, writeManifestScript,
 } from './release'
 
 /** A tree with a .gitmodules, refused: Berth never fetches submodules. */
 export const SUBMODULES_REFUSED = "The repository has submodules (.gitmodules), which Berth never fetches (they would reach repositories nobody checked): vendor their files into the repository, or deploy an archive of the whole tree."
+
+/** A fetched or pushed tree with symbolic links leaving it (`path -> target` each), refused as an archive's are. */
+export const linksOutRefused = (links: string[]) =>
+  `The tree holds symbolic links that leave the tree (${links.join(', ')}): Berth deploys no link to files outside the release. Make them relative links inside the tree, or commit the files themselves, then deploy again.`
 
 /** Output kept of each step of a build. */
 export const APP_STEP_OUTPUT_BYTES = 64 * 1024
@@ -67,6 +71,9 @@ export class AppDeployer {
       await this.d.supervisor.pushEnv(site.slug, this.d.env.valuesOf(site.id))
       const env = this.buildEnv(site, deployment)
       const commit = await this.receive(site, deployment, source, dir, env, out)
+      // An archive's links were checked on the host; a repository's tree comes as git made it.
+      const linksOut = source.kind === 'archive' ? '' : (await this.sh(site, HOME, linksOutScript(dir), {}, SHORT_MS)).text.trim()
+      if (linksOut) throw new StepFailed(linksOutRefused(linksOut.split('\n')))
       const facts = parseFacts((await this.sh(site, HOME, factsScript(dir), env, SHORT_MS)).text)
       const plan = planBuild(facts)
       out.line(`==> Detected ${plan.runtime} (${plan.because})${describe(plan)}`)

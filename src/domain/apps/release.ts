@@ -26,6 +26,16 @@ export const extractArgv = (dir: string) => ['tar', '-x', '--no-same-owner', '-f
 /** Moves a pushed tree (git archive by the pre-receive hook) into the release. */
 export const adoptScript = (from: string, dir: string) => `set -e; rm -rf ${sq(dir)}; mkdir -p ${sq(RELEASES_DIR)}; mv ${sq(from)} ${sq(dir)}`
 
+/**
+ * Prints each symbolic link of the release that leads out of it, `path -> target` (at most 10):
+ * a fetched or pushed tree is refused for them as an archive is (drivers/sources/tree-rules.ts),
+ * before Berth writes anything into the release (.berth/release.json) or serves a folder of it.
+ */
+export const linksOutScript = (dir: string) => [
+  `cd ${sq(dir)} || exit 3`,
+  `find . -type l -print | while IFS= read -r l; do t=$(realpath -m -- "$l"); case "$t" in ${sq(dir)}|${sq(dir)}/*) ;; *) printf '%s -> %s\\n' "\${l#./}" "$(readlink -- "$l")" ;; esac; done | head -n 10`,
+].join('\n')
+
 const FACT_FILES = ['berth.json', 'Procfile', 'package.json', 'requirements.txt'] as const
 const FACTS_LIMIT = 65536
 
