@@ -27,8 +27,8 @@ export class InvalidSourceError extends Error {
 export class SourceTooLargeError extends Error {
   constructor(readonly limitBytes: number, readonly atLeastBytes: number, readonly member: string | null) {
     super(
-      `The tree expands to at least ${atLeastBytes} bytes${member ? ` (at member ${JSON.stringify(member)})` : ''}, more than the site's disk of ${limitBytes} bytes; ` +
-        'deploy a smaller tree (leave out build output and dependencies, which the build makes) or move the site to a plan with a larger disk.',
+      `The tree expands to at least ${atLeastBytes} bytes${member ? ` (at member ${JSON.stringify(member)})` : ''}, more than the ${limitBytes} bytes the site's disk has free; ` +
+        'deploy a smaller tree (leave out build output and dependencies, which the build makes) free space on the site, or move it to a plan with a larger disk.',
     )
   }
 }
