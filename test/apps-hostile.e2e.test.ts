@@ -157,7 +157,7 @@ describe('a site serving a release', () => {
     expect(await state()).toEqual(before)
   }, 60_000)
 
-  it('refuses git URLs to loopback, private and metadata addresses, other transports, a ref that is an option and a secret it does not have: 422 with the field', async () => {
+  it('refuses git URLs to loopback, private and metadata addresses, other transports, plain http to a public host, a credential on the wrong transport, a ref that is an option and a secret it does not have: 422 with the field, nothing queued', async () => {
     const cases: [source: Record<string, string>, code: string, param: string, words: RegExp][] = [
       [{ git: 'http://127.0.0.1/x.git' }, 'BLOCKED_ADDRESS', 'source.git', /127\.0\.0\.1.*loopback/],
       [{ git: 'http://[::1]/x.git' }, 'BLOCKED_ADDRESS', 'source.git', /::1.*loopback/],
@@ -168,8 +168,12 @@ describe('a site serving a release', () => {
       [{ git: 'file:///etc' }, 'VALIDATION_ERROR', 'source.git', /over https:\/\/ and ssh:\/\/ only \(not file:\/\/\)/],
       [{ git: 'ext::sh' }, 'VALIDATION_ERROR', 'source.git', /remote helpers \(ext::, fd:: and the like\) are not taken/],
       [{ git: `http://${git.address}/first.git`, ref: '--upload-pack=touch%20/tmp/pwned' }, 'VALIDATION_ERROR', 'source.ref', /must be a branch, a tag or a full commit id.*not starting with "-"/],
+      [{ git: 'http://93.184.216.34/x.git' }, 'VALIDATION_ERROR', 'source.git', /over http:\/\/ only from a network the hoster lists in outbound\.allow_networks; 93\.184\.216\.34 .*use https:\/\//],
+      [{ git: `http://${git.address}/first.git`, token_secret: 'GIT_TOKEN' }, 'VALIDATION_ERROR', 'source.git', /A token is never sent over http:\/\/: use an https:\/\/ URL/],
+      [{ git: 'https://93.184.216.34/x.git', ssh_key_secret: 'GIT_TOKEN' }, 'VALIDATION_ERROR', 'source.git', /A deploy key goes with an ssh:\/\/ or git@host:path URL/],
       [{ git: `http://${git.address}/first.git`, token_secret: 'NO_SUCH_SECRET' }, 'VALIDATION_ERROR', 'source.token_secret', /no secret named NO_SUCH_SECRET; set it first \(PATCH \/sites\/[^/]+\/env\/ with "secret"/],
     ]
+    expect((await call('PATCH', 'env/', { variables: { GIT_TOKEN: 'tok' }, secret: ['GIT_TOKEN'] })).status).toBe(200)
     for (const [source, code, param, words] of cases) {
       const res = await call('POST', 'deploy/', { source })
       expectEnvelope({ status: res.status, error: res.json.error }, 422, code, param, words)

@@ -14,7 +14,7 @@ import type { ContainerRuntime } from '../drivers/runtime/types'
 import { toCheckedTar } from '../drivers/sources/archive'
 import { DeployWorkFolder } from '../drivers/sources/work-tars'
 import { InvalidGitSourceError, InvalidSourceError, SourceTooLargeError, TooManyFilesError, UnsafeSourceError } from '../drivers/sources/errors'
-import { checkGitRef, gitFetchCommand, parseGitUrl, readGitFetch } from '../drivers/sources/git'
+import { checkGitRef, checkGitTransport, gitFetchCommand, parseGitUrl, readGitFetch } from '../drivers/sources/git'
 import type { Config } from '../config/config'
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../lib/logger'
@@ -88,11 +88,11 @@ export function buildApps(n: AppsNeeds): Apps {
         throw refusalOf(err)
       }
     },
-    checkGit: async (url, ref) => {
+    checkGit: async (url, ref, credentials) => {
       try {
         const parsed = parseGitUrl(url)
         if (ref !== null) checkGitRef(ref)
-        await outbound.check(parsed.host)
+        checkGitTransport(parsed, await outbound.check(parsed.host), credentials)
       } catch (err) {
         throw refusalOf(err)
       }

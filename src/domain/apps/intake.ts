@@ -38,7 +38,7 @@ export interface AppIntakeDeps {
   /** The upload to a checked plain tar in the work file of `id`; throws SourceRefusedError. */
   toCheckedTar(body: ReadableStream<Uint8Array>, format: 'gzip' | 'zip', id: string, limits: { maxBytes: number; maxFiles: number }): Promise<{ files: number; bytes: number }>
   /** The repository's URL and ref checked (its host resolved and allowed); throws SourceRefusedError. */
-  checkGit(url: string, ref: string | null): Promise<void>
+  checkGit(url: string, ref: string | null, credentials: { token: boolean; deployKey: boolean }): Promise<void>
   siteDisk(slug: string): Promise<SiteDisk | null>
   /** The box keeps room for itself (domain/room): 507 before an upload lands on its disk. */
   ensureRoom(what: string): void
@@ -104,7 +104,7 @@ export class AppIntake {
     }
     if (input.token_secret !== undefined && input.ssh_key_secret !== undefined) throw invalid('source.ssh_key_secret', 'Give a token (https URLs) or a deploy key (ssh URLs), not both.')
     try {
-      await this.d.checkGit(input.git, input.ref ?? null)
+      await this.d.checkGit(input.git, input.ref ?? null, { token: input.token_secret !== undefined, deployKey: input.ssh_key_secret !== undefined })
     } catch (err) {
       throw this.refusal(site, null, err, 'source.git')
     }

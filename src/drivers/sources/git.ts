@@ -142,15 +142,23 @@ const SCRIPT = [
   'echo "berth-git: commit $commit submodules $sub"',
 ].join('\n')
 
-export function gitFetchCommand(input: GitFetchInput): GitFetch {
-  const { url, ref, pinned, credentials = {} } = input
-  if (!input.dir.startsWith('/') || !input.scratch.startsWith('/')) throw new Error('the fetch folder and its scratch folder are absolute paths')
+/**
+ * The URL's transport against its checked address and the credentials given (only whether each
+ * is there): checked by the deploy route before anything is queued, and again by the fetch.
+ */
+export function checkGitTransport(url: GitUrl, pinned: Pick<GitFetchInput['pinned'], 'address' | 'listed'>, credentials: { token: boolean; deployKey: boolean }): void {
   if (url.transport === 'http' && !pinned.listed) {
     throw refuse(`Berth fetches git over http:// only from a network the hoster lists in outbound.allow_networks; ${url.host} (${pinned.address}) is not in one: use https://.`)
   }
   if (credentials.token && url.transport === 'http') throw refuse('A token is never sent over http://: use an https:// URL for a private repository.')
   if (credentials.token && url.transport === 'ssh') throw refuse('A token goes with an https:// URL; an ssh URL takes a deploy key.')
   if (credentials.deployKey && url.transport !== 'ssh') throw refuse('A deploy key goes with an ssh:// or git@host:path URL; an https:// URL takes a token.')
+}
+
+export function gitFetchCommand(input: GitFetchInput): GitFetch {
+  const { url, ref, pinned, credentials = {} } = input
+  if (!input.dir.startsWith('/') || !input.scratch.startsWith('/')) throw new Error('the fetch folder and its scratch folder are absolute paths')
+  checkGitTransport(url, pinned, { token: Boolean(credentials.token), deployKey: credentials.deployKey !== undefined })
   const config: [string, string][] = [
     ['protocol.allow', 'never'],
     [`protocol.${url.transport}.allow`, 'always'],
