@@ -66,7 +66,9 @@ async function commit(files: Record<string, string>, message: string) {
   return (await git(['rev-parse', 'HEAD'])).out.trim()
 }
 
-const app = (version: string, build = `console.log('building ${version}')`) => ({
+const SECRET = `tok_${crypto.randomUUID().replaceAll('-', '')}`
+
+const app = (version: string, build = `console.log('building ${version} with ' + process.env.PUSH_TOKEN)`) => ({
   'package.json': JSON.stringify({ name: 'pushed', version: '1.0.0', scripts: { build: 'node build.js', start: 'node server.js' } }),
   'build.js': `${build}\n`,
   'server.js': `require('http').createServer((req, res) => res.end('${version} ' + process.env.BERTH_RELEASE)).listen(process.env.PORT)\n`,
@@ -90,12 +92,16 @@ describe('git push to a vps site over SSH', () => {
     const again = await api(berth.url, 'POST', `/sites/${site.slug}/ssh/git/`, { key: site.key })
     expect(again.json.data.moved).toBe(false)
     await git(['remote', 'add', 'berth', remote])
+    const env = await api(berth.url, 'PATCH', `/sites/${site.slug}/env/`, { key: site.key, body: { variables: { PUSH_TOKEN: SECRET }, secret: ['PUSH_TOKEN'] } })
+    expect(env.status, env.text).toBe(200)
     const sha = await commit(app('v1'), 'v1')
     const pushed = await git(['push', 'berth', 'main'])
     expect(pushed.code, pushed.err).toBe(0)
     expect(pushed.err).toContain(`remote: berth: deploying ${sha.slice(0, 12)} (refs/heads/main)`)
     expect(pushed.err).toContain('remote: ==> Detected node')
-    expect(pushed.err).toContain('remote: building v1')
+    // The build's line reaches the pusher with the secret masked, as in the deployment's output.
+    expect(pushed.err).toContain('remote: building v1 with [secret]')
+    expect(pushed.err).not.toContain(SECRET)
     expect(pushed.err).toMatch(/remote: Deployed: release \S+ serves the site\./)
     const [latest] = await deployments()
     expect(latest).toMatchObject({ status: 'succeeded', source: { kind: 'push', ref: 'main' }, commit: sha })
