@@ -48,4 +48,12 @@ describe('a push event', () => {
     expect(deployed.map((d) => d.kind === 'push' && d.ref)).toEqual(['master'])
     expect(refused).toEqual(['psh_aaaaaaaaaaaaaaaa: Not deployed: Berth deploys pushes to main or master, and this push was to feature/x. Push it as main: git push berth feature/x:main'])
   })
+
+  it('with a branch name git allows and Berth does not read (an @, a non-ASCII letter) still gets its answer, so the pusher does not wait', async () => {
+    const { emit, deployed, refused } = pushes()
+    emit(push('psh_cccccccccccccccc', 'refs/heads/fix@höme'))
+    await Bun.sleep(0)
+    expect(deployed).toEqual([])
+    expect(refused).toEqual(['psh_cccccccccccccccc: Not deployed: Berth deploys pushes to main or master, and this push was to fix@h?me. Push it as main: git push berth fix@h?me:main'])
+  })
 })

@@ -105,25 +105,29 @@ export class AppPushes {
 
   private pushed(siteId: string, e: PushEvent): void {
     const site = this.d.sites.find(siteId)
-    // What the container says is checked as any input: its tenant controls it.
-    if (!site || site.status !== 'active' || !PUSH_ID.test(e.id) || !COMMIT.test(e.commit) || !REF.test(e.ref) || e.dir !== `/home/site/app/incoming/${e.id}`) {
+    // What the container says is checked as any input: its tenant controls it. An event Berth can
+    // answer (its id and folder hold together) always gets an answer, so no pusher waits 30 minutes.
+    if (!site || !PUSH_ID.test(e.id) || e.dir !== `/home/site/app/incoming/${e.id}`) {
       this.d.log.warn('ignored a push event that does not hold together', { site: site?.slug, id: String(e.id).slice(0, 80) })
       return
     }
     if (this.seen.has(e.id)) return
     if (this.seen.size >= SEEN_KEPT) this.seen.clear()
     this.seen.add(e.id)
-    const branch = e.ref.slice('refs/heads/'.length)
-    if (!(DEPLOY_BRANCHES as readonly string[]).includes(branch)) {
-      void this.d.refuse(site.slug, e.id, `Not deployed: Berth deploys pushes to main or master, and this push was to ${branch}. Push it as main: git push berth ${branch}:main`).catch(() => {})
-      return
+    const refuse = (message: string) => void this.d.refuse(site.slug, e.id, `Not deployed: ${message}`).catch(() => {})
+    if (site.status !== 'active') return refuse(`the site is ${site.status}; a push deploys to an active site only.`)
+    const branch = String(e.ref).replace(/^refs\/heads\//, '')
+    if (!REF.test(e.ref) || !(DEPLOY_BRANCHES as readonly string[]).includes(branch)) {
+      const shown = branch.replace(/[^\x21-\x7e]/g, '?').slice(0, 200)
+      return refuse(`Berth deploys pushes to main or master, and this push was to ${shown}. Push it as main: git push berth ${shown}:main`)
     }
+    if (!COMMIT.test(e.commit)) return refuse('Berth could not read the pushed commit\'s id; push again.')
     this.d.log.info('a git push to an app site', { site: site.slug, ref: e.ref, commit: e.commit })
     try {
       this.d.deploy(site, { kind: 'push', ref: branch, commit: e.commit, dir: e.dir, push_id: e.id })
     } catch (err) {
       this.d.log.warn('could not queue the deployment of a push', { site: site.slug, error: (err as Error).message })
-      void this.d.refuse(site.slug, e.id, `Berth could not deploy this push: ${(err as Error).message}`).catch(() => {})
+      refuse(`Berth could not queue this push's deployment: ${(err as Error).message}`)
     }
   }
 }
