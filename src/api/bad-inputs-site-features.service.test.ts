@@ -156,6 +156,12 @@ const sshRows: Row[] = [
   { name: 'ssh key remove: a shared plan', method: 'DELETE', path: `${S}/ssh/keys/{sshKey}/`, expect: [403, 'FORBIDDEN', null] },
   { name: "ssh key remove: another account's site", method: 'DELETE', path: `${V1}/sites/{foreign}/ssh/keys/{sshKey}/`, expect: [404, 'NOT_FOUND', 'tenant_slug'] },
   ...bothWays({ name: 'ssh key remove: unknown key_id', method: 'DELETE', path: `${P}/ssh/keys/${HEX64}/`, expect: [404, 'NOT_FOUND', 'key_id'] }),
+  // enableGitPush: refused before anything moves (the vps site stays on its plan's image).
+  ...bothWays({ name: 'git push: a shared plan', method: 'POST', path: `${S}/ssh/git/`, expect: [403, 'FORBIDDEN', null], says: /scale to a vps or dedicated plan/ }),
+  { name: "git push: another account's site", method: 'POST', path: `${V1}/sites/{foreign}/ssh/git/`, expect: [404, 'NOT_FOUND', 'tenant_slug'] },
+  { name: 'git push: read-only key', method: 'POST', path: `${P}/ssh/git/`, as: 'reader', expect: [403, 'FORBIDDEN', null] },
+  { name: 'git push: a body with a field', method: 'POST', path: `${P}/ssh/git/`, body: { branch: 'dev' }, expect: [422, 'VALIDATION_ERROR', 'branch'] },
+  { name: 'git push: GET', method: 'GET', path: `${P}/ssh/git/`, expect: [405, 'METHOD_NOT_ALLOWED', null], header: ['allow', 'POST'] },
 ]
 
 const moduleRows: Row[] = [
