@@ -25,6 +25,8 @@ const figures: Record<string, string> = {}
 
 interface Bought { slug: string; key: string }
 const sites: Record<'first' | 'onB', Bought> = {} as never
+/** The app site, left on B for the evacuation with its live release (v2) and what it answers. */
+let appOnB: (Bought & { release: string; answer: string }) | undefined
 
 beforeAll(async () => {
   lab = await startLab(LAB_NAME)
@@ -451,6 +453,10 @@ describe('a cluster of two nodes', () => {
     await running(v2.id)
     expect((await call('PATCH', 'env/', { variables: { GREETING: 'moved' } })).status).toBe(200)
     expect((await viaEdge(control.url, app.slug)).text).toBe('app moved v2')
+    // To B again (it has the image now), for the evacuation below.
+    await move(b.id)
+    expect(await served('v2 served from B again')).toBe('app moved v2')
+    appOnB = { ...app, release: v2.id, answer: 'app moved v2' }
   }, 400_000)
 
   it('shows the sites of a lost node as recovering, and serves them from the control plane once it is evacuated', async () => {
@@ -480,6 +486,16 @@ describe('a cluster of two nodes', () => {
     // The health monitor's next round (every 2 s) sees it on a node that answers.
     await waitFor('the evacuated site active again', 10_000, async () =>
       (await api(control.url, 'GET', `/sites/${sites.onB.slug}/`, { key: sites.onB.key })).json.data.status === 'active')
+    if (appOnB) {
+      // The app site comes back from its last move's backup: its releases, its live one serving with its settings.
+      const app = appOnB
+      expect((evacuated.json.sites ?? evacuated.json).find((s: { slug: string }) => s.slug === app.slug)).toMatchObject({ node: 'control', result: 'restored' })
+      expect(await waitFor('the evacuated app served from the control plane', 60_000, async () => {
+        const res = await viaEdge(control.url, app.slug)
+        return res.status === 200 && res.text
+      })).toBe(app.answer)
+      expect((await api(control.url, 'GET', `/sites/${app.slug}/`, { key: app.key })).json.data.app).toMatchObject({ release: app.release, processes: [expect.objectContaining({ name: 'web', state: 'running' })] })
+    }
   }, 180_000)
 })
 
