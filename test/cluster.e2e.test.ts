@@ -6,7 +6,8 @@ import { api } from './helpers/binary'
 import { buyDirect, viaEdge, waitForSite } from './helpers/purchase'
 import { startLab, waitFor, type Lab } from './lab/cluster-lab'
 import { leftovers } from './lab/lab-host'
-import { AGENT_PORT, CONTROL_PORT, joinNode, startControlPlane, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
+import { AGENT_PORT, APP_IMAGE, CONTROL_PORT, joinNode, loadIntoControl, startControlPlane, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
+import { tarGz } from './helpers/trees'
 import { engineSecurity, noNewPrivilegesAdvice } from '../src/drivers/runtime/swarm/hardening'
 
 /**
@@ -24,6 +25,8 @@ const figures: Record<string, string> = {}
 
 interface Bought { slug: string; key: string }
 const sites: Record<'first' | 'onB', Bought> = {} as never
+/** The app site, left on B for the evacuation with its live release (v2) and what it answers. */
+let appOnB: (Bought & { release: string; answer: string }) | undefined
 
 beforeAll(async () => {
   lab = await startLab(LAB_NAME)
@@ -371,6 +374,91 @@ describe('a cluster of two nodes', () => {
     expect((await viaEdge(control.url, doomed.slug)).status).toBeGreaterThanOrEqual(400)
   }, 120_000)
 
+  it('runs an app site across nodes: moved to B, the app image goes there before the switch; built on B; its settings handed at each start there; moved back, its live release serves', async () => {
+    // Only this case deploys a source: berth/app:1 is loaded into the control plane's engine here.
+    let at = performance.now()
+    await loadIntoControl(lab, [APP_IMAGE])
+    figures['app image into A'] = `${(performance.now() - at).toFixed(0)} ms`
+    const app = await buy('app')
+    const call = (method: string, rest: string, body?: unknown) => api(control.url, method, `/sites/${app.slug}/${rest}`, { key: app.key, body })
+    const move = async (to: string) => {
+      const moved = await control.cli(['sites', 'move', app.slug, '--to', to, '--json'], { allowFailure: true })
+      expect(moved.code, moved.stdout + moved.stderr).toBe(0)
+      expect(await nodeOf(app.slug)).toBe(to)
+      return moved.json as { unavailable_ms: number; total_ms: number }
+    }
+    const served = (what: string) => waitFor(what, 30_000, async () => {
+      const res = await viaEdge(control.url, app.slug)
+      return res.status === 200 && res.text
+    })
+    const deploy = async (version: string) => {
+      const tree = tarGz({
+        // No dependency, and berth.json skips the install: the lab's nodes reach no registry.
+        'berth.json': JSON.stringify({ install: null }),
+        'package.json': JSON.stringify({ name: 'cl', scripts: { build: 'node build.js', start: 'node server.js' } }),
+        'build.js': `console.log('building on ' + require('os').hostname()); require('fs').writeFileSync('built.txt', '${version}')\n`,
+        'server.js': "require('http').createServer((q, r) => r.end(`app ${process.env.GREETING} ${require('fs').readFileSync('built.txt', 'utf8')}`)).listen(process.env.PORT)\n",
+      })
+      const sent = await fetch(`${control.url}/api/v1/sites/${app.slug}/deploy/`, { method: 'POST', headers: { authorization: `Bearer ${app.key}`, 'content-type': 'application/gzip' }, body: Buffer.from(tree) })
+      const body = (await sent.json()) as { data: { id: string } }
+      expect(sent.status, JSON.stringify(body)).toBe(200)
+      const d = await waitFor(`deployment ${version} finished`, 240_000, async () => {
+        const d = (await call('GET', `deployments/${body.data.id}/`)).json.data
+        return (d.status === 'succeeded' || d.status === 'failed') && d
+      })
+      expect(d.status, `${d.error}\n${d.output}`).toBe('succeeded')
+      return d as { id: string; output: string }
+    }
+    const running = async (release: string) => expect((await call('GET', '')).json.data.app).toMatchObject({ runtime: 'node', release, processes: [expect.objectContaining({ name: 'web', state: 'running' })] })
+    const containerOn = (node: 'A' | 'B') => waitFor(`the app's container running on ${node}`, 30_000, async () =>
+      (await lab.docker(node, 'ps', '-q', '--filter', `label=dev.berth.site-slug=${app.slug}`, '--filter', 'status=running')).split('\n')[0])
+
+    if ((await nodeOf(app.slug)) !== 'control') await move('control')
+    expect((await call('PATCH', 'env/', { variables: { GREETING: 'hello' } })).status).toBe(200)
+    const v1 = await deploy('v1')
+    expect(await served('v1 served on the control plane')).toBe('app hello v1')
+
+    // To B, which has no berth/app:1 yet: the control plane carries it there (632 MB) before the
+    // switch, so the site serves from its old node meanwhile, and is down for the switch alone.
+    const imageOnA = await lab.docker('A', 'image', 'inspect', '-f', '{{.Id}}', APP_IMAGE)
+    expect(await lab.docker('B', 'image', 'ls', '-q', APP_IMAGE)).toBe('')
+    at = performance.now()
+    const toB = await move(b.id)
+    figures['app move to B'] = `did not serve for ${toB.unavailable_ms} ms, whole move ${(performance.now() - at).toFixed(0)} ms (berth/app:1 carried to B)`
+    expect(toB.unavailable_ms).toBeLessThan(8000)
+    expect(await served('v1 served from B')).toBe('app hello v1')
+    expect(await lab.docker('B', 'image', 'inspect', '-f', '{{.Id}}', APP_IMAGE)).toBe(imageOnA)
+    expect(await lab.docker('B', 'inspect', '-f', '{{.Config.Image}}', await containerOn('B'))).toBe(APP_IMAGE)
+    await running(v1.id)
+
+    // Built on B: the tree streamed into an exec in the site's container through B's engine pass-through.
+    at = performance.now()
+    const v2 = await deploy('v2')
+    figures['app deploy on B'] = `${(performance.now() - at).toFixed(0)} ms from the upload to its end`
+    expect(v2.output).toContain(`building on ${await lab.docker('B', 'inspect', '-f', '{{.Config.Hostname}}', await containerOn('B'))}`)
+    expect(await served('v2 served from B')).toBe('app hello v2')
+    // A task Swarm starts in place of a killed one on B gets the settings (the node's start event).
+    await lab.docker('B', 'kill', await containerOn('B'))
+    at = performance.now()
+    expect(await waitFor('v2 served again after the kill on B', 30_000, async () => {
+      const res = await viaEdge(control.url, app.slug)
+      return res.status === 200 && res.text === 'app hello v2' && res.text
+    })).toBe('app hello v2')
+    figures['app killed on B'] = `serving again ${(performance.now() - at).toFixed(0)} ms after the kill`
+
+    // Back to the control plane: its home (releases, current) restored, its settings handed at the start there.
+    const toControl = await move('control')
+    figures['app move to control'] = `did not serve for ${toControl.unavailable_ms} ms`
+    expect(await served('v2 served from the control plane')).toBe('app hello v2')
+    await running(v2.id)
+    expect((await call('PATCH', 'env/', { variables: { GREETING: 'moved' } })).status).toBe(200)
+    expect((await viaEdge(control.url, app.slug)).text).toBe('app moved v2')
+    // To B again (it has the image now), for the evacuation below.
+    await move(b.id)
+    expect(await served('v2 served from B again')).toBe('app moved v2')
+    appOnB = { ...app, release: v2.id, answer: 'app moved v2' }
+  }, 400_000)
+
   it('shows the sites of a lost node as recovering, and serves them from the control plane once it is evacuated', async () => {
     const expected = (await viaEdge(control.url, sites.onB.slug)).text
     await lab.powerOff('B')
@@ -398,6 +486,16 @@ describe('a cluster of two nodes', () => {
     // The health monitor's next round (every 2 s) sees it on a node that answers.
     await waitFor('the evacuated site active again', 10_000, async () =>
       (await api(control.url, 'GET', `/sites/${sites.onB.slug}/`, { key: sites.onB.key })).json.data.status === 'active')
+    if (appOnB) {
+      // The app site comes back from its last move's backup: its releases, its live one serving with its settings.
+      const app = appOnB
+      expect((evacuated.json.sites ?? evacuated.json).find((s: { slug: string }) => s.slug === app.slug)).toMatchObject({ node: 'control', result: 'restored' })
+      expect(await waitFor('the evacuated app served from the control plane', 60_000, async () => {
+        const res = await viaEdge(control.url, app.slug)
+        return res.status === 200 && res.text
+      })).toBe(app.answer)
+      expect((await api(control.url, 'GET', `/sites/${app.slug}/`, { key: app.key })).json.data.app).toMatchObject({ release: app.release, processes: [expect.objectContaining({ name: 'web', state: 'running' })] })
+    }
   }, 180_000)
 })
 

@@ -26,6 +26,7 @@ export function stepLine(s: AdminStep): string {
 function nodeStepLine(s: Exclude<AdminStep, { step: 'copy_sent' | 'copy_deleted' | 'store_copied' }>): string {
   const line = (text: string) => `  ${s.slug}: ${text}`
   switch (s.step) {
+    case 'image_carried': return line(`image ${s.image} carried to ${s.node} (${seconds(s.ms)}), the site serving meanwhile`)
     case 'backup_taken': return line(`backup taken (archive ${s.archive}, ${size(s.bytes)}, ${seconds(s.ms)})`)
     case 'stopped': return line(`stopped${s.from ? ` on ${s.from}` : ''}, pinned to ${s.to}; the edge answers its "being brought back" page`)
     case 'volume_made': return line(`volume made on ${s.node}`)

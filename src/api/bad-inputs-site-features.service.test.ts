@@ -14,6 +14,7 @@ const S = `${V1}/sites/{shared}`
 const P = `${V1}/sites/{vps}`
 const LONG = 'a'.repeat(200)
 const TEN_MB_HEADERS = { 'content-length': String(TEN_MB_JSON.length) }
+const SIXTEEN_MB_JSON = `{"source":{}${' '.repeat(16 * 1024 * 1024)}}`
 const HEX64 = 'ab'.repeat(32)
 
 const logRows: Row[] = [
@@ -43,11 +44,15 @@ const logRows: Row[] = [
 ]
 
 const deployRows: Row[] = [
-  { name: 'deploy: a body with a field', method: 'POST', path: `${S}/deploy/`, body: { ref: 'main' }, expect: [422, 'VALIDATION_ERROR', 'ref'], says: /takes no body; remove the field 'ref'/ },
-  { name: 'deploy: JSON array body', method: 'POST', path: `${S}/deploy/`, raw: '[]', expect: [422, 'VALIDATION_ERROR', null], says: /takes no body/ },
+  { name: 'deploy: a body with a field', method: 'POST', path: `${S}/deploy/`, body: { ref: 'main' }, expect: [422, 'VALIDATION_ERROR', 'ref'], says: /Unknown field 'ref'; remove it/ },
+  { name: 'deploy: a source with neither git nor an archive', method: 'POST', path: `${S}/deploy/`, body: { source: { ref: 'main' } }, expect: [422, 'VALIDATION_ERROR', 'source'], says: /"git".*"archive_base64"/ },
+  { name: 'deploy: a source with an unknown field', method: 'POST', path: `${S}/deploy/`, body: { source: { git: 'https://example.com/x.git', branch: 'main' } }, expect: [422, 'VALIDATION_ERROR', 'source.branch'] },
+  { name: 'deploy: archive_base64 not base64', method: 'POST', path: `${S}/deploy/`, body: { source: { archive_base64: 'not base64!' } }, expect: [422, 'VALIDATION_ERROR', 'source.archive_base64'] },
+  { name: 'deploy: JSON array body', method: 'POST', path: `${S}/deploy/`, raw: '[]', expect: [422, 'VALIDATION_ERROR', null], says: /must be a JSON object/ },
   { name: 'deploy: truncated JSON', method: 'POST', path: `${S}/deploy/`, raw: '{bad', expect: [400, 'VALIDATION_ERROR', null] },
-  { name: 'deploy: 10 MB body', method: 'POST', path: `${S}/deploy/`, raw: TEN_MB_JSON, headers: TEN_MB_HEADERS, expect: [413, 'PAYLOAD_TOO_LARGE', null] },
-  { name: 'deploy: 10 MB body chunked', method: 'POST', path: `${S}/deploy/`, chunked: TEN_MB, expect: [413, 'PAYLOAD_TOO_LARGE', null] },
+  // deploySite takes up to ~14 MB of JSON (source.archive_base64, 10 MiB decoded, for MCP clients).
+  { name: 'deploy: 16 MB body', method: 'POST', path: `${S}/deploy/`, raw: SIXTEEN_MB_JSON, headers: { 'content-length': String(SIXTEEN_MB_JSON.length) }, expect: [413, 'PAYLOAD_TOO_LARGE', 'source.archive_base64'] },
+  { name: 'deploy: 16 MB body chunked', method: 'POST', path: `${S}/deploy/`, chunked: 16 * 1024 * 1024, expect: [413, 'PAYLOAD_TOO_LARGE', 'source.archive_base64'] },
   { name: 'deploy: a site pending deletion', method: 'POST', path: `${V1}/sites/{doomed}/deploy/`, expect: [409, 'CONFLICT', null], says: /restore\/ first/ },
   { name: "deploy: another account's site", method: 'POST', path: `${V1}/sites/{foreign}/deploy/`, expect: [404, 'NOT_FOUND', 'tenant_slug'] },
   { name: 'deploy: slug "..%2F"', method: 'POST', path: `${V1}/sites/..%2F/deploy/`, expect: [404, 'NOT_FOUND', 'tenant_slug'] },
@@ -156,6 +161,12 @@ const sshRows: Row[] = [
   { name: 'ssh key remove: a shared plan', method: 'DELETE', path: `${S}/ssh/keys/{sshKey}/`, expect: [403, 'FORBIDDEN', null] },
   { name: "ssh key remove: another account's site", method: 'DELETE', path: `${V1}/sites/{foreign}/ssh/keys/{sshKey}/`, expect: [404, 'NOT_FOUND', 'tenant_slug'] },
   ...bothWays({ name: 'ssh key remove: unknown key_id', method: 'DELETE', path: `${P}/ssh/keys/${HEX64}/`, expect: [404, 'NOT_FOUND', 'key_id'] }),
+  // enableGitPush: refused before anything moves (the vps site stays on its plan's image).
+  ...bothWays({ name: 'git push: a shared plan', method: 'POST', path: `${S}/ssh/git/`, expect: [403, 'FORBIDDEN', null], says: /scale to a vps or dedicated plan/ }),
+  { name: "git push: another account's site", method: 'POST', path: `${V1}/sites/{foreign}/ssh/git/`, expect: [404, 'NOT_FOUND', 'tenant_slug'] },
+  { name: 'git push: read-only key', method: 'POST', path: `${P}/ssh/git/`, as: 'reader', expect: [403, 'FORBIDDEN', null] },
+  { name: 'git push: a body with a field', method: 'POST', path: `${P}/ssh/git/`, body: { branch: 'dev' }, expect: [422, 'VALIDATION_ERROR', 'branch'] },
+  { name: 'git push: GET', method: 'GET', path: `${P}/ssh/git/`, expect: [405, 'METHOD_NOT_ALLOWED', null], header: ['allow', 'POST'] },
 ]
 
 const moduleRows: Row[] = [

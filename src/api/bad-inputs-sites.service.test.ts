@@ -23,6 +23,7 @@ const SITE_ROUTES: [string, string, unknown?][] = [
   ['POST', 'deployments/{deployment}/rollback/'],
   ['POST', 'snapshot/'], ['GET', 'snapshots/'], ['GET', 'snapshots/{snapshot}/'], ['POST', 'snapshots/{snapshot}/restore/'], ['DELETE', 'snapshots/{snapshot}/'],
   ['GET', 'backups/'], ['GET', 'ssh/'], ['GET', 'ssh/keys/'], ['POST', 'ssh/keys/', { public_key: 'ssh-ed25519 AAAA' }], ['DELETE', 'ssh/keys/{sshKey}/'],
+  ['POST', 'ssh/git/'],
   ['GET', 'modules/'], ['POST', 'modules/seo/toggle/'], ['POST', 'settings/', { hsts_max_age: 60 }],
 ]
 

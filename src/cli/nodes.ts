@@ -21,6 +21,7 @@ export const CLUSTER_NOTE = [
 
 /** A move's step lines as the command prints them (admin/steps.ts), for the help of the commands that move sites. */
 export const MOVE_STEPS_EXAMPLE = [
+  '  shop: image berth/app:1 carried to node_7f3k2q (14.2 s), the site serving meanwhile',
   '  shop: backup taken (archive 6f1c..., 12.4 MiB, 0.9 s)',
   '  shop: stopped on control, pinned to node_7f3k2q; the edge answers its "being brought back" page',
   '  shop: volume made on node_7f3k2q',

@@ -279,7 +279,9 @@ export const sitesMoveCommand: Command = {
   summary: 'Move a site to another node of the cluster; says how long it did not serve.',
   usage: 'berth sites move SLUG --to NODE [--json] [--data-dir DIR] [--config FILE]',
   description: [
-    'Takes an archive of the site (a backup, made with the site frozen for a moment while it keeps',
+    'Puts the site\'s image on NODE first when it lacks it (no registry: the control plane\'s copy;',
+    'berth/app:1, an app site\'s, is 632 MB), while the site serves; if it cannot, nothing moves.',
+    'Then takes an archive of the site (a backup, made with the site frozen for a moment while it keeps',
     'serving), stops it on its node, puts its files back on NODE from that archive, starts it there',
     'and waits for it to answer, then removes its files from the old node. From just before the',
     'stop (berth serve\'s edge is told first, and its view shows the site recovering) to the answer,',

@@ -10,6 +10,7 @@ import { RateLimiter } from '../domain/rate-limits'
 import type { SiteRunner } from '../domain/sites'
 import { SshService } from '../domain/ssh'
 import type { PaymentProcessor } from '../drivers/payments/types'
+import type { SiteRow } from '../store/schema'
 import type { CoreReads, SharedRepositories } from './core'
 
 export interface Agents {
@@ -28,6 +29,8 @@ export interface AgentsNeeds {
   processor: PaymentProcessor
   subscriptions: Pick<SubscriptionBilling, 'endNow'>
   runner: Pick<SiteRunner, 'stop'>
+  /** enableGitPush: the apps area makes a site take git push (compose/apps.ts, AppPushes.prepare). */
+  gitPush: (site: SiteRow) => Promise<{ moved: boolean }>
 }
 
 export function buildAgents(
@@ -40,7 +43,7 @@ export function buildAgents(
     limiter: new RateLimiter(store, clock, config.rateLimits),
     clients: new ClientAddress(config.server.trustedProxies),
     claims: new ClaimsService({ store, clock, log, repo: makeClaimsRepository(store), sites: repos.sites, keys, runtime, prefix: config.brand.prefix }),
-    ssh: new SshService({ ssh: config.ssh, plans, runtime, nodeHost: core.cluster ? nodeAddressOf(core.cluster) : undefined }),
+    ssh: new SshService({ ssh: config.ssh, plans, runtime, nodeHost: core.cluster ? nodeAddressOf(core.cluster) : undefined, gitPush: needs.gitPush }),
     accountsRepo: repos.accounts,
     accounts: new AccountsService({
       store, clock, log, repo: repos.accounts,

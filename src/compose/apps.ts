@@ -74,9 +74,9 @@ export function buildApps(n: AppsNeeds): Apps {
       return { ...fetch, scratch, read: (exitCode, output) => readGitFetch(exitCode, output, timeoutSeconds) }
     },
   }
+  const appSites = new AppSiteRecords({ sites: n.sites, runner: n.runner, setBuilt: n.setBuilt, clock: n.clock })
   const deployer = new AppDeployer({
-    runtime: n.runtime, supervisor, env, sources, log: n.log,
-    sites: new AppSiteRecords({ sites: n.sites, runner: n.runner, setBuilt: n.setBuilt, clock: n.clock }),
+    runtime: n.runtime, supervisor, env, sources, log: n.log, sites: appSites,
     buildTimeoutS: n.config.apps.buildTimeoutSeconds, healthTimeoutS: n.config.apps.healthTimeoutSeconds,
     keptReleases: (siteId) => n.releasesOf(siteId, KEPT_RELEASES),
   })
@@ -113,6 +113,7 @@ export function buildApps(n: AppsNeeds): Apps {
     }),
     deploy: (site: SiteRow, source: DeploySource) => n.deployments().deploySource(site, source),
     refuse: (slug, id, message) => control.pushDone(slug, id, false, message),
+    useAppImage: (site) => appSites.useAppImage(site),
     log: n.log,
   })
   // A change of the settings restarts the app's processes with them, without dropping a request.

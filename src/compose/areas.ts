@@ -62,7 +62,7 @@ export function buildAreas(config: Config, opts: BuildOptions = {}): Areas {
   const sites = buildSites(core, { purchases: payments.purchases, names, modules: modules.modules, purgers: [modules.purger], firewall: opts.firewall, recovering: opts.recovering ?? late?.source, homes })
   const money = buildMoney(core, payments, sites)
   const consoles = buildConsoles(core, { audit: sites.audit })
-  const agents = buildAgents(core, { processor: payments.processor, subscriptions: money.subscriptions, runner: sites.runner })
+  const agents = buildAgents(core, { processor: payments.processor, subscriptions: money.subscriptions, runner: sites.runner, gitPush: (site) => sites.apps.pushes.prepare(site) })
   const content = buildContent(core, modules.ai, { files: sites.files, siteUrl: (slug) => sites.sites.siteUrl(slug) })
   const { store, clock, log, instanceId, archiveStore } = core
   const offsite = buildOffsite({ config, store, clock, log, instanceId, archiveStore, repo: core.repos.offsite }, sites.archiveEvents)

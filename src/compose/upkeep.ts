@@ -27,6 +27,7 @@ export function followContainerEvents(s: ContainerEventDeps): () => void {
       s.healer.onEvent(e)
       // An app's container that started gets its settings (they live in its /tmp only), and its pushes are followed.
       s.apps.starts.onEvent(e)
+      if (e.action === 'start') s.apps.pushes.started(e.siteId)
     },
     onReconnect: () => {
       void s.reconciler.reconcile().catch((err) => s.log.error('reconcile failed', { error: (err as Error).message }))

@@ -84,6 +84,18 @@ export class ClusterRuntimeDouble extends HomeRuntime implements Placement {
     if (this.pins.has(site.slug)) this.makeVolume(site.slug)
   }
 
+  /** Nodes that lack the site images: the next carryImage there carries them (answers true). */
+  lackingImages = new Set<string>()
+  /** Called at each carryImage (a test's hook: throw to refuse it). */
+  onCarry?: (image: string, nodeId: string) => void
+
+  /** As the Swarm runtime's: the image on the node, recorded; true when the node lacked it. */
+  async carryImage(image: string, nodeId: string): Promise<boolean> {
+    this.onCarry?.(image, nodeId)
+    this.order.push(`carryImage ${image}@${nodeId}`)
+    return this.lackingImages.delete(nodeId)
+  }
+
   async withSitePaused<T>(slug: string, fn: () => Promise<T>): Promise<T> {
     this.order.push(`pause ${slug}@${this.nodeOfNow(slug)}`)
     return super.withSitePaused(slug, fn)

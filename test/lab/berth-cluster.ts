@@ -24,6 +24,8 @@ export const CONTROL_PORT = 8080
 export const AGENT_PORT = 7710
 /** The site images Berth runs; the control plane's engine gets them from the machine's (no registry, no build). */
 export const SITE_IMAGES = ['berth/static:1', 'berth/php:1']
+/** The image of app sites (issue 39): 632 MB, so loaded only by the tests that deploy a source (loadIntoControl). */
+export const APP_IMAGE = 'berth/app:1'
 
 export interface ControlPlane {
   /** The running `berth serve` (stop, restart, kill9, output), as startBerth gives it. */
@@ -94,11 +96,7 @@ export async function startControlPlane(
   opts: { config?: string; env?: Record<string, string>; images?: string[]; binary?: string; firewall?: boolean } = {},
 ): Promise<ControlPlane> {
   const berthBinary = opts.binary ?? BINARY
-  const images = opts.images ?? SITE_IMAGES
-  if (images.length > 0) {
-    await siteImagesOf(berthBinary, images)
-    await lab.loadImages(images, 'A')
-  }
+  await loadIntoControl(lab, opts.images ?? SITE_IMAGES, berthBinary)
   const dataDir = join(lab.root, 'a', 'berth')
   mkdirSync(dataDir, { recursive: true })
   const configPath = join(lab.root, 'a', 'berth.toml')
@@ -151,6 +149,16 @@ export async function startControlPlane(
 }
 
 /**
+ * Builds `images` with `binary` on the machine's engine (up to date: a second) and loads them into
+ * node A's, the control plane's (the manager's), from which Berth carries them to the nodes.
+ */
+export async function loadIntoControl(lab: Lab, images: string[], binary = BINARY): Promise<void> {
+  if (images.length === 0) return
+  await siteImagesOf(binary, images)
+  await lab.loadImages(images, 'A')
+}
+
+/**
  * Makes the machine's engine hold the site images of `binary` (`berth images build`: a second or
  * so when they are up to date, seconds for one rebuilt) before the lab loads them. The tags are
  * fixed (berth/php:1), and worktrees of this shared machine build their own definitions under
@@ -158,7 +166,7 @@ export async function startControlPlane(
  * X-Forwarded-For from everyone, made by a branch before that change).
  */
 async function siteImagesOf(binary: string, images: string[]): Promise<void> {
-  const kinds = SITE_IMAGES.filter((image) => images.includes(image)).map((image) => (image === 'berth/php:1' ? 'php' : 'static'))
+  const kinds = [...SITE_IMAGES, APP_IMAGE].filter((image) => images.includes(image)).map((image) => /^berth\/(\w+):/.exec(image)![1]!)
   const only = kinds.length === 1 ? ['--only', kinds[0]!] : []
   if (kinds.length === 0) return
   const build = Bun.spawn([binary, 'images', 'build', ...only], { stdout: 'pipe', stderr: 'pipe' })

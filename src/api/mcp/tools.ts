@@ -69,6 +69,8 @@ export const CHANGE_HINTS: Record<string, ChangeHints> = {
   claimKey: additive(false),
   addSshKey: additive(true),
   removeSshKey: destructive(true),
+  // The first call moves the site to the app image (a restart, files kept); later calls change nothing.
+  enableGitPush: additive(true),
   // Issues a ticket, a new one per call; what the shell then does is the person's, not the call's.
   openConsole: additive(false),
   writeFile: destructive(true),

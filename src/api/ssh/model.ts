@@ -2,8 +2,8 @@ import { t } from 'elysia'
 import { schemaOp } from '../http/doors'
 import { Body, checkedByService } from '../http/schemas'
 import { SSH_PUBLIC_KEY_PATTERN } from '../http/name-patterns'
-import { SshHostKey, SshInfo, SshKeyView, SshKeyAdded } from '../../domain/ssh'
-export { SshHostKey, SshInfo, SshKeyView, SshKeyAdded }
+import { SshGitPush, SshHostKey, SshInfo, SshKeyView, SshKeyAdded } from '../../domain/ssh'
+export { SshGitPush, SshHostKey, SshInfo, SshKeyView, SshKeyAdded }
 
 export const AddSshKeyBody = Body({
   public_key: t.String({

@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia'
 import { NoBody, ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
-import { AddSshKeyBody, SshInfo, SshKeyAdded, SshKeyParams, SshKeyView } from './model'
+import { AddSshKeyBody, SshGitPush, SshInfo, SshKeyAdded, SshKeyParams, SshKeyView } from './model'
 import type { SshService } from '../../domain/ssh'
 
 const tags = ['SSH']
@@ -34,6 +34,21 @@ export const sshRoutes = (plugins: ApiPlugins, ssh: SshService) =>
       body: AddSshKeyBody,
       response: ok(SshKeyAdded),
       detail: { tags, summary: 'Allow a public key to log in (idempotent)', operationId: 'addSshKey' },
+    })
+    .post('/sites/:tenant_slug/ssh/git/', ({ site }) => ssh.enableGitPush(site), {
+      scope: 'write',
+      site: 'changeable',
+      params: SiteParams,
+      body: NoBody,
+      response: ok(SshGitPush),
+      // SSH still being set up.
+      errors: [409],
+      detail: {
+        tags,
+        summary: 'Take deployments by git push over SSH (vps and dedicated plans)',
+        description: 'Makes the site take `git push`: a site that never deployed a source moves to the app image (its container restarts once, its files kept, public/ served as before), whose ~/app.git deploys each push to main or master and prints the build and its result to the pusher. Answers the remote to add. Idempotent.',
+        operationId: 'enableGitPush',
+      },
     })
     .delete('/sites/:tenant_slug/ssh/keys/:key_id/', ({ site, params }) => ssh.removeKey(site, params.key_id), {
       scope: 'write',

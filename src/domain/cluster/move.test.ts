@@ -79,6 +79,10 @@ describe('sites move', () => {
     // the old volume goes once the new one serves.
     const ensures = order.flatMap((o, i) => (o === `ensureSite ${slug}@node_a` ? [i] : []))
     expect(ensures.length).toBe(1)
+    // The site's image is put on the target first, while the site serves (an app site's is 632 MB).
+    const carried = order.findIndex((o) => o.startsWith('carryImage ') && o.endsWith('@node_a'))
+    expect(carried, order.join(', ')).toBeGreaterThanOrEqual(0)
+    expect(carried).toBeLessThan(at(`pause ${slug}@control`))
     expect(at(`pause ${slug}@control`)).toBeLessThan(at(`placeOn ${slug}@node_a`))
     expect(at(`placeOn ${slug}@node_a`)).toBeLessThan(at(`prepareSite ${slug}@node_a`))
     expect(at(`prepareSite ${slug}@node_a`)).toBeLessThan(at(`pause ${slug}@node_a`))
@@ -114,5 +118,20 @@ describe('sites move', () => {
     expect(c.runtime.order.some((o) => o.startsWith('placeOn'))).toBe(false)
     expect(await c.runtime.nodeOf(slug)).toBe('control')
     expect(existsSync(c.runtime.homeOn('control', slug))).toBe(true)
+  }, 30_000)
+
+  it('moves nothing when the site\'s image cannot be put on the target: 503 saying so, the site serving where it was', async () => {
+    c = clusterInProcess()
+    const { slug } = await c.buy('mi')
+    c.runtime.order = []
+    c.runtime.onCarry = () => {
+      throw new Error('the node\'s engine did not answer')
+    }
+    const err = await refusal(c.ops.mover.move(slug, 'node_a'))
+    expect(err.kind).toBe('unavailable')
+    expect(err.message).toMatch(/image could not be put on node_a \(the node's engine did not answer\); nothing was moved/)
+    expect(c.runtime.order.some((o) => o.startsWith('pause') || o.startsWith('placeOn'))).toBe(false)
+    expect(await c.runtime.nodeOf(slug)).toBe('control')
+    expect(c.h.services.runner.isUp(slug)).toBe(true)
   }, 30_000)
 })

@@ -19,7 +19,7 @@ export interface SiteMoverDeps {
   sites: Pick<SiteRecords, 'findLiveBySlug'>
   nodes: Pick<NodesRepository, 'find'>
   placement: Pick<Placement, 'nodeOf' | 'removeVolumeOn'>
-  transfer: Pick<SiteTransfer, 'archive' | 'bringUp'>
+  transfer: Pick<SiteTransfer, 'archive' | 'bringUp' | 'carryImage'>
   /**
    * berth serve's edge (drivers/cluster/edge-probe.ts): the time the site did not serve is
    * measured there, from its first "being brought back" page to its first answer from the
@@ -60,8 +60,15 @@ export class SiteMover {
     const from = await this.d.placement.nodeOf(slug)
     if (from === to) throw conflict(`Site '${slug}' already runs on ${to}.`, 'to')
     const started = this.now()
+    // The image first, while the site serves: an app site's (berth/app:1, 632 MB) took 21 s on the
+    // lab when its node got it in the switch, all of it without service.
+    const carried = await this.d.transfer.carryImage(site, to).catch((err: Error) => {
+      throw unavailable(`Site '${slug}' was not moved: its image could not be put on ${to} (${err.message}); nothing was moved, it serves where it was.`)
+    })
+    if (carried) onStep({ step: 'image_carried', slug, node: to, image: carried, ms: Math.round(this.now() - started) })
+    const backupStarted = this.now()
     const archive = await this.d.transfer.archive(site)
-    onStep({ step: 'backup_taken', slug, archive: archive.id, bytes: archive.sizeBytes, ms: Math.round(this.now() - started) })
+    onStep({ step: 'backup_taken', slug, archive: archive.id, bytes: archive.sizeBytes, ms: Math.round(this.now() - backupStarted) })
     let stoppedAt = this.now()
     try {
       await this.d.transfer.bringUp(site, to, archive, { fallback: from, edgeLetGo: () => (stoppedAt = this.now()), onStep })

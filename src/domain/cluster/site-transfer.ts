@@ -50,7 +50,7 @@ export interface EdgeProbe {
 }
 
 export interface SiteTransferDeps {
-  placement: Pick<Placement, 'placeOn' | 'prepareSite'>
+  placement: Pick<Placement, 'placeOn' | 'prepareSite' | 'carryImage'>
   runner: Pick<SiteRunner, 'run' | 'stop' | 'markDown' | 'holding' | 'spec'>
   sites: Pick<SiteRecords, 'find'>
   archives: Pick<ArchiveRecords, 'insert' | 'find' | 'transition' | 'listOf' | 'restoringOf'>
@@ -213,6 +213,12 @@ export class SiteTransfer {
         if (!(err instanceof HostPortTakenError) || attempt === PORT_TRIES) throw err
       }
     }
+  }
+
+  /** The site's image on `nodeId`'s engine, before anything stops (its name when it was carried now, else null). */
+  async carryImage(site: SiteRow, nodeId: string): Promise<string | null> {
+    const { image } = this.d.runner.spec(site)
+    return (await this.d.placement.carryImage(image, nodeId)) ? image : null
   }
 
   /** Marks the archive `restoring` (ready → restoring); refused while another restore of the site runs. */

@@ -41,6 +41,14 @@ describe('the steps of a move', () => {
     expect(serving!.step).toEqual({ step: 'serving', slug, node: 'node_a', outage_ms: moved.unavailable_ms, edge_serves: moved.edge_serves })
     expect(serving!.engine).not.toContain(`removeVolumeOn ${slug}@control`)
     expect(removed!.step).toEqual({ step: 'old_volume_removed', slug, node: 'control', removed: true })
+    // Back, to a control plane that lacks the site's image: it is carried first, before the backup (its own step).
+    c.runtime.lackingImages.add('control')
+    c.runtime.order = []
+    const back = recorder()
+    await c.ops.mover.move(slug, 'control', back.onStep)
+    expect(back.kinds().slice(0, 2)).toEqual([`image_carried ${slug}`, `backup_taken ${slug}`])
+    expect(back.steps[0]!.step).toMatchObject({ node: 'control', image: expect.stringMatching(/^berth\//), ms: expect.any(Number) })
+    expect(back.steps[0]!.engine.some((o) => o.startsWith('pause'))).toBe(false)
   }, 30_000)
 
   it('stop at the step that failed: an archive that cannot be made reports nothing, a target that does not take the site reports the switch and no start', async () => {

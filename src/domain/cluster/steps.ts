@@ -9,6 +9,8 @@
 
 /** A move's steps, in order (`stopped` to `started` are SiteTransfer's, also an evacuation's). */
 export type MoveStep =
+  /** The site's image was not on the target: carried there (no registry) before anything stopped, while the site served. */
+  | { step: 'image_carried'; slug: string; node: string; image: string; ms: number }
   /** The move's archive is made (the site frozen a moment, still serving): its size and how long it took. */
   | { step: 'backup_taken'; slug: string; archive: string; bytes: number | null; ms: number }
   /** The site is pinned to the target: its service on the old node (`from`; null when none is known) stops, the edge answers its "being brought back" page. */

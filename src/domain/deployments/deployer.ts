@@ -150,7 +150,7 @@ export class Deployer implements JobHandler {
     }
     out.push(`==> Running ~/${DEPLOY_HOOK}`)
     const started = this.clock.now()
-    const hook = await this.runtime.exec(slug, ['sh', '-c', RUN_HOOK], { timeoutMs: HOOK_TIMEOUT_MS, maxOutputBytes: STEP_OUTPUT_BYTES })
+    const hook = await this.runHook(site)
     out.push(...capped(hook.output))
     out.push(`==> ~/${DEPLOY_HOOK} exited with code ${hook.exitCode} after ${((this.clock.now() - started) / 1000).toFixed(1)} s`)
     if (hook.exitCode === 0) return { status: 'succeeded', output: out.join('\n'), error: null }
@@ -158,6 +158,16 @@ export class Deployer implements JobHandler {
     // A full disk (its plan's disk_gb) is said with its figures: the likely cause of a failed write.
     const full = hookOutOfSpace(slug, await this.runtime.siteDisk(slug).catch(() => null))
     return { status: 'failed', output: out.join('\n'), error: `~/${DEPLOY_HOOK} exited with code ${hook.exitCode}${why}; ${full ?? 'see output.'}` }
+  }
+
+  /**
+   * Runs ~/deploy.sh with the site's settings and secrets in its environment (issue 39), its
+   * output masked of the secrets; without the apps area (tests of the plain deploy), as before.
+   */
+  private async runHook(site: SiteRow): Promise<{ exitCode: number; output: string }> {
+    const env = this.apps?.env.valuesOf(site.id)
+    const hook = await this.runtime.exec(site.slug, ['sh', '-c', RUN_HOOK], { timeoutMs: HOOK_TIMEOUT_MS, maxOutputBytes: STEP_OUTPUT_BYTES, ...(env ? { env } : {}) })
+    return this.apps ? { exitCode: hook.exitCode, output: this.apps.env.redact(site.id, hook.output) } : hook
   }
 
   /**
@@ -173,8 +183,8 @@ export class Deployer implements JobHandler {
       return { status: 'succeeded', output: out.join('\n'), error: null }
     }
     out.push(`==> Running ~/${DEPLOY_HOOK}`)
-    const hook = await this.runtime.runCommand(site.slug, { argv: ['sh', '-c', `exec 2>&1; ${RUN_HOOK}`], cwd: '/home/site', env: apps.env.valuesOf(site.id), timeoutMs: HOOK_TIMEOUT_MS, keepBytes: STEP_OUTPUT_BYTES })
-    out.push(...capped(apps.env.redact(site.id, new TextDecoder().decode(hook.stdout))))
+    const hook = await this.runHook(site)
+    out.push(...capped(hook.output))
     if (hook.exitCode === 0) return { status: 'succeeded', output: out.join('\n'), error: null }
     return { status: 'failed', output: out.join('\n'), error: `~/${DEPLOY_HOOK} exited with code ${hook.exitCode}; see output.` }
   }

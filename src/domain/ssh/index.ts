@@ -1,3 +1,3 @@
 /** The ssh area as others see it (docs/architecture.md, "Areas are modules"): every name another area, a door or the composition root uses of it. */
 export { SshService } from './service'
-export { SshHostKey, SshInfo, SshKeyAdded, SshKeyView } from './views'
+export { SshGitPush, SshHostKey, SshInfo, SshKeyAdded, SshKeyView } from './views'

@@ -3,7 +3,7 @@ import type { ContainerRuntime } from '../../drivers/runtime/types'
 import type { SiteRow } from '../../store/schema'
 import { conflict, forbidden, invalid, notFound, op, say } from '../errors'
 import type { PlansService } from '../plans'
-import type { SshInfoView, SshKeyAddedView, SshKeyItem } from './views'
+import type { SshGitPushView, SshInfoView, SshKeyAddedView, SshKeyItem } from './views'
 import { fingerprintOf, parsePublicKey, PublicKeyError, type PublicKey } from './public-key'
 
 /** The login name in every site image (uid 1000). */
@@ -27,6 +27,8 @@ export class SshService {
      * saying so (null for a site on the control plane's own box, which answers on `ssh.host`).
      */
     nodeHost?: (slug: string) => Promise<{ host: string; warning: string | null } | null>
+    /** Makes the site take git push (the apps area's AppPushes.prepare): moved to the app image when it was not. */
+    gitPush?: (site: SiteRow) => Promise<{ moved: boolean }>
   }) {}
 
   async info(owned: SiteRow): Promise<SshInfoView> {
@@ -45,6 +47,21 @@ export class SshService {
       known_hosts: hostKeys.map((k) => `${hostName} ${k.public_key}`),
       warning: onNode?.warning ?? null,
     }
+  }
+
+  /**
+   * `git push` over SSH (issue 39, docs/api.md "Apps: git push"): the site is made ready (a site
+   * still on its plan's image moves to the app image, which holds git, ~/app.git and its hook) and
+   * the remote to add is returned. Idempotent: on an app site it only answers.
+   */
+  async enableGitPush(owned: SiteRow): Promise<SshGitPushView> {
+    const site = this.requireSsh(owned)
+    if (!this.d.gitPush) throw new Error('git push is not wired on this Berth')
+    const onNode = await this.d.nodeHost?.(site.slug)
+    const host = onNode?.host ?? this.d.ssh.host
+    const { moved } = await this.d.gitPush(site)
+    const remote = `ssh://${SSH_USER}@${host.includes(':') ? `[${host}]` : host}:${site.sshPort}/~/app.git`
+    return { remote, command: `git remote add berth ${remote}`, branches: ['main', 'master'], moved }
   }
 
   async listKeys(site: SiteRow): Promise<SshKeyItem[]> {

@@ -29,6 +29,14 @@ export const SshKeyAdded = t.Object({
   ...SshKeyView.properties,
   added: t.Boolean({ description: 'false when the key was already installed (nothing changed).' }),
 })
+export const SshGitPush = t.Object({
+  remote: t.String({ description: 'The git remote to push to: ssh://site@HOST:PORT/~/app.git.', examples: ['ssh://site@203.0.113.10:2201/~/app.git'] }),
+  command: t.String({ description: 'A ready command line that adds the remote as `berth`.', examples: ['git remote add berth ssh://site@203.0.113.10:2201/~/app.git'] }),
+  branches: t.Array(t.String(), { description: 'The branches a push deploys; a push to another is refused with what to type instead (git push berth BRANCH:main).', examples: [['main', 'master']] }),
+  moved: t.Boolean({ description: 'true when this call moved the site to the app image (its container restarted once, its files kept); false when it already was an app site.' }),
+})
+
+export type SshGitPushView = Static<typeof SshGitPush>
 export type SshInfoView = Static<typeof SshInfo>
 export type SshKeyItem = Static<typeof SshKeyView>
 export type SshKeyAddedView = Static<typeof SshKeyAdded>

@@ -199,6 +199,13 @@ export interface Placement {
    * that its files can be put back before its first start there; a no-op for an unplaced site.
    */
   prepareSite(site: SiteDiskSpec): Promise<void>
+  /**
+   * Puts `image` on `nodeId`'s engine as the manager has it (no registry: the manager's copy is
+   * streamed there), so that a site's switch to that node does not wait for it. True when it was
+   * carried now, false when the node had it already (two inspects). Throws when the manager lacks
+   * it or the node's engine does not answer.
+   */
+  carryImage(image: string, nodeId: string): Promise<boolean>
   /** Removes the site's volume (files) on one node; a no-op when it has none there. */
   removeVolumeOn(slug: string, nodeId: string): Promise<void>
   /**

@@ -34,7 +34,8 @@ export async function execBounded(start: StartInSite, slug: string, cmd: string[
   // An input (stdin, or a signal that ends it) needs the process's stdin attached; otherwise it is
   // empty, as before.
   const input = opts.stdin !== undefined || opts.signal !== undefined
-  const options = { Cmd: ['timeout', '-s', 'KILL', String(timeoutS), ...cmd], User: SITE_USER, WorkingDir: SITE_HOME, AttachStdin: input, OpenStdin: input, StdinOnce: input, AttachStdout: true, AttachStderr: true, Tty: false }
+  const env = opts.env ? { Env: Object.entries(opts.env).map(([name, value]) => `${name}=${value}`) } : {}
+  const options = { Cmd: ['timeout', '-s', 'KILL', String(timeoutS), ...cmd], User: SITE_USER, WorkingDir: SITE_HOME, ...env, AttachStdin: input, OpenStdin: input, StdinOnce: input, AttachStdout: true, AttachStderr: true, Tty: false }
   const { run, finished, output } = await start(slug, options, ({ run, stream, docker }) => {
     const collected = collect(docker, stream, max, opts.onOutput)
     if (opts.stdin !== undefined) stream.write(typeof opts.stdin === 'string' ? Buffer.from(opts.stdin) : opts.stdin)

@@ -294,6 +294,8 @@ export interface ExecOptions {
    * input to the end (berth-supervise watch) ends then.
    */
   signal?: AbortSignal
+  /** Variables added to the image's environment (a deploy hook's: the site's settings, issue 39). */
+  env?: Record<string, string>
 }
 
 export interface ExecResult {

@@ -39,6 +39,7 @@ export class ClusterRuntime extends SiteRuntime {
       placements: () => this.call(() => swarm.placements()),
       placeOn: (slug, nodeId) => this.underLock(slug, () => swarm.placeOn(slug, nodeId)),
       prepareSite: (site) => this.prepareSite(site),
+      carryImage: (image, nodeId) => this.call(() => swarm.carryImage(image, nodeId)),
       removeVolumeOn: (slug, nodeId) => this.call(() => swarm.removeVolumeOn(slug, nodeId)),
       choose: (memoryMb, except) => this.call(() => swarm.choose(memoryMb, except)),
       removeSwarmNode: (swarmNodeId) => this.call(() => swarm.removeSwarmNode(swarmNodeId)),
@@ -249,6 +250,14 @@ class SwarmHost implements SiteHost {
   async nodeOf(slug: string): Promise<string | null> {
     const service = await this.services.find(slug)
     return service ? nodeOfService(service) : null
+  }
+
+  /** Placement.carryImage: the manager's `image` on the node's engine (the control node has it). */
+  async carryImage(image: string, nodeId: string): Promise<boolean> {
+    const engine = await this.engines.of(nodeId)
+    if (!engine.node) return false
+    const before = await orNull(engine.docker.getImage(image).inspect())
+    return (await this.images.ensureOn(this.engines.manager.bulk, engine.bulk, engine.nodeId, image)).Id !== before?.Id
   }
 
   async placements(): Promise<Map<string, string>> {
