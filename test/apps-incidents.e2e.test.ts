@@ -209,7 +209,7 @@ describe('incidents on an app site', () => {
     await berth.stop()
     const later = await startBerth({ dataDir: berth.dataDir, port: berth.port, env: { ...ENV, BERTH_DEV_CLOCK_OFFSET_SECONDS: String(8 * 86_400) } })
     try {
-      await eventually('the site to be removed', 60_000, async () => (await api(later.url, 'GET', `/sites/${app.slug}/`, { key: app.key })).status === 401 || undefined)
+      await eventually('the site to be removed', 60_000, async () => (await api(later.url, 'GET', `/sites/${app.slug}/`, { key: app.key })).status === 404 || undefined)
       const volumes = await docker.listVolumes({ filters: { label: [`dev.berth.instance=${instanceOf(berth)}`, `dev.berth.site-slug=${app.slug}`] } })
       expect(volumes.Volumes ?? []).toEqual([])
       expect(await containerOf(app)).toBeUndefined()
