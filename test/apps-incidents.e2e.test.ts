@@ -17,6 +17,8 @@ let berth: Berth
 let crash: Site
 let app: Site
 let v1: Deployment
+/** A snapshot of `app` before it ran any app (its public/ page only). */
+let beforeApps: string
 
 interface Site { slug: string; key: string }
 interface Deployment { id: string; status: string; output: string; error: string | null }
@@ -27,6 +29,8 @@ beforeAll(async () => {
   berth = await startBerth({ env: ENV })
   ;[crash, app] = await Promise.all([buy('svc_starter_monthly'), buy('svc_business_monthly')])
   instanceOf(berth)
+  expect((await siteShell(berth, app.slug, 'echo before any app > public/index.html')).code).toBe(0)
+  beforeApps = await snapshotOf(app)
 }, 180_000)
 afterAll(async () => {
   await berth?.dispose()
@@ -93,6 +97,22 @@ const siteView = async (site: Site) => (await call(site, 'GET', '')).json.data
 async function containerOf(site: Site) {
   const [c] = await docker.listContainers({ all: true, filters: { label: [`dev.berth.instance=${instanceOf(berth)}`, `dev.berth.site-slug=${site.slug}`] } })
   return c
+}
+
+async function snapshotOf(site: Site): Promise<string> {
+  const snap = await call(site, 'POST', 'snapshot/')
+  expect(snap.status, snap.text).toBe(200)
+  await eventually('the snapshot', 60_000, async () => (await call(site, 'GET', `snapshots/${snap.json.data.id}/`)).json.data.status === 'ready')
+  return snap.json.data.id as string
+}
+
+async function restored(site: Site, id: string): Promise<void> {
+  const restore = await call(site, 'POST', `snapshots/${id}/restore/`)
+  expect(restore.status, restore.text).toBe(200)
+  await eventually('the restore', 90_000, async () => {
+    const s = (await call(site, 'GET', `snapshots/${id}/`)).json.data
+    return s.status === 'ready' && s.restored_at !== null
+  })
 }
 
 async function berthCli(...args: string[]) {
@@ -167,21 +187,26 @@ describe('incidents on an app site', () => {
   it('a snapshot restored over a newer release brings the earlier release back, and ~/data as it was', async () => {
     expect((await siteShell(berth, app.slug, 'mkdir -p ~/data && echo before > ~/data/note.txt')).code).toBe(0)
     expect(await page(app)).toBe('v3 hello before')
-    const snap = await call(app, 'POST', 'snapshot/')
-    expect(snap.status, snap.text).toBe(200)
-    await eventually('the snapshot', 60_000, async () => (await call(app, 'GET', `snapshots/${snap.json.data.id}/`)).json.data.status === 'ready')
+    const snap = await snapshotOf(app)
     expect((await siteShell(berth, app.slug, 'echo after > ~/data/note.txt')).code).toBe(0)
     const v4 = await deployed(app, nodeApp('v4'))
     expect(await page(app)).toBe('v4 hello after')
-    const restore = await call(app, 'POST', `snapshots/${snap.json.data.id}/restore/`)
-    expect(restore.status, restore.text).toBe(200)
-    await eventually('the restore', 90_000, async () => {
-      const s = (await call(app, 'GET', `snapshots/${snap.json.data.id}/`)).json.data
-      return s.status === 'ready' && s.restored_at !== null
-    })
+    await restored(app, snap)
     await serving(app, 'v3 hello before', 30_000)
     expect((await siteView(app)).app).toMatchObject({ runtime: 'node', release: v1.id })
     expect(v4.id).not.toBe(v1.id)
+    // A snapshot from before the first release: the site stays an app site, serving its public/ as before, no release live.
+    await restored(app, beforeApps)
+    await serving(app, 'before any app\n', 30_000)
+    // Its public/ is served from the container's start; the store learns there is no release as Berth sees that start.
+    const none = await eventually('the site view to show no release', 10_000, async () => {
+      const v = await siteView(app)
+      return v.app?.release === null && v
+    })
+    expect(none.app).toMatchObject({ runtime: 'node', release: null, processes: [] })
+    await restored(app, snap)
+    await serving(app, 'v3 hello before', 30_000)
+    expect((await siteView(app)).app).toMatchObject({ runtime: 'node', release: v1.id })
   }, 240_000)
 
   it('suspended and resumed, scaled to a bigger plan, then deleted: the app serves after each, with its release, and goes with the site', async () => {

@@ -60,17 +60,24 @@ export class AppStarts {
     }
   }
 
-  /** The store's live release set to the one the started container serves, when it is one of the site's builds. */
+  /**
+   * The store's live release set to the one the started container serves when it is one of the
+   * site's builds, or to none when its home holds no release (restored from before the first).
+   */
   private async follow(site: SiteRow): Promise<void> {
-    if (!this.d.live) return
+    if (!this.d.live || site.runtime === null) return
     const status = await this.d.supervisor.status(site.slug)
     if (!status) throw new Error('the supervisor does not answer yet')
     const release = status.release
-    if (release === null || release === site.liveDeploymentId) return
-    const built = this.d.live.find(site.id, release)
-    if (!built?.runtime || built.status !== 'succeeded') return
-    this.d.live.set(site.id, release, built.runtime)
-    this.d.log.info('app site serves another release after its start (a restore)', { site: site.slug, release, was: site.liveDeploymentId ?? undefined })
+    if (release === site.liveDeploymentId) return
+    if (release !== null) {
+      const built = this.d.live.find(site.id, release)
+      if (!built?.runtime || built.status !== 'succeeded') return
+      this.d.live.set(site.id, release, built.runtime)
+    } else {
+      this.d.live.set(site.id, null, site.runtime)
+    }
+    this.d.log.info('app site serves another release after its start (a restore)', { site: site.slug, release: release ?? 'none', was: site.liveDeploymentId ?? undefined })
   }
 }
 
@@ -78,5 +85,5 @@ export class AppStarts {
 export interface AppLiveRecords {
   /** The site's deployment `deploymentId` (its status, what it built), if it is the site's. */
   find(siteId: string, deploymentId: string): { runtime: AppRuntime | null; status: string } | undefined
-  set(siteId: string, deploymentId: string, runtime: AppRuntime): void
+  set(siteId: string, deploymentId: string | null, runtime: AppRuntime): void
 }
