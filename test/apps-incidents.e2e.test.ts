@@ -198,10 +198,11 @@ describe('incidents on an app site', () => {
     // A snapshot from before the first release: the site stays an app site, serving its public/ as before, no release live.
     await restored(app, beforeApps)
     await serving(app, 'before any app\n', 30_000)
-    // Its public/ is served from the container's start; the store learns there is no release as Berth sees that start.
+    // Its public/ is served from the container's start; the store learns there is no release as Berth sees that start
+    // (the processes shown may be up to 2 s old: AppViews' cache).
     const none = await eventually('the site view to show no release', 10_000, async () => {
       const v = await siteView(app)
-      return v.app?.release === null && v
+      return v.app?.release === null && v.app.processes?.length === 0 && v
     })
     expect(none.app).toMatchObject({ runtime: 'node', release: null, processes: [] })
     await restored(app, snap)
