@@ -8,6 +8,7 @@ import { ENGINE_SOCKET } from './helpers/engine'
 import type { OffsiteManifest } from '../src/domain/offsite/manifest'
 import { ageKeyPair, latestManifest } from './helpers/age-keys'
 import { buyDirect, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
+import { tarGz } from './helpers/trees'
 import { docker, instanceOf, removeSitesOf, siteShell } from './helpers/sites'
 
 /**
@@ -29,6 +30,20 @@ const CONTACT = { first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.
 /** Every file of the home but the logs, with its owner, mode and SHA-256; links with their target (busybox and GNU alike). */
 const FINGERPRINT = 'find . -path ./logs -prune -o -print | sort | while read -r f; do if [ -L "$f" ]; then echo "$f -> $(readlink "$f")"; elif [ -f "$f" ]; then echo "$(stat -c "%U:%G %a" "$f") $(sha256sum "$f")"; else echo "$(stat -c "%U:%G %a" "$f") $f/"; fi; done'
 const PLANS = ['svc_starter_monthly', 'svc_business_monthly', 'svc_performance_monthly']
+/**
+ * The dedicated site runs an app (issue 39): its releases are in the home, so in the copy; its
+ * web answers /berth-app with its release and settings, and serves the home's public/ otherwise.
+ */
+const DRILL_APP = {
+  'berth.json': JSON.stringify({ runtime: 'node', install: null, processes: { web: 'node server.js' } }),
+  'server.js': `const fs = require('fs'), path = require('path')
+require('http').createServer((req, res) => {
+  const p = new URL(req.url, 'http://x').pathname
+  if (p === '/berth-app') return res.end('app ' + process.env.BERTH_RELEASE + ' ' + process.env.GREETING + ' ' + (process.env.API_TOKEN || '').length)
+  fs.readFile(path.join('/home/site/public', path.normalize(p)), (err, data) => { res.statusCode = err ? 404 : 200; res.end(err ? 'not found' : data) })
+}).listen(process.env.PORT)
+`,
+}
 /** A secret of the vps site: back readable after the restore, since the copy carries the box key. */
 const DRILL_SECRET = 'tok_drill_5f0e8a7c2b9d4e1f'
 
@@ -75,6 +90,9 @@ async function observe() {
     seen[`${s.slug} dns`] = [dig(`${s.slug}.localhost`, 'A'), dig(`api.${s.slug}.localhost`, 'A'), dig(`_note.${s.slug}.localhost`, 'TXT')]
     // Its settings and secrets: a secret comes back readable only with the box key (secrets.key).
     seen[`${s.slug} env`] = (await api(berth.url, 'GET', `/sites/${s.slug}/env/`, { key: s.key })).json?.data
+    // An app site (issue 39): its runtime, its live release, and the app's own answer with its settings.
+    const app = site.json?.data?.app
+    seen[`${s.slug} app`] = app ? `${app.runtime} ${app.release} ${await viaEdge(berth.url, s.slug, '/berth-app').then((r) => `${r.status} ${r.text}`)}` : null
   }
   const linked = await fetch(`${berth.url}/page.html`, { headers: { host: domain } })
   seen.linked = `${linked.status} ${await linked.text()}`
@@ -120,6 +138,15 @@ describe('the drill: the box rebuilt from its copies', () => {
     sites.push(...bought)
     instance = instanceOf(berth)!
     expect(instance).toBeTruthy()
+    const app = bought[2]!
+    expect((await api(berth.url, 'PATCH', `/sites/${app.slug}/env/`, { key: app.key, body: { variables: { GREETING: 'drill', API_TOKEN: DRILL_SECRET }, secret: ['API_TOKEN'] } })).status).toBe(200)
+    const upload = await fetch(`${berth.url}/api/v1/sites/${app.slug}/deploy/`, { method: 'POST', headers: { authorization: `Bearer ${app.key}`, 'content-type': 'application/gzip' }, body: Buffer.from(tarGz(DRILL_APP)) })
+    const appDeploy = ((await upload.json()) as { data: { id: string } }).data.id
+    for (let d = await api(berth.url, 'GET', `/sites/${app.slug}/deployments/${appDeploy}/`, { key: app.key }); ; d = await api(berth.url, 'GET', `/sites/${app.slug}/deployments/${appDeploy}/`, { key: app.key })) {
+      if (d.json.data.status === 'failed') throw new Error(`the drill's app did not deploy: ${d.json.data.error}\n${d.json.data.output}`)
+      if (d.json.data.status === 'succeeded') break
+      await Bun.sleep(250)
+    }
 
     const written = Date.now()
     for (const s of sites) {
@@ -174,6 +201,7 @@ describe('the drill: the box rebuilt from its copies', () => {
       expect(before[`${s.slug} files`]).toMatch(/site:site 600 [0-9a-f]{64}  \.\/notes\/a\.txt\n/)
       expect(before[`${s.slug} dns`]).toEqual([['127.0.0.1'], ['203.0.113.7'], [`"drill ${s.slug}"`]])
     }
+    expect(before[`${sites[2]!.slug} app`]).toMatch(new RegExp(`^node \\S+ 200 app \\S+ drill ${DRILL_SECRET.length}$`))
     expect(before.domainDns).toEqual([['127.0.0.1'], ['127.0.0.1'], ['"token-123"']])
   }, 240_000)
 
@@ -218,6 +246,9 @@ describe('the drill: the box rebuilt from its copies', () => {
 
     berth = await startBerth({ dataDir, env, port: berth.port })
     for (const s of sites) expect(await waitForSite(berth.url, s.key, s.slug)).toBe('active')
+    // The app site's processes start once berth serve hands them their settings (at its start).
+    const app = sites[2]!
+    for (const until = Date.now() + 60_000; (await viaEdge(berth.url, app.slug, '/berth-app')).status !== 200 && Date.now() < until;) await Bun.sleep(250)
     const after = await observe()
     if (JSON.stringify(after) !== JSON.stringify(before)) console.log(`Berth's log after the restore:\n${berth.output()}`)
     expect(after).toEqual(before)

@@ -42,6 +42,8 @@ export interface AppsNeeds {
   env: SiteEnvService
   releasesOf(siteId: string, keep: number): string[]
   setBuilt(deploymentId: string, built: { runtime: NonNullable<SiteRow['runtime']>; commit: string | null }): void
+  /** The site's deployment `id` (what it built), for the live release followed after a restore. */
+  deploymentOf(siteId: string, id: string): { runtime: SiteRow['runtime']; status: string } | undefined
   /** Where an uploaded archive's checked tar waits for its deployment (on the box's data disk). */
   workDir: string
   siteDisk: (slug: string) => ReturnType<ContainerRuntime['siteDisk']>
@@ -122,7 +124,10 @@ export function buildApps(n: AppsNeeds): Apps {
   })
   return {
     deployer, supervisor, env, intake, pushes,
-    starts: new AppStarts({ sites: n.sites, supervisor, env, log: n.log }),
+    starts: new AppStarts({
+      sites: n.sites, supervisor, env, log: n.log,
+      live: { find: (siteId, id) => n.deploymentOf(siteId, id), set: (siteId, id, runtime) => void n.sites.setApp(siteId, { runtime, live: id }, n.clock.now()) },
+    }),
     views: new AppViews({ supervisor, clock: n.clock }),
   }
 }

@@ -125,6 +125,7 @@ export function buildSites(
   const apps = buildApps({
     config, clock, log, runtime, plans, sites: repos.sites, runner, env, workDir: join(config.server.dataDir, 'deploy-work'),
     releasesOf: (siteId, keep) => deploymentsRepo.releasesOf(siteId, keep), setBuilt: (id, built) => deploymentsRepo.setBuilt(id, built),
+    deploymentOf: (siteId, id) => deploymentsRepo.findForSite(siteId, id),
     siteDisk: (slug) => disks.get(slug), ensureRoom: (what) => room.ensureRoom(what), deployments: () => deployments!,
   })
   jobs.register({

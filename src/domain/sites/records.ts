@@ -23,7 +23,7 @@ export interface SiteRecords {
   /** The slugs of the given sites, by id (one query for a list's worth; deleted sites included). */
   slugsOf(ids: string[]): Map<string, string>
   /** An app site's runtime and the release it serves (issue 39). */
-  setApp(id: string, app: { runtime: AppRuntime; live?: string }, at: number): SiteRow
+  setApp(id: string, app: { runtime: AppRuntime; live?: string | null }, at: number): SiteRow
   /** `pending_deletion` until `deadline`; the error of a failed site is kept for its restore. */
   scheduleDeletion(id: string, deadline: number, at: number): SiteRow
 }

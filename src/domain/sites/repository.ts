@@ -169,9 +169,10 @@ export class SitesRepository implements SiteRecords {
 
   /**
    * An app site's runtime and the release it serves (issue 39); a first runtime moves the site to
-   * the app image for good (SiteRunner.spec). `live` absent: the release is left as it is.
+   * the app image for good (SiteRunner.spec). `live` absent: the release is left as it is; null:
+   * none serves (a restored home from before the first release).
    */
-  setApp(id: string, app: { runtime: AppRuntime; live?: string }, at: number): SiteRow {
+  setApp(id: string, app: { runtime: AppRuntime; live?: string | null }, at: number): SiteRow {
     return this.store.write(() =>
       this.store.db.update(sites).set({ runtime: app.runtime, ...(app.live !== undefined ? { liveDeploymentId: app.live } : {}), updatedAt: at }).where(eq(sites.id, id)).returning().get(),
     )
