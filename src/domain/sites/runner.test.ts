@@ -60,6 +60,15 @@ describe('the spec a site runs with', () => {
 })
 
 describe('running a site', () => {
+  it('runs the site as the store holds it now: a row read before it moved to the app image does not put the old image back', async () => {
+    const { runner, site, sites, clock } = setup()
+    const stale = site()
+    sites.setApp(stale.id, { runtime: 'node', live: null }, clock.now())
+    await runner.run(stale)
+    const [call] = runtime.callsOf('ensureSite', stale.slug) as { spec: { image: string } }[]
+    expect(call!.spec.image).toBe('berth/app:1')
+  })
+
   it('ensures the container with its spec and then knows where it answers without asking the engine', async () => {
     const t = setup()
     const s = t.site('business')

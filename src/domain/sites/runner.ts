@@ -6,7 +6,13 @@ import type { PlansService } from '../plans'
 import type { SitesRepository } from './repository'
 
 export interface SiteRunnerDeps {
-  sites: Pick<SitesRepository, 'replaceSshPort'>
+  /**
+   * `find`: the site's record as the store holds it now, read again just before the runtime is
+   * asked (a caller's row may be older than a change made meanwhile: a reconcile pass's row from
+   * before a deployment moved the site to the app image would put the old image back). Absent: the
+   * caller's row (tests).
+   */
+  sites: Pick<SitesRepository, 'replaceSshPort'> & Partial<Pick<SitesRepository, 'find'>>
   plans: Pick<PlansService, 'get'>
   runtime: ContainerRuntime
   /** config `containers`: the image of each hosting type and of app sites, and the process limit of every site. */
@@ -74,7 +80,7 @@ export class SiteRunner {
     try {
       let endpoint: SiteEndpoint
       try {
-        endpoint = await this.d.runtime.ensureSite(this.spec(site))
+        endpoint = await this.d.runtime.ensureSite(this.spec(this.d.sites.find?.(site.id) ?? site))
       } catch (err) {
         if (err instanceof HostPortTakenError) {
           this.d.sites.replaceSshPort(site.id, err.port)
