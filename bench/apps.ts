@@ -61,7 +61,7 @@ interface Site { slug: string; key: string }
 interface Limits { nanoCpus: number; memory: number }
 
 /** The app's tree; `version` is in every answer, so a poll knows which release answered. */
-function appTree(version: string): Record<string, string> {
+export function appTree(version: string): Record<string, string> {
   return {
     'package.json': JSON.stringify({ name: 'bench-app', version: '1.0.0', private: true, scripts: { start: 'node server.js' }, dependencies: { ms: '2.1.3' } }),
     'server.js': `const http = require('http')
@@ -304,4 +304,4 @@ async function main() {
   }
 }
 
-await main()
+if (import.meta.main) await main()
