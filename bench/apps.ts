@@ -1,5 +1,5 @@
 /**
- * `bun run bench:apps [--rounds 3] [--rollbacks 10] [--only=tree|rps|rollback] [--quick]`: app
+ * `bun run bench:apps [--rounds 3] [--rollbacks 10] [--only=tree|rps|rollback] [--app-image TAG] [--quick]`: app
  * sites (issue 39) on the compiled binary (a copy of dist/berth), the real engine and berth/app:1,
  * against Docker itself in the same run.
  *
@@ -29,6 +29,9 @@
  *    rollback/ to the first answer of the other release through the edge (polled every 10 ms);
  *    p50 and max.
  *
+ * `--app-image TAG`: the app image both sides use (`containers.image_app` for Berth, the FROM of the
+ * Dockerfile), berth/app:1 by default: to compare two builds of it without retagging the shared one.
+ *
  * Everything made (Berth's sites, the reference's images and containers) is removed at the end.
  */
 import { spawnSync } from 'bun'
@@ -51,6 +54,7 @@ const rollbacks = arg('--rollbacks', quick ? 4 : 10)
 const only = argv.find((a) => a.startsWith('--only='))?.slice('--only='.length)
 if (only && !['tree', 'rps', 'rollback'].includes(only)) throw new Error('--only= takes tree, rps or rollback')
 if (quick) Object.assign(WRK_SETTINGS, { warmupSeconds: 1, durationSeconds: 3 })
+const appImage = argv.includes('--app-image') ? argv[argv.indexOf('--app-image') + 1]! : 'berth/app:1'
 const want = (part: string) => !only || only === part
 
 const f0 = (n: number) => n.toFixed(0)
@@ -145,7 +149,7 @@ async function dockerTreeToServing(version: string, limits: Limits): Promise<num
   const name = `${REF}-${version}`
   try {
     for (const [path, text] of Object.entries(appTree(version))) writeFileSync(join(dir, path), text)
-    writeFileSync(join(dir, 'Dockerfile'), 'FROM berth/app:1\nCOPY --chown=1000:1000 . /home/site/app/\nWORKDIR /home/site/app\nRUN npm install\nCMD ["npm", "start"]\n')
+    writeFileSync(join(dir, 'Dockerfile'), `FROM ${appImage}\nCOPY --chown=1000:1000 . /home/site/app/\nWORKDIR /home/site/app\nRUN npm install\nCMD ["npm", "start"]\n`)
     const port = await freePort()
     const cpus = limits.nanoCpus > 0 ? limits.nanoCpus / 1e9 : 0
     const buildLimits = [...(cpus ? ['--cpu-period', '100000', '--cpu-quota', String(Math.round(cpus * 100000))] : []), ...(limits.memory ? ['--memory', String(limits.memory)] : [])]
@@ -258,13 +262,14 @@ async function main() {
     BERTH_SSH_PORT_RANGE: `${ssh}-${ssh + 49}`,
     BERTH_RATE_LIMITS_CHECKOUT_CREATE: '10000/hour',
     BERTH_RATE_LIMITS_CHECKOUT_POLL: '100000/minute',
+    BERTH_CONTAINERS_IMAGE_APP: appImage,
   })
   const b = new Bench(berth, dataDir)
   const loadBefore = loadavg().map(f2).join(' ')
   const verdicts: [string, boolean][] = []
   const lines: string[] = []
   try {
-    console.log(`apps (issue 39): ${binary}; ${rounds} rounds; load average ${loadBefore}; nproc ${navigator.hardwareConcurrency}; ${new Date().toISOString()}`)
+    console.log(`apps (issue 39): ${binary}, ${appImage} (${run(['docker', 'image', 'inspect', '-f', '{{.Id}}', appImage]).trim().slice(7, 19)}); ${rounds} rounds; load average ${loadBefore}; nproc ${navigator.hardwareConcurrency}; ${new Date().toISOString()}`)
     const kept = await buySite(berth.url, 'bapk', 'svc_starter_monthly', 240_000)
     await b.deploy(kept, 'warm') // moves the site to berth/app:1; not recorded
     const c = await b.container(kept)
