@@ -105,6 +105,12 @@ describe('a Node app', () => {
     expect(first.output).toContain('building with token')
     const page = await viaEdge(berth.url, node.slug, '/')
     expect(page.text).toBe(`v1 60000 hi ${SECRET.length} built`)
+    // One line per request in the access log: the app's front (nginx) writes it, and the edge,
+    // which writes it for a static site of this (shared) plan, does not as well.
+    const marker = `m${crypto.randomUUID().slice(0, 8)}`
+    expect((await viaEdge(berth.url, node.slug, `/?${marker}`)).status).toBe(200)
+    const access = await call(node, 'GET', `logs/?type=access&search=${marker}`)
+    expect(access.json.data.lines, access.text).toEqual([expect.stringMatching(new RegExp(`"GET /\\?${marker} HTTP/1.1" 200 `))])
     const site = await call(node, 'GET', '')
     expect(site.json.data.app).toMatchObject({ runtime: 'node', release: first.id })
     expect(site.json.data.app.processes).toEqual([expect.objectContaining({ name: 'web', state: 'running' })])
