@@ -105,6 +105,12 @@ describe('a Node app', () => {
     expect(first.output).toContain('building with token')
     const page = await viaEdge(berth.url, node.slug, '/')
     expect(page.text).toBe(`v1 60000 hi ${SECRET.length} built`)
+    // One line per request in the access log: the app's front (nginx) writes it, and the edge,
+    // which writes it for a static site of this (shared) plan, does not as well.
+    const marker = `m${crypto.randomUUID().slice(0, 8)}`
+    expect((await viaEdge(berth.url, node.slug, `/?${marker}`)).status).toBe(200)
+    const access = await call(node, 'GET', `logs/?type=access&search=${marker}`)
+    expect(access.json.data.lines, access.text).toEqual([expect.stringMatching(new RegExp(`"GET /\\?${marker} HTTP/1.1" 200 `))])
     const site = await call(node, 'GET', '')
     expect(site.json.data.app).toMatchObject({ runtime: 'node', release: first.id })
     expect(site.json.data.app.processes).toEqual([expect.objectContaining({ name: 'web', state: 'running' })])
@@ -140,12 +146,17 @@ describe('a Node app', () => {
     expect((await viaEdge(berth.url, node.slug, '/')).text).toMatch(/^v3 60000 hi/)
     expect((await call(node, 'PATCH', 'env/', { variables: { GREETING: 'hello' } })).status).toBe(200)
     expect((await viaEdge(berth.url, node.slug, '/')).text).toMatch(/^v3 60000 hello/)
+    const starts = async () => ((await call(node, 'GET', 'logs/?type=app&process=web&search=starting%20with%20token&lines=500')).json.data.lines as string[]).length
+    const startsBefore = await starts()
     const started = performance.now()
     const back = await call(node, 'POST', `deployments/${first.id}/rollback/`)
     expect(back.status, back.text).toBe(200)
     const rolled = await finished(node, back.json.data.id)
     expect(rolled.status, rolled.output + rolled.error).toBe('succeeded')
     expect(performance.now() - started).toBeLessThan(15_000)
+    // The rollback started the old release's web process once, and did not restart the live one
+    // first (the settings it holds are the site's already).
+    expect(await starts()).toBe(startsBefore + 1)
     expect((await viaEdge(berth.url, node.slug, '/')).text).toMatch(/^v1 60000 hello/)
     const { count, failures } = await loop.stop()
     expect(failures).toEqual([])

@@ -176,7 +176,7 @@ export function buildSites(
     archives,
     directory: new SiteDirectory({
       store, sites: repos.sites, runner, domains: { linked: () => needs.names.linkedDomains() }, modules: (site) => needs.modules.edgeFlags(site),
-      edgeLogs: (site) => edgeWritesAccessLog(plans.get(site.planSlug).hosting_type), moving: () => moves.slugs(),
+      edgeLogs: (site) => edgeWritesAccessLog(plans.get(site.planSlug).hosting_type, site.runtime), moving: () => moves.slugs(),
     }),
     reconciler: new Reconciler({ sites: repos.sites, runner, runtime, jobs, reaper, log, backoff: repairs, nodeOf: placement ? (slug) => placement.nodeOf(slug) : undefined, now: () => clock.now() }),
     firewall,

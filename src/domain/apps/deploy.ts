@@ -15,6 +15,21 @@ export const SUBMODULES_REFUSED = "The repository has submodules (.gitmodules), 
 export const linksOutRefused = (links: string[]) =>
   `The tree holds symbolic links that leave the tree (${links.join(', ')}): Berth deploys no link to files outside the release. Make them relative links inside the tree, or commit the files themselves, then deploy again.`
 
+/** Where the supervisor keeps the settings it was given (tmpfs, 0600; the contract of issue 39). */
+const ENV_FILE = '/tmp/berth/env.json'
+
+/** Whether `json` (the supervisor's env.json) holds exactly `want`. */
+function sameEnv(json: string, want: Record<string, string>): boolean {
+  try {
+    const held = JSON.parse(json) as unknown
+    if (typeof held !== 'object' || held === null || Array.isArray(held)) return false
+    const names = Object.keys(held)
+    return names.length === Object.keys(want).length && names.every((n) => (held as Record<string, unknown>)[n] === want[n])
+  } catch {
+    return false
+  }
+}
+
 /** Output kept of each step of a build. */
 export const APP_STEP_OUTPUT_BYTES = 64 * 1024
 const SHORT_MS = 60_000
@@ -68,7 +83,7 @@ export class AppDeployer {
         out.line('==> Moving the site to the app image (its container restarts once; public/ is served as before until a release is live)')
         site = await this.d.sites.useAppImage(site)
       }
-      await this.d.supervisor.pushEnv(site.slug, this.d.env.valuesOf(site.id))
+      await this.ensureEnv(site)
       const env = this.buildEnv(site, deployment)
       const commit = await this.receive(site, deployment, source, dir, env, out)
       // An archive's links were checked on the host; a repository's tree comes as git made it.
@@ -109,7 +124,7 @@ export class AppDeployer {
     const kept = await this.d.runtime.runCommand(site.slug, { argv: ['sh', '-c', existsScript(dir)], cwd: HOME, env: {}, timeoutMs: SHORT_MS, keepBytes: 4096 })
     if (kept.exitCode !== 0) return { status: 'failed', output: '', error: `The release of deployment ${target.id} is no longer kept (the newest ${KEPT_RELEASES} are); deploy it again instead.` }
     out.line(`==> Switching back to the release of deployment ${target.id}`)
-    await this.d.supervisor.pushEnv(site.slug, this.d.env.valuesOf(site.id))
+    await this.ensureEnv(site)
     const switched = await this.d.supervisor.switchRelease(site.slug, dir, this.d.healthTimeoutS)
     if (!switched.ok) {
       if (switched.output) out.block(switched.output)
@@ -195,6 +210,18 @@ export class AppDeployer {
     const r = await this.d.runtime.runCommand(site.slug, { argv: ['sh', '-c', script], cwd, env, timeoutMs, keepBytes: 256 * 1024 })
     if (r.exitCode !== 0) throw new StepFailed(`A step of the deployment failed (exit code ${r.exitCode}): ${text(r.stderr).slice(0, 500)}`)
     return { text: text(r.stdout) }
+  }
+
+  /**
+   * The site's settings into the supervisor unless it holds exactly these already (pushed at each
+   * change and after each start): a push restarts the live web process, which a deploy or a
+   * rollback would then start again at its switch (a rollback took twice as long).
+   */
+  private async ensureEnv(site: SiteRow): Promise<void> {
+    const want = this.d.env.valuesOf(site.id)
+    const held = await this.d.runtime.runCommand(site.slug, { argv: ['cat', ENV_FILE], cwd: HOME, env: {}, timeoutMs: SHORT_MS, keepBytes: 1 << 20 }).catch(() => null)
+    if (held?.exitCode === 0 && !held.truncated && sameEnv(text(held.stdout), want)) return
+    await this.d.supervisor.pushEnv(site.slug, want)
   }
 
   private async prune(site: SiteRow, live: string): Promise<void> {

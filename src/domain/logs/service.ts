@@ -55,9 +55,9 @@ export class LogsService {
     if (q.process !== undefined && type !== 'app') throw invalid('process', `process picks the lines of one of an app's processes: use it with type=app (got type=${type}).`)
     if (type === 'audit') return { type, file: null, lines: this.audit?.lines(site.id, { lines: q.lines ?? 100, search: q.search || undefined }) ?? [] }
     const hostingType = this.plans.get(site.planSlug).hosting_type
-    const source = logSource(hostingType, type)
+    const source = logSource(hostingType, type, site.runtime)
     if (source.file === null) return { type, file: null, lines: [] }
-    if (type === 'access' && edgeWritesAccessLog(hostingType)) await this.edgeLog?.flush()
+    if (type === 'access' && edgeWritesAccessLog(hostingType, site.runtime)) await this.edgeLog?.flush()
     const rotationsBefore = this.rotations
     const home = await openHomeOf(this.openHome, await this.runtime.homePath(site.slug))
     if (!home) return { type, file: source.file, lines: [] }

@@ -40,11 +40,11 @@ export const EDGE_ACCESS_LOG = 'logs/access.log'
  * any other message httpd writes there. There is no PHP on this image, so `php` is always empty
  * (`file: null`).
  */
-export function logSource(hostingType: HostingType, type: FileLogType): LogSource {
+export function logSource(hostingType: HostingType, type: FileLogType, runtime: string | null = null): LogSource {
   // An app's processes (issue 39): the supervisor of berth/app writes their lines, and its own, to
   // ~/logs/app.log as `ISO-TIME NAME: line`. A site that never deployed a source has no such file.
   if (type === 'app') return { file: APP_LOG }
-  if (hostingType === 'shared') {
+  if (edgeWritesAccessLog(hostingType, runtime)) {
     if (type === 'php') return { file: null }
     if (type === 'error') return { file: 'logs/error.log', filter: busyboxErrors }
     return { file: EDGE_ACCESS_LOG }
@@ -52,9 +52,13 @@ export function logSource(hostingType: HostingType, type: FileLogType): LogSourc
   return { file: { error: 'logs/error.log', access: 'logs/access.log', php: 'logs/php.log' }[type] }
 }
 
-/** True when the site's web server cannot log the request target, so the edge writes its access log. */
-export function edgeWritesAccessLog(hostingType: HostingType): boolean {
-  return hostingType === 'shared'
+/**
+ * True when the site's web server cannot log the request target (berth/static), so the edge
+ * writes its access log. A site that deployed a source (`runtime` set) runs berth/app on any
+ * plan, whose front (nginx) writes access.log and error.log itself, as berth/php does.
+ */
+export function edgeWritesAccessLog(hostingType: HostingType, runtime: string | null = null): boolean {
+  return hostingType === 'shared' && runtime === null
 }
 
 const BUSYBOX_RECORD = /^(.*?): (url|response):(\S*)/

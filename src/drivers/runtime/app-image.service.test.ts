@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { Agent, get as httpGet } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Docker from 'dockerode'
@@ -275,5 +276,30 @@ process.on('SIGTERM', () => { console.log('draining'); setTimeout(() => { consol
     expect(await app.status(SLUG)).toMatchObject({ release: 'dep_drain', env: false, processes: [{ name: 'web', state: 'starting', pid: null }] })
     await app.pushEnv(SLUG, { GREETING: 'again' })
     expect((await until(() => get(), (r) => r.status === 200)).body).toBe('drain again')
+  }, 60_000)
+
+  it('keeps its connections to the web process open under 64 clients at once: the app does not accept a new one per request', async () => {
+    await app.pushEnv(SLUG, { GREETING: 'many' })
+    const dir = await release('dep_conns', 'node', { web: 'node server.js' }, {
+      'server.js': `let accepted = 0
+const server = require('http').createServer((q, s) => s.end(String(accepted)))
+server.on('connection', () => accepted++)
+server.listen(process.env.PORT)
+`,
+    })
+    expect(await app.switchRelease(SLUG, dir, 30)).toMatchObject({ ok: true })
+    const before = Number((await get()).body)
+    // 64 clients, each with its own kept-alive connection to the front (as the edge holds them).
+    const clients = Array.from({ length: 64 }, async () => {
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+      for (let i = 0; i < 40; i++) {
+        await new Promise<void>((done, fail) => httpGet({ host: site.address, port: 8080, path: '/', agent }, (res) => res.resume().on('end', done)).on('error', fail))
+      }
+      agent.destroy()
+    })
+    await Promise.all(clients)
+    const accepted = Number((await get()).body) - before
+    // 2,560 requests: one connection per client, and a few more at most.
+    expect(accepted).toBeLessThanOrEqual(80)
   }, 60_000)
 })

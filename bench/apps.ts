@@ -1,0 +1,312 @@
+/**
+ * `bun run bench:apps [--rounds 3] [--rollbacks 10] [--only=tree|rps|rollback] [--app-image TAG] [--quick]`: app
+ * sites (issue 39) on the compiled binary (a copy of dist/berth), the real engine and berth/app:1,
+ * against Docker itself in the same run.
+ *
+ * The app: Node, one npm dependency (`ms`, fetched from the npm registry by each build), a
+ * package.json whose `start` is `node server.js`, no lockfile (so `npm install` on both sides).
+ * Each request renders a JSON document of about 4 KB (40 items, a timestamp, random scores): a
+ * realistic amount of work per request, not an empty answer.
+ *
+ * 1. Tree to serving, npm's cache cold on both sides, `rounds` rounds, the order of the sides
+ *    swapped each round:
+ *    - docker: `docker build --no-cache` of the tree with a Dockerfile `FROM berth/app:1`, COPY,
+ *      `RUN npm install`, `CMD npm start` (the same image and start command Berth uses, no pull),
+ *      then `docker run -p` and polling (every 20 ms) until the app answers; from the build's
+ *      start. The build and the container get the site container's CPU and memory limits.
+ *    - berth, new site: a site just bought (still on berth/static) gets the tree as a tar.gz
+ *      (`POST deploy/`, application/gzip); from the POST to the first answer of this version
+ *      through Berth's edge (polled every 20 ms). Includes the move to berth/app:1.
+ *    - berth, redeploy: the same on an app site that already serves an earlier version, its
+ *      ~/.npm removed first (through exec) so npm's cache is as cold as Docker's.
+ *    Target: berth / docker at most 1.5 (the median of the per-round ratios).
+ * 2. Requests per second, wrk (bench/wrk.ts: -t2 -c64, 3 s warm-up, 10 s), `rounds` rounds, the
+ *    targets' order rotated: through Berth's edge (the site's Host header), the container's
+ *    front (nginx on IP:8080) and the app's own port (IP:$PORT, node itself), the last two
+ *    straight to the container's address on its bridge network. Target: edge / app port at least
+ *    0.9; edge / front is printed too.
+ * 3. Rollback: `rollbacks` rollbacks alternating between two releases, each from the POST
+ *    rollback/ to the first answer of the other release through the edge (polled every 10 ms);
+ *    p50 and max.
+ *
+ * `--app-image TAG`: the app image both sides use (`containers.image_app` for Berth, the FROM of the
+ * Dockerfile), berth/app:1 by default: to compare two builds of it without retagging the shared one.
+ *
+ * Everything made (Berth's sites, the reference's images and containers) is removed at the end.
+ */
+import { spawnSync } from 'bun'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { docker } from '../test/helpers/sites'
+import { tarGz } from '../test/helpers/trees'
+import { cleanup, cleanupOnExit, freePort, snapshotBinary, startBerth, tempDir, type RunningBerth } from './processes'
+import { buySite, instanceOf, removeSites } from './sites'
+import { median } from './stats'
+import { measure, warmUp, WRK_SETTINGS, wrkInstalled, type WrkResult, type WrkTarget } from './wrk'
+
+const TARGETS = { treeRatio: 1.5, rpsRatio: 0.9 }
+const argv = process.argv.slice(2)
+const arg = (name: string, fallback: number) => (argv.includes(name) ? Number(argv[argv.indexOf(name) + 1]) || fallback : fallback)
+const quick = argv.includes('--quick')
+const rounds = arg('--rounds', quick ? 1 : 3)
+const rollbacks = arg('--rollbacks', quick ? 4 : 10)
+const only = argv.find((a) => a.startsWith('--only='))?.slice('--only='.length)
+if (only && !['tree', 'rps', 'rollback'].includes(only)) throw new Error('--only= takes tree, rps or rollback')
+if (quick) Object.assign(WRK_SETTINGS, { warmupSeconds: 1, durationSeconds: 3 })
+const appImage = argv.includes('--app-image') ? argv[argv.indexOf('--app-image') + 1]! : 'berth/app:1'
+const want = (part: string) => !only || only === part
+
+const f0 = (n: number) => n.toFixed(0)
+const f2 = (n: number) => n.toFixed(2)
+const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil((p / 100) * values.length) - 1)]!
+
+interface Site { slug: string; key: string }
+interface Limits { nanoCpus: number; memory: number }
+
+/** The app's tree; `version` is in every answer, so a poll knows which release answered. */
+export function appTree(version: string): Record<string, string> {
+  return {
+    'package.json': JSON.stringify({ name: 'bench-app', version: '1.0.0', private: true, scripts: { start: 'node server.js' }, dependencies: { ms: '2.1.3' } }),
+    'server.js': `const http = require('http')
+const ms = require('ms')
+const version = ${JSON.stringify(version)}
+const items = Array.from({ length: 40 }, (_, i) => ({ id: i, name: 'item ' + i, tags: ['alpha', 'beta', 'gamma'].slice(0, 1 + (i % 3)), description: 'A line of text describing item ' + i + ' for the page.' }))
+http.createServer((req, res) => {
+  const body = JSON.stringify({ version, port: process.env.PORT, up: ms(Math.round(process.uptime() * 1000)), at: new Date().toISOString(), items: items.map((it) => ({ ...it, score: Math.random() })) })
+  res.writeHead(200, { 'content-type': 'application/json', 'x-app-port': process.env.PORT })
+  res.end(body)
+}).listen(Number(process.env.PORT))
+`,
+  }
+}
+const answers = (text: string, version: string) => text.includes(`"version":"${version}"`)
+
+/** Polls `url` (with `host`) every `everyMs` until it answers 200 with `version`; ms from `since`. */
+async function firstAnswer(url: string, version: string, since: number, everyMs: number, host?: string, timeoutMs = 600_000): Promise<number> {
+  for (;;) {
+    const ok = await fetch(url, { headers: host ? { host } : {} }).then(async (r) => r.status === 200 && answers(await r.text(), version)).catch(() => false)
+    if (ok) return performance.now() - since
+    if (performance.now() - since > timeoutMs) throw new Error(`${url} did not answer with ${version} within ${timeoutMs / 1000} s`)
+    await Bun.sleep(everyMs)
+  }
+}
+
+class Bench {
+  constructor(readonly berth: RunningBerth, readonly dataDir: string) {}
+  get port() { return Number(new URL(this.berth.url).port) }
+  host(site: Site) { return `${site.slug}.localhost:${this.port}` }
+
+  async call(site: Site, method: string, rest: string, body?: unknown): Promise<any> {
+    const res = await fetch(`${this.berth.url}/api/v1/sites/${site.slug}/${rest}`, { method, headers: { authorization: `Bearer ${site.key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+    const json = (await res.json()) as { data: any }
+    if (res.status !== 200) throw new Error(`${method} ${site.slug}/${rest}: ${res.status} ${JSON.stringify(json)}`)
+    return json.data
+  }
+
+  async finished(site: Site, id: string): Promise<{ id: string; status: string; error: string | null; output: string }> {
+    for (;;) {
+      const d = await this.call(site, 'GET', `deployments/${id}/`)
+      if (d.status === 'succeeded' || d.status === 'failed') return d
+      await Bun.sleep(100)
+    }
+  }
+
+  /** Uploads the app at `version`; ms from the POST to its first answer through the edge. */
+  async deploy(site: Site, version: string): Promise<number> {
+    const bytes = tarGz(appTree(version))
+    const started = performance.now()
+    const res = await fetch(`${this.berth.url}/api/v1/sites/${site.slug}/deploy/`, { method: 'POST', headers: { authorization: `Bearer ${site.key}`, 'content-type': 'application/gzip' }, body: Buffer.from(bytes) })
+    const queued = (await res.json()) as { data: { id: string } }
+    if (res.status !== 200) throw new Error(`deploy ${site.slug}: ${res.status} ${JSON.stringify(queued)}`)
+    const failed = this.finished(site, queued.data.id).then((d) => { if (d.status === 'failed') throw new Error(`deployment of ${version} failed: ${d.error}\n${d.output}`) })
+    const ms = await Promise.race([firstAnswer(`${this.berth.url}/`, version, started, 20, this.host(site)), failed.then(() => new Promise<never>(() => {}))])
+    await failed
+    return ms
+  }
+
+  async container(site: Site): Promise<{ id: string; ip: string; limits: Limits }> {
+    const [c] = await docker.listContainers({ filters: { label: [`dev.berth.instance=${instanceOf(this.dataDir)}`, `dev.berth.site-slug=${site.slug}`] } })
+    if (!c) throw new Error(`no container for ${site.slug}`)
+    const info = await docker.getContainer(c.Id).inspect()
+    const ip = Object.values(info.NetworkSettings.Networks).map((n) => n.IPAddress).find(Boolean)
+    if (!ip) throw new Error(`${site.slug}: its container has no address`)
+    return { id: c.Id, ip, limits: { nanoCpus: info.HostConfig.NanoCpus ?? 0, memory: info.HostConfig.Memory ?? 0 } }
+  }
+}
+
+function run(argv: string[]): string {
+  const r = spawnSync(argv, { stdout: 'pipe', stderr: 'pipe' })
+  if (r.exitCode !== 0) throw new Error(`${argv.join(' ')} exited ${r.exitCode}:\n${r.stdout.toString()}${r.stderr.toString()}`)
+  return r.stdout.toString()
+}
+
+const REF = 'berth-bench-apps'
+/** docker build + docker run of the same tree; ms from the build's start to the app's first answer. */
+async function dockerTreeToServing(version: string, limits: Limits): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'berth-bench-apps-'))
+  const tag = `${REF}:${version}`
+  const name = `${REF}-${version}`
+  try {
+    for (const [path, text] of Object.entries(appTree(version))) writeFileSync(join(dir, path), text)
+    writeFileSync(join(dir, 'Dockerfile'), `FROM ${appImage}\nCOPY --chown=1000:1000 . /home/site/app/\nWORKDIR /home/site/app\nRUN npm install\nCMD ["npm", "start"]\n`)
+    const port = await freePort()
+    const cpus = limits.nanoCpus > 0 ? limits.nanoCpus / 1e9 : 0
+    const buildLimits = [...(cpus ? ['--cpu-period', '100000', '--cpu-quota', String(Math.round(cpus * 100000))] : []), ...(limits.memory ? ['--memory', String(limits.memory)] : [])]
+    const runLimits = [...(cpus ? ['--cpus', String(cpus)] : []), ...(limits.memory ? ['--memory', String(limits.memory)] : [])]
+    const started = performance.now()
+    await spawnAsync(['docker', 'build', '--no-cache', '-q', '-t', tag, ...buildLimits, dir])
+    await spawnAsync(['docker', 'run', '-d', '--name', name, '--label', REF, '-p', `127.0.0.1:${port}:3000`, '-e', 'PORT=3000', ...runLimits, tag])
+    return await firstAnswer(`http://127.0.0.1:${port}/`, version, started, 20)
+  } finally {
+    spawnSync(['docker', 'rm', '-f', name], { stdout: 'ignore', stderr: 'ignore' })
+    spawnSync(['docker', 'rmi', '-f', tag], { stdout: 'ignore', stderr: 'ignore' })
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+async function spawnAsync(argv: string[]): Promise<void> {
+  const p = Bun.spawn(argv, { stdout: 'pipe', stderr: 'pipe', env: { ...process.env, DOCKER_BUILDKIT: '0' } })
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
+  if (code !== 0) throw new Error(`${argv.join(' ')} exited ${code}:\n${out}${err}`)
+}
+
+/** CPU time of a container's cgroup (v1 or v2), in µs; NaN where neither is found. */
+function containerMicros(id: string): number {
+  try {
+    return Number(readFileSync(`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, 'utf8')) / 1000
+  } catch {
+    try {
+      return Number(/usage_usec (\d+)/.exec(readFileSync(`/sys/fs/cgroup/system.slice/docker-${id}.scope/cpu.stat`, 'utf8'))![1])
+    } catch {
+      return Number.NaN
+    }
+  }
+}
+
+async function treeRounds(b: Bench, kept: Site, limits: Limits) {
+  const out = { docker: [] as number[], fresh: [] as number[], redeploy: [] as number[] }
+  for (let i = 0; i < rounds; i++) {
+    const sides = ['docker', 'fresh', 'redeploy'] as const
+    for (const side of i % 2 === 0 ? sides : [...sides].reverse()) {
+      const version = `t${i}${side[0]}${Math.random().toString(36).slice(2, 6)}`
+      let ms: number
+      if (side === 'docker') ms = await dockerTreeToServing(version, limits)
+      else if (side === 'fresh') ms = await b.deploy(await buySite(b.berth.url, 'bapf', 'svc_starter_monthly', 240_000), version)
+      else {
+        await b.call(kept, 'POST', 'exec/', { command: ['rm', '-rf', '/home/site/.npm'] })
+        ms = await b.deploy(kept, version)
+      }
+      out[side].push(ms)
+      console.log(`  tree round ${i + 1} ${side.padEnd(8)} ${f0(ms)} ms`)
+    }
+  }
+  return out
+}
+
+interface RpsRun { wrk: WrkResult; containerMicros: number }
+async function rpsRounds(b: Bench, site: Site) {
+  const c = await b.container(site)
+  const live = await fetch(`${b.berth.url}/`, { headers: { host: b.host(site) } })
+  const appPort = Number(live.headers.get('x-app-port'))
+  await live.text()
+  if (!appPort) throw new Error('the app did not say its port')
+  const targets: Record<'edge' | 'front' | 'app', WrkTarget> = {
+    edge: { name: 'edge', url: `${b.berth.url}/`, pid: b.berth.proc.pid, headers: { Host: b.host(site) } },
+    front: { name: 'front', url: `http://${c.ip}:8080/`, pid: b.berth.proc.pid },
+    app: { name: 'app', url: `http://${c.ip}:${appPort}/`, pid: b.berth.proc.pid },
+  }
+  const runs: Record<keyof typeof targets, RpsRun[]> = { edge: [], front: [], app: [] }
+  const order = Object.keys(targets) as (keyof typeof targets)[]
+  for (let i = 0; i < rounds; i++) {
+    for (const name of [...order.slice(i % 3), ...order.slice(0, i % 3)]) {
+      await warmUp(targets[name])
+      const before = containerMicros(c.id)
+      const wrk = await measure(targets[name])
+      if (wrk.non2xx > 0 || wrk.socketErrors > 0) throw new Error(`${name}: ${wrk.non2xx} non-2xx answers, ${wrk.socketErrors} socket errors`)
+      runs[name].push({ wrk, containerMicros: (containerMicros(c.id) - before) / wrk.requests })
+      console.log(`  rps round ${i + 1} ${name.padEnd(5)} ${f0(wrk.requestsPerSec)} req/s, p50 ${f2(wrk.p50Ms)} ms, p99 ${f2(wrk.p99Ms)} ms; CPU per request: Berth ${f0(wrk.serverCpuMicros)} µs, container ${f0(runs[name].at(-1)!.containerMicros)} µs; others ${f0(wrk.contention.otherPercent)}%`)
+    }
+  }
+  return { runs, appPort, ip: c.ip }
+}
+
+async function rollbackRounds(b: Bench, site: Site): Promise<number[]> {
+  const versions = ['ra', 'rb'].map((v) => `${v}${Math.random().toString(36).slice(2, 6)}`)
+  for (const v of versions) await b.deploy(site, v)
+  const list = (await b.call(site, 'GET', 'deployments/')) as { id: string; status: string }[]
+  // Newest first: [1] is the first version's deployment, [0] the second's (live now).
+  const ids = [list[1]!.id, list[0]!.id]
+  const times: number[] = []
+  for (let i = 0; i < rollbacks; i++) {
+    const to = i % 2 === 0 ? 0 : 1
+    const started = performance.now()
+    const back = await b.call(site, 'POST', `deployments/${ids[to]}/rollback/`)
+    const ms = await firstAnswer(`${b.berth.url}/`, versions[to]!, started, 10, b.host(site), 120_000)
+    const d = await b.finished(site, back.id)
+    if (d.status !== 'succeeded') throw new Error(`rollback ${i + 1} ${d.status}: ${d.error}`)
+    times.push(ms)
+    console.log(`  rollback ${i + 1} to ${versions[to]}: ${f0(ms)} ms`)
+  }
+  return times
+}
+
+async function main() {
+  if (!wrkInstalled()) throw new Error('wrk is not installed; apt-get install wrk')
+  cleanupOnExit()
+  const binary = snapshotBinary()
+  const dataDir = tempDir('berth-bench-apps-')
+  const ssh = 20_000 + Math.floor(Math.random() * 40_000)
+  const berth = await startBerth(dataDir, 2, {
+    BERTH_DNS_LISTEN: 'off',
+    BERTH_SSH_PORT_RANGE: `${ssh}-${ssh + 49}`,
+    BERTH_RATE_LIMITS_CHECKOUT_CREATE: '10000/hour',
+    BERTH_RATE_LIMITS_CHECKOUT_POLL: '100000/minute',
+    BERTH_CONTAINERS_IMAGE_APP: appImage,
+  })
+  const b = new Bench(berth, dataDir)
+  const loadBefore = loadavg().map(f2).join(' ')
+  const verdicts: [string, boolean][] = []
+  const lines: string[] = []
+  try {
+    console.log(`apps (issue 39): ${binary}, ${appImage} (${run(['docker', 'image', 'inspect', '-f', '{{.Id}}', appImage]).trim().slice(7, 19)}); ${rounds} rounds; load average ${loadBefore}; nproc ${navigator.hardwareConcurrency}; ${new Date().toISOString()}`)
+    const kept = await buySite(berth.url, 'bapk', 'svc_starter_monthly', 240_000)
+    await b.deploy(kept, 'warm') // moves the site to berth/app:1; not recorded
+    const c = await b.container(kept)
+    if (want('tree')) {
+      const t = await treeRounds(b, kept, c.limits)
+      const ratio = (side: 'fresh' | 'redeploy') => median(t[side].map((ms, i) => ms / t.docker[i]!))
+      lines.push(`  tree to serving (npm cache cold on both sides; limits ${c.limits.nanoCpus / 1e9} CPU, ${f0(c.limits.memory / 2 ** 20)} MiB on both): docker build + run p50 ${f0(median(t.docker))} ms [${t.docker.map(f0).join(', ')}]`)
+      lines.push(`    berth, new site   p50 ${f0(median(t.fresh))} ms [${t.fresh.map(f0).join(', ')}]; berth/docker ${f2(ratio('fresh'))}`)
+      lines.push(`    berth, redeploy   p50 ${f0(median(t.redeploy))} ms [${t.redeploy.map(f0).join(', ')}]; berth/docker ${f2(ratio('redeploy'))}`)
+      verdicts.push([`tree to serving (new site) <= ${TARGETS.treeRatio}x docker`, ratio('fresh') <= TARGETS.treeRatio], [`tree to serving (redeploy) <= ${TARGETS.treeRatio}x docker`, ratio('redeploy') <= TARGETS.treeRatio])
+    }
+    if (want('rps')) {
+      const { runs, appPort, ip } = await rpsRounds(b, kept)
+      const rps = (n: keyof typeof runs) => median(runs[n].map((r) => r.wrk.requestsPerSec))
+      const per = (n: keyof typeof runs) => runs.edge.map((r, i) => r.wrk.requestsPerSec / runs[n][i]!.wrk.requestsPerSec)
+      const cpu = (n: keyof typeof runs) => `Berth ${f0(median(runs[n].map((r) => r.wrk.serverCpuMicros)))} µs + container ${f0(median(runs[n].map((r) => r.containerMicros)))} µs`
+      lines.push(`  req/s (wrk -t${WRK_SETTINGS.threads} -c${WRK_SETTINGS.connections} ${WRK_SETTINGS.durationSeconds} s, a ~4 KB JSON rendered per request):`)
+      for (const n of ['edge', 'front', 'app'] as const) {
+        lines.push(`    ${n === 'edge' ? 'Berth edge (Host header)' : n === 'front' ? `front nginx ${ip}:8080   ` : `app itself ${ip}:${appPort}   `} ${f0(rps(n)).padStart(6)} req/s  p50 ${f2(median(runs[n].map((r) => r.wrk.p50Ms)))} ms  CPU per request ${cpu(n)}`)
+      }
+      lines.push(`    edge / app port ${f2(median(per('app')))} [${per('app').map(f2).join(', ')}]; edge / front ${f2(median(per('front')))} [${per('front').map(f2).join(', ')}]`)
+      verdicts.push([`req/s edge / app port >= ${TARGETS.rpsRatio}`, median(per('app')) >= TARGETS.rpsRatio])
+    }
+    if (want('rollback')) {
+      const times = await rollbackRounds(b, kept)
+      lines.push(`  rollback, POST to the other release's first answer through the edge (${times.length}): p50 ${f0(percentile(times, 50))} ms, max ${f0(Math.max(...times))} ms [${times.map(f0).join(', ')}]`)
+    }
+    console.log(`\nApps (issue 39); load average ${loadBefore} before, ${loadavg().map(f2).join(' ')} after`)
+    for (const line of lines) console.log(line)
+    console.log(`  ${verdicts.map(([name, ok]) => `${name}: ${ok ? 'PASS' : 'FAIL'}`).join('   ')}`)
+    if (verdicts.some(([, ok]) => !ok)) process.exitCode = 1
+  } finally {
+    await berth.stop()
+    await removeSites(dataDir)
+    run(['sh', '-c', `docker ps -aq --filter label=${REF} | xargs -r docker rm -f >/dev/null`])
+    cleanup()
+  }
+}
+
+if (import.meta.main) await main()
