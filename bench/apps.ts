@@ -62,6 +62,7 @@ const want = (part: string) => !only || only === part
 
 const f0 = (n: number) => n.toFixed(0)
 const f2 = (n: number) => n.toFixed(2)
+const signed = (n: number) => (n < 0 ? '' : '+') + n.toFixed(2)
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil((p / 100) * values.length) - 1)]!
 
 interface Site { slug: string; key: string }
@@ -133,13 +134,13 @@ class Bench {
     return ms
   }
 
-  async container(site: Site): Promise<{ id: string; ip: string; limits: Limits }> {
+  async container(site: Site): Promise<{ id: string; ip: string; pid: number; limits: Limits }> {
     const [c] = await docker.listContainers({ filters: { label: [`dev.berth.instance=${instanceOf(this.dataDir)}`, `dev.berth.site-slug=${site.slug}`] } })
     if (!c) throw new Error(`no container for ${site.slug}`)
     const info = await docker.getContainer(c.Id).inspect()
     const ip = Object.values(info.NetworkSettings.Networks).map((n) => n.IPAddress).find(Boolean)
     if (!ip) throw new Error(`${site.slug}: its container has no address`)
-    return { id: c.Id, ip, limits: { nanoCpus: info.HostConfig.NanoCpus ?? 0, memory: info.HostConfig.Memory ?? 0 } }
+    return { id: c.Id, ip, pid: info.State.Pid, limits: { nanoCpus: info.HostConfig.NanoCpus ?? 0, memory: info.HostConfig.Memory ?? 0 } }
   }
 }
 
@@ -212,7 +213,18 @@ async function treeRounds(b: Bench, kept: Site, limits: Limits) {
   return out
 }
 
-interface RpsRun { wrk: WrkResult; containerMicros: number; busyPercent: number }
+interface RpsRun { wrk: WrkResult; containerMicros: number; busyPercent: number; connects: number }
+
+/** TCP connections accepted in a network namespace (the container's, through one of its processes), NaN where unreadable. */
+function passiveOpens(pid: number): number {
+  try {
+    const lines = readFileSync(`/proc/${pid}/net/snmp`, 'utf8').split('\n').filter((l) => l.startsWith('Tcp:'))
+    const [names, values] = lines.map((l) => l.split(/\s+/))
+    return Number(values![names!.indexOf('PassiveOpens')])
+  } catch {
+    return Number.NaN
+  }
+}
 type TargetName = 'edge' | 'front' | 'app'
 type AppName = 'io' | 'cpu'
 const TARGET_NAMES: TargetName[] = ['edge', 'front', 'app']
@@ -255,11 +267,13 @@ async function rpsRounds(b: Bench, site: Site) {
   const once = async (t: WrkTarget): Promise<RpsRun> => {
     await warmUp(t)
     const before = containerMicros(c.id)
+    const opensBefore = passiveOpens(c.pid)
     const cpuBefore = readCpuTimes()
     const wrk = await measure(t)
     const cpuAfter = readCpuTimes()
+    const connects = passiveOpens(c.pid) - opensBefore
     if (wrk.non2xx > 0 || wrk.socketErrors > 0) throw new Error(`${t.name}: ${wrk.non2xx} non-2xx answers, ${wrk.socketErrors} socket errors`)
-    return { wrk, containerMicros: (containerMicros(c.id) - before) / wrk.requests, busyPercent: busyPercent(cpuBefore, cpuAfter) }
+    return { wrk, containerMicros: (containerMicros(c.id) - before) / wrk.requests, busyPercent: busyPercent(cpuBefore, cpuAfter), connects }
   }
   const apps: AppName[] = ['io', 'cpu']
   for (let i = 0; i < rounds; i++) {
@@ -268,7 +282,7 @@ async function rpsRounds(b: Bench, site: Site) {
         const r = await once(target(app, name))
         runs[app][name].push(r)
         const cores = (micros: number) => f2((micros * r.wrk.requestsPerSec) / 1e6)
-        console.log(`  rps round ${i + 1} ${app.padEnd(3)} ${name.padEnd(5)} ${f0(r.wrk.requestsPerSec)} req/s, p50 ${f2(r.wrk.p50Ms)} ms, p99 ${f2(r.wrk.p99Ms)} ms; CPU per request: Berth ${f0(r.wrk.serverCpuMicros)} µs (${cores(r.wrk.serverCpuMicros)} cores), container ${f0(r.containerMicros)} µs (${cores(r.containerMicros)} cores); machine busy ${f0(r.busyPercent)}%; others ${f0(r.wrk.contention.otherPercent)}%`)
+        console.log(`  rps round ${i + 1} ${app.padEnd(3)} ${name.padEnd(5)} ${f0(r.wrk.requestsPerSec)} req/s, p50 ${f2(r.wrk.p50Ms)} ms, p99 ${f2(r.wrk.p99Ms)} ms; CPU per request: Berth ${f0(r.wrk.serverCpuMicros)} µs (${cores(r.wrk.serverCpuMicros)} cores), container ${f0(r.containerMicros)} µs (${cores(r.containerMicros)} cores); connections accepted in the container ${r.connects}; machine busy ${f0(r.busyPercent)}%; others ${f0(r.wrk.contention.otherPercent)}%`)
       }
       for (const name of [...TARGET_NAMES.slice(i % 3), ...TARGET_NAMES.slice(0, i % 3)]) {
         const r = await withWrk({ threads: 1, connections: 1, warmupSeconds: 1, durationSeconds: quick ? 2 : 4 }, () => once(target(app, name)))
@@ -342,11 +356,11 @@ async function main() {
         const lat = (rs: Record<TargetName, RpsRun[]>, n: TargetName) => `p50 ${f2(m(rs[n], (r) => r.wrk.p50Ms))} / p99 ${f2(m(rs[n], (r) => r.wrk.p99Ms))} ms`
         // The latency a hop adds: the median over rounds of (through it) - (straight to the app), same round.
         const adds = (rs: Record<TargetName, RpsRun[]>, n: TargetName, key: 'p50Ms' | 'p99Ms') => median(rs[n].map((r, i) => r.wrk[key] - rs.app[i]!.wrk[key]))
-        const added = (rs: Record<TargetName, RpsRun[]>) => `edge adds p50 +${f2(adds(rs, 'edge', 'p50Ms'))} / p99 +${f2(adds(rs, 'edge', 'p99Ms'))} ms (front alone +${f2(adds(rs, 'front', 'p50Ms'))} / +${f2(adds(rs, 'front', 'p99Ms'))} ms)`
+        const added = (rs: Record<TargetName, RpsRun[]>) => `edge adds p50 ${signed(adds(rs, 'edge', 'p50Ms'))} / p99 ${signed(adds(rs, 'edge', 'p99Ms'))} ms (front alone ${signed(adds(rs, 'front', 'p50Ms'))} / ${signed(adds(rs, 'front', 'p99Ms'))} ms)`
         lines.push(`  ${APPS[app].label}; req/s, wrk -t${WRK_SETTINGS.threads} -c${WRK_SETTINGS.connections} ${WRK_SETTINGS.durationSeconds} s:`)
         for (const n of TARGET_NAMES) {
           const name = n === 'edge' ? 'Berth edge (Host header)' : n === 'front' ? `front nginx ${ip}:8080   ` : `app itself ${ip}:${appPort}   `
-          lines.push(`    ${name} ${f0(rps(n)).padStart(6)} req/s  latency ${lat(runs, n)}  CPU per request ${cpu(n)}  machine busy ${f0(m(runs[n], (r) => r.busyPercent))}%`)
+          lines.push(`    ${name} ${f0(rps(n)).padStart(6)} req/s  latency ${lat(runs, n)}  CPU per request ${cpu(n)}  machine busy ${f0(m(runs[n], (r) => r.busyPercent))}%  connections accepted ${f0(m(runs[n], (r) => r.connects))}`)
         }
         lines.push(`    edge / app port ${f2(median(per('app')))} [${per('app').map(f2).join(', ')}]; edge / front ${f2(median(per('front')))} [${per('front').map(f2).join(', ')}]`)
         lines.push(`    latency under load (-c${WRK_SETTINGS.connections}): ${added(runs)}`)
