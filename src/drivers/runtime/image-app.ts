@@ -8,8 +8,8 @@ import { DAEMON_PY } from './app-supervisor'
 import { BERTH_ENV_PY, PRE_RECEIVE_PY, SUPERVISE_PY } from './app-verbs'
 import type { DebianRecipe } from './debian-base'
 import { defaultPhpPage } from './default-page'
-import { homeRepair, lineLogger } from './image-home'
-import { PHP_FPM_CONF, SSHD_CONF } from './image-php'
+import { homeRepair } from './image-home'
+import { FPM_CHILDREN, PHP_FPM_CONF, SSHD_CONF, SSHD_START } from './image-php'
 import { makeTar, type TarEntry } from './tar'
 
 const SITE = { uid: 1000, gid: 1000 }
@@ -40,22 +40,7 @@ export const APP_START = `#!/bin/bash
 set -u
 ${homeRepair(['error.log', 'access.log', 'php.log', 'ssh.log', 'app.log'])}aside_unless_dir app
 aside_unless_dir data
-limit=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || echo max)
-children=8
-if [[ $limit =~ ^[0-9]+$ ]]; then
-  children=$(( limit / 1048576 / 40 ))
-  (( children < 2 )) && children=2
-  (( children > 32 )) && children=32
-fi
-export PHP_FPM_MAX_CHILDREN=$children
-if [[ -n \${BERTH_SSH:-} ]]; then
-  aside_unless_dir .ssh
-  mkdir -p /home/site/.ssh/host && chmod 700 /home/site/.ssh /home/site/.ssh/host
-  [[ -s /home/site/.ssh/host/ssh_host_ed25519_key ]] || ssh-keygen -q -t ed25519 -N '' -C 'site host key' -f /home/site/.ssh/host/ssh_host_ed25519_key
-  ${lineLogger('mawk -W interactive', '/tmp/berth-sshd.log', '/home/site/logs/ssh.log').trimEnd().replace(/\n/g, '\n  ')}
-  /usr/sbin/sshd -D -e -f /etc/berth/sshd_config 2>/tmp/berth-sshd.log &
-fi
-exec /usr/local/bin/berth-supervise daemon
+${FPM_CHILDREN}${SSHD_START}exec /usr/local/bin/berth-supervise daemon
 `
 
 /** Login shells (ssh) read /etc/profile, which resets PATH: the image's comes back here. */

@@ -120,14 +120,8 @@ PrintLastLog no
 Subsystem sftp internal-sftp
 `
 
-/**
- * Starts PHP-FPM and nginx as the site user under docker-init. The container ends when either
- * exits, so Docker's restart policy brings the pair back together; SIGTERM from docker stop is
- * passed to both. nginx waits (at most 3 s) for PHP-FPM's socket. Workers are sized from the memory limit at about 40 MB each.
- */
-export const START = `#!/bin/bash
-set -u
-${homeRepair(['error.log', 'access.log', 'php.log', 'ssh.log'])}limit=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || echo max)
+/** berth-start's lines that size PHP-FPM from the container's memory limit, at about 40 MB a worker (berth/php and berth/app). */
+export const FPM_CHILDREN = `limit=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || echo max)
 children=8
 if [[ $limit =~ ^[0-9]+$ ]]; then
   children=$(( limit / 1048576 / 40 ))
@@ -135,7 +129,29 @@ if [[ $limit =~ ^[0-9]+$ ]]; then
   (( children > 32 )) && children=32
 fi
 export PHP_FPM_MAX_CHILDREN=$children
-# The edge's address as this container sees it: the default route's gateway (/proc/net/route,
+`
+
+/** berth-start's lines that start sshd as the site user when the plan has SSH (BERTH_SSH=1), in berth/php and berth/app. */
+export const SSHD_START = `if [[ -n \${BERTH_SSH:-} ]]; then
+  # StrictModes wants ~/.ssh private to the user; the host key is made once, on the volume.
+  # A ~/.ssh that is a link would stop sshd, and with it the container (wait -n).
+  aside_unless_dir .ssh
+  mkdir -p /home/site/.ssh/host && chmod 700 /home/site/.ssh /home/site/.ssh/host
+  [[ -s /home/site/.ssh/host/ssh_host_ed25519_key ]] || ssh-keygen -q -t ed25519 -N '' -C 'site host key' -f /home/site/.ssh/host/ssh_host_ed25519_key
+  # sshd's log through a line logger, which follows the log's rotation (image-home.ts).
+  ${lineLogger('mawk -W interactive', '/tmp/berth-sshd.log', '/home/site/logs/ssh.log').trimEnd().replace(/\n/g, '\n  ')}
+  /usr/sbin/sshd -D -e -f /etc/berth/sshd_config 2>/tmp/berth-sshd.log &
+fi
+`
+
+/**
+ * Starts PHP-FPM and nginx as the site user under docker-init. The container ends when either
+ * exits, so Docker's restart policy brings the pair back together; SIGTERM from docker stop is
+ * passed to both. nginx waits (at most 3 s) for PHP-FPM's socket. Workers are sized from the memory limit at about 40 MB each.
+ */
+export const START = `#!/bin/bash
+set -u
+${homeRepair(['error.log', 'access.log', 'php.log', 'ssh.log'])}${FPM_CHILDREN}# The edge's address as this container sees it: the default route's gateway (/proc/net/route,
 # little-endian hex). nginx believes X-Forwarded-For from it alone; none without a route.
 gateway=
 while read -r _ destination via _; do
@@ -146,17 +162,7 @@ if [[ -n $gateway ]]; then
 else
   : > /tmp/berth-real-ip.conf
 fi
-if [[ -n \${BERTH_SSH:-} ]]; then
-  # StrictModes wants ~/.ssh private to the user; the host key is made once, on the volume.
-  # A ~/.ssh that is a link would stop sshd, and with it the container (wait -n).
-  aside_unless_dir .ssh
-  mkdir -p /home/site/.ssh/host && chmod 700 /home/site/.ssh /home/site/.ssh/host
-  [[ -s /home/site/.ssh/host/ssh_host_ed25519_key ]] || ssh-keygen -q -t ed25519 -N '' -C 'site host key' -f /home/site/.ssh/host/ssh_host_ed25519_key
-  # sshd's log through a line logger, which follows the log's rotation (image-home.ts).
-  ${lineLogger('mawk -W interactive', '/tmp/berth-sshd.log', '/home/site/logs/ssh.log').trimEnd().replace(/\n/g, '\n  ')}
-  /usr/sbin/sshd -D -e -f /etc/berth/sshd_config 2>/tmp/berth-sshd.log &
-fi
-php-fpm --nodaemonize --fpm-config /etc/berth/php-fpm.conf &
+${SSHD_START}php-fpm --nodaemonize --fpm-config /etc/berth/php-fpm.conf &
 # nginx starts once PHP-FPM listens, so the first request does not meet a 502.
 for _ in $(seq 300); do [[ -S /tmp/php-fpm.sock ]] && break; sleep 0.01; done
 nginx -c /etc/berth/nginx.conf -g 'daemon off;' &
