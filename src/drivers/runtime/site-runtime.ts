@@ -8,6 +8,7 @@ import { ignoring, orNull, type EngineAddress } from './engine'
 import { execBounded, startInContainer, type StartInSite } from './processes'
 import { LABEL, siteNames } from './site-container'
 import { openTerminal } from './terminal'
+import { HomePaths } from './home-paths'
 import {
   SiteNotRunnableError, type CommandResult, type CommandSpec, type ContainerRuntime, type ExecOptions, type ExecResult, type ManagedContainer, type SiteEndpoint, type SiteDisk, type SiteDiskSpec, type SiteRuntimeState, type SiteSpec, type SiteStats, type SiteWatch, type SiteWatchHandlers, type Terminal, type TerminalSpec,
 } from './types'
@@ -89,7 +90,7 @@ export class SiteRuntime implements ContainerRuntime {
     private host: SiteHost,
     private opts: SiteRuntimeOptions,
     /** Host mount points of site volumes (`node:{id}:{volume}` on another node), by slug; the host forgets those that move. */
-    private homes: Map<string, string> = new Map(),
+    private homes: HomePaths = new HomePaths(),
   ) {}
 
   onNetworkCreated(listener: () => void): void {
@@ -140,8 +141,11 @@ export class SiteRuntime implements ContainerRuntime {
 
   removeSite(slug: string, opts: { volume: boolean }): Promise<void> {
     return this.call(() => this.locks.run(slug, async () => {
-      if (opts.volume) this.homes.delete(slug)
+      if (!opts.volume) return this.host.remove(slug, opts)
+      this.homes.forget(slug)
       await this.host.remove(slug, opts)
+      // And after: a lookup that began meanwhile must not keep the removed volume's path.
+      this.homes.forget(slug)
     }))
   }
 
@@ -188,12 +192,14 @@ export class SiteRuntime implements ContainerRuntime {
     const cached = this.homes.get(slug)
     if (cached) return Promise.resolve(cached)
     return this.call(async () => {
+      // Not remembered when the site's placement changed while this looked (HomePaths).
+      const ticket = this.homes.ticket()
       const name = siteNames(this.opts.instanceId, slug).volume
       const engine = await this.host.volumeOn(slug)
       const volume = await orNull(engine.docker.getVolume(name).inspect())
       if (!volume || volume.Labels?.[LABEL.instance] !== this.opts.instanceId) throw new SiteNotRunnableError(`The site '${slug}' has no files volume yet.`)
       const path = engine.node ? nodeHomePath(engine.nodeId, name) : volume.Mountpoint
-      this.homes.set(slug, path)
+      this.homes.remember(slug, path, ticket)
       return path
     })
   }

@@ -6,6 +6,7 @@ import { unavailableEngine } from './engine-errors'
 import { LABEL, siteFilter, siteLabels, specHash } from '../site-container'
 import { ensureSiteVolume } from '../container-ops'
 import { SiteRuntime, type Engine, type SiteHost } from '../site-runtime'
+import { HomePaths } from '../home-paths'
 import { firstHeld, HELPER_IMAGES, SiteDisks } from '../site-disks'
 import type { SiteDisk, SiteDiskSpec, SiteEndpoint, SiteEvent, SiteSpec, SiteWatch, SiteWatchHandlers } from '../types'
 import { forgettingHomes, watchCluster } from './cluster-watch'
@@ -30,7 +31,7 @@ export class ClusterRuntime extends SiteRuntime {
   private swarm: SwarmHost
 
   constructor(opts: ClusterRuntimeOptions) {
-    const homes = new Map<string, string>()
+    const homes = new HomePaths()
     const swarm = new SwarmHost(opts, homes)
     super(swarm, opts, homes)
     this.swarm = swarm
@@ -76,7 +77,7 @@ class SwarmHost implements SiteHost {
   private pinned = new Map<string, string>()
   private networkListeners: (() => void)[] = []
 
-  constructor(private opts: ClusterRuntimeOptions, private homes: Map<string, string>) {
+  constructor(private opts: ClusterRuntimeOptions, private homes: HomePaths) {
     this.images = new NodeImages(opts.log)
     this.forwards = new Forwards(opts.link, opts.nodes, opts.log)
     const candidates = opts.helperImages ?? HELPER_IMAGES
@@ -273,8 +274,11 @@ class SwarmHost implements SiteHost {
   async placeOn(slug: string, nodeId: string): Promise<void> {
     const swarmId = await this.engines.swarmIdOf(await this.engines.of(nodeId))
     const service = await this.services.find(slug)
-    this.homes.delete(slug)
-    if (!service) return void this.pinned.set(slug, nodeId)
+    this.homes.forget(slug)
+    if (!service) {
+      this.pinned.set(slug, nodeId)
+      return this.homes.forget(slug)
+    }
     const from = nodeOfService(service)
     if (from === nodeId) return
     await this.services.update(service, (spec) => ({
@@ -283,6 +287,9 @@ class SwarmHost implements SiteHost {
       TaskTemplate: { ...spec.TaskTemplate, Placement: { ...spec.TaskTemplate.Placement, Constraints: [`node.id==${swarmId}`] } },
       Mode: { Replicated: { Replicas: 0 } },
     }))
+    // Forgotten again once the service names the new node: a home looked up in between found the
+    // old node's volume (HomePaths), and the move's restore, which asks next, must not write there.
+    this.homes.forget(slug)
     const old = await this.engines.of(from).catch(() => null)
     await (old && stopLeft(old, this.services, this.opts.instanceId, slug).catch((err) => this.opts.log.warn('the old node did not stop the site in time', { site: slug, node: from, error: (err as Error).message })))
     await this.forwards.drop(slug, from)
@@ -296,7 +303,7 @@ class SwarmHost implements SiteHost {
     if (!volume || volume.Labels?.[LABEL.instance] !== this.opts.instanceId) return
     await removeEndedTasks(engine, this.opts.instanceId, slug)
     await this.disks.removeVolume(engine, name)
-    if (this.homes.get(slug)?.includes(name)) this.homes.delete(slug)
+    if (this.homes.get(slug)?.includes(name)) this.homes.forget(slug)
   }
 
   async removeSwarmNode(swarmNodeId: string): Promise<void> {

@@ -3,6 +3,7 @@ import { CONTROL_NODE, type ClusterNode } from '../../cluster/types'
 import { describeEngine, type EngineAddress } from '../engine'
 import { watchSiteEvents, type WatchTiming } from '../events'
 import type { SiteEvent, SiteWatch, SiteWatchHandlers } from '../types'
+import type { HomePaths } from '../home-paths'
 
 /** How often the node list is read again, so that a node joined later is followed too. */
 export const NODES_POLL_MS = 3_000
@@ -99,11 +100,11 @@ export function watchCluster(opts: ClusterWatchOptions, handlers: SiteWatchHandl
  * run on another node now (a move, an evacuation, Swarm replacing its task), and after a
  * reconnect every cached home.
  */
-export function forgettingHomes(handlers: SiteWatchHandlers, homes: Map<string, string>): SiteWatchHandlers {
+export function forgettingHomes(handlers: SiteWatchHandlers, homes: HomePaths): SiteWatchHandlers {
   return {
     ...handlers,
     onEvent: (e) => {
-      if (e.action === 'start' || e.action === 'destroy') homes.delete(e.slug)
+      if (e.action === 'start' || e.action === 'destroy') homes.forget(e.slug)
       handlers.onEvent(e)
     },
     onReconnect: () => {
