@@ -213,8 +213,14 @@ def main():
             subprocess.run(['rm', '-rf', '--one-file-system', folder])
             return 0 if result.get('ok') else 1
         if time.monotonic() - started > give_up:
-            # Told it failed, so it must never deploy later: the supervisor forgets it (no replay
-            # to Berth's next watch) and its tree goes (a deployment already queued fails).
+            # Told it failed, so it must never deploy later: its tree is renamed away (atomic,
+            # as Berth's own move of it into a release), the supervisor forgets it (no replay to
+            # Berth's next watch). When Berth moved it first, its deployment has begun and goes on.
+            try:
+                os.rename(folder, folder + '.gone')
+                taken = False
+            except FileNotFoundError:
+                taken = True
             try:
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 s.connect('/tmp/berth/supervise.sock')
@@ -223,8 +229,11 @@ def main():
                 s.close()
             except OSError:
                 pass
-            subprocess.run(['rm', '-rf', '--one-file-system', folder])
-            say('berth: no result after %d seconds; the push was not deployed and will not be. See the site\'s deployments in the API, then push again.\n' % give_up)
+            if taken:
+                say('berth: no result after %d seconds; its deployment had begun and goes on. See the site\'s deployments in the API.\n' % give_up)
+            else:
+                subprocess.run(['rm', '-rf', '--one-file-system', folder + '.gone'])
+                say('berth: no result after %d seconds; the push was not deployed and will not be. See the site\'s deployments in the API, then push again.\n' % give_up)
             return 1
         time.sleep(0.2)
 
