@@ -204,7 +204,7 @@ describe('incidents on an app site', () => {
       const v = await siteView(app)
       return v.app?.release === null && v.app.processes?.length === 0 && v
     })
-    expect(none.app).toMatchObject({ runtime: 'node', release: null, processes: [] })
+    expect(none.app).toMatchObject({ runtime: null, release: null, processes: [] })
     await restored(app, snap)
     await serving(app, 'v3 hello before', 30_000)
     expect((await siteView(app)).app).toMatchObject({ runtime: 'node', release: v1.id })

@@ -78,7 +78,94 @@ const page = async () => (await viaEdge(berth.url, site.slug, '/')).text
 
 const deployments = async () => (await api(berth.url, 'GET', `/sites/${site.slug}/deployments/`, { key: site.key })).json.data as { id: string; status: string; source: { kind: string; ref: string | null } | null; commit: string | null; error: string | null }[]
 
+const call = (method: string, path: string, body?: unknown) => api(berth.url, method, `/sites/${site.slug}/${path}`, { key: site.key, body })
+
+/** Runs a shell command in the site (the exec API); its stdout. */
+async function inSite(command: string): Promise<string> {
+  const res = await call('POST', 'exec/', { command })
+  expect(res.status, res.text).toBe(200)
+  return res.json.data.stdout as string
+}
+
+/** A PHP page that prints what PHP sees of two variables (getenv, $_ENV, $_SERVER). */
+const ENV_PHP = "<?php header('Content-Type: text/plain'); foreach (['GREETING', 'DB_PASSWORD'] as $n) echo $n, '=', getenv($n), '|', $_ENV[$n] ?? '-', '|', $_SERVER[$n] ?? '-', ' ';\n"
+const shows = (greeting: string, password: string) => `GREETING=${greeting}|${greeting}|${greeting} DB_PASSWORD=${password}|${password}|${password} `
+
+/** GETs `path` through the edge until it answers `want` (a reload takes a moment), or fails with the last answer. */
+async function untilPage(path: string, want: string, ms = 15_000) {
+  const deadline = Date.now() + ms
+  let last = await viaEdge(berth.url, site.slug, path)
+  while (!(last.status === 200 && last.text === want) && Date.now() < deadline) {
+    await Bun.sleep(100)
+    last = await viaEdge(berth.url, site.slug, path)
+  }
+  expect(`${last.status} ${last.text}`).toBe(`200 ${want}`)
+}
+
+/** Requests `path` through the edge in a loop while `during` runs; every answer must be 200 and one of `allowed`. */
+async function noFailedRequest(path: string, allowed: string[], during: () => Promise<void>) {
+  let running = true
+  const failures: string[] = []
+  let count = 0
+  const loop = (async () => {
+    while (running) {
+      const r = await viaEdge(berth.url, site.slug, path).catch((err: Error) => ({ status: 0, text: err.message }))
+      count++
+      if (r.status !== 200 || !allowed.includes(r.text)) failures.push(`${r.status} ${r.text.slice(0, 160)}`)
+    }
+  })()
+  await during()
+  running = false
+  await loop
+  expect(failures).toEqual([])
+  expect(count).toBeGreaterThan(5)
+}
+
+const PHP_SECRET_1 = `pw1_${crypto.randomUUID().replaceAll('-', '')}`
+const PHP_SECRET_2 = `pw2_${crypto.randomUUID().replaceAll('-', '')}`
+
+describe('PHP on a vps site (berth/php) sees the site\'s settings and secrets', () => {
+  it('getenv, $_ENV and $_SERVER show a setting and a secret, kept out of ps and of world-readable files; a change shows without a failed request', async () => {
+    expect((await call('POST', 'files/write/', { path: 'public/env.php', content: ENV_PHP })).status).toBe(200)
+    const set = await call('PATCH', 'env/', { variables: { GREETING: 'hello "one" $HOME \\ end', DB_PASSWORD: PHP_SECRET_1 }, secret: ['DB_PASSWORD'] })
+    expect(set.status, set.text).toBe(200)
+    await untilPage('/env.php', shows('hello "one" $HOME \\ end', PHP_SECRET_1))
+    // The pool file is the site user's alone, on the container's tmpfs; no process shows a value.
+    expect(await inSite('stat -c %a:%U /tmp/berth-php-env.conf; findmnt -n -o FSTYPE -T /tmp')).toBe('600:site\ntmpfs\n')
+    expect(await inSite('ps -eo args')).not.toContain(PHP_SECRET_1)
+    await noFailedRequest('/env.php', [shows('hello "one" $HOME \\ end', PHP_SECRET_1), shows('hello two', PHP_SECRET_2)], async () => {
+      await Bun.sleep(300)
+      const changed = await call('PATCH', 'env/', { variables: { GREETING: 'hello two', DB_PASSWORD: PHP_SECRET_2 } })
+      expect(changed.status, changed.text).toBe(200)
+      await untilPage('/env.php', shows('hello two', PHP_SECRET_2))
+      await Bun.sleep(300)
+    })
+  }, 120_000)
+})
+
 describe('git push to a vps site over SSH', () => {
+  it('enableGitPush while a deployment of the site runs: 409 DEPLOYMENT_RUNNING saying to wait, and nothing moves', async () => {
+    expect((await call('POST', 'files/write/', { path: 'deploy.sh', content: 'sleep 8\n' })).status).toBe(200)
+    const deploy = await call('POST', 'deploy/')
+    expect(deploy.status, deploy.text).toBe(200)
+    const id = deploy.json.data.id as string
+    const refused = await call('POST', 'ssh/git/')
+    expect(refused.status, refused.text).toBe(409)
+    expect(refused.json.error).toMatchObject({ code: 'DEPLOYMENT_RUNNING', details: { deployment_id: id } })
+    expect(refused.json.error.message).toContain(`Deployment ${id} of site '${site.slug}' is still queued or running`)
+    expect(refused.json.error.message).toContain('then enable git push again')
+    // Nothing moved: the site is not an app site, and the deploy finishes on its container.
+    expect((await call('GET', '')).json.data.app).toBeNull()
+    const deadline = Date.now() + 60_000
+    let status = ''
+    while (Date.now() < deadline && !['succeeded', 'failed'].includes(status)) {
+      await Bun.sleep(500)
+      status = (await call('GET', `deployments/${id}/`)).json.data.status
+    }
+    expect(status).toBe('succeeded')
+    expect((await call('POST', 'files/delete/', { path: 'deploy.sh' })).status).toBe(200)
+  }, 90_000)
+
   it('a push deploys: the pusher sees the build and the result, git exits 0, the edge serves the pushed commit', async () => {
     const info = await api(berth.url, 'GET', `/sites/${site.slug}/ssh/`, { key: site.key })
     expect(info.status, info.text).toBe(200)
@@ -89,6 +176,10 @@ describe('git push to a vps site over SSH', () => {
     remote = `ssh://site@127.0.0.1:${info.json.data.port}/~/app.git`
     expect(enabled.json.data).toEqual({ remote, command: `git remote add berth ${remote}`, branches: ['main', 'master'], moved: true })
     expect((await viaEdge(berth.url, site.slug, '/')).status).toBe(200)
+    // Until the first release the view says no release serves yet, and that git push is on.
+    expect((await call('GET', '')).json.data.app).toMatchObject({ runtime: null, release: null, git_push: true })
+    // PHP on the app image sees the variables as it did on berth/php (the files of public/ are served).
+    await untilPage('/env.php', shows('hello two', PHP_SECRET_2))
     const again = await api(berth.url, 'POST', `/sites/${site.slug}/ssh/git/`, { key: site.key })
     expect(again.json.data.moved).toBe(false)
     await git(['remote', 'add', 'berth', remote])
@@ -106,6 +197,7 @@ describe('git push to a vps site over SSH', () => {
     const [latest] = await deployments()
     expect(latest).toMatchObject({ status: 'succeeded', source: { kind: 'push', ref: 'main' }, commit: sha })
     expect(await page()).toBe(`v1 ${latest!.id}`)
+    expect((await call('GET', '')).json.data.app).toMatchObject({ runtime: 'node', release: latest!.id, git_push: true })
   }, 300_000)
 
   it('a push to a branch other than main or master is refused with what to type, and deploys nothing', async () => {
@@ -139,5 +231,47 @@ describe('git push to a vps site over SSH', () => {
     const [latest] = await deployments()
     expect(latest).toMatchObject({ status: 'succeeded', commit: sha })
     expect(await page()).toBe(`v3 ${latest!.id}`)
+  }, 300_000)
+
+  it('a pushed PHP release sees the settings and secrets; a change shows without a failed request', async () => {
+    await git(['rm', '--quiet', 'package.json', 'build.js', 'server.js'])
+    const sha = await commit({ 'index.php': ENV_PHP }, 'php')
+    const pushed = await git(['push', 'berth', 'main'])
+    expect(pushed.code, pushed.err).toBe(0)
+    const [latest] = await deployments()
+    expect(latest).toMatchObject({ status: 'succeeded', commit: sha })
+    expect((await call('GET', '')).json.data.app).toMatchObject({ runtime: 'php', release: latest!.id })
+    await untilPage('/', shows('hello two', PHP_SECRET_2))
+    await noFailedRequest('/', [shows('hello two', PHP_SECRET_2), shows('hello three', PHP_SECRET_1)], async () => {
+      await Bun.sleep(300)
+      const changed = await call('PATCH', 'env/', { variables: { GREETING: 'hello three', DB_PASSWORD: PHP_SECRET_1 } })
+      expect(changed.status, changed.text).toBe(200)
+      await untilPage('/', shows('hello three', PHP_SECRET_1))
+      await Bun.sleep(300)
+    })
+    await git(['rm', '--quiet', 'index.php'])
+  }, 300_000)
+
+  it('a push whose hook gave up while Berth was down is never deployed when Berth comes back', async () => {
+    const before = await deployments()
+    // The repository's own knob: the hook waits 3 s for Berth instead of 30 minutes.
+    await inSite('git --git-dir=/home/site/app.git config berth.pushWaitSeconds 3')
+    await berth.kill9()
+    const lost = await commit(app('v-lost'), 'pushed while Berth was down')
+    const pushed = await git(['push', 'berth', 'main'])
+    expect(pushed.code).not.toBe(0)
+    expect(pushed.err).toContain('remote: berth: no result after 3 seconds; the push was not deployed and will not be.')
+    await berth.restart()
+    await inSite('git --git-dir=/home/site/app.git config --unset berth.pushWaitSeconds')
+    // The next push deploys (Berth follows the site again); the one the pusher was told failed never does.
+    const sha = await commit(app('v5'), 'after the restart')
+    const good = await git(['push', 'berth', 'main'])
+    expect(good.code, good.err).toBe(0)
+    await Bun.sleep(2_000)
+    const after = await deployments()
+    expect(after.filter((d) => d.commit === lost)).toEqual([])
+    expect(after.length).toBe(before.length + 1)
+    expect(after[0]).toMatchObject({ status: 'succeeded', commit: sha })
+    expect(await page()).toBe(`v5 ${after[0]!.id}`)
   }, 300_000)
 })

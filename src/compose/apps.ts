@@ -1,6 +1,6 @@
 /** Apps (issue 39): deployments with a source, their releases and the app image's supervisor, over the sites area's parts. */
 import {
-  AppDeployer, AppIntake, AppPushes, AppSiteRecords, AppStarts, AppViews, KEPT_RELEASES, SourceRefusedError,
+  AppDeployer, AppIntake, AppPushes, AppSiteRecords, AppStarts, AppViews, KEPT_RELEASES, PhpEnvs, SourceRefusedError,
   type AppEnv, type AppSources, type AppSupervisor, type DeploySource, type SourceRefusal,
 } from '../domain/apps'
 import type { DeploymentsService } from '../domain/deployments'
@@ -10,6 +10,7 @@ import type { PlansService } from '../domain/plans'
 import { OutboundCheck, outboundPolicyOf } from '../drivers/net/outbound'
 import { HostNotFoundError, OutboundRefusedError } from '../drivers/net/errors'
 import { appControl } from '../drivers/runtime/app-control'
+import { writePhpEnv } from '../drivers/runtime/php-env'
 import type { ContainerRuntime } from '../drivers/runtime/types'
 import { toCheckedTar } from '../drivers/sources/archive'
 import { DeployWorkFolder } from '../drivers/sources/work-tars'
@@ -28,6 +29,8 @@ export interface Apps {
   starts: AppStarts
   pushes: AppPushes
   views: AppViews
+  /** The variables in PHP-FPM's pool (berth/php, and PHP on berth/app), at each start and change. */
+  php: PhpEnvs
 }
 
 /** What the apps take from the sites area, built before them. */
@@ -116,19 +119,27 @@ export function buildApps(n: AppsNeeds): Apps {
     deploy: (site: SiteRow, source: DeploySource) => n.deployments().deploySource(site, source),
     refuse: (slug, id, message) => control.pushDone(slug, id, false, message),
     useAppImage: (site) => appSites.useAppImage(site),
+    unfinished: (site) => n.deployments().unfinished(site),
     log: n.log,
   })
   // A change of the settings restarts the app's processes with them, without dropping a request.
   n.env.onChanged(async (site) => {
     if (site.runtime !== null && site.status === 'active') await control.pushEnv(site.slug, env.valuesOf(site.id))
   })
+  // PHP-FPM's pool gets them too (berth/php on vps and dedicated plans, PHP on the app image).
+  const php = new PhpEnvs({
+    sites: n.sites, env, log: n.log,
+    runsPhp: (site) => site.runtime !== null || n.plans.get(site.planSlug).hosting_type !== 'shared',
+    write: (slug, values) => writePhpEnv(n.runtime, slug, values),
+  })
+  n.env.onChanged((site) => php.changed(site))
   return {
-    deployer, supervisor, env, intake, pushes,
+    deployer, supervisor, env, intake, pushes, php,
     starts: new AppStarts({
       sites: n.sites, supervisor, env, log: n.log,
       live: { find: (siteId, id) => n.deploymentOf(siteId, id), set: (siteId, id, runtime) => void n.sites.setApp(siteId, { runtime, live: id }, n.clock.now()) },
     }),
-    views: new AppViews({ supervisor, clock: n.clock }),
+    views: new AppViews({ supervisor, clock: n.clock, hasSsh: (site) => n.plans.get(site.planSlug).features.ssh }),
   }
 }
 

@@ -13,7 +13,7 @@ import type { Sites } from './sites'
 const ORPHANED_PAYMENT_MS = 15 * 60_000
 
 /** What `followContainerEvents` reads. */
-export type ContainerEventDeps = Pick<Core, 'runtime' | 'log'> & Pick<Sites, 'healer' | 'reconciler'> & { status: Pick<StatusInfo, 'engine'>; apps: Pick<Sites['apps'], 'starts' | 'pushes'> }
+export type ContainerEventDeps = Pick<Core, 'runtime' | 'log'> & Pick<Sites, 'healer' | 'reconciler'> & { status: Pick<StatusInfo, 'engine'>; apps: Pick<Sites['apps'], 'starts' | 'pushes' | 'php'> }
 
 /**
  * Follows the engine's events for this instance's containers: a site's container that dies or is
@@ -27,17 +27,20 @@ export function followContainerEvents(s: ContainerEventDeps): () => void {
       s.healer.onEvent(e)
       // An app's container that started gets its settings (they live in its /tmp only), and its pushes are followed.
       s.apps.starts.onEvent(e)
+      s.apps.php.onEvent(e)
       if (e.action === 'start') s.apps.pushes.started(e.siteId)
     },
     onReconnect: () => {
       void s.reconciler.reconcile().catch((err) => s.log.error('reconcile failed', { error: (err as Error).message }))
       void s.apps.starts.sweep().catch((err) => s.log.error('could not hand app sites their settings', { error: (err as Error).message }))
+      void s.apps.php.sweep().catch((err) => s.log.error('could not hand PHP its sites\' settings', { error: (err as Error).message }))
     },
     onReachable: (reachable) => s.status.engine.set(reachable),
   })
   // At start: the app sites whose containers started while Berth was away get their settings;
   // every app site with SSH has its pushes followed (and again at each maintenance pass).
   void s.apps.starts.sweep().catch((err) => s.log.error('could not hand app sites their settings', { error: (err as Error).message }))
+  void s.apps.php.sweep().catch((err) => s.log.error('could not hand PHP its sites\' settings', { error: (err as Error).message }))
   s.apps.pushes.keep()
   const keepPushes = setInterval(() => s.apps.pushes.keep(), 30_000)
   return () => {

@@ -12,7 +12,7 @@ export const Meta = t.Object({
 export const Envelope = <T extends TSchema>(data: T) => t.Object({ ok: t.Literal(true), data, meta: Meta })
 
 /** Every `error.code` the API answers with. */
-export const ERROR_CODES = ['VALIDATION_ERROR', 'UNAUTHORIZED', 'PAYMENT_DECLINED', 'FORBIDDEN', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED', 'INTERNAL_ERROR', 'UPSTREAM_ERROR', 'UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'INSUFFICIENT_STORAGE', 'DISK_FULL', 'DISK_TOO_SMALL', 'UNSAFE_ARCHIVE', 'UNREADABLE_ARCHIVE', 'BLOCKED_ADDRESS']
+export const ERROR_CODES = ['VALIDATION_ERROR', 'UNAUTHORIZED', 'PAYMENT_DECLINED', 'FORBIDDEN', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED', 'INTERNAL_ERROR', 'UPSTREAM_ERROR', 'UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'INSUFFICIENT_STORAGE', 'DISK_FULL', 'DISK_TOO_SMALL', 'UNSAFE_ARCHIVE', 'UNREADABLE_ARCHIVE', 'BLOCKED_ADDRESS', 'DEPLOYMENT_RUNNING']
 
 /** The error envelope; each operation's error answers (#/components/responses/...) use it. */
 export const ErrorEnvelope = t.Object({
@@ -21,7 +21,7 @@ export const ErrorEnvelope = t.Object({
     code: t.Unsafe<string>({ type: 'string', enum: ERROR_CODES, description: 'What kind of failure: one value per status (see each operation\'s error answers).' }),
     message: t.String({ description: 'What went wrong and what to do next, in one sentence.' }),
     param: t.Union([t.String(), t.Null()], { description: 'The offending parameter, dotted for nested fields (contact.phone); null when no single parameter is at fault.' }),
-    details: t.Optional(t.Record(t.String(), t.Union([t.Number(), t.String(), t.Null()]), { description: 'The figures of DISK_FULL (used_bytes, limit_bytes, available_bytes) and DISK_TOO_SMALL (used_bytes, wanted_bytes, new_plan); absent on other errors.' })),
+    details: t.Optional(t.Record(t.String(), t.Union([t.Number(), t.String(), t.Null()]), { description: 'The figures of DISK_FULL (used_bytes, limit_bytes, available_bytes) DISK_TOO_SMALL (used_bytes, wanted_bytes, new_plan) and DEPLOYMENT_RUNNING (deployment_id); absent on other errors.' })),
   }),
   meta: Meta,
 })

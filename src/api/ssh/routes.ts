@@ -41,7 +41,7 @@ export const sshRoutes = (plugins: ApiPlugins, ssh: SshService) =>
       params: SiteParams,
       body: NoBody,
       response: ok(SshGitPush),
-      // SSH still being set up.
+      // SSH still being set up; DEPLOYMENT_RUNNING: a deployment of the site is queued or running.
       errors: [409],
       detail: {
         tags,

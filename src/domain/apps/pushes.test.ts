@@ -24,6 +24,7 @@ function pushes() {
     deploy: (_site, source) => deployed.push(source),
     refuse: async (_slug, id, message) => void refused.push(`${id}: ${message}`),
     useAppImage: async (s) => s,
+    unfinished: () => null,
     log: memoryLogger(),
   })
   p.keep()

@@ -1,4 +1,5 @@
 import type { Logger } from '../../lib/logger'
+import { CodedError, op, say } from '../errors'
 import type { SiteRow } from '../../store/schema'
 import type { SiteRecords } from '../sites'
 import type { DeploySource } from './ports'
@@ -46,6 +47,8 @@ export class AppPushes {
     refuse: (slug: string, pushId: string, message: string) => Promise<void>
     /** Moves a site that never deployed a source to the app image (its container restarts, files kept). */
     useAppImage: (site: SiteRow) => Promise<SiteRow>
+    /** The id of the site's deployment still queued or running, if any. */
+    unfinished: (site: SiteRow) => string | null
     log: Logger
   }) {}
 
@@ -56,6 +59,12 @@ export class AppPushes {
    */
   async prepare(site: SiteRow): Promise<{ site: SiteRow; moved: boolean }> {
     const moved = site.runtime === null
+    // The move recreates the container: a deployment of the site queued or running (a deploy/
+    // without a body reloading nginx and running deploy.sh) would lose its container mid-way.
+    const running = moved ? this.d.unfinished(site) : null
+    if (running !== null) {
+      throw new CodedError('conflict', 'DEPLOYMENT_RUNNING', say`Deployment ${running} of site '${site.slug}' is still queued or running, and enabling git push restarts the site's container on the app image; wait until it has finished (${op('getDeployment', { tenant_slug: site.slug, deployment_id: running })}), then enable git push again.`, null, { deployment_id: running })
+    }
     const row = moved ? await this.d.useAppImage(site) : site
     this.started(row.id)
     return { site: row, moved }

@@ -13,11 +13,22 @@ export const APP_STATUS_CACHE_MS = 2_000
 export class AppViews {
   private cache = new Map<string, { at: number; processes: SiteAppView['processes'] }>()
 
-  constructor(private d: { supervisor: Pick<AppSupervisor, 'status'>; clock: Clock }) {}
+  constructor(private d: {
+    supervisor: Pick<AppSupervisor, 'status'>
+    clock: Clock
+    /** Whether the site's plan gives it SSH: an app site with SSH takes git push (AppPushes). */
+    hasSsh: (site: SiteRow) => boolean
+  }) {}
 
+  /**
+   * null for a site that never moved to the app image. `runtime` is the live release's: null while
+   * none serves (the site took enableGitPush and was never deployed, or a restore put back a home
+   * from before its first release), rather than the placeholder the store keeps for the image.
+   */
   async view(site: SiteRow): Promise<SiteAppView | null> {
     if (site.runtime === null) return null
-    return { runtime: site.runtime, release: site.liveDeploymentId, processes: await this.processes(site.slug) }
+    const runtime = site.liveDeploymentId !== null ? site.runtime : null
+    return { runtime, release: site.liveDeploymentId, git_push: this.d.hasSsh(site), processes: await this.processes(site.slug) }
   }
 
   private async processes(slug: string): Promise<SiteAppView['processes']> {

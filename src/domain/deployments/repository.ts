@@ -25,6 +25,11 @@ export class DeploymentsRepository {
     return this.store.db.select().from(deployments).where(and(eq(deployments.siteId, siteId), eq(deployments.status, 'queued'), isNull(deployments.rollbackOf))).get()
   }
 
+  /** The site's deployment (a deploy, a source's or a rollback) queued or running, if any: the oldest. */
+  findUnfinished(siteId: string): DeploymentRow | undefined {
+    return this.store.db.select().from(deployments).where(and(eq(deployments.siteId, siteId), inArray(deployments.status, ['queued', 'running']))).orderBy(deployments.createdAt).get()
+  }
+
   /** Records the archive of the files the deployment put in place. */
   setArchive(id: string, archiveId: string): void {
     this.store.write(() => {

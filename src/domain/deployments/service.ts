@@ -54,6 +54,11 @@ export class DeploymentsService {
     return view(row, site.slug, new Set())
   }
 
+  /** The id of the site's deployment still queued or running, if any (enableGitPush waits for none). */
+  unfinished(site: SiteRow): string | null {
+    return this.d.repo.findUnfinished(site.id)?.id ?? null
+  }
+
   /** The site's deployments, newest first (the last KEPT_DEPLOYMENTS). */
   list(site: SiteRow): Deployment[] {
     const kept = new Set(this.d.repo.releasesOf(site.id, KEPT_RELEASES))

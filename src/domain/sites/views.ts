@@ -66,8 +66,9 @@ export const AppProcess = t.Object({
 
 /** What an app site runs (issue 39): null for a site that never deployed a source. */
 export const SiteApp = t.Object({
-  runtime: AppRuntimeSchema,
+  runtime: Nullable(t.Union(AppRuntimeSchema.anyOf, { description: 'What the live release runs as; null while no release serves (git push enabled, or a restore from before the first release: the home\'s public/ is served until a deployment succeeds).' })),
   release: Nullable(Uuid('The deployment whose release serves the site (~/app/releases/{id}); null until one succeeded (the home\'s public/ is served meanwhile).')),
+  git_push: t.Boolean({ description: 'Whether a git push to the site deploys it: true once enableGitPush (POST /sites/{slug}/ssh/git/) made it ready, on a plan with SSH.' }),
   processes: Nullable(t.Array(AppProcess, { description: 'Its processes; null when its container does not answer right now.' })),
 })
 export type SiteAppView = Static<typeof SiteApp>

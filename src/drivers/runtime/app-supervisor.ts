@@ -325,7 +325,8 @@ class Daemon:
                     event = {'event': 'push', 'id': req['id'], 'ref': req['ref'], 'commit': req['commit'], 'dir': req['dir']}
                     self.pending[req['id']] = event
                     out = {'ok': True, 'watchers': self.broadcast(event)}
-                elif verb == 'push-done':
+                elif verb in ('push-done', 'push-abandon'):
+                    # push-abandon: the hook gave up waiting; a later watch must not hear of it.
                     self.pending.pop(req['id'], None)
                     out = {'ok': True}
                 else:

@@ -152,6 +152,16 @@ def say(text):
     sys.stdout.flush()
 
 
+def wait_seconds():
+    """How long the push waits for Berth: 30 minutes, or less when the repository's config says
+    (git config berth.pushWaitSeconds N, 1 to 1800)."""
+    got = subprocess.run(['git', 'config', '--get', 'berth.pushWaitSeconds'], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        return max(1, min(GIVE_UP_S, int(got.stdout.decode().strip())))
+    except ValueError:
+        return GIVE_UP_S
+
+
 def main():
     pushed = None
     for line in sys.stdin:
@@ -180,6 +190,7 @@ def main():
         say('berth: the site\'s supervisor is not running (%s); nothing was deployed\n' % e.strerror)
         return 1
     say('berth: deploying %s (%s) as push %s\n' % (commit[:12], ref, pid))
+    give_up = wait_seconds()
     log, done = os.path.join(PUSH, pid + '.log'), os.path.join(PUSH, pid + '.done')
     at, started = 0, time.monotonic()
     while True:
@@ -201,8 +212,28 @@ def main():
                 say(result['message'].rstrip('\n') + '\n')
             subprocess.run(['rm', '-rf', '--one-file-system', folder])
             return 0 if result.get('ok') else 1
-        if time.monotonic() - started > GIVE_UP_S:
-            say('berth: no result after 30 minutes; the push was not deployed. See the site\'s deployments in the API.\n')
+        if time.monotonic() - started > give_up:
+            # Told it failed, so it must never deploy later: its tree is renamed away (atomic,
+            # as Berth's own move of it into a release), the supervisor forgets it (no replay to
+            # Berth's next watch). When Berth moved it first, its deployment has begun and goes on.
+            try:
+                os.rename(folder, folder + '.gone')
+                taken = False
+            except FileNotFoundError:
+                taken = True
+            try:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect('/tmp/berth/supervise.sock')
+                s.sendall((json.dumps({'verb': 'push-abandon', 'id': pid}) + '\n').encode())
+                s.makefile('rb').readline()
+                s.close()
+            except OSError:
+                pass
+            if taken:
+                say('berth: no result after %d seconds; its deployment had begun and goes on. See the site\'s deployments in the API.\n' % give_up)
+            else:
+                subprocess.run(['rm', '-rf', '--one-file-system', folder + '.gone'])
+                say('berth: no result after %d seconds; the push was not deployed and will not be. See the site\'s deployments in the API, then push again.\n' % give_up)
             return 1
         time.sleep(0.2)
 

@@ -1,5 +1,6 @@
 import { defaultPhpPage } from './default-page'
 import { homeRepair, lineLogger } from './image-home'
+import { PHP_ENV_FILE } from './php-env'
 import { makeTar, type TarEntry } from './tar'
 
 const SITE = { uid: 1000, gid: 1000 }
@@ -73,6 +74,9 @@ error_log = /home/site/logs/php.log
 daemonize = no
 ; No systemd in a site container.
 systemd_interval = 0
+; A reload (SIGUSR2: a deploy, a change of the site's variables) lets each worker finish its
+; request for up to this long before it is stopped.
+process_control_timeout = 20s
 
 [site]
 listen = /tmp/php-fpm.sock
@@ -89,6 +93,10 @@ php_admin_value[error_log] = /home/site/logs/php.log
 php_value[session.save_path] = /tmp
 php_admin_value[upload_tmp_dir] = /tmp
 php_admin_value[sys_temp_dir] = /tmp
+; The site's settings and secrets fill $_ENV too (getenv and $_SERVER have them either way).
+php_value[variables_order] = EGPCS
+; The site's settings and secrets: env[NAME] lines Berth writes at each start and change (php-env.ts).
+include = ${PHP_ENV_FILE}
 `
 
 /**
@@ -121,7 +129,9 @@ Subsystem sftp internal-sftp
 `
 
 /** berth-start's lines that size PHP-FPM from the container's memory limit, at about 40 MB a worker (berth/php and berth/app). */
-export const FPM_CHILDREN = `limit=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || echo max)
+export const FPM_CHILDREN = `# The pool file of the site's variables, empty until Berth writes it (php-env.ts).
+(umask 077 && : > ${PHP_ENV_FILE})
+limit=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || echo max)
 children=8
 if [[ $limit =~ ^[0-9]+$ ]]; then
   children=$(( limit / 1048576 / 40 ))
