@@ -6,9 +6,11 @@ import { engineCall, followStream, ignoring, openEngine, orNull } from './engine
 import { APP_BASE, APP_BASE_REPO, appDefinitionParts, contextStream, stageAppContext } from './image-app'
 import { phpContext } from './image-php'
 import { readHostBusybox, staticContext } from './image-static'
+import { dbContext, DB_IMAGES, KITS } from '../databases/images'
+import type { DbEngine } from '../../domain/databases/ports'
 
-/** The site images Berth builds; config's containers.image_* name them by default. */
-export const IMAGES = { static: 'berth/static:1', php: 'berth/php:1', app: 'berth/app:1' } as const
+/** The site images and the database images (issue 40) Berth builds; config's containers.image_* name them by default. */
+export const IMAGES = { static: 'berth/static:1', php: 'berth/php:1', app: 'berth/app:1', ...DB_IMAGES } as const
 export type ImageKind = keyof typeof IMAGES
 export const IMAGE_KINDS = Object.keys(IMAGES) as ImageKind[]
 
@@ -61,7 +63,9 @@ export async function buildImages(opts: BuildImagesOptions): Promise<ImageBuildR
   const kinds = opts.only ? [opts.only] : IMAGE_KINDS
   return engineCall(opts.socketPath, async () => {
     const results: ImageBuildResult[] = []
-    for (const kind of kinds) results.push(kind === 'static' ? await buildStatic(docker, opts) : kind === 'php' ? await buildPhp(docker, opts) : await buildApp(docker, opts))
+    for (const kind of kinds) {
+      results.push(kind === 'static' ? await buildStatic(docker, opts) : kind === 'php' ? await buildPhp(docker, opts) : kind === 'app' ? await buildApp(docker, opts) : await buildDatabase(docker, kind, opts))
+    }
     return results
   })
 }
@@ -131,6 +135,23 @@ async function buildApp(docker: Docker, opts: BuildImagesOptions): Promise<Image
   } finally {
     if (stage) await removeTree(stage)
   }
+}
+
+/**
+ * berth/postgres:1, berth/mariadb:1, berth/redis:1: each engine's Debian base (its server from
+ * Debian's own packages, by debootstrap: about a minute and a half each the first time) and its
+ * start script (drivers/databases/).
+ */
+async function buildDatabase(docker: Docker, engine: DbEngine, opts: BuildImagesOptions): Promise<ImageBuildResult> {
+  const started = Date.now()
+  const kit = KITS[engine]
+  const baseTag = debianBaseTag(kit.base, kit.baseRepo)
+  const { baseId, base } = await ensureBase(docker, baseTag, kit.base, opts, started)
+  const context = dbContext(kit, baseTag)
+  const tag = DB_IMAGES[engine]
+  const { id, status } = await buildContext(docker, tag, context, definitionOf(context, baseId), opts)
+  await removeOldBases(docker, baseTag, baseId)
+  return { image: tag, kind: engine, id, status, seconds: secondsSince(started), base }
 }
 
 /** The Debian base `baseTag`, made by debootstrap unless it exists (or `rebuild`). */
