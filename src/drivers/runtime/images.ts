@@ -35,6 +35,8 @@ export interface BuildImagesOptions {
   /** Environment of the programs run (PATH, proxy variables). */
   env?: Record<string, string | undefined>
   progress?: (line: string) => void
+  /** Build under these tags instead of IMAGES' (a test of a changed image while others run the real one). */
+  tags?: Partial<Record<ImageKind, string>>
 }
 
 export interface ImageBuildResult {
@@ -105,10 +107,11 @@ async function buildPhp(docker: Docker, opts: BuildImagesOptions): Promise<Image
   const baseTag = debianBaseTag()
   const { baseId, base } = await ensureBase(docker, baseTag, undefined, opts, started)
   const context = phpContext(baseTag)
+  const tag = tagOf('php', opts)
   // The base's id is part of the definition: a new base makes a new site image.
-  const { id, status } = await buildContext(docker, IMAGES.php, context, definitionOf(context, baseId), opts)
+  const { id, status } = await buildContext(docker, tag, context, definitionOf(context, baseId), opts)
   await removeOldBases(docker, baseTag, baseId)
-  return { image: IMAGES.php, kind: 'php', id, status, seconds: secondsSince(started), base }
+  return { image: tag, kind: 'php', id, status, seconds: secondsSince(started), base }
 }
 
 /**
@@ -125,13 +128,14 @@ async function buildApp(docker: Docker, opts: BuildImagesOptions): Promise<Image
   const env = { PATH: opts.env?.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' }
   const workDir = opts.workDir ?? '/var/tmp'
   let stage: string | null = null
+  const tag = tagOf('app', opts)
   try {
-    const { id, status } = await buildContext(docker, IMAGES.app, async () => {
-      stage = await stageAppContext(baseTag, workDir, opts.npmCacheDir ?? join(dirname(opts.cacheDir), 'npm'), (line) => opts.progress?.(`${IMAGES.app}: ${line}`), env)
+    const { id, status } = await buildContext(docker, tag, async () => {
+      stage = await stageAppContext(baseTag, workDir, opts.npmCacheDir ?? join(dirname(opts.cacheDir), 'npm'), (line) => opts.progress?.(`${tag}: ${line}`), env)
       return contextStream(stage, env)
     }, definition, opts)
     await removeOldBases(docker, baseTag, baseId)
-    return { image: IMAGES.app, kind: 'app', id, status, seconds: secondsSince(started), base }
+    return { image: tag, kind: 'app', id, status, seconds: secondsSince(started), base }
   } finally {
     if (stage) await removeTree(stage)
   }
@@ -148,7 +152,7 @@ async function buildDatabase(docker: Docker, engine: DbEngine, opts: BuildImages
   const baseTag = debianBaseTag(kit.base, kit.baseRepo)
   const { baseId, base } = await ensureBase(docker, baseTag, kit.base, opts, started)
   const context = dbContext(kit, baseTag)
-  const tag = DB_IMAGES[engine]
+  const tag = tagOf(engine, opts)
   const { id, status } = await buildContext(docker, tag, context, definitionOf(context, baseId), opts)
   await removeOldBases(docker, baseTag, baseId)
   return { image: tag, kind: engine, id, status, seconds: secondsSince(started), base }
@@ -212,6 +216,8 @@ async function buildContext(docker: Docker, tag: string, context: Uint8Array | S
 export async function removeUnused(docker: Docker, id: string): Promise<void> {
   await ignoring([404, 409], docker.getImage(id).remove())
 }
+
+const tagOf = (kind: ImageKind, opts: BuildImagesOptions) => opts.tags?.[kind] ?? IMAGES[kind]
 
 const definitionOf = (context: Uint8Array, ...parts: string[]) =>
   createHash('sha256').update(context).update(parts.join('\n')).digest('hex').slice(0, 16)
