@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api, startBerth, type Berth } from './helpers/binary'
 import { buyDirect, uniqueSlug, waitForSite } from './helpers/purchase'
-import { instanceOf, removeInstanceSites } from './helpers/sites'
+import { docker, instanceOf, removeInstanceSites } from './helpers/sites'
 import { tarGz } from './helpers/trees'
 
 /**
@@ -125,9 +125,12 @@ describe('databases on the compiled binary', () => {
       MAIN_URL: ['hello MAIN_URL'],
       SHOP_URL: ['hello SHOP_URL'],
       CACHE_URL: ['hello CACHE_URL'],
-      // The oldest database's: one of the three, with both rows written through it and its own name.
       DATABASE_URL: expect.anything(),
     })
+    // DATABASE_URL is the oldest database's: the same server as its {NAME}_URL, holding both rows.
+    const first = (await call(site, 'GET', 'databases/')).json.data.find((d: any) => d.variables.includes('DATABASE_URL'))
+    const own = `${first.name.toUpperCase()}_URL`
+    expect(wrote.DATABASE_URL).toEqual([`hello ${own}`, 'hello DATABASE_URL'])
     const read = await check(site, 'read', ['MAIN_URL', 'SHOP_URL', 'CACHE_URL'])
     expect(read.MAIN_URL).toEqual(expect.arrayContaining(['hello MAIN_URL']))
     expect(read.SHOP_URL).toEqual(expect.arrayContaining(['hello SHOP_URL']))
@@ -147,9 +150,16 @@ describe('databases on the compiled binary', () => {
   }, 120_000)
 
   it("another site's container cannot reach them; another account gets 404 on every route", async () => {
-    const tried = await call(other, 'POST', 'exec/', { command: 'getent hosts db-main db-shop db-cache; echo "status=$?"' })
+    // Not on its network: the names do not resolve there, while its own database's does.
+    const own = await call(other, 'POST', 'databases/', { engine: 'postgres', name: 'own' })
+    expect(own.status, own.text).toBe(201)
+    const tried = await call(other, 'POST', 'exec/', { command: 'for h in db-own db-main db-shop db-cache; do nslookup $h >/dev/null 2>&1 && echo "$h resolves" || echo "$h unknown"; done' })
     expect(tried.status, tried.text).toBe(200)
-    expect(tried.json.data.stdout).toContain('status=2')
+    expect(tried.json.data.stdout, JSON.stringify(tried.json.data)).toBe('db-own resolves\ndb-main unknown\ndb-shop unknown\ndb-cache unknown\n')
+    // And nothing is published on the host.
+    const containers = await docker.listContainers({ filters: { label: [`dev.berth.instance=${instanceOf(berth)}`, 'dev.berth.role=database'] } })
+    expect(containers.length).toBeGreaterThanOrEqual(3)
+    for (const c of containers) expect(c.Ports.filter((p) => p.PublicPort !== undefined), c.Names.join()).toEqual([])
     for (const [method, rest, body] of [['GET', 'databases/'], ['GET', 'databases/main/'], ['POST', 'databases/', { engine: 'postgres', name: 'x' }], ['DELETE', 'databases/main/'], ['POST', 'databases/main/reveal/'], ['POST', 'databases/main/rotate-password/']] as const) {
       const res = await call(site, method, rest, body, undefined, other.key)
       expect(res.status, `${method} ${rest}: ${res.text}`).toBe(404)

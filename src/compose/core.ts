@@ -15,7 +15,8 @@ import { LocalArchiveStore } from '../drivers/archives/local'
 import type { ArchiveStore } from '../drivers/archives/types'
 import { DockerRuntime } from '../drivers/runtime/docker'
 import type { DatabaseRuntime } from '../domain/databases'
-import { noDatabaseRuntime } from './databases'
+import { localDatabaseRuntime } from '../drivers/databases/local'
+import { DB_IMAGES } from '../drivers/databases/images'
 import type { Placement } from '../drivers/cluster/types'
 import type { ContainerRuntime } from '../drivers/runtime/types'
 import type { SiteFirewall } from '../drivers/firewall/types'
@@ -139,7 +140,8 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
   const runtime = opts.runtime ?? cluster?.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, helperImages: helperImagesOf(config.containers.images), log })
   return {
     config, clock, log, store, instanceId, runtime, cluster,
-    databaseRuntime: opts.databaseRuntime ?? noDatabaseRuntime(),
+    // Every database on this box's engine beside its site (issue 40, wave 1; a cluster's node in wave 2).
+    databaseRuntime: opts.databaseRuntime ?? localDatabaseRuntime({ socketPath: config.containers.dockerSocket, instanceId, log, images: DB_IMAGES, helperImages: helperImagesOf(config.containers.images) }),
     placement: opts.placement ?? cluster?.placement ?? null,
     jobs,
     plans,

@@ -36,16 +36,3 @@ export function buildDatabases(n: DatabasesNeeds): DatabasesService {
   return databases
 }
 
-/**
- * Until the engine's driver (drivers/databases, issue 40's other half) is wired here: every
- * database's server refuses to start, so creating one answers 503 and keeps nothing.
- */
-export function noDatabaseRuntime(): DatabaseRuntime {
-  const refuse = async (): Promise<never> => {
-    throw new Error('This build of Berth has no database driver.')
-  }
-  return {
-    ensure: refuse, setPassword: refuse, dump: refuse, restore: refuse,
-    inspect: async () => null, stop: async () => undefined, remove: async () => undefined, listManaged: async () => [],
-  }
-}
