@@ -32,7 +32,7 @@ export function buildDatabases(n: DatabasesNeeds): DatabasesService {
     slugOf: (siteId) => n.sites.find(siteId)?.slug,
   })
   // Its URLs reach the app, build, hook and exec under the site's own settings.
-  n.env.provide((siteId) => databases.variablesOf(siteId))
+  n.env.provide((siteId) => databases.variablesOf(siteId), (siteId) => databases.passwordsOf(siteId))
   return databases
 }
 

@@ -40,7 +40,7 @@ describe('databases', () => {
     password = URL_FORM.exec(made.json.data.url)![1]!
     expect(fake.dbs.get(`${shared.slug}/main`)?.password).toBe(password)
     expect(h.services.env.valuesOf(shared.siteId)).toMatchObject({ MAIN_URL: made.json.data.url, DATABASE_URL: made.json.data.url })
-    expect(h.services.env.secretValuesOf(shared.siteId)).toContain(made.json.data.url)
+    expect(h.services.env.secretValuesOf(shared.siteId)).toEqual(expect.arrayContaining([made.json.data.url, password]))
     expect(changed.slice(before)).toEqual([shared.slug])
     // Never again in a list, a view or the settings.
     for (const answer of [await call(shared, 'GET'), await call(shared, 'GET', 'main/'), await h.call('GET', `/api/v1/sites/${shared.slug}/env/`, { key: shared.key })]) {

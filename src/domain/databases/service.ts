@@ -178,6 +178,11 @@ export class DatabasesService {
     return out
   }
 
+  /** The opened passwords of the site's databases that have a server: masked in outputs and logs like the secrets. */
+  passwordsOf(siteId: string): string[] {
+    return this.d.repo.list(siteId).filter((r) => r.state === 'available' || r.state === 'stopped').map((r) => this.opened(r)).filter((p): p is string => p !== null)
+  }
+
   /** A reaped site's databases go with it: their containers and volumes, then their rows. */
   async removeAllFor(siteId: string): Promise<void> {
     const slug = this.d.slugOf(siteId)

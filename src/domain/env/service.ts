@@ -41,7 +41,7 @@ interface Entry {
 export class SiteEnvService {
   private listeners: ((site: SiteRow) => Promise<void>)[] = []
   /** What other areas give the site (its databases' URLs, domain/databases): merged under its own variables, all secret. */
-  private providers: ((siteId: string) => Record<string, string>)[] = []
+  private providers: { values: (siteId: string) => Record<string, string>; secrets: (siteId: string) => string[] }[] = []
 
   constructor(private d: { store: Pick<Store, 'write'>; repo: SiteEnvRepository; box: SecretBox; clock: Clock; log: Logger }) {}
 
@@ -53,10 +53,11 @@ export class SiteEnvService {
   /**
    * Adds variables the platform gives the site (a database's {NAME}_URL and DATABASE_URL): merged
    * under the site's own (a variable the site sets with the same name wins), secret (masked in
-   * outputs and logs), never shown by `view`.
+   * outputs and logs), never shown by `view`. `secrets` adds values to mask besides them (the
+   * passwords inside the URLs, should a program print one alone).
    */
-  provide(provider: (siteId: string) => Record<string, string>): void {
-    this.providers.push(provider)
+  provide(values: (siteId: string) => Record<string, string>, secrets: (siteId: string) => string[] = () => []): void {
+    this.providers.push({ values, secrets })
   }
 
   /** The variables a provider gives `site` changed: the listeners hear of it as of any change. */
@@ -110,12 +111,13 @@ export class SiteEnvService {
     const own = this.d.repo.list(siteId)
     const ownNames = new Set(own.map((r) => r.name))
     const provided = Object.entries(this.provided(siteId)).filter(([name]) => !ownNames.has(name)).map(([, v]) => v)
-    return [...own.filter((r) => r.secret).map((r) => this.opened(r)), ...provided].filter((v): v is string => v !== null && v !== '')
+    const extra = this.providers.flatMap((p) => p.secrets(siteId))
+    return [...own.filter((r) => r.secret).map((r) => this.opened(r)), ...provided, ...extra].filter((v): v is string => v !== null && v !== '')
   }
 
   private provided(siteId: string): Record<string, string> {
     const values: Record<string, string> = {}
-    for (const provider of this.providers) Object.assign(values, provider(siteId))
+    for (const provider of this.providers) Object.assign(values, provider.values(siteId))
     return values
   }
 
