@@ -16,7 +16,6 @@ import type { ArchiveStore } from '../drivers/archives/types'
 import { DockerRuntime } from '../drivers/runtime/docker'
 import type { DatabaseRuntime } from '../domain/databases'
 import { localDatabaseRuntime } from '../drivers/databases/local'
-import { DB_IMAGES } from '../drivers/databases/images'
 import type { Placement } from '../drivers/cluster/types'
 import type { ContainerRuntime } from '../drivers/runtime/types'
 import type { SiteFirewall } from '../drivers/firewall/types'
@@ -141,7 +140,7 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
   return {
     config, clock, log, store, instanceId, runtime, cluster,
     // Every database on this box's engine beside its site (issue 40, wave 1; a cluster's node in wave 2).
-    databaseRuntime: opts.databaseRuntime ?? localDatabaseRuntime({ socketPath: config.containers.dockerSocket, instanceId, log, images: DB_IMAGES, helperImages: helperImagesOf(config.containers.images) }),
+    databaseRuntime: opts.databaseRuntime ?? localDatabaseRuntime({ socketPath: config.containers.dockerSocket, instanceId, log, images: config.containers.databaseImages, helperImages: helperImagesOf(config.containers.images) }),
     placement: opts.placement ?? cluster?.placement ?? null,
     jobs,
     plans,

@@ -1,4 +1,4 @@
-import type { DbEngine } from '../../domain/databases/ports'
+import type { DbEngine } from '../../domain/databases'
 import { makeTar, type TarEntry } from '../runtime/tar'
 import { DATA_MOUNT, type EngineKit } from './kit'
 import { mariadbKit } from './mariadb'

@@ -1,4 +1,4 @@
-import type { DatabaseSpec, DbEngine } from '../../domain/databases/ports'
+import type { DatabaseSpec, DbEngine } from '../../domain/databases'
 import type { DebianRecipe } from '../runtime/debian-base'
 import type { DbExec } from './exec'
 

@@ -1,4 +1,4 @@
-import type { DbEngine } from '../../domain/databases/ports'
+import type { DbEngine } from '../../domain/databases'
 import type { Logger } from '../../lib/logger'
 import { CONTROL_NODE } from '../cluster/types'
 import { openEngine } from '../runtime/engine'

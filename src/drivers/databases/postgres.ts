@@ -1,4 +1,4 @@
-import type { DatabaseSpec } from '../../domain/databases/ports'
+import type { DatabaseSpec } from '../../domain/databases'
 import { clamp, DATA_MOUNT, identifier, sqlLiteral, START_HEAD, type EngineKit } from './kit'
 
 const DATA = `${DATA_MOUNT}/pgdata`

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import type Docker from 'dockerode'
 import type { Logger } from '../../lib/logger'
-import type { DatabaseRunning, DatabaseRuntime, DatabaseSpec, DatabaseState, DbEngine } from '../../domain/databases/ports'
+import type { DatabaseRunning, DatabaseRuntime, DatabaseSpec, DatabaseState, DbEngine } from '../../domain/databases'
 import { ensureSiteVolume } from '../runtime/container-ops'
 import { engineCall, ignoring, orNull } from '../runtime/engine'
 import { LABEL, siteNames, SITE_LOG } from '../runtime/site-container'

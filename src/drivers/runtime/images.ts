@@ -7,7 +7,7 @@ import { APP_BASE, APP_BASE_REPO, appDefinitionParts, contextStream, stageAppCon
 import { phpContext } from './image-php'
 import { readHostBusybox, staticContext } from './image-static'
 import { dbContext, DB_IMAGES, KITS } from '../databases/images'
-import type { DbEngine } from '../../domain/databases/ports'
+import type { DbEngine } from '../../domain/databases'
 
 /** The site images and the database images (issue 40) Berth builds; config's containers.image_* name them by default. */
 export const IMAGES = { static: 'berth/static:1', php: 'berth/php:1', app: 'berth/app:1', ...DB_IMAGES } as const
