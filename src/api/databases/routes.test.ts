@@ -181,3 +181,20 @@ describe('databases', () => {
     expect((await call(vps, 'GET', 'nosuch/')).status).toBe(404)
   })
 })
+
+describe("a reaped site's databases", () => {
+  it('go with it after its grace period: servers, data and rows, a deleted one too', async () => {
+    const gone = await buyInProcess(h, 'svc_business_monthly', 'dbgone')
+    for (const name of ['keep', 'dropped']) expect((await call(gone, 'POST', '', { engine: 'postgres', name })).status).toBe(201)
+    expect((await call(gone, 'DELETE', 'dropped/')).status).toBe(200)
+    expect(fake.dbs.has(`${gone.slug}/dropped`)).toBe(true)
+    expect((await h.call('DELETE', `/api/v1/sites/${gone.slug}/delete/`, { key: gone.key })).status).toBe(200)
+    h.clock.advance(7 * 24 * 3600_000 + 1000)
+    expect((await h.services.reaper.reap()).reaped).toContain(gone.slug)
+    expect(fake.calls.filter((c) => c.slug === gone.slug && c.op === 'remove' && c.volume).map((c) => c.name).sort()).toEqual(['dropped', 'keep'])
+    expect([...fake.dbs.keys()].filter((k) => k.startsWith(`${gone.slug}/`))).toEqual([])
+    expect(h.services.store.sqlite.query('SELECT count(*) AS n FROM site_databases WHERE site_id = ?').get(gone.siteId)).toEqual({ n: 0 })
+    // The other sites' are untouched.
+    expect((await call(shared, 'GET', 'shop/')).json.data.state).toBe('available')
+  })
+})
