@@ -49,6 +49,7 @@ export class FakeDatabaseRuntime implements DatabaseRuntime {
 
   async setPassword(spec: DatabaseSpec, password: string): Promise<void> {
     this.calls.push({ op: 'setPassword', slug: spec.slug, name: spec.name })
+    if (this.delayMs) await Bun.sleep(this.delayMs)
     const db = this.dbs.get(key(spec.slug, spec.name))
     if (!db?.running) throw new Error(`database ${spec.name} is not running`)
     db.password = password

@@ -95,6 +95,21 @@ describe('databases', () => {
     password = next
   })
 
+  it('two changes of one database at once: one is done, the other is 409 with Retry-After', async () => {
+    fake.delayMs = 50
+    try {
+      const [a, b] = await Promise.all([call(shared, 'POST', 'main/rotate-password/'), call(shared, 'POST', 'main/rotate-password/')])
+      expect([a.status, b.status].sort()).toEqual([200, 409])
+      const refused = a.status === 409 ? a : b
+      expect(refused.headers.get('retry-after')).toBe('5')
+      const done = a.status === 200 ? a : b
+      password = URL_FORM.exec(done.json.data.url)![1]!
+      expect(fake.dbs.get(`${shared.slug}/main`)?.password).toBe(password)
+    } finally {
+      fake.delayMs = 0
+    }
+  })
+
   it('delete removes the server and keeps the data; the name stays taken, the slot is free, the variables go', async () => {
     const gone = await call(shared, 'DELETE', 'main/')
     expect(gone.status, gone.text).toBe(200)
