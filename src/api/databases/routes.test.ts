@@ -143,6 +143,19 @@ describe('databases', () => {
     expect((await call(vps, 'DELETE', 'queue/')).status).toBe(200)
   })
 
+  it('a create cut short (Berth stopped mid-way) shows failed, holds no slot, and the same create starts over', async () => {
+    const now = Date.now()
+    h.services.store.sqlite.query(`INSERT INTO site_databases (id, site_id, name, engine, state, sealed, memory_mb, disk_gb, created_at, updated_at) VALUES (?, ?, 'cut', 'postgres', 'creating', 'x', 512, 5, ?, ?)`)
+      .run(crypto.randomUUID(), vps.siteId, now, now)
+    fake.dbs.set(`${vps.slug}/cut`, { engine: 'postgres', password: 'old', running: false, volume: true })
+    expect((await call(vps, 'GET', 'cut/')).json.data).toMatchObject({ state: 'failed', error: expect.stringContaining('create it again') })
+    const made = await call(vps, 'POST', '', { engine: 'postgres', name: 'cut' })
+    expect(made.status, made.text).toBe(201)
+    expect(fake.calls.filter((c) => c.name === 'cut' && c.op === 'remove')).toEqual([{ op: 'remove', slug: vps.slug, name: 'cut', volume: true }])
+    expect(fake.dbs.get(`${vps.slug}/cut`)?.password).toBe(/:([A-Za-z0-9]{32})@/.exec(made.json.data.url)![1])
+    expect((await call(vps, 'DELETE', 'cut/')).status).toBe(200)
+  })
+
   it("10 parallel creates on a plan of 3: exactly 3 made, the others 403", async () => {
     fake.delayMs = 50
     try {

@@ -17,11 +17,6 @@ export class DatabasesRepository {
     return this.store.db.select().from(siteDatabases).where(and(eq(siteDatabases.siteId, siteId), eq(siteDatabases.name, name))).get()
   }
 
-  /** Databases the site has that count against its plan: every one not deleted nor failed. */
-  countHeld(siteId: string): number {
-    return this.list(siteId).filter((r) => r.state !== 'deleted' && r.state !== 'failed').length
-  }
-
   insert(row: SiteDatabaseRow): void {
     this.store.db.insert(siteDatabases).values(row).run()
   }

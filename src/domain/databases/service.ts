@@ -71,18 +71,20 @@ export class DatabasesService {
       throw forbidden(say`The ${plan.slug} plan does not include ${engine} databases (it has ${allowed.engines.join(', ') || 'none'}); scale to a plan that does (${op('listPlans')} lists each plan's features.databases).`, 'engine')
     }
     const password = newPassword()
+    let stale = false
     const row = this.hold(site, name, () => this.d.store.write(() => {
       const existing = this.d.repo.find(site.id, name)
-      if (existing && existing.state !== 'failed') {
+      stale = existing !== undefined && this.isStale(existing)
+      if (existing && existing.state !== 'failed' && !stale) {
         throw conflict(existing.state === 'deleted'
           ? say`'${site.slug}' had a database '${name}', deleted; its data is kept until the site's deletion grace ends, and its name with it. Choose another name.`
           : say`'${site.slug}' already has a database '${name}' (${op('getDatabase', { tenant_slug: site.slug, name })}); choose another name.`, 'name')
       }
-      const held = this.d.repo.countHeld(site.id)
+      const held = this.d.repo.list(site.id).filter((r) => r.state !== 'deleted' && r.state !== 'failed' && !this.isStale(r)).length
       if (held >= allowed.max) {
         throw forbidden(say`'${site.slug}' has ${held} of the ${allowed.max} database${allowed.max === 1 ? '' : 's'} the ${plan.slug} plan allows; delete one (${op('deleteDatabase', { tenant_slug: site.slug })}) or scale to a plan with more (${op('listPlans')}).`, null)
       }
-      // A failed one held nothing: creating it again starts over.
+      // A failed one held nothing, a stale one is failed: creating it again starts over.
       if (existing) this.d.repo.remove(existing.id)
       const now = this.d.clock.now()
       const made: SiteDatabaseRow = {
@@ -95,6 +97,8 @@ export class DatabasesService {
     return this.whileBusy(site, name, async () => {
       const spec = this.specOf(site, row, password)
       try {
+        // What a create cut short left (its server made with another password) goes first.
+        if (stale) await this.d.runtime.remove(site.slug, name, { volume: true })
         const running = await this.d.runtime.ensure(spec)
         this.d.repo.update(row.id, { state: 'available', version: running.version, updatedAt: this.d.clock.now() })
       } catch (err) {
@@ -205,7 +209,17 @@ export class DatabasesService {
     return names
   }
 
-  private async viewOf(site: SiteRow, row: SiteDatabaseRow, names: Map<string, string[]> | Set<never>): Promise<DatabaseView> {
+  /**
+   * A row left `creating` by a process that stopped before its server answered (berth serve is
+   * the only writer, so a create of this process would hold it busy): failed, and replaced by the
+   * next create of its name.
+   */
+  private isStale(row: SiteDatabaseRow): boolean {
+    return row.state === 'creating' && !this.busy.has(`${row.siteId}/${row.name}`)
+  }
+
+  private async viewOf(site: SiteRow, stored: SiteDatabaseRow, names: Map<string, string[]> | Set<never>): Promise<DatabaseView> {
+    const row: SiteDatabaseRow = this.isStale(stored) ? { ...stored, state: 'failed', error: 'Berth stopped before its server first answered; create it again.' } : stored
     let size: number | null = null
     if (row.state === 'available') {
       size = await this.d.runtime.inspect(site.slug, row.name).then((s) => (s?.running ? s.sizeBytes : null), () => null)
