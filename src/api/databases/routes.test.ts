@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buyInProcess } from '../../../test/helpers/home-runtime'
 import { FakeDatabaseRuntime } from '../../../test/helpers/database-double'
 import { inProcess } from '../../../test/helpers/in-process'
+import { toolsFromOpenApi } from '../mcp/tools'
 
 /**
  * The databases API (issue 40) in-process: real Requests through the app, a real SQLite file,
@@ -207,6 +208,14 @@ describe('databases', () => {
       expect(res.json.error.message.length).toBeGreaterThan(20)
     }
     expect((await call(vps, 'GET', 'nosuch/')).status).toBe(404)
+  })
+})
+
+describe('the MCP door', () => {
+  it('has a tool for each route', async () => {
+    const doc = (await h.call('GET', '/api/v1/openapi.json')).json
+    const tools = new Map(toolsFromOpenApi(doc).map((t) => [t.name, t]))
+    for (const name of ['create_database', 'list_databases', 'get_database', 'delete_database', 'reveal_database_password', 'rotate_database_password']) expect(tools.has(name), name).toBe(true)
   })
 })
 
