@@ -6,7 +6,9 @@
 /** The server did not come up, or did not answer a query as its user in time; `logs` is its own last words. */
 export class DatabaseStartError extends Error {
   constructor(message: string, readonly logs: string) {
-    super(message)
+    // The message ends with the server's last words: the reason a failed database shows.
+    const last = logs.trim().split('\n').filter((l) => l.trim()).slice(-3).join(' / ')
+    super(last ? `${message} Its log ends: ${last.slice(-600)}` : message)
     this.name = 'DatabaseStartError'
   }
 }

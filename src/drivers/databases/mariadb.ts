@@ -66,10 +66,22 @@ GRANT ALL PRIVILEGES ON \`${name}\`.* TO ${account(spec.user)};
   versionOf: (out) => out.trim().match(/^(\d+\.\d+\.\d+)/)?.[1] ?? null,
   setPassword: (spec, password) => admin(`ALTER USER ${account(spec.user)} IDENTIFIED BY ${sqlLiteral(password)};\n`),
   dump: (spec) => ({ cmd: ['mariadb-dump', `--socket=${SOCKET}`, '-u', 'root', '--single-transaction', '--routines', '--events', '--triggers', '--hex-blob', identifier(spec.name)] }),
-  /** The database emptied and loaded from the dump (MariaDB has no rename of a database: a failed load leaves what it loaded). */
+  /**
+   * Loaded into a scratch database first; only a dump that loads whole replaces the database's
+   * contents (MariaDB cannot rename a database: the scratch one is copied in, then dropped). A
+   * broken dump leaves the data as it was.
+   */
   restore(spec) {
     const name = identifier(spec.name)
+    const scratch = `${name}__restore`
     const client = `mariadb --socket=${SOCKET} -u root`
-    return { cmd: ['bash', '-c', `set -eu\n${client} -e 'DROP DATABASE IF EXISTS \`${name}\`; CREATE DATABASE \`${name}\`'\n${client} '${name}'`] }
+    return {
+      cmd: ['bash', '-c', `set -eu -o pipefail
+${client} -e 'DROP DATABASE IF EXISTS \`${scratch}\`; CREATE DATABASE \`${scratch}\`'
+if ! ${client} '${scratch}'; then ${client} -e 'DROP DATABASE \`${scratch}\`'; exit 1; fi
+${client} -e 'DROP DATABASE IF EXISTS \`${name}\`; CREATE DATABASE \`${name}\`'
+mariadb-dump --socket=${SOCKET} -u root --single-transaction --routines --events --triggers --hex-blob '${scratch}' | ${client} '${name}'
+${client} -e 'DROP DATABASE \`${scratch}\`'`],
+    }
   },
 }

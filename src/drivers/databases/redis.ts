@@ -65,8 +65,17 @@ export const redisKit: EngineKit = {
   versionOf: (out) => out.match(/redis_version:(\d+\.\d+\.\d+)/)?.[1] ?? null,
   setPassword: (spec, password) => ({ cmd: ['berth-redis-admin'], stdin: setUser(spec.user, password) }),
   dump: () => ({ cmd: ['berth-redis-admin', '--rdb', '-'] }),
-  /** The RDB file replaces the server's, which then loads it (DEBUG RELOAD NOSAVE, allowed from loopback only). */
+  /**
+   * The RDB file, once redis-check-rdb finds it whole, replaces the server's, which then loads it
+   * (DEBUG RELOAD NOSAVE, allowed from loopback only). Checked first: Redis exits on a corrupt
+   * RDB, and the file in place would keep it from starting again.
+   */
   restore: () => ({
-    cmd: ['bash', '-c', `set -eu\ncat > ${DIR}/restore.rdb\nchown redis:redis ${DIR}/restore.rdb\nmv ${DIR}/restore.rdb ${DIR}/dump.rdb\n[ "$(berth-redis-admin DEBUG RELOAD NOSAVE)" = OK ]`],
+    cmd: ['bash', '-c', `set -eu
+cat > ${DIR}/restore.rdb
+if ! redis-check-rdb ${DIR}/restore.rdb > /tmp/check-rdb.log 2>&1; then tail -n 5 /tmp/check-rdb.log >&2; rm -f ${DIR}/restore.rdb; exit 1; fi
+chown redis:redis ${DIR}/restore.rdb
+mv ${DIR}/restore.rdb ${DIR}/dump.rdb
+[ "$(berth-redis-admin DEBUG RELOAD NOSAVE)" = OK ]`],
   }),
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import type Docker from 'dockerode'
+import { KeyedLock } from '../../lib/keyed-lock'
 import type { Logger } from '../../lib/logger'
 import type { DatabaseRunning, DatabaseRuntime, DatabaseSpec, DatabaseState, DbEngine } from '../../domain/databases'
 import { ensureSiteVolume } from '../runtime/container-ops'
@@ -8,7 +9,7 @@ import { LABEL, siteNames, SITE_LOG } from '../runtime/site-container'
 import type { SiteDisks } from '../runtime/site-disks'
 import type { Engine } from '../runtime/site-runtime'
 import { DatabaseCommandError, DatabaseStartError } from './errors'
-import { runIn, type DbExec } from './exec'
+import { runIn, type DbExec, type DbExecResult } from './exec'
 import { KITS } from './images'
 import { DATA_MOUNT, type EngineKit } from './kit'
 import { allOk } from './redis'
@@ -53,11 +54,14 @@ export function databaseNames(instanceId: string, slug: string, name: string) {
  * on a cluster's node the site's network is not reachable from here).
  */
 export class DockerDatabaseRuntime implements DatabaseRuntime {
+  /** Per database: an ensure, a stop, a removal, a new password or a restore never overlap. */
+  private locks = new KeyedLock()
+
   constructor(private opts: DockerDatabaseRuntimeOptions) {}
 
   async ensure(spec: DatabaseSpec): Promise<DatabaseRunning> {
     const engine = await this.opts.engineOf(spec.slug)
-    return this.call(engine, async () => {
+    return this.locked(spec.slug, spec.name, engine, async () => {
       const kit = KITS[spec.engine]
       const names = databaseNames(this.opts.instanceId, spec.slug, spec.name)
       const docker = engine.docker
@@ -102,7 +106,7 @@ export class DockerDatabaseRuntime implements DatabaseRuntime {
 
   async stop(slug: string, name: string): Promise<void> {
     const engine = await this.opts.engineOf(slug)
-    await this.call(engine, async () => {
+    await this.locked(slug, name, engine, async () => {
       const info = await this.own(engine.docker, databaseNames(this.opts.instanceId, slug, name).container)
       if (info) await ignoring([304, 404], engine.docker.getContainer(info.Id).stop({ t: STOP_TIMEOUT_S }))
     })
@@ -110,7 +114,7 @@ export class DockerDatabaseRuntime implements DatabaseRuntime {
 
   async remove(slug: string, name: string, opts: { volume: boolean }): Promise<void> {
     const engine = await this.opts.engineOf(slug)
-    await this.call(engine, async () => {
+    await this.locked(slug, name, engine, async () => {
       const names = databaseNames(this.opts.instanceId, slug, name)
       const info = await this.own(engine.docker, names.container)
       if (info) {
@@ -128,7 +132,7 @@ export class DockerDatabaseRuntime implements DatabaseRuntime {
 
   async setPassword(spec: DatabaseSpec, password: string): Promise<void> {
     checkPassword(password)
-    await this.inRunning(spec, 'change the password of', (kit) => kit.setPassword(spec, password))
+    await this.inRunning(spec, 'change the password of', (kit) => kit.setPassword(spec, password), undefined, true)
   }
 
   async dump(spec: DatabaseSpec, to: NodeJS.WritableStream): Promise<{ bytes: number }> {
@@ -137,7 +141,7 @@ export class DockerDatabaseRuntime implements DatabaseRuntime {
   }
 
   async restore(spec: DatabaseSpec, from: NodeJS.ReadableStream): Promise<void> {
-    await this.inRunning(spec, 'restore', (kit) => ({ ...kit.restore(spec), stdin: from }))
+    await this.inRunning(spec, 'restore', (kit) => ({ ...kit.restore(spec), stdin: from }), undefined, true)
   }
 
   async listManaged(): Promise<Array<{ slug: string; name: string; engine: DbEngine; running: boolean }>> {
@@ -160,9 +164,10 @@ export class DockerDatabaseRuntime implements DatabaseRuntime {
   }
 
   /** Runs a kit's command in the database's running container; DatabaseCommandError when it fails. */
-  private async inRunning(spec: DatabaseSpec, verb: string, make: (kit: EngineKit) => DbExec, to?: NodeJS.WritableStream) {
+  private async inRunning(spec: DatabaseSpec, verb: string, make: (kit: EngineKit) => DbExec, to?: NodeJS.WritableStream, lock = false) {
     const engine = await this.opts.engineOf(spec.slug)
-    return this.call(engine, async () => {
+    const run = lock ? (fn: () => Promise<DbExecResult>) => this.locked(spec.slug, spec.name, engine, fn) : (fn: () => Promise<DbExecResult>) => this.call(engine, fn)
+    return run(async () => {
       const kit = KITS[spec.engine]
       const info = await this.own(engine.docker, databaseNames(this.opts.instanceId, spec.slug, spec.name).container)
       if (!info?.State.Running) throw new DatabaseCommandError(`The database '${spec.name}' of site '${spec.slug}' is not running; cannot ${verb} it.`, '')
@@ -259,6 +264,10 @@ export class DockerDatabaseRuntime implements DatabaseRuntime {
     const info = await orNull(docker.getContainer(name).inspect())
     if (!info || info.Name !== `/${name}` || info.Config.Labels?.[LABEL.instance] !== this.opts.instanceId || info.Config.Labels?.[DB_LABEL.role] !== DB_ROLE) return null
     return info
+  }
+
+  private locked<T>(slug: string, name: string, engine: Engine, fn: () => Promise<T>): Promise<T> {
+    return this.locks.run(`${slug}/${name}`, () => this.call(engine, fn))
   }
 
   private call<T>(engine: Engine, fn: () => Promise<T>): Promise<T> {
