@@ -22,6 +22,7 @@ const ALL_IO: Io[] = ['files', 'processes', 'sockets', 'docker', 'host']
  */
 const IO_ALLOWED: [prefix: string, kinds: Io[], why: string][] = [
   ['drivers/runtime/', ALL_IO, 'the container runtime: the only code that talks to Docker'],
+  ['drivers/databases/', ALL_IO, 'the databases\' containers (issue 40): Docker too, through the runtime\'s engine helpers'],
   ['drivers/', ['files', 'processes', 'sockets', 'host'], 'the drivers: every outside system behind an interface'],
   ['store/', ['files'], 'the SQLite store and the chatbot\'s private index files, in Berth\'s data folder'],
   ['store/copy.ts', ['files', 'processes'], 'copies the database in a worker thread, so the server keeps answering'],

@@ -16,8 +16,8 @@ function table(results: ImageBuildResult[]): string {
 
 export const imagesBuildCommand: Command = {
   path: ['images', 'build'],
-  summary: `Build the site images (${IMAGES.static}, ${IMAGES.php}, ${IMAGES.app}) locally; no registry needed.`,
-  usage: 'berth images build [--only static|php|app] [--rebuild] [--mirror URL] [--config FILE] [--json]',
+  summary: `Build the site images (${IMAGES.static}, ${IMAGES.php}, ${IMAGES.app}) and the databases' (${IMAGES.postgres}, ${IMAGES.mariadb}, ${IMAGES.redis}) locally; no registry needed.`,
+  usage: 'berth images build [--only static|php|app|postgres|mariadb|redis] [--rebuild] [--mirror URL] [--config FILE] [--json]',
   description: [
     `${IMAGES.static}: FROM scratch around the host's static busybox (apt-get install busybox-static); seconds.`,
     `${IMAGES.php}: nginx + PHP-FPM + sshd on Debian bookworm made by debootstrap (needs root); about`,
@@ -28,15 +28,17 @@ export const imagesBuildCommand: Command = {
     'npm registry at build time with their pinned integrity checked (kept in data_dir/cache/npm), and',
     'the supervisor; about five minutes the first time. The box\'s own CAs (/usr/local/share/ca-certificates)',
     'are trusted inside it.',
+    `${IMAGES.postgres}, ${IMAGES.mariadb}, ${IMAGES.redis}: the sites' databases, each on a Debian base of its own`,
+    '(Debian 12\'s postgresql-15, mariadb-server, redis-server by debootstrap) with its start script; one to three minutes each the first time.',
   ].join('\n'),
   options: {
-    only: { type: 'string', value: 'static|php|app', help: 'Build this image only.' },
+    only: { type: 'string', value: 'static|php|app|postgres|mariadb|redis', help: 'Build this image only.' },
     rebuild: { type: 'boolean', help: 'Build again even when up to date: a fresh debootstrap, no build cache.' },
     mirror: { type: 'string', value: 'URL', help: `Debian mirror for the PHP and app images (default ${DEFAULT_MIRROR}).` },
     ...STORE_OPTIONS,
     ...COMMON_OPTIONS,
   },
-  examples: ['berth images build', 'berth images build --only static --json', 'berth images build --only php --rebuild', 'berth images build --only app'],
+  examples: ['berth images build', 'berth images build --only static --json', 'berth images build --only php --rebuild', 'berth images build --only app', 'berth images build --only postgres'],
   async run(ctx) {
     const only = ctx.values.only as string | undefined
     if (only !== undefined && !IMAGE_KINDS.includes(only as ImageKind)) {

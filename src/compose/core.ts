@@ -14,6 +14,8 @@ import { diskSpaceOf } from '../drivers/host/disk-space'
 import { LocalArchiveStore } from '../drivers/archives/local'
 import type { ArchiveStore } from '../drivers/archives/types'
 import { DockerRuntime } from '../drivers/runtime/docker'
+import type { DatabaseRuntime } from '../domain/databases'
+import { localDatabaseRuntime } from '../drivers/databases/local'
 import type { Placement } from '../drivers/cluster/types'
 import type { ContainerRuntime } from '../drivers/runtime/types'
 import type { SiteFirewall } from '../drivers/firewall/types'
@@ -40,6 +42,8 @@ export interface BuildOptions {
   firewall?: SiteFirewall | null
   /** In a cluster: the sites whose node is down, shown `recovering` (compose/cluster-ops.ts, lateRecovering). */
   recovering?: { recovering(): ReadonlySet<string>; version(): number }
+  /** The sites' database servers (issue 40, domain/databases/ports.ts); absent: the engine's own. */
+  databaseRuntime?: DatabaseRuntime
   /** `berth serve` in a cluster: the PKI it opened (compose/cluster.ts prepareControlPlane), for the join's route. */
   clusterPki?: ClusterPki | null
 }
@@ -69,6 +73,8 @@ export interface Core {
   /** Random id of this installation, in the names and labels of its containers. */
   instanceId: string
   runtime: ContainerRuntime
+  /** The sites' database servers, each a container on its site's network (issue 40). */
+  databaseRuntime: DatabaseRuntime
   /** Which node each site runs on: the cluster runtime's (ClusterRuntime.placement); null on a single box. */
   placement: Placement | null
   /** With cluster.enabled: the nodes, the link to their agents and the Swarm runtime (which is `runtime`). */
@@ -133,6 +139,8 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
   const runtime = opts.runtime ?? cluster?.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, helperImages: helperImagesOf(config.containers.images), log })
   return {
     config, clock, log, store, instanceId, runtime, cluster,
+    // Every database on this box's engine beside its site (issue 40, wave 1; a cluster's node in wave 2).
+    databaseRuntime: opts.databaseRuntime ?? localDatabaseRuntime({ socketPath: config.containers.dockerSocket, instanceId, log, images: config.containers.databaseImages, helperImages: helperImagesOf(config.containers.images) }),
     placement: opts.placement ?? cluster?.placement ?? null,
     jobs,
     plans,

@@ -10,6 +10,8 @@ import { DEPLOY_JOB, Deployer, DeploymentFiles, DeploymentsService, makeDeployme
 import { FilesService } from '../domain/files'
 import { inAppEnv } from '../domain/apps'
 import { buildApps, type Apps } from './apps'
+import { buildDatabases } from './databases'
+import type { DatabasesService } from '../domain/databases'
 import { EdgeAccessLog, edgeWritesAccessLog, LogRotation, LogsService } from '../domain/logs'
 import { makeMetricsRepository, SiteMetricsService } from '../domain/metrics'
 import type { ModulesService } from '../domain/modules'
@@ -73,6 +75,8 @@ export interface Sites {
    * `onChanged` is where the app's restart with the new values is wired; none yet.
    */
   env: SiteEnvService
+  /** The sites' managed databases (issue 40): their servers, limits, passwords and the URLs they give the app. */
+  databases: DatabasesService
   /** The archive jobs themselves, for work that runs one and waits for it (a move between nodes, an evacuation). */
   archiveJobs: { create: CreateArchiveJob; restore: RestoreArchiveJob }
 }
@@ -104,7 +108,7 @@ export interface SitesNeeds {
 
 /** Sites and their jobs (provisioning, scale and restore, deploys, archives). */
 export function buildSites(
-  core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'jobs' | 'runtime' | 'changes' | 'archiveStore' | 'placement' | 'room', 'archives' | 'sites' | 'checkout' | 'billing' | 'keys' | 'offsite'> & { cluster: Pick<ClusterCore, 'liveNodes'> | null },
+  core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'jobs' | 'runtime' | 'databaseRuntime' | 'changes' | 'archiveStore' | 'placement' | 'room', 'archives' | 'sites' | 'checkout' | 'billing' | 'keys' | 'offsite'> & { cluster: Pick<ClusterCore, 'liveNodes'> | null },
   needs: SitesNeeds,
 ): Sites {
   const { config, store, clock, log, plans, jobs, runtime, changes, repos, archiveStore: archiveFiles, room } = core
@@ -120,7 +124,8 @@ export function buildSites(
   const archiveJobs = { create: new CreateArchiveJob(archiveWork), restore: new RestoreArchiveJob(archiveWork) }
   const disks = new SiteDiskCache(runtime, clock)
   const applySite = new ApplySiteJob({ sites: repos.sites, runner, log, disks: { runtime, plans } })
-  const env = new SiteEnvService({ store, repo: makeSiteEnvRepository(store), box: new BoxKeyFile(secretsKeyPath(config)), clock, log })
+  const box = new BoxKeyFile(secretsKeyPath(config))
+  const env = new SiteEnvService({ store, repo: makeSiteEnvRepository(store), box, clock, log })
   let deployments: DeploymentsService | undefined
   const apps = buildApps({
     config, clock, log, runtime, plans, sites: repos.sites, runner, env, workDir: join(config.server.dataDir, 'deploy-work'),
@@ -155,9 +160,10 @@ export function buildSites(
   deployments = new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs, archives: archivesRepo })
   const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, work: archiveWork.work, log, copies: repos.offsite, room })
   const audit = new AuditLog(makeAuditRepository(store), clock, log)
+  const databases = buildDatabases({ store, clock, log, plans, sites: repos.sites, runtime: core.databaseRuntime, box, audit, env })
   // What else a reaped site owns, removed after its container and volume: its snapshots and
-  // backups (rows and stored files), its DNS records, its audit trail, its variables, and what the modules keep of it.
-  const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, audit, env, ...needs.purgers], log })
+  // backups (rows and stored files), its DNS records, its audit trail, its databases (servers, data, rows), its variables, and what the modules keep of it.
+  const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, audit, databases, env, ...needs.purgers], log })
   const metrics = new EdgeMetrics()
   const accessLog = new EdgeAccessLog(runtime, log, homes.openHome)
   const logs = new LogsService(plans, runtime, homes.openHome, accessLog, audit, config.logs.rotateKeep, apps.env.redact)
@@ -193,6 +199,7 @@ export function buildSites(
     audit,
     exec: new ExecService(runtime, homes.openHome, audit, undefined, { env: (siteId) => env.valuesOf(siteId), argv: inAppEnv }),
     env,
+    databases,
     archiveJobs,
   }
 }

@@ -59,6 +59,7 @@ export interface Config {
     firewall: boolean; outboundSmtp: boolean
     images: Record<'shared' | 'vps' | 'dedicated', string>
     appImage: string // containers.image_app: sites that deployed a source, whatever their plan
+    databaseImages: Record<'postgres' | 'mariadb' | 'redis', string> // containers.image_postgres/_mariadb/_redis: the sites' databases
     pidsLimit: number
     reconcileSeconds: number
   }
@@ -342,6 +343,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
         dedicated: get<string>('containers.image_dedicated'),
       },
       appImage: get<string>('containers.image_app'),
+      databaseImages: { postgres: get<string>('containers.image_postgres'), mariadb: get<string>('containers.image_mariadb'), redis: get<string>('containers.image_redis') },
       pidsLimit: get<number>('containers.pids_limit'),
       reconcileSeconds: get<number>('containers.reconcile_seconds'),
     },

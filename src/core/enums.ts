@@ -76,6 +76,25 @@ export const AppRuntimeSchema = t.Union([t.Literal('node'), t.Literal('bun'), t.
 export type AppRuntime = Static<typeof AppRuntimeSchema>
 export const APP_RUNTIMES = valuesOf(AppRuntimeSchema)
 
+/**
+ * A managed database's engine (issue 40): Debian 12's PostgreSQL 15, MariaDB 10.11 and Redis 7.0,
+ * each in a container of its own on the site's network (domain/databases).
+ */
+export const DbEngineSchema = t.Union([t.Literal('postgres'), t.Literal('mariadb'), t.Literal('redis')])
+export type DbEngineName = Static<typeof DbEngineSchema>
+export const DB_ENGINES = valuesOf(DbEngineSchema)
+
+/**
+ * A managed database's state: `creating` while its container is made and first answers,
+ * `available`, `failed` (error says why; nothing runs), `stopped` (its site suspended), `deleted`
+ * (its container removed, its data kept for the site's deletion grace).
+ */
+export const DbStateSchema = t.Union([t.Literal('creating'), t.Literal('available'), t.Literal('failed'), t.Literal('stopped'), t.Literal('deleted')], {
+  description: "creating: its server is being set up; available: it answers; failed: it could not be started (error says why; nothing runs and nothing is kept); stopped: its site is suspended; deleted: its server is removed, its data kept for the site's deletion grace.",
+})
+export type DbState = Static<typeof DbStateSchema>
+export const DB_STATES = valuesOf(DbStateSchema)
+
 export const DeploymentStatusSchema = t.Union([t.Literal('queued'), t.Literal('running'), t.Literal('succeeded'), t.Literal('failed')])
 export type DeploymentStatus = Static<typeof DeploymentStatusSchema>
 export const DEPLOYMENT_STATUSES = valuesOf(DeploymentStatusSchema)
@@ -110,8 +129,8 @@ export const DomainStatusSchema = t.Union([t.Literal('pending'), t.Literal('acti
   description: 'pending: the registration job is paying for and registering it; active: registered, served by Berth DNS; failed: not registered (error says why; any charge was refunded); expired: not renewed in time.',
 })
 export const DOMAIN_STATUSES = valuesOf(DomainStatusSchema)
-/** What an audit record is of (domain/audit/trail.ts): an exec of the API, a console session, an admin's shell. */
-export const AUDIT_KINDS = ['exec', 'console', 'shell'] as const
+/** What an audit record is of (domain/audit/trail.ts): an exec of the API, a console session, an admin's shell, a database's password revealed or rotated. */
+export const AUDIT_KINDS = ['exec', 'console', 'shell', 'database'] as const
 /** Who ran it: an API key, or the admin on the box. */
 export const AUDIT_ACTORS = ['key', 'admin'] as const
 /** Whom it ran as inside the container: the site user (uid 1000), or root (the admin's `--user root`). */

@@ -12,8 +12,8 @@ export const AREAS = {
   billing: ['subscriptions', 'checkout_sessions', 'payments', 'local_charges', 'processor_events'],
   /** The sites themselves (slug, status, plan, modules). */
   sites: ['sites'],
-  /** What belongs to a site and no cache reads: claim tokens, deployments, archives, metrics, its settings and secrets. */
-  site_records: ['claim_tokens', 'deployments', 'archives', 'site_metrics_daily', 'site_env'],
+  /** What belongs to a site and no cache reads: claim tokens, deployments, archives, metrics, its settings and secrets, its databases. */
+  site_records: ['claim_tokens', 'deployments', 'archives', 'site_metrics_daily', 'site_env', 'site_databases'],
   /** Registered domains and DNS records. */
   names: ['domains', 'dns_records'],
   certificates: ['certificates'],

@@ -13,6 +13,8 @@ import { removeEngineInstance } from './engine-instance'
 import { RecordingRuntime } from './recording-runtime'
 import { AnswerChecker } from './answer-checker'
 import { placeMigratedDatabase } from './migrated-db'
+import { FakeDatabaseRuntime } from './database-double'
+import type { DatabaseRuntime } from '../../src/domain/databases'
 
 export interface CallOptions {
   body?: unknown
@@ -38,7 +40,7 @@ export interface CallResult {
  * The container runtime is a RecordingRuntime unless the test passes its own, or `'docker'` for the
  * real engine: only service-tier suites (`*.service.test.ts`) may ask for Docker.
  */
-export function inProcess(options: { env?: Record<string, string>; file?: string | null; runtime?: ContainerRuntime | 'docker'; placement?: BuildOptions['placement']; recovering?: BuildOptions['recovering'] } & Pick<LoadOptions, 'flags'> = {}) {
+export function inProcess(options: { env?: Record<string, string>; file?: string | null; runtime?: ContainerRuntime | 'docker'; databaseRuntime?: DatabaseRuntime; placement?: BuildOptions['placement']; recovering?: BuildOptions['recovering'] } & Pick<LoadOptions, 'flags'> = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'berth-test-'))
   // In-process requests have no socket; they come from 127.0.0.1, trusted here so tests can pose
   // as many clients through X-Forwarded-For.
@@ -54,7 +56,9 @@ export function inProcess(options: { env?: Record<string, string>; file?: string
   const runtime = options.runtime === 'docker' ? undefined : (options.runtime ?? recording!)
   // buildApp's `test` role: berth serve's deps (ServerDeps) plus the few objects tests drive
   // directly (compose/app.ts TestExtras), and the admin facades berth serve's socket serves.
-  const built = buildApp(config, 'test', { clock, log, runtime, placement: options.placement, firewall: null, recovering: options.recovering })
+  // The sites' database servers: a fake (test/helpers/database-double.ts) unless the test passes the real one.
+  const databaseRuntime = options.databaseRuntime ?? new FakeDatabaseRuntime()
+  const built = buildApp(config, 'test', { clock, log, runtime, databaseRuntime, placement: options.placement, firewall: null, recovering: options.recovering })
   const { services, admin, nodeOpsDeps } = built
   const app = createApp(services)
   let checker: AnswerChecker | undefined
@@ -89,7 +93,7 @@ export function inProcess(options: { env?: Record<string, string>; file?: string
     return { key: res.json.data.api_key, accountId: res.json.data.account_id, keyId: res.json.data.key_id }
   }
   return {
-    app, services, admin, nodeOpsDeps, clock, log, dir, call, register,
+    app, services, admin, nodeOpsDeps, clock, log, dir, call, register, databaseRuntime,
     /** Stops background work, removes every container this instance made, deletes the data. */
     async close() {
       await services.jobs.stop()

@@ -83,6 +83,14 @@ export const CHANGE_HINTS: Record<string, ChangeHints> = {
   updateSiteEnv: destructive(true),
   // Replaces the whole set ({} removes every variable).
   replaceSiteEnv: destructive(true),
+  // A second call with the same name is refused (409): the URL of the first is not shown again.
+  createDatabase: additive(false),
+  // The server goes; the data stays for the site's grace (wave 2 restores it). Again: the same answer.
+  deleteDatabase: destructive(true),
+  // Only shows; audited.
+  revealDatabasePassword: additive(true),
+  // The old password stops working; a retry makes yet another.
+  rotateDatabasePassword: destructive(false),
   // Restarts the site's services; each call is a new deployment.
   deploySite: destructive(false),
   // Overwrites the site's files with an earlier deployment's (files created since are removed).

@@ -101,8 +101,9 @@ export function compareVersions(a: string, b: string): number {
 /** Every containers.image_* is on the engine. */
 export async function checkImages(config: Config, probes: BoxProbes): Promise<CheckResult> {
   const name = 'images'
-  // The app image too (containers.image_app): without it no site can deploy a source.
-  const images = [...new Set([...Object.values(config.containers.images), config.containers.appImage])]
+  // The app image too (containers.image_app): without it no site can deploy a source; and the
+  // databases' (containers.image_postgres/_mariadb/_redis): without one, no database of that engine.
+  const images = [...new Set([...Object.values(config.containers.images), config.containers.appImage, ...Object.values(config.containers.databaseImages)])]
   let missing
   try {
     missing = await probes.missingImages(images)
@@ -110,7 +111,7 @@ export async function checkImages(config: Config, probes: BoxProbes): Promise<Ch
     return fail(name, `cannot ask the engine for ${images.join(', ')}: ${reasonOf(err)}`, 'fix the engine check first')
   }
   if (missing.length > 0) {
-    return fail(name, `the engine has no ${missing.join(', ')} (containers.image_*): new sites of those plans (or, for the app image, sites deploying a source) cannot start`, 'berth images build (or set containers.image_* to images the engine holds)')
+    return fail(name, `the engine has no ${missing.join(', ')} (containers.image_*): new sites of those plans (or, for the app image, sites deploying a source; for a database image, databases of its engine) cannot start`, 'berth images build (or set containers.image_* to images the engine holds)')
   }
   return pass(name, `the engine holds ${images.join(', ')}`)
 }

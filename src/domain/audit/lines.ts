@@ -9,7 +9,7 @@ import type { AuditEventRow } from '../../store/schema'
  *     2026-11-26T01:07:00.000Z shell admin=alice as=root exit=0 duration_ms=5210
  *     2026-11-26T01:09:00.000Z exec key=svc_ab12cd34 open cmd: composer install
  *
- * The start (UTC, ISO 8601), the kind (exec, console, shell), who (`key=` the API key's prefix,
+ * The start (UTC, ISO 8601), the kind (exec, console, shell, database), who (`key=` the API key's prefix,
  * or `admin=` the Unix user on the box), `as=root` when it ran as root, then how it ended:
  * `exit=` the exit code (`none` when there was none) with `duration_ms=` and, when it did not end
  * by itself, `reason=` (a JSON string); or `open`, when no end is recorded: it still runs, or what

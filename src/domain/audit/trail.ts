@@ -4,7 +4,7 @@
  * owner reads it with `GET /sites/{tenant_slug}/logs/?type=audit`. A record is written when the
  * command starts (so a crash still leaves it) and completed when it ends.
  */
-export type AuditKind = 'exec' | 'console' | 'shell'
+export type AuditKind = 'exec' | 'console' | 'shell' | 'database'
 
 /** Who ran it: an API key (its id and prefix), or the admin on the box. */
 export type AuditActor = { kind: 'key'; keyId: string; keyPrefix: string } | { kind: 'admin'; user: string }

@@ -40,12 +40,34 @@ interface Entry {
  */
 export class SiteEnvService {
   private listeners: ((site: SiteRow) => Promise<void>)[] = []
+  /** What other areas give the site (its databases' URLs, domain/databases): merged under its own variables, all secret. */
+  private providers: { values: (siteId: string) => Record<string, string>; secrets: (siteId: string) => string[] }[] = []
 
   constructor(private d: { store: Pick<Store, 'write'>; repo: SiteEnvRepository; box: SecretBox; clock: Clock; log: Logger }) {}
 
   /** Hears of each change of a site's set, after it is stored; a listener's failure is logged, the change stays. */
   onChanged(listener: (site: SiteRow) => Promise<void>): void {
     this.listeners.push(listener)
+  }
+
+  /**
+   * Adds variables the platform gives the site (a database's {NAME}_URL and DATABASE_URL): merged
+   * under the site's own (a variable the site sets with the same name wins), secret (masked in
+   * outputs and logs), never shown by `view`. `secrets` adds values to mask besides them (the
+   * passwords inside the URLs, should a program print one alone).
+   */
+  provide(values: (siteId: string) => Record<string, string>, secrets: (siteId: string) => string[] = () => []): void {
+    this.providers.push({ values, secrets })
+  }
+
+  /** The variables a provider gives `site` changed: the listeners hear of it as of any change. */
+  async providedChanged(site: SiteRow): Promise<void> {
+    await this.tell(site)
+  }
+
+  /** The names the site sets itself. */
+  ownNames(siteId: string): ReadonlySet<string> {
+    return new Set(this.d.repo.list(siteId).map((r) => r.name))
   }
 
   view(site: SiteRow): SiteEnvView {
@@ -71,9 +93,12 @@ export class SiteEnvService {
     return this.change(site, body, 'replace')
   }
 
-  /** NAME -> value of every variable the site has, secrets opened: what its app, build, hook and exec get. A secret this box cannot open is left out. */
+  /**
+   * NAME -> value of every variable the site has, secrets opened, over what the providers give
+   * it: what its app, build, hook and exec get. A secret this box cannot open is left out.
+   */
   valuesOf(siteId: string): Record<string, string> {
-    const values: Record<string, string> = {}
+    const values: Record<string, string> = this.provided(siteId)
     for (const row of this.d.repo.list(siteId)) {
       const value = this.opened(row)
       if (value !== null) values[row.name] = value
@@ -83,7 +108,17 @@ export class SiteEnvService {
 
   /** The opened values of the site's secrets, for redact (./redact.ts). */
   secretValuesOf(siteId: string): string[] {
-    return this.d.repo.list(siteId).filter((r) => r.secret).map((r) => this.opened(r)).filter((v): v is string => v !== null && v !== '')
+    const own = this.d.repo.list(siteId)
+    const ownNames = new Set(own.map((r) => r.name))
+    const provided = Object.entries(this.provided(siteId)).filter(([name]) => !ownNames.has(name)).map(([, v]) => v)
+    const extra = this.providers.flatMap((p) => p.secrets(siteId))
+    return [...own.filter((r) => r.secret).map((r) => this.opened(r)), ...provided, ...extra].filter((v): v is string => v !== null && v !== '')
+  }
+
+  private provided(siteId: string): Record<string, string> {
+    const values: Record<string, string> = {}
+    for (const provider of this.providers) Object.assign(values, provider.values(siteId))
+    return values
   }
 
   /** A reaped site's variables go with it (SiteDataPurger of domain/sites). */

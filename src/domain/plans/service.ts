@@ -1,4 +1,4 @@
-import { APP_RUNTIMES, type AiModule, type Track } from '../../core/enums'
+import { APP_RUNTIMES, type AiModule, type DbEngineName, type HostingType, type Track } from '../../core/enums'
 import type { PlanSeed } from '../../config/schema'
 import type { PlanRow } from '../../store/schema'
 import type { Store } from '../../store/store'
@@ -6,6 +6,18 @@ import { invalid, notFound, op, say } from '../errors'
 import type { Plan } from './views'
 import type { PlansRepository } from './repository'
 import { toDollars } from '../../core/money'
+
+/**
+ * What each hosting type allows of managed databases (issue 40, docs/api.md "Databases"): how
+ * many a site may have at once (deleted ones in their grace do not count), which engines, and
+ * each database's own memory limit and disk, on top of the site's memory_mb and disk_gb. Each
+ * database may use up to the plan's cpu_cores.
+ */
+export const DATABASE_FEATURES: Readonly<Record<HostingType, { max: number; engines: DbEngineName[]; memory_mb: number; disk_gb: number }>> = {
+  shared: { max: 1, engines: ['mariadb', 'postgres'], memory_mb: 256, disk_gb: 1 },
+  vps: { max: 3, engines: ['mariadb', 'postgres', 'redis'], memory_mb: 512, disk_gb: 5 },
+  dedicated: { max: 10, engines: ['mariadb', 'postgres', 'redis'], memory_mb: 2048, disk_gb: 20 },
+}
 
 /**
  * The public catalog. Plans are read on every listPlans, every checkout and every site view, and
@@ -87,9 +99,15 @@ export class PlansService {
         snapshots: premium,
         ssh: premium,
         runtimes: [...APP_RUNTIMES],
+        databases: databasesOf(row.hostingType as HostingType),
       },
       skus: { monthly: `${this.prefix}_${row.slug}_monthly`, annual: `${this.prefix}_${row.slug}_annual` },
       deprecated: row.deprecated,
     }
   }
+}
+
+function databasesOf(type: HostingType): Plan['features']['databases'] {
+  const f = DATABASE_FEATURES[type] ?? DATABASE_FEATURES.shared
+  return { max: f.max, engines: [...f.engines], memory_mb: f.memory_mb, disk_gb: f.disk_gb }
 }

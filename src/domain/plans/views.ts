@@ -1,5 +1,5 @@
 import { Type as t, type Static } from '@sinclair/typebox'
-import { AiModuleSchema, AppRuntimeSchema, HostingTypeSchema, TrackSchema as Track } from '../../core/enums'
+import { AiModuleSchema, AppRuntimeSchema, DbEngineSchema, HostingTypeSchema, TrackSchema as Track } from '../../core/enums'
 
 export const Plan = t.Object({
   slug: t.String({ examples: ['starter'], description: 'Plan identifier, used in SKUs and in /plans/{plan_slug}/.' }),
@@ -28,6 +28,12 @@ export const Plan = t.Object({
     runtimes: t.Array(AppRuntimeSchema, {
       description: "What a site of the plan may run when it deploys a source (docs/api.md, Apps): every plan runs each of them, within its memory_mb, cpu_cores and disk_gb. git push needs ssh.",
     }),
+    databases: t.Object({
+      max: t.Integer({ minimum: 0, examples: [1], description: 'Databases a site of the plan may have at once (a deleted one in its grace does not count).' }),
+      engines: t.Array(DbEngineSchema, { description: 'The engines it may create.' }),
+      memory_mb: t.Integer({ examples: [256], description: "Memory limit of EACH database, on top of the site's memory_mb; each may use up to cpu_cores." }),
+      disk_gb: t.Integer({ examples: [1], description: "Disk of EACH database, on top of the site's disk_gb." }),
+    }, { description: 'Managed databases (docs/api.md, Databases).' }),
   }),
   skus: t.Object({
     monthly: t.String({ examples: ['svc_starter_monthly'], description: 'The SKU to check out with monthly billing.' }),

@@ -19,7 +19,9 @@ export interface DebianRecipe {
 export const DEBIAN_BASE: DebianRecipe = {
   suite: 'bookworm',
   arch: 'amd64',
-  include: ['nginx-light', 'php-fpm', 'openssh-server'],
+  // PHP's MySQL/MariaDB (mysqli, pdo_mysql), PostgreSQL and Redis extensions, and the engines'
+  // own clients (psql, mariadb, redis-cli): the site's databases (issue 40).
+  include: ['nginx-light', 'php-fpm', 'openssh-server', 'php-mysql', 'php-pgsql', 'php-redis', 'postgresql-client-15', 'mariadb-client', 'redis-tools'],
   cleanup: 1,
 }
 

@@ -143,6 +143,9 @@ describe('watchSiteEvents', () => {
     await engine.start()
     startWatching()
     await until(() => engine.streams.length === 1)
+    // A site's database (issue 40) carries the site's labels and a role: it is no site's container.
+    const dbDie = dieEvent('shop', 'c-shop-db-main')
+    engine.emit({ ...dbDie, Actor: { ...dbDie.Actor, Attributes: { ...dbDie.Actor.Attributes, 'dev.berth.role': 'database' } } })
     engine.emit(dieEvent('shop'))
     engine.emit({ Type: 'container', Action: 'exec_die', Actor: { ID: 'x', Attributes: { [LABEL.slug]: 'shop', [LABEL.siteId]: 'id' } } })
     await until(() => events.length === 1)

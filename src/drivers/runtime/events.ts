@@ -4,6 +4,9 @@ import { EngineLink } from './engine-link'
 import { LABEL } from './site-container'
 import type { SiteEvent, SiteEventAction, SiteWatch, SiteWatchHandlers } from './types'
 
+/** The label of containers that are not a site's own (drivers/runtime/site-disks' DISKS_ROLE, drivers/databases' DB_LABEL.role). */
+const ROLE_LABEL = 'dev.berth.role'
+
 const ACTIONS: readonly SiteEventAction[] = ['start', 'die', 'stop', 'kill', 'oom', 'destroy']
 
 /** How the watcher paces itself; the defaults suit a local engine. */
@@ -185,6 +188,9 @@ export function watchSiteEvents(
     const action = (event.Action ?? event.status ?? '') as SiteEventAction
     if (!ACTIONS.includes(action)) return
     const attrs = event.Actor?.Attributes ?? {}
+    // A container with a role is no site's container: the disks helper, a site's database (issue 40,
+    // which carries the site's labels so the site's removal takes it along).
+    if (attrs[ROLE_LABEL]) return
     const slug = attrs[LABEL.slug]
     const siteId = attrs[LABEL.siteId]
     const containerId = event.Actor?.ID ?? event.id

@@ -6,9 +6,11 @@ import { engineCall, followStream, ignoring, openEngine, orNull } from './engine
 import { APP_BASE, APP_BASE_REPO, appDefinitionParts, contextStream, stageAppContext } from './image-app'
 import { phpContext } from './image-php'
 import { readHostBusybox, staticContext } from './image-static'
+import { dbContext, DB_IMAGES, KITS } from '../databases/images'
+import type { DbEngine } from '../../domain/databases'
 
-/** The site images Berth builds; config's containers.image_* name them by default. */
-export const IMAGES = { static: 'berth/static:1', php: 'berth/php:1', app: 'berth/app:1' } as const
+/** The site images and the database images (issue 40) Berth builds; config's containers.image_* name them by default. */
+export const IMAGES = { static: 'berth/static:1', php: 'berth/php:1', app: 'berth/app:1', ...DB_IMAGES } as const
 export type ImageKind = keyof typeof IMAGES
 export const IMAGE_KINDS = Object.keys(IMAGES) as ImageKind[]
 
@@ -33,6 +35,8 @@ export interface BuildImagesOptions {
   /** Environment of the programs run (PATH, proxy variables). */
   env?: Record<string, string | undefined>
   progress?: (line: string) => void
+  /** Build under these tags instead of IMAGES' (a test of a changed image while others run the real one). */
+  tags?: Partial<Record<ImageKind, string>>
 }
 
 export interface ImageBuildResult {
@@ -61,7 +65,9 @@ export async function buildImages(opts: BuildImagesOptions): Promise<ImageBuildR
   const kinds = opts.only ? [opts.only] : IMAGE_KINDS
   return engineCall(opts.socketPath, async () => {
     const results: ImageBuildResult[] = []
-    for (const kind of kinds) results.push(kind === 'static' ? await buildStatic(docker, opts) : kind === 'php' ? await buildPhp(docker, opts) : await buildApp(docker, opts))
+    for (const kind of kinds) {
+      results.push(kind === 'static' ? await buildStatic(docker, opts) : kind === 'php' ? await buildPhp(docker, opts) : kind === 'app' ? await buildApp(docker, opts) : await buildDatabase(docker, kind, opts))
+    }
     return results
   })
 }
@@ -101,10 +107,11 @@ async function buildPhp(docker: Docker, opts: BuildImagesOptions): Promise<Image
   const baseTag = debianBaseTag()
   const { baseId, base } = await ensureBase(docker, baseTag, undefined, opts, started)
   const context = phpContext(baseTag)
+  const tag = tagOf('php', opts)
   // The base's id is part of the definition: a new base makes a new site image.
-  const { id, status } = await buildContext(docker, IMAGES.php, context, definitionOf(context, baseId), opts)
+  const { id, status } = await buildContext(docker, tag, context, definitionOf(context, baseId), opts)
   await removeOldBases(docker, baseTag, baseId)
-  return { image: IMAGES.php, kind: 'php', id, status, seconds: secondsSince(started), base }
+  return { image: tag, kind: 'php', id, status, seconds: secondsSince(started), base }
 }
 
 /**
@@ -121,16 +128,34 @@ async function buildApp(docker: Docker, opts: BuildImagesOptions): Promise<Image
   const env = { PATH: opts.env?.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' }
   const workDir = opts.workDir ?? '/var/tmp'
   let stage: string | null = null
+  const tag = tagOf('app', opts)
   try {
-    const { id, status } = await buildContext(docker, IMAGES.app, async () => {
-      stage = await stageAppContext(baseTag, workDir, opts.npmCacheDir ?? join(dirname(opts.cacheDir), 'npm'), (line) => opts.progress?.(`${IMAGES.app}: ${line}`), env)
+    const { id, status } = await buildContext(docker, tag, async () => {
+      stage = await stageAppContext(baseTag, workDir, opts.npmCacheDir ?? join(dirname(opts.cacheDir), 'npm'), (line) => opts.progress?.(`${tag}: ${line}`), env)
       return contextStream(stage, env)
     }, definition, opts)
     await removeOldBases(docker, baseTag, baseId)
-    return { image: IMAGES.app, kind: 'app', id, status, seconds: secondsSince(started), base }
+    return { image: tag, kind: 'app', id, status, seconds: secondsSince(started), base }
   } finally {
     if (stage) await removeTree(stage)
   }
+}
+
+/**
+ * berth/postgres:1, berth/mariadb:1, berth/redis:1: each engine's Debian base (its server from
+ * Debian's own packages, by debootstrap: about a minute and a half each the first time) and its
+ * start script (drivers/databases/).
+ */
+async function buildDatabase(docker: Docker, engine: DbEngine, opts: BuildImagesOptions): Promise<ImageBuildResult> {
+  const started = Date.now()
+  const kit = KITS[engine]
+  const baseTag = debianBaseTag(kit.base, kit.baseRepo)
+  const { baseId, base } = await ensureBase(docker, baseTag, kit.base, opts, started)
+  const context = dbContext(kit, baseTag)
+  const tag = tagOf(engine, opts)
+  const { id, status } = await buildContext(docker, tag, context, definitionOf(context, baseId), opts)
+  await removeOldBases(docker, baseTag, baseId)
+  return { image: tag, kind: engine, id, status, seconds: secondsSince(started), base }
 }
 
 /** The Debian base `baseTag`, made by debootstrap unless it exists (or `rebuild`). */
@@ -191,6 +216,8 @@ async function buildContext(docker: Docker, tag: string, context: Uint8Array | S
 export async function removeUnused(docker: Docker, id: string): Promise<void> {
   await ignoring([404, 409], docker.getImage(id).remove())
 }
+
+const tagOf = (kind: ImageKind, opts: BuildImagesOptions) => opts.tags?.[kind] ?? IMAGES[kind]
 
 const definitionOf = (context: Uint8Array, ...parts: string[]) =>
   createHash('sha256').update(context).update(parts.join('\n')).digest('hex').slice(0, 16)

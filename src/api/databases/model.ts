@@ -1,0 +1,25 @@
+import { t } from 'elysia'
+import { DbEngineSchema } from '../../core/enums'
+import { Database, DatabaseWithUrl, DB_NAME_PATTERN, RESERVED_DB_NAMES } from '../../domain/databases'
+import { Body } from '../http/schemas'
+import { SiteParams } from '../sites/model'
+export { Database, DatabaseWithUrl }
+
+export const DatabaseParams = t.Object({ ...SiteParams.properties, name: t.String({ maxLength: 100, description: 'The database\'s name.', examples: ['main'] }) })
+
+/** The body of createDatabase: the schema checks the shape and the name's form; the service the reserved names and the plan. */
+export const CreateDatabaseBody = Body({
+  engine: t.Union([...DbEngineSchema.anyOf], {
+    description: "postgres (PostgreSQL 15), mariadb (MariaDB 10.11) or redis (Redis 7.0); the plan's features.databases.engines says which it has.",
+    error: 'must be one of postgres, mariadb, redis',
+    examples: ['postgres'],
+  }),
+  name: t.String({
+    pattern: DB_NAME_PATTERN,
+    minLength: 1,
+    maxLength: 31,
+    description: `1 to 31 lowercase letters, digits and underscores, starting with a letter; unique among the site's databases (a deleted one keeps its name through the grace); not ${RESERVED_DB_NAMES.join(', ')}. It is the database's name in the server, its host db-{name}, and its variable {NAME}_URL.`,
+    error: 'must be 1 to 31 lowercase letters, digits and underscores, starting with a letter (e.g. main)',
+    examples: ['main'],
+  }),
+}, { description: 'A managed database for the site.' })

@@ -1,0 +1,84 @@
+import { Elysia, t } from 'elysia'
+import { NoBody, ok } from '../http/schemas'
+import type { ApiPlugins } from '../plugins'
+import { SiteParams } from '../sites/model'
+import { CreateDatabaseBody, Database, DatabaseParams, DatabaseWithUrl } from './model'
+import type { DatabasesService } from '../../domain/databases'
+
+const tags = ['Databases']
+
+/**
+ * The sites' managed databases (docs/api.md, "Databases"): PostgreSQL, MariaDB and Redis, each in
+ * a container of its own on the site's network. Another account's site is 404 on every route.
+ */
+export const databaseRoutes = (plugins: ApiPlugins, databases: DatabasesService) =>
+  new Elysia({ name: 'database-routes' })
+    .use(plugins)
+    .get('/sites/:tenant_slug/databases/', ({ site }) => databases.list(site), {
+      scope: 'read',
+      site: 'owned',
+      params: SiteParams,
+      response: ok(t.Array(Database)),
+      detail: { tags, summary: "The site's databases, oldest first (passwords never shown here)", operationId: 'listDatabases' },
+    })
+    .post('/sites/:tenant_slug/databases/', async ({ site, body, set }) => {
+      const made = await databases.create(site, body)
+      set.status = 201
+      return made
+    }, {
+      scope: 'write',
+      site: 'changeable',
+      params: SiteParams,
+      body: CreateDatabaseBody,
+      response: ok(DatabaseWithUrl, 201),
+      errors: [503],
+      detail: {
+        tags,
+        summary: 'Create a database; answered once its server answers, with its URL and password (shown again only by reveal-password)',
+        description:
+          "The server runs in a container of its own on the site's private network (host db-{name}), with the plan's features.databases memory and disk on top of the site's. " +
+          "The site's app, build, deploy hook and exec get {NAME}_URL, and DATABASE_URL for the first database; the app restarts with them. " +
+          "Over the plan's limit or an engine it lacks: 403. The server not starting: 503 and nothing kept.",
+        operationId: 'createDatabase',
+      },
+    })
+    .get('/sites/:tenant_slug/databases/:name/', ({ site, params }) => databases.get(site, params.name), {
+      scope: 'read',
+      site: 'owned',
+      params: DatabaseParams,
+      response: ok(Database),
+      detail: { tags, summary: 'One database: engine, version, state, size and where to connect', operationId: 'getDatabase' },
+    })
+    .delete('/sites/:tenant_slug/databases/:name/', ({ site, params }) => databases.delete(site, params.name), {
+      scope: 'write',
+      site: 'changeable',
+      params: DatabaseParams,
+      body: NoBody,
+      response: ok(Database),
+      detail: {
+        tags,
+        summary: "Delete a database: its server goes at once, its data is kept (and its name taken) until the site's own data goes",
+        operationId: 'deleteDatabase',
+      },
+    })
+    .post('/sites/:tenant_slug/databases/:name/reveal/', ({ site, params, principal }) => databases.reveal(site, params.name, { kind: 'key', keyId: principal.keyId, keyPrefix: principal.keyPrefix }), {
+      scope: 'write',
+      site: 'changeable',
+      params: DatabaseParams,
+      body: NoBody,
+      response: ok(DatabaseWithUrl),
+      detail: { tags, summary: "The database's URL with its password; recorded in the site's audit trail (logs, type audit)", operationId: 'revealDatabasePassword' },
+    })
+    .post('/sites/:tenant_slug/databases/:name/rotate-password/', ({ site, params, principal }) => databases.rotate(site, params.name, { kind: 'key', keyId: principal.keyId, keyPrefix: principal.keyPrefix }), {
+      scope: 'write',
+      site: 'changeable',
+      params: DatabaseParams,
+      body: NoBody,
+      response: ok(DatabaseWithUrl),
+      errors: [503],
+      detail: {
+        tags,
+        summary: 'Give the database a new password: the old one stops working at once, the data stays, the app restarts with the new URL; audited',
+        operationId: 'rotateDatabasePassword',
+      },
+    })

@@ -1,0 +1,12 @@
+/** The databases area as others see it (docs/architecture.md, "Areas are modules"): the sites' managed databases (issue 40). */
+import type { Store } from '../../store/store'
+import { DatabasesRepository } from './repository'
+export { DatabasesService, type DatabasesDeps } from './service'
+export { Database, DatabaseWithUrl, type DatabaseView, type DatabaseWithUrlView } from './views'
+export { DB_NAME_PATTERN, DB_PORTS, DB_USER, PASSWORD_CHARS, RESERVED_DB_NAMES, urlOf } from './rules'
+export type { DatabaseRuntime, DatabaseRunning, DatabaseSpec, DatabaseState, DbEngine } from './ports'
+
+/** The composition root's way to this area's repository, which stays the area's own. */
+export function makeDatabasesRepository(store: Store): DatabasesRepository {
+  return new DatabasesRepository(store)
+}
