@@ -47,11 +47,13 @@ export async function runIn(docker: Docker, id: string, exec: DbExec, to?: NodeJ
   const keep = (s: string, chunk: Buffer) => (s + chunk.toString('utf8')).slice(-KEEP)
   errSink.on('data', (c: Buffer) => (err = keep(err, c)))
   if (to) {
+    // Backpressure reaches the engine: a slow `to` pauses the connection itself, so a dump of
+    // gigabytes is never held in memory.
     outSink.on('data', (c: Buffer) => {
       bytes += c.length
       if (!to.write(c)) {
-        outSink.pause()
-        to.once('drain', () => outSink.resume())
+        stream.pause()
+        to.once('drain', () => stream.resume())
       }
     })
   } else {

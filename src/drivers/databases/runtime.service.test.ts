@@ -183,3 +183,37 @@ describe.each(['postgres', 'mariadb', 'redis'] as DbEngine[])('DockerDatabaseRun
     await dbs.remove(spec.slug, spec.name, { volume: true })
   }, 180_000)
 })
+
+describe('DockerDatabaseRuntime: a large dump to a slow writer', () => {
+  it('streams it whole, with the writer\'s pace (the exec\'s connection pauses), and it restores', async () => {
+    const spec = dbSpec('postgres', { name: 'big' })
+    await dbs.ensure(spec)
+    const url = `postgres://site:${spec.password}@db-big/big`
+    // About 40 MB of incompressible text: several times what the pipes between engine and Berth hold.
+    expect((await inSite('alpha', `psql "${url}" -X -v ON_ERROR_STOP=1 -qc "CREATE TABLE b AS SELECT g AS id, string_agg(md5(random()::text), '') AS v FROM generate_series(1, 20000) g, generate_series(1, 60) h GROUP BY g"`)).code).toBe(0)
+    let written = 0
+    let waits = 0
+    const chunks: Buffer[] = []
+    const { Writable } = await import('node:stream')
+    const slow = new Writable({
+      highWaterMark: 64 * 1024,
+      write(chunk: Buffer, _enc, done) {
+        chunks.push(chunk)
+        written += chunk.length
+        // Slower than the engine: a pause now and then.
+        if (chunks.length % 50 === 0) {
+          waits++
+          setTimeout(done, 5)
+        } else setImmediate(done)
+      },
+    })
+    const { bytes } = await dbs.dump(spec, slow)
+    await new Promise((resolve) => slow.end(resolve))
+    expect(bytes).toBeGreaterThan(20 * 1024 * 1024)
+    expect(written).toBe(bytes)
+    expect(waits).toBeGreaterThan(0)
+    expect((await inSite('alpha', `psql "${url}" -X -qc "DELETE FROM b WHERE id > 10"`)).code).toBe(0)
+    await dbs.restore(spec, Readable.from(chunks))
+    expect(await inSite('alpha', `psql "${url}" -XAtc "SELECT count(*) FROM b"`)).toMatchObject({ code: 0, out: '20000' })
+  }, 300_000)
+})
