@@ -5,7 +5,9 @@ const DIR = `${DATA_MOUNT}/redis`
 /**
  * Redis keeps its users in an ACL file on its disk: `default` off, the site's user (made by
  * provision), and `berth`, the administrator, whose password is made at first start into a file
- * only root reads (berth-redis-admin uses it). Persistence: RDB snapshots (Redis's defaults).
+ * only root reads (berth-redis-admin uses it). Persistence: the append-only file, written before
+ * each reply and synced every second (a killed server loses no acknowledged write; a crash of the
+ * machine at most the last second), and RDB snapshots beside it (Redis's defaults).
  */
 const START = `${START_HEAD}DIR=${DIR}
 install -d -m 0700 -o redis -g redis "$DIR"
@@ -51,7 +53,8 @@ export const redisKit: EngineKit = {
       '--daemonize', 'no',
       '--maxmemory', `${clamp((memoryMb * 3) / 4, 16, 1 << 20)}mb`,
       '--maxmemory-policy', 'noeviction',
-      '--appendonly', 'no',
+      '--appendonly', 'yes',
+      '--appendfsync', 'everysec',
       '--save', '3600 1 300 100 60 10000',
       '--enable-debug-command', 'local',
     ]
@@ -68,7 +71,9 @@ export const redisKit: EngineKit = {
   /**
    * The RDB file, once redis-check-rdb finds it whole, replaces the server's, which then loads it
    * (DEBUG RELOAD NOSAVE, allowed from loopback only). Checked first: Redis exits on a corrupt
-   * RDB, and the file in place would keep it from starting again.
+   * RDB, and the file in place would keep it from starting again. Then the append-only file is
+   * rewritten from the loaded data and waited for: a restart loads that file, not the RDB, and
+   * would otherwise bring the data from before the restore back.
    */
   restore: () => ({
     cmd: ['bash', '-c', `set -eu
@@ -76,6 +81,13 @@ cat > ${DIR}/restore.rdb
 if ! redis-check-rdb ${DIR}/restore.rdb > /tmp/check-rdb.log 2>&1; then tail -n 5 /tmp/check-rdb.log >&2; rm -f ${DIR}/restore.rdb; exit 1; fi
 chown redis:redis ${DIR}/restore.rdb
 mv ${DIR}/restore.rdb ${DIR}/dump.rdb
-[ "$(berth-redis-admin DEBUG RELOAD NOSAVE)" = OK ]`],
+[ "$(berth-redis-admin DEBUG RELOAD NOSAVE)" = OK ]
+berth-redis-admin BGREWRITEAOF > /dev/null
+for i in $(seq 1 600); do
+  info=$(berth-redis-admin INFO persistence | tr -d '\r')
+  case "$info" in *aof_rewrite_in_progress:0*) case "$info" in *aof_rewrite_scheduled:0*) break;; esac;; esac
+  sleep 0.1
+done
+case "$info" in *aof_rewrite_in_progress:0*aof_rewrite_scheduled:0*aof_last_bgrewrite_status:ok*) ;; *) echo "the append-only file could not be rewritten after the restore" >&2; exit 1;; esac`],
   }),
 }

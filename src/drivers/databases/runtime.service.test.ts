@@ -145,6 +145,13 @@ describe.each(['postgres', 'mariadb', 'redis'] as DbEngine[])('DockerDatabaseRun
     expect(await read('alpha', spec)).toBe('before')
   }, 60_000)
 
+  it('a killed server loses no acknowledged write, nor the restore before it', async () => {
+    await write('alpha', spec, 'killed')
+    await docker.getContainer((await container(spec)).Id).kill()
+    await dbs.ensure(spec)
+    expect(await read('alpha', spec)).toBe('before,killed')
+  }, 120_000)
+
   it('setPassword: the new password works, the old one no longer does, the data stays', async () => {
     const fresh = password()
     await dbs.setPassword(spec, fresh)
@@ -152,7 +159,7 @@ describe.each(['postgres', 'mariadb', 'redis'] as DbEngine[])('DockerDatabaseRun
     expect(old.code).not.toBe(0)
     expect(old.out).not.toContain('before')
     spec.password = fresh
-    expect(await read('alpha', spec)).toBe('before')
+    expect(await read('alpha', spec)).toBe('before,killed')
   }, 60_000)
 
   it('a new memory limit recreates the container with the data kept', async () => {
@@ -161,7 +168,7 @@ describe.each(['postgres', 'mariadb', 'redis'] as DbEngine[])('DockerDatabaseRun
     const after = await container(spec)
     expect(after.Id).not.toBe(before.Id)
     expect(after.HostConfig.Memory).toBe(320 * 1024 * 1024)
-    expect(await read('alpha', spec)).toBe('before')
+    expect(await read('alpha', spec)).toBe('before,killed')
     spec.memoryMb = 320
   }, 120_000)
 
@@ -173,7 +180,7 @@ describe.each(['postgres', 'mariadb', 'redis'] as DbEngine[])('DockerDatabaseRun
     expect(await dbs.inspect(spec.slug, spec.name)).toBeNull()
     expect((await docker.getVolume(names.volume).inspect()).Name).toBe(names.volume)
     await dbs.ensure(spec)
-    expect(await read('alpha', spec)).toBe('before')
+    expect(await read('alpha', spec)).toBe('before,killed')
     const state = await dbs.inspect(spec.slug, spec.name)
     expect(state?.running).toBe(true)
     expect(state?.sizeBytes).toBeGreaterThan(0)
