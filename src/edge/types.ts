@@ -96,7 +96,7 @@ export interface EdgeProxyDeps {
    * this host, so a connect that takes longer is to an address nobody holds any more.
    */
   connectTimeoutMs?: number
-  /** Idle keep-alive connections kept per container (nginx's `keepalive`). Default 64. */
+  /** Idle keep-alive connections kept per container (nginx's `keepalive`). Default 256. */
   maxIdlePerUpstream?: number
   /** An idle keep-alive connection is closed after this long. Default 30 s. */
   idleTimeoutMs?: number
