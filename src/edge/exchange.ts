@@ -41,8 +41,9 @@ export type WithWholeBody = Response & { [WHOLE_BODY]?: Uint8Array }
 
 /**
  * A chunked body not whole in the first read waits this long for its end before it streams: an
- * app site's front (nginx) often sends the last chunk in a packet of its own, and a streamed
- * answer costs the edge far more than a whole one (docs/benchmarks.md, "Apps (issue 39)").
+ * app site's front (nginx) often sends the last chunk in a packet of its own (30 to 50% of the
+ * answers under load, docs/benchmarks.md, "Apps (issue 39)"), and a streamed answer leaves
+ * chunked, without its length, in several writes instead of one.
  */
 const CHUNKED_HOLD_MS = 2
 
