@@ -1,5 +1,6 @@
 /**
- * `bun run bench:apps [--rounds 3] [--rollbacks 10] [--only=tree|rps|rollback] [--app-image TAG] [--io-ms 5] [--connections 64] [--quick]`: app
+ * `bun run bench:apps [--rounds 3] [--rollbacks 10] [--only=tree|rps|rollback] [--app-image TAG] [--io-ms 5] [--connections 64] [--quick]
+ * [--profile DIR] [--binary PATH]`: app
  * sites (issue 39) on the compiled binary (a copy of dist/berth), the real engine and berth/app:1,
  * against Docker itself in the same run.
  *
