@@ -12,8 +12,12 @@ export interface SiteTarget {
   siteId: string
   slug: string
   state: SiteState
-  /** Where the container answers plain HTTP/1.1; required for `serving`. */
-  upstream?: { address: string; port: number }
+  /**
+   * Where the container answers plain HTTP/1.1; required for `serving`. `fallbackPort`: an app
+   * site served straight from its web process (`port`) has its front there, tried when `port`
+   * refuses the connection (the process is restarting, or not up yet after a start).
+   */
+  upstream?: { address: string; port: number; fallbackPort?: number }
   /** The AI modules that act on this site's traffic (on, included in its plan, available); absent when none. */
   modules?: SiteModuleFlags
   /**

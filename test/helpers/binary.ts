@@ -57,7 +57,7 @@ export async function startBerth(opts: { dataDir?: string; env?: Record<string, 
       // None keeps the host firewall either (containers.firewall): they all share the default
       // subnet pool, so no one instance owns its rules, and rules outlive the test that made them.
       // Tests of the firewall turn it on with a pool of their own and remove their rules after.
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', BERTH_DNS_LISTEN: 'off', BERTH_CONTAINERS_FIREWALL: 'false', BERTH_CONTAINERS_DOCKER_SOCKET: ENGINE_SOCKET, ...opts.env },
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', BERTH_DNS_LISTEN: 'off', BERTH_CONTAINERS_FIREWALL: 'false', BERTH_CONTAINERS_DOCKER_SOCKET: ENGINE_SOCKET, ...imageOverrides(), ...opts.env },
       stdout: 'pipe',
       stderr: 'pipe',
     })
@@ -94,6 +94,15 @@ export async function startBerth(opts: { dataDir?: string; env?: Record<string, 
     },
   }
   return berth
+}
+
+/**
+ * The site images named in the tests' own environment (BERTH_CONTAINERS_IMAGE_VPS, _APP, ...),
+ * passed on: a change to an image can be tried under a tag of its own, leaving the shared
+ * berth/*:1 that other runs on the machine use as they are.
+ */
+function imageOverrides(): Record<string, string> {
+  return Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[0].startsWith('BERTH_CONTAINERS_IMAGE_') && !!e[1]))
 }
 
 async function waitReady(url: string, exitCode: () => number | null, log: () => string) {

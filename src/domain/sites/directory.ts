@@ -41,6 +41,13 @@ export class SiteDirectory {
     /** True for a site whose access log the edge writes (its web server cannot log the query). */
     edgeLogs?: (site: SiteRow) => boolean
     /**
+     * The port of the containers' own front (8080). An app site whose live web process's port is
+     * known (`sites.web_port`) and whose endpoint is its container's own address on this box
+     * (this port; a cluster node's forward is another, and reaches the front only) is served by
+     * the edge straight from that process, the front tried only when the port refuses.
+     */
+    frontPort?: number
+    /**
      * In a cluster, the slugs of the sites being switched to another node (domain/cluster/marked-moves-repository.ts):
      * answered "being brought back" (503) without trying their container, which is about to stop.
      */
@@ -91,9 +98,13 @@ export class SiteDirectory {
     const last = this.targets.get(site.slug)
     if (last && last.site === site && last.endpoint === endpoint) return last.target
     const modules = this.d.modules?.(site)
+    const direct = site.webPort !== null && endpoint.port === this.d.frontPort
+    const upstream = direct ? { address: endpoint.address, port: site.webPort!, fallbackPort: endpoint.port } : { address: endpoint.address, port: endpoint.port }
+    // Straight to the app, the edge writes what the front did: its access log.
+    const accessLog = direct || this.d.edgeLogs?.(site)
     const target: SiteTarget = {
-      siteId: site.id, slug: site.slug, state: 'serving', upstream: { address: endpoint.address, port: endpoint.port },
-      ...(modules ? { modules } : {}), ...(this.d.edgeLogs?.(site) ? { accessLog: true as const } : {}), ...hstsOf(site),
+      siteId: site.id, slug: site.slug, state: 'serving', upstream,
+      ...(modules ? { modules } : {}), ...(accessLog ? { accessLog: true as const } : {}), ...hstsOf(site),
     }
     this.targets.set(site.slug, { site, endpoint, target })
     return target

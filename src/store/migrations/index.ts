@@ -20,4 +20,5 @@ export const MIGRATIONS: Migration[] = [
   { id: "0016_job_lease", sql: "ALTER TABLE `jobs` ADD `lease_until` integer;" },
   { id: "0017_node_public_address", sql: "ALTER TABLE `nodes` ADD `public_address` text;" },
   { id: "0018_apps", sql: "CREATE TABLE `site_env` (\n\t`site_id` text NOT NULL,\n\t`name` text NOT NULL,\n\t`value` text,\n\t`sealed` text,\n\t`secret` integer DEFAULT false NOT NULL,\n\t`updated_at` integer NOT NULL,\n\tPRIMARY KEY(`site_id`, `name`),\n\tFOREIGN KEY (`site_id`) REFERENCES `sites`(`id`) ON UPDATE no action ON DELETE no action\n);\n--> statement-breakpoint\nALTER TABLE `deployments` ADD `source` text;--> statement-breakpoint\nALTER TABLE `deployments` ADD `commit` text;--> statement-breakpoint\nALTER TABLE `deployments` ADD `runtime` text;--> statement-breakpoint\nALTER TABLE `sites` ADD `runtime` text;--> statement-breakpoint\nALTER TABLE `sites` ADD `live_deployment_id` text;" },
+  { id: "0020_web_port", sql: "ALTER TABLE `sites` ADD `web_port` integer;" },
 ]
