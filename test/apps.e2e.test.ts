@@ -180,8 +180,8 @@ describe('a Node app', () => {
 interface Seen { v: string; port: string; pid: number; peer: string; xff: string; proto: string; fhost: string; host: string }
 const echoApp = (version: string) => ({
   'package.json': JSON.stringify({ name: 'echo', version: '1.0.0', scripts: { start: 'node server.js' } }),
-  'server.js': `require('http').createServer((req, res) => res.end(JSON.stringify({ v: '${version}', port: process.env.PORT, pid: process.pid, peer: req.socket.remoteAddress,
-  xff: req.headers['x-forwarded-for'], proto: req.headers['x-forwarded-proto'], fhost: req.headers['x-forwarded-host'], host: req.headers.host }))).listen(process.env.PORT)
+  'server.js': `require('http').createServer((req, res) => setTimeout(() => res.end(JSON.stringify({ v: '${version}', port: process.env.PORT, pid: process.pid, peer: req.socket.remoteAddress,
+  xff: req.headers['x-forwarded-for'], proto: req.headers['x-forwarded-proto'], fhost: req.headers['x-forwarded-host'], host: req.headers.host })), req.url === '/slow' ? 3000 : 0)).listen(process.env.PORT)
 `,
 })
 const LOOPBACK = /^(::ffff:)?127\.0\.0\.1$|^::1$/
@@ -227,6 +227,28 @@ describe('the edge reaches the web process directly (no front on this box)', () 
     expect(access.status, access.text).toBe(200)
     expect(access.json.data.lines, access.text).toEqual([expect.stringMatching(new RegExp(`^\\S+ - - \\[[^\\]]+\\] "GET /\\?${marker} HTTP/1.1" 200 \\d+ "-" "[^"]*"$`))])
   })
+
+  it('a settings change moves the edge to a new web process; a request in flight on the old one finishes first', async () => {
+    const started = performance.now()
+    const slow = viaEdge(berth.url, node.slug, '/slow')
+    await Bun.sleep(300)
+    expect((await call(node, 'PATCH', 'env/', { variables: { GREETING: 'moved' } })).status).toBe(200)
+    const moved = await seen()
+    expect(moved.pid).not.toBe(before.pid)
+    expect(moved.port).not.toBe(before.port)
+    expect(moved.peer).not.toMatch(LOOPBACK)
+    const answer = await slow
+    expect(answer.status, answer.text).toBe(200)
+    expect((JSON.parse(answer.text) as Seen).pid).toBe(before.pid)
+    expect(performance.now() - started).toBeGreaterThan(3000)
+    // Its request done and the edge's connections to it closed, the old process is stopped at once.
+    const deadline = Date.now() + 5_000
+    while ((await siteShell(berth, node.slug, `kill -0 ${before.pid}`)).code === 0) {
+      if (Date.now() > deadline) throw new Error(`the old web process ${before.pid} still runs 5 s after its last request`)
+      await Bun.sleep(100)
+    }
+    before = moved
+  }, 60_000)
 
   it('a web process killed inside the container is restarted by the supervisor on the same port, and the edge serves it again within seconds', async () => {
     const killed = await siteShell(berth, node.slug, `kill -9 ${before.pid}`)

@@ -170,6 +170,7 @@ export function createEdgeProxy(deps: EdgeProxyDeps): EdgeProxy {
       return Promise.resolve(answer(request, resolved, host, clientAddress, start, at))
     },
     stats: () => ({ connectionsOpened: pool.opened, idleConnections: pool.idleCount() }),
+    retireUpstream: (address, port) => pool.retire(`${address}:${port}`),
     close() {
       clearInterval(timer)
       pool.close()

@@ -113,6 +113,11 @@ export interface EdgeProxy {
   handle(request: Request, clientAddress: string, host?: string): Promise<Response>
   /** Connections opened to containers so far, and how many are idle now (for tests and metrics). */
   stats(): { connectionsOpened: number; idleConnections: number }
+  /**
+   * Nothing is sent to `address:port` any more (an app site's web process moved to another
+   * port): its kept-alive connections are closed, the busy ones once their request is done.
+   */
+  retireUpstream(address: string, port: number): void
   /** Closes every idle upstream connection and stops the edge's timers. */
   close(): void
 }

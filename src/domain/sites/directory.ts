@@ -28,6 +28,10 @@ export class SiteDirectory {
   private version = -1
   private source: () => number
 
+  /** The upstream each slug's last target had, to tell the edge when one moved (`onUpstreamMoved`). */
+  private upstreams = new Map<string, { address: string; port: number }>()
+  private moved: ((address: string, port: number) => void) | null = null
+
   /** Linked domain names (and their www) to the slug of their site, rebuilt with the cache. */
   private linked: Map<string, string> | null = null
 
@@ -91,6 +95,14 @@ export class SiteDirectory {
     return this.d.runner.endpointOf(slug).then((found) => this.target(site, found))
   }
 
+  /**
+   * Told (by the edge) when a site's upstream changed from `address:port`, at the first request
+   * after: an app site's web process moved to another port, the old one is drained.
+   */
+  onUpstreamMoved(listener: (address: string, port: number) => void): void {
+    this.moved = listener
+  }
+
   /** The serving target of a site row and its endpoint, reused while neither changes. */
   private target(site: SiteRow, endpoint: SiteEndpoint | null): SiteTarget {
     // Active but its container is not running: it died or was removed, and is being brought back.
@@ -107,6 +119,10 @@ export class SiteDirectory {
       ...(modules ? { modules } : {}), ...(accessLog ? { accessLog: true as const } : {}), ...hstsOf(site),
     }
     this.targets.set(site.slug, { site, endpoint, target })
+    const was = this.upstreams.get(site.slug)
+    if (was && (was.port !== upstream.port || was.address !== upstream.address)) this.moved?.(was.address, was.port)
+    if (this.upstreams.size > 10_000) this.upstreams.clear()
+    this.upstreams.set(site.slug, { address: upstream.address, port: upstream.port })
     return target
   }
 
