@@ -11,7 +11,7 @@ import type { SiteTarget } from './types'
  */
 const front = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('front') })
 const slowOrNot = (req: Request) => (new URL(req.url).pathname === '/slow' ? Bun.sleep(300) : Promise.resolve())
-const server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: (req) => slowOrNot(req).then(() => new Response(`web ${server.port}`)) })
+const server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: (req): Promise<Response> => slowOrNot(req).then(() => new Response(`web ${server.port}`)) })
 const web = { server }
 // A port nothing listens on: a web process that is down.
 const down = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') })
