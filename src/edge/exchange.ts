@@ -39,14 +39,6 @@ export const BUFFER_LIMIT = 512 * 1024
 export const WHOLE_BODY: unique symbol = Symbol('berth.edge.wholeBody')
 export type WithWholeBody = Response & { [WHOLE_BODY]?: Uint8Array }
 
-/**
- * A chunked body not whole in the first read waits this long for its end before it streams: an
- * app site's front (nginx) often sends the last chunk in a packet of its own (30 to 50% of the
- * answers under load, docs/benchmarks.md, "Apps (issue 39)"), and a streamed answer leaves
- * chunked, without its length, in several writes instead of one.
- */
-const CHUNKED_HOLD_MS = 2
-
 /** Bytes queued towards a slow client before the container's socket is paused. */
 const STREAM_HIGH_WATER = 256 * 1024
 
@@ -90,9 +82,6 @@ export class Exchange implements ConnectionUser {
   private controller: ReadableStreamDefaultController<Uint8Array> | null = null
   private paused = false
   private bytesOut = 0
-  /** Bytes of a chunked body held (`buffering` with a decoder) before it streams. */
-  private held = 0
-  private holdTimer: ReturnType<typeof setTimeout> | null = null
 
   constructor(
     private conn: UpstreamConnection,
@@ -190,7 +179,7 @@ export class Exchange implements ConnectionUser {
         if (end < rest.length) this.keepAlive = false
         return this.respondWhole(joined(this.pieces))
       }
-      return this.holdChunked(rest.length)
+      return this.startStream()
     }
     if (framing === 'close') {
       if (rest.length > 0) this.pieces.push(rest)
@@ -206,20 +195,7 @@ export class Exchange implements ConnectionUser {
     else this.startStream()
   }
 
-  /** An incomplete chunked body: gathered for CHUNKED_HOLD_MS (at most BUFFER_LIMIT bytes), then streamed. */
-  private holdChunked(received: number): void {
-    if ((this.held = received) > BUFFER_LIMIT) return this.startStream()
-    this.phase = 'buffering'
-    this.holdTimer = setTimeout(() => {
-      this.holdTimer = null
-      // Bytes that came meanwhile (a process stalled past the hold) are read first: they are
-      // delivered after the next turn of the loop, hence two.
-      setImmediate(() => setImmediate(() => this.phase === 'buffering' && this.startStream()))
-    }, CHUNKED_HOLD_MS)
-  }
-
   private readBuffered(chunk: Buffer): void {
-    if (this.decoder !== null) return this.readHeldChunked(chunk)
     if (chunk.length < this.remaining) {
       this.pieces.push(chunk)
       this.remaining -= chunk.length
@@ -228,17 +204,6 @@ export class Exchange implements ConnectionUser {
     if (chunk.length > this.remaining) this.keepAlive = false
     this.pieces.push(chunk.subarray(0, this.remaining))
     this.remaining = 0
-    this.respondWhole(joined(this.pieces))
-  }
-
-  private readHeldChunked(chunk: Buffer): void {
-    this.held += chunk.length
-    const end = this.decoder!.push(chunk, (piece) => this.pieces.push(piece))
-    if (end === -1) {
-      if (this.held > BUFFER_LIMIT) this.startStream()
-      return
-    }
-    if (end < chunk.length) this.keepAlive = false
     this.respondWhole(joined(this.pieces))
   }
 
@@ -262,7 +227,6 @@ export class Exchange implements ConnectionUser {
 
   /** The whole body is here: answer with it in one piece and end the exchange. */
   private respondWhole(body: Buffer | null, length = body?.length ?? 0): void {
-    this.stopHold()
     const response = this.build(body as Uint8Array<ArrayBuffer> | null)
     if (body !== null) (response as WithWholeBody)[WHOLE_BODY] = body
     this.phase = 'done'
@@ -274,7 +238,6 @@ export class Exchange implements ConnectionUser {
   }
 
   private startStream(): void {
-    this.stopHold()
     const stream = new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
@@ -339,7 +302,6 @@ export class Exchange implements ConnectionUser {
     const phase = this.phase
     if (phase === 'done') return
     this.phase = 'done'
-    this.stopHold()
     this.conn.destroy()
     if (phase === 'streaming') {
       this.controller!.error(error)
@@ -349,11 +311,6 @@ export class Exchange implements ConnectionUser {
     this.pieces = []
     this.hooks.settled(this)
     this.resolve(this.hooks.failed(error))
-  }
-
-  private stopHold(): void {
-    if (this.holdTimer !== null) clearTimeout(this.holdTimer)
-    this.holdTimer = null
   }
 
   private release(): void {
