@@ -1,5 +1,6 @@
 /**
- * `bun run bench:apps [--rounds 3] [--rollbacks 10] [--only=tree|rps|rollback] [--app-image TAG] [--io-ms 5] [--connections 64] [--quick]`: app
+ * `bun run bench:apps [--rounds 3] [--rollbacks 10] [--only=tree|rps|rollback] [--app-image TAG] [--io-ms 5] [--connections 64] [--quick]
+ * [--profile DIR] [--binary PATH]`: app
  * sites (issue 39) on the compiled binary (a copy of dist/berth), the real engine and berth/app:1,
  * against Docker itself in the same run.
  *
@@ -39,18 +40,23 @@
  *    rollback/ to the first answer of the other release through the edge (polled every 10 ms);
  *    p50 and max.
  *
+ * `--profile DIR`: runs Berth from the source (`bun --cpu-prof --cpu-prof-md src/main.ts serve`) instead of
+ * the binary and leaves its CPU profile (.cpuprofile and .md, written when Berth stops) in DIR: where
+ * the edge spends its time under this load. `--binary PATH`: benchmarks that binary instead of dist/berth
+ * (e.g. a build of main, for a before/after on the same machine).
+ *
  * `--app-image TAG`: the app image both sides use (`containers.image_app` for Berth, the FROM of the
  * Dockerfile), berth/app:1 by default: to compare two builds of it without retagging the shared one.
  *
  * Everything made (Berth's sites, the reference's images and containers) is removed at the end.
  */
 import { spawnSync } from 'bun'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { docker } from '../test/helpers/sites'
 import { tarGz } from '../test/helpers/trees'
-import { cleanup, cleanupOnExit, freePort, snapshotBinary, startBerth, tempDir, type RunningBerth } from './processes'
+import { cleanup, cleanupOnExit, freePort, ROOT, snapshotBinary, startBerth, tempDir, type RunningBerth } from './processes'
 import { buySite, instanceOf, removeSites } from './sites'
 import { median } from './stats'
 import { readCpuTimes } from './cpu-contention'
@@ -69,6 +75,8 @@ if (quick) Object.assign(WRK_SETTINGS, { warmupSeconds: 1, durationSeconds: 3 })
 if (argv.includes('--connections')) WRK_SETTINGS.connections = arg('--connections', WRK_SETTINGS.connections)
 const appImage = argv.includes('--app-image') ? argv[argv.indexOf('--app-image') + 1]! : 'berth/app:1'
 const want = (part: string) => !only || only === part
+const profileDir = argv.includes('--profile') ? resolve(argv[argv.indexOf('--profile') + 1]!) : null
+const binaryArg = argv.includes('--binary') ? resolve(argv[argv.indexOf('--binary') + 1]!) : null
 
 const f0 = (n: number) => n.toFixed(0)
 const f2 = (n: number) => n.toFixed(2)
@@ -337,16 +345,16 @@ async function rollbackRounds(b: Bench, site: Site): Promise<number[]> {
 async function main() {
   if (!wrkInstalled()) throw new Error('wrk is not installed; apt-get install wrk')
   cleanupOnExit()
-  const binary = snapshotBinary()
+  const binary = profileDir ? profilingBerth(profileDir) : snapshotBinary(binaryArg ?? undefined)
   const dataDir = tempDir('berth-bench-apps-')
   const ssh = 20_000 + Math.floor(Math.random() * 40_000)
-  const berth = await startBerth(dataDir, 2, {
+  const berth = await startBerth(dataDir, profileDir ? 50 : 2, {
     BERTH_DNS_LISTEN: 'off',
     BERTH_SSH_PORT_RANGE: `${ssh}-${ssh + 49}`,
     BERTH_RATE_LIMITS_CHECKOUT_CREATE: '10000/hour',
     BERTH_RATE_LIMITS_CHECKOUT_POLL: '100000/minute',
     BERTH_CONTAINERS_IMAGE_APP: appImage,
-  })
+  }, binary)
   const b = new Bench(berth, dataDir)
   const loadBefore = loadavg().map(f2).join(' ')
   const verdicts: [string, boolean][] = []
@@ -403,6 +411,14 @@ async function main() {
     run(['sh', '-c', `docker ps -aq --filter label=${REF} | xargs -r docker rm -f >/dev/null`])
     cleanup()
   }
+}
+
+/** A script that starts Berth from the source under Bun's CPU profiler; the profile lands in `dir` when Berth stops. */
+function profilingBerth(dir: string): string {
+  mkdirSync(dir, { recursive: true })
+  const script = join(tempDir('berth-bench-prof-'), 'berth')
+  writeFileSync(script, `#!/bin/sh\nexec ${process.execPath} --cpu-prof --cpu-prof-md --cpu-prof-interval 250 --cpu-prof-dir ${dir} ${join(ROOT, 'src', 'main.ts')} "$@"\n`, { mode: 0o755 })
+  return script
 }
 
 if (import.meta.main) await main()

@@ -16,13 +16,13 @@ export const BINARY = join(ROOT, 'dist', 'berth')
 let binaryUnderTest = BINARY
 
 /**
- * Copies dist/berth into a temporary folder and benchmarks the copy from then on. On the shared
+ * Copies dist/berth (or `from`) into a temporary folder and benchmarks the copy from then on. On the shared
  * machines another engineer's `bun run build` can replace dist/berth in the middle of a run;
  * the copy keeps every figure of one run about one binary. Returns the copy's path.
  */
-export function snapshotBinary(): string {
+export function snapshotBinary(from = BINARY): string {
   const copy = join(tempDir('berth-bench-bin-'), 'berth')
-  copyFileSync(BINARY, copy)
+  copyFileSync(from, copy)
   binaryUnderTest = copy
   return copy
 }

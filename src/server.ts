@@ -91,6 +91,8 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
     siteUrl: s.config.server.siteUrl,
     modules: (request, site, flags, client, forward) => s.modulesEdge.handle(request, site, flags, client, forward),
   })
+  // An app site's web moved to another port: the old one's connections go as its requests end.
+  s.directory.onUpstreamMoved((address, port) => edge.retireUpstream(address, port))
   const { hostname, port } = s.config.server.listen
   if (passed.sockets.length > 0) {
     s.log.info('serving on the sockets systemd holds (berth.socket)', { sockets: passed.sockets.map((p) => `${p.address}:${p.port}/${p.transport}`) })

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api, startBerth, type Berth } from './helpers/binary'
 import { startGitServer, type GitServer } from './helpers/git-server'
 import { buyDirect, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
-import { instanceOf, removeInstanceSites } from './helpers/sites'
+import { docker, instanceOf, removeInstanceSites, siteShell } from './helpers/sites'
 import { tarGz, zipOf } from './helpers/trees'
 
 /**
@@ -105,8 +105,8 @@ describe('a Node app', () => {
     expect(first.output).toContain('building with token')
     const page = await viaEdge(berth.url, node.slug, '/')
     expect(page.text).toBe(`v1 60000 hi ${SECRET.length} built`)
-    // One line per request in the access log: the app's front (nginx) writes it, and the edge,
-    // which writes it for a static site of this (shared) plan, does not as well.
+    // One line per request in the access log: the edge writes it (it reaches the app directly),
+    // and the front, which no longer sees the request, does not as well.
     const marker = `m${crypto.randomUUID().slice(0, 8)}`
     expect((await viaEdge(berth.url, node.slug, `/?${marker}`)).status).toBe(200)
     const access = await call(node, 'GET', `logs/?type=access&search=${marker}`)
@@ -174,6 +174,101 @@ describe('a Node app', () => {
     expect(crashing.output).toContain('cannot start: no DATABASE_URL')
     expect((await viaEdge(berth.url, node.slug, '/')).text).toMatch(/^v1 /)
   }, 300_000)
+})
+
+/** What the direct-path app answers: who it saw (its peer, the forwarding fields), its port and pid. */
+interface Seen { v: string; port: string; pid: number; peer: string; xff: string; proto: string; fhost: string; host: string }
+const echoApp = (version: string) => ({
+  'package.json': JSON.stringify({ name: 'echo', version: '1.0.0', scripts: { start: 'node server.js' } }),
+  'server.js': `require('http').createServer((req, res) => setTimeout(() => res.end(JSON.stringify({ v: '${version}', port: process.env.PORT, pid: process.pid, peer: req.socket.remoteAddress,
+  xff: req.headers['x-forwarded-for'], proto: req.headers['x-forwarded-proto'], fhost: req.headers['x-forwarded-host'], host: req.headers.host })), req.url === '/slow' ? 3000 : 0)).listen(process.env.PORT)
+`,
+})
+const LOOPBACK = /^(::ffff:)?127\.0\.0\.1$|^::1$/
+
+describe('the edge reaches the web process directly (no front on this box)', () => {
+  const seen = async (): Promise<Seen> => {
+    const r = await viaEdge(berth.url, node.slug, '/')
+    expect(r.status, r.text).toBe(200)
+    return JSON.parse(r.text) as Seen
+  }
+  /** The edge's answers until one comes from a process other than `pid` (restarted); each failure's status kept. */
+  const servedAgain = async (pid: number, withinMs: number) => {
+    const statuses = new Set<number>()
+    const views = new Set<number>()
+    const deadline = Date.now() + withinMs
+    for (;;) {
+      const r = await viaEdge(berth.url, node.slug, '/').catch(() => ({ status: 0, text: '' }))
+      if (r.status === 200 && (JSON.parse(r.text) as Seen).pid !== pid) return { after: JSON.parse(r.text) as Seen, statuses, views }
+      statuses.add(r.status)
+      views.add((await call(node, 'GET', '')).status)
+      if (Date.now() > deadline) throw new Error(`not served again within ${withinMs} ms: ${[...statuses].join(', ')}`)
+      await Bun.sleep(100)
+    }
+  }
+  let before: Seen
+
+  it('the app sees the edge as its peer, with the visitor, https or http, and the host in the forwarding fields as the front gave them', async () => {
+    const d = await deployed(node, tarGz(echoApp('d1')))
+    expect(d.status, d.output + d.error).toBe('succeeded')
+    before = await seen()
+    const port = new URL(berth.url).port
+    // Through the front the peer was nginx in the container (127.0.0.1); now it is the edge, on the host.
+    expect(before.peer).not.toMatch(LOOPBACK)
+    expect(before).toMatchObject({ v: 'd1', xff: expect.stringMatching(LOOPBACK), proto: 'http', fhost: `${node.slug}.localhost:${port}`, host: `${node.slug}.localhost:${port}` })
+    expect(Number(before.port)).toBeGreaterThanOrEqual(3000)
+    expect(Number(before.port)).toBeLessThan(3010)
+  }, 300_000)
+
+  it('writes the access log the front wrote (combined format, one line a request): logs/?type=access keeps working', async () => {
+    const marker = `m${crypto.randomUUID().slice(0, 8)}`
+    expect((await viaEdge(berth.url, node.slug, `/?${marker}`)).status).toBe(200)
+    const access = await call(node, 'GET', `logs/?type=access&search=${marker}`)
+    expect(access.status, access.text).toBe(200)
+    expect(access.json.data.lines, access.text).toEqual([expect.stringMatching(new RegExp(`^\\S+ - - \\[[^\\]]+\\] "GET /\\?${marker} HTTP/1.1" 200 \\d+ "-" "[^"]*"$`))])
+  })
+
+  it('a settings change moves the edge to a new web process; a request in flight on the old one finishes first', async () => {
+    const started = performance.now()
+    const slow = viaEdge(berth.url, node.slug, '/slow')
+    await Bun.sleep(300)
+    expect((await call(node, 'PATCH', 'env/', { variables: { GREETING: 'moved' } })).status).toBe(200)
+    const moved = await seen()
+    expect(moved.pid).not.toBe(before.pid)
+    expect(moved.port).not.toBe(before.port)
+    expect(moved.peer).not.toMatch(LOOPBACK)
+    const answer = await slow
+    expect(answer.status, answer.text).toBe(200)
+    expect((JSON.parse(answer.text) as Seen).pid).toBe(before.pid)
+    expect(performance.now() - started).toBeGreaterThan(3000)
+    // Its request done and the edge's connections to it closed, the old process is stopped at once.
+    const deadline = Date.now() + 5_000
+    while ((await siteShell(berth, node.slug, `kill -0 ${before.pid}`)).code === 0) {
+      if (Date.now() > deadline) throw new Error(`the old web process ${before.pid} still runs 5 s after its last request`)
+      await Bun.sleep(100)
+    }
+    before = moved
+  }, 60_000)
+
+  it('a web process killed inside the container is restarted by the supervisor on the same port, and the edge serves it again within seconds', async () => {
+    const killed = await siteShell(berth, node.slug, `kill -9 ${before.pid}`)
+    expect(killed.code, killed.output).toBe(0)
+    const { after, views } = await servedAgain(before.pid, 15_000)
+    expect([...views].every((s) => s === 200)).toBe(true)
+    expect(after).toMatchObject({ v: 'd1', port: before.port })
+    expect(after.peer).not.toMatch(LOOPBACK)
+    const view = await call(node, 'GET', '')
+    expect(view.json.data.app.processes).toEqual([expect.objectContaining({ name: 'web', restarts: 1, last_exit_code: 137 })])
+    before = after
+  }, 60_000)
+
+  it('a restarted container serves on the port Berth knows, still straight from the app', async () => {
+    const [found] = await docker.listContainers({ filters: { label: [`dev.berth.instance=${instanceOf(berth)}`, `dev.berth.site-slug=${node.slug}`] } })
+    await docker.getContainer(found!.Id).restart({ t: 5 })
+    const { after } = await servedAgain(before.pid, 90_000)
+    expect(after).toMatchObject({ v: 'd1', port: before.port })
+    expect(after.peer).not.toMatch(LOOPBACK)
+  }, 120_000)
 })
 
 describe('other runtimes on one site', () => {

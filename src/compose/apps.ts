@@ -9,7 +9,7 @@ import type { SiteRecords, SiteRunner } from '../domain/sites'
 import type { PlansService } from '../domain/plans'
 import { OutboundCheck, outboundPolicyOf } from '../drivers/net/outbound'
 import { HostNotFoundError, OutboundRefusedError } from '../drivers/net/errors'
-import { appControl } from '../drivers/runtime/app-control'
+import { appControl, type AppControl } from '../drivers/runtime/app-control'
 import { writePhpEnv } from '../drivers/runtime/php-env'
 import type { ContainerRuntime } from '../drivers/runtime/types'
 import { toCheckedTar } from '../drivers/sources/archive'
@@ -40,7 +40,7 @@ export interface AppsNeeds {
   log: Logger
   runtime: ContainerRuntime
   plans: Pick<PlansService, 'get'>
-  sites: Pick<SiteRecords, 'find' | 'setApp' | 'listLive'>
+  sites: Pick<SiteRecords, 'find' | 'setApp' | 'listLive' | 'setWebPort'>
   runner: Pick<SiteRunner, 'run'>
   env: SiteEnvService
   releasesOf(siteId: string, keep: number): string[]
@@ -56,7 +56,7 @@ export interface AppsNeeds {
 }
 
 export function buildApps(n: AppsNeeds): Apps {
-  const control = appControl(n.runtime)
+  const control = followingTheWeb(appControl(n.runtime), n.sites)
   const supervisor: AppSupervisor = control
   const env: AppEnv = { valuesOf: (siteId) => n.env.valuesOf(siteId), redact: (siteId, text) => redact(text, n.env.secretValuesOf(siteId)) }
   const outbound = new OutboundCheck(outboundPolicyOf(n.config))
@@ -140,6 +140,32 @@ export function buildApps(n: AppsNeeds): Apps {
       live: { find: (siteId, id) => n.deploymentOf(siteId, id), set: (siteId, id, runtime) => void n.sites.setApp(siteId, { runtime, live: id }, n.clock.now()) },
     }),
     views: new AppViews({ supervisor, clock: n.clock, hasSsh: (site) => n.plans.get(site.planSlug).features.ssh }),
+  }
+}
+
+/**
+ * The supervisor's verbs as Berth uses them: a switch or a settings push that moved the live web
+ * process to another port (or started it) stores that port at once, which the edge's directory
+ * sees on its next request (it connects there directly on this box), then tells the supervisor to
+ * retire the old web, which it stops once no connection to it is open (docs/architecture.md "Apps").
+ */
+function followingTheWeb(control: AppControl, sites: Pick<SiteRecords, 'setWebPort'>): AppControl {
+  const moved = (slug: string, port: number | null) => {
+    sites.setWebPort(slug, port)
+    void control.retire(slug).catch(() => {})
+  }
+  return {
+    ...control,
+    async switchRelease(slug, releaseDir, timeoutS) {
+      const switched = await control.switchRelease(slug, releaseDir, timeoutS)
+      if (switched.ok) moved(slug, switched.port ?? null)
+      return switched
+    },
+    async pushEnv(slug, env) {
+      const pushed = await control.pushEnv(slug, env)
+      moved(slug, pushed.port)
+      return pushed
+    },
   }
 }
 

@@ -1,5 +1,6 @@
 /** Sites: their containers, files, deployments, archives, logs and metrics, and the edge's view of them. */
 import { waitForAnswer } from '../drivers/runtime/first-answer'
+import { SITE_PORT } from '../drivers/runtime/site-container'
 import { LocalWorkFolder } from '../drivers/archives/work-folder'
 import { localHomes, type HomeDrivers } from '../drivers/files/home-drivers'
 import { join } from 'node:path'
@@ -182,7 +183,7 @@ export function buildSites(
     archives,
     directory: new SiteDirectory({
       store, sites: repos.sites, runner, domains: { linked: () => needs.names.linkedDomains() }, modules: (site) => needs.modules.edgeFlags(site),
-      edgeLogs: (site) => edgeWritesAccessLog(plans.get(site.planSlug).hosting_type, site.runtime), moving: () => moves.slugs(),
+      edgeLogs: (site) => edgeWritesAccessLog(plans.get(site.planSlug).hosting_type, site.runtime), moving: () => moves.slugs(), frontPort: SITE_PORT,
     }),
     reconciler: new Reconciler({ sites: repos.sites, runner, runtime, jobs, reaper, log, backoff: repairs, nodeOf: placement ? (slug) => placement.nodeOf(slug) : undefined, now: () => clock.now() }),
     firewall,

@@ -23,6 +23,8 @@ export interface EdgeContext {
  */
 export class Forwarding implements ExchangeHooks {
   private retried = false
+  /** Sent to the container's front (`upstream.fallbackPort`): the web process refused. */
+  private onFront = false
 
   constructor(
     private ctx: EdgeContext,
@@ -74,10 +76,20 @@ export class Forwarding implements ExchangeHooks {
   }
 
   private connectAndSend(): Promise<Response> {
-    const { address, port } = this.site.upstream!
+    const { address, fallbackPort } = this.site.upstream!
+    const port = this.onFront ? fallbackPort! : this.site.upstream!.port
     return this.ctx.pool.connect(this.key, address, port).then(
       (conn) => this.send(conn),
-      (err: Error) => this.ctx.failurePage(this.site, new UpstreamError(err instanceof ConnectTimeout ? 'timeout' : 'unreachable', err.message), this.start, this.at),
+      (err: Error) => {
+        // An app's web process that does not listen (restarting, starting): its container's front answers.
+        if (fallbackPort !== undefined && port !== fallbackPort && !(err instanceof ConnectTimeout)) {
+          this.onFront = true
+          this.key = `${address}:${fallbackPort}`
+          const idle = this.ctx.pool.take(this.key)
+          return idle === null ? this.connectAndSend() : this.send(idle)
+        }
+        return this.ctx.failurePage(this.site, new UpstreamError(err instanceof ConnectTimeout ? 'timeout' : 'unreachable', err.message), this.start, this.at)
+      },
     )
   }
 }

@@ -9,6 +9,12 @@ export { parseSiteHost } from './host'
 export type { EdgeAccessLogSink, EdgeAccessRecord, EdgeMetricsSink, EdgeProxy, EdgeProxyDeps, EdgeRequestRecord, SiteState, SiteTarget } from './types'
 
 const DEFAULT_TIMEOUT_MS = 60_000
+/**
+ * Idle connections kept per container: as many as an app site's front keeps to its app (256), so
+ * a site busier than 64 requests at once keeps its connections between bursts (at 64, 128 clients
+ * made the edge close and reopen 1,338 connections in 10 s; docs/benchmarks.md, "Apps (issue 39)").
+ */
+const MAX_IDLE_PER_UPSTREAM = 256
 /** Containers are on this host: a connect slower than this (one SYN retransmit, at 1 s, fits) is to an address nobody holds. */
 const DEFAULT_CONNECT_TIMEOUT_MS = 2_000
 /** A failing site is logged at most this often, so a dead container under load cannot flood the log. */
@@ -32,7 +38,7 @@ const CLIENT_CLOSED = 499
 export function createEdgeProxy(deps: EdgeProxyDeps): EdgeProxy {
   const timeoutMs = deps.upstreamTimeoutMs ?? DEFAULT_TIMEOUT_MS
   const idleTimeoutMs = deps.idleTimeoutMs ?? 30_000
-  const pool = new UpstreamPool(deps.maxIdlePerUpstream ?? 64, idleTimeoutMs, Math.min(deps.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, timeoutMs))
+  const pool = new UpstreamPool(deps.maxIdlePerUpstream ?? MAX_IDLE_PER_UPSTREAM, idleTimeoutMs, Math.min(deps.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, timeoutMs))
   const waiting = new Set<Exchange>()
   const lastLogged = new Map<string, number>()
   const sitePages = new Map<PageKind, StatusPage>()
@@ -164,6 +170,7 @@ export function createEdgeProxy(deps: EdgeProxyDeps): EdgeProxy {
       return Promise.resolve(answer(request, resolved, host, clientAddress, start, at))
     },
     stats: () => ({ connectionsOpened: pool.opened, idleConnections: pool.idleCount() }),
+    retireUpstream: (address, port) => pool.retire(`${address}:${port}`),
     close() {
       clearInterval(timer)
       pool.close()

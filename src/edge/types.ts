@@ -12,8 +12,12 @@ export interface SiteTarget {
   siteId: string
   slug: string
   state: SiteState
-  /** Where the container answers plain HTTP/1.1; required for `serving`. */
-  upstream?: { address: string; port: number }
+  /**
+   * Where the container answers plain HTTP/1.1; required for `serving`. `fallbackPort`: an app
+   * site served straight from its web process (`port`) has its front there, tried when `port`
+   * refuses the connection (the process is restarting, or not up yet after a start).
+   */
+  upstream?: { address: string; port: number; fallbackPort?: number }
   /** The AI modules that act on this site's traffic (on, included in its plan, available); absent when none. */
   modules?: SiteModuleFlags
   /**
@@ -96,7 +100,7 @@ export interface EdgeProxyDeps {
    * this host, so a connect that takes longer is to an address nobody holds any more.
    */
   connectTimeoutMs?: number
-  /** Idle keep-alive connections kept per container (nginx's `keepalive`). Default 64. */
+  /** Idle keep-alive connections kept per container (nginx's `keepalive`). Default 256. */
   maxIdlePerUpstream?: number
   /** An idle keep-alive connection is closed after this long. Default 30 s. */
   idleTimeoutMs?: number
@@ -109,6 +113,11 @@ export interface EdgeProxy {
   handle(request: Request, clientAddress: string, host?: string): Promise<Response>
   /** Connections opened to containers so far, and how many are idle now (for tests and metrics). */
   stats(): { connectionsOpened: number; idleConnections: number }
+  /**
+   * Nothing is sent to `address:port` any more (an app site's web process moved to another
+   * port): its kept-alive connections are closed, the busy ones once their request is done.
+   */
+  retireUpstream(address: string, port: number): void
   /** Closes every idle upstream connection and stops the edge's timers. */
   close(): void
 }

@@ -143,6 +143,8 @@ const handlers: SocketHandler<UpstreamConnection> = {
  */
 export class UpstreamPool {
   private idle = new Map<string, UpstreamConnection[]>()
+  /** Upstreams nothing is sent to any more (an app's old web process): their connections are closed once free. */
+  private retired = new Set<string>()
   opened = 0
 
   constructor(private maxIdle: number, private idleTimeoutMs: number, private connectTimeoutMs: number) {}
@@ -162,6 +164,7 @@ export class UpstreamPool {
    * when it does not answer in time (a stopped container's address can swallow the SYN).
    */
   connect(key: string, hostname: string, port: number): Promise<UpstreamConnection> {
+    if (this.retired.size > 0) this.retired.delete(key)
     const conn = new UpstreamConnection(key, this)
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -190,6 +193,10 @@ export class UpstreamPool {
   release(conn: UpstreamConnection, now: number): void {
     conn.user = null
     if (conn.closed) return
+    if (this.retired.size > 0 && this.retired.has(conn.key)) {
+      conn.close()
+      return
+    }
     let list = this.idle.get(conn.key)
     if (!list) this.idle.set(conn.key, (list = []))
     if (list.length >= this.maxIdle) {
@@ -214,6 +221,17 @@ export class UpstreamPool {
     for (const list of [...this.idle.values()]) {
       for (const conn of list.filter((c) => now - c.idleSince > this.idleTimeoutMs)) conn.close()
     }
+  }
+
+  /**
+   * No request goes to `key` any more (an app site's web moved to another port): its idle
+   * connections are closed now and its busy ones when their exchange ends, so the old process
+   * sees its connections go as soon as its requests are done (its supervisor then stops it).
+   */
+  retire(key: string): void {
+    if (this.retired.size > 1000) this.retired.clear()
+    this.retired.add(key)
+    for (const conn of [...(this.idle.get(key) ?? [])]) conn.close()
   }
 
   idleCount(): number {

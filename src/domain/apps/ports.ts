@@ -11,6 +11,8 @@ import type { SiteRow } from '../../store/schema'
 export interface SwitchOutcome {
   ok: boolean
   ms?: number
+  /** The new live web's port in the container; null when the release has none. */
+  port?: number | null
   error?: string
   exit_code?: number | null
   output?: string
@@ -30,6 +32,8 @@ export interface AppStatusReport {
   runtime: string | null
   env: boolean
   processes: AppProcessState[]
+  /** The live web's port in the container, null without one (absent from an older image). */
+  port?: number | null
 }
 
 /** The supervisor of an app site's container, reached through the engine's exec. */

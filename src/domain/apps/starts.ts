@@ -23,7 +23,7 @@ const SPACING_MS = 500
 export class AppStarts {
   private pending = new Set<string>()
 
-  constructor(private d: { sites: Pick<SiteRecords, 'find' | 'listLive'>; supervisor: AppSupervisor; env: AppEnv; log: Logger; live?: AppLiveRecords }) {}
+  constructor(private d: { sites: Pick<SiteRecords, 'find' | 'listLive' | 'setWebPort'>; supervisor: AppSupervisor; env: AppEnv; log: Logger; live?: AppLiveRecords }) {}
 
   onEvent(e: SiteEvent): void {
     if (e.action !== 'start') return
@@ -38,6 +38,8 @@ export class AppStarts {
       if (site.runtime === null || site.status !== 'active') continue
       const status = await this.d.supervisor.status(site.slug).catch(() => null)
       if (status && !status.env) await this.push(site)
+      // A switch whose answer Berth did not live to store: the edge follows the web's port.
+      else if (status && status.port !== undefined && status.port !== site.webPort) this.d.sites.setWebPort(site.slug, status.port)
     }
   }
 

@@ -57,7 +57,8 @@ export class LogsService {
     const hostingType = this.plans.get(site.planSlug).hosting_type
     const source = logSource(hostingType, type, site.runtime)
     if (source.file === null) return { type, file: null, lines: [] }
-    if (type === 'access' && edgeWritesAccessLog(hostingType, site.runtime)) await this.edgeLog?.flush()
+    // The edge writes it for static sites, and for app sites it serves straight from their web process.
+    if (type === 'access' && (edgeWritesAccessLog(hostingType, site.runtime) || site.webPort !== null)) await this.edgeLog?.flush()
     const rotationsBefore = this.rotations
     const home = await openHomeOf(this.openHome, await this.runtime.homePath(site.slug))
     if (!home) return { type, file: source.file, lines: [] }

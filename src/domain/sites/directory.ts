@@ -28,6 +28,10 @@ export class SiteDirectory {
   private version = -1
   private source: () => number
 
+  /** The upstream each slug's last target had, to tell the edge when one moved (`onUpstreamMoved`). */
+  private upstreams = new Map<string, { address: string; port: number }>()
+  private moved: ((address: string, port: number) => void) | null = null
+
   /** Linked domain names (and their www) to the slug of their site, rebuilt with the cache. */
   private linked: Map<string, string> | null = null
 
@@ -40,6 +44,13 @@ export class SiteDirectory {
     modules?: (site: SiteRow) => SiteModuleFlags | undefined
     /** True for a site whose access log the edge writes (its web server cannot log the query). */
     edgeLogs?: (site: SiteRow) => boolean
+    /**
+     * The port of the containers' own front (8080). An app site whose live web process's port is
+     * known (`sites.web_port`) and whose endpoint is its container's own address on this box
+     * (this port; a cluster node's forward is another, and reaches the front only) is served by
+     * the edge straight from that process, the front tried only when the port refuses.
+     */
+    frontPort?: number
     /**
      * In a cluster, the slugs of the sites being switched to another node (domain/cluster/marked-moves-repository.ts):
      * answered "being brought back" (503) without trying their container, which is about to stop.
@@ -84,6 +95,14 @@ export class SiteDirectory {
     return this.d.runner.endpointOf(slug).then((found) => this.target(site, found))
   }
 
+  /**
+   * Told (by the edge) when a site's upstream changed from `address:port`, at the first request
+   * after: an app site's web process moved to another port, the old one is drained.
+   */
+  onUpstreamMoved(listener: (address: string, port: number) => void): void {
+    this.moved = listener
+  }
+
   /** The serving target of a site row and its endpoint, reused while neither changes. */
   private target(site: SiteRow, endpoint: SiteEndpoint | null): SiteTarget {
     // Active but its container is not running: it died or was removed, and is being brought back.
@@ -91,11 +110,19 @@ export class SiteDirectory {
     const last = this.targets.get(site.slug)
     if (last && last.site === site && last.endpoint === endpoint) return last.target
     const modules = this.d.modules?.(site)
+    const direct = site.webPort !== null && endpoint.port === this.d.frontPort
+    const upstream = direct ? { address: endpoint.address, port: site.webPort!, fallbackPort: endpoint.port } : { address: endpoint.address, port: endpoint.port }
+    // Straight to the app, the edge writes what the front did: its access log.
+    const accessLog = direct || this.d.edgeLogs?.(site)
     const target: SiteTarget = {
-      siteId: site.id, slug: site.slug, state: 'serving', upstream: { address: endpoint.address, port: endpoint.port },
-      ...(modules ? { modules } : {}), ...(this.d.edgeLogs?.(site) ? { accessLog: true as const } : {}), ...hstsOf(site),
+      siteId: site.id, slug: site.slug, state: 'serving', upstream,
+      ...(modules ? { modules } : {}), ...(accessLog ? { accessLog: true as const } : {}), ...hstsOf(site),
     }
     this.targets.set(site.slug, { site, endpoint, target })
+    const was = this.upstreams.get(site.slug)
+    if (was && (was.port !== upstream.port || was.address !== upstream.address)) this.moved?.(was.address, was.port)
+    if (this.upstreams.size > 10_000) this.upstreams.clear()
+    this.upstreams.set(site.slug, { address: upstream.address, port: upstream.port })
     return target
   }
 

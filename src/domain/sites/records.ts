@@ -24,6 +24,8 @@ export interface SiteRecords {
   slugsOf(ids: string[]): Map<string, string>
   /** An app site's runtime and the release it serves (issue 39). */
   setApp(id: string, app: { runtime: AppRuntime; live?: string | null }, at: number): SiteRow
+  /** The port of the live web process in an app site's container, which the edge connects to; null: its front (8080). */
+  setWebPort(slug: string, port: number | null): void
   /** `pending_deletion` until `deadline`; the error of a failed site is kept for its restore. */
   scheduleDeletion(id: string, deadline: number, at: number): SiteRow
 }

@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, lte, ne, sql } from 'drizzle-orm'
+import { and, asc, eq, inArray, isNotNull, isNull, lte, ne, or, sql } from 'drizzle-orm'
 import { sites, type SiteRow } from '../../store/schema'
 import { inJsonList, onFirstUse } from '../../store/prepared'
 import type { Store } from '../../store/store'
@@ -175,6 +175,18 @@ export class SitesRepository implements SiteRecords {
   setApp(id: string, app: { runtime: AppRuntime; live?: string | null }, at: number): SiteRow {
     return this.store.write(() =>
       this.store.db.update(sites).set({ runtime: app.runtime, ...(app.live !== undefined ? { liveDeploymentId: app.live } : {}), updatedAt: at }).where(eq(sites.id, id)).returning().get(),
+    )
+  }
+
+  /**
+   * The port of the live web process in the site's container (the edge connects to it), null for
+   * the front; written only when it changed, so the edge's directory keeps its cache otherwise.
+   */
+  setWebPort(slug: string, port: number | null): void {
+    this.store.write(() =>
+      this.store.db.update(sites).set({ webPort: port })
+        .where(and(eq(sites.slug, slug), ne(sites.status, 'deleted'), port === null ? isNotNull(sites.webPort) : or(isNull(sites.webPort), ne(sites.webPort, port))))
+        .run(),
     )
   }
 

@@ -17,9 +17,19 @@ function answering(output: string, exitCode = 0) {
 describe('appControl', () => {
   it('runs each verb through exec with its arguments and input, and reads its JSON line', async () => {
     const { control, calls } = answering('{"ok":true,"restarted":["web"]}\n')
-    expect(await control.pushEnv('shop', { A: '1' })).toEqual({ restarted: ['web'] })
+    // An image from before the direct path says no port: the edge keeps the front (null).
+    expect(await control.pushEnv('shop', { A: '1' })).toEqual({ restarted: ['web'], port: null })
     expect(calls[0].argv).toEqual(['/usr/local/bin/berth-supervise', 'env'])
     expect(calls[0].opts?.stdin).toBe('{"A":"1"}')
+  })
+
+  it('reads the live web\'s port from a switch, a settings push and the status, and retires through its own verb', async () => {
+    expect(await answering('{"ok":true,"restarted":["web"],"port":3004}\n').control.pushEnv('shop', {})).toEqual({ restarted: ['web'], port: 3004 })
+    expect(await answering('{"ok":true,"ms":412,"port":3001}\n').control.switchRelease('shop', '/home/site/app/releases/dep_1', 45)).toEqual({ ok: true, ms: 412, port: 3001 })
+    expect(await answering('{"release":"dep_1","runtime":"node","env":true,"processes":[],"port":3002}\n').control.status('shop')).toMatchObject({ port: 3002 })
+    const { control, calls } = answering('{"ok":true,"retiring":1}\n')
+    await control.retire('shop')
+    expect(calls[0].argv).toEqual(['/usr/local/bin/berth-supervise', 'retire'])
   })
 
   it('gives a failed switch as its answer, with the exit code and output, and waits longer than its timeout', async () => {

@@ -9,9 +9,14 @@ import type { ContainerRuntime, ExecResult } from './types'
  */
 export interface AppControl {
   /** The site's variables into the container's /tmp (tmpfs); running processes restart without dropping a request. */
-  pushEnv(slug: string, env: Record<string, string>): Promise<{ restarted: string[] }>
+  pushEnv(slug: string, env: Record<string, string>): Promise<{ restarted: string[]; port: number | null }>
   /** Starts the release in `releaseDir` beside the live one and switches once it answers (see SwitchResult). */
   switchRelease(slug: string, releaseDir: string, timeoutS: number): Promise<SwitchResult>
+  /**
+   * The web processes switched out (by a switch or a settings push) stopped, once no connection
+   * to them is open: Berth calls it after its edge moved to the new port. Answers at once.
+   */
+  retire(slug: string): Promise<void>
   /** What runs; null when the container is not an app container, is not running, or does not answer. */
   status(slug: string): Promise<AppStatus | null>
   /** Hears the supervisor's events (pushes, process states) until `close()`; reconnects when the container restarts. */
@@ -35,12 +40,14 @@ const Status = t.Object({
   runtime: t.Union([t.String(), t.Null()]),
   env: t.Boolean(),
   processes: t.Array(Process),
+  /** The live web's port in the container (the edge connects to it), null without one; absent from an older image. */
+  port: t.Optional(t.Union([t.Integer(), t.Null()])),
 })
 const Switched = t.Union([
-  t.Object({ ok: t.Literal(true), ms: t.Integer() }),
+  t.Object({ ok: t.Literal(true), ms: t.Integer(), port: t.Optional(t.Union([t.Integer(), t.Null()])) }),
   t.Object({ ok: t.Literal(false), error: t.String(), exit_code: t.Optional(t.Union([t.Integer(), t.Null()])), output: t.Optional(t.String()) }),
 ])
-const EnvAnswer = t.Object({ ok: t.Literal(true), restarted: t.Array(t.String()) })
+const EnvAnswer = t.Object({ ok: t.Literal(true), restarted: t.Array(t.String()), port: t.Optional(t.Union([t.Integer(), t.Null()])) })
 const Refusal = t.Object({ ok: t.Literal(false), error: t.String() })
 const Ok = t.Object({ ok: t.Literal(true) })
 const Event = t.Union([
@@ -98,7 +105,10 @@ export function appControl(runtime: Pick<ContainerRuntime, 'exec'>): AppControl 
   return {
     async pushEnv(slug, env) {
       const answer = answerOf(await run(slug, ['env'], { stdin: JSON.stringify(env), timeoutMs: VERB_MS + 60_000 }), checks.env, 'env')
-      return { restarted: answer.restarted }
+      return { restarted: answer.restarted, port: answer.port ?? null }
+    },
+    async retire(slug) {
+      answerOf(await run(slug, ['retire'], { timeoutMs: 10_000 }), checks.ok, 'retire')
     },
     async switchRelease(slug, releaseDir, timeoutS) {
       const result = await run(slug, ['switch', releaseDir, '--timeout', String(timeoutS)], { timeoutMs: VERB_MS + timeoutS * 1000 })

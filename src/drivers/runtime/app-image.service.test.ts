@@ -102,14 +102,14 @@ afterAll(async () => {
 describe('berth/app:1 and its supervisor', () => {
   it('serves the home\'s public/ before any release, and refuses a switch before the settings came', async () => {
     expect((await get()).body).toContain(DEFAULT_PAGE_TITLE)
-    expect(await app.status(SLUG)).toEqual({ release: null, runtime: null, env: false, processes: [] })
+    expect(await app.status(SLUG)).toEqual({ release: null, runtime: null, env: false, processes: [], port: null })
     const dir = await release('dep_static', 'static', {}, { 'dist/index.html': 'static release\n' }, { static_root: 'dist' })
     const refused = await app.switchRelease(SLUG, dir, 10)
     expect(refused).toMatchObject({ ok: false, error: expect.stringContaining('push them (env) first') })
   })
 
   it('switches to a static release, served by the front', async () => {
-    expect(await app.pushEnv(SLUG, { GREETING: 'hello' })).toEqual({ restarted: [] })
+    expect(await app.pushEnv(SLUG, { GREETING: 'hello' })).toEqual({ restarted: [], port: null })
     expect(await app.switchRelease(SLUG, `${RELEASES}/dep_static`, 10)).toMatchObject({ ok: true })
     expect(await get()).toEqual({ status: 200, body: 'static release\n' })
     // Dot files are never served, as berth/php: 403.
@@ -126,11 +126,18 @@ describe('berth/app:1 and its supervisor', () => {
     expect(status).toMatchObject({ release: 'dep_node1', runtime: 'node', env: true, processes: [{ name: 'web', state: 'running', restarts: 0 }] })
     const loop = requestLoop()
     const times: number[] = []
+    const ports = new Set<number>()
     for (let i = 0; i < 10; i++) {
       const answer = await app.switchRelease(SLUG, i % 2 === 0 ? r2 : r1, 30)
-      expect(answer).toMatchObject({ ok: true })
+      expect(answer).toMatchObject({ ok: true, port: expect.any(Number) })
       if (answer.ok) times.push(answer.ms)
+      if (answer.ok && answer.port) ports.add(answer.port)
+      // As Berth does once its edge moved: the old web goes when its connections are closed.
+      await app.retire(SLUG)
     }
+    // A new web takes a port no process holds, of 3000-3009.
+    expect([...ports].every((p) => p >= 3000 && p < 3010)).toBe(true)
+    expect(ports.size).toBeGreaterThanOrEqual(2)
     const { ok, failed } = await loop.stop()
     expect(failed).toEqual([])
     expect(ok).toBeGreaterThan(20)
@@ -141,17 +148,34 @@ describe('berth/app:1 and its supervisor', () => {
     expect(link.output.trim()).toBe('releases/dep_node1')
   })
 
+  it('keeps the old web answering on its port after a switch until retire, then stops it once its connections are gone', async () => {
+    const live = (await app.status(SLUG))!
+    const r2 = `${RELEASES}/dep_node2`
+    const switched = await app.switchRelease(SLUG, r2, 30)
+    expect(switched).toMatchObject({ ok: true })
+    const answersOn = async (port: number) => (await runtime.exec(SLUG, ['python3', '-c', `import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:${port}/').read().decode())`])).output
+    expect(await answersOn(live.port!)).toMatch(/^r1 /)
+    expect(switched.ok && (await answersOn(switched.port!))).toMatch(/^r2 /)
+    await app.retire(SLUG)
+    await until(() => answersOn(live.port!), (out) => !out.startsWith('r1 '), 10_000)
+    expect(await answersOn(live.port!)).not.toMatch(/^r1 /)
+    expect(await app.status(SLUG)).toMatchObject({ release: 'dep_node2', port: switched.ok ? switched.port : -1 })
+    expect(await app.switchRelease(SLUG, `${RELEASES}/dep_node1`, 30)).toMatchObject({ ok: true })
+    await app.retire(SLUG)
+  })
+
   it('keeps the old release serving when the new web exits at once, with its exit code and output', async () => {
     const bad = await release('dep_bad', 'node', { web: 'echo "cannot find module express" >&2; exit 3' }, {})
     const answer = await app.switchRelease(SLUG, bad, 30)
-    expect(answer).toMatchObject({ ok: false, exit_code: 3, error: expect.stringContaining('exited with code 3 before answering on 3001') })
+    expect(answer).toMatchObject({ ok: false, exit_code: 3, error: expect.stringMatching(/exited with code 3 before answering on 30\d\d/) })
     expect(answer.ok === false && answer.output).toContain('cannot find module express')
     expect((await get()).body).toMatch(/^r1 hello/)
   })
 
   it('restarts web on a settings change without dropping a request', async () => {
     const loop = requestLoop()
-    expect(await app.pushEnv(SLUG, { GREETING: 'bonjour' })).toEqual({ restarted: ['web'] })
+    expect(await app.pushEnv(SLUG, { GREETING: 'bonjour' })).toEqual({ restarted: ['web'], port: expect.any(Number) })
+    await app.retire(SLUG)
     const { failed } = await loop.stop()
     expect(failed).toEqual([])
     expect((await get()).body).toMatch(/^r1 bonjour [\d.]+ web$/)
@@ -260,7 +284,9 @@ describe('berth/app:1 and its supervisor', () => {
 process.on('SIGTERM', () => { console.log('draining'); setTimeout(() => { console.log('drained'); process.exit(0) }, 2000) })
 `,
     })
-    expect(await app.switchRelease(SLUG, dir, 30)).toMatchObject({ ok: true })
+    const switched = await app.switchRelease(SLUG, dir, 30)
+    expect(switched).toMatchObject({ ok: true })
+    await app.retire(SLUG)
     const started = Date.now()
     await runtime.stopSite(SLUG)
     const took = Date.now() - started
@@ -274,7 +300,8 @@ process.on('SIGTERM', () => { console.log('draining'); setTimeout(() => { consol
     const waiting = await until(() => get().catch(() => ({ status: 0, body: '' })), (r) => r.status !== 0, 15_000)
     expect(waiting.status).toBe(503)
     expect(await app.status(SLUG)).toMatchObject({ release: 'dep_drain', env: false, processes: [{ name: 'web', state: 'starting', pid: null }] })
-    await app.pushEnv(SLUG, { GREETING: 'again' })
+    // The web comes back on the port it had (~/app/.web-port), which Berth's edge connects to.
+    expect(await app.pushEnv(SLUG, { GREETING: 'again' })).toMatchObject({ port: switched.ok ? switched.port : -1 })
     expect((await until(() => get(), (r) => r.status === 200)).body).toBe('drain again')
   }, 60_000)
 

@@ -16,6 +16,7 @@ import threading
 import time
 
 import berth_front
+import berth_ports
 from berth_procs import Proc, log_line
 
 HOME = '/home/site'
@@ -27,7 +28,6 @@ RELEASES = APP + '/releases'
 CURRENT = APP + '/current'
 REPO = HOME + '/app.git'
 HOOK = '/usr/local/lib/berth/pre-receive'
-SLOTS = (3000, 3001)
 # docker stop waits 10 s before its SIGKILL: the processes get at most this much of it.
 STOP_BUDGET = 8
 NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
@@ -87,6 +87,8 @@ class Daemon:
         self.pending = {}
         self.everything = set()
         self.stoppers = []
+        # Old web processes switched out and still serving until retire: (proc, front workers).
+        self.held = []
         self.front = berth_front.Front(lambda text: log_line('berth', text))
         self.done = threading.Event()
 
@@ -105,8 +107,8 @@ class Daemon:
         if rel is None:
             self.front.start('php', root=HOME + '/public')
         else:
-            self.live = Live(rel, {}, SLOTS[0])
-            front = front_of(rel, SLOTS[0])
+            self.live = Live(rel, {}, berth_ports.saved())
+            front = front_of(rel, self.live.port)
             if rel['processes']:
                 front = {'mode': 'starting'} if 'web' in rel['processes'] else front
             self.front.start(**front)
@@ -167,11 +169,14 @@ class Daemon:
         env.update(self.env or {})
         return env
 
-    def _retire(self, procs, workers=None):
-        """Stops procs gracefully in the background, once the front's old workers are done."""
+    def _retire(self, procs, workers=None, drain=False):
+        """Stops procs gracefully in the background, once the front's old workers are done (and
+        with drain, once no connection to a web's port is open: the edge's requests finished)."""
         def go():
             if workers:
                 self.front.wait_gone(workers, 30)
+            if drain:
+                berth_ports.drained([p.port for p in procs if p.port])
             ts = [threading.Thread(target=p.stop, args=(float(p.release.get('stop_grace_seconds') or 10),)) for p in procs]
             for t in ts:
                 t.start()
@@ -184,9 +189,45 @@ class Daemon:
         self.stoppers.append(t)
 
     def _settle(self):
-        for t in self.stoppers:
-            t.join()
-        self.stoppers = []
+        self.stoppers = [t for t in self.stoppers if t.is_alive()]
+
+    def _hold(self, web, workers):
+        """The old web keeps serving until retire (or RETIRE_AFTER s): the edge may send it
+        requests until Berth stored the new port."""
+        if web is None:
+            if workers:
+                self._retire([], workers)
+            return
+        entry = (web, workers)
+        self.held.append(entry)
+        timer = threading.Timer(berth_ports.RETIRE_AFTER, lambda: self.retire(entry))
+        timer.daemon = True
+        timer.start()
+
+    def retire(self, only=None):
+        """The old webs held since their switch, stopped once no connection to them is open."""
+        with self.lock:
+            entries = [e for e in self.held if only is None or e is only]
+            self.held = [e for e in self.held if e not in entries]
+            for web, workers in entries:
+                self._retire([web], workers, drain=True)
+        return {'ok': True, 'retiring': len(entries)}
+
+    def _free_slot(self):
+        taken = set(p.port for p in self.everything if p.port)
+        if self.live:
+            taken.add(self.live.port)
+        for port in berth_ports.SLOTS:
+            if port not in taken:
+                return port
+        # Every slot taken (many switches within a minute): the oldest held web goes now.
+        if self.held:
+            web, _ = self.held.pop(0)
+            web.stop(min(float(web.release.get('stop_grace_seconds') or 10), STOP_BUDGET))
+            self.everything.discard(web)
+            return self._free_slot()
+        raise Refused('every web port (%d-%d) is in use; try again in a minute' % (berth_ports.SLOTS[0], berth_ports.SLOTS[-1]))
+
 
     def _on_state(self, p):
         if self.live and p in self.live.procs.values():
@@ -197,7 +238,7 @@ class Daemon:
         """Starts the release's processes (or just a new web) on the free slot; on a failed health
         check kills them and raises Refused with the reason. Returns (procs, port)."""
         self._settle()
-        port = SLOTS[1] if self.live and self.live.procs.get('web') and self.live.port == SLOTS[0] else SLOTS[0]
+        port = self._free_slot()
         wanted = dict(rel, processes={'web': rel['processes']['web']}) if web_only else rel
         procs = self._spawn(wanted, port, False)
         web = procs.get('web')
@@ -218,7 +259,7 @@ class Daemon:
             if self.env is None:
                 raise Refused('no settings were pushed since the container started: push them (env) first')
             procs, port = self._bring_up(rel, timeout)
-            old = self.live.procs.values() if self.live else []
+            old = list(self.live.procs.values()) if self.live else []
             workers = self.front.switch(**front_of(rel, port))
             tmp = APP + '/.current-%d' % os.getpid()
             if os.path.lexists(tmp):
@@ -229,9 +270,14 @@ class Daemon:
             for p in procs.values():
                 p.adopted.set()
             self.started = True
-            self._retire(list(old), workers)
+            web = 'web' in procs
+            if web:
+                berth_ports.save(port)
+            old_web = next((p for p in old if p.name == 'web'), None)
+            self._retire([p for p in old if p is not old_web], None if old_web else workers)
+            self._hold(old_web, workers)
             log_line('berth', 'switched to %s' % rel['id'])
-            return {'ok': True, 'ms': int((time.monotonic() - started) * 1000)}
+            return {'ok': True, 'ms': int((time.monotonic() - started) * 1000), 'port': port if web else None}
 
     def set_env(self, env):
         with self.lock:
@@ -240,10 +286,10 @@ class Daemon:
             self.env = env
             live = self.live
             if live is None or not live.rel['processes']:
-                return {'ok': True, 'restarted': []}
+                return {'ok': True, 'restarted': [], 'port': None}
             if first or not self.started:
                 threading.Thread(target=self._first_start, daemon=True).start()
-                return {'ok': True, 'restarted': [], 'started': sorted(live.rel['processes'])}
+                return {'ok': True, 'restarted': [], 'started': sorted(live.rel['processes']), 'port': self._web_port()}
             restarted = []
             if 'web' in live.rel['processes']:
                 procs, port = self._bring_up(live.rel, 60, web_only=True)
@@ -251,7 +297,8 @@ class Daemon:
                 old = live.procs['web']
                 live.procs['web'], live.port = procs['web'], port
                 procs['web'].adopted.set()
-                self._retire([old], workers)
+                berth_ports.save(port)
+                self._hold(old, workers)
                 restarted.append('web')
             for name in sorted(live.rel['processes']):
                 if name == 'web':
@@ -262,7 +309,12 @@ class Daemon:
                     self.everything.discard(old)
                 live.procs[name] = self._spawn(dict(live.rel, processes={name: live.rel['processes'][name]}), None, True)[name]
                 restarted.append(name)
-            return {'ok': True, 'restarted': restarted}
+            return {'ok': True, 'restarted': restarted, 'port': self._web_port()}
+
+    def _web_port(self):
+        """The port the live release's web listens on, or None (no release, or one without a web)."""
+        live = self.live
+        return live.port if live and 'web' in live.rel['processes'] else None
 
     def _first_start(self):
         """The live release once settings arrive (after a start of the container): its processes
@@ -286,7 +338,7 @@ class Daemon:
             procs = [{'name': n, 'state': 'starting', 'pid': None, 'restarts': 0, 'last_exit_code': None, 'since': None}
                      for n in sorted(live.rel['processes'])]
         return {'release': live.rel['id'] if live else None, 'runtime': live.rel.get('runtime') if live else None,
-                'env': self.env is not None, 'processes': procs}
+                'env': self.env is not None, 'processes': procs, 'port': self._web_port()}
 
     # ---- watchers and pushes ----
     def broadcast(self, event):
@@ -321,6 +373,8 @@ class Daemon:
                     out = self.set_env(req['env'])
                 elif verb == 'status':
                     out = self.status()
+                elif verb == 'retire':
+                    out = self.retire()
                 elif verb == 'push':
                     event = {'event': 'push', 'id': req['id'], 'ref': req['ref'], 'commit': req['commit'], 'dir': req['dir']}
                     self.pending[req['id']] = event

@@ -20,7 +20,7 @@ SOCK = '/tmp/berth/supervise.sock'
 PUSH = '/tmp/berth/push'
 ID = re.compile(r'^[A-Za-z0-9_-]{1,64}$')
 NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
-USAGE = 'usage: berth-supervise daemon | env | switch RELEASE_DIR [--timeout S] | status | watch | push-log ID | push-done ID ok|failed MESSAGE'
+USAGE = 'usage: berth-supervise daemon | env | switch RELEASE_DIR [--timeout S] | retire | status | watch | push-log ID | push-done ID ok|failed MESSAGE'
 
 
 def answer(out):
@@ -81,6 +81,8 @@ def main(argv):
         return 0
     if verb == 'status':
         answer(ask({'verb': 'status'}))
+    if verb == 'retire':
+        answer(ask({'verb': 'retire'}))
     if verb == 'env':
         try:
             env = json.loads(sys.stdin.read() or 'null')

@@ -2,6 +2,7 @@ import { spawn as spawnNode } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { FRONT_PY } from './app-front'
+import { PORTS_PY } from './app-ports'
 import { PROCS_PY } from './app-processes'
 import { runtimesDefinition, stageRuntimes } from './app-runtimes'
 import { DAEMON_PY } from './app-supervisor'
@@ -103,6 +104,7 @@ export function appOverlay(cas: Record<string, string> = hostCas()): Uint8Array 
     lib('berth_daemon.py', DAEMON_PY),
     lib('berth_procs.py', PROCS_PY),
     lib('berth_front.py', FRONT_PY),
+    lib('berth_ports.py', PORTS_PY),
     lib('pre-receive', PRE_RECEIVE_PY, 0o755),
     { type: 'file', path: 'usr/local/bin/berth-start', data: APP_START, mode: 0o755 },
     { type: 'file', path: 'usr/local/bin/berth-supervise', data: SUPERVISE_PY, mode: 0o755 },

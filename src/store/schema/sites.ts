@@ -42,6 +42,12 @@ export const sites = sqliteTable('sites', {
   runtime: text('runtime', { enum: APP_RUNTIMES }),
   /** The deployment whose release an app site serves (`~/app/releases/{id}`), or null. */
   liveDeploymentId: text('live_deployment_id'),
+  /**
+   * The port the live release's web process listens on in its container (the supervisor's slot,
+   * 3000-3009), which the edge connects to directly on this box; null: the container's front on
+   * 8080 (no web process, or an image that does not say). Set by each switch and settings push.
+   */
+  webPort: integer('web_port'),
   createdAt: integer('created_at').notNull(),
   updatedAt: integer('updated_at').notNull(),
 }, (t) => [

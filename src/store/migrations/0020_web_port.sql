@@ -1,0 +1,1 @@
+ALTER TABLE `sites` ADD `web_port` integer;
