@@ -187,7 +187,10 @@ export class DatabaseLife {
         this.d.log.error('cannot start a database whose password this box cannot open; rotate its password', { site: site.slug, database: row.name })
         return
       }
-      if (current.memoryMb !== memoryMb) this.d.repo.update(row.id, { memoryMb, updatedAt: this.d.clock.now() })
+      // New limits (a plan change) recreate its container: it does not answer until the new one does.
+      const restarting = current.state === 'available' && (current.memoryMb !== memoryMb || (seen !== undefined && seen.key !== key))
+      if (current.memoryMb !== memoryMb || restarting) this.d.repo.update(row.id, { memoryMb, ...(restarting ? { state: 'recovering' as const } : {}), updatedAt: this.d.clock.now() })
+      if (restarting) this.d.log.info('database restarting with its plan\'s new limits', { site: site.slug, database: row.name, memory_mb: memoryMb, cpu_cores: plan.features.cpu_cores })
       const spec: DatabaseSpec = { siteId: site.id, slug: site.slug, name: row.name, engine: row.engine, memoryMb, cpuCores: plan.features.cpu_cores, diskGb: current.diskGb, user: DB_USER, password }
       let running
       try {
