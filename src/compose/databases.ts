@@ -24,9 +24,11 @@ export interface DatabasesNeeds {
   sizes?: DatabaseSizes
 }
 
-export function buildDatabases(n: DatabasesNeeds): DatabasesService {
+/** The databases service and their life with the sites (domain/databases/life.ts: suspension, resumption, scale, the engine's events, reconcile). */
+export function buildDatabases(n: DatabasesNeeds): { databases: DatabasesService; life: DatabaseLife } {
+  const repo = makeDatabasesRepository(n.store)
   const databases = new DatabasesService({
-    store: n.store, repo: makeDatabasesRepository(n.store), runtime: n.runtime, box: n.box, plans: n.plans, audit: n.audit, clock: n.clock, log: n.log,
+    store: n.store, repo, runtime: n.runtime, box: n.box, plans: n.plans, audit: n.audit, clock: n.clock, log: n.log,
     // A database made, deleted or given a new password: the settings' listeners (compose/apps.ts) restart the app with its URLs.
     changed: (site) => n.env.providedChanged(site),
     ownNames: (siteId) => n.env.ownNames(siteId),
@@ -35,16 +37,11 @@ export function buildDatabases(n: DatabasesNeeds): DatabasesService {
   })
   // Its URLs reach the app, build, hook and exec under the site's own settings.
   n.env.provide((siteId) => databases.variablesOf(siteId), (siteId) => databases.passwordsOf(siteId))
-  return databases
-}
-
-
-/** The databases' life with their sites (domain/databases/life.ts): suspension, resumption, scale, the engine's events, reconcile. */
-export function buildDatabaseLife(n: Pick<DatabasesNeeds, 'store' | 'clock' | 'log' | 'plans' | 'sites' | 'runtime' | 'sizes'>, databases: DatabasesService): DatabaseLife {
-  return new DatabaseLife({
-    repo: makeDatabasesRepository(n.store), runtime: n.runtime, plans: n.plans, sites: n.sites, clock: n.clock, log: n.log,
+  const life = new DatabaseLife({
+    repo, runtime: n.runtime, plans: n.plans, sites: n.sites, clock: n.clock, log: n.log,
     opened: (row) => databases.passwordOf(row),
     busy: (siteId, name) => databases.busyWith(siteId, name),
     sizes: n.sizes,
   })
+  return { databases, life }
 }

@@ -10,7 +10,7 @@ import { DEPLOY_JOB, Deployer, DeploymentFiles, DeploymentsService, makeDeployme
 import { FilesService } from '../domain/files'
 import { inAppEnv } from '../domain/apps'
 import { buildApps, type Apps } from './apps'
-import { buildDatabaseLife, buildDatabases } from './databases'
+import { buildDatabases } from './databases'
 import { DatabaseLife, DatabaseSizes, type DatabasesService } from '../domain/databases'
 import { EdgeAccessLog, edgeWritesAccessLog, LogRotation, LogsService } from '../domain/logs'
 import { makeMetricsRepository, SiteMetricsService } from '../domain/metrics'
@@ -175,8 +175,8 @@ export function buildSites(
   const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, work: archiveWork.work, log, copies: repos.offsite, room })
   const audit = new AuditLog(makeAuditRepository(store), clock, log)
   const databaseSizes = new DatabaseSizes(core.databaseRuntime, clock)
-  const databases = buildDatabases({ store, clock, log, plans, sites: repos.sites, runtime: core.databaseRuntime, box, audit, env, sizes: databaseSizes })
-  databaseLife = buildDatabaseLife({ store, clock, log, plans, sites: repos.sites, runtime: core.databaseRuntime, sizes: databaseSizes }, databases)
+  const { databases, life } = buildDatabases({ store, clock, log, plans, sites: repos.sites, runtime: core.databaseRuntime, box, audit, env, sizes: databaseSizes })
+  databaseLife = life
   // What else a reaped site owns, removed after its container and volume: its snapshots and
   // backups (rows and stored files), its DNS records, its audit trail, its databases (servers, data, rows), its variables, and what the modules keep of it.
   const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, audit, databases, env, ...needs.purgers], log })
