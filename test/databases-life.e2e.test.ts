@@ -212,6 +212,20 @@ describe("a site's databases live with it", () => {
     expect(await pg('SELECT body FROM notes')).toEqual({ ok: true, out: 'kept' })
   }, 180_000)
 
+  it("Berth's start brings up the databases of active sites: one stopped while it was away answers again, data kept", async () => {
+    await berth.stop()
+    await docker.getContainer((await dbContainer('main')).Id).stop({ t: 10 })
+    await berth.restart()
+    const started = Date.now()
+    // The store still says available from before: the API must not, while the container is stopped.
+    const first = await stateOf('main')
+    if (first === 'available') expect((await dbContainer('main')).State.Running).toBe(true)
+    await waitForState('main', 'available', 60_000)
+    expect((await dbContainer('main')).State.Running).toBe(true)
+    expect(await pg('SELECT body FROM notes')).toEqual({ ok: true, out: 'kept' })
+    console.log(`database up ${Date.now() - started} ms after Berth answered`)
+  }, 120_000)
+
   it("the site's purge removes its databases' containers, volumes (a deleted one's in its grace too) and rows", async () => {
     const deleted = await call('DELETE', 'databases/cache/')
     expect(deleted.status, deleted.text).toBe(200)

@@ -22,7 +22,7 @@ export interface DatabaseLifeDeps {
   /** True while a call of the API (create, delete, rotate) changes the database. */
   busy(siteId: string, name: string): boolean
   /** Where the sizes are measured and reused (./sizes.ts); absent: /metrics has no sizes. */
-  sizes?: Pick<DatabaseSizes, 'get' | 'forget'>
+  sizes?: Pick<DatabaseSizes, 'measure' | 'forget'>
 }
 
 /** One database as /metrics shows it (domain/prometheus: berth_database_up, berth_database_size_bytes). */
@@ -158,9 +158,10 @@ export class DatabaseLife {
   async figures(): Promise<DatabaseFigures[]> {
     const rows = this.d.repo.allLive().map((row) => ({ row, site: this.d.sites.find(row.siteId) })).filter((x) => x.site && x.site.status !== 'deleted')
     return Promise.all(rows.map(async ({ row, site }) => {
-      const up = row.state === 'available'
-      const sizeBytes = up && this.d.sizes ? await this.d.sizes.get(site!.slug, row.name) : null
-      return { site: site!.slug, database: row.name, engine: row.engine, up, sizeBytes }
+      const seen = row.state === 'available' && this.d.sizes ? await this.d.sizes.measure(site!.slug, row.name) : null
+      // As the view: available in the store, and its container not seen stopped.
+      const up = row.state === 'available' && seen?.running !== false
+      return { site: site!.slug, database: row.name, engine: row.engine, up, sizeBytes: seen?.running ? seen.sizeBytes : null }
     }))
   }
 
@@ -205,6 +206,7 @@ export class DatabaseLife {
       const after = this.d.repo.find(site.id, row.name)
       if (!after || !SERVED.has(after.state) || this.d.sites.find(site.id)?.status !== 'active') return
       this.up.set(row.id, { key, containerId: state?.containerId ?? null })
+      this.d.sizes?.forget(site.slug, row.name)
       this.d.repo.update(row.id, { state: 'available', version: running.version, error: null, updatedAt: this.d.clock.now() })
       if (current.state !== 'available') this.d.log.info('database up', { site: site.slug, database: row.name, was: current.state })
     })

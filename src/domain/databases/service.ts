@@ -29,7 +29,7 @@ export interface DatabasesDeps {
   /** The slug of a site by its id (a reaped site's databases are found by it). */
   slugOf(siteId: string): string | undefined
   /** The sizes shown, measured cheaply and reused a few seconds (./sizes.ts); absent: measured per view. */
-  sizes?: Pick<DatabaseSizes, 'get'>
+  sizes?: Pick<DatabaseSizes, 'measure'>
 }
 
 /** Seconds a caller waits before retrying a database another call is changing. */
@@ -239,11 +239,15 @@ export class DatabasesService {
   private async viewOf(site: SiteRow, stored: SiteDatabaseRow, names: Map<string, string[]> | Set<never>): Promise<DatabaseView> {
     const row: SiteDatabaseRow = this.isStale(stored) ? { ...stored, state: 'failed', error: 'Berth stopped before its server first answered; create it again.' } : stored
     let size: number | null = null
+    let state = row.state
     if (row.state === 'available') {
-      size = this.d.sizes ? await this.d.sizes.get(site.slug, row.name) : await this.d.runtime.inspect(site.slug, row.name).then((s) => (s?.running ? s.sizeBytes : null), () => null)
+      const seen = this.d.sizes ? await this.d.sizes.measure(site.slug, row.name) : await this.d.runtime.inspect(site.slug, row.name).then((s) => ({ running: s?.running ?? false, sizeBytes: s?.sizeBytes ?? null }), () => null)
+      size = seen?.running ? seen.sizeBytes : null
+      // Its container does not run and the store does not know yet (Berth just started; the reconcile pass brings it back): not available.
+      if (seen && !seen.running) state = 'recovering'
     }
     return {
-      name: row.name, engine: row.engine, version: row.version, state: row.state, size_bytes: size, memory_mb: row.memoryMb, disk_gb: row.diskGb,
+      name: row.name, engine: row.engine, version: row.version, state, size_bytes: size, memory_mb: row.memoryMb, disk_gb: row.diskGb,
       host: hostOf(row.name), port: DB_PORTS[row.engine], user: DB_USER, database: databaseOf(row.engine, row.name),
       variables: names instanceof Map ? (names.get(row.name) ?? []) : [], created_at: iso(row.createdAt), error: row.error,
     }
