@@ -157,9 +157,9 @@ describe('a list costs the same queries for 1 row as for many', () => {
     // The sites, their linked domains, DNS records, certificates and pending changes, and the
     // moves under way (MarkedMoves, read again when the jobs area moved: the scales here did).
     expect(large.statements).toBeLessThanOrEqual(6)
-    // The single site's view takes the same path, plus its disk's figures (none in the recording runtime).
+    // The single site's view takes the same path, plus its disk's figures (none in the recording runtime) and its databases (none).
     const single = await listed(many, `/api/v1/sites/${large.data[3].slug}/`)
-    expect(single.data).toEqual({ ...large.data[3], usage: { disk_bytes: null, disk_limit_bytes: null }, warnings: [], app: null })
+    expect(single.data).toEqual({ ...large.data[3], usage: { disk_bytes: null, disk_limit_bytes: null }, warnings: [], app: null, databases: [] })
   })
 
   it('sites: a list read again while nothing changed runs no query; a change shows at once', async () => {

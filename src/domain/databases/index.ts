@@ -2,7 +2,9 @@
 import type { Store } from '../../store/store'
 import { DatabasesRepository } from './repository'
 export { DatabasesService, type DatabasesDeps } from './service'
-export { Database, DatabaseWithUrl, type DatabaseView, type DatabaseWithUrlView } from './views'
+export { Database, DatabaseWithUrl, SiteDatabase, type DatabaseView, type DatabaseWithUrlView, type SiteDatabaseSummary } from './views'
+export { DatabaseLife, type DatabaseLifeDeps } from './life'
+export { DatabaseSizes, SIZE_CACHE_MS } from './sizes'
 export { DB_NAME_PATTERN, DB_PORTS, DB_USER, PASSWORD_CHARS, RESERVED_DB_NAMES, urlOf } from './rules'
 export type { DatabaseRuntime, DatabaseRunning, DatabaseSpec, DatabaseState, DbEngine } from './ports'
 

@@ -19,7 +19,7 @@ export const DB_LABEL = { role: 'dev.berth.role', name: 'dev.berth.database', en
 export const DB_ROLE = 'database'
 
 /** Bump when containerOptions changes in a way existing containers should pick up (recreated, data kept). */
-const DEFINITION_VERSION = 1
+const DEFINITION_VERSION = 2
 /** Processes and threads of one database (postgres: one per connection; MariaDB: threads). */
 const PIDS_LIMIT = 512
 const STOP_TIMEOUT_S = 30
@@ -230,8 +230,10 @@ export class DockerDatabaseRuntime implements DatabaseRuntime {
         Init: true,
         Privileged: false,
         CapDrop: ['ALL'],
-        // The start script as root: chown the data folder, become the server's account.
-        CapAdd: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'SETUID', 'SETGID'],
+        // The start script as root: chown the data folder, become the server's account. KILL: the
+        // init (root) forwards `docker stop`'s signal to the server, which runs as another user;
+        // without it the init dies and the server is killed unclean (Redis loses what it holds).
+        CapAdd: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'SETUID', 'SETGID', 'KILL'],
         SecurityOpt: ['no-new-privileges'],
         IpcMode: 'private',
         ReadonlyRootfs: true,
