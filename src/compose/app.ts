@@ -106,7 +106,7 @@ export function buildApp<R extends Role>(config: Config, role: R, opts: BuildOpt
   }
   if (role === 'restore') {
     const { config: restored, runtime, log, repos, archiveStore } = core
-    const app: RestoreApp = { sitesReturn: buildSitesReturn({ config: restored, runtime, log, repos, archiveStore, runner: a.sites.runner }), close }
+    const app: RestoreApp = { sitesReturn: buildSitesReturn({ config: restored, runtime, log, repos, archiveStore, runner: a.sites.runner, dumps: a.sites.archiveDumps }), close }
     return app as AppOf[R]
   }
   if (role === 'test') {

@@ -80,6 +80,8 @@ export interface Sites {
   databases: DatabasesService
   /** A database restored alone from an archive, or brought back from its deletion grace. */
   databaseArchives: DatabaseArchives
+  /** The databases' dumps in archives (`berth restore` rebuilds the databases from them). */
+  archiveDumps: ArchiveDumps
   /** The archive jobs themselves, for work that runs one and waits for it (a move between nodes, an evacuation). */
   archiveJobs: { create: CreateArchiveJob; restore: RestoreArchiveJob }
 }
@@ -207,6 +209,7 @@ export function buildSites(
     env,
     databases,
     databaseArchives,
+    archiveDumps: dumps,
     archiveJobs,
   }
 }

@@ -61,6 +61,11 @@ export class DatabaseArchives implements ArchiveDatabases {
         this.d.log.warn('databases: a dump of an archive has no database to go back into', { site: site.slug, name: entry.name, engine: entry.engine, state: row?.state ?? 'none' })
         continue
       }
+      if (row.state === 'deleted' && !this.hasRoom(site)) {
+        // The plan's limit holds: it stays deleted (in its grace), restorable alone once another goes.
+        this.d.log.warn('databases: a deleted database of an archive stays deleted: the plan has no room for it', { site: site.slug, name: entry.name })
+        continue
+      }
       await this.d.service.whileBusy(site, row.name, () => this.putBack(site, row, entry, open))
       returned ||= row.state === 'deleted'
     }
@@ -122,10 +127,18 @@ export class DatabaseArchives implements ArchiveDatabases {
     if (row.state === 'deleted') this.d.repo.update(row.id, { state: 'available', deletedAt: null, error: null, updatedAt: this.d.clock.now() })
   }
 
+  private held(site: SiteRow): number {
+    return this.d.repo.list(site.id).filter((r) => r.state !== 'deleted' && r.state !== 'failed').length
+  }
+
+  private hasRoom(site: SiteRow): boolean {
+    return this.held(site) < this.d.plans.get(site.planSlug).features.databases.max
+  }
+
   private checkRoom(site: SiteRow): void {
     const plan = this.d.plans.get(site.planSlug)
     const max = plan.features.databases.max
-    const held = this.d.repo.list(site.id).filter((r) => r.state !== 'deleted' && r.state !== 'failed').length
+    const held = this.held(site)
     if (held >= max) throw forbidden(say`'${site.slug}' has ${held} of the ${max} database${max === 1 ? '' : 's'} the ${plan.slug} plan allows; delete one (${op('deleteDatabase', { tenant_slug: site.slug })}) before bringing this one back.`, null)
   }
 }
