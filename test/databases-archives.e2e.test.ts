@@ -30,7 +30,9 @@ beforeAll(async () => {
   mkdirSync(dest)
   expect(spawnSync(['age-keygen', '-o', identityFile]).exitCode).toBe(0)
   const recipient = spawnSync(['age-keygen', '-y', identityFile]).stdout.toString().trim()
-  berth = await startBerth({ env: { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour', BERTH_OFFSITE_URL: `file://${dest}`, BERTH_OFFSITE_AGE_RECIPIENTS: recipient, BERTH_OFFSITE_STORE_INTERVAL_SECONDS: '3600' } })
+  // SSH ports of its own: other instances on this engine take the default range's first ones.
+  const sshBase = 20_000 + Math.floor(Math.random() * 400) * 100
+  berth = await startBerth({ env: { BERTH_SSH_PORT_RANGE: `${sshBase}-${sshBase + 99}`, BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour', BERTH_OFFSITE_URL: `file://${dest}`, BERTH_OFFSITE_AGE_RECIPIENTS: recipient, BERTH_OFFSITE_STORE_INTERVAL_SECONDS: '3600' } })
   ;[site, other] = await Promise.all([buy(), buy()])
   // A static tree moves the site onto berth/app:1, whose Bun carries clients of all three engines.
   const deployed = await call(site, 'POST', 'deploy/', undefined, tarGz({ 'index.html': '<h1>db</h1>' }))
@@ -64,7 +66,7 @@ async function until<T>(read: () => Promise<T> | T, done: (v: T) => boolean, tim
   for (;;) {
     const v = await read()
     if (done(v)) return v
-    if (fail(v) || Date.now() > deadline) throw new Error(`still ${JSON.stringify(v)}`)
+    if (fail(v) || Date.now() > deadline) throw new Error(`still ${JSON.stringify(v)}; Berth said: ${berth.output().split('\n').filter((l) => l.includes('"level":"error"') || l.includes('"level":"warn"')).slice(-5).join('\n')}`)
     await Bun.sleep(pollMs)
   }
 }

@@ -157,18 +157,23 @@ export class RestoreArchiveJob implements JobHandler {
       const home = await this.d.runtime.homePath(site.slug)
       await this.d.restores.drained(site.id)
       const downAt = performance.now()
-      await this.d.runtime.withSitePaused(site.slug, () => this.d.tar.replaceHome(home, tarFile))
-      const extractedAt = performance.now()
+      let [extractedAt, databases] = [0, 0]
+      await this.d.runtime.withSitePaused(site.slug, async () => {
+        await this.d.tar.replaceHome(home, tarFile)
+        extractedAt = performance.now()
+        // The databases' data in the same freeze: the app writes nothing before it has files and
+        // data of one moment (and its container, paused rather than stopped, keeps its address on
+        // the site's network while a database's container is made again there).
+        databases = (await this.d.dumps?.restore(site, id, dumps)) ?? 0
+      })
+      const restoredAt = performance.now()
       // Stopped to be run again at once (a cluster's node leaves the service as it is: its restart is that of a crash, ~1 s).
       await this.d.runner.stop(site.slug, { forRestart: this.d.sites.find(site.id)?.status === 'active' })
-      // The databases' data, while the app does not run: it starts on files and data of one moment.
-      const databases = (await this.d.dumps?.restore(site, id, dumps)) ?? 0
-      const restoredAt = performance.now()
       await this.startAgain(site)
       this.d.repo.transition(id, ['restoring'], { status: 'ready', restoredAt: this.d.clock.now(), error: null })
       this.d.changes?.changed({ siteId: site.id, slug: site.slug, reason: 'restore' })
       const done = performance.now()
-      this.d.log.info('archive restored', { site: site.slug, archive: id, kind: row.kind, fetch_ms: Math.round(downAt - started), frozen_ms: Math.round(extractedAt - downAt), databases, databases_ms: Math.round(restoredAt - extractedAt), restart_ms: Math.round(done - extractedAt), down_ms: Math.round(done - downAt), ms: Math.round(done - started) })
+      this.d.log.info('archive restored', { site: site.slug, archive: id, kind: row.kind, fetch_ms: Math.round(downAt - started), frozen_ms: Math.round(extractedAt - downAt), databases, databases_ms: Math.round(restoredAt - extractedAt), restart_ms: Math.round(done - restoredAt), down_ms: Math.round(done - downAt), ms: Math.round(done - started) })
     } finally {
       await this.d.work.remove(tarName, zstName)
       await this.d.dumps?.clear(id)
