@@ -103,10 +103,17 @@ export class ArchiveDumps {
 
 /**
  * An archive's dumps for a restore of one database (domain/databases/archives.ts): the archive's
- * bytes fetched and decompressed into the work folder, its dumps taken out, `fn` run, all removed.
+ * bytes fetched and decompressed into a work folder of its own (the archive jobs' one is swept of
+ * what no job holds, and the archive stays `ready` meanwhile), its dumps taken out, `fn` run, all
+ * removed. What a crash left there goes at the next restore that finds none running.
  */
 export class ArchiveDumpReader {
-  constructor(private d: { repo: ArchivesRepository; files: ArchiveStore; tar: Pick<HomeTarballs, 'decompressFile'>; work: WorkFolder; dumps: ArchiveDumps }) {}
+  private running = 0
+  private dumps: ArchiveDumps
+
+  constructor(private d: { repo: ArchivesRepository; files: ArchiveStore; tar: Pick<HomeTarballs, 'decompressFile'>; work: WorkFolder; dumpFiles: DumpFiles; clock: Clock; log: Logger }) {
+    this.dumps = new ArchiveDumps({ files: d.dumpFiles, work: d.work, clock: d.clock, log: d.log })
+  }
 
   /** The site's archive `id` (a snapshot or backup not deleted), or undefined (another site's too). */
   find(siteId: string, id: string): Pick<ArchiveRow, 'id' | 'kind' | 'status'> | undefined {
@@ -118,14 +125,17 @@ export class ArchiveDumpReader {
     const row = this.d.repo.find(id)!
     const token = `${id}.db-${crypto.randomUUID().slice(0, 8)}`
     const [zstName, tarName] = [`${token}.tar.zst`, `${token}.tar`]
-    await this.d.work.prepare()
+    const first = this.running++ === 0
     try {
+      await this.d.work.prepare()
+      if (first) await this.d.work.remove(...(await this.d.work.list()))
       await this.d.files.get(row.storageKey!, this.d.work.path(zstName))
       await this.d.tar.decompressFile(this.d.work.path(zstName), this.d.work.path(tarName))
       await this.d.work.remove(zstName)
-      const manifest = await this.d.dumps.take(token, this.d.work.path(tarName))
-      return await fn(manifest, this.d.dumps.opener(token))
+      const manifest = await this.dumps.take(token, this.d.work.path(tarName))
+      return await fn(manifest, this.dumps.opener(token))
     } finally {
+      this.running--
       await this.d.work.remove(zstName, tarName, dumpsOf(token))
     }
   }

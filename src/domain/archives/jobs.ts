@@ -118,7 +118,10 @@ export class CreateArchiveJob implements JobHandler {
  * page during the restart (~1 s; on a cluster the container is stopped on its node and Swarm
  * replaces it, as after a crash, instead of a scale to 0 and back: docs/cluster.md "Restarts"). The files API writes from the host, which no freeze stops: it refuses
  * changes while the archive is `restoring`, and the swap waits for those it began before
- * (RestoreGuard). Idempotent: a run after a crash starts over (replaceHome resumes safely).
+ * (RestoreGuard). The archive's database dumps (`.berth-databases/`, ArchiveDumps) are taken out
+ * of the tar before anything changes and go back into the site's databases in the same freeze,
+ * right after the files (a database deleted since comes back; one made since is left alone).
+ * Idempotent: a run after a crash starts over (replaceHome resumes safely; a dump loads whole).
  */
 export class RestoreArchiveJob implements JobHandler {
   attempts = 2
