@@ -47,7 +47,7 @@ afterAll(async () => {
   for (const line of berth?.output().split('\n') ?? []) {
     if (!line.includes('"msg":"archive ready"') && !line.includes('"msg":"archive restored"')) continue
     const l = JSON.parse(line)
-    console.log(`${l.msg}: databases ${l.databases} dump_bytes ${l.dump_bytes ?? '-'} frozen_ms ${l.frozen_ms} dump_ms ${l.dump_ms ?? l.databases_ms}`)
+    console.log(`${l.msg}: databases ${l.databases} dump_bytes ${l.dump_bytes ?? '-'} frozen_ms ${l.frozen_ms} dump_frozen_ms ${l.dump_frozen_ms ?? l.databases_ms} dump_after_ms ${l.dump_after_ms ?? '-'}`)
   }
   await berth?.dispose()
   await removeInstanceSites(berth)

@@ -90,7 +90,8 @@ export class SitesReturn {
       if (archive) Object.assign(outcome, await this.putFilesBack(site, archive))
       outcome.result = await this.start(site)
       // Its databases after its container holds its address on the site's network, frozen meanwhile.
-      if (archive) await this.d.runtime.withSitePaused(site.slug, () => this.putDataBack(site, archive))
+      if (archive && this.dumps.get(archive.id)?.databases.length) await this.d.runtime.withSitePaused(site.slug, () => this.putDataBack(site, archive))
+      else if (archive) await this.putDataBack(site, archive)
       outcome.ok = archive !== null
       if (!archive) outcome.problem = listed.length ? 'none of its archives came back intact: its home is empty' : 'no archive of it was copied: its home is empty'
     } catch (err) {
