@@ -1,5 +1,8 @@
 /** Databases (issue 40): the sites' managed PostgreSQL, MariaDB and Redis, over the sites area's parts. */
-import { DatabaseLife, DatabasesService, makeDatabasesRepository, type DatabaseRuntime, type DatabaseSizes } from '../domain/databases'
+import { DatabaseArchives, DatabaseLife, DatabasesService, makeDatabasesRepository, type DatabaseRuntime, type DatabaseSizes } from '../domain/databases'
+import { ArchiveDumpReader, type ArchiveDumps, type makeArchivesRepository } from '../domain/archives'
+import type { ArchiveStore } from '../drivers/archives/types'
+import type { DumpFiles, HomeTarballs, WorkFolder } from '../domain/archives'
 import type { AuditTrail } from '../domain/audit'
 import type { SiteEnvService } from '../domain/env'
 import type { PlansService } from '../domain/plans'
@@ -24,8 +27,19 @@ export interface DatabasesNeeds {
   sizes?: DatabaseSizes
 }
 
-/** The databases service and their life with the sites (domain/databases/life.ts: suspension, resumption, scale, the engine's events, reconcile). */
-export function buildDatabases(n: DatabasesNeeds): { databases: DatabasesService; life: DatabaseLife } {
+/** What the databases' part in archives takes (issue 40 item 3): the archive jobs' dumps and the archives' bytes. */
+export interface DatabaseArchivesNeeds {
+  dumps: ArchiveDumps
+  archives: ReturnType<typeof makeArchivesRepository>
+  files: ArchiveStore
+  tar: Pick<HomeTarballs, 'decompressFile'>
+  /** The work folder of a restore of one database: its own, as the archive jobs' is swept of what no job holds. */
+  work: WorkFolder
+  dumpFiles: DumpFiles
+}
+
+/** The databases service, their life with the sites (domain/databases/life.ts: suspension, resumption, scale, the engine's events, reconcile) and their part in archives. */
+export function buildDatabases(n: DatabasesNeeds, a: DatabaseArchivesNeeds): { databases: DatabasesService; life: DatabaseLife; archives: DatabaseArchives } {
   const repo = makeDatabasesRepository(n.store)
   const databases = new DatabasesService({
     store: n.store, repo, runtime: n.runtime, box: n.box, plans: n.plans, audit: n.audit, clock: n.clock, log: n.log,
@@ -43,5 +57,12 @@ export function buildDatabases(n: DatabasesNeeds): { databases: DatabasesService
     busy: (siteId, name) => databases.busyWith(siteId, name),
     sizes: n.sizes,
   })
-  return { databases, life }
+  // Every snapshot and backup holds their dumps; its restore puts them back; one restores alone.
+  const archives = new DatabaseArchives({
+    service: databases, repo, runtime: n.runtime, plans: n.plans, audit: n.audit, clock: n.clock, log: n.log,
+    archives: new ArchiveDumpReader({ repo: a.archives, files: a.files, tar: a.tar, work: a.work, dumpFiles: a.dumpFiles, clock: n.clock, log: n.log }),
+    changed: (site) => n.env.providedChanged(site),
+  })
+  a.dumps.databases = archives
+  return { databases, life, archives }
 }

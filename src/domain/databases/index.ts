@@ -5,6 +5,7 @@ export { DatabasesService, type DatabasesDeps } from './service'
 export { Database, DatabaseWithUrl, SiteDatabase, type DatabaseView, type DatabaseWithUrlView, type SiteDatabaseSummary } from './views'
 export { DatabaseLife, type DatabaseLifeDeps } from './life'
 export { DatabaseSizes, SIZE_CACHE_MS } from './sizes'
+export { DatabaseArchives, type ArchiveDumpSource, type DatabaseArchivesDeps } from './archives'
 export { DB_NAME_PATTERN, DB_PORTS, DB_USER, PASSWORD_CHARS, RESERVED_DB_NAMES, urlOf } from './rules'
 export type { DatabaseRuntime, DatabaseRunning, DatabaseSpec, DatabaseState, DbEngine } from './ports'
 

@@ -3,7 +3,7 @@ import type { ArchiveStore } from '../../drivers/archives/types'
 import { HostPortTakenError, type ContainerRuntime } from '../../drivers/runtime/types'
 import type { Logger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'
-import type { ArchiveRecords, HomeTarballs, WorkFolder } from '../archives'
+import type { ArchiveDumps, ArchiveRecords, DumpManifest, HomeTarballs, WorkFolder } from '../archives'
 import type { SiteRecords, SiteRunner } from '../sites'
 import { isArchiveOf, type ManifestArchive, type OffsiteManifest } from './manifest'
 
@@ -14,7 +14,8 @@ import { isArchiveOf, type ManifestArchive, type OffsiteManifest } from './manif
  * that came back, the way a restore of an archive does (HomeTarballs.replaceHome), before the
  * container starts: the site never serves the image's default page in between. Active sites
  * run and answer; suspended and pending-deletion ones are made and stopped, as the reconcile
- * pass keeps them. DNS zones, keys, accounts and subscriptions are rows of the store: nothing to do.
+ * pass keeps them. Its databases are rebuilt from the same archive's dumps (ArchiveDumps), after
+ * its files and before its container starts. DNS zones, keys, accounts and subscriptions are rows of the store: nothing to do.
  */
 
 /** Statuses whose site has a container and files (the reconciler runs or stops them). */
@@ -36,6 +37,8 @@ export interface SitesReturnDeps {
   clock: { now(): number }
   work: WorkFolder
   log: Logger
+  /** The databases' dumps in the archives (issue 40): each database of the store rebuilt from them. */
+  dumps?: Pick<ArchiveDumps, 'take' | 'restore' | 'clear'>
 }
 
 /** What became of one site. */
@@ -55,6 +58,9 @@ export interface SiteOutcome {
 }
 
 export class SitesReturn {
+  /** The manifests of the dumps taken out of each archive put back, until they go into the databases. */
+  private dumps = new Map<string, DumpManifest | null>()
+
   constructor(private d: SitesReturnDeps) {}
 
   /** The sites of the restored store in the order they come back: the ones with a container first. */
@@ -83,6 +89,9 @@ export class SitesReturn {
       await this.d.runner.stop(site.slug)
       if (archive) Object.assign(outcome, await this.putFilesBack(site, archive))
       outcome.result = await this.start(site)
+      // Its databases after its container holds its address on the site's network, frozen meanwhile.
+      if (archive && this.dumps.get(archive.id)?.databases.length) await this.d.runtime.withSitePaused(site.slug, () => this.putDataBack(site, archive))
+      else if (archive) await this.putDataBack(site, archive)
       outcome.ok = archive !== null
       if (!archive) outcome.problem = listed.length ? 'none of its archives came back intact: its home is empty' : 'no archive of it was copied: its home is empty'
     } catch (err) {
@@ -108,7 +117,7 @@ export class SitesReturn {
     return settled
   }
 
-  /** The archive's files into the site's volume, the container not running. */
+  /** The archive's files into the site's volume, then its databases' dumps into them, the container not running. */
   private async putFilesBack(site: SiteRow, archive: ManifestArchive): Promise<{ files: number; bytes: number }> {
     const [zstName, tarName] = [`${archive.id}.restore.tar.zst`, `${archive.id}.restore.tar`]
     await this.d.work.prepare()
@@ -116,12 +125,24 @@ export class SitesReturn {
       await this.d.archives.get(archive.storage_key, this.d.work.path(zstName))
       await this.d.tar.decompressFile(this.d.work.path(zstName), this.d.work.path(tarName))
       await this.d.work.remove(zstName)
+      // The databases' dumps wait in the work folder for the container (putDataBack).
+      this.dumps.set(archive.id, (await this.d.dumps?.take(archive.id, this.d.work.path(tarName))) ?? null)
       const counts = await this.d.tar.scanTar(this.d.work.path(tarName))
       const home = await this.d.runtime.homePath(site.slug)
       await this.d.runtime.withSitePaused(site.slug, () => this.d.tar.replaceHome(home, this.d.work.path(tarName)))
       return counts
     } finally {
       await this.d.work.remove(zstName, tarName)
+    }
+  }
+
+  /** The archive's dumps into the site's databases (made where missing). */
+  private async putDataBack(site: SiteRow, archive: ManifestArchive): Promise<void> {
+    try {
+      await this.d.dumps?.restore(site, archive.id, this.dumps.get(archive.id) ?? null)
+    } finally {
+      this.dumps.delete(archive.id)
+      await this.d.dumps?.clear(archive.id)
     }
   }
 
