@@ -10,6 +10,7 @@ import type { SiteRecords, SiteRunner } from '../sites'
 import type { JobHandler } from '../../jobs/runner'
 import { noSteps, type OnStep } from './steps'
 import { MOVE_RESTORE_JOB } from './move-restore'
+import type { DatabaseCarrier } from '../databases'
 
 /** Runs of a site whose SSH port turned out to be taken on its new node (each moves it to another). */
 const PORT_TRIES = 3
@@ -69,6 +70,11 @@ export interface SiteTransferDeps {
    * which finishes it.
    */
   underway(kind: string, subjectId: string, work: () => Promise<void>): Promise<void>
+  /**
+   * The site's databases (domain/databases/placement.ts): a move carries each to its target
+   * (dump on the node it leaves, restore there) before the site starts there. Absent: none.
+   */
+  databases?: Pick<DatabaseCarrier, 'has' | 'carry' | 'removeOn'>
   /** berth serve's edge, asked so that the switch starts once it stopped sending the site's requests to its container; absent: a fixed wait. */
   edge?: EdgeProbe
   clock: Clock
@@ -195,6 +201,12 @@ export class SiteTransfer {
     await this.d.placement.placeOn(site.slug, nodeId)
     this.d.runner.markDown(site.slug)
     onStep({ step: 'stopped', slug: site.slug, from, to: nodeId })
+    // Its databases first, with the site stopped (nothing writes): up on the target and holding
+    // the data before the site starts there, so it is never active with a database that does not answer.
+    if (from && this.d.databases?.has(site)) {
+      const carried = await this.d.databases.carry(site, from, nodeId)
+      onStep({ step: 'databases_carried', slug: site.slug, node: nodeId, ...carried })
+    }
     if (withFiles) {
       await this.d.placement.prepareSite(this.d.runner.spec(site))
       onStep({ step: 'volume_made', slug: site.slug, node: nodeId })

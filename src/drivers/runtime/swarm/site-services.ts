@@ -89,8 +89,9 @@ export class SiteServices {
     const found = await orNull(this.manager.getNetwork(names.network).inspect() as Promise<Docker.NetworkInspectInfo>)
     if (found && found.Name === names.network) return
     try {
-      // No labels: Swarm refuses any setting beside ConfigFrom; the configuration networks carry them.
-      await this.manager.createNetwork({ Name: names.network, Driver: 'bridge', Scope: 'swarm', ConfigFrom: { Network: names.config }, CheckDuplicate: true } as Docker.NetworkCreateOptions)
+      // No labels: Swarm refuses them beside ConfigFrom (the configuration networks carry them).
+      // Attachable: the site's databases are plain containers on its node that join it (database-host.ts).
+      await this.manager.createNetwork({ Name: names.network, Driver: 'bridge', Scope: 'swarm', Attachable: true, ConfigFrom: { Network: names.config }, CheckDuplicate: true } as Docker.NetworkCreateOptions)
     } catch (err) {
       if (statusOf(err) !== 409) throw err
     }
