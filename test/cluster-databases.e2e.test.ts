@@ -75,7 +75,8 @@ async function move(s: Site, to: string) {
   const moved = await control.cli(['sites', 'move', s.slug, '--to', to, '--json'], { allowFailure: true })
   expect(moved.code, moved.stdout + moved.stderr).toBe(0)
   expect(await nodeOf(s.slug)).toBe(to)
-  return moved.json as { unavailable_ms: number; total_ms: number }
+  const steps = moved.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l).step).filter(Boolean)
+  return { ...(moved.json as { unavailable_ms: number; total_ms: number }), steps: steps as { step: string; [k: string]: unknown }[] }
 }
 
 /** A shell command in the site's container through the API's exec (the app's own variables). */
@@ -89,6 +90,29 @@ async function sh(s: Site, script: string): Promise<{ code: number; out: string;
 async function databaseOn(node: 'A' | 'B', slug: string): Promise<{ containers: string; volumes: string }> {
   const filters = ['--filter', `label=dev.berth.site-slug=${slug}`, '--filter', 'label=dev.berth.role=database']
   return { containers: await lab.docker(node, 'ps', '-aq', ...filters), volumes: await lab.docker(node, 'volume', 'ls', '-q', ...filters) }
+}
+
+/** BERTH_DBNODE_BENCH_MB=100: the database is filled with that many MB before its move back to B, and its data folder copied by hand beside it (docs/benchmarks.md "Databases"). */
+const BENCH_MB = Number(process.env.BERTH_DBNODE_BENCH_MB ?? 0)
+
+/**
+ * Fills the database on the control plane with BENCH_MB of rows, then copies its data folder to
+ * a scratch volume on B the other way a move could carry it (tar on A's engine into tar on B's,
+ * through this process as a move's dump goes through berth serve), and says how long that took.
+ */
+async function benchVolumeCopy(): Promise<{ bytes: number; ms: number }> {
+  const rows = BENCH_MB * 1000
+  const filled = await sh(site, `psql "$DATABASE_URL" -v ON_ERROR_STOP=1 -qAt -c "CREATE TABLE big AS SELECT g, repeat(md5(g::text), 30) AS pad FROM generate_series(1, ${rows}) g" && psql "$DATABASE_URL" -qAt -c "SELECT pg_database_size(current_database())"`)
+  expect(filled.code, filled.err).toBe(0)
+  const db = (await databaseOn('A', site.slug)).containers.split('\n')[0]!
+  const bytes = Number((await lab.docker('A', 'exec', db, 'du', '-sb', '/var/lib/berth-db')).split(/\s+/)[0])
+  const started = performance.now()
+  const copy = Bun.spawn(['sh', '-c', `docker -H unix://${lab.dockerSocket('A')} exec ${db} tar -C /var/lib/berth-db -cf - . | docker -H unix://${lab.dockerSocket('B')} run --rm -i -v dnbench:/x --entrypoint tar ${DB_IMAGE} -C /x -xf -`], { stderr: 'pipe' })
+  expect(await copy.exited, await new Response(copy.stderr).text()).toBe(0)
+  const ms = Math.round(performance.now() - started)
+  await lab.docker('B', 'volume', 'rm', 'dnbench')
+  figures['database size'] = `${filled.out.trim()} bytes (pg_database_size)`
+  return { bytes, ms }
 }
 
 describe('databases of sites on cluster nodes', () => {
@@ -112,8 +136,11 @@ describe('databases of sites on cluster nodes', () => {
 
   it('carries the database with the site to the control plane and back: its rows there each time, nothing left on the node it left', async () => {
     for (const [to, left, there] of [['control', 'B', 'A'], [b.id, 'A', 'B']] as const) {
+      const copied = to === b.id && BENCH_MB ? await benchVolumeCopy() : null
       const moved = await move(site, to)
-      figures[`move to ${to}`] = `did not serve for ${moved.unavailable_ms} ms, whole move ${moved.total_ms} ms`
+      const carried = moved.steps.find((step) => step.step === 'databases_carried')
+      expect(carried).toMatchObject({ databases: 1, node: to })
+      figures[`move to ${to}`] = `did not serve for ${moved.unavailable_ms} ms, whole move ${moved.total_ms} ms, database carried in ${carried?.ms} ms (dump ${carried?.bytes} bytes)${copied ? `; by hand, its data folder (${copied.bytes} bytes) copied A to B by tar in ${copied.ms} ms` : ''}`
       const read = await sh(site, `psql "$DATABASE_URL" -v ON_ERROR_STOP=1 -qAt -c "INSERT INTO notes VALUES ('written on ${to}'); SELECT body FROM notes ORDER BY body"`)
       expect(read.code, read.err).toBe(0)
       expect(read.out).toContain('written on B\n')
@@ -124,6 +151,7 @@ describe('databases of sites on cluster nodes', () => {
       expect(view.json.data).toMatchObject({ state: 'available' })
     }
     const rows = await sh(site, 'psql "$DATABASE_URL" -qAt -c "SELECT count(*) FROM notes"')
+    if (BENCH_MB) expect((await sh(site, 'psql "$DATABASE_URL" -qAt -c "SELECT count(*) FROM big"')).out).toBe(`${BENCH_MB * 1000}\n`)
     expect(rows.out).toBe('3\n')
   }, 300_000)
 })
