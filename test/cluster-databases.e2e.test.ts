@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api } from './helpers/binary'
 import { buyDirect, waitForSite } from './helpers/purchase'
-import { startLab, type Lab } from './lab/cluster-lab'
+import { startLab, waitFor, type Lab } from './lab/cluster-lab'
 import { leftovers } from './lab/lab-host'
 import { APP_IMAGE, joinNode, startControlPlane, type ControlPlane, type JoinedNode } from './lab/berth-cluster'
 import { tarGz } from './helpers/trees'
@@ -154,4 +154,38 @@ describe('databases of sites on cluster nodes', () => {
     if (BENCH_MB) expect((await sh(site, 'psql "$DATABASE_URL" -qAt -c "SELECT count(*) FROM big"')).out).toBe(`${BENCH_MB * 1000}\n`)
     expect(rows.out).toBe('3\n')
   }, 300_000)
+
+  it('refuses a move whose database cannot be carried: the site back on B with its database, nothing of it left on the target', async () => {
+    // A container of another owner holds the database's name on the control plane: its server cannot be made there.
+    const name = (await lab.docker('B', 'ps', '--format', '{{.Names}}', '--filter', `label=dev.berth.site-slug=${site.slug}`, '--filter', 'label=dev.berth.role=database')).trim()
+    expect(name).toMatch(/-db-main$/)
+    await lab.docker('A', 'create', '--name', name, '--entrypoint', 'true', DB_IMAGE)
+    try {
+      const moved = await control.cli(['sites', 'move', site.slug, '--to', 'control', '--json'], { allowFailure: true })
+      expect(moved.code).not.toBe(0)
+      expect(moved.stderr).toMatch(/its database 'main' could not be carried to control: .*It was put back on/s)
+      expect(await nodeOf(site.slug)).toBe(b.id)
+      expect(await databaseOn('A', site.slug)).toEqual({ containers: '', volumes: '' })
+    } finally {
+      await lab.docker('A', 'rm', '-f', name)
+    }
+    const rows = await sh(site, 'psql "$DATABASE_URL" -v ON_ERROR_STOP=1 -qAt -c "INSERT INTO notes VALUES (\'written after the last archive\'); SELECT count(*) FROM notes"')
+    expect(rows, rows.err).toMatchObject({ code: 0, out: '4\n' })
+  }, 120_000)
+
+  it('brings the database of a lost node\'s site back from its newest archive\'s dump when the node is evacuated', async () => {
+    // The newest archive is the refused move's: the row written after it is not in it.
+    await lab.powerOff('B')
+    await waitFor('B down', 30_000, async () => {
+      const { json } = await control.cli(['nodes', 'list', '--json'])
+      return (json.nodes ?? json).find((n: { id: string }) => n.id === b.id)?.state === 'down'
+    })
+    const evacuated = await control.cli(['nodes', 'evacuate', b.id, '--json'], { allowFailure: true })
+    expect(evacuated.code, evacuated.stdout + evacuated.stderr).toBe(0)
+    expect((evacuated.json.sites ?? evacuated.json).find((s: { slug: string }) => s.slug === site.slug)).toMatchObject({ node: 'control', result: 'restored' })
+    const rows = await sh(site, 'psql "$DATABASE_URL" -qAt -c "SELECT body FROM notes ORDER BY body"')
+    expect(rows, rows.err).toMatchObject({ code: 0, out: `written on B\nwritten on control\nwritten on ${b.id}\n` })
+    expect((await databaseOn('A', site.slug)).containers).not.toBe('')
+    expect((await call(site, 'GET', 'databases/main/')).json.data).toMatchObject({ state: 'available' })
+  }, 180_000)
 })

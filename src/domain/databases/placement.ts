@@ -6,7 +6,7 @@ import type { SiteDatabaseRow } from './repository'
 
 export interface DatabaseCarrierDeps {
   runtime: DatabaseRuntime
-  /** The site's databases that have a server (available or stopped), with their specs (DatabasesService.serversOf). */
+  /** The site's databases that hold data (available, stopped, deleted in their grace), with their specs (DatabasesService.serversOf). */
   servers(site: SiteRow): Array<{ row: SiteDatabaseRow; spec: DatabaseSpec }>
   log: Logger
 }
@@ -48,20 +48,27 @@ export class DatabaseCarrier {
     let bytes = 0
     for (const { row, spec } of servers) {
       try {
-        // A suspended site's database is stopped: started for its dump, stopped again after.
-        if (row.state === 'stopped') await source.ensure(spec)
+        // A suspended site's database is stopped, a deleted one (in its grace) has only its volume:
+        // started for the dump, then stopped (its container removed: deleted) on both sides.
+        if (row.state !== 'available') await source.ensure(spec)
         await target.ensure(spec)
         bytes += await this.pipe(source, target, spec)
-        if (row.state === 'stopped') await Promise.all([source.stop(site.slug, row.name), target.stop(site.slug, row.name)])
+        if (row.state !== 'available') await Promise.all([this.rest(source, site, row), this.rest(target, site, row)])
       } catch (err) {
         await this.removeOn(site, to).catch((e) => this.d.log.warn('a database made on a move\'s target could not be removed', { site: site.slug, node: to, error: (e as Error).message }))
-        if (row.state === 'stopped') await source.stop(site.slug, row.name).catch(() => {})
+        if (row.state !== 'available') await this.rest(source, site, row).catch(() => {})
         throw new Error(`its database '${row.name}' could not be carried to ${to}: ${(err as Error).message}`)
       }
     }
     const carried = { databases: servers.length, bytes, ms: Math.round(performance.now() - started) }
     this.d.log.info('carried the databases of a site to another node', { site: site.slug, from, to, ...carried })
     return carried
+  }
+
+  /** A stopped database stopped again, a deleted one's container removed (its volume kept for its grace). */
+  private async rest(runtime: DatabaseRuntime, site: SiteRow, row: SiteDatabaseRow): Promise<void> {
+    if (row.state === 'deleted') await runtime.remove(site.slug, row.name, { volume: false })
+    else await runtime.stop(site.slug, row.name)
   }
 
   /** Removes the site's database servers on `nodeId` with their volumes (its old node after a move; a failed target). */

@@ -187,9 +187,9 @@ export class DatabasesService {
     return this.d.repo.list(siteId).filter((r) => r.state === 'available' || r.state === 'stopped').map((r) => this.opened(r)).filter((p): p is string => p !== null)
   }
 
-  /** The site's databases that have a server (available or stopped) and their specs: a move carries them (placement.ts). */
+  /** The site's databases that hold data (available, stopped, deleted in their grace) and their specs: a move carries them (placement.ts). */
   serversOf(site: SiteRow): Array<{ row: SiteDatabaseRow; spec: DatabaseSpec }> {
-    return this.d.repo.list(site.id).filter((r) => r.state === 'available' || r.state === 'stopped').map((row) => ({ row, spec: this.specOf(site, row, this.opened(row) ?? '') }))
+    return this.d.repo.list(site.id).filter((r) => r.state === 'available' || r.state === 'stopped' || r.state === 'deleted').map((row) => ({ row, spec: this.specOf(site, row, this.opened(row) ?? '') }))
   }
 
   /** A reaped site's databases go with it: their containers and volumes, then their rows. */
