@@ -102,7 +102,7 @@ const BENCH_MB = Number(process.env.BERTH_DBNODE_BENCH_MB ?? 0)
  */
 async function benchVolumeCopy(): Promise<{ bytes: number; ms: number }> {
   const rows = BENCH_MB * 1000
-  const filled = await sh(site, `psql "$DATABASE_URL" -v ON_ERROR_STOP=1 -qAt -c "CREATE TABLE big AS SELECT g, repeat(md5(g::text), 30) AS pad FROM generate_series(1, ${rows}) g" && psql "$DATABASE_URL" -qAt -c "SELECT pg_database_size(current_database())"`)
+  const filled = await sh(site, `psql "$DATABASE_URL" -v ON_ERROR_STOP=1 -qAt -c "CREATE TABLE big AS SELECT g, (SELECT string_agg(md5(random()::text || g || i), '') FROM generate_series(1, 30) i) AS pad FROM generate_series(1, ${rows}) g" && psql "$DATABASE_URL" -qAt -c "SELECT pg_database_size(current_database())"`)
   expect(filled.code, filled.err).toBe(0)
   const db = (await databaseOn('A', site.slug)).containers.split('\n')[0]!
   const bytes = Number((await lab.docker('A', 'exec', db, 'du', '-sb', '/var/lib/berth-db')).split(/\s+/)[0])
