@@ -16,7 +16,7 @@ import { NodeImages } from './node-images'
 import { chooseOnSwarm } from './placement'
 import { limitsDiffer, NODE_LABEL, serviceDrift, serviceSpec, type ServiceInfo } from './service-spec'
 import { nodeOfService, replicasOf, SiteServices } from './site-services'
-import { removeEndedTasks, siteContainer, stopLeft, stopOnNode, untilNoContainer, untilRunning } from './site-tasks'
+import { removeDatabases, removeEndedTasks, siteContainer, stopLeft, stopOnNode, untilNoContainer, untilRunning } from './site-tasks'
 import { withoutSwap } from './hardening'
 import { ensureManager } from '../swarm-membership'
 import { databaseHost, type DatabaseHost } from './database-host'
@@ -227,7 +227,7 @@ class SwarmHost implements SiteHost {
     this.pinned.delete(slug)
     const engine = await this.engines.of(nodeId)
     await untilNoContainer(engine, this.opts.instanceId, slug, false)
-    await this.forwards.drop(slug, nodeId)
+    await Promise.all([this.forwards.drop(slug, nodeId), removeDatabases(engine, this.opts.instanceId, slug)])
     await this.services.removeNetwork(this.services.names(slug).network)
     const filters = siteFilter(this.opts.instanceId, slug)
     for (const e of new Set([engine, this.engines.manager])) {

@@ -104,6 +104,15 @@ export async function stopLeft(old: Engine, services: Pick<SiteServices, 'untilN
   await untilNoContainer(old, instanceId, slug, true)
 }
 
+/**
+ * The site's database containers on its node (drivers/databases: its labels, no `managed`), removed
+ * with the site: they hold its swarm network, which is removed next. Their volumes go with the site's.
+ */
+export async function removeDatabases(engine: Engine, instanceId: string, slug: string): Promise<void> {
+  const left = await engine.docker.listContainers({ all: true, filters: siteFilter(instanceId, slug) })
+  await Promise.all(left.map((c) => ignoring([404], engine.docker.getContainer(c.Id).remove({ force: true }))))
+}
+
 /** Waits until the node has no running (`runningOnly`) or no container at all of the site. */
 export async function untilNoContainer(engine: Engine, instanceId: string, slug: string, runningOnly: boolean): Promise<void> {
   const filters = { label: taskFilter(instanceId, slug).label, ...(runningOnly ? { status: ['running', 'paused', 'restarting'] } : {}) }
