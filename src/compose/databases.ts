@@ -2,7 +2,7 @@
 import { DatabaseArchives, DatabasesService, makeDatabasesRepository, type DatabaseRuntime } from '../domain/databases'
 import { ArchiveDumpReader, type ArchiveDumps, type makeArchivesRepository } from '../domain/archives'
 import type { ArchiveStore } from '../drivers/archives/types'
-import type { HomeTarballs, WorkFolder } from '../domain/archives'
+import type { DumpFiles, HomeTarballs, WorkFolder } from '../domain/archives'
 import type { AuditTrail } from '../domain/audit'
 import type { SiteEnvService } from '../domain/env'
 import type { PlansService } from '../domain/plans'
@@ -32,7 +32,9 @@ export interface DatabaseArchivesNeeds {
   archives: ReturnType<typeof makeArchivesRepository>
   files: ArchiveStore
   tar: Pick<HomeTarballs, 'decompressFile'>
+  /** The work folder of a restore of one database: its own, as the archive jobs' is swept of what no job holds. */
   work: WorkFolder
+  dumpFiles: DumpFiles
 }
 
 export function buildDatabases(n: DatabasesNeeds, a: DatabaseArchivesNeeds): { databases: DatabasesService; archives: DatabaseArchives } {
@@ -49,7 +51,7 @@ export function buildDatabases(n: DatabasesNeeds, a: DatabaseArchivesNeeds): { d
   // Every snapshot and backup holds their dumps; its restore puts them back; one restores alone.
   const archives = new DatabaseArchives({
     service: databases, repo, runtime: n.runtime, plans: n.plans, audit: n.audit, clock: n.clock, log: n.log,
-    archives: new ArchiveDumpReader({ repo: a.archives, files: a.files, tar: a.tar, work: a.work, dumps: a.dumps }),
+    archives: new ArchiveDumpReader({ repo: a.archives, files: a.files, tar: a.tar, work: a.work, dumpFiles: a.dumpFiles, clock: n.clock, log: n.log }),
     changed: (site) => n.env.providedChanged(site),
   })
   a.dumps.databases = archives

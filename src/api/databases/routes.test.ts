@@ -215,7 +215,7 @@ describe('the MCP door', () => {
   it('has a tool for each route', async () => {
     const doc = (await h.call('GET', '/api/v1/openapi.json')).json
     const tools = new Map(toolsFromOpenApi(doc).map((t) => [t.name, t]))
-    for (const name of ['create_database', 'list_databases', 'get_database', 'delete_database', 'reveal_database_password', 'rotate_database_password']) expect(tools.has(name), name).toBe(true)
+    for (const name of ['create_database', 'list_databases', 'get_database', 'delete_database', 'reveal_database_password', 'rotate_database_password', 'restore_database']) expect(tools.has(name), name).toBe(true)
   })
 })
 
@@ -233,5 +233,35 @@ describe("a reaped site's databases", () => {
     expect(h.services.store.sqlite.query('SELECT count(*) AS n FROM site_databases WHERE site_id = ?').get(gone.siteId)).toEqual({ n: 0 })
     // The other sites' are untouched.
     expect((await call(shared, 'GET', 'shop/')).json.data.state).toBe('available')
+  })
+})
+
+describe('restore of one database (issue 40 item 3; its data from archives: test/databases-archives.e2e.test.ts)', () => {
+  it('without a body a deleted one comes back with its variables while the plan has room; the wrong archive or state is refused with its param', async () => {
+    const site = await buyInProcess(h, 'svc_starter_monthly', 'dbr')
+    const r = (name: string, body?: unknown) => call(site, 'POST', `${name}/restore/`, body)
+    expect((await call(site, 'POST', '', { engine: 'postgres', name: 'one' })).status).toBe(201)
+    expect((await r('one')).json.error).toMatchObject({ code: 'CONFLICT', param: 'archive_id' })
+    expect((await call(site, 'DELETE', 'one/')).json.data.state).toBe('deleted')
+    expect(h.services.env.valuesOf(site.siteId).ONE_URL).toBeUndefined()
+    expect((await call(site, 'POST', '', { engine: 'postgres', name: 'two' })).status).toBe(201)
+    const full = await r('one')
+    expect(full.status, full.text).toBe(403)
+    expect(full.json.error.message).toContain('1 of the 1 database')
+    expect((await call(site, 'DELETE', 'two/')).status).toBe(200)
+    const back = await r('one')
+    expect(back.status, back.text).toBe(200)
+    expect(back.json.data).toMatchObject({ name: 'one', state: 'available', variables: ['ONE_URL', 'DATABASE_URL'] })
+    expect(h.services.env.valuesOf(site.siteId).ONE_URL).toMatch(/^postgres:\/\/site:[A-Za-z0-9]{32}@db-one:5432\/one$/)
+    const unknownArchive = await r('one', { archive_id: crypto.randomUUID() })
+    expect(unknownArchive.status, unknownArchive.text).toBe(404)
+    expect(unknownArchive.json.error.param).toBe('archive_id')
+    const badId = await r('one', { archive_id: 'x' })
+    expect(badId.status).toBe(422)
+    expect(badId.json.error.param).toBe('archive_id')
+    expect((await r('one', { archive_id: crypto.randomUUID(), extra: 1 })).json.error.param).toBe('extra')
+    expect((await r('nosuch')).json.error).toMatchObject({ code: 'NOT_FOUND', param: 'name' })
+    expect((await call(site, 'POST', 'one/restore/', undefined, vps.key)).status).toBe(404)
+    expect((await h.call('GET', `/api/v1/sites/${site.slug}/logs/?type=audit`, { key: site.key })).text).toContain('restore one')
   })
 })

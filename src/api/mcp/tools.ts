@@ -91,6 +91,8 @@ export const CHANGE_HINTS: Record<string, ChangeHints> = {
   revealDatabasePassword: additive(true),
   // The old password stops working; a retry makes yet another.
   rotateDatabasePassword: destructive(false),
+  // Replaces the database's data with an archive's dump (rows written since are lost); again: the same data.
+  restoreDatabase: destructive(true),
   // Restarts the site's services; each call is a new deployment.
   deploySite: destructive(false),
   // Overwrites the site's files with an earlier deployment's (files created since are removed).

@@ -11,6 +11,14 @@ export interface DumpEntry { name: string; engine: string; file: string; bytes: 
 /** `.berth-databases/manifest.json`: what the dumps are and when they were taken. */
 export interface DumpManifest { format: 1; taken_at: number; databases: DumpEntry[] }
 
+/** The dumps of an archive being made (ArchiveDumps.begin). */
+export interface DumpRun {
+  /** Every dump has taken the moment its data is of: the site may thaw. */
+  taken: Promise<void>
+  /** Every dump is complete, with its manifest; rejects when one failed. */
+  done: Promise<{ databases: number; bytes: number }>
+}
+
 /** Reads one dump of an archive taken out of its tarball. */
 export type OpenDump = (entry: DumpEntry) => Promise<NodeJS.ReadableStream>
 
@@ -51,26 +59,55 @@ export class ArchiveDumps {
   }
 
   /**
-   * Dumps each database of the site whose server runs and appends them with their manifest to
-   * `tarFile`. Meant to run while the site is frozen, right after its home's tar: files and data
-   * are of the same moment. Any dump failing rejects (the archive is not made ready).
+   * Starts a dump of each database of the site whose server runs, all at once, into the work
+   * folder. Meant to be called while the site is frozen, right after its home's tar, and the
+   * freeze held until `taken` resolves: each dump has then taken the moment its data is of, the
+   * moment of the files. PostgreSQL's pg_dump works in one transaction begun before it reads
+   * anything, and writes its first byte after (its custom format starts with the catalog it read
+   * in it); Redis's RDB is made by a fork at the start of the sync, before its first byte; so
+   * for these the first byte is enough. mariadb-dump writes a header before it starts its
+   * transaction, so a MariaDB dump is waited for whole. `taken` rejects when a dump fails before.
    */
-  async add(site: SiteRow, id: string, tarFile: string): Promise<{ databases: number; bytes: number }> {
+  begin(site: SiteRow, id: string): DumpRun {
     const which = this.d.databases?.dumpable(site) ?? []
-    if (which.length === 0) return { databases: 0, bytes: 0 }
+    if (which.length === 0) return { taken: Promise.resolve(), done: Promise.resolve({ databases: 0, bytes: 0 }) }
     const dir = this.d.work.path(dumpsOf(id))
-    await this.d.files.freshDumps(dir)
-    const entries: DumpEntry[] = []
-    for (const db of which) {
+    const prepared = this.d.files.freshDumps(dir)
+    const runs = which.map((db) => {
       const file = `${db.name}.${db.engine}`
-      const { bytes } = await this.d.databases!.dump(site, db.name, this.d.files.dumpWriter(dir, file))
-      entries.push({ name: db.name, engine: db.engine, file, bytes })
-    }
-    const manifest: DumpManifest = { format: 1, taken_at: this.d.clock.now(), databases: entries }
-    await this.d.files.writeManifest(dir, manifest)
-    await this.d.files.appendDumps(tarFile, dir)
+      let firstByte!: () => void
+      const started = new Promise<void>((resolve) => (firstByte = resolve))
+      const dumped = prepared.then(() => this.d.databases!.dump(site, db.name, this.d.files.dumpWriter(dir, file, firstByte)))
+      const entry = dumped.then(({ bytes }): DumpEntry => ({ name: db.name, engine: db.engine, file, bytes }))
+      // Whole for MariaDB; for the others, whichever comes first of the first byte and the end.
+      const taken = db.engine === 'mariadb' ? entry.then(() => undefined) : Promise.race([started, entry.then(() => undefined)])
+      return { entry, taken }
+    })
+    const settled = Promise.allSettled(runs.map((r) => r.entry))
+    const done = settled.then(async (results) => {
+      const failed = results.find((r) => r.status === 'rejected')
+      if (failed) throw failed.reason
+      return results.map((r) => (r as PromiseFulfilledResult<DumpEntry>).value)
+    }).then(async (entries) => {
+      const manifest: DumpManifest = { format: 1, taken_at: this.d.clock.now(), databases: entries }
+      await this.d.files.writeManifest(dir, manifest)
+      return { databases: entries.length, bytes: entries.reduce((n, e) => n + e.bytes, 0) }
+    })
+    // A dump failing before its snapshot: the others are waited for before the caller goes on.
+    const taken = Promise.all(runs.map((r) => r.taken)).then(() => undefined, async (err) => {
+      await settled
+      throw err
+    })
+    done.catch(() => undefined)
+    return { taken, done }
+  }
+
+  /** Waits for the dumps `begin` started and appends them with their manifest to the home's `tarFile`. */
+  async finish(run: DumpRun, id: string, tarFile: string): Promise<{ databases: number; bytes: number }> {
+    const dumped = await run.done
+    if (dumped.databases > 0) await this.d.files.appendDumps(tarFile, this.d.work.path(dumpsOf(id)))
     await this.d.work.remove(dumpsOf(id))
-    return { databases: entries.length, bytes: entries.reduce((n, e) => n + e.bytes, 0) }
+    return dumped
   }
 
   /**
@@ -103,10 +140,17 @@ export class ArchiveDumps {
 
 /**
  * An archive's dumps for a restore of one database (domain/databases/archives.ts): the archive's
- * bytes fetched and decompressed into the work folder, its dumps taken out, `fn` run, all removed.
+ * bytes fetched and decompressed into a work folder of its own (the archive jobs' one is swept of
+ * what no job holds, and the archive stays `ready` meanwhile), its dumps taken out, `fn` run, all
+ * removed. What a crash left there goes at the next restore that finds none running.
  */
 export class ArchiveDumpReader {
-  constructor(private d: { repo: ArchivesRepository; files: ArchiveStore; tar: Pick<HomeTarballs, 'decompressFile'>; work: WorkFolder; dumps: ArchiveDumps }) {}
+  private running = 0
+  private dumps: ArchiveDumps
+
+  constructor(private d: { repo: ArchivesRepository; files: ArchiveStore; tar: Pick<HomeTarballs, 'decompressFile'>; work: WorkFolder; dumpFiles: DumpFiles; clock: Clock; log: Logger }) {
+    this.dumps = new ArchiveDumps({ files: d.dumpFiles, work: d.work, clock: d.clock, log: d.log })
+  }
 
   /** The site's archive `id` (a snapshot or backup not deleted), or undefined (another site's too). */
   find(siteId: string, id: string): Pick<ArchiveRow, 'id' | 'kind' | 'status'> | undefined {
@@ -118,14 +162,17 @@ export class ArchiveDumpReader {
     const row = this.d.repo.find(id)!
     const token = `${id}.db-${crypto.randomUUID().slice(0, 8)}`
     const [zstName, tarName] = [`${token}.tar.zst`, `${token}.tar`]
-    await this.d.work.prepare()
+    const first = this.running++ === 0
     try {
+      await this.d.work.prepare()
+      if (first) await this.d.work.remove(...(await this.d.work.list()))
       await this.d.files.get(row.storageKey!, this.d.work.path(zstName))
       await this.d.tar.decompressFile(this.d.work.path(zstName), this.d.work.path(tarName))
       await this.d.work.remove(zstName)
-      const manifest = await this.d.dumps.take(token, this.d.work.path(tarName))
-      return await fn(manifest, this.d.dumps.opener(token))
+      const manifest = await this.dumps.take(token, this.d.work.path(tarName))
+      return await fn(manifest, this.dumps.opener(token))
     } finally {
+      this.running--
       await this.d.work.remove(zstName, tarName, dumpsOf(token))
     }
   }

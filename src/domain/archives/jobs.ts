@@ -10,7 +10,7 @@ import type { HomeTarballs, WorkFolder } from './tarballs'
 import type { RestoreGuard } from './restore-guard'
 import type { ArchiveRetention } from './retention'
 import type { ArchiveEvents } from './events'
-import type { ArchiveDumps } from './dumps'
+import type { ArchiveDumps, DumpRun } from './dumps'
 
 export const CREATE_ARCHIVE_JOB = 'create_archive'
 export const RESTORE_ARCHIVE_JOB = 'restore_archive'
@@ -38,17 +38,18 @@ export interface ArchiveJobDeps {
   /** Told when an archive turned ready (its copy off the box is queued). */
   events?: Pick<ArchiveEvents, 'ready'>
   /** The site's databases' dumps, taken with its files and put back with them (issue 40). */
-  dumps?: Pick<ArchiveDumps, 'add' | 'take' | 'restore' | 'clear'>
+  dumps?: Pick<ArchiveDumps, 'begin' | 'finish' | 'take' | 'restore' | 'clear'>
 }
 
 /**
  * The job that makes a snapshot or backup (subject: the archive id). The home is written to an
  * uncompressed tar while the site is frozen (`withSitePaused`), so the archive is one moment of
  * the site even while it writes; compression, counting and storing happen after the thaw.
- * The site's databases are dumped in the same freeze, right after the tar, and appended to it
- * under `.berth-databases/` (ArchiveDumps): the app writes nothing meanwhile, so its files and
- * its data are of one moment. A dump failing (or Berth stopping mid-way) never leaves a ready
- * archive: the archive is stored whole, dumps included, or the job fails.
+ * The site's databases' dumps start in the same freeze, right after the tar, and the site thaws
+ * once each has taken its snapshot (ArchiveDumps.begin): the app writes nothing in between, so
+ * its files and its data are of one moment, and the freeze does not grow with the data. They
+ * are appended to the tar under `.berth-databases/` when complete. A dump failing (or Berth
+ * stopping mid-way) never leaves a ready archive: it is stored whole, dumps included, or fails.
  * Idempotent: a run after a crash starts over and overwrites its own work files and key.
  */
 export class CreateArchiveJob implements JobHandler {
@@ -70,14 +71,17 @@ export class CreateArchiveJob implements JobHandler {
     try {
       const home = await this.d.runtime.homePath(site.slug)
       const started = performance.now()
-      let dumped = { databases: 0, bytes: 0 }
+      let run: DumpRun | null = null
       let tarredMs = 0
       await this.d.runtime.withSitePaused(site.slug, async () => {
         await this.d.tar.tarHome(home, tarFile)
         tarredMs = Math.round(performance.now() - started)
-        if (this.d.dumps) dumped = await this.d.dumps.add(site, id, tarFile)
+        run = this.d.dumps?.begin(site, id) ?? null
+        await run?.taken
       })
       const frozenMs = Math.round(performance.now() - started)
+      const dumped = run && this.d.dumps ? await this.d.dumps.finish(run, id, tarFile) : { databases: 0, bytes: 0 }
+      const dumpedMs = Math.round(performance.now() - started) - frozenMs
       const counts = await this.d.tar.scanTar(tarFile)
       await this.d.tar.compressFile(tarFile, zstFile)
       await this.d.work.remove(tarName)
@@ -91,7 +95,7 @@ export class CreateArchiveJob implements JobHandler {
         return
       }
       this.d.events?.ready(this.d.repo.find(id)!)
-      this.d.log.info('archive ready', { site: site.slug, archive: id, kind: row.kind, files: counts.files, bytes: counts.bytes, stored_bytes: sizeBytes, databases: dumped.databases, dump_bytes: dumped.bytes, frozen_ms: frozenMs, dump_ms: frozenMs - tarredMs, compress_ms: Math.round(compressedAt - started) - frozenMs, store_ms: storeMs, ms: Math.round(performance.now() - started) })
+      this.d.log.info('archive ready', { site: site.slug, archive: id, kind: row.kind, files: counts.files, bytes: counts.bytes, stored_bytes: sizeBytes, databases: dumped.databases, dump_bytes: dumped.bytes, frozen_ms: frozenMs, dump_frozen_ms: frozenMs - tarredMs, dump_after_ms: dumpedMs, compress_ms: Math.round(compressedAt - started) - frozenMs - dumpedMs, store_ms: storeMs, ms: Math.round(performance.now() - started) })
       if (row.kind === 'backup') await this.d.retention.pruneBackups(site.id, this.d.backupsKept)
     } finally {
       await this.d.work.remove(tarName, zstName)
@@ -118,7 +122,10 @@ export class CreateArchiveJob implements JobHandler {
  * page during the restart (~1 s; on a cluster the container is stopped on its node and Swarm
  * replaces it, as after a crash, instead of a scale to 0 and back: docs/cluster.md "Restarts"). The files API writes from the host, which no freeze stops: it refuses
  * changes while the archive is `restoring`, and the swap waits for those it began before
- * (RestoreGuard). Idempotent: a run after a crash starts over (replaceHome resumes safely).
+ * (RestoreGuard). The archive's database dumps (`.berth-databases/`, ArchiveDumps) are taken out
+ * of the tar before anything changes and go back into the site's databases in the same freeze,
+ * right after the files (a database deleted since comes back; one made since is left alone).
+ * Idempotent: a run after a crash starts over (replaceHome resumes safely; a dump loads whole).
  */
 export class RestoreArchiveJob implements JobHandler {
   attempts = 2
@@ -158,18 +165,23 @@ export class RestoreArchiveJob implements JobHandler {
       const home = await this.d.runtime.homePath(site.slug)
       await this.d.restores.drained(site.id)
       const downAt = performance.now()
-      await this.d.runtime.withSitePaused(site.slug, () => this.d.tar.replaceHome(home, tarFile))
-      const extractedAt = performance.now()
+      let [extractedAt, databases] = [0, 0]
+      await this.d.runtime.withSitePaused(site.slug, async () => {
+        await this.d.tar.replaceHome(home, tarFile)
+        extractedAt = performance.now()
+        // The databases' data in the same freeze: the app writes nothing before it has files and
+        // data of one moment (and its container, paused rather than stopped, keeps its address on
+        // the site's network while a database's container is made again there).
+        if (opts.databases !== false) databases = (await this.d.dumps?.restore(site, id, dumps)) ?? 0
+      })
+      const restoredAt = performance.now()
       // Stopped to be run again at once (a cluster's node leaves the service as it is: its restart is that of a crash, ~1 s).
       await this.d.runner.stop(site.slug, { forRestart: this.d.sites.find(site.id)?.status === 'active' })
-      // The databases' data, while the app does not run: it starts on files and data of one moment.
-      const databases = opts.databases === false ? 0 : (await this.d.dumps?.restore(site, id, dumps)) ?? 0
-      const restoredAt = performance.now()
       await this.startAgain(site)
       this.d.repo.transition(id, ['restoring'], { status: 'ready', restoredAt: this.d.clock.now(), error: null })
       this.d.changes?.changed({ siteId: site.id, slug: site.slug, reason: 'restore' })
       const done = performance.now()
-      this.d.log.info('archive restored', { site: site.slug, archive: id, kind: row.kind, fetch_ms: Math.round(downAt - started), frozen_ms: Math.round(extractedAt - downAt), databases, databases_ms: Math.round(restoredAt - extractedAt), restart_ms: Math.round(done - extractedAt), down_ms: Math.round(done - downAt), ms: Math.round(done - started) })
+      this.d.log.info('archive restored', { site: site.slug, archive: id, kind: row.kind, fetch_ms: Math.round(downAt - started), frozen_ms: Math.round(extractedAt - downAt), databases, databases_ms: Math.round(restoredAt - extractedAt), restart_ms: Math.round(done - restoredAt), down_ms: Math.round(done - downAt), ms: Math.round(done - started) })
     } finally {
       await this.d.work.remove(tarName, zstName)
       await this.d.dumps?.clear(id)

@@ -50,7 +50,8 @@ export interface WorkFolder {
 export interface DumpFiles {
   /** Makes the folder `dir` empty, ready for dumps. */
   freshDumps(dir: string): Promise<string>
-  dumpWriter(dir: string, file: string): NodeJS.WritableStream
+  /** `onData` is called at its first bytes. */
+  dumpWriter(dir: string, file: string, onData?: () => void): NodeJS.WritableStream
   /** Refuses anything but a regular file. */
   dumpReader(dir: string, file: string): Promise<NodeJS.ReadableStream>
   writeManifest(dir: string, manifest: unknown): Promise<void>

@@ -51,10 +51,10 @@ export class DatabaseArchives implements ArchiveDatabases {
   /**
    * Each dump back into its database, the site not running: one deleted since (in its grace)
    * comes back with its volume, password and variables. Databases made after the archive, and a
-   * dump whose database is gone for good or has another engine now, are left as they are.
+   * dump whose database is gone for good or has another engine now, are left as they are. The
+   * site's app is not told (it does not run): it starts next with the variables of those back.
    */
   async restoreAll(site: SiteRow, entries: DumpEntry[], open: OpenDump): Promise<void> {
-    let returned = false
     for (const entry of entries) {
       const row = this.d.repo.find(site.id, entry.name)
       if (!row || row.engine !== entry.engine || row.state === 'creating' || row.state === 'failed') {
@@ -67,9 +67,7 @@ export class DatabaseArchives implements ArchiveDatabases {
         continue
       }
       await this.d.service.whileBusy(site, row.name, () => this.putBack(site, row, entry, open))
-      returned ||= row.state === 'deleted'
     }
-    if (returned) await this.d.changed(site)
   }
 
   /**

@@ -3,7 +3,7 @@ import type { ArchiveStore } from '../../drivers/archives/types'
 import { HostPortTakenError, type ContainerRuntime } from '../../drivers/runtime/types'
 import type { Logger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'
-import type { ArchiveDumps, ArchiveRecords, HomeTarballs, WorkFolder } from '../archives'
+import type { ArchiveDumps, ArchiveRecords, DumpManifest, HomeTarballs, WorkFolder } from '../archives'
 import type { SiteRecords, SiteRunner } from '../sites'
 import { isArchiveOf, type ManifestArchive, type OffsiteManifest } from './manifest'
 
@@ -58,6 +58,9 @@ export interface SiteOutcome {
 }
 
 export class SitesReturn {
+  /** The manifests of the dumps taken out of each archive put back, until they go into the databases. */
+  private dumps = new Map<string, DumpManifest | null>()
+
   constructor(private d: SitesReturnDeps) {}
 
   /** The sites of the restored store in the order they come back: the ones with a container first. */
@@ -86,6 +89,9 @@ export class SitesReturn {
       await this.d.runner.stop(site.slug)
       if (archive) Object.assign(outcome, await this.putFilesBack(site, archive))
       outcome.result = await this.start(site)
+      // Its databases after its container holds its address on the site's network, frozen meanwhile.
+      if (archive && this.dumps.get(archive.id)?.databases.length) await this.d.runtime.withSitePaused(site.slug, () => this.putDataBack(site, archive))
+      else if (archive) await this.putDataBack(site, archive)
       outcome.ok = archive !== null
       if (!archive) outcome.problem = listed.length ? 'none of its archives came back intact: its home is empty' : 'no archive of it was copied: its home is empty'
     } catch (err) {
@@ -119,14 +125,23 @@ export class SitesReturn {
       await this.d.archives.get(archive.storage_key, this.d.work.path(zstName))
       await this.d.tar.decompressFile(this.d.work.path(zstName), this.d.work.path(tarName))
       await this.d.work.remove(zstName)
-      const dumps = (await this.d.dumps?.take(archive.id, this.d.work.path(tarName))) ?? null
+      // The databases' dumps wait in the work folder for the container (putDataBack).
+      this.dumps.set(archive.id, (await this.d.dumps?.take(archive.id, this.d.work.path(tarName))) ?? null)
       const counts = await this.d.tar.scanTar(this.d.work.path(tarName))
       const home = await this.d.runtime.homePath(site.slug)
       await this.d.runtime.withSitePaused(site.slug, () => this.d.tar.replaceHome(home, this.d.work.path(tarName)))
-      await this.d.dumps?.restore(site, archive.id, dumps)
       return counts
     } finally {
       await this.d.work.remove(zstName, tarName)
+    }
+  }
+
+  /** The archive's dumps into the site's databases (made where missing). */
+  private async putDataBack(site: SiteRow, archive: ManifestArchive): Promise<void> {
+    try {
+      await this.d.dumps?.restore(site, archive.id, this.dumps.get(archive.id) ?? null)
+    } finally {
+      this.dumps.delete(archive.id)
       await this.d.dumps?.clear(archive.id)
     }
   }

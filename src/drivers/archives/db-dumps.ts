@@ -1,4 +1,5 @@
 import { createReadStream, createWriteStream } from 'node:fs'
+import { Writable } from 'node:stream'
 import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { checkHomeArchive } from './tar-members'
@@ -22,9 +23,30 @@ export async function freshDumps(dir: string): Promise<string> {
   return join(dir, DUMPS_FOLDER)
 }
 
-/** A stream writing the dump file `file` of the dumps folder of `dir` (created or truncated). */
-export function dumpWriter(dir: string, file: string): NodeJS.WritableStream {
-  return createWriteStream(join(dir, DUMPS_FOLDER, file), { mode: 0o600, highWaterMark: 1 << 20 })
+/**
+ * A stream writing the dump file `file` of the dumps folder of `dir` (created or truncated); it
+ * finishes once the file has all of it, and calls `onData` at its first bytes (the engine has
+ * taken its snapshot: domain/archives/dumps.ts). Each chunk is written before the next is taken,
+ * so a slow disk slows the dump rather than filling memory.
+ */
+export function dumpWriter(dir: string, file: string, onData?: () => void): NodeJS.WritableStream {
+  const out = createWriteStream(join(dir, DUMPS_FOLDER, file), { mode: 0o600, highWaterMark: 1 << 20 })
+  const writer = new Writable({
+    highWaterMark: 1 << 20,
+    write(chunk, _encoding, done) {
+      onData?.()
+      out.write(chunk, (err) => done(err ?? null))
+    },
+    final(done) {
+      out.end(() => done())
+    },
+    destroy(err, done) {
+      out.destroy()
+      done(err)
+    },
+  })
+  out.on('error', (err) => writer.destroy(err))
+  return writer
 }
 
 /** A stream reading the dump file `file` of the dumps folder of `dir`: a regular file only. */

@@ -53,6 +53,9 @@ export const redisKit: EngineKit = {
       '--maxmemory-policy', 'noeviction',
       '--appendonly', 'no',
       '--save', '3600 1 300 100 60 10000',
+      // A dump (redis-cli --rdb) is a replica's sync: without this the server waits 5 s for more
+      // replicas before it forks, and a site's backup is frozen that long (domain/archives/dumps.ts).
+      '--repl-diskless-sync-delay', '0',
       '--enable-debug-command', 'local',
     ]
   },
