@@ -15,7 +15,7 @@ import { NodeEngines } from './node-engines'
 import { NodeImages } from './node-images'
 import { chooseOnSwarm } from './placement'
 import { limitsDiffer, NODE_LABEL, serviceDrift, serviceSpec, type ServiceInfo } from './service-spec'
-import { nodeOfService, replicasOf, SiteServices } from './site-services'
+import { nodeOfService, removeNetworkWhenFree, replicasOf, SiteServices } from './site-services'
 import { removeDatabases, removeEndedTasks, siteContainer, stopLeft, stopOnNode, untilNoContainer, untilRunning } from './site-tasks'
 import { withoutSwap } from './hardening'
 import { ensureManager } from '../swarm-membership'
@@ -232,7 +232,7 @@ class SwarmHost implements SiteHost {
     const filters = siteFilter(this.opts.instanceId, slug)
     for (const e of new Set([engine, this.engines.manager])) {
       const networks = await e.docker.listNetworks({ filters })
-      await Promise.all(networks.map((n) => ignoring([404], e.docker.getNetwork(n.Id).remove())))
+      await Promise.all(networks.map((n) => removeNetworkWhenFree(e.docker, n.Id)))
     }
     if (opts.volume) {
       const { Volumes: volumes } = await engine.docker.listVolumes({ filters })

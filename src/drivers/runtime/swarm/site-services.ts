@@ -97,17 +97,8 @@ export class SiteServices {
     }
   }
 
-  async removeNetwork(name: string): Promise<void> {
-    const deadline = Date.now() + NETWORK_GONE_WITHIN_MS
-    for (;;) {
-      try {
-        return await ignoring([404], this.manager.getNetwork(name).remove())
-      } catch (err) {
-        // Still in use while the node lets go of the task's endpoint.
-        if (Date.now() > deadline || statusOf(err) === undefined) throw err
-        await Bun.sleep(POLL_MS)
-      }
-    }
+  removeNetwork(name: string): Promise<void> {
+    return removeNetworkWhenFree(this.manager, name)
   }
 
   /**
@@ -124,4 +115,22 @@ export class SiteServices {
     return { error: failed?.Status?.Err ?? null, rejected: recent.filter((t) => t.Status?.State === 'rejected').length }
   }
 
+}
+
+/**
+ * Removes a network of `docker` (by name or id), tried again while it is in use: a node lets go of
+ * a swarm network's endpoints a moment after the task's end (and of a database's attachment after
+ * its container's removal), and of the configuration network only once the swarm network's local
+ * copy is gone. Bounded: the engine's refusal after NETWORK_GONE_WITHIN_MS.
+ */
+export async function removeNetworkWhenFree(docker: Docker, name: string): Promise<void> {
+  const deadline = Date.now() + NETWORK_GONE_WITHIN_MS
+  for (;;) {
+    try {
+      return await ignoring([404], docker.getNetwork(name).remove())
+    } catch (err) {
+      if (Date.now() > deadline || statusOf(err) === undefined) throw err
+      await Bun.sleep(POLL_MS)
+    }
+  }
 }
