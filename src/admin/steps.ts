@@ -30,6 +30,7 @@ function nodeStepLine(s: Exclude<AdminStep, { step: 'copy_sent' | 'copy_deleted'
     case 'backup_taken': return line(`backup taken (archive ${s.archive}, ${size(s.bytes)}, ${seconds(s.ms)})`)
     case 'stopped': return line(`stopped${s.from ? ` on ${s.from}` : ''}, pinned to ${s.to}; the edge answers its "being brought back" page`)
     case 'volume_made': return line(`volume made on ${s.node}`)
+    case 'databases_carried': return line(`${s.databases} database(s) carried to ${s.node} (${size(s.bytes)}, ${seconds(s.ms)})`)
     case 'files_restored': return line(`files restored on ${s.node} (${size(s.bytes)}, ${seconds(s.ms)})`)
     case 'started': return line(`started on ${s.node}, answering there`)
     case 'serving': return line(s.edge_serves === false

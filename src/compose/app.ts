@@ -32,6 +32,7 @@ import type { SitesReturn } from '../domain/offsite'
 import type { SiteReaper, SiteRunner } from '../domain/sites'
 import type { JobRunner } from '../jobs/runner'
 import type { Store } from '../store/store'
+import { DatabaseCarrier } from '../domain/databases'
 
 export type Role = 'serve' | 'admin' | 'restore' | 'test'
 
@@ -157,5 +158,6 @@ function adminSourcesOf(a: Areas): AdminSources {
     config, store, clock, log, plans, jobs, repos, archiveStore, placement, cluster,
     runner: sites.runner, archiveJobs: sites.archiveJobs, sites: sites.sites, reaper: sites.reaper, lifecycle: a.lifecycle,
     offsite: a.offsite,
+    databases: new DatabaseCarrier({ runtime: core.databaseRuntime, servers: (site) => sites.databases.serversOf(site), log }),
   }
 }

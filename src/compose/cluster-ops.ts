@@ -29,6 +29,7 @@ import type { JobRunner } from '../jobs/runner'
 import type { CreateArchiveJob, RestoreArchiveJob } from '../domain/archives'
 import type { PlansService } from '../domain/plans'
 import type { OffsiteDestination } from '../drivers/offsite/types'
+import type { DatabaseCarrier } from '../domain/databases'
 
 export interface NodeOps {
   nodes: NodesService
@@ -53,6 +54,8 @@ export interface NodeOpsDeps {
   /** The composition's repositories and archive store, made once (the sites' with its SSH-port policy). */
   repos: { sites: ReturnType<typeof makeSitesRepository>; archives: ReturnType<typeof makeArchivesRepository>; offsite: ReturnType<typeof makeOffsiteCopiesRepository> }
   archiveStore: ArchiveStore
+  /** The sites' databases, which a move carries to its target (domain/databases/placement.ts); absent: none. */
+  databases?: DatabaseCarrier
 }
 
 /** NodesService and SiteMover over the services, the cluster runtime's `placement`, and whether a node's agent `answers` now (agentAnswers). */
@@ -64,6 +67,7 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (nod
   const { repos: { sites }, archiveStore } = s
   const transfer = new SiteTransfer({
     placement, runner, sites, clock, log, edge,
+    databases: s.databases,
     archives: s.repos.archives,
     create: s.archiveJobs.create,
     restore: s.archiveJobs.restore,
@@ -83,7 +87,7 @@ export function buildNodeOps(s: NodeOpsDeps, placement: Placement, answers: (nod
       },
     }),
   })
-  const mover = new SiteMover({ sites, nodes: repo, placement, transfer, clock, log, edge })
+  const mover = new SiteMover({ sites, nodes: repo, placement, transfer, clock, log, edge, databases: s.databases })
   // The transfer's restore, left running by a berth serve killed -9: run again at its next start
   // (JobRunner.start, after this), placed off the node it was leaving first.
   s.jobs.register({

@@ -16,6 +16,7 @@ import type { ArchiveStore } from '../drivers/archives/types'
 import { DockerRuntime } from '../drivers/runtime/docker'
 import type { DatabaseRuntime } from '../domain/databases'
 import { localDatabaseRuntime } from '../drivers/databases/local'
+import { DockerDatabaseRuntime } from '../drivers/databases/runtime'
 import type { Placement } from '../drivers/cluster/types'
 import type { ContainerRuntime } from '../drivers/runtime/types'
 import type { SiteFirewall } from '../drivers/firewall/types'
@@ -139,8 +140,10 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
   const runtime = opts.runtime ?? cluster?.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, helperImages: helperImagesOf(config.containers.images), log })
   return {
     config, clock, log, store, instanceId, runtime, cluster,
-    // Every database on this box's engine beside its site (issue 40, wave 1; a cluster's node in wave 2).
-    databaseRuntime: opts.databaseRuntime ?? localDatabaseRuntime({ socketPath: config.containers.dockerSocket, instanceId, log, images: config.containers.databaseImages, helperImages: helperImagesOf(config.containers.images) }),
+    // Every database beside its site: on this box's engine, or on its node's (docs/cluster.md "Databases on nodes").
+    databaseRuntime: opts.databaseRuntime ?? (cluster
+      ? new DockerDatabaseRuntime({ instanceId, log, images: config.containers.databaseImages, ...cluster.runtime.databases })
+      : localDatabaseRuntime({ socketPath: config.containers.dockerSocket, instanceId, log, images: config.containers.databaseImages, helperImages: helperImagesOf(config.containers.images) })),
     placement: opts.placement ?? cluster?.placement ?? null,
     jobs,
     plans,

@@ -7,6 +7,8 @@ import type { NodesRepository } from './repository'
 import type { EdgeProbe, SiteTransfer } from './site-transfer'
 import type { MoveView } from './views'
 import type { SiteRecords } from '../sites'
+import type { SiteRow } from '../../store/schema'
+import type { DatabaseCarrier } from '../databases'
 import { noSteps, type OnStep } from './steps'
 
 /** How long a move waits for berth serve's edge to serve the moved site before it says it does not yet. */
@@ -20,6 +22,8 @@ export interface SiteMoverDeps {
   nodes: Pick<NodesRepository, 'find'>
   placement: Pick<Placement, 'nodeOf' | 'removeVolumeOn'>
   transfer: Pick<SiteTransfer, 'archive' | 'bringUp' | 'carryImage'>
+  /** The site's databases: their servers on the old node go with its volume (domain/databases/placement.ts). Absent: none. */
+  databases?: Pick<DatabaseCarrier, 'has' | 'removeOn'>
   /**
    * berth serve's edge (drivers/cluster/edge-probe.ts): the time the site did not serve is
    * measured there, from its first "being brought back" page to its first answer from the
@@ -84,7 +88,7 @@ export class SiteMover {
     if (edgeServes === false) this.d.log.warn('a moved site answers on its node but berth serve\'s edge did not serve it yet', { site: slug, to, waited_ms: EDGE_SERVES_WITHIN_MS })
     onStep({ step: 'serving', slug, node: to, outage_ms: Math.round(servingAt - stoppedAt), edge_serves: edgeServes })
     if (from) {
-      const removed = await this.d.placement.removeVolumeOn(slug, from).then(() => true, (err) => {
+      const removed = await this.removeOldDatabases(site, from).then(() => this.d.placement.removeVolumeOn(slug, from)).then(() => true, (err) => {
         this.d.log.warn('the volume of a moved site could not be removed from its old node; remove it by hand', { site: slug, node: from, error: (err as Error).message })
         return false
       })
@@ -97,6 +101,11 @@ export class SiteMover {
     }
     this.d.log.info('site moved', { site: slug, from: view.from, to, unavailable_ms: view.unavailable_ms, ms: view.total_ms })
     return view
+  }
+
+  /** The site's databases on the node it left (carried to its target in the switch). */
+  private async removeOldDatabases(site: SiteRow, from: string): Promise<void> {
+    if (this.d.databases?.has(site)) await this.d.databases.removeOn(site, from)
   }
 
   /** The target must be the control plane or a node that takes sites (active). */

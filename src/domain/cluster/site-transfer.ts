@@ -10,6 +10,7 @@ import type { SiteRecords, SiteRunner } from '../sites'
 import type { JobHandler } from '../../jobs/runner'
 import { noSteps, type OnStep } from './steps'
 import { MOVE_RESTORE_JOB } from './move-restore'
+import type { DatabaseCarrier } from '../databases'
 
 /** Runs of a site whose SSH port turned out to be taken on its new node (each moves it to another). */
 const PORT_TRIES = 3
@@ -69,6 +70,11 @@ export interface SiteTransferDeps {
    * which finishes it.
    */
   underway(kind: string, subjectId: string, work: () => Promise<void>): Promise<void>
+  /**
+   * The site's databases (domain/databases/placement.ts): a move carries each to its target
+   * (dump on the node it leaves, restore there) before the site starts there. Absent: none.
+   */
+  databases?: Pick<DatabaseCarrier, 'has' | 'carry' | 'removeOn'>
   /** berth serve's edge, asked so that the switch starts once it stopped sending the site's requests to its container; absent: a fixed wait. */
   edge?: EdgeProbe
   clock: Clock
@@ -166,15 +172,16 @@ export class SiteTransfer {
         // off the node it was leaving when the switch had not happened, then restores it.
         await this.d.underway(MOVE_RESTORE_JOB, archive.id, async () => {
           this.claimRestore(site, archive)
+          let carried = false
           try {
-            await this.switchTo(site, nodeId, true, fallback ?? null, onStep)
+            carried = await this.switchTo(site, nodeId, true, fallback ?? null, onStep)
           } catch (err) {
             await this.backTo(site, opts.fallback, nodeId, err)
             await this.d.restore.failed(archive.id)
             throw err
           }
           const restoring = performance.now()
-          await this.restore(archive, () => this.backTo(site, opts.fallback, nodeId, null))
+          await this.restore(archive, () => this.backTo(site, opts.fallback, nodeId, null), carried)
           onStep({ step: 'files_restored', slug: site.slug, node: nodeId, bytes: archive.sizeBytes, ms: Math.round(performance.now() - restoring) })
         })
       } else {
@@ -191,15 +198,20 @@ export class SiteTransfer {
    * volume is made there: nothing serves an empty home (the edge learns of the site's start
    * there from the node's start events). Without, it runs there once (which makes it).
    */
-  private async switchTo(site: SiteRow, nodeId: string, withFiles: boolean, from: string | null, onStep: OnStep): Promise<void> {
+  private async switchTo(site: SiteRow, nodeId: string, withFiles: boolean, from: string | null, onStep: OnStep): Promise<boolean> {
     await this.d.placement.placeOn(site.slug, nodeId)
     this.d.runner.markDown(site.slug)
     onStep({ step: 'stopped', slug: site.slug, from, to: nodeId })
+    // Its databases first, with the site stopped (nothing writes): up on the target and holding
+    // the data before the site starts there, so it is never active with a database that does not answer.
+    const carried = from && this.d.databases?.has(site) ? await this.d.databases.carry(site, from, nodeId) : null
+    if (carried) onStep({ step: 'databases_carried', slug: site.slug, node: nodeId, ...carried })
     if (withFiles) {
       await this.d.placement.prepareSite(this.d.runner.spec(site))
       onStep({ step: 'volume_made', slug: site.slug, node: nodeId })
     } else await this.runThere(site, false)
     this.d.runner.markDown(site.slug)
+    return carried !== null
   }
 
   /** SiteRunner.run on the site's current row; an SSH port taken on the new node moves it to another (the runner did) and runs again. */
@@ -233,9 +245,10 @@ export class SiteTransfer {
    * a failure `before` runs first (the move's way back), then the job's own `failed`, which starts
    * the site again wherever it is placed then.
    */
-  private async restore(archive: ArchiveRow, before: () => Promise<void>): Promise<void> {
+  private async restore(archive: ArchiveRow, before: () => Promise<void>, carried: boolean): Promise<void> {
     try {
-      await this.d.restore.run(archive.id)
+      // The databases a move carried are newer than the archive's dumps (taken while the site served).
+      await this.d.restore.run(archive.id, { databases: !carried })
     } catch (err) {
       await before()
       await this.d.restore.failed(archive.id)

@@ -17,6 +17,8 @@ export type MoveStep =
   | { step: 'stopped'; slug: string; from: string | null; to: string }
   /** Its volume is made on the target (no container runs there yet). */
   | { step: 'volume_made'; slug: string; node: string }
+  /** Its databases are up on the target holding its data (dumped on the old node, restored there: docs/cluster.md "Databases on nodes"). */
+  | { step: 'databases_carried'; slug: string; node: string; databases: number; bytes: number; ms: number }
   /** Its files are put back there from the archive: the archive's size, how long it took. */
   | { step: 'files_restored'; slug: string; node: string; bytes: number | null; ms: number }
   /** It runs on the target and answers there. */

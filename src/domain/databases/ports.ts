@@ -27,4 +27,10 @@ export interface DatabaseRuntime {
   restore(spec: DatabaseSpec, from: NodeJS.ReadableStream): Promise<void>
   /** Every database container labelled as this instance's (for reconcile, wave 2). */
   listManaged(): Promise<Array<{ slug: string; name: string; engine: DbEngine; running: boolean }>>
+  /**
+   * The same runtime on one node of a cluster, whatever node the site is placed on now (a move
+   * dumps on the node it leaves and restores on its target: docs/cluster.md "Databases on
+   * nodes"). Absent on a single box, where everything runs on its one engine.
+   */
+  onNode?(nodeId: string): DatabaseRuntime
 }

@@ -205,6 +205,11 @@ export class DatabasesService {
     return this.opened(row)
   }
 
+  /** The site's databases that hold data (available, recovering, stopped, deleted in their grace) and their specs: a move carries them (placement.ts). */
+  serversOf(site: SiteRow): Array<{ row: SiteDatabaseRow; spec: DatabaseSpec }> {
+    return this.d.repo.list(site.id).filter((r) => r.state === 'available' || r.state === 'recovering' || r.state === 'stopped' || r.state === 'deleted').map((row) => ({ row, spec: this.specOf(site, row, this.opened(row) ?? '') }))
+  }
+
   /** A reaped site's databases go with it: their containers and volumes, then their rows. */
   async removeAllFor(siteId: string): Promise<void> {
     const slug = this.d.slugOf(siteId)

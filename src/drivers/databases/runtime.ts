@@ -37,6 +37,15 @@ export interface DockerDatabaseRuntimeOptions {
   disks: SiteDisks
   /** How long a start may take to answer a query (default 120 s: MariaDB's first start on two busy cores takes 20). */
   startTimeoutMs?: number
+  /** A cluster: the engine of a Berth node (`onNode`). Absent on one box. */
+  engineOfNode?(nodeId: string): Promise<Engine>
+  /**
+   * Makes the site's network joinable by a container on `engine` (a cluster: its configuration
+   * network on that node and its swarm network, attachable). Absent: it must exist on `engine`.
+   */
+  networkOn?(engine: Engine, site: { siteId: string; slug: string }): Promise<void>
+  /** Puts `image` on `engine` when it lacks it (a cluster: carried from the manager, as a site's image). */
+  imageOn?(engine: Engine, image: string): Promise<void>
 }
 
 /** `berth-{instance}-{slug}-db-{name}` for the container and its volume; `db-{name}` on the site's network. */
@@ -57,7 +66,13 @@ export class DockerDatabaseRuntime implements DatabaseRuntime {
   /** Per database: an ensure, a stop, a removal, a new password or a restore never overlap. */
   private locks = new KeyedLock()
 
-  constructor(private opts: DockerDatabaseRuntimeOptions) {}
+  /** This runtime on one node's engine, wherever the site is placed (a move's dump and restore); only on a cluster. */
+  readonly onNode?: (nodeId: string) => DockerDatabaseRuntime
+
+  constructor(private opts: DockerDatabaseRuntimeOptions) {
+    const engineOfNode = opts.engineOfNode
+    if (engineOfNode) this.onNode = (nodeId) => new DockerDatabaseRuntime({ ...opts, engineOf: () => engineOfNode(nodeId) })
+  }
 
   async ensure(spec: DatabaseSpec): Promise<DatabaseRunning> {
     const engine = await this.opts.engineOf(spec.slug)
@@ -65,7 +80,9 @@ export class DockerDatabaseRuntime implements DatabaseRuntime {
       const kit = KITS[spec.engine]
       const names = databaseNames(this.opts.instanceId, spec.slug, spec.name)
       const docker = engine.docker
-      if (!(await orNull(docker.getNetwork(names.network).inspect()))) throw new Error(`The network of site '${spec.slug}' does not exist; prepare the site first.`)
+      if (this.opts.networkOn) await this.opts.networkOn(engine, spec)
+      else if (!(await orNull(docker.getNetwork(names.network).inspect()))) throw new Error(`The network of site '${spec.slug}' does not exist; prepare the site first.`)
+      await this.opts.imageOn?.(engine, this.opts.images[spec.engine])
       const image = await orNull(docker.getImage(this.opts.images[spec.engine]).inspect())
       let info = await this.own(docker, names.container)
       if (info && !(await this.opts.disks.mounted(engine, names.volume))) {

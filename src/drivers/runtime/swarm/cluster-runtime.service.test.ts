@@ -213,6 +213,15 @@ describe('ClusterRuntime on a two-node swarm', () => {
     await runtime.stopSite('wk1')
     await runtime.ensureSite(spec('wk1', { memoryMb: 256, cpuCores: 1 }))
     expect((await runtime.exec('wk1', ['cat', `${SITE_HOME}/hello.txt`])).output).toBe('hi\n')
+    // A database of the site beside it on B (drivers/databases: the site's labels, no `managed`),
+    // joined to its network (attachable): never taken for the site's task, and removed with the site.
+    const db = await b.createContainer({
+      name: `berth-${instanceId}-wk1-db-main`, Image: IMAGES.static, Entrypoint: ['sleep'], Cmd: ['600'],
+      Labels: { [LABEL.instance]: instanceId, [LABEL.siteId]: 'id-wk1', [LABEL.slug]: 'wk1', 'dev.berth.role': 'database' },
+      HostConfig: { NetworkMode: `berth-${instanceId}-wk1` },
+    })
+    await db.start()
+    expect((await runtime.exec('wk1', ['cat', `${SITE_HOME}/hello.txt`])).output).toBe('hi\n')
     await runtime.removeSite('wk1', { volume: true })
     await runtime.removeSite('wk1', { volume: true })
     const filters = { label: [`${LABEL.instance}=${instanceId}`] }

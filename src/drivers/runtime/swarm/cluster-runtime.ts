@@ -15,10 +15,11 @@ import { NodeEngines } from './node-engines'
 import { NodeImages } from './node-images'
 import { chooseOnSwarm } from './placement'
 import { limitsDiffer, NODE_LABEL, serviceDrift, serviceSpec, type ServiceInfo } from './service-spec'
-import { nodeOfService, replicasOf, SiteServices } from './site-services'
-import { removeEndedTasks, siteContainer, stopLeft, stopOnNode, untilNoContainer, untilRunning } from './site-tasks'
+import { nodeOfService, removeNetworkWhenFree, replicasOf, SiteServices } from './site-services'
+import { removeDatabases, removeEndedTasks, siteContainer, stopLeft, stopOnNode, untilNoContainer, untilRunning } from './site-tasks'
 import { withoutSwap } from './hardening'
 import { ensureManager } from '../swarm-membership'
+import { databaseHost, type DatabaseHost } from './database-host'
 
 /**
  * The container runtime of a cluster (issue 28, docs/cluster.md "How sites run on Swarm"):
@@ -28,6 +29,8 @@ import { ensureManager } from '../swarm-membership'
 export class ClusterRuntime extends SiteRuntime {
   /** Which node each site runs on, read and changed by the node operations (domain/cluster); a move's change runs under the site's lock. */
   readonly placement: Placement
+  /** Where the sites' databases run: on their site's node, on its network (database-host.ts). */
+  readonly databases: DatabaseHost
   private swarm: SwarmHost
 
   constructor(opts: ClusterRuntimeOptions) {
@@ -35,6 +38,7 @@ export class ClusterRuntime extends SiteRuntime {
     const swarm = new SwarmHost(opts, homes)
     super(swarm, opts, homes)
     this.swarm = swarm
+    this.databases = databaseHost({ instanceId: opts.instanceId, ...swarm.databaseParts() })
     this.placement = {
       nodeOf: (slug) => this.call(() => swarm.nodeOf(slug)),
       placements: () => this.call(() => swarm.placements()),
@@ -95,6 +99,11 @@ class SwarmHost implements SiteHost {
     })
   }
 
+  /** The parts the databases' host is made of (database-host.ts). */
+  databaseParts() {
+    return { ready: () => this.ready(), engines: () => this.engines, services: () => this.services, images: this.images, disks: this.disks, volumeOn: (slug: string) => this.volumeOn(slug) }
+  }
+
   /** Connects, and makes this engine a Swarm manager (swarm-membership.ts ensureManager: `swarm init` advertising cluster.address) when it is in no swarm. */
   ready(): Promise<void> {
     this.loading ??= (async () => {
@@ -120,14 +129,8 @@ class SwarmHost implements SiteHost {
   }
 
   watch(handlers: SiteWatchHandlers): SiteWatch {
-    return watchCluster({
-      manager: this.opts.managerSocket,
-      instanceId: this.opts.instanceId,
-      log: this.opts.log,
-      nodes: this.opts.nodes,
-      engineOf: (node) => this.opts.link.engineOptions(node),
-      beforeStart: (nodeId, e) => this.forwardStarted(nodeId, e),
-    }, forgettingHomes(handlers, this.homes))
+    const { managerSocket: manager, instanceId, log, nodes } = this.opts
+    return watchCluster({ manager, instanceId, log, nodes, engineOf: (node) => this.opts.link.engineOptions(node), beforeStart: (nodeId, e) => this.forwardStarted(nodeId, e) }, forgettingHomes(handlers, this.homes))
   }
 
   /** Whether the manager's engine answers within 2 s. */
@@ -224,12 +227,12 @@ class SwarmHost implements SiteHost {
     this.pinned.delete(slug)
     const engine = await this.engines.of(nodeId)
     await untilNoContainer(engine, this.opts.instanceId, slug, false)
-    await this.forwards.drop(slug, nodeId)
+    await Promise.all([this.forwards.drop(slug, nodeId), removeDatabases(engine, this.opts.instanceId, slug)])
     await this.services.removeNetwork(this.services.names(slug).network)
     const filters = siteFilter(this.opts.instanceId, slug)
     for (const e of new Set([engine, this.engines.manager])) {
       const networks = await e.docker.listNetworks({ filters })
-      await Promise.all(networks.map((n) => ignoring([404], e.docker.getNetwork(n.Id).remove())))
+      await Promise.all(networks.map((n) => removeNetworkWhenFree(e.docker, n.Id)))
     }
     if (opts.volume) {
       const { Volumes: volumes } = await engine.docker.listVolumes({ filters })
@@ -311,9 +314,7 @@ class SwarmHost implements SiteHost {
     await ignoring([404], this.engines.manager.docker.getNode(swarmNodeId).remove({ force: true }))
   }
 
-  forgetForwards(nodeId: string): void {
-    this.forwards.forgetNode(nodeId)
-  }
+  forgetForwards = (nodeId: string): void => this.forwards.forgetNode(nodeId)
 
   async choose(memoryMb: number, except: string[] = []): Promise<string> {
     return chooseOnSwarm(this.engines.manager.docker, await this.services.list(), this.opts.nodes(), memoryMb, except)

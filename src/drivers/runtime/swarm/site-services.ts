@@ -89,24 +89,16 @@ export class SiteServices {
     const found = await orNull(this.manager.getNetwork(names.network).inspect() as Promise<Docker.NetworkInspectInfo>)
     if (found && found.Name === names.network) return
     try {
-      // No labels: Swarm refuses any setting beside ConfigFrom; the configuration networks carry them.
-      await this.manager.createNetwork({ Name: names.network, Driver: 'bridge', Scope: 'swarm', ConfigFrom: { Network: names.config }, CheckDuplicate: true } as Docker.NetworkCreateOptions)
+      // No labels: Swarm refuses them beside ConfigFrom (the configuration networks carry them).
+      // Attachable: the site's databases are plain containers on its node that join it (database-host.ts).
+      await this.manager.createNetwork({ Name: names.network, Driver: 'bridge', Scope: 'swarm', Attachable: true, ConfigFrom: { Network: names.config }, CheckDuplicate: true } as Docker.NetworkCreateOptions)
     } catch (err) {
       if (statusOf(err) !== 409) throw err
     }
   }
 
-  async removeNetwork(name: string): Promise<void> {
-    const deadline = Date.now() + NETWORK_GONE_WITHIN_MS
-    for (;;) {
-      try {
-        return await ignoring([404], this.manager.getNetwork(name).remove())
-      } catch (err) {
-        // Still in use while the node lets go of the task's endpoint.
-        if (Date.now() > deadline || statusOf(err) === undefined) throw err
-        await Bun.sleep(POLL_MS)
-      }
-    }
+  removeNetwork(name: string): Promise<void> {
+    return removeNetworkWhenFree(this.manager, name)
   }
 
   /**
@@ -123,4 +115,22 @@ export class SiteServices {
     return { error: failed?.Status?.Err ?? null, rejected: recent.filter((t) => t.Status?.State === 'rejected').length }
   }
 
+}
+
+/**
+ * Removes a network of `docker` (by name or id), tried again while it is in use: a node lets go of
+ * a swarm network's endpoints a moment after the task's end (and of a database's attachment after
+ * its container's removal), and of the configuration network only once the swarm network's local
+ * copy is gone. Bounded: the engine's refusal after NETWORK_GONE_WITHIN_MS.
+ */
+export async function removeNetworkWhenFree(docker: Docker, name: string): Promise<void> {
+  const deadline = Date.now() + NETWORK_GONE_WITHIN_MS
+  for (;;) {
+    try {
+      return await ignoring([404], docker.getNetwork(name).remove())
+    } catch (err) {
+      if (Date.now() > deadline || statusOf(err) === undefined) throw err
+      await Bun.sleep(POLL_MS)
+    }
+  }
 }

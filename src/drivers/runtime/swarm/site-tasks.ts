@@ -20,9 +20,14 @@ export const GONE_WITHIN_MS = 30_000
  * site's labels; an ended task's container stays a while (Swarm's task history).
  */
 
+/** A site's task containers (labelled `managed`), never its databases beside them (drivers/databases: no `managed` label). */
+function taskFilter(instanceId: string, slug: string): { label: string[] } {
+  return { label: [...siteFilter(instanceId, slug).label, `${LABEL.managed}=true`] }
+}
+
 /** The site's container on the node: the running one, else the newest. */
 export async function siteContainer(engine: Engine, instanceId: string, slug: string): Promise<Docker.ContainerInspectInfo | null> {
-  const found = await engine.docker.listContainers({ all: true, filters: siteFilter(instanceId, slug) })
+  const found = await engine.docker.listContainers({ all: true, filters: taskFilter(instanceId, slug) })
   const pick = found.sort((a, b) => Number(b.State === 'running') - Number(a.State === 'running') || b.Created - a.Created)[0]
   if (!pick) return null
   const info = await orNull(engine.docker.getContainer(pick.Id).inspect())
@@ -41,7 +46,7 @@ export async function untilRunning(
 ): Promise<Docker.ContainerInspectInfo> {
   const startedAt = Date.now()
   const deadline = startedAt + opts.withinMs
-  const filters = { label: siteFilter(instanceId, slug).label, status: ['running'] }
+  const filters = { label: taskFilter(instanceId, slug).label, status: ['running'] }
   let lastTaskCheck = 0
   let problem = ''
   let portTakenSince: number | null = null
@@ -84,7 +89,7 @@ export async function untilRunning(
  * its SIGTERM, against some 60 ms this way. docker-init forwards the SIGTERM; 10 s as the service's grace.
  */
 export async function stopOnNode(engine: Engine, instanceId: string, slug: string): Promise<void> {
-  const running = await engine.docker.listContainers({ filters: { label: siteFilter(instanceId, slug).label, status: ['running', 'restarting'] } })
+  const running = await engine.docker.listContainers({ filters: { label: taskFilter(instanceId, slug).label, status: ['running', 'restarting'] } })
   await Promise.all(running.map((c) => ignoring([304, 404], engine.docker.getContainer(c.Id).stop({ t: 10 }))))
 }
 
@@ -99,9 +104,18 @@ export async function stopLeft(old: Engine, services: Pick<SiteServices, 'untilN
   await untilNoContainer(old, instanceId, slug, true)
 }
 
+/**
+ * The site's database containers on its node (drivers/databases: its labels, no `managed`), removed
+ * with the site: they hold its swarm network, which is removed next. Their volumes go with the site's.
+ */
+export async function removeDatabases(engine: Engine, instanceId: string, slug: string): Promise<void> {
+  const left = await engine.docker.listContainers({ all: true, filters: siteFilter(instanceId, slug) })
+  await Promise.all(left.map((c) => ignoring([404], engine.docker.getContainer(c.Id).remove({ force: true }))))
+}
+
 /** Waits until the node has no running (`runningOnly`) or no container at all of the site. */
 export async function untilNoContainer(engine: Engine, instanceId: string, slug: string, runningOnly: boolean): Promise<void> {
-  const filters = { label: siteFilter(instanceId, slug).label, ...(runningOnly ? { status: ['running', 'paused', 'restarting'] } : {}) }
+  const filters = { label: taskFilter(instanceId, slug).label, ...(runningOnly ? { status: ['running', 'paused', 'restarting'] } : {}) }
   const deadline = Date.now() + GONE_WITHIN_MS
   while ((await engine.docker.listContainers({ all: !runningOnly, filters })).length > 0) {
     if (Date.now() > deadline) throw new Error(`Node ${engine.nodeId} still has the container of '${slug}' after ${GONE_WITHIN_MS / 1000} s.`)
@@ -111,6 +125,6 @@ export async function untilNoContainer(engine: Engine, instanceId: string, slug:
 
 /** Removes the containers of the site's ended tasks on the node: they hold its volume. */
 export async function removeEndedTasks(engine: Engine, instanceId: string, slug: string): Promise<void> {
-  const ended = await engine.docker.listContainers({ all: true, filters: { label: siteFilter(instanceId, slug).label, status: ['exited', 'created', 'dead'] } })
+  const ended = await engine.docker.listContainers({ all: true, filters: { label: taskFilter(instanceId, slug).label, status: ['exited', 'created', 'dead'] } })
   await Promise.all(ended.map((c) => engine.docker.getContainer(c.Id).remove().catch(() => {})))
 }

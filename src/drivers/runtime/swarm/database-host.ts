@@ -1,0 +1,65 @@
+import type Docker from 'dockerode'
+import { CONTROL_NODE } from '../../cluster/types'
+import { orNull } from '../engine'
+import { siteLabels } from '../site-container'
+import type { SiteDisks } from '../site-disks'
+import type { Engine } from '../site-runtime'
+import type { NodeEngines } from './node-engines'
+import type { NodeImages } from './node-images'
+import type { SiteServices } from './site-services'
+
+/**
+ * What the databases' runtime (drivers/databases/runtime.ts, DockerDatabaseRuntimeOptions) takes
+ * of a cluster (docs/cluster.md "Databases on nodes"): each database is a plain container on the
+ * engine of the node its site is placed on, joined to the site's swarm-scoped bridge network
+ * (made attachable for that) under its alias `db-{name}`, its volume and disk on that node.
+ */
+export interface DatabaseHost {
+  engineOf(slug: string): Promise<Engine>
+  allEngines(): Promise<Engine[]>
+  engineOfNode(nodeId: string): Promise<Engine>
+  networkOn(engine: Engine, site: { siteId: string; slug: string }): Promise<void>
+  imageOn(engine: Engine, image: string): Promise<void>
+  disks: SiteDisks
+}
+
+export interface DatabaseHostParts {
+  instanceId: string
+  /** Connects to the manager (SwarmHost.ready); the parts below are read after it. */
+  ready(): Promise<void>
+  engines(): NodeEngines
+  services(): SiteServices
+  images: NodeImages
+  disks: SiteDisks
+  /** The engine of the node the site is placed on (SwarmHost.volumeOn). */
+  volumeOn(slug: string): Promise<Engine>
+}
+
+export function databaseHost(p: DatabaseHostParts): DatabaseHost {
+  return {
+    disks: p.disks,
+    engineOf: async (slug) => (await p.ready(), p.volumeOn(slug)),
+    allEngines: async () => (await p.ready(), p.engines().all()),
+    engineOfNode: async (nodeId) => (await p.ready(), p.engines().of(nodeId)),
+    async networkOn(engine, site) {
+      await p.ready()
+      const engines = p.engines()
+      const names = p.services().names(site.slug)
+      // As a site's task needs it on its node (SwarmHost.prepareNode): its /28 there, then the swarm network.
+      await engines.networksOf(engine).ensure(names.config, siteLabels(p.instanceId, site), {
+        configOnly: true,
+        ...(engine.nodeId !== CONTROL_NODE ? { alsoUsed: () => engines.networksOf(engines.manager).used() } : {}),
+      })
+      await p.services().ensureNetwork(names)
+      const network = await orNull(engines.manager.docker.getNetwork(names.network).inspect() as Promise<Docker.NetworkInspectInfo>)
+      if (network && !network.Attachable) {
+        throw new Error(`The network of site '${site.slug}' was made before databases ran on a cluster (it is not attachable): no container can join it, so the site cannot have a database on the cluster yet (docs/cluster.md "Databases on nodes").`)
+      }
+    },
+    async imageOn(engine, image) {
+      await p.ready()
+      const manager = p.engines().manager
+      await p.images.ensureOn(manager.bulk, engine.node ? engine.bulk : manager.bulk, engine.nodeId, image)
+    },
+  }
+}
