@@ -224,3 +224,19 @@ describe('DockerDatabaseRuntime: a large dump to a slow writer', () => {
     expect(await inSite('alpha', `psql "${url}" -XAtc "SELECT count(*) FROM b"`)).toMatchObject({ code: 0, out: '20000' })
   }, 300_000)
 })
+
+describe('DockerDatabaseRuntime: addresses on the site network', () => {
+  it("a database started while its site's container is stopped takes an address of its own, never the site's (which the site asks for again at its start)", async () => {
+    await sites.ensureSite(siteSpec('gamma'))
+    const siteAddress = (await docker.getContainer((await sites.inspectSite('gamma'))!.containerId).inspect()).NetworkSettings.Networks[databaseNames(instanceId, 'gamma', 'x').network]!.IPAddress
+    await sites.stopSite('gamma')
+    const spec = dbSpec('redis', { siteId: 'id-gamma', slug: 'gamma', name: 'late' })
+    await dbs.ensure(spec)
+    const dbAddress = (await container(spec)).NetworkSettings.Networks[databaseNames(instanceId, 'gamma', 'late').network]!.IPAddress
+    expect(dbAddress).not.toBe(siteAddress)
+    // Before: the engine handed the database the first free address, the site's, and the site could not start again.
+    await sites.ensureSite(siteSpec('gamma'))
+    await write('gamma', spec, 'reached')
+    expect(await read('gamma', spec)).toBe('reached')
+  }, 180_000)
+})

@@ -7,6 +7,7 @@ import { ensureSiteVolume } from '../runtime/container-ops'
 import { engineCall, ignoring, orNull } from '../runtime/engine'
 import { LABEL, siteNames, SITE_LOG } from '../runtime/site-container'
 import type { SiteDisks } from '../runtime/site-disks'
+import { databaseAddresses } from '../runtime/subnets'
 import type { Engine } from '../runtime/site-runtime'
 import { DatabaseCommandError, DatabaseStartError } from './errors'
 import { runIn, type DbExec, type DbExecResult } from './exec'
@@ -19,7 +20,7 @@ export const DB_LABEL = { role: 'dev.berth.role', name: 'dev.berth.database', en
 export const DB_ROLE = 'database'
 
 /** Bump when containerOptions changes in a way existing containers should pick up (recreated, data kept). */
-const DEFINITION_VERSION = 2
+const DEFINITION_VERSION = 3
 /** Processes and threads of one database (postgres: one per connection; MariaDB: threads). */
 const PIDS_LIMIT = 512
 const STOP_TIMEOUT_S = 30
@@ -65,6 +66,8 @@ export function databaseNames(instanceId: string, slug: string, name: string) {
 export class DockerDatabaseRuntime implements DatabaseRuntime {
   /** Per database: an ensure, a stop, a removal, a new password or a restore never overlap. */
   private locks = new KeyedLock()
+  /** Per site: the choice of a new database container's address and its creation. */
+  private addressing = new KeyedLock()
 
   /** This runtime on one node's engine, wherever the site is placed (a move's dump and restore); only on a cluster. */
   readonly onNode?: (nodeId: string) => DockerDatabaseRuntime
@@ -100,8 +103,10 @@ export class DockerDatabaseRuntime implements DatabaseRuntime {
       if (!(await this.opts.disks.mounted(engine, names.volume))) await this.opts.disks.ensure(engine, names.volume, spec.diskGb)
       if (!info) {
         if (!image) throw new Error(`The image ${this.opts.images[spec.engine]} is missing; build it with 'berth images build --only ${spec.engine}'.`)
-        const created = await docker.createContainer(this.containerOptions(spec, kit, hash))
-        info = await created.inspect()
+        info = await this.addressing.run(spec.slug, async () => {
+          const address = this.opts.networkOn ? null : await this.freeAddress(docker, names.network, spec.siteId)
+          return (await docker.createContainer(this.containerOptions(spec, kit, hash, address))).inspect()
+        })
       }
       if (!info.State.Running) await ignoring([304], docker.getContainer(info.Id).start())
       else if (info.State.Paused) await docker.getContainer(info.Id).unpause()
@@ -232,7 +237,27 @@ export class DockerDatabaseRuntime implements DatabaseRuntime {
     throw new DatabaseStartError(`The ${spec.engine} server of database '${spec.name}' did not answer a query within ${Math.round((this.opts.startTimeoutMs ?? 120_000) / 1000)} s${last ? ` (${last.slice(-300)})` : ''}.`, await logsOf(docker, id))
   }
 
-  private containerOptions(spec: DatabaseSpec, kit: EngineKit, hash: string): Docker.ContainerCreateOptions {
+  /**
+   * A free address of the site's subnet for a database on this box's bridge (databaseAddresses):
+   * not held by a running container of the network, nor asked for by a stopped one of the site.
+   * null (the engine picks) when the network has no IPv4 subnet or every one is taken. A cluster's
+   * swarm network needs none: its manager hands out every address, the site's task's too.
+   */
+  private async freeAddress(docker: Docker, network: string, siteId: string): Promise<string | null> {
+    const info = await docker.getNetwork(network).inspect()
+    const subnet = (info.IPAM?.Config as Array<{ Subnet?: string }> | undefined)?.find((c) => c.Subnet && !c.Subnet.includes(':'))?.Subnet
+    if (!subnet) return null
+    const used = new Set<string>()
+    for (const c of Object.values((info.Containers ?? {}) as Record<string, { IPv4Address?: string }>)) if (c.IPv4Address) used.add(c.IPv4Address.split('/')[0]!)
+    const mine = await docker.listContainers({ all: true, filters: { label: [`${LABEL.instance}=${this.opts.instanceId}`, `${LABEL.siteId}=${siteId}`] } })
+    for (const c of mine) {
+      const asked = c.NetworkSettings?.Networks?.[network]?.IPAMConfig?.IPv4Address
+      if (asked) used.add(asked)
+    }
+    return databaseAddresses(subnet).find((a) => !used.has(a)) ?? null
+  }
+
+  private containerOptions(spec: DatabaseSpec, kit: EngineKit, hash: string, address: string | null): Docker.ContainerCreateOptions {
     const names = databaseNames(this.opts.instanceId, spec.slug, spec.name)
     const memory = spec.memoryMb * 1024 * 1024
     return {
@@ -263,7 +288,7 @@ export class DockerDatabaseRuntime implements DatabaseRuntime {
         LogConfig: SITE_LOG,
         RestartPolicy: { Name: 'unless-stopped', MaximumRetryCount: 0 },
       },
-      NetworkingConfig: { EndpointsConfig: { [names.network]: { Aliases: [names.alias] } } },
+      NetworkingConfig: { EndpointsConfig: { [names.network]: { Aliases: [names.alias], ...(address ? { IPAMConfig: { IPv4Address: address } } : {}) } } },
     }
   }
 

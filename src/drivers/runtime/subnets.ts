@@ -10,6 +10,19 @@ export function siteAddresses(subnet: string): { gateway: string; container: str
 }
 
 /**
+ * The addresses a site subnet keeps for the site's databases, highest first (.14 down to .3):
+ * fixed, so a database started while the site's container is stopped never takes the site's
+ * own address (.2, which the site's container asks for again at its start).
+ */
+export function databaseAddresses(subnet: string): string[] {
+  const [base, bits] = parseV4(subnet)
+  const last = base + 2 ** (32 - bits) - 2
+  const out: string[] = []
+  for (let a = last; a >= base + 3; a--) out.push(toDotted(a))
+  return out
+}
+
+/**
  * The /28 blocks of `pool`, in address order, that overlap none of `used` (CIDR ranges of the
  * engine's existing networks; IPv6 ones are ignored) and are not in `skip`.
  *
