@@ -16,7 +16,7 @@ import type { RateLimiter } from '../domain/rate-limits'
 import type { SiteGuard, SiteLifecycle, SitesService } from '../domain/sites'
 import type { SshService } from '../domain/ssh'
 import type { SiteEnvService } from '../domain/env'
-import type { DatabasesService } from '../domain/databases'
+import type { DatabaseArchives, DatabasesService } from '../domain/databases'
 import type { StatusInfo } from '../domain/status'
 import type { Logger } from '../lib/logger'
 import type { ClientAddress } from './http/client-address'
@@ -99,6 +99,8 @@ export interface ApiDeps {
   env: SiteEnvService
   /** A site's managed databases (issue 40). */
   databases: DatabasesService
+  /** A database restored alone from an archive, or back from its deletion grace (issue 40). */
+  databaseArchives: DatabaseArchives
   deployments: DeploymentsService
   /** Deployments with a source (issue 39): an archive received and checked, a repository's address checked. */
   appIntake: AppIntake
@@ -177,7 +179,7 @@ export function routeGroups(s: ApiDeps, plugins: ApiPlugins, document: () => Ret
     { at: API_V1, owns: ['/sites/:tenant_slug/files/'], routes: fileRoutes(plugins, s.files) },
     { at: API_V1, owns: ['/sites/:tenant_slug/exec/'], routes: execRoutes(plugins, s.exec) },
     { at: API_V1, owns: ['/sites/:tenant_slug/env/'], routes: envRoutes(plugins, s.env) },
-    { at: API_V1, owns: ['/sites/:tenant_slug/databases/'], routes: databaseRoutes(plugins, s.databases) },
+    { at: API_V1, owns: ['/sites/:tenant_slug/databases/'], routes: databaseRoutes(plugins, s.databases, s.databaseArchives) },
     { at: API_V1, owns: ['/sites/:tenant_slug/deploy/', '/sites/:tenant_slug/deployments/'], routes: deploymentRoutes(plugins, s.deployments, s.appIntake) },
     { at: API_V1, owns: ['/sites/:tenant_slug/metrics/'], routes: metricsRoutes(plugins, s.siteMetrics) },
     { at: API_V1, owns: ['/sites/:tenant_slug/delete/', '/sites/:tenant_slug/restore/', '/sites/:tenant_slug/scale/'], routes: siteLifecycleRoutes(plugins, s.lifecycle) },

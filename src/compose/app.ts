@@ -106,7 +106,7 @@ export function buildApp<R extends Role>(config: Config, role: R, opts: BuildOpt
   }
   if (role === 'restore') {
     const { config: restored, runtime, log, repos, archiveStore } = core
-    const app: RestoreApp = { sitesReturn: buildSitesReturn({ config: restored, runtime, log, repos, archiveStore, runner: a.sites.runner }), close }
+    const app: RestoreApp = { sitesReturn: buildSitesReturn({ config: restored, runtime, log, repos, archiveStore, runner: a.sites.runner, dumps: a.sites.archiveDumps }), close }
     return app as AppOf[R]
   }
   if (role === 'test') {
@@ -133,7 +133,7 @@ function serverDepsOf(a: Areas): ServerDeps {
     // The API's (api/app.ts ApiDeps).
     config: core.config, log: core.log, status: a.status, plans: core.plans, keys: core.keys,
     auth: agents.auth, limiter: agents.limiter, clients: agents.clients, accounts: agents.accounts, accountsRepo: agents.accountsRepo, claims: agents.claims, ssh: agents.ssh,
-    guard: sites.guard, sites: sites.sites, lifecycle: a.lifecycle, logs: sites.logs, files: sites.files, exec: sites.exec, env: sites.env, databases: sites.databases, deployments: sites.deployments, appIntake: sites.apps.intake, apps: sites.apps, siteMetrics: sites.siteMetrics, archives: sites.archives,
+    guard: sites.guard, sites: sites.sites, lifecycle: a.lifecycle, logs: sites.logs, files: sites.files, exec: sites.exec, env: sites.env, databases: sites.databases, databaseArchives: sites.databaseArchives, deployments: sites.deployments, appIntake: sites.apps.intake, apps: sites.apps, siteMetrics: sites.siteMetrics, archives: sites.archives,
     checkout: money.checkout, subscriptions: money.subscriptions,
     processor: payments.processor, billing: payments.billing, portalLinks: payments.portalLinks, charges: payments.charges,
     modules: modules.modules, modulesEdge: modules.modulesEdge, chatbot: modules.chatbot,

@@ -1,5 +1,8 @@
 /** Databases (issue 40): the sites' managed PostgreSQL, MariaDB and Redis, over the sites area's parts. */
-import { DatabasesService, makeDatabasesRepository, type DatabaseRuntime } from '../domain/databases'
+import { DatabaseArchives, DatabasesService, makeDatabasesRepository, type DatabaseRuntime } from '../domain/databases'
+import { ArchiveDumpReader, type ArchiveDumps, type makeArchivesRepository } from '../domain/archives'
+import type { ArchiveStore } from '../drivers/archives/types'
+import type { HomeTarballs, WorkFolder } from '../domain/archives'
 import type { AuditTrail } from '../domain/audit'
 import type { SiteEnvService } from '../domain/env'
 import type { PlansService } from '../domain/plans'
@@ -23,9 +26,19 @@ export interface DatabasesNeeds {
   env: SiteEnvService
 }
 
-export function buildDatabases(n: DatabasesNeeds): DatabasesService {
+/** What the databases' part in archives takes (issue 40 item 3): the archive jobs' dumps and the archives' bytes. */
+export interface DatabaseArchivesNeeds {
+  dumps: ArchiveDumps
+  archives: ReturnType<typeof makeArchivesRepository>
+  files: ArchiveStore
+  tar: Pick<HomeTarballs, 'decompressFile'>
+  work: WorkFolder
+}
+
+export function buildDatabases(n: DatabasesNeeds, a: DatabaseArchivesNeeds): { databases: DatabasesService; archives: DatabaseArchives } {
+  const repo = makeDatabasesRepository(n.store)
   const databases = new DatabasesService({
-    store: n.store, repo: makeDatabasesRepository(n.store), runtime: n.runtime, box: n.box, plans: n.plans, audit: n.audit, clock: n.clock, log: n.log,
+    store: n.store, repo, runtime: n.runtime, box: n.box, plans: n.plans, audit: n.audit, clock: n.clock, log: n.log,
     // A database made, deleted or given a new password: the settings' listeners (compose/apps.ts) restart the app with its URLs.
     changed: (site) => n.env.providedChanged(site),
     ownNames: (siteId) => n.env.ownNames(siteId),
@@ -33,6 +46,13 @@ export function buildDatabases(n: DatabasesNeeds): DatabasesService {
   })
   // Its URLs reach the app, build, hook and exec under the site's own settings.
   n.env.provide((siteId) => databases.variablesOf(siteId), (siteId) => databases.passwordsOf(siteId))
-  return databases
+  // Every snapshot and backup holds their dumps; its restore puts them back; one restores alone.
+  const archives = new DatabaseArchives({
+    service: databases, repo, runtime: n.runtime, plans: n.plans, audit: n.audit, clock: n.clock, log: n.log,
+    archives: new ArchiveDumpReader({ repo: a.archives, files: a.files, tar: a.tar, work: a.work, dumps: a.dumps }),
+    changed: (site) => n.env.providedChanged(site),
+  })
+  a.dumps.databases = archives
+  return { databases, archives }
 }
 

@@ -19,6 +19,7 @@ import { openStore } from '../store/store'
 import type { SiteRunner } from '../domain/sites'
 import type { ContainerRuntime } from '../drivers/runtime/types'
 import type { ArchiveStore } from '../drivers/archives/types'
+import type { ArchiveDumps } from '../domain/archives'
 import type { Logger } from '../lib/logger'
 import type { SharedRepositories } from './core'
 import { databasePath, secretsKeyPath } from './installation'
@@ -61,16 +62,19 @@ export interface SitesReturnDeps {
   log: Logger
   repos: Pick<SharedRepositories, 'sites' | 'archives'>
   archiveStore: ArchiveStore
+  /** The databases' dumps in the archives, told of the databases (compose/sites.ts). */
+  dumps: ArchiveDumps
 }
 
 /** The second half, over the areas built on the restored store. */
 export function buildSitesReturn(deps: SitesReturnDeps): SitesReturn {
-  const { config, runtime, runner, log, repos, archiveStore } = deps
+  const { config, runtime, runner, log, repos, archiveStore, dumps } = deps
   return new SitesReturn({
     sites: repos.sites, runner, runtime, log, clock: systemClock,
     archiveRows: repos.archives,
     tar: gnuTar,
     archives: archiveStore,
     work: new LocalWorkFolder(workDirOf(config)),
+    dumps,
   })
 }

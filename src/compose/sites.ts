@@ -3,7 +3,7 @@ import { waitForAnswer } from '../drivers/runtime/first-answer'
 import { LocalWorkFolder } from '../drivers/archives/work-folder'
 import { localHomes, type HomeDrivers } from '../drivers/files/home-drivers'
 import { join } from 'node:path'
-import { ArchiveEvents, type ArchiveJobDeps, ArchiveRetention, ArchivesService, CREATE_ARCHIVE_JOB, CreateArchiveJob, RESTORE_ARCHIVE_JOB, RestoreArchiveJob, RestoreGuard } from '../domain/archives'
+import { ArchiveDumps, ArchiveEvents, type ArchiveJobDeps, ArchiveRetention, ArchivesService, CREATE_ARCHIVE_JOB, CreateArchiveJob, RESTORE_ARCHIVE_JOB, RestoreArchiveJob, RestoreGuard } from '../domain/archives'
 import type { BillingService, SubscriptionBilling } from '../domain/billing'
 import type { BerthNames } from '../domain/berth-names'
 import { DEPLOY_JOB, Deployer, DeploymentFiles, DeploymentsService, makeDeploymentsRepository } from '../domain/deployments'
@@ -11,7 +11,8 @@ import { FilesService } from '../domain/files'
 import { inAppEnv } from '../domain/apps'
 import { buildApps, type Apps } from './apps'
 import { buildDatabases } from './databases'
-import type { DatabasesService } from '../domain/databases'
+import type { DatabaseArchives, DatabasesService } from '../domain/databases'
+import { tarDumps } from '../drivers/archives/db-dumps'
 import { EdgeAccessLog, edgeWritesAccessLog, LogRotation, LogsService } from '../domain/logs'
 import { makeMetricsRepository, SiteMetricsService } from '../domain/metrics'
 import type { ModulesService } from '../domain/modules'
@@ -77,6 +78,10 @@ export interface Sites {
   env: SiteEnvService
   /** The sites' managed databases (issue 40): their servers, limits, passwords and the URLs they give the app. */
   databases: DatabasesService
+  /** A database restored alone from an archive, or brought back from its deletion grace. */
+  databaseArchives: DatabaseArchives
+  /** The databases' dumps in archives (`berth restore` rebuilds the databases from them). */
+  archiveDumps: ArchiveDumps
   /** The archive jobs themselves, for work that runs one and waits for it (a move between nodes, an evacuation). */
   archiveJobs: { create: CreateArchiveJob; restore: RestoreArchiveJob }
 }
@@ -120,7 +125,10 @@ export function buildSites(
   const archiveEvents = new ArchiveEvents()
   const retention = new ArchiveRetention(archivesRepo, archiveFiles, log, archiveEvents)
   const restores = new RestoreGuard(archivesRepo)
-  const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: repos.sites, backupsKept: config.archives.backupsKept, clock, log, tar: homes.tar, work: new LocalWorkFolder(join(config.archives.dir, '.work')), changes, events: archiveEvents }
+  const work = new LocalWorkFolder(join(config.archives.dir, '.work'))
+  // The databases' dumps go into every archive, beside the home's files (told of the databases once they are built).
+  const dumps = new ArchiveDumps({ files: tarDumps, work, clock, log })
+  const archiveWork: ArchiveJobDeps = { repo: archivesRepo, retention, restores, files: archiveFiles, runtime, runner, sites: repos.sites, backupsKept: config.archives.backupsKept, clock, log, tar: homes.tar, work, changes, events: archiveEvents, dumps }
   const archiveJobs = { create: new CreateArchiveJob(archiveWork), restore: new RestoreArchiveJob(archiveWork) }
   const disks = new SiteDiskCache(runtime, clock)
   const applySite = new ApplySiteJob({ sites: repos.sites, runner, log, disks: { runtime, plans } })
@@ -160,7 +168,7 @@ export function buildSites(
   deployments = new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs, archives: archivesRepo })
   const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, work: archiveWork.work, log, copies: repos.offsite, room })
   const audit = new AuditLog(makeAuditRepository(store), clock, log)
-  const databases = buildDatabases({ store, clock, log, plans, sites: repos.sites, runtime: core.databaseRuntime, box, audit, env })
+  const { databases, archives: databaseArchives } = buildDatabases({ store, clock, log, plans, sites: repos.sites, runtime: core.databaseRuntime, box, audit, env }, { dumps, archives: archivesRepo, files: archiveFiles, tar: homes.tar, work })
   // What else a reaped site owns, removed after its container and volume: its snapshots and
   // backups (rows and stored files), its DNS records, its audit trail, its databases (servers, data, rows), its variables, and what the modules keep of it.
   const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, audit, databases, env, ...needs.purgers], log })
@@ -200,6 +208,8 @@ export function buildSites(
     exec: new ExecService(runtime, homes.openHome, audit, undefined, { env: (siteId) => env.valuesOf(siteId), argv: inAppEnv }),
     env,
     databases,
+    databaseArchives,
+    archiveDumps: dumps,
     archiveJobs,
   }
 }

@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 import { DbEngineSchema } from '../../core/enums'
 import { Database, DatabaseWithUrl, DB_NAME_PATTERN, RESERVED_DB_NAMES } from '../../domain/databases'
-import { Body } from '../http/schemas'
+import { Body, Uuid } from '../http/schemas'
 import { SiteParams } from '../sites/model'
 export { Database, DatabaseWithUrl }
 
@@ -23,3 +23,8 @@ export const CreateDatabaseBody = Body({
     examples: ['main'],
   }),
 }, { description: 'A managed database for the site.' })
+
+/** The body of restoreDatabase: an archive to take the data from, or none to bring a deleted database back. */
+export const RestoreDatabaseBody = Body({
+  archive_id: t.Optional(Uuid("A snapshot's or backup's id (listSnapshots, listBackups) holding the database's dump; its data replaces the database's. Without it: a deleted database in its grace comes back as it was.")),
+}, { description: 'None (a deleted database back as it was), or the archive to restore the data from.' })

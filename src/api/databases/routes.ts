@@ -2,8 +2,8 @@ import { Elysia, t } from 'elysia'
 import { NoBody, ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
-import { CreateDatabaseBody, Database, DatabaseParams, DatabaseWithUrl } from './model'
-import type { DatabasesService } from '../../domain/databases'
+import { CreateDatabaseBody, Database, DatabaseParams, DatabaseWithUrl, RestoreDatabaseBody } from './model'
+import type { DatabaseArchives, DatabasesService } from '../../domain/databases'
 
 const tags = ['Databases']
 
@@ -11,7 +11,7 @@ const tags = ['Databases']
  * The sites' managed databases (docs/api.md, "Databases"): PostgreSQL, MariaDB and Redis, each in
  * a container of its own on the site's network. Another account's site is 404 on every route.
  */
-export const databaseRoutes = (plugins: ApiPlugins, databases: DatabasesService) =>
+export const databaseRoutes = (plugins: ApiPlugins, databases: DatabasesService, archives: DatabaseArchives) =>
   new Elysia({ name: 'database-routes' })
     .use(plugins)
     .get('/sites/:tenant_slug/databases/', ({ site }) => databases.list(site), {
@@ -80,5 +80,21 @@ export const databaseRoutes = (plugins: ApiPlugins, databases: DatabasesService)
         tags,
         summary: 'Give the database a new password: the old one stops working at once, the data stays, the app restarts with the new URL; audited',
         operationId: 'rotateDatabasePassword',
+      },
+    })
+    .post('/sites/:tenant_slug/databases/:name/restore/', ({ site, params, body, principal }) => archives.restore(site, params.name, body?.archive_id, { kind: 'key', keyId: principal.keyId, keyPrefix: principal.keyPrefix }), {
+      scope: 'write',
+      site: 'changeable',
+      params: DatabaseParams,
+      body: RestoreDatabaseBody,
+      response: ok(Database),
+      errors: [503],
+      detail: {
+        tags,
+        summary: "Restore one database: its data from a snapshot or backup of the site holding its dump (archive_id), or, without a body, a deleted database in its grace back as it was; audited",
+        description:
+          "With archive_id the database's data is replaced by the archive's dump (the site's files are left as they are; restoreSnapshot/restoreBackup put both back). " +
+          "An archive without a dump of it: 422 param archive_id; another site's archive: 404. A deleted database counts against the plan's limit again.",
+        operationId: 'restoreDatabase',
       },
     })

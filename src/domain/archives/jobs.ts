@@ -10,6 +10,7 @@ import type { HomeTarballs, WorkFolder } from './tarballs'
 import type { RestoreGuard } from './restore-guard'
 import type { ArchiveRetention } from './retention'
 import type { ArchiveEvents } from './events'
+import type { ArchiveDumps } from './dumps'
 
 export const CREATE_ARCHIVE_JOB = 'create_archive'
 export const RESTORE_ARCHIVE_JOB = 'restore_archive'
@@ -36,12 +37,18 @@ export interface ArchiveJobDeps {
   changes?: Pick<SiteChanges, 'changed'>
   /** Told when an archive turned ready (its copy off the box is queued). */
   events?: Pick<ArchiveEvents, 'ready'>
+  /** The site's databases' dumps, taken with its files and put back with them (issue 40). */
+  dumps?: Pick<ArchiveDumps, 'add' | 'take' | 'restore' | 'clear'>
 }
 
 /**
  * The job that makes a snapshot or backup (subject: the archive id). The home is written to an
  * uncompressed tar while the site is frozen (`withSitePaused`), so the archive is one moment of
  * the site even while it writes; compression, counting and storing happen after the thaw.
+ * The site's databases are dumped in the same freeze, right after the tar, and appended to it
+ * under `.berth-databases/` (ArchiveDumps): the app writes nothing meanwhile, so its files and
+ * its data are of one moment. A dump failing (or Berth stopping mid-way) never leaves a ready
+ * archive: the archive is stored whole, dumps included, or the job fails.
  * Idempotent: a run after a crash starts over and overwrites its own work files and key.
  */
 export class CreateArchiveJob implements JobHandler {
@@ -63,7 +70,13 @@ export class CreateArchiveJob implements JobHandler {
     try {
       const home = await this.d.runtime.homePath(site.slug)
       const started = performance.now()
-      await this.d.runtime.withSitePaused(site.slug, () => this.d.tar.tarHome(home, tarFile))
+      let dumped = { databases: 0, bytes: 0 }
+      let tarredMs = 0
+      await this.d.runtime.withSitePaused(site.slug, async () => {
+        await this.d.tar.tarHome(home, tarFile)
+        tarredMs = Math.round(performance.now() - started)
+        if (this.d.dumps) dumped = await this.d.dumps.add(site, id, tarFile)
+      })
       const frozenMs = Math.round(performance.now() - started)
       const counts = await this.d.tar.scanTar(tarFile)
       await this.d.tar.compressFile(tarFile, zstFile)
@@ -78,10 +91,11 @@ export class CreateArchiveJob implements JobHandler {
         return
       }
       this.d.events?.ready(this.d.repo.find(id)!)
-      this.d.log.info('archive ready', { site: site.slug, archive: id, kind: row.kind, files: counts.files, bytes: counts.bytes, stored_bytes: sizeBytes, frozen_ms: frozenMs, compress_ms: Math.round(compressedAt - started) - frozenMs, store_ms: storeMs, ms: Math.round(performance.now() - started) })
+      this.d.log.info('archive ready', { site: site.slug, archive: id, kind: row.kind, files: counts.files, bytes: counts.bytes, stored_bytes: sizeBytes, databases: dumped.databases, dump_bytes: dumped.bytes, frozen_ms: frozenMs, dump_ms: frozenMs - tarredMs, compress_ms: Math.round(compressedAt - started) - frozenMs, store_ms: storeMs, ms: Math.round(performance.now() - started) })
       if (row.kind === 'backup') await this.d.retention.pruneBackups(site.id, this.d.backupsKept)
     } finally {
       await this.d.work.remove(tarName, zstName)
+      await this.d.dumps?.clear(id)
     }
   }
 
@@ -127,6 +141,8 @@ export class RestoreArchiveJob implements JobHandler {
       await this.d.files.get(row.storageKey!, zstFile)
       await this.d.tar.decompressFile(zstFile, tarFile)
       await this.d.work.remove(zstName)
+      // Its databases' dumps come out of the tar first: what is left is the home's files alone.
+      const dumps = (await this.d.dumps?.take(id, tarFile)) ?? null
       // The site's volume where it is placed, made when missing: a move killed between its switch
       // to the new node and the volume's creation there left none, and the restore fills it.
       await this.d.runtime.prepareSite(this.d.runner.spec(site))
@@ -145,13 +161,17 @@ export class RestoreArchiveJob implements JobHandler {
       const extractedAt = performance.now()
       // Stopped to be run again at once (a cluster's node leaves the service as it is: its restart is that of a crash, ~1 s).
       await this.d.runner.stop(site.slug, { forRestart: this.d.sites.find(site.id)?.status === 'active' })
+      // The databases' data, while the app does not run: it starts on files and data of one moment.
+      const databases = (await this.d.dumps?.restore(site, id, dumps)) ?? 0
+      const restoredAt = performance.now()
       await this.startAgain(site)
       this.d.repo.transition(id, ['restoring'], { status: 'ready', restoredAt: this.d.clock.now(), error: null })
       this.d.changes?.changed({ siteId: site.id, slug: site.slug, reason: 'restore' })
       const done = performance.now()
-      this.d.log.info('archive restored', { site: site.slug, archive: id, kind: row.kind, fetch_ms: Math.round(downAt - started), frozen_ms: Math.round(extractedAt - downAt), restart_ms: Math.round(done - extractedAt), down_ms: Math.round(done - downAt), ms: Math.round(done - started) })
+      this.d.log.info('archive restored', { site: site.slug, archive: id, kind: row.kind, fetch_ms: Math.round(downAt - started), frozen_ms: Math.round(extractedAt - downAt), databases, databases_ms: Math.round(restoredAt - extractedAt), restart_ms: Math.round(done - extractedAt), down_ms: Math.round(done - downAt), ms: Math.round(done - started) })
     } finally {
       await this.d.work.remove(tarName, zstName)
+      await this.d.dumps?.clear(id)
     }
   }
 

@@ -41,3 +41,23 @@ export interface WorkFolder {
   /** The size of the work file `name` in bytes (what its extraction writes, for a tarball). */
   size(name: string): Promise<number>
 }
+
+/**
+ * The databases' dumps an archive holds, under `.berth-databases/` at the root of its tarball
+ * (drivers/archives/db-dumps.ts): written into a folder of the work folder, appended to the
+ * home's tar, and taken out of it again before the home's files are put back.
+ */
+export interface DumpFiles {
+  /** Makes the folder `dir` empty, ready for dumps. */
+  freshDumps(dir: string): Promise<string>
+  dumpWriter(dir: string, file: string): NodeJS.WritableStream
+  /** Refuses anything but a regular file. */
+  dumpReader(dir: string, file: string): Promise<NodeJS.ReadableStream>
+  writeManifest(dir: string, manifest: unknown): Promise<void>
+  /** Null when the folder holds no manifest. */
+  readManifest(dir: string): Promise<unknown | null>
+  appendDumps(tarFile: string, dir: string): Promise<void>
+  /** Moves the dumps of `tarFile` into `dir` (false: it has none), leaving the home's files alone in the tar. */
+  takeDumps(tarFile: string, dir: string): Promise<boolean>
+  clearDumps(dir: string): Promise<void>
+}

@@ -2,6 +2,7 @@
 import type { Store } from '../../store/store'
 import { DatabasesRepository } from './repository'
 export { DatabasesService, type DatabasesDeps } from './service'
+export { DatabaseArchives, type ArchiveDumpSource, type DatabaseArchivesDeps } from './archives'
 export { Database, DatabaseWithUrl, type DatabaseView, type DatabaseWithUrlView } from './views'
 export { DB_NAME_PATTERN, DB_PORTS, DB_USER, PASSWORD_CHARS, RESERVED_DB_NAMES, urlOf } from './rules'
 export type { DatabaseRuntime, DatabaseRunning, DatabaseSpec, DatabaseState, DbEngine } from './ports'

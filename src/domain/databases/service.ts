@@ -231,7 +231,8 @@ export class DatabasesService {
     }
   }
 
-  private specOf(site: SiteRow, row: SiteDatabaseRow, password: string): DatabaseSpec {
+  /** The runtime's spec of a database (also for ./archives.ts). */
+  specOf(site: SiteRow, row: SiteDatabaseRow, password: string): DatabaseSpec {
     const plan = this.d.plans.get(site.planSlug)
     return { siteId: site.id, slug: site.slug, name: row.name, engine: row.engine, memoryMb: row.memoryMb, cpuCores: plan.features.cpu_cores, diskGb: row.diskGb, user: DB_USER, password }
   }
@@ -249,7 +250,7 @@ export class DatabasesService {
   }
 
   /** Runs `fn` with the database marked busy (taken already when `held`); another change of it meanwhile is a 409 to retry. */
-  private async whileBusy<T>(site: SiteRow, name: string, fn: () => Promise<T>, held = false): Promise<T> {
+  async whileBusy<T>(site: SiteRow, name: string, fn: () => Promise<T>, held = false): Promise<T> {
     const key = `${site.id}/${name}`
     if (!held) this.hold(site, name, () => undefined)
     try {
@@ -271,7 +272,8 @@ export class DatabasesService {
     return this.d.box.seal(password, { siteId, name: `database:${name}` })
   }
 
-  private opened(row: SiteDatabaseRow): string | null {
+  /** The database's password, or null when this box cannot open it. */
+  opened(row: SiteDatabaseRow): string | null {
     try {
       return this.d.box.open(row.sealed, { siteId: row.siteId, name: `database:${row.name}` })
     } catch (err) {

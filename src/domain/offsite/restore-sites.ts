@@ -3,7 +3,7 @@ import type { ArchiveStore } from '../../drivers/archives/types'
 import { HostPortTakenError, type ContainerRuntime } from '../../drivers/runtime/types'
 import type { Logger } from '../../lib/logger'
 import type { SiteRow } from '../../store/schema'
-import type { ArchiveRecords, HomeTarballs, WorkFolder } from '../archives'
+import type { ArchiveDumps, ArchiveRecords, HomeTarballs, WorkFolder } from '../archives'
 import type { SiteRecords, SiteRunner } from '../sites'
 import { isArchiveOf, type ManifestArchive, type OffsiteManifest } from './manifest'
 
@@ -14,7 +14,8 @@ import { isArchiveOf, type ManifestArchive, type OffsiteManifest } from './manif
  * that came back, the way a restore of an archive does (HomeTarballs.replaceHome), before the
  * container starts: the site never serves the image's default page in between. Active sites
  * run and answer; suspended and pending-deletion ones are made and stopped, as the reconcile
- * pass keeps them. DNS zones, keys, accounts and subscriptions are rows of the store: nothing to do.
+ * pass keeps them. Its databases are rebuilt from the same archive's dumps (ArchiveDumps), after
+ * its files and before its container starts. DNS zones, keys, accounts and subscriptions are rows of the store: nothing to do.
  */
 
 /** Statuses whose site has a container and files (the reconciler runs or stops them). */
@@ -36,6 +37,8 @@ export interface SitesReturnDeps {
   clock: { now(): number }
   work: WorkFolder
   log: Logger
+  /** The databases' dumps in the archives (issue 40): each database of the store rebuilt from them. */
+  dumps?: Pick<ArchiveDumps, 'take' | 'restore' | 'clear'>
 }
 
 /** What became of one site. */
@@ -108,7 +111,7 @@ export class SitesReturn {
     return settled
   }
 
-  /** The archive's files into the site's volume, the container not running. */
+  /** The archive's files into the site's volume, then its databases' dumps into them, the container not running. */
   private async putFilesBack(site: SiteRow, archive: ManifestArchive): Promise<{ files: number; bytes: number }> {
     const [zstName, tarName] = [`${archive.id}.restore.tar.zst`, `${archive.id}.restore.tar`]
     await this.d.work.prepare()
@@ -116,12 +119,15 @@ export class SitesReturn {
       await this.d.archives.get(archive.storage_key, this.d.work.path(zstName))
       await this.d.tar.decompressFile(this.d.work.path(zstName), this.d.work.path(tarName))
       await this.d.work.remove(zstName)
+      const dumps = (await this.d.dumps?.take(archive.id, this.d.work.path(tarName))) ?? null
       const counts = await this.d.tar.scanTar(this.d.work.path(tarName))
       const home = await this.d.runtime.homePath(site.slug)
       await this.d.runtime.withSitePaused(site.slug, () => this.d.tar.replaceHome(home, this.d.work.path(tarName)))
+      await this.d.dumps?.restore(site, archive.id, dumps)
       return counts
     } finally {
       await this.d.work.remove(zstName, tarName)
+      await this.d.dumps?.clear(archive.id)
     }
   }
 

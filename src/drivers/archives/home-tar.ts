@@ -3,6 +3,7 @@ import { chmod, chown, lstat, mkdir, open, readdir, rename, rm } from 'node:fs/p
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { constants, createZstdCompress, createZstdDecompress } from 'node:zlib'
+import { DUMPS_FOLDER } from './db-dumps'
 import { checkHomeArchive } from './tar-members'
 
 /**
@@ -15,6 +16,9 @@ import { checkHomeArchive } from './tar-members'
  *   a restore keeps the current logs.
  * - MOVING, ASIDE and STAGING: where a restore parks the current files and unpacks the new ones
  *   (below).
+ * - `.berth-databases`: the name under which an archive holds its site's database dumps
+ *   (./db-dumps.ts), appended by Berth after the home's files and taken out before a restore: a
+ *   site's own folder of that name is neither archived nor replaced, so it never passes for them.
  *
  * A caller may leave out more names at the root (`keep`): a deployment's record of the files
  * leaves out `.ssh/` as well (domain/deployments/files.ts), and its rollback keeps it.
@@ -25,7 +29,7 @@ const STAGING = '.berth-restore-incoming'
 const OURS = [MOVING, ASIDE, STAGING]
 
 /** The names at the root of the home an archive leaves out, and a restore keeps. */
-const keptOf = (keep: readonly string[]) => new Set(['logs', ...OURS, ...keep])
+const keptOf = (keep: readonly string[]) => new Set(['logs', DUMPS_FOLDER, ...OURS, ...keep])
 const excludesOf = (kept: Set<string>) => [...kept].map((name) => `--exclude=./${name}`)
 
 /**

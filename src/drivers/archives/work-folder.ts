@@ -25,7 +25,8 @@ export class LocalWorkFolder {
     return (await stat(this.path(name))).size
   }
 
+  /** A file, or a folder with all in it (a job's dumps, `{archive_id}.dumps`). */
   async remove(...names: string[]): Promise<void> {
-    await Promise.all(names.map((name) => rm(this.path(name), { force: true })))
+    await Promise.all(names.map((name) => rm(this.path(name), { recursive: true, force: true })))
   }
 }
