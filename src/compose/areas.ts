@@ -74,7 +74,7 @@ export function buildAreas(config: Config, opts: BuildOptions = {}): Areas {
   return {
     core, payments, names, modules, sites, money, agents, consoles, offsite, status, cluster,
     lifecycle: buildLifecycle(core, sites, money.subscriptions),
-    prometheus: buildPrometheus(core, { metrics: sites.metrics, runner: sites.runner, certs: names.certs, offsite: status.offsite, room: core.room }),
+    prometheus: buildPrometheus(core, { metrics: sites.metrics, runner: sites.runner, certs: names.certs, offsite: status.offsite, room: core.room, databases: sites.databaseLife }),
   }
 }
 

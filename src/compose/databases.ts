@@ -1,5 +1,5 @@
 /** Databases (issue 40): the sites' managed PostgreSQL, MariaDB and Redis, over the sites area's parts. */
-import { DatabaseArchives, DatabasesService, makeDatabasesRepository, type DatabaseRuntime } from '../domain/databases'
+import { DatabaseArchives, DatabaseLife, DatabasesService, makeDatabasesRepository, type DatabaseRuntime, type DatabaseSizes } from '../domain/databases'
 import { ArchiveDumpReader, type ArchiveDumps, type makeArchivesRepository } from '../domain/archives'
 import type { ArchiveStore } from '../drivers/archives/types'
 import type { HomeTarballs, WorkFolder } from '../domain/archives'
@@ -24,6 +24,7 @@ export interface DatabasesNeeds {
   box: SecretBox
   audit: AuditTrail
   env: SiteEnvService
+  sizes?: DatabaseSizes
 }
 
 /** What the databases' part in archives takes (issue 40 item 3): the archive jobs' dumps and the archives' bytes. */
@@ -43,6 +44,7 @@ export function buildDatabases(n: DatabasesNeeds, a: DatabaseArchivesNeeds): { d
     changed: (site) => n.env.providedChanged(site),
     ownNames: (siteId) => n.env.ownNames(siteId),
     slugOf: (siteId) => n.sites.find(siteId)?.slug,
+    sizes: n.sizes,
   })
   // Its URLs reach the app, build, hook and exec under the site's own settings.
   n.env.provide((siteId) => databases.variablesOf(siteId), (siteId) => databases.passwordsOf(siteId))
@@ -56,3 +58,13 @@ export function buildDatabases(n: DatabasesNeeds, a: DatabaseArchivesNeeds): { d
   return { databases, archives }
 }
 
+
+/** The databases' life with their sites (domain/databases/life.ts): suspension, resumption, scale, the engine's events, reconcile. */
+export function buildDatabaseLife(n: Pick<DatabasesNeeds, 'store' | 'clock' | 'log' | 'plans' | 'sites' | 'runtime' | 'sizes'>, databases: DatabasesService): DatabaseLife {
+  return new DatabaseLife({
+    repo: makeDatabasesRepository(n.store), runtime: n.runtime, plans: n.plans, sites: n.sites, clock: n.clock, log: n.log,
+    opened: (row) => databases.passwordOf(row),
+    busy: (siteId, name) => databases.busyWith(siteId, name),
+    sizes: n.sizes,
+  })
+}

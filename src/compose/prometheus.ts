@@ -3,6 +3,7 @@ import { makePrometheusRepository, scrapeMetrics } from '../domain/prometheus'
 import type { StatusInfo } from '../domain/status'
 import type { CertificateManager } from '../domain/tls'
 import type { SiteRunner } from '../domain/sites'
+import type { DatabaseLife } from '../domain/databases'
 import { machineFacts } from '../drivers/host/machine'
 import { processStatsReader } from '../drivers/process/stats'
 import type { EdgeMetrics } from '../edge/metrics'
@@ -23,6 +24,7 @@ export function buildPrometheus(core: Pick<Core, 'config' | 'store'>, from: {
   certs: Pick<CertificateManager, 'orderFailures'>
   offsite: StatusInfo['offsite']
   room: StatusInfo['room']
+  databases?: Pick<DatabaseLife, 'figures'>
 }): Prometheus {
   const dnsCounts = new DnsQueryCounts()
   const repo = makePrometheusRepository(core.store)
@@ -41,6 +43,7 @@ export function buildPrometheus(core: Pick<Core, 'config' | 'store'>, from: {
       process,
       node,
       room: () => from.room.figures(),
+      ...(from.databases ? { databases: () => from.databases!.figures() } : {}),
     }),
   }
 }

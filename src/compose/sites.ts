@@ -10,8 +10,8 @@ import { DEPLOY_JOB, Deployer, DeploymentFiles, DeploymentsService, makeDeployme
 import { FilesService } from '../domain/files'
 import { inAppEnv } from '../domain/apps'
 import { buildApps, type Apps } from './apps'
-import { buildDatabases } from './databases'
-import type { DatabaseArchives, DatabasesService } from '../domain/databases'
+import { buildDatabaseLife, buildDatabases } from './databases'
+import { DatabaseLife, DatabaseSizes, type DatabaseArchives, type DatabasesService } from '../domain/databases'
 import { tarDumps } from '../drivers/archives/db-dumps'
 import { EdgeAccessLog, edgeWritesAccessLog, LogRotation, LogsService } from '../domain/logs'
 import { makeMetricsRepository, SiteMetricsService } from '../domain/metrics'
@@ -20,6 +20,7 @@ import { APPLY_JOBS, ApplySiteJob, PROVISION_JOB, Provisioner, Reconciler, Repai
 import { SiteFirewallKeeper } from '../drivers/firewall/keeper'
 import { makeMarkedMoves, MOVE_SITE_JOB, MoveMarkHandler } from '../domain/cluster'
 import type { Placement } from '../drivers/cluster/types'
+import type { SiteRow } from '../store/schema'
 import { selectFirewall } from '../drivers/firewall/select'
 import type { SiteFirewall } from '../drivers/firewall/types'
 import { EdgeMetrics } from '../edge/metrics'
@@ -82,6 +83,10 @@ export interface Sites {
   databaseArchives: DatabaseArchives
   /** The databases' dumps in archives (`berth restore` rebuilds the databases from them). */
   archiveDumps: ArchiveDumps
+  /** The databases' life with their sites (suspension, resumption, scale, the engine's events, reconcile). */
+  databaseLife: DatabaseLife
+  /** The databases' sizes, measured cheaply and reused a few seconds (views, /metrics). */
+  databaseSizes: DatabaseSizes
   /** The archive jobs themselves, for work that runs one and waits for it (a move between nodes, an evacuation). */
   archiveJobs: { create: CreateArchiveJob; restore: RestoreArchiveJob }
 }
@@ -121,7 +126,16 @@ export function buildSites(
   const archivesRepo = repos.archives
   const deploymentsRepo = makeDeploymentsRepository(store)
   // A restore brings its site back itself: the runner's repairs (healer, reconcile) leave it alone.
-  const runner = new SiteRunner({ sites: repos.sites, plans, runtime, containers: config.containers, log, waitForAnswer, restoring: (siteId) => repos.archives.restoringOf(siteId) !== undefined })
+  // A site's databases start with it and stop with it (DatabaseLife, made below with the databases).
+  let databaseLife: DatabaseLife | undefined
+  const companions = {
+    started: (site: SiteRow) => databaseLife?.startFor(site) ?? Promise.resolve(),
+    stopped: async (slug: string) => {
+      const site = repos.sites.findLiveBySlug(slug)
+      if (site && databaseLife) await databaseLife.stopFor(site)
+    },
+  }
+  const runner = new SiteRunner({ sites: repos.sites, plans, runtime, containers: config.containers, log, waitForAnswer, restoring: (siteId) => repos.archives.restoringOf(siteId) !== undefined, companions })
   const archiveEvents = new ArchiveEvents()
   const retention = new ArchiveRetention(archivesRepo, archiveFiles, log, archiveEvents)
   const restores = new RestoreGuard(archivesRepo)
@@ -163,12 +177,14 @@ export function buildSites(
     store, clock, sites: repos.sites, checkouts: repos.checkout, billing: repos.billing, plans, jobs, runner, room,
     siteUrl: config.server.siteUrl, sitesDomain: config.sites.domain, berthNames: needs.names.berthNames, names: needs.names.ofSites,
     recovering: new SiteAvailability({ nodeDown: needs.recovering, moving: moves, runner, repairs }),
-    disks, app: (site) => apps.views.view(site),
+    disks, app: (site) => apps.views.view(site), databases: (site) => databases.summaryOf(site),
   })
   deployments = new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs, archives: archivesRepo })
   const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, work: archiveWork.work, log, copies: repos.offsite, room })
   const audit = new AuditLog(makeAuditRepository(store), clock, log)
-  const { databases, archives: databaseArchives } = buildDatabases({ store, clock, log, plans, sites: repos.sites, runtime: core.databaseRuntime, box, audit, env }, { dumps, archives: archivesRepo, files: archiveFiles, tar: homes.tar, work })
+  const databaseSizes = new DatabaseSizes(core.databaseRuntime, clock)
+  const { databases, archives: databaseArchives } = buildDatabases({ store, clock, log, plans, sites: repos.sites, runtime: core.databaseRuntime, box, audit, env, sizes: databaseSizes }, { dumps, archives: archivesRepo, files: archiveFiles, tar: homes.tar, work })
+  databaseLife = buildDatabaseLife({ store, clock, log, plans, sites: repos.sites, runtime: core.databaseRuntime, sizes: databaseSizes }, databases)
   // What else a reaped site owns, removed after its container and volume: its snapshots and
   // backups (rows and stored files), its DNS records, its audit trail, its databases (servers, data, rows), its variables, and what the modules keep of it.
   const reaper = new SiteReaper({ store, clock, sites: repos.sites, keys: repos.keys, billing: repos.billing, runner, purgers: [archives, needs.names.dns, audit, databases, env, ...needs.purgers], log })
@@ -192,7 +208,7 @@ export function buildSites(
       store, sites: repos.sites, runner, domains: { linked: () => needs.names.linkedDomains() }, modules: (site) => needs.modules.edgeFlags(site),
       edgeLogs: (site) => edgeWritesAccessLog(plans.get(site.planSlug).hosting_type, site.runtime), moving: () => moves.slugs(),
     }),
-    reconciler: new Reconciler({ sites: repos.sites, runner, runtime, jobs, reaper, log, backoff: repairs, nodeOf: placement ? (slug) => placement.nodeOf(slug) : undefined, now: () => clock.now() }),
+    reconciler: new Reconciler({ sites: repos.sites, runner, runtime, jobs, reaper, log, backoff: repairs, nodeOf: placement ? (slug) => placement.nodeOf(slug) : undefined, now: () => clock.now(), companions: databaseLife }),
     firewall,
     healer: new SiteHealer({ sites: repos.sites, runner, log }),
     metrics,
@@ -210,12 +226,18 @@ export function buildSites(
     databases,
     databaseArchives,
     archiveDumps: dumps,
+    databaseLife,
+    databaseSizes,
     archiveJobs,
   }
 }
 
 /** Scale, delete and restore of sites: made once money is, since a plan change is prorated. */
-export function buildLifecycle(core: CoreReads<'store' | 'clock' | 'log' | 'plans' | 'jobs', 'sites' | 'billing'>, sites: { runner: SiteRunner; sites: SitesService; disks: SiteDiskCache }, subscriptions: SubscriptionBilling): SiteLifecycle {
+export function buildLifecycle(core: CoreReads<'store' | 'clock' | 'log' | 'plans' | 'jobs', 'sites' | 'billing'>, sites: { runner: SiteRunner; sites: SitesService; disks: SiteDiskCache; databaseLife?: DatabaseLife }, subscriptions: SubscriptionBilling): SiteLifecycle {
   const { store, clock, log, plans, jobs, repos } = core
-  return new SiteLifecycle({ store, clock, sites: repos.sites, views: sites.sites, billing: repos.billing, money: subscriptions, plans, jobs, runner: sites.runner, log, disks: sites.disks })
+  const life = sites.databaseLife
+  return new SiteLifecycle({
+    store, clock, sites: repos.sites, views: sites.sites, billing: repos.billing, money: subscriptions, plans, jobs, runner: sites.runner, log, disks: sites.disks,
+    databasesFit: life ? (site, plan) => life.requireFits(site, plan) : undefined,
+  })
 }

@@ -13,7 +13,7 @@ import type { Sites } from './sites'
 const ORPHANED_PAYMENT_MS = 15 * 60_000
 
 /** What `followContainerEvents` reads. */
-export type ContainerEventDeps = Pick<Core, 'runtime' | 'log'> & Pick<Sites, 'healer' | 'reconciler'> & { status: Pick<StatusInfo, 'engine'>; apps: Pick<Sites['apps'], 'starts' | 'pushes' | 'php'> }
+export type ContainerEventDeps = Pick<Core, 'runtime' | 'log'> & Pick<Sites, 'healer' | 'reconciler' | 'databaseLife'> & { status: Pick<StatusInfo, 'engine'>; apps: Pick<Sites['apps'], 'starts' | 'pushes' | 'php'> }
 
 /**
  * Follows the engine's events for this instance's containers: a site's container that dies or is
@@ -30,6 +30,8 @@ export function followContainerEvents(s: ContainerEventDeps): () => void {
       s.apps.php.onEvent(e)
       if (e.action === 'start') s.apps.pushes.started(e.siteId)
     },
+    // A database's container that died or was removed is brought back on its data (its state `recovering` meanwhile).
+    onDatabaseEvent: (e) => s.databaseLife.onEvent(e),
     onReconnect: () => {
       void s.reconciler.reconcile().catch((err) => s.log.error('reconcile failed', { error: (err as Error).message }))
       void s.apps.starts.sweep().catch((err) => s.log.error('could not hand app sites their settings', { error: (err as Error).message }))

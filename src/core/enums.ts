@@ -89,8 +89,8 @@ export const DB_ENGINES = valuesOf(DbEngineSchema)
  * `available`, `failed` (error says why; nothing runs), `stopped` (its site suspended), `deleted`
  * (its container removed, its data kept for the site's deletion grace).
  */
-export const DbStateSchema = t.Union([t.Literal('creating'), t.Literal('available'), t.Literal('failed'), t.Literal('stopped'), t.Literal('deleted')], {
-  description: "creating: its server is being set up; available: it answers; failed: it could not be started (error says why; nothing runs and nothing is kept); stopped: its site is suspended; deleted: its server is removed, its data kept for the site's deletion grace.",
+export const DbStateSchema = t.Union([t.Literal('creating'), t.Literal('available'), t.Literal('failed'), t.Literal('stopped'), t.Literal('recovering'), t.Literal('deleted')], {
+  description: "creating: its server is being set up; available: it answers; failed: it could not be started (error says why; nothing runs and nothing is kept); stopped: its site is suspended or pending deletion (its server stopped, its data kept); recovering: its server stopped answering (its container died or was removed) and Berth is bringing it back on its data; deleted: its server is removed, its data kept for the site's deletion grace.",
 })
 export type DbState = Static<typeof DbStateSchema>
 export const DB_STATES = valuesOf(DbStateSchema)

@@ -10,7 +10,8 @@ import type { PlansService } from '../plans'
 import type { DatabaseRuntime, DatabaseSpec, DbEngine } from './ports'
 import type { DatabasesRepository, SiteDatabaseRow } from './repository'
 import { checkDbName, DB_PORTS, DB_USER, databaseOf, FIRST_DB_VARIABLE, hostOf, newPassword, urlOf, variableOf } from './rules'
-import type { DatabaseView, DatabaseWithUrlView } from './views'
+import type { DatabaseSizes } from './sizes'
+import type { DatabaseView, DatabaseWithUrlView, SiteDatabaseSummary } from './views'
 
 export interface DatabasesDeps {
   store: Pick<Store, 'write'>
@@ -27,6 +28,8 @@ export interface DatabasesDeps {
   ownNames(siteId: string): ReadonlySet<string>
   /** The slug of a site by its id (a reaped site's databases are found by it). */
   slugOf(siteId: string): string | undefined
+  /** The sizes shown, measured cheaply and reused a few seconds (./sizes.ts); absent: measured per view. */
+  sizes?: Pick<DatabaseSizes, 'get'>
 }
 
 /** Seconds a caller waits before retrying a database another call is changing. */
@@ -187,6 +190,21 @@ export class DatabasesService {
     return this.d.repo.list(siteId).filter((r) => r.state === 'available' || r.state === 'stopped').map((r) => this.opened(r)).filter((p): p is string => p !== null)
   }
 
+  /** The site's databases as its view shows them (GET /sites/{slug}/): name, engine, state, size. */
+  async summaryOf(site: SiteRow): Promise<SiteDatabaseSummary[]> {
+    return (await this.list(site)).filter((v) => v.state !== 'deleted').map((v) => ({ name: v.name, engine: v.engine, state: v.state, size_bytes: v.size_bytes }))
+  }
+
+  /** True while a call (create, delete, rotate) changes the database: the site's lifecycle leaves it to that call (./life.ts). */
+  busyWith(siteId: string, name: string): boolean {
+    return this.busy.has(`${siteId}/${name}`)
+  }
+
+  /** The database's password, opened; null when this box cannot open it (./life.ts starts servers with it). */
+  passwordOf(row: SiteDatabaseRow): string | null {
+    return this.opened(row)
+  }
+
   /** A reaped site's databases go with it: their containers and volumes, then their rows. */
   async removeAllFor(siteId: string): Promise<void> {
     const slug = this.d.slugOf(siteId)
@@ -222,7 +240,7 @@ export class DatabasesService {
     const row: SiteDatabaseRow = this.isStale(stored) ? { ...stored, state: 'failed', error: 'Berth stopped before its server first answered; create it again.' } : stored
     let size: number | null = null
     if (row.state === 'available') {
-      size = await this.d.runtime.inspect(site.slug, row.name).then((s) => (s?.running ? s.sizeBytes : null), () => null)
+      size = this.d.sizes ? await this.d.sizes.get(site.slug, row.name) : await this.d.runtime.inspect(site.slug, row.name).then((s) => (s?.running ? s.sizeBytes : null), () => null)
     }
     return {
       name: row.name, engine: row.engine, version: row.version, state: row.state, size_bytes: size, memory_mb: row.memoryMb, disk_gb: row.diskGb,

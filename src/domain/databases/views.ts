@@ -39,5 +39,9 @@ export const DatabaseWithUrl = t.Object({
   }],
 })
 
+/** A database as its site's view shows it (GET /sites/{tenant_slug}/: `databases`). */
+export const SiteDatabase = t.Object({ name: fields.name, engine: fields.engine, state: fields.state, size_bytes: fields.size_bytes })
+
 export type DatabaseView = Static<typeof Database>
+export type SiteDatabaseSummary = Static<typeof SiteDatabase>
 export type DatabaseWithUrlView = Static<typeof DatabaseWithUrl>

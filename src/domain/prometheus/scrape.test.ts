@@ -79,6 +79,19 @@ describe('scrapeMetrics', () => {
     expect(none).not.toMatch(/^berth_offsite_last_store_copy_age_seconds /m)
   })
 
+  it('exports each database\'s up (from its state) and its size, the size only while it is available', async () => {
+    const text = await scrapeMetrics(sources({
+      databases: async () => [
+        { site: 'shop', database: 'main', engine: 'postgres', up: true, sizeBytes: 7_811_072 },
+        { site: 'blog', database: 'cache', engine: 'redis', up: false, sizeBytes: null },
+      ],
+    }))
+    expect(text).toContain('berth_database_up{site="shop",database="main",engine="postgres"} 1\n')
+    expect(text).toContain('berth_database_up{site="blog",database="cache",engine="redis"} 0\n')
+    expect(text).toContain('berth_database_size_bytes{site="shop",database="main",engine="postgres"} 7811072\n')
+    expect(text).not.toMatch(/^berth_database_size_bytes\{site="blog"/m)
+  })
+
   it('has every metric listed in operations.md, and the Grafana dashboard uses no other name', async () => {
     const names = familiesOf(await scrapeMetrics(sources({ offsiteStoreCopyAgeSeconds: () => 1, room: () => ({ freeBytes: 9, totalBytes: 20, thresholdBytes: 2, low: false, sitesDiskGb: 5 }) })))
     const table = readFileSync(join(DOCS, 'operations.md'), 'utf8').split('## Watching Berth with Prometheus')[1]!.split('\n## ')[0]!

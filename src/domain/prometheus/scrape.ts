@@ -22,6 +22,8 @@ export interface ScrapeSources {
   node: string
   /** The data folder's disk against the reserve Berth keeps (domain/room); absent: not exported. */
   room?: () => RoomFigures
+  /** The sites' databases (issue 40): up as the store keeps it, and each one's size; absent: not exported. */
+  databases?: () => Promise<Array<{ site: string; database: string; engine: string; up: boolean; sizeBytes: number | null }>>
 }
 
 /**
@@ -38,9 +40,12 @@ export async function scrapeMetrics(s: ScrapeSources): Promise<string> {
   const store = s.repo.read()
   const slugOf = new Map(store.sites.map((site) => [site.id, site.slug]))
   const up = await Promise.all(store.sites.map(async (site) => ({ site: site.slug, up: site.status === 'active' && (await s.endpointOf(site.slug)) ? 1 : 0 })))
+  const databases = (await s.databases?.()) ?? []
   return renderExposition([
     ...edgeFamilies(s.edge, slugOf),
     gauge('berth_site_up', 'Whether a site serves: 1 when it is active and its container is running, 0 otherwise.', up.map((u) => ({ labels: { site: u.site, node: s.node }, value: u.up }))),
+    gauge('berth_database_up', "Whether a site's database answers: 1 when it is available, 0 when it is stopped (site suspended or pending deletion), recovering, creating or failed.", databases.map((d) => ({ labels: { site: d.site, database: d.database, engine: d.engine }, value: d.up ? 1 : 0 }))),
+    gauge('berth_database_size_bytes', "Bytes of a database's data on its own disk; left out while it is not available.", databases.filter((d) => d.sizeBytes !== null).map((d) => ({ labels: { site: d.site, database: d.database, engine: d.engine }, value: d.sizeBytes! }))),
     gauge('berth_sites', 'Sites by status (deleted ones left out).', countBy(store.sites.map((site) => site.status)).map(([status, n]) => ({ labels: { status }, value: n }))),
     gauge('berth_jobs', 'Background jobs waiting or running, by state.', ['queued', 'running'].map((state) => ({ labels: { state }, value: store.jobs.find((j) => j.status === state)?.n ?? 0 }))),
     counter('berth_jobs_failed_total', 'Background jobs that failed for good (after their retries).', [{ value: store.jobs.find((j) => j.status === 'failed')?.n ?? 0 }]),

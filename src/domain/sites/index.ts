@@ -25,7 +25,7 @@ export type { SitesServiceDeps } from './service'
 export { SubscriptionSites } from './subscription-sites'
 export { liftedState } from './suspension'
 export { Site, SiteDetail } from './views'
-export type { SiteAppView, SiteDetailView, SiteView } from './views'
+export type { SiteAppView, SiteDatabaseView, SiteDetailView, SiteView } from './views'
 export type { SiteRecords } from './records'
 
 /** The composition root's way to this area's repository, which stays the area's own (nothing imports ./repository from outside). */

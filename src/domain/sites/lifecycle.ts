@@ -7,7 +7,7 @@ import type { SiteStatus } from '../../core/enums'
 import { conflict, op, say } from '../errors'
 import { periodCents } from '../../core/money'
 import type { BillingRecords, SubscriptionBilling } from '../billing'
-import type { PlansService } from '../plans'
+import type { Plan, PlansService } from '../plans'
 import { APPLY_JOBS } from './apply'
 import { requireChangeable } from './guard'
 import type { SitesRepository } from './repository'
@@ -37,6 +37,8 @@ export interface SiteLifecycleDeps {
   log: Logger
   /** The sites' disks: a plan whose disk_gb is less than a site's files use is refused (issue 38). */
   disks?: Pick<SiteDiskCache, 'fresh'>
+  /** Throws a conflict when the site's databases do not fit the plan (how many, which engines: domain/databases DatabaseLife.requireFits). */
+  databasesFit?: (site: SiteRow, plan: Plan) => void
 }
 
 /**
@@ -77,6 +79,7 @@ export class SiteLifecycle {
         throw conflict(say`The subscription of site '${slug}' is ${subscription.status}; only an active subscription can change plan (${op('listSubscriptions')}).`)
       }
       const group = subscription ? this.d.sites.listForSubscription(subscription.id) : [current]
+      for (const s of group) this.d.databasesFit?.(s, plan)
       if (group.length > plan.features.max_sites) {
         throw conflict(
           say`Plan '${plan.slug}' holds ${plan.features.max_sites} site${plan.features.max_sites === 1 ? '' : 's'}, and the subscription of '${slug}' has ${group.length}; delete sites first or pick a plan with room (${op('listPlans')}).`,

@@ -24,6 +24,8 @@ export interface ReconcilerDeps {
   nodeOf?: (slug: string) => Promise<string | null>
   /** Epoch milliseconds (the backoff's clock); Date.now by default. */
   now?: () => number
+  /** What else runs for the sites (their databases, issue 40: domain/databases DatabaseLife): brought in line after the sites; returns its errors. */
+  companions?: { reconcile(): Promise<string[]> }
 }
 
 export interface ReconcileReport {
@@ -78,6 +80,11 @@ export class Reconciler {
         await this.failed(site.slug, err as Error)
       }
     }))
+    try {
+      report.errors.push(...((await this.d.companions?.reconcile()) ?? []))
+    } catch (err) {
+      report.errors.push(`databases: ${(err as Error).message}`)
+    }
     for (const site of this.d.sites.listWithStatus(['suspended', 'pending_deletion'])) {
       // Read again just before the stop: a restore may have made the site active meanwhile.
       const status = this.d.sites.find(site.id)?.status

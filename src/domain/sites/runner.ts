@@ -26,6 +26,13 @@ export interface SiteRunnerDeps {
    * restore starts it itself once its home is back. Absent: never.
    */
   restoring?: (siteId: string) => boolean
+  /**
+   * What runs beside the site's container (its databases, issue 40): `started` by every `run`
+   * once the container is there (the site's network exists then; it acts for an active site
+   * only), `stopped` by a `stop` that is not for a restart (it acts when the site no longer runs:
+   * suspended, pending deletion). Absent: nothing.
+   */
+  companions?: { started(site: SiteRow): Promise<void>; stopped(slug: string): Promise<void> }
 }
 
 /**
@@ -80,7 +87,10 @@ export class SiteRunner {
     try {
       let endpoint: SiteEndpoint
       try {
-        endpoint = await this.d.runtime.ensureSite(this.spec(this.d.sites.find?.(site.id) ?? site))
+        const current = this.d.sites.find?.(site.id) ?? site
+        endpoint = await this.d.runtime.ensureSite(this.spec(current))
+        // Its databases come up (or take the plan's new limits) before the site is said to answer.
+        await this.d.companions?.started(current)
       } catch (err) {
         if (err instanceof HostPortTakenError) {
           this.d.sites.replaceSshPort(site.id, err.port)
@@ -123,6 +133,7 @@ export class SiteRunner {
   async stop(slug: string, opts: { forRestart?: boolean } = {}): Promise<void> {
     this.markDown(slug)
     await this.d.runtime.stopSite(slug, opts)
+    if (!opts.forRestart) await this.d.companions?.stopped(slug)
   }
 
   /** Removes the site's container and network, and its files when `volume` is true. */

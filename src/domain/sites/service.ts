@@ -14,7 +14,7 @@ import { APPLY_JOBS, type ApplyKind } from './apply'
 import { PROVISION_JOB } from './provisioning'
 import type { SitesRepository, SiteViewRow } from './repository'
 import type { SiteRunner } from './runner'
-import type { SiteAppView, SiteDetailView, SiteView, SuspensionView } from './views'
+import type { SiteAppView, SiteDatabaseView, SiteDetailView, SiteView, SuspensionView } from './views'
 import { diskFigures, diskWarning, type SiteDiskCache, type SiteWarning } from './disk'
 import type { DnsRecordView } from '../dns'
 import type { BillingRecords } from '../billing'
@@ -51,6 +51,8 @@ export interface SitesServiceDeps {
   disks?: Pick<SiteDiskCache, 'get'>
   /** What an app site runs, for one site's detail (domain/apps AppViews); absent: null. */
   app?: (site: SiteRow) => Promise<SiteAppView | null>
+  /** Its databases, for one site's detail (domain/databases summaryOf); absent: none. */
+  databases?: (site: SiteRow) => Promise<SiteDatabaseView[]>
 }
 
 /** What a site's plan and module switches make of its view; the same for every site with both alike. */
@@ -161,9 +163,9 @@ export class SitesService {
   /** One site with its disk's figures and warnings (GET /sites/{slug}/). */
   async detail(site: SiteRow): Promise<SiteDetailView> {
     const view = this.view(site)
-    const [disk, app] = await Promise.all([this.d.disks?.get(site.slug) ?? null, site.runtime !== null ? this.d.app?.(site) ?? null : null])
+    const [disk, app, databases] = await Promise.all([this.d.disks?.get(site.slug) ?? null, site.runtime !== null ? this.d.app?.(site) ?? null : null, this.d.databases?.(site) ?? []])
     const warnings = [diskWarning(site.slug, disk), appWarning(site.slug, app)].filter((w) => w !== null)
-    return { ...view, usage: diskFigures(disk ?? null), warnings, app }
+    return { ...view, usage: diskFigures(disk ?? null), warnings, app, databases }
   }
 
   /**

@@ -1,6 +1,6 @@
 import { Type as t, type Static } from '@sinclair/typebox'
 import { DateTime, Nullable, Uuid } from '../schema'
-import { AppRuntimeSchema, HostingTypeSchema, SuspenderSchema, VisibleSiteStatusSchema } from '../../core/enums'
+import { AppRuntimeSchema, DbEngineSchema, DbStateSchema, HostingTypeSchema, SuspenderSchema, VisibleSiteStatusSchema } from '../../core/enums'
 import { DnsRecord } from '../dns'
 import { Tls } from '../tls'
 
@@ -73,6 +73,15 @@ export const SiteApp = t.Object({
 })
 export type SiteAppView = Static<typeof SiteApp>
 
+/** One of a site's databases in its view (docs/api.md, "Databases"). */
+export const SiteDatabase = t.Object({
+  name: t.String({ examples: ['main'] }),
+  engine: DbEngineSchema,
+  state: DbStateSchema,
+  size_bytes: Nullable(t.Integer({ description: "Bytes of its data on its own disk; null when its server is not running." })),
+})
+export type SiteDatabaseView = Static<typeof SiteDatabase>
+
 /**
  * One site as GET /sites/{slug}/ shows it: the view plus what its filesystem reports now (issue
  * 38). Lists leave these out: each would cost a statfs, or an engine exec for a site on a node.
@@ -85,5 +94,6 @@ export const SiteDetail = t.Object({
   }),
   warnings: t.Array(SiteWarningSchema, { description: 'What needs the owner\'s attention before it goes wrong; empty when nothing does.' }),
   app: Nullable(SiteApp),
+  databases: t.Array(SiteDatabase, { description: "Its databases (issue 40) that are not deleted, oldest first; GET /sites/{slug}/databases/ has each one's connection details." }),
 })
 export type SiteDetailView = Static<typeof SiteDetail>

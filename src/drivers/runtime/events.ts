@@ -6,6 +6,9 @@ import type { SiteEvent, SiteEventAction, SiteWatch, SiteWatchHandlers } from '.
 
 /** The label of containers that are not a site's own (drivers/runtime/site-disks' DISKS_ROLE, drivers/databases' DB_LABEL.role). */
 const ROLE_LABEL = 'dev.berth.role'
+/** A site's database container (drivers/databases' DB_ROLE and DB_LABEL.name): reported to onDatabaseEvent. */
+const DATABASE_ROLE = 'database'
+const DATABASE_LABEL = 'dev.berth.database'
 
 const ACTIONS: readonly SiteEventAction[] = ['start', 'die', 'stop', 'kill', 'oom', 'destroy']
 
@@ -190,12 +193,18 @@ export function watchSiteEvents(
     const attrs = event.Actor?.Attributes ?? {}
     // A container with a role is no site's container: the disks helper, a site's database (issue 40,
     // which carries the site's labels so the site's removal takes it along).
-    if (attrs[ROLE_LABEL]) return
+    const role = attrs[ROLE_LABEL]
+    if (role && role !== DATABASE_ROLE) return
     const slug = attrs[LABEL.slug]
     const siteId = attrs[LABEL.siteId]
     const containerId = event.Actor?.ID ?? event.id
     if (!slug || !siteId || !containerId) return
     try {
+      if (role) {
+        const database = attrs[DATABASE_LABEL]
+        if (database) handlers.onDatabaseEvent?.({ action, slug, siteId, containerId, database })
+        return
+      }
       handlers.onEvent({ action, slug, siteId, containerId })
     } catch (err) {
       opts.log.error('a container event handler failed', { site: slug, action, error: (err as Error).message })

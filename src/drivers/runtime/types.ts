@@ -184,6 +184,8 @@ export interface ContainerRuntime {
 
 export interface SiteWatchHandlers {
   onEvent(e: SiteEvent): void
+  /** The same for a site's database containers (issue 40: role `database`, its name in `database`). */
+  onDatabaseEvent?(e: SiteEvent & { database: string }): void
   onReconnect(): void
   onReachable?(reachable: boolean): void
 }

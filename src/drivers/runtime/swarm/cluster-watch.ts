@@ -48,7 +48,7 @@ export function watchCluster(opts: ClusterWatchOptions, handlers: SiteWatchHandl
 
   const control = watchSiteEvents(
     { socketPath: opts.manager, instanceId: opts.instanceId, log: opts.log, timing: opts.timing },
-    { onEvent: (e) => report(CONTROL_NODE, e), onReconnect: handlers.onReconnect, onReachable: handlers.onReachable },
+    { onEvent: (e) => report(CONTROL_NODE, e), onDatabaseEvent: handlers.onDatabaseEvent, onReconnect: handlers.onReconnect, onReachable: handlers.onReachable },
   )
 
   const sync = () => {
@@ -70,7 +70,7 @@ export function watchCluster(opts: ClusterWatchOptions, handlers: SiteWatchHandl
       now?.watch.close()
       const watch = watchSiteEvents(
         { socketPath: address, instanceId: opts.instanceId, log: opts.log, timing: opts.timing },
-        { onEvent: (e) => report(node.id, e), onReconnect: handlers.onReconnect },
+        { onEvent: (e) => report(node.id, e), onDatabaseEvent: handlers.onDatabaseEvent, onReconnect: handlers.onReconnect },
       )
       followed.set(node.id, { key, watch })
     }
