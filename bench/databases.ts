@@ -238,6 +238,14 @@ async function pgbenchRounds(b: Bench, berthDb: Db, ref: { db: Db; id: string })
   const berthId = (await b.container(berthDb.name)).Id
   const sides = { berth: { client: b.client('postgres', b.siteNetwork), db: berthDb, id: berthId }, docker: { client: b.client('postgres', REF), db: ref.db, id: ref.id } }
   await Promise.all(Object.values(sides).map((s) => must(['docker', 'exec', s.client, 'pgbench', '-i', '-q', '-s', String(pgbenchScale), `postgres://${s.db.user}:${s.db.password}@${s.db.host}:5432/${s.db.name}`])))
+  // The commit's cost on each side's disk (TPC-B commits each transaction): Berth's data is on an
+  // ext4 disk of its own (a loop device, SiteDisks), the reference's on the engine's volume folder.
+  const fsync = (id: string) => {
+    const out = must(['docker', 'exec', '-u', 'postgres', id, 'pg_test_fsync', '-s', '2', '-f', '/var/lib/berth-db/pgdata/berth-fsync-test'])
+    return Number(/fdatasync\s+([\d.]+) ops\/sec/.exec(out)?.[1])
+  }
+  const syncs = { berth: fsync(berthId), docker: fsync(ref.id) }
+  console.log(`  pg_test_fsync, one 8 kB write + fdatasync: berth ${f0(syncs.berth)}/s, docker ${f0(syncs.docker)}/s`)
   const modes = { 'select-only': ['-S'], 'tpc-b': [] as string[] }
   const runs: Record<string, Record<'berth' | 'docker', PgbenchRun[]>> = { 'select-only': { berth: [], docker: [] }, 'tpc-b': { berth: [], docker: [] } }
   for (let i = 0; i < rounds; i++) {
@@ -251,6 +259,7 @@ async function pgbenchRounds(b: Bench, berthDb: Db, ref: { db: Db; id: string })
     }
   }
   const lines = [`  pgbench -s ${pgbenchScale}, -c 8 -j 2 -T ${seconds}, from a client container on each network (limits on both: ${(b.shape.get('postgres')!.HostConfig.NanoCpus ?? 0) / 1e9} CPU, ${mib(b.shape.get('postgres')!.HostConfig.Memory ?? 0)}):`]
+  lines.push(`    pg_test_fsync (8 kB write + fdatasync on the data folder's disk): berth ${f0(syncs.berth)}/s (its own ext4 disk on a loop device), docker ${f0(syncs.docker)}/s (the engine's volume folder)`)
   for (const mode of Object.keys(modes)) {
     const r = runs[mode]!
     const ratios = r.berth.map((x, i) => x.tps / r.docker[i]!.tps)
