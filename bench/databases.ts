@@ -241,7 +241,7 @@ async function pgbenchRounds(b: Bench, berthDb: Db, ref: { db: Db; id: string })
   // The commit's cost on each side's disk (TPC-B commits each transaction): Berth's data is on an
   // ext4 disk of its own (a loop device, SiteDisks), the reference's on the engine's volume folder.
   const fsync = (id: string) => {
-    const out = must(['docker', 'exec', '-u', 'postgres', id, 'pg_test_fsync', '-s', '2', '-f', '/var/lib/berth-db/pgdata/berth-fsync-test'])
+    const out = must(['docker', 'exec', '-u', 'postgres', id, '/usr/lib/postgresql/15/bin/pg_test_fsync', '-s', '2', '-f', '/var/lib/berth-db/pgdata/berth-fsync-test'])
     return Number(/fdatasync\s+([\d.]+) ops\/sec/.exec(out)?.[1])
   }
   const syncs = { berth: fsync(berthId), docker: fsync(ref.id) }
