@@ -32,6 +32,11 @@ bun run typecheck
 bun run build
 # The site images the service and end-to-end tests run (built locally, no registry; quick when present).
 dist/berth images build
+# The WordPress drill (test/wordpress.e2e.test.ts) deploys Debian's wordpress package files: the
+# .debs are fetched once with apt-get download into .cache/debs/ (never installed on the host).
+mkdir -p .cache/debs && (cd .cache/debs && for p in wordpress wordpress-theme-twentytwentyone php-getid3 libjs-underscore libjs-cropper; do
+  ls "${p}"_*.deb >/dev/null 2>&1 || apt-get download "$p" >/dev/null 2>&1 || { echo "test: apt-get download $p failed" >&2; exit 1; }
+done)
 if [ $# -gt 0 ]; then
   # Files or filters named: one run, with any tier they belong to.
   exec bun --bun vitest run --pool=threads "${tier[@]}" "$@"
