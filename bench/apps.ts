@@ -394,7 +394,7 @@ async function main() {
         lines.push(`    latency under load (-c${WRK_SETTINGS.connections}): ${added(runs)}`)
         lines.push(`    latency at one connection (wrk -t1 -c1): edge ${lat(alone, 'edge')}, front ${lat(alone, 'front')}, app ${lat(alone, 'app')}; ${added(alone)}`)
         if (app === 'io') verdicts.push([`req/s edge / app port, I/O-bound app >= ${TARGETS.rpsRatio}`, median(per('app')) >= TARGETS.rpsRatio])
-        else lines.push(`    (the CPU-bound ratio is reported, not judged: the two proxies' fixed CPU per request is 2 to 3 times this app's own)`)
+        else lines.push(`    (the CPU-bound ratio is reported, not judged: the edge's own CPU per request is about this app's own, and on two cores it competes with the app and wrk)`)
       }
     }
     if (want('rollback')) {
