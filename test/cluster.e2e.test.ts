@@ -409,7 +409,16 @@ describe('a cluster of two nodes', () => {
       expect(d.status, `${d.error}\n${d.output}`).toBe('succeeded')
       return d as { id: string; output: string }
     }
-    const running = async (release: string) => expect((await call('GET', '')).json.data.app).toMatchObject({ runtime: 'node', release, processes: [expect.objectContaining({ name: 'web', state: 'running' })] })
+    // The view's process state is the supervisor's, which marks the web running after its own
+    // health check: since the edge goes straight to the web's port, the site may answer a moment
+    // before that (never the other way round), so the state is waited for, within seconds.
+    const running = async (release: string) => {
+      const app = await waitFor(`the web of ${release} running in the site view`, 15_000, async () => {
+        const view = (await call('GET', '')).json.data.app
+        return view?.processes?.some((p: { name: string; state: string }) => p.name === 'web' && p.state === 'running') && view
+      })
+      expect(app).toMatchObject({ runtime: 'node', release, processes: [expect.objectContaining({ name: 'web', state: 'running' })] })
+    }
     const containerOn = (node: 'A' | 'B') => waitFor(`the app's container running on ${node}`, 30_000, async () =>
       (await lab.docker(node, 'ps', '-q', '--filter', `label=dev.berth.site-slug=${app.slug}`, '--filter', 'status=running')).split('\n')[0])
 
