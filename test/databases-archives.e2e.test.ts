@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api, startBerth, type Berth } from './helpers/binary'
 import { buyDirect, uniqueSlug, waitForSite } from './helpers/purchase'
-import { removeInstanceSites } from './helpers/sites'
+import { instanceOf, removeInstanceSites } from './helpers/sites'
 import { tarGz } from './helpers/trees'
 
 /**
@@ -34,6 +34,8 @@ beforeAll(async () => {
   // SSH ports of its own: other instances on this engine take the default range's first ones.
   const sshBase = 20_000 + Math.floor(Math.random() * 400) * 100
   berth = await startBerth({ env: { BERTH_SSH_PORT_RANGE: `${sshBase}-${sshBase + 99}`, BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour', BERTH_OFFSITE_URL: `file://${dest}`, BERTH_OFFSITE_AGE_RECIPIENTS: recipient, BERTH_OFFSITE_STORE_INTERVAL_SECONDS: '3600' } })
+  // Its instance id, read now: the teardown's removal needs it after dispose() took the data folder.
+  instanceOf(berth)
   ;[site, other] = await Promise.all([buy(), buy()])
   // A static tree moves the site onto berth/app:1, whose Bun carries clients of all three engines.
   const deployed = await call(site, 'POST', 'deploy/', undefined, tarGz({ 'index.html': '<h1>db</h1>' }))
