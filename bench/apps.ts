@@ -56,7 +56,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { docker } from '../test/helpers/sites'
 import { tarGz } from '../test/helpers/trees'
-import { cleanup, cleanupOnExit, freePort, ROOT, snapshotBinary, startBerth, tempDir, type RunningBerth } from './processes'
+import { cleanup, cleanupOnExit, containerMicros, freePort, ROOT, snapshotBinary, startBerth, tempDir, type RunningBerth } from './processes'
 import { buySite, instanceOf, removeSites } from './sites'
 import { median } from './stats'
 import { readCpuTimes } from './cpu-contention'
@@ -196,19 +196,6 @@ async function spawnAsync(argv: string[]): Promise<void> {
   const p = Bun.spawn(argv, { stdout: 'pipe', stderr: 'pipe', env: { ...process.env, DOCKER_BUILDKIT: '0' } })
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
   if (code !== 0) throw new Error(`${argv.join(' ')} exited ${code}:\n${out}${err}`)
-}
-
-/** CPU time of a container's cgroup (v1 or v2), in µs; NaN where neither is found. */
-function containerMicros(id: string): number {
-  try {
-    return Number(readFileSync(`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, 'utf8')) / 1000
-  } catch {
-    try {
-      return Number(/usage_usec (\d+)/.exec(readFileSync(`/sys/fs/cgroup/system.slice/docker-${id}.scope/cpu.stat`, 'utf8'))![1])
-    } catch {
-      return Number.NaN
-    }
-  }
 }
 
 async function treeRounds(b: Bench, kept: Site, limits: Limits) {

@@ -39,7 +39,7 @@ import type { DbEngine, DatabaseSpec } from '../src/domain/databases'
 import { createLogger } from '../src/lib/logger'
 import { ENGINE_SOCKET } from '../test/helpers/engine'
 import { docker } from '../test/helpers/sites'
-import { cleanup, cleanupOnExit, snapshotBinary, startBerth, tempDir, type RunningBerth } from './processes'
+import { cleanup, cleanupOnExit, containerMicros, snapshotBinary, startBerth, tempDir, type RunningBerth } from './processes'
 import { buySite, instanceOf, removeSites } from './sites'
 import { median } from './stats'
 
@@ -99,19 +99,6 @@ async function firstQuery(client: string, db: Db, since: number, timeoutMs = 300
     if (r.code === 0 && answered(db, r.out)) return performance.now() - since
     if (performance.now() - since > timeoutMs) throw new Error(`${db.engine} ${db.name} did not answer within ${timeoutMs / 1000} s: ${r.out}${r.err}`)
     await Bun.sleep(20)
-  }
-}
-
-/** CPU time of a container's cgroup (v1 or v2), in µs; NaN where neither is found. */
-function containerMicros(id: string): number {
-  try {
-    return Number(readFileSync(`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, 'utf8')) / 1000
-  } catch {
-    try {
-      return Number(/usage_usec (\d+)/.exec(readFileSync(`/sys/fs/cgroup/system.slice/docker-${id}.scope/cpu.stat`, 'utf8'))![1])
-    } catch {
-      return Number.NaN
-    }
   }
 }
 

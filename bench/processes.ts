@@ -186,3 +186,16 @@ export async function waitFor(check: () => Promise<boolean>, timeoutMs: number, 
   }
   throw new Error(`timed out after ${timeoutMs} ms`)
 }
+
+/** CPU time of a container's cgroup (v1 or v2), in µs; NaN where neither is found. */
+export function containerMicros(id: string): number {
+  try {
+    return Number(readFileSync(`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, 'utf8')) / 1000
+  } catch {
+    try {
+      return Number(/usage_usec (\d+)/.exec(readFileSync(`/sys/fs/cgroup/system.slice/docker-${id}.scope/cpu.stat`, 'utf8'))![1])
+    } catch {
+      return Number.NaN
+    }
+  }
+}
