@@ -28,7 +28,7 @@
  * Everything made (Berth's sites, the reference's containers, volumes, network) is removed at the end.
  */
 import { spawnSync } from 'bun'
-import { createReadStream, createWriteStream, readFileSync, rmSync, statSync } from 'node:fs'
+import { createReadStream, createWriteStream, rmSync, statSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type Docker from 'dockerode'
