@@ -25,6 +25,8 @@ export interface DatabasesNeeds {
   audit: AuditTrail
   env: SiteEnvService
   sizes?: DatabaseSizes
+  /** The sites' runs (SiteRunner): a move under way carries and starts the site's databases itself. */
+  runs?: { underWay(slug: string): boolean; settled(slug: string): Promise<void> }
 }
 
 /** What the databases' part in archives takes (issue 40 item 3): the archive jobs' dumps and the archives' bytes. */
@@ -56,6 +58,7 @@ export function buildDatabases(n: DatabasesNeeds, a: DatabaseArchivesNeeds): { d
     opened: (row) => databases.passwordOf(row),
     busy: (siteId, name) => databases.busyWith(siteId, name),
     sizes: n.sizes,
+    runs: n.runs,
   })
   // Every snapshot and backup holds their dumps; its restore puts them back; one restores alone.
   const archives = new DatabaseArchives({

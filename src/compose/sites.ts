@@ -184,7 +184,7 @@ export function buildSites(
   const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, work: archiveWork.work, log, copies: repos.offsite, room })
   const audit = new AuditLog(makeAuditRepository(store), clock, log)
   const databaseSizes = new DatabaseSizes(core.databaseRuntime, clock)
-  const { databases, life, archives: databaseArchives } = buildDatabases({ store, clock, log, plans, sites: repos.sites, runtime: core.databaseRuntime, box, audit, env, sizes: databaseSizes }, { dumps, archives: archivesRepo, files: archiveFiles, tar: homes.tar, work: new LocalWorkFolder(join(config.archives.dir, '.work-databases')), dumpFiles: tarDumps })
+  const { databases, life, archives: databaseArchives } = buildDatabases({ store, clock, log, plans, sites: repos.sites, runtime: core.databaseRuntime, box, audit, env, sizes: databaseSizes, runs: runner }, { dumps, archives: archivesRepo, files: archiveFiles, tar: homes.tar, work: new LocalWorkFolder(join(config.archives.dir, '.work-databases')), dumpFiles: tarDumps })
   databaseLife = life
   // What else a reaped site owns, removed after its container and volume: its snapshots and
   // backups (rows and stored files), its DNS records, its audit trail, its databases (servers, data, rows), its variables, and what the modules keep of it.

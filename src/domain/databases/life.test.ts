@@ -57,3 +57,69 @@ describe('DatabaseLife.requireFits', () => {
     expect(() => life.requireFits(site, plan('starter', 1, ['mariadb', 'postgres']))).not.toThrow()
   })
 })
+
+describe('DatabaseLife.onEvent', () => {
+  // The engine's die/destroy of a database container: the truth is looked at once the site's run
+  // (a move) is over; only a database with no running container where the site is placed is
+  // `recovering` and brought back.
+  function lifeOver(running: { containerId: string; running: boolean } | null, runs?: { underWay(): boolean; settled(): Promise<void> }) {
+    const rows = [row('main', 'postgres')]
+    const states: string[] = []
+    const ensured: string[] = []
+    const life = new DatabaseLife({
+      repo: {
+        list: () => rows,
+        find: () => rows[0],
+        update: (_id: string, change: Partial<SiteDatabaseRow>) => {
+          if (change.state) states.push(change.state)
+          Object.assign(rows[0]!, change)
+        },
+      } as unknown as DatabasesRepository,
+      runtime: {
+        inspect: async () => (running ? { ...running, sizeBytes: null } : null),
+        ensure: async (spec: { name: string }) => {
+          ensured.push(spec.name)
+          running = { containerId: 'new', running: true }
+          return { host: 'db-main', port: 5432, version: '15' }
+        },
+      } as unknown as DatabaseRuntime,
+      plans: { get: () => plan('business', 3, ['postgres']) },
+      sites: { find: () => site },
+      clock: systemClock,
+      log: memoryLogger(),
+      opened: () => 'pw',
+      busy: () => false,
+      runs,
+    })
+    return { life, states, ensured }
+  }
+  const event = { action: 'destroy' as const, siteId: 's1', slug: 'shop', containerId: 'old', database: 'main' }
+
+  it('leaves a database available when another container serves it (the one a move left was removed)', async () => {
+    const { life, states, ensured } = lifeOver({ containerId: 'moved', running: true })
+    life.onEvent(event)
+    await Bun.sleep(20)
+    expect(states).toEqual([])
+    expect(ensured).toEqual([])
+  })
+
+  it('looks only once the site\'s run under way is over', async () => {
+    let over!: () => void
+    const settled = new Promise<void>((resolve) => { over = resolve })
+    const { life, states } = lifeOver(null, { underWay: () => true, settled: () => settled })
+    life.onEvent(event)
+    await Bun.sleep(20)
+    expect(states).toEqual([])
+    over()
+    await Bun.sleep(20)
+    expect(states).toEqual(['recovering', 'available'])
+  })
+
+  it('brings back a database whose container is gone where the site runs', async () => {
+    const { life, states, ensured } = lifeOver(null)
+    life.onEvent(event)
+    await Bun.sleep(20)
+    expect(states).toEqual(['recovering', 'available'])
+    expect(ensured).toEqual(['main'])
+  })
+})

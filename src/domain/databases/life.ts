@@ -8,7 +8,7 @@ import type { Plan, PlansService } from '../plans'
 import type { DatabaseRuntime, DatabaseSpec } from './ports'
 import type { DatabasesRepository, SiteDatabaseRow } from './repository'
 import type { DatabaseSizes } from './sizes'
-import { DB_USER } from './rules'
+import { DB_USER, HAS_SERVER } from './rules'
 
 export interface DatabaseLifeDeps {
   repo: DatabasesRepository
@@ -23,6 +23,12 @@ export interface DatabaseLifeDeps {
   busy(siteId: string, name: string): boolean
   /** Where the sizes are measured and reused (./sizes.ts); absent: /metrics has no sizes. */
   sizes?: Pick<DatabaseSizes, 'measure' | 'forget'>
+  /**
+   * The site's own runs (domain/sites/runner.ts): true while one is under way here (a move, which
+   * carries its databases and removes them from the node it left; a scale); `settled` resolves once
+   * none is. Absent: none ever is.
+   */
+  runs?: { underWay(slug: string): boolean; settled(slug: string): Promise<void> }
 }
 
 /** One database as /metrics shows it (domain/prometheus: berth_database_up, berth_database_size_bytes). */
@@ -34,8 +40,7 @@ export interface DatabaseFigures {
   sizeBytes: number | null
 }
 
-/** The states of a database that has a server (a container and a volume) Berth keeps. */
-const SERVED = new Set(['available', 'stopped', 'recovering'])
+
 
 /**
  * A site's databases live with it (issue 40 item 4, docs/api.md "Databases"): stopped when the
@@ -60,10 +65,10 @@ export class DatabaseLife {
   async stopFor(site: SiteRow): Promise<void> {
     if (this.d.sites.find(site.id)?.status === 'active') return
     for (const row of this.d.repo.list(site.id)) {
-      if (!SERVED.has(row.state) || this.d.busy(site.id, row.name)) continue
+      if (!HAS_SERVER.has(row.state) || this.d.busy(site.id, row.name)) continue
       await this.under(row, async () => {
         const current = this.d.repo.find(site.id, row.name)
-        if (!current || !SERVED.has(current.state)) return
+        if (!current || !HAS_SERVER.has(current.state)) return
         if (current.state !== 'stopped') this.d.repo.update(row.id, { state: 'stopped', error: null, updatedAt: this.d.clock.now() })
         this.up.delete(row.id)
         await this.d.runtime.stop(site.slug, row.name)
@@ -78,22 +83,44 @@ export class DatabaseLife {
    */
   async startFor(site: SiteRow): Promise<void> {
     if (this.d.sites.find(site.id)?.status !== 'active') return
-    await Promise.all(this.d.repo.list(site.id).filter((r) => SERVED.has(r.state)).map((row) => this.bringUp(site, row).catch((err) => {
+    await Promise.all(this.d.repo.list(site.id).filter((r) => HAS_SERVER.has(r.state)).map((row) => this.bringUp(site, row).catch((err) => {
       this.d.log.warn('a database of a running site could not be started; the reconcile pass retries', { site: site.slug, database: row.name, error: (err as Error).message })
     })))
   }
 
-  /** An engine event of a database's container: one that died or was removed while `available` is `recovering` and brought back at once. */
+  /**
+   * An engine event of a database's container: one that died or was removed while `available` is
+   * looked at once the site's run under way (a move) is over, and when the database has no
+   * running container where the site is placed, it is `recovering` and brought back at once. The
+   * event alone decides nothing: a move removes the container on the node the site left, whose
+   * events come after the database runs on the new one.
+   */
   onEvent(e: { action: SiteEventAction; siteId: string; slug: string; containerId: string; database: string }): void {
     if (e.action !== 'die' && e.action !== 'destroy') return
     const row = this.d.repo.find(e.siteId, e.database)
     if (!row || row.state !== 'available' || this.working.has(row.id) || this.d.busy(e.siteId, e.database)) return
     const known = this.up.get(row.id)?.containerId
     if (known && known !== e.containerId) return
-    this.wentDown(row, e.action === 'die' ? 'its container died' : 'its container was removed')
+    void this.lookAfter(e).catch((err) => this.d.log.warn('could not bring a database back; the reconcile pass retries', { site: e.slug, database: e.database, error: (err as Error).message }))
+  }
+
+  private async lookAfter(e: { action: SiteEventAction; siteId: string; slug: string; containerId: string; database: string }): Promise<void> {
+    await this.d.runs?.settled(e.slug)
+    const row = this.d.repo.find(e.siteId, e.database)
+    if (!row || row.state !== 'available' || this.working.has(row.id) || this.d.busy(e.siteId, e.database)) return
+    const now = await this.d.runtime.inspect(e.slug, e.database).catch(() => null)
+    if (now?.running && now.containerId !== e.containerId) {
+      // Another container serves it (where a move put it): the event was of one it left.
+      const seen = this.up.get(row.id)
+      if (seen) this.up.set(row.id, { ...seen, containerId: now.containerId })
+      return
+    }
+    const again = this.d.repo.find(e.siteId, e.database)
+    if (!again || again.state !== 'available' || this.working.has(row.id) || this.d.busy(e.siteId, e.database)) return
+    this.wentDown(again, e.action === 'die' ? 'its container died' : 'its container was removed')
     const site = this.d.sites.find(e.siteId)
     if (site?.status !== 'active' || site.slug !== e.slug) return
-    void this.bringUp(site, row).catch((err) => this.d.log.warn('could not bring a database back; the reconcile pass retries', { site: site.slug, database: row.name, error: (err as Error).message }))
+    await this.bringUp(site, again)
   }
 
   /**
@@ -112,6 +139,11 @@ export class DatabaseLife {
     await Promise.all([...bySite].map(async ([siteId, rows]) => {
       const site = this.d.sites.find(siteId)
       if (!site) return
+      if (this.d.runs?.underWay(site.slug)) {
+        // Being moved (or scaled): that work carries and starts its databases itself; left as they are.
+        for (const row of rows) wanted.add(`${site.slug}/${row.name}`)
+        return
+      }
       try {
         if (site.status === 'active') {
           for (const row of rows) {
@@ -181,7 +213,7 @@ export class DatabaseLife {
     if (row.state === 'available' && seen?.key === key) return
     await this.under(row, async () => {
       const current = this.d.repo.find(site.id, row.name)
-      if (!current || !SERVED.has(current.state) || this.d.busy(site.id, row.name)) return
+      if (!current || !HAS_SERVER.has(current.state) || this.d.busy(site.id, row.name)) return
       if (current.state === 'available' && this.up.get(row.id)?.key === key) return
       const password = this.d.opened(current)
       if (password === null) {
@@ -204,7 +236,7 @@ export class DatabaseLife {
       const state = await this.d.runtime.inspect(site.slug, row.name).catch(() => null)
       // A suspension or a deletion meanwhile has the last word (it waits for this lock, or for the runtime's).
       const after = this.d.repo.find(site.id, row.name)
-      if (!after || !SERVED.has(after.state) || this.d.sites.find(site.id)?.status !== 'active') return
+      if (!after || !HAS_SERVER.has(after.state) || this.d.sites.find(site.id)?.status !== 'active') return
       this.up.set(row.id, { key, containerId: state?.containerId ?? null })
       this.d.sizes?.forget(site.slug, row.name)
       this.d.repo.update(row.id, { state: 'available', version: running.version, error: null, updatedAt: this.d.clock.now() })

@@ -52,3 +52,6 @@ export function newPassword(): string {
   }
   return out
 }
+
+/** The states of a database that has a server (a container and a volume) Berth keeps: its URL holds in each. */
+export const HAS_SERVER: ReadonlySet<string> = new Set(['available', 'stopped', 'recovering'])

@@ -9,7 +9,7 @@ import { conflict, ConflictForNowError, forbidden, notFound, op, say, unavailabl
 import type { PlansService } from '../plans'
 import type { DatabaseRuntime, DatabaseSpec, DbEngine } from './ports'
 import type { DatabasesRepository, SiteDatabaseRow } from './repository'
-import { checkDbName, DB_PORTS, DB_USER, databaseOf, FIRST_DB_VARIABLE, hostOf, newPassword, urlOf, variableOf } from './rules'
+import { checkDbName, DB_PORTS, DB_USER, databaseOf, FIRST_DB_VARIABLE, HAS_SERVER, hostOf, newPassword, urlOf, variableOf } from './rules'
 import type { DatabaseSizes } from './sizes'
 import type { DatabaseView, DatabaseWithUrlView, SiteDatabaseSummary } from './views'
 
@@ -169,13 +169,14 @@ export class DatabasesService {
 
   /**
    * The variables the site's databases give it: `{NAME}_URL` for each that has a server
-   * (available or stopped), and DATABASE_URL for the oldest of them. A password this box cannot
-   * open gives nothing.
+   * (available, stopped, or recovering: the URL holds while it comes back, and an app that
+   * retries its connection gets it again), and DATABASE_URL for the oldest of them. A password
+   * this box cannot open gives nothing.
    */
   variablesOf(siteId: string): Record<string, string> {
     const out: Record<string, string> = {}
     for (const row of this.d.repo.list(siteId)) {
-      if (row.state !== 'available' && row.state !== 'stopped') continue
+      if (!HAS_SERVER.has(row.state)) continue
       const password = this.opened(row)
       if (password === null) continue
       const url = urlOf(row.engine, row.name, password)
@@ -187,7 +188,7 @@ export class DatabasesService {
 
   /** The opened passwords of the site's databases that have a server: masked in outputs and logs like the secrets. */
   passwordsOf(siteId: string): string[] {
-    return this.d.repo.list(siteId).filter((r) => r.state === 'available' || r.state === 'stopped').map((r) => this.opened(r)).filter((p): p is string => p !== null)
+    return this.d.repo.list(siteId).filter((r) => HAS_SERVER.has(r.state)).map((r) => this.opened(r)).filter((p): p is string => p !== null)
   }
 
   /** The site's databases as its view shows them (GET /sites/{slug}/): name, engine, state, size. */

@@ -208,6 +208,11 @@ export class SiteRunner {
     }
   }
 
+  /** True while a `run` or `holding` of the site is under way here (a provisioning, a scale, a move). */
+  underWay(slug: string): boolean {
+    return this.busy.has(slug)
+  }
+
   /** Resolves once no `run` of the site is under way. */
   async settled(slug: string): Promise<void> {
     while (this.busy.has(slug)) await this.busy.get(slug)!.promise

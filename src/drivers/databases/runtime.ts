@@ -211,6 +211,9 @@ export class DockerDatabaseRuntime implements DatabaseRuntime {
     const deadline = Date.now() + (this.opts.startTimeoutMs ?? 120_000)
     let last = ''
     let provisioned = false
+    // Polled often at first (Redis answers within half a second, PostgreSQL's initdb within two),
+    // then every 250 ms: a server's first answer is not waited for longer than it has to be.
+    let pause = 20
     while (Date.now() < deadline) {
       const state = (await docker.getContainer(id).inspect()).State
       if (!state.Running || state.Restarting) {
@@ -232,7 +235,8 @@ export class DockerDatabaseRuntime implements DatabaseRuntime {
       } else {
         last = (ready.err || ready.out).trim()
       }
-      await new Promise((resolve) => setTimeout(resolve, 250))
+      await new Promise((resolve) => setTimeout(resolve, pause))
+      pause = Math.min(250, Math.round(pause * 1.5))
     }
     throw new DatabaseStartError(`The ${spec.engine} server of database '${spec.name}' did not answer a query within ${Math.round((this.opts.startTimeoutMs ?? 120_000) / 1000)} s${last ? ` (${last.slice(-300)})` : ''}.`, await logsOf(docker, id))
   }
