@@ -34,7 +34,6 @@ export interface RunningServer {
   stop(): Promise<void>
 }
 
-const MAINTENANCE_MS = 30_000
 /**
  * The store's copy off the box at shutdown is given up after this long: systemd kills Berth 30 s
  * after SIGTERM (TimeoutStopSec), and the listeners and jobs stop first.
@@ -252,7 +251,7 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
       } catch (err) {
         s.log.error('maintenance failed', { error: (err as Error).message })
       }
-    }, MAINTENANCE_MS),
+    }, s.config.server.maintenanceSeconds * 1000),
     setInterval(() => {
       void reconcile()
       void s.firewall.keep()

@@ -73,8 +73,9 @@ beforeAll(async () => {
     BERTH_OFFSITE_PATH_STYLE: 'true',
     BERTH_OFFSITE_AGE_RECIPIENTS: keys.recipient,
     BERTH_OFFSITE_STORE_INTERVAL_SECONDS: '10',
-    // Every maintenance pass (30 s) makes a backup, so each scenario gets one of its own.
-    BERTH_ARCHIVES_BACKUP_INTERVAL_SECONDS: '20',
+    // Every maintenance pass (every 8 s here) makes a backup, so each scenario gets one of its own soon.
+    BERTH_SERVER_MAINTENANCE_SECONDS: '8',
+    BERTH_ARCHIVES_BACKUP_INTERVAL_SECONDS: '6',
     BERTH_SSH_PORT_RANGE: `${sshBase}-${sshBase + 99}`,
     BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour',
   }
@@ -184,7 +185,7 @@ async function snapshot(): Promise<{ id: string; ms: number }> {
 }
 
 /**
- * Waits for a backup not seen before to be ready (maintenance makes one every 30 s); returns its
+ * Waits for a backup not seen before to be ready (each maintenance pass makes one); returns its
  * view and how long it took in this process (from its creation, or from `since` when it was
  * queued before: maintenance runs once more as Berth stops).
  */

@@ -116,8 +116,9 @@ describe('WordPress on a MariaDB database made by Berth (issue 40, item 5)', () 
     const after = (await docker.getContainer(id).inspect()).State
     expect(after.Running).toBe(true)
     expect(after.StartedAt).not.toBe(startedBefore)
-    const view = await call('GET', 'databases/main/')
-    expect(view.json.data.state).toBe('available')
+    // The view says so too, within a moment of its answering again (Berth's own check polls it).
+    const state = await until(async () => (await call('GET', 'databases/main/')).json.data.state, (s) => s === 'available', 10_000)
+    expect(state).toBe('available')
   }, 150_000)
 
   it('the post survives a snapshot and its restore; a post written after the snapshot is gone', async () => {

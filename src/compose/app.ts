@@ -158,6 +158,6 @@ function adminSourcesOf(a: Areas): AdminSources {
     config, store, clock, log, plans, jobs, repos, archiveStore, placement, cluster,
     runner: sites.runner, archiveJobs: sites.archiveJobs, sites: sites.sites, reaper: sites.reaper, lifecycle: a.lifecycle,
     offsite: a.offsite,
-    databases: new DatabaseCarrier({ runtime: core.databaseRuntime, servers: (site) => sites.databases.serversOf(site), log }),
+    databases: new DatabaseCarrier({ runtime: core.databaseRuntime, servers: (site) => sites.databases.serversOf(site), leaving: (id) => sites.databaseLife.leaving(id), log }),
   }
 }

@@ -26,7 +26,7 @@ export interface DatabasesNeeds {
   env: SiteEnvService
   sizes?: DatabaseSizes
   /** The sites' runs (SiteRunner): a move under way carries and starts the site's databases itself. */
-  runs?: { underWay(slug: string): boolean; settled(slug: string): Promise<void> }
+  runs?: { underWay(slug: string): boolean }
 }
 
 /** What the databases' part in archives takes (issue 40 item 3): the archive jobs' dumps and the archives' bytes. */

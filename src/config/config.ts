@@ -22,6 +22,8 @@ export interface Config {
     region: string
     provider: string
     logLevel: 'error' | 'warn' | 'info' | 'debug'
+    /** How often the maintenance pass runs (server.ts). */
+    maintenanceSeconds: number
   }
   brand: { prefix: string; name: string; contactEmail: string }
   sites: { domain: string }
@@ -283,6 +285,7 @@ function build(values: Map<string, unknown>, file: string | null, raw: Raw, cwd:
       region: get<string>('server.region'),
       provider: get<string>('server.provider'),
       logLevel: get<Config['server']['logLevel']>('server.log_level'),
+      maintenanceSeconds: get<number>('server.maintenance_seconds'),
     },
     brand: { prefix: get<string>('brand.prefix'), name: get<string>('brand.name'), contactEmail: get<string>('brand.contact_email') },
     sites: { domain: get<string>('sites.domain').toLowerCase() },

@@ -226,7 +226,21 @@ export function sweepLab(name: string): void {
   // The folders beneath the sites' disks are immutable (drivers/runtime/disk-script.ts); the
   // disks went with the nodes' mount namespaces.
   sh(['sh', '-c', 'for d in "$0"/*/data/volumes/*/_data; do [ -d "$d" ] && chattr -i "$d"; done; true', labRoot(name)], { allowFailure: true })
-  rmSync(labRoot(name), { recursive: true, force: true })
+  // A process of the lab that was still ending (under load) may write a file or two after the
+  // removal: removed again once it had a moment.
+  for (let i = 0; i < 5 && existsSync(labRoot(name)); i++) {
+    if (i > 0) Bun.sleepSync(200)
+    rmSync(labRoot(name), { recursive: true, force: true })
+  }
+}
+
+/** Up to 20 paths under `dir`, to say what was left there. */
+function listed(dir: string): string {
+  try {
+    return (readdirSync(dir, { recursive: true }) as string[]).slice(0, 20).join(', ') || 'nothing'
+  } catch (err) {
+    return (err as Error).message
+  }
 }
 
 /** What of the lab `name` is left on the host, one line each; empty when nothing. */
@@ -247,7 +261,7 @@ export function leftovers(name: string): string[] {
     ...NODE_LETTERS.flatMap((node) => pidsIn(nodeCgroup(name, node)).map((pid) => `process ${pid} in cgroup ${nodeNamespace(name, node)}`)),
     ...cgroups.map((dir) => `cgroup ${dir}`),
     ...labMounts(name).map((m) => `mount ${m}`),
-    ...(existsSync(labRoot(name)) ? [`folder ${labRoot(name)}`] : []),
+    ...(existsSync(labRoot(name)) ? [`folder ${labRoot(name)} holding ${listed(labRoot(name))}`] : []),
   ]
 }
 

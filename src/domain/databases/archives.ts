@@ -35,15 +35,25 @@ export interface DatabaseArchivesDeps {
  * restore (ArchiveDatabases); one database is restored alone from an archive, or brought back as
  * it was when it was deleted and is still in its grace (`restore`).
  */
+/** How long an archive's dump waits for a database that is being brought back. */
+const RECOVERY_WAIT_MS = 60_000
+
 export class DatabaseArchives implements ArchiveDatabases {
   constructor(private d: DatabaseArchivesDeps) {}
 
+  /** Those whose server runs, or is being brought back (`recovering`: its dump waits for it, never left out). */
   dumpable(site: SiteRow): Array<{ name: string; engine: string }> {
-    return this.d.repo.list(site.id).filter((r) => r.state === 'available').map((r) => ({ name: r.name, engine: r.engine }))
+    return this.d.repo.list(site.id).filter((r) => r.state === 'available' || r.state === 'recovering').map((r) => ({ name: r.name, engine: r.engine }))
   }
 
+  /**
+   * The engine's own dump of the database into `to`. One that is `recovering` is waited for (up to
+   * RECOVERY_WAIT_MS): an archive holds every database's data or fails, never leaves one out.
+   */
   async dump(site: SiteRow, name: string, to: NodeJS.WritableStream): Promise<{ bytes: number }> {
-    const row = this.d.repo.find(site.id, name)
+    let row = this.d.repo.find(site.id, name)
+    for (const deadline = this.d.clock.now() + RECOVERY_WAIT_MS; row?.state === 'recovering' && this.d.clock.now() < deadline; row = this.d.repo.find(site.id, name)) await Bun.sleep(250)
+    if (row?.state === 'recovering') throw new Error(`the database ${name} is still being brought back after ${RECOVERY_WAIT_MS / 1000} s${row.error ? ` (${row.error})` : ''}`)
     if (!row) throw new Error(`the database ${name} is gone`)
     return this.d.runtime.dump(this.d.service.specOf(site, row, this.d.service.opened(row) ?? ''), to)
   }

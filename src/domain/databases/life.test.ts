@@ -59,13 +59,11 @@ describe('DatabaseLife.requireFits', () => {
 })
 
 describe('DatabaseLife.onEvent', () => {
-  // The engine's die/destroy of a database container: the truth is looked at once the site's run
-  // (a move) is over; only a database with no running container where the site is placed is
-  // `recovering` and brought back.
-  function lifeOver(running: { containerId: string; running: boolean } | null, runs?: { underWay(): boolean; settled(): Promise<void> }) {
+  // The engine's die/destroy of a database container: `recovering` and brought back, unless a
+  // move told it is leaving that container behind.
+  function lifeOver() {
     const rows = [row('main', 'postgres')]
     const states: string[] = []
-    const ensured: string[] = []
     const life = new DatabaseLife({
       repo: {
         list: () => rows,
@@ -76,12 +74,8 @@ describe('DatabaseLife.onEvent', () => {
         },
       } as unknown as DatabasesRepository,
       runtime: {
-        inspect: async () => (running ? { ...running, sizeBytes: null } : null),
-        ensure: async (spec: { name: string }) => {
-          ensured.push(spec.name)
-          running = { containerId: 'new', running: true }
-          return { host: 'db-main', port: 5432, version: '15' }
-        },
+        inspect: async () => ({ containerId: 'new', running: true, sizeBytes: null }),
+        ensure: async () => ({ host: 'db-main', port: 5432, version: '15' }),
       } as unknown as DatabaseRuntime,
       plans: { get: () => plan('business', 3, ['postgres']) },
       sites: { find: () => site },
@@ -89,37 +83,28 @@ describe('DatabaseLife.onEvent', () => {
       log: memoryLogger(),
       opened: () => 'pw',
       busy: () => false,
-      runs,
     })
-    return { life, states, ensured }
+    return { life, states }
   }
-  const event = { action: 'destroy' as const, siteId: 's1', slug: 'shop', containerId: 'old', database: 'main' }
+  const event = (action: 'die' | 'destroy', containerId = 'old') => ({ action, siteId: 's1', slug: 'shop', containerId, database: 'main' })
 
-  it('leaves a database available when another container serves it (the one a move left was removed)', async () => {
-    const { life, states, ensured } = lifeOver({ containerId: 'moved', running: true })
-    life.onEvent(event)
-    await Bun.sleep(20)
-    expect(states).toEqual([])
-    expect(ensured).toEqual([])
-  })
-
-  it('looks only once the site\'s run under way is over', async () => {
-    let over!: () => void
-    const settled = new Promise<void>((resolve) => { over = resolve })
-    const { life, states } = lifeOver(null, { underWay: () => true, settled: () => settled })
-    life.onEvent(event)
-    await Bun.sleep(20)
-    expect(states).toEqual([])
-    over()
-    await Bun.sleep(20)
+  it('says recovering at the event of its container, and available once it answers again', async () => {
+    const { life, states } = lifeOver()
+    life.onEvent(event('die'))
+    expect(states).toEqual(['recovering'])
+    await Bun.sleep(10)
     expect(states).toEqual(['recovering', 'available'])
   })
 
-  it('brings back a database whose container is gone where the site runs', async () => {
-    const { life, states, ensured } = lifeOver(null)
-    life.onEvent(event)
-    await Bun.sleep(20)
-    expect(states).toEqual(['recovering', 'available'])
-    expect(ensured).toEqual(['main'])
+  it('leaves it available through the removal of a container a move left behind', async () => {
+    const { life, states } = lifeOver()
+    life.leaving('old')
+    life.onEvent(event('die'))
+    life.onEvent(event('destroy'))
+    await Bun.sleep(10)
+    expect(states).toEqual([])
+    // Forgotten after its destroy: the same id again is an event like any other.
+    life.onEvent(event('die'))
+    expect(states).toEqual(['recovering'])
   })
 })

@@ -23,12 +23,8 @@ export interface DatabaseLifeDeps {
   busy(siteId: string, name: string): boolean
   /** Where the sizes are measured and reused (./sizes.ts); absent: /metrics has no sizes. */
   sizes?: Pick<DatabaseSizes, 'measure' | 'forget'>
-  /**
-   * The site's own runs (domain/sites/runner.ts): true while one is under way here (a move, which
-   * carries its databases and removes them from the node it left; a scale); `settled` resolves once
-   * none is. Absent: none ever is.
-   */
-  runs?: { underWay(slug: string): boolean; settled(slug: string): Promise<void> }
+  /** The site's own runs (domain/sites/runner.ts): true while one is under way here (a move, which carries its databases; a scale). Absent: none ever is. */
+  runs?: { underWay(slug: string): boolean }
 }
 
 /** One database as /metrics shows it (domain/prometheus: berth_database_up, berth_database_size_bytes). */
@@ -58,6 +54,8 @@ export class DatabaseLife {
   private up = new Map<string, { key: string; containerId: string | null }>()
   /** Databases being brought up or stopped by this class now: their containers' events are its own. */
   private working = new Set<string>()
+  /** Containers a move leaves behind (`leaving`), until their removal's last event. */
+  private leftBehind = new Set<string>()
 
   constructor(private d: DatabaseLifeDeps) {}
 
@@ -89,38 +87,28 @@ export class DatabaseLife {
   }
 
   /**
-   * An engine event of a database's container: one that died or was removed while `available` is
-   * looked at once the site's run under way (a move) is over, and when the database has no
-   * running container where the site is placed, it is `recovering` and brought back at once. The
-   * event alone decides nothing: a move removes the container on the node the site left, whose
-   * events come after the database runs on the new one.
+   * A database container a move leaves behind (on the node its site left, or on a target that did
+   * not take it), told before it is removed: its engine events are not the database going down.
    */
+  leaving(containerId: string): void {
+    this.leftBehind.add(containerId)
+  }
+
+  /** An engine event of a database's container: one that died or was removed while `available` is `recovering` and brought back at once. */
   onEvent(e: { action: SiteEventAction; siteId: string; slug: string; containerId: string; database: string }): void {
+    if (this.leftBehind.has(e.containerId)) {
+      if (e.action === 'destroy') this.leftBehind.delete(e.containerId)
+      return
+    }
     if (e.action !== 'die' && e.action !== 'destroy') return
     const row = this.d.repo.find(e.siteId, e.database)
     if (!row || row.state !== 'available' || this.working.has(row.id) || this.d.busy(e.siteId, e.database)) return
     const known = this.up.get(row.id)?.containerId
     if (known && known !== e.containerId) return
-    void this.lookAfter(e).catch((err) => this.d.log.warn('could not bring a database back; the reconcile pass retries', { site: e.slug, database: e.database, error: (err as Error).message }))
-  }
-
-  private async lookAfter(e: { action: SiteEventAction; siteId: string; slug: string; containerId: string; database: string }): Promise<void> {
-    await this.d.runs?.settled(e.slug)
-    const row = this.d.repo.find(e.siteId, e.database)
-    if (!row || row.state !== 'available' || this.working.has(row.id) || this.d.busy(e.siteId, e.database)) return
-    const now = await this.d.runtime.inspect(e.slug, e.database).catch(() => null)
-    if (now?.running && now.containerId !== e.containerId) {
-      // Another container serves it (where a move put it): the event was of one it left.
-      const seen = this.up.get(row.id)
-      if (seen) this.up.set(row.id, { ...seen, containerId: now.containerId })
-      return
-    }
-    const again = this.d.repo.find(e.siteId, e.database)
-    if (!again || again.state !== 'available' || this.working.has(row.id) || this.d.busy(e.siteId, e.database)) return
-    this.wentDown(again, e.action === 'die' ? 'its container died' : 'its container was removed')
+    this.wentDown(row, e.action === 'die' ? 'its container died' : 'its container was removed')
     const site = this.d.sites.find(e.siteId)
     if (site?.status !== 'active' || site.slug !== e.slug) return
-    await this.bringUp(site, again)
+    void this.bringUp(site, row).catch((err) => this.d.log.warn('could not bring a database back; the reconcile pass retries', { site: site.slug, database: row.name, error: (err as Error).message }))
   }
 
   /**

@@ -8,6 +8,8 @@ export interface DatabaseCarrierDeps {
   runtime: DatabaseRuntime
   /** The site's databases that hold data (available, stopped, deleted in their grace), with their specs (DatabasesService.serversOf). */
   servers(site: SiteRow): Array<{ row: SiteDatabaseRow; spec: DatabaseSpec }>
+  /** Told of each container it is about to remove (DatabaseLife.leaving): its events are not the database going down. */
+  leaving?(containerId: string): void
   log: Logger
 }
 
@@ -75,7 +77,11 @@ export class DatabaseCarrier {
   async removeOn(site: SiteRow, nodeId: string): Promise<void> {
     if (!this.d.runtime.onNode) return
     const there = this.d.runtime.onNode(nodeId)
-    for (const { row } of this.d.servers(site)) await there.remove(site.slug, row.name, { volume: true })
+    for (const { row } of this.d.servers(site)) {
+      const left = await there.inspect(site.slug, row.name).catch(() => null)
+      if (left) this.d.leaving?.(left.containerId)
+      await there.remove(site.slug, row.name, { volume: true })
+    }
   }
 
   /** The source's dump streamed into the target's restore; both must succeed (a dump cut short is never taken for whole). */
