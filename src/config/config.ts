@@ -22,7 +22,6 @@ export interface Config {
     region: string
     provider: string
     logLevel: 'error' | 'warn' | 'info' | 'debug'
-    /** How often the maintenance pass runs (server.ts). */
     maintenanceSeconds: number
   }
   brand: { prefix: string; name: string; contactEmail: string }
