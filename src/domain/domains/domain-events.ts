@@ -1,7 +1,6 @@
 import type { DomainRow } from '../../store/schema'
 import type { EventLog } from '../events'
 import type { SiteRecords } from '../sites'
-import type { DomainsService } from './service'
 
 /**
  * The domains' events (docs/api.md, "Event types"): `domain.registered` when a registration
@@ -9,10 +8,10 @@ import type { DomainsService } from './service'
  * again a day later). Called inside the write of the change; `data` is the domain's view.
  */
 export class DomainEvents {
-  constructor(private d: { events: Pick<EventLog, 'record'>; view: Pick<DomainsService, 'view'>; sites: Pick<SiteRecords, 'find'> }) {}
+  constructor(private d: { events: Pick<EventLog, 'record'>; view: { view(domain: DomainRow): object }; sites: Pick<SiteRecords, 'find'> }) {}
 
   record(type: 'domain.registered' | 'domain.renewal_failed', domain: DomainRow): void {
     const site = domain.siteId ? this.d.sites.find(domain.siteId) : undefined
-    this.d.events.record({ type, accountId: domain.accountId, siteId: site?.id ?? null, siteSlug: site?.slug ?? null, data: this.d.view.view(domain) })
+    this.d.events.record({ type, accountId: domain.accountId, siteId: site?.id ?? null, siteSlug: site?.slug ?? null, data: { ...this.d.view.view(domain) } })
   }
 }
