@@ -91,12 +91,12 @@ describe('GET /events/', () => {
   })
 
   it('a site-scoped key sees its own site\'s events only; another account sees none of them', async () => {
+    const siteKey = h.services.keys.issue(one.accountId, 'site one', ['read'], one.siteId).api_key
     // The key's cursor is one of its own site's events (another's is not one it can see).
     const start = record(one, 'site.up').id
     const mine = record(one, 'site.suspended')
     const sibling = record(two, 'site.suspended')
     const account = record(null, 'payment.failed')
-    const siteKey = h.services.keys.issue(one.accountId, 'site one', ['read'], one.siteId).api_key
     const scoped = await events(`?after=${start}`, siteKey)
     expect(scoped.status, scoped.text).toBe(200)
     expect(scoped.json.data.events.map((e: { id: string }) => e.id)).toEqual([mine.id])

@@ -1,5 +1,4 @@
 import { invalid, notFound, op, say } from '../errors'
-import type { Principal } from '../keys'
 import type { EventRow } from '../../store/schema'
 import type { EventLog } from './log'
 import { isEventType, type EventType } from './types'
@@ -9,6 +8,16 @@ import { viewOf, type EventPageView, type EventView } from './views'
 export const MAX_WAIT_SECONDS = 60
 export const DEFAULT_LIMIT = 50
 export const MAX_LIMIT = 100
+
+/**
+ * Who reads: the key's account, and its site for a site-scoped key (a Principal of domain/keys,
+ * named by its shape: keys record events, so the events area does not import them).
+ */
+export interface EventReader {
+  accountId: string
+  siteId: string | null
+  siteSlug: string | null
+}
 
 /** What a caller asks of the log: the REST door's query, already shaped (`types` still as sent). */
 export interface FeedQuery {
@@ -42,7 +51,7 @@ export class EventFeed {
   constructor(private log: Pick<EventLog, 'list' | 'find' | 'onCommitted'>, private siteOf: SiteOfSlug) {}
 
   /** A page of the caller's events after `after`; with `wait`, held until one matches when none does yet. */
-  async page(p: Principal, q: FeedQuery, signal?: AbortSignal): Promise<EventPageView> {
+  async page(p: EventReader, q: FeedQuery, signal?: AbortSignal): Promise<EventPageView> {
     const filter = this.filterOf(p, q)
     let rows = this.log.list({ ...filter, limit: q.limit + 1 })
     if (rows.length === 0 && q.wait > 0) {
@@ -55,7 +64,7 @@ export class EventFeed {
   }
 
   /** The first of the caller's events after `after` that matches, waiting up to `timeoutSeconds` for one; null when none came. */
-  async next(p: Principal, q: { after?: string; types?: string; site?: string; timeoutSeconds: number }, signal?: AbortSignal): Promise<{ event: EventView | null }> {
+  async next(p: EventReader, q: { after?: string; types?: string; site?: string; timeoutSeconds: number }, signal?: AbortSignal): Promise<{ event: EventView | null }> {
     const page = await this.page(p, { after: q.after, types: q.types, site: q.site, limit: 1, wait: q.timeoutSeconds }, signal)
     return { event: page.events[0] ?? null }
   }
@@ -64,7 +73,7 @@ export class EventFeed {
    * Calls `notify` for each of the caller's events (a site-scoped key's site's; `site`'s only when
    * given) once committed, until the returned function is called: an MCP session's subscription.
    */
-  watch(p: Principal, site: string | undefined, notify: (event: EventRow) => void): () => void {
+  watch(p: EventReader, site: string | undefined, notify: (event: EventRow) => void): () => void {
     const filter = this.filterOf(p, { site, limit: 1, wait: 0 })
     return this.log.onCommitted((e) => {
       if (matches(e, filter)) notify(e)
@@ -72,12 +81,12 @@ export class EventFeed {
   }
 
   /** The caller's newest `limit` events (of `site` when given), oldest first: what the MCP events resource reads. */
-  newest(p: Principal, site: string | undefined, limit = DEFAULT_LIMIT): EventView[] {
+  newest(p: EventReader, site: string | undefined, limit = DEFAULT_LIMIT): EventView[] {
     const filter = this.filterOf(p, { site, limit, wait: 0 })
     return this.log.list({ ...filter, limit, newest: true }).map(viewOf)
   }
 
-  private filterOf(p: Principal, q: FeedQuery): Filter {
+  private filterOf(p: EventReader, q: FeedQuery): Filter {
     const filter: Filter = { accountId: p.accountId }
     if (q.types !== undefined) filter.types = typesOf(q.types)
     if (p.siteId !== null) {
