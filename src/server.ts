@@ -278,6 +278,8 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
       // requests in flight finish.
       for (const p of passed.takeBack()) s.log.error('a socket systemd passed would not listen again; connections may be refused until Berth is back', { listen: `${p.address}:${p.port}`, fd: p.fd })
       const drained = Promise.all([server.stop(), https?.stop(), dns.then((d) => d?.stop())])
+      // Long polls of the event log answer now (an empty page: the agent asks again, of the next process).
+      s.events.release()
       clearTimeout(first)
       unfollow()
       unfollowNodes()

@@ -10,7 +10,8 @@ import { instanceOf, removeInstanceSites } from './helpers/sites'
  * The event log end to end on the compiled binary (issue 41, Deliver items 2 and 4): an MCP client
  * of the SDK subscribed to its events hears of its site's deployment when it finishes, while a
  * long poll (GET /events/?wait=) held open on the real listener and wait_for_event both answer
- * with that same event; after a kill -9 and a restart, the log still holds every event it showed.
+ * with that same event; after a kill -9 and a restart, the log still holds every event it showed;
+ * and stopping Berth answers a held long poll at once.
  */
 let b: Berth
 let key = ''
@@ -79,4 +80,19 @@ describe('the event log on the binary', () => {
     expect(ids(after).slice(0, ids(shown).length)).toEqual(ids(shown))
     expect(ids(shown)).toContain(event.id)
   }, 120_000)
+
+  it('a stop answers the long polls it holds at once (an empty page), instead of waiting them out', async () => {
+    const last = (await api(b.url, 'GET', '/events/?limit=100', { key })).json.data.next_after as string
+    const polled = api(b.url, 'GET', `/events/?after=${last}&wait=60`, { key })
+    await Bun.sleep(300)
+    const stopping = Date.now()
+    await b.stop()
+    const stoppedIn = Date.now() - stopping
+    const poll = await polled
+    expect(poll.status, poll.text).toBe(200)
+    expect(poll.json.data).toEqual({ events: [], has_more: false, next_after: last })
+    // Well under the 8 s the stop gives requests in flight before cutting them off.
+    expect(stoppedIn).toBeLessThan(4000)
+    expect(b.output()).not.toContain('requests still in flight at stop were cut off')
+  }, 60_000)
 })

@@ -236,3 +236,21 @@ describe('retention', () => {
     expect((await events(`?after=${young.id}`)).status).toBe(200)
   })
 })
+
+// Last: a released feed holds no request again.
+describe('stopping', () => {
+  it('release answers the held long polls at once with what the log holds, and holds none after', async () => {
+    const start = cursor()!
+    const asked = Date.now()
+    const pending = events(`?after=${start}&wait=30`)
+    await new Promise((r) => setTimeout(r, 100))
+    h.services.events.release()
+    const res = await pending
+    expect(Date.now() - asked).toBeLessThan(1000)
+    expect(res.json.data).toEqual({ events: [], has_more: false, next_after: start })
+    expect(log().listening).toBe(0)
+    const later = Date.now()
+    expect((await events(`?after=${start}&wait=30`)).json.data.events).toEqual([])
+    expect(Date.now() - later).toBeLessThan(1000)
+  })
+})

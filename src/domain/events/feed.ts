@@ -48,6 +48,10 @@ interface Filter {
  * no polling) or the time runs out.
  */
 export class EventFeed {
+  /** The held requests' ends, so a stopping server answers them at once (`release`). */
+  private held = new Set<() => void>()
+  private released = false
+
   constructor(private log: Pick<EventLog, 'list' | 'find' | 'onCommitted'>, private siteOf: SiteOfSlug) {}
 
   /** A page of the caller's events after `after`; with `wait`, held until one matches when none does yet. */
@@ -86,6 +90,15 @@ export class EventFeed {
     return this.log.list({ ...filter, limit, newest: true }).map(viewOf)
   }
 
+  /**
+   * Answers every held request now (with what the log holds: nothing new, usually) and holds no
+   * more: `berth serve` stopping, so a restart does not wait out agents' long polls.
+   */
+  release(): void {
+    this.released = true
+    for (const done of [...this.held]) done()
+  }
+
   private filterOf(p: EventReader, q: FeedQuery): Filter {
     const filter: Filter = { accountId: p.accountId }
     if (q.types !== undefined) filter.types = typesOf(q.types)
@@ -111,13 +124,15 @@ export class EventFeed {
   /** Resolves when an event matching `filter` is committed, after `ms`, or when `signal` aborts (the client went away). */
   private until(filter: Filter, ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
-      if (signal?.aborted) return resolve()
+      if (signal?.aborted || this.released) return resolve()
       const done = () => {
         clearTimeout(timer)
         stop()
         signal?.removeEventListener('abort', done)
+        this.held.delete(done)
         resolve()
       }
+      this.held.add(done)
       const timer = setTimeout(done, ms)
       const stop = this.log.onCommitted((e) => {
         if (matches(e, filter)) done()
