@@ -127,7 +127,7 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
     version: s.status.version,
     siteUrl: s.config.server.siteUrl,
     log: s.log,
-    events: eventsDoor(s.events, s.keys),
+    events: eventsDoor(s.eventFeed, s.keys),
   })
   const webhook = webhookHandler(s.processor, s.log)
   const metricsToken = s.config.metrics.token
@@ -279,7 +279,7 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
       for (const p of passed.takeBack()) s.log.error('a socket systemd passed would not listen again; connections may be refused until Berth is back', { listen: `${p.address}:${p.port}`, fd: p.fd })
       const drained = Promise.all([server.stop(), https?.stop(), dns.then((d) => d?.stop())])
       // Long polls of the event log answer now (an empty page: the agent asks again, of the next process).
-      s.events.release()
+      s.eventFeed.release()
       clearTimeout(first)
       unfollow()
       unfollowNodes()

@@ -112,7 +112,7 @@ export interface ApiDeps {
   domains: DomainsService
   consoles: ConsoleService
   /** The event log as agents read it (issue 41): GET /events/ and its long poll. */
-  events: EventFeed
+  eventFeed: EventFeed
 }
 
 /**
@@ -192,7 +192,7 @@ export function routeGroups(s: ApiDeps, plugins: ApiPlugins, document: () => Ret
     { at: API_V1, owns: ['/sites/:tenant_slug/console/'], routes: consoleRoutes(plugins, s.consoles) },
     { at: API_V1, owns: ['/domains/'], routes: domainRoutes(plugins, s.domains) },
     { at: API_V1, owns: ['/account/'], routes: accountRoutes(plugins, s.accounts, s.subscriptions) },
-    { at: API_V1, owns: ['/events/'], routes: eventRoutes(plugins, s.events) },
+    { at: API_V1, owns: ['/events/'], routes: eventRoutes(plugins, s.eventFeed) },
     ...(pages
       ? [
         { at: '', owns: ['/pay/'], routes: payRoutes(plugins, pages) },

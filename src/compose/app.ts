@@ -68,7 +68,7 @@ export interface AdminApp {
  * - `instanceId`: the label of this installation's containers, to find them on the engine;
  * - `billing`: the billing repository itself (the serve role hands the API's records), to read a
  *   payment or a subscription the API does not show;
- * - `eventLog`: the event log itself, to record events as a state change would and to count listeners.
+ * - `events`: the event log, to record an event as a state change would and to count its listeners.
  */
 export interface TestExtras {
   store: Store
@@ -77,7 +77,7 @@ export interface TestExtras {
   reaper: SiteReaper
   instanceId: string
   billing: SharedRepositories['billing']
-  eventLog: EventLog
+  events: EventLog
 }
 
 export interface TestApp {
@@ -114,7 +114,7 @@ export function buildApp<R extends Role>(config: Config, role: R, opts: BuildOpt
     return app as AppOf[R]
   }
   if (role === 'test') {
-    const extras: TestExtras = { store: core.store, jobs: core.jobs, runner: a.sites.runner, reaper: a.sites.reaper, instanceId: core.instanceId, billing: core.repos.billing, eventLog: core.events }
+    const extras: TestExtras = { store: core.store, jobs: core.jobs, runner: a.sites.runner, reaper: a.sites.reaper, instanceId: core.instanceId, billing: core.repos.billing, events: core.events }
     const admin = adminSourcesOf(a)
     const app: TestApp = { services: { ...serverDepsOf(a), ...extras }, admin: adminFacadesOf(admin, core.log), nodeOpsDeps: admin, close }
     return app as AppOf[R]
@@ -142,7 +142,7 @@ function serverDepsOf(a: Areas): ServerDeps {
     processor: payments.processor, billing: payments.billing, portalLinks: payments.portalLinks, charges: payments.charges,
     modules: modules.modules, modulesEdge: modules.modulesEdge, chatbot: modules.chatbot,
     dns: names.dns, domains: names.domains, zones: names.zones, certs: names.certs, challenges: names.challenges, renewals: names.renewals,
-    events: core.eventFeed, eventLog: core.events,
+    eventFeed: core.eventFeed, events: core.events,
     consoles: consoles.consoles, consoleTickets: consoles.consoleTickets, consoleSessions: consoles.consoleSessions,
     // The upkeep's and the listeners' own.
     clock: core.clock, runtime: core.runtime, store: core.store, jobs: core.jobs,

@@ -68,7 +68,7 @@ export function followNodeHealth(health: Pick<NodeHealth, 'tick'>, intervalMs = 
 }
 
 /** What `runMaintenance` reads. */
-export type MaintenanceDeps = Pick<Core, 'keys' | 'clock'> & { eventLog: Pick<Core['events'], 'prune'> } & Pick<Agents, 'limiter'> & Pick<Money, 'checkout' | 'subscriptions'> & Pick<Payments, 'charges'>
+export type MaintenanceDeps = Pick<Core, 'keys' | 'clock'> & { events: Pick<Core['events'], 'prune'> } & Pick<Agents, 'limiter'> & Pick<Money, 'checkout' | 'subscriptions'> & Pick<Payments, 'charges'>
   & Pick<Sites, 'siteMetrics' | 'archives' | 'audit'> & Pick<Names, 'renewals'> & Pick<Modules, 'chatbot' | 'modules'> & { offsite: Pick<Offsite, 'copier'> | null }
 
 /**
@@ -83,7 +83,7 @@ export function runMaintenance(s: MaintenanceDeps): void {
   s.checkout.expireOld()
   s.siteMetrics.persist()
   s.audit.prune()
-  s.eventLog.prune(s.clock.now())
+  s.events.prune(s.clock.now())
   void s.archives.maintain()
   void s.renewals.renewDue()
   void s.subscriptions.runDue()

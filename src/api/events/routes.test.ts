@@ -31,7 +31,7 @@ beforeAll(async () => {
 })
 afterAll(() => h.close())
 
-const log = () => h.services.eventLog
+const log = () => h.services.events
 const record = (site: Site | null, type: EventType, data: Record<string, unknown> = {}, account = site?.accountId ?? one.accountId) =>
   log().record({ type, accountId: account, siteId: site?.siteId ?? null, siteSlug: site?.slug ?? null, data })
 const events = (query: string, key = one.key) => h.call('GET', `/api/v1/events/${query}`, { key })
@@ -244,7 +244,7 @@ describe('stopping', () => {
     const asked = Date.now()
     const pending = events(`?after=${start}&wait=30`)
     await new Promise((r) => setTimeout(r, 100))
-    h.services.events.release()
+    h.services.eventFeed.release()
     const res = await pending
     expect(Date.now() - asked).toBeLessThan(1000)
     expect(res.json.data).toEqual({ events: [], has_more: false, next_after: start })

@@ -41,7 +41,7 @@ beforeAll(async () => {
     version: 'test',
     siteUrl: `http://127.0.0.1:${server.port}`,
     log: h.log,
-    events: eventsDoor(h.services.events, h.services.keys),
+    events: eventsDoor(h.services.eventFeed, h.services.keys),
   })
   const accountOf = async (key: string) => (await h.call('GET', '/api/v1/auth/whoami/', { key })).json.data.user.id as string
   const [a, b] = await Promise.all([buyInProcess(h, 'svc_starter_monthly', 'mev'), buyInProcess(h, 'svc_starter_monthly', 'mew')])
@@ -68,7 +68,7 @@ async function connect(key: string): Promise<{ client: Client; transport: Stream
 }
 
 const record = (site: Site, type: EventType, data: Record<string, unknown> = {}) =>
-  h.services.eventLog.record({ type, accountId: site.accountId, siteId: site.siteId, siteSlug: site.slug, data })
+  h.services.events.record({ type, accountId: site.accountId, siteId: site.siteId, siteSlug: site.slug, data })
 const until = async (check: () => boolean, ms = 3000) => {
   const end = Date.now() + ms
   while (!check()) {
@@ -127,12 +127,12 @@ describe('the events resource', () => {
   })
 
   it('ends the subscriptions with the session', async () => {
-    const before = h.services.eventLog.listening
+    const before = h.services.events.listening
     const me = await connect(mine.key)
     await me.client.subscribeResource({ uri: 'berth://events' })
-    expect(h.services.eventLog.listening).toBe(before + 1)
+    expect(h.services.events.listening).toBe(before + 1)
     await me.transport.terminateSession()
-    await until(() => h.services.eventLog.listening === before)
+    await until(() => h.services.events.listening === before)
   })
 })
 
