@@ -1,5 +1,6 @@
 /** The background upkeep the server runs over the built services: maintenance, and the engine's events. */
 import { HEALTH_INTERVAL_MS, type NodeHealth } from '../domain/cluster'
+import { CRASH_WATCH_INTERVAL_MS } from '../domain/apps'
 import type { StatusInfo } from '../domain/status'
 import type { Agents } from './agents'
 import type { Core } from './core'
@@ -13,7 +14,7 @@ import type { Sites } from './sites'
 const ORPHANED_PAYMENT_MS = 15 * 60_000
 
 /** What `followContainerEvents` reads. */
-export type ContainerEventDeps = Pick<Core, 'runtime' | 'log'> & Pick<Sites, 'healer' | 'reconciler' | 'databaseLife'> & { status: Pick<StatusInfo, 'engine'>; apps: Pick<Sites['apps'], 'starts' | 'pushes' | 'php'> }
+export type ContainerEventDeps = Pick<Core, 'runtime' | 'log'> & Pick<Sites, 'healer' | 'reconciler' | 'databaseLife' | 'appCrashes'> & { status: Pick<StatusInfo, 'engine'>; apps: Pick<Sites['apps'], 'starts' | 'pushes' | 'php'> }
 
 /**
  * Follows the engine's events for this instance's containers: a site's container that dies or is
@@ -45,8 +46,11 @@ export function followContainerEvents(s: ContainerEventDeps): () => void {
   void s.apps.php.sweep().catch((err) => s.log.error('could not hand PHP its sites\' settings', { error: (err as Error).message }))
   s.apps.pushes.keep()
   const keepPushes = setInterval(() => s.apps.pushes.keep(), 30_000)
+  // An app's process entering its crash loop, or out of it: app.crashing / app.recovered (issue 41).
+  const watchCrashes = setInterval(() => void s.appCrashes.tick(), CRASH_WATCH_INTERVAL_MS)
   return () => {
     clearInterval(keepPushes)
+    clearInterval(watchCrashes)
     s.apps.pushes.stop()
     s.healer.stop()
     watch.close()
@@ -64,14 +68,14 @@ export function followNodeHealth(health: Pick<NodeHealth, 'tick'>, intervalMs = 
 }
 
 /** What `runMaintenance` reads. */
-export type MaintenanceDeps = Pick<Core, 'keys' | 'clock'> & Pick<Agents, 'limiter'> & Pick<Money, 'checkout' | 'subscriptions'> & Pick<Payments, 'charges'>
+export type MaintenanceDeps = Pick<Core, 'keys' | 'clock'> & { events: Pick<Core['events'], 'prune'> } & Pick<Agents, 'limiter'> & Pick<Money, 'checkout' | 'subscriptions'> & Pick<Payments, 'charges'>
   & Pick<Sites, 'siteMetrics' | 'archives' | 'audit'> & Pick<Names, 'renewals'> & Pick<Modules, 'chatbot' | 'modules'> & { offsite: Pick<Offsite, 'copier'> | null }
 
 /**
  * Periodic upkeep (every 30 s and on stop): flush key last-used times, prune rate-limit hits,
  * expire unpaid checkouts, store the edge's traffic counts; queue due site backups and finish
  * archive removals (in the background: `maintain` never throws); a pass of the copies off the box;
- * the audit trail's retention (hourly).
+ * the audit trail's retention (hourly); the events older than 30 days.
  */
 export function runMaintenance(s: MaintenanceDeps): void {
   s.keys.flushLastUsed()
@@ -79,6 +83,7 @@ export function runMaintenance(s: MaintenanceDeps): void {
   s.checkout.expireOld()
   s.siteMetrics.persist()
   s.audit.prune()
+  s.events.prune(s.clock.now())
   void s.archives.maintain()
   void s.renewals.renewDue()
   void s.subscriptions.runDue()

@@ -142,3 +142,41 @@ export const AUDIT_RUN_AS = ['site', 'root'] as const
  */
 export const NODE_STATES = ['joining', 'active', 'draining', 'down', 'removed'] as const
 export type NodeState = (typeof NODE_STATES)[number]
+
+/**
+ * Every type of event Berth records (issue 41; domain/events, docs/api.md "Event types"): here so
+ * the store's schema can name them; domain/events/types.ts is where the rest of the code reads them.
+ */
+export const EventTypeSchema = t.Union([
+  t.Literal('site.active'),
+  t.Literal('site.provisioning_failed'),
+  t.Literal('site.down'),
+  t.Literal('site.up'),
+  t.Literal('site.suspended'),
+  t.Literal('site.resumed'),
+  t.Literal('site.deleted'),
+  t.Literal('deployment.succeeded'),
+  t.Literal('deployment.failed'),
+  t.Literal('payment.succeeded'),
+  t.Literal('payment.failed'),
+  t.Literal('subscription.renewed'),
+  t.Literal('subscription.past_due'),
+  t.Literal('subscription.canceled'),
+  t.Literal('certificate.issued'),
+  t.Literal('certificate.renewal_failed'),
+  t.Literal('backup.completed'),
+  t.Literal('backup.failed'),
+  t.Literal('domain.registered'),
+  t.Literal('domain.renewal_failed'),
+  t.Literal('key.created'),
+  t.Literal('key.revoked'),
+  t.Literal('database.created'),
+  t.Literal('database.deleted'),
+  t.Literal('database.down'),
+  t.Literal('database.up'),
+  t.Literal('app.crashing'),
+  t.Literal('app.recovered'),
+  t.Literal('webhook_endpoint.disabled'),
+], { description: 'What happened (docs/api.md, "Event types").' })
+export type EventType = Static<typeof EventTypeSchema>
+export const EVENT_TYPES = valuesOf(EventTypeSchema)

@@ -28,6 +28,8 @@ export const AREAS = {
   audit: ['audit_events'],
   /** The cluster's nodes and join tokens (drivers/cluster/types.ts): the runtime's placement reads them. */
   cluster: ['nodes', 'node_join_tokens'],
+  /** The event log (domain/events): no cache reads it. */
+  events: ['events'],
 } as const satisfies Record<string, readonly string[]>
 
 export type Area = keyof typeof AREAS
