@@ -7,6 +7,7 @@ import { createEdgeProxy, parseSiteHost } from './edge/proxy'
 import { hostNameOf } from './edge/host'
 import { viaMcp } from './api/http/doors'
 import { createMcpHandler } from './api/mcp/server'
+import { eventsDoor } from './api/mcp/events'
 import { buildOpenApi } from './api/openapi'
 import { startDnsServer } from './dns/server'
 import { dispatcher, isPlansList, LISTENER_WEBSOCKET, pathOf, type ListenerServer } from './dispatch'
@@ -126,6 +127,7 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
     version: s.status.version,
     siteUrl: s.config.server.siteUrl,
     log: s.log,
+    events: eventsDoor(s.events, s.keys),
   })
   const webhook = webhookHandler(s.processor, s.log)
   const metricsToken = s.config.metrics.token

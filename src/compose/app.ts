@@ -33,6 +33,7 @@ import type { SiteReaper, SiteRunner } from '../domain/sites'
 import type { JobRunner } from '../jobs/runner'
 import type { Store } from '../store/store'
 import { DatabaseCarrier } from '../domain/databases'
+import type { EventLog } from '../domain/events'
 
 export type Role = 'serve' | 'admin' | 'restore' | 'test'
 
@@ -66,7 +67,8 @@ export interface AdminApp {
  * - `reaper`: the deletion grace period's end, run by the test instead of the reconcile pass;
  * - `instanceId`: the label of this installation's containers, to find them on the engine;
  * - `billing`: the billing repository itself (the serve role hands the API's records), to read a
- *   payment or a subscription the API does not show.
+ *   payment or a subscription the API does not show;
+ * - `eventLog`: the event log itself, to record events as a state change would and to count listeners.
  */
 export interface TestExtras {
   store: Store
@@ -75,6 +77,7 @@ export interface TestExtras {
   reaper: SiteReaper
   instanceId: string
   billing: SharedRepositories['billing']
+  eventLog: EventLog
 }
 
 export interface TestApp {
@@ -111,7 +114,7 @@ export function buildApp<R extends Role>(config: Config, role: R, opts: BuildOpt
     return app as AppOf[R]
   }
   if (role === 'test') {
-    const extras: TestExtras = { store: core.store, jobs: core.jobs, runner: a.sites.runner, reaper: a.sites.reaper, instanceId: core.instanceId, billing: core.repos.billing }
+    const extras: TestExtras = { store: core.store, jobs: core.jobs, runner: a.sites.runner, reaper: a.sites.reaper, instanceId: core.instanceId, billing: core.repos.billing, eventLog: core.events }
     const admin = adminSourcesOf(a)
     const app: TestApp = { services: { ...serverDepsOf(a), ...extras }, admin: adminFacadesOf(admin, core.log), nodeOpsDeps: admin, close }
     return app as AppOf[R]
@@ -139,6 +142,7 @@ function serverDepsOf(a: Areas): ServerDeps {
     processor: payments.processor, billing: payments.billing, portalLinks: payments.portalLinks, charges: payments.charges,
     modules: modules.modules, modulesEdge: modules.modulesEdge, chatbot: modules.chatbot,
     dns: names.dns, domains: names.domains, zones: names.zones, certs: names.certs, challenges: names.challenges, renewals: names.renewals,
+    events: core.eventFeed, eventLog: core.events,
     consoles: consoles.consoles, consoleTickets: consoles.consoleTickets, consoleSessions: consoles.consoleSessions,
     // The upkeep's and the listeners' own.
     clock: core.clock, runtime: core.runtime, store: core.store, jobs: core.jobs,

@@ -25,8 +25,8 @@ import type { Config } from '../config/config'
 import { shiftedClock, type Clock } from '../lib/clock'
 import { createLogger, type Logger } from '../lib/logger'
 import { migrate } from '../store/migrate'
+import { EventFeed, EventLog } from '../domain/events'
 import { openStore, type Store } from '../store/store'
-import { EventLog } from '../domain/events'
 import { databasePath, instanceIdOf } from './installation'
 import { buildClusterCore, type ClusterCore } from './cluster'
 import type { ClusterPki } from '../drivers/cluster/pki'
@@ -92,8 +92,10 @@ export interface Core {
   archiveStore: ArchiveStore
   /** The data folder's free space against the reserve Berth keeps (disk.*): refuses growth under it, shown by status and /metrics. */
   room: BoxRoom
-  /** The event log (issue 41): every area records its state changes here, in the change's transaction. */
+  /** The event log (issue 41): every area records into it in the transaction of its change; the webhooks hook in. */
   events: EventLog
+  /** The log as agents read it (GET /events/, MCP). */
+  eventFeed: EventFeed
 }
 
 /**
@@ -139,11 +141,13 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
   // A cluster's sites run as Swarm services across the nodes (compose/cluster.ts); a test's own
   // runtime is used as it is.
   const jobs = new JobRunner(store, clock, log, {})
-  const events = new EventLog({ store, clock, log })
   const cluster = !opts.runtime && config.cluster.enabled ? buildClusterCore(config, { store, instanceId, log }) : null
   const runtime = opts.runtime ?? cluster?.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, helperImages: helperImagesOf(config.containers.images), log })
+  const events = new EventLog({ store, clock, log })
   return {
     config, clock, log, store, instanceId, runtime, cluster,
+    events,
+    eventFeed: new EventFeed(events, (accountId, slug) => repos.sites.findOwned(accountId, slug)),
     // Every database beside its site: on this box's engine, or on its node's (docs/cluster.md "Databases on nodes").
     databaseRuntime: opts.databaseRuntime ?? (cluster
       ? new DockerDatabaseRuntime({ instanceId, log, images: config.containers.databaseImages, ...cluster.runtime.databases })
@@ -156,6 +160,5 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
     repos,
     archiveStore: new LocalArchiveStore(config.archives.dir),
     room: new BoxRoom({ disk: () => diskSpaceOf(config.server.dataDir), settings: config.disk, sitesDiskGb: sitesDiskGbOf(store) }),
-    events,
   }
 }
