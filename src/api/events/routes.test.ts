@@ -91,12 +91,13 @@ describe('GET /events/', () => {
   })
 
   it('a site-scoped key sees its own site\'s events only; another account sees none of them', async () => {
-    // The key's cursor is one of its own site's events (another's is not one it can see).
+    // The key first (its own key.created is one of its site's events), then its cursor: one of its
+    // own site's events (another's is not one it can see).
+    const siteKey = h.services.keys.issue(one.accountId, 'site one', ['read'], one.siteId).api_key
     const start = record(one, 'site.up').id
     const mine = record(one, 'site.suspended')
     const sibling = record(two, 'site.suspended')
     const account = record(null, 'payment.failed')
-    const siteKey = h.services.keys.issue(one.accountId, 'site one', ['read'], one.siteId).api_key
     const scoped = await events(`?after=${start}`, siteKey)
     expect(scoped.status, scoped.text).toBe(200)
     expect(scoped.json.data.events.map((e: { id: string }) => e.id)).toEqual([mine.id])
