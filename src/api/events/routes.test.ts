@@ -91,8 +91,9 @@ describe('GET /events/', () => {
   })
 
   it('a site-scoped key sees its own site\'s events only; another account sees none of them', async () => {
+    // The key first (its own key.created is one of its site's events), then its cursor: one of its
+    // own site's events (another's is not one it can see).
     const siteKey = h.services.keys.issue(one.accountId, 'site one', ['read'], one.siteId).api_key
-    // The key's cursor is one of its own site's events (another's is not one it can see).
     const start = record(one, 'site.up').id
     const mine = record(one, 'site.suspended')
     const sibling = record(two, 'site.suspended')

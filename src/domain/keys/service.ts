@@ -6,7 +6,6 @@ import { conflict, forbidden, invalid, notFound, op, say, unauthorized } from '.
 import { SCOPES, type Scope } from '../../core/enums'
 import type { ApiKeyCreated, KeyListItem } from './views'
 import type { KeysRepository } from './repository'
-import type { EventLog } from '../events'
 
 /** Who is calling: the key, its account, and for a site-scoped key the one site it may touch. */
 export interface Principal {
@@ -21,6 +20,11 @@ export interface Principal {
   scopes: Scope[]
   siteId: string | null
   siteSlug: string | null
+}
+
+/** The event log as the keys record into it (domain/events' EventLog; named structurally: the events area reads keys' Principal). */
+export interface KeyEventLog {
+  record(e: { type: 'key.created' | 'key.revoked'; accountId: string; siteId: string | null; siteSlug: string | null; data: Record<string, unknown> }): unknown
 }
 
 const CACHE_LIMIT = 10_000
@@ -46,7 +50,7 @@ export class KeysService {
   constructor(
     private repo: KeysRepository, private store: Store, private clock: Clock, readonly prefix: string,
     /** Records `key.created` and `key.revoked` in the key's transaction (the key's list item: its prefix, never the key). */
-    private events?: Pick<EventLog, 'record'>,
+    private events?: KeyEventLog,
   ) {
     this.keyPattern = new RegExp(`^${prefix}_[0-9a-f]{48}$`)
     this.source = store.versionOf(['accounts', 'sites'])
@@ -179,7 +183,7 @@ export class KeysService {
 
   private recordKey(type: 'key.created' | 'key.revoked', row: ApiKeyRow): void {
     if (!this.events) return
-    this.events.record({ type, accountId: row.accountId, siteId: row.siteId, siteSlug: row.siteId ? this.repo.siteSlugOf(row.siteId) : null, data: this.toListItem(row) })
+    this.events.record({ type, accountId: row.accountId, siteId: row.siteId, siteSlug: row.siteId ? this.repo.siteSlugOf(row.siteId) : null, data: { ...this.toListItem(row) } })
   }
 
   private toListItem(row: ApiKeyRow): KeyListItem {
