@@ -19,7 +19,7 @@ let berth: Berth
 beforeAll(async () => {
   // SSH ports of vps sites from a range of their own: other suites' Berths share the engine.
   const sshBase = 20_000 + Math.floor(Math.random() * 400) * 100
-  berth = await startBerth({ env: { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour', BERTH_RATE_LIMITS_REGISTER: '100/hour', BERTH_CONTAINERS_RECONCILE_SECONDS: '2', BERTH_SSH_PORT_RANGE: `${sshBase}-${sshBase + 99}` } })
+  berth = await startBerth({ env: { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour', BERTH_RATE_LIMITS_REGISTER: '100/hour', BERTH_CONTAINERS_RECONCILE_SECONDS: '2', BERTH_SERVER_MAINTENANCE_SECONDS: '5', BERTH_SSH_PORT_RANGE: `${sshBase}-${sshBase + 99}` } })
 }, 60_000)
 afterAll(async () => {
   await berth?.dispose()
@@ -222,8 +222,8 @@ describe('daily backups', () => {
   it('a shared site gets its first backup at a maintenance pass, and restoring it brings the files back', async () => {
     const { slug, key } = await buyActive('svc_starter_monthly')
     expect((await siteShell(slug, 'echo "<p>kept</p>" > public/index.html')).code).toBe(0)
-    // Maintenance runs every 30 s: the first pass after the site is active queues its backup.
-    const deadline = Date.now() + 75_000
+    // Maintenance runs every 5 s here: the first pass after the site is active queues its backup.
+    const deadline = Date.now() + 45_000
     let backup: any
     for (;;) {
       const list = await api(berth.url, 'GET', `/sites/${slug}/backups/`, { key })

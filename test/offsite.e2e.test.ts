@@ -28,6 +28,7 @@ beforeAll(async () => {
     BERTH_OFFSITE_URL: `file://${dest}`,
     BERTH_OFFSITE_AGE_RECIPIENTS: recipient,
     BERTH_OFFSITE_STORE_INTERVAL_SECONDS: '10',
+    BERTH_SERVER_MAINTENANCE_SECONDS: '5',
     BERTH_SSH_PORT_RANGE: `${sshBase}-${sshBase + 99}`,
     BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour',
   }
@@ -98,7 +99,7 @@ describe('copies off the box', () => {
     const written = await api(berth.url, 'POST', `/sites/${slug}/files/write/`, { key: data.api_key, body: { path: 'public/offsite.txt', content: 'kept off the box' } })
     expect(written.status, written.text).toBe(200)
     site = { slug, key: data.api_key, id: '' }
-    // The first backup comes at the first maintenance pass after the site is active (30 s).
+    // The first backup comes at the first maintenance pass after the site is active (every 5 s here).
     const backups = await until(async () => (await api(berth.url, 'GET', `/sites/${slug}/backups/`, { key: site.key })).json.data, (list) => list[0]?.copies?.includes('offsite'), 90_000, 500)
     expect(backups[0]).toMatchObject({ status: 'ready', copies: ['local', 'offsite'] })
     // Archive copies are kept as archives/{site id}/{archive id}.tar.zst.age.

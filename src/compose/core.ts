@@ -141,6 +141,7 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
   // A cluster's sites run as Swarm services across the nodes (compose/cluster.ts); a test's own
   // runtime is used as it is.
   const jobs = new JobRunner(store, clock, log, {})
+  const events = new EventLog({ store, clock, log })
   const cluster = !opts.runtime && config.cluster.enabled ? buildClusterCore(config, { store, instanceId, log }) : null
   const runtime = opts.runtime ?? cluster?.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, helperImages: helperImagesOf(config.containers.images), log })
   return {
