@@ -33,6 +33,7 @@ import type { SiteReaper, SiteRunner } from '../domain/sites'
 import type { JobRunner } from '../jobs/runner'
 import type { Store } from '../store/store'
 import { DatabaseCarrier } from '../domain/databases'
+import type { WebhookSender } from '../domain/webhooks'
 
 export type Role = 'serve' | 'admin' | 'restore' | 'test'
 
@@ -66,7 +67,8 @@ export interface AdminApp {
  * - `reaper`: the deletion grace period's end, run by the test instead of the reconcile pass;
  * - `instanceId`: the label of this installation's containers, to find them on the engine;
  * - `billing`: the billing repository itself (the serve role hands the API's records), to read a
- *   payment or a subscription the API does not show.
+ *   payment or a subscription the API does not show;
+ * - `webhookSender`: the whole sender, to look for due deliveries at once (`kick`) on the manual clock and wait for its attempts (`idle`).
  */
 export interface TestExtras {
   store: Store
@@ -75,6 +77,7 @@ export interface TestExtras {
   reaper: SiteReaper
   instanceId: string
   billing: SharedRepositories['billing']
+  webhookSender: WebhookSender
 }
 
 export interface TestApp {
@@ -111,7 +114,7 @@ export function buildApp<R extends Role>(config: Config, role: R, opts: BuildOpt
     return app as AppOf[R]
   }
   if (role === 'test') {
-    const extras: TestExtras = { store: core.store, jobs: core.jobs, runner: a.sites.runner, reaper: a.sites.reaper, instanceId: core.instanceId, billing: core.repos.billing }
+    const extras: TestExtras = { store: core.store, jobs: core.jobs, runner: a.sites.runner, reaper: a.sites.reaper, instanceId: core.instanceId, billing: core.repos.billing, webhookSender: a.webhooks.sender }
     const admin = adminSourcesOf(a)
     const app: TestApp = { services: { ...serverDepsOf(a), ...extras }, admin: adminFacadesOf(admin, core.log), nodeOpsDeps: admin, close }
     return app as AppOf[R]
@@ -144,6 +147,7 @@ function serverDepsOf(a: Areas): ServerDeps {
     clock: core.clock, runtime: core.runtime, store: core.store, jobs: core.jobs,
     healer: sites.healer, reconciler: sites.reconciler, databaseLife: sites.databaseLife, audit: sites.audit, directory: sites.directory, metrics: sites.metrics, accessLog: sites.accessLog, logRotation: sites.logRotation, firewall: sites.firewall,
     offsite: a.offsite, prometheus: a.prometheus,
+    webhooks: a.webhooks.service, webhookSender: a.webhooks.sender,
     nodeHealth: a.cluster?.nodeHealth ?? null,
     clusterJoin: a.cluster?.clusterJoin ?? null,
     clusterJoinTls: a.cluster?.clusterJoinTls ?? null,

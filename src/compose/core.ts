@@ -47,6 +47,8 @@ export interface BuildOptions {
   databaseRuntime?: DatabaseRuntime
   /** `berth serve` in a cluster: the PKI it opened (compose/cluster.ts prepareControlPlane), for the join's route. */
   clusterPki?: ClusterPki | null
+  /** Tests' own DNS for the outbound check (drivers/net/outbound.ts Resolver): a name that answers loopback, or changes its answer. */
+  resolver?: Resolver
 }
 
 /**
