@@ -49,6 +49,8 @@ export interface BuildOptions {
   clusterPki?: ClusterPki | null
   /** Tests' own DNS for the outbound check (drivers/net/outbound.ts Resolver): a name that answers loopback, or changes its answer. */
   resolver?: Resolver
+  /** Tests' own webhook timeout (drivers/webhooks/http.ts WEBHOOK_TIMEOUT_MS, 15 s): a receiver that never answers, without a 15 s wait. */
+  webhookTimeoutMs?: number
 }
 
 /**

@@ -6,7 +6,6 @@ import { WebhookSender, WebhooksRepository, WebhooksService } from '../domain/we
 import { OutboundCheck, outboundPolicyOf, type Resolver } from '../drivers/net/outbound'
 import type { SecretBox } from '../drivers/secrets/types'
 import { HttpWebhookTransport } from '../drivers/webhooks/http'
-import type { WebhookTransport } from '../drivers/webhooks/types'
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../lib/logger'
 import type { Store } from '../store/store'
@@ -20,8 +19,8 @@ export interface WebhooksNeeds {
   events: EventLog
   /** Tests' own resolver (a name that answers loopback, or changes its answer); the system's otherwise. */
   resolver?: Resolver
-  /** Tests' own transport; HTTP over node:http(s), pinned to the checked address, otherwise. */
-  transport?: WebhookTransport
+  /** Tests' own timeout of an attempt; WEBHOOK_TIMEOUT_MS (15 s) otherwise. */
+  timeoutMs?: number
 }
 
 export interface Webhooks {
@@ -36,7 +35,7 @@ export function buildWebhooks(n: WebhooksNeeds): Webhooks {
   const outbound = new OutboundCheck(outboundPolicyOf(n.config), n.resolver)
   const sender = new WebhookSender({
     repo, store: n.store, clock: n.clock, log: n.log, box: n.box, events: n.events, bodyOf: viewOf,
-    transport: n.transport ?? new HttpWebhookTransport(outbound),
+    transport: new HttpWebhookTransport(outbound, n.timeoutMs),
   })
   const service = new WebhooksService({ repo, store: n.store, clock: n.clock, log: n.log, box: n.box, outbound, kick: () => sender.kick() })
   // In the event's own transaction: a delivery per matching endpoint, so none is lost to a crash.
