@@ -142,3 +142,40 @@ export const AUDIT_RUN_AS = ['site', 'root'] as const
  */
 export const NODE_STATES = ['joining', 'active', 'draining', 'down', 'removed'] as const
 export type NodeState = (typeof NODE_STATES)[number]
+
+/**
+ * Every type of event Berth records (issue 41; domain/events, docs/api.md "Event types"): here so
+ * the store's schema can name them; domain/events/types.ts is where the rest of the code reads them.
+ */
+export const EVENT_TYPES = [
+  'site.active',
+  'site.provisioning_failed',
+  'site.down',
+  'site.up',
+  'site.suspended',
+  'site.resumed',
+  'site.deleted',
+  'deployment.succeeded',
+  'deployment.failed',
+  'payment.succeeded',
+  'payment.failed',
+  'subscription.renewed',
+  'subscription.past_due',
+  'subscription.canceled',
+  'certificate.issued',
+  'certificate.renewal_failed',
+  'backup.completed',
+  'backup.failed',
+  'domain.registered',
+  'domain.renewal_failed',
+  'key.created',
+  'key.revoked',
+  'database.created',
+  'database.deleted',
+  'database.down',
+  'database.up',
+  'app.crashing',
+  'app.recovered',
+  'webhook_endpoint.disabled',
+] as const
+export type EventType = (typeof EVENT_TYPES)[number]

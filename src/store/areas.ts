@@ -28,6 +28,8 @@ export const AREAS = {
   audit: ['audit_events'],
   /** The cluster's nodes and join tokens (drivers/cluster/types.ts): the runtime's placement reads them. */
   cluster: ['nodes', 'node_join_tokens'],
+  /** The event log (domain/events): no cache reads it. */
+  events: ['events'],
   /** The webhook endpoints and their deliveries (domain/webhooks): no cache reads them. */
   webhooks: ['webhook_endpoints', 'webhook_deliveries'],
 } as const satisfies Record<string, readonly string[]>
