@@ -34,6 +34,7 @@ import type { JobRunner } from '../jobs/runner'
 import type { Store } from '../store/store'
 import { DatabaseCarrier } from '../domain/databases'
 import type { WebhookSender } from '../domain/webhooks'
+import type { EventLog } from '../domain/events'
 
 export type Role = 'serve' | 'admin' | 'restore' | 'test'
 
@@ -68,6 +69,7 @@ export interface AdminApp {
  * - `instanceId`: the label of this installation's containers, to find them on the engine;
  * - `billing`: the billing repository itself (the serve role hands the API's records), to read a
  *   payment or a subscription the API does not show;
+ * - `events`: the event log, to record an event as a state change would (the webhooks' tests);
  * - `webhookSender`: the whole sender, to look for due deliveries at once (`kick`) on the manual clock and wait for its attempts (`idle`).
  */
 export interface TestExtras {
@@ -77,6 +79,7 @@ export interface TestExtras {
   reaper: SiteReaper
   instanceId: string
   billing: SharedRepositories['billing']
+  events: EventLog
   webhookSender: WebhookSender
 }
 
@@ -114,7 +117,7 @@ export function buildApp<R extends Role>(config: Config, role: R, opts: BuildOpt
     return app as AppOf[R]
   }
   if (role === 'test') {
-    const extras: TestExtras = { store: core.store, jobs: core.jobs, runner: a.sites.runner, reaper: a.sites.reaper, instanceId: core.instanceId, billing: core.repos.billing, webhookSender: a.webhooks.sender }
+    const extras: TestExtras = { store: core.store, jobs: core.jobs, runner: a.sites.runner, reaper: a.sites.reaper, instanceId: core.instanceId, billing: core.repos.billing, events: core.events, webhookSender: a.webhooks.sender }
     const admin = adminSourcesOf(a)
     const app: TestApp = { services: { ...serverDepsOf(a), ...extras }, admin: adminFacadesOf(admin, core.log), nodeOpsDeps: admin, close }
     return app as AppOf[R]

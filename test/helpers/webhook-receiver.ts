@@ -29,7 +29,10 @@ export class WebhookReceiver {
       port: 0,
       fetch: async (req) => {
         const body = await req.text()
-        const headers = Object.fromEntries(req.headers.entries())
+        const headers: Record<string, string> = {}
+        req.headers.forEach((value, name) => {
+          headers[name] = value
+        })
         const r: Received = {
           id: headers['webhook-id'] ?? '', timestamp: headers['webhook-timestamp'] ?? '', signature: headers['webhook-signature'] ?? '',
           body, headers, host: req.headers.get('host'), path: new URL(req.url).pathname,

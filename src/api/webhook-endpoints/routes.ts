@@ -41,12 +41,14 @@ export const webhookEndpointRoutes = (plugins: ApiPlugins, webhooks: WebhooksSer
     .get('/webhooks/:webhook_id/', ({ principal, params }) => webhooks.get(principal.accountId, params.webhook_id), {
       scope: 'admin',
       params: WebhookParams,
+      errors: [404],
       response: ok(WebhookEndpoint),
       detail: { tags, summary: 'One webhook endpoint: its URL, types, state and why it was disabled', operationId: 'getWebhookEndpoint' },
     })
     .patch('/webhooks/:webhook_id/', ({ principal, params, body }) => webhooks.update(principal.accountId, params.webhook_id, body), {
       scope: 'admin',
       params: WebhookParams,
+      errors: [404],
       body: UpdateWebhookBody,
       response: ok(WebhookEndpoint),
       detail: { tags, summary: 'Change its URL or types, or disable it or enable it again', operationId: 'updateWebhookEndpoint' },
@@ -54,6 +56,7 @@ export const webhookEndpointRoutes = (plugins: ApiPlugins, webhooks: WebhooksSer
     .delete('/webhooks/:webhook_id/', ({ principal, params }) => webhooks.delete(principal.accountId, params.webhook_id), {
       scope: 'admin',
       params: WebhookParams,
+      errors: [404],
       body: NoBody,
       response: ok(WebhookEndpoint),
       detail: { tags, summary: 'Delete a webhook endpoint and its deliveries; nothing more is sent to it', operationId: 'deleteWebhookEndpoint' },
@@ -61,6 +64,7 @@ export const webhookEndpointRoutes = (plugins: ApiPlugins, webhooks: WebhooksSer
     .post('/webhooks/:webhook_id/rotate-secret/', ({ principal, params }) => webhooks.rotateSecret(principal.accountId, params.webhook_id), {
       scope: 'admin',
       params: WebhookParams,
+      errors: [404],
       body: NoBody,
       response: ok(WebhookEndpointWithSecret),
       detail: {
@@ -73,6 +77,7 @@ export const webhookEndpointRoutes = (plugins: ApiPlugins, webhooks: WebhooksSer
     .get('/webhooks/:webhook_id/deliveries/', ({ principal, params, query }) => webhooks.deliveries(principal.accountId, params.webhook_id, query.limit ?? 50), {
       scope: 'admin',
       params: WebhookParams,
+      errors: [404],
       query: DeliveryListQuery,
       response: ok(t.Array(WebhookDelivery)),
       detail: { tags, summary: "The endpoint's deliveries, newest first: status, attempts, the last answer's code and error", operationId: 'listWebhookDeliveries' },
@@ -82,7 +87,7 @@ export const webhookEndpointRoutes = (plugins: ApiPlugins, webhooks: WebhooksSer
       params: DeliveryParams,
       body: NoBody,
       response: ok(WebhookDelivery),
-      errors: [409],
+      errors: [404, 409],
       detail: {
         tags,
         summary: 'Send a delivery again (same event, same webhook-id), in its place in the endpoint\'s order',

@@ -82,12 +82,12 @@ export class WebhooksRepository {
   /** Every pending delivery of the endpoint given up (its endpoint disabled); returns how many. */
   failPending(endpointId: string, error: string): number {
     return this.store.db.update(webhookDeliveries).set({ status: 'failed', lastError: error })
-      .where(and(eq(webhookDeliveries.endpointId, endpointId), eq(webhookDeliveries.status, 'pending'))).run().changes
+      .where(and(eq(webhookDeliveries.endpointId, endpointId), eq(webhookDeliveries.status, 'pending'))).returning({ id: webhookDeliveries.id }).all().length
   }
 
   /** Deliveries of endpoints that no longer exist, and finished ones older than `before` (the upkeep). */
   pruneFinished(before: number): number {
     return this.store.db.delete(webhookDeliveries)
-      .where(and(inArray(webhookDeliveries.status, ['succeeded', 'failed']), lt(webhookDeliveries.createdAt, before))).run().changes
+      .where(and(inArray(webhookDeliveries.status, ['succeeded', 'failed']), lt(webhookDeliveries.createdAt, before))).returning({ id: webhookDeliveries.id }).all().length
   }
 }
