@@ -1,7 +1,7 @@
 /**
  * When a failed delivery is tried again (docs/api.md, "Webhooks"): after the first attempt fails,
  * the next waits the first step, and so on; once the last step's attempt fails the delivery is
- * given up (`failed`). The steps add up to 3 days, 11 hours and 35 minutes, so a receiver down for
+ * given up (`failed`). The steps add up to 3 days, 13 hours and 35 minutes, so a receiver down for
  * up to three days gets everything once it is back; an endpoint whose deliveries have failed for
  * three days without a success is disabled before that (WEBHOOK_DISABLE_AFTER_MS).
  */
