@@ -1,0 +1,135 @@
+/**
+ * `bun run bench:events`: webhooks (issue 41). Berth in-process (test/helpers/in-process.ts: a
+ * real SQLite file, the real event log, fan-out, sender and HTTP transport), its API served over
+ * a loopback socket (Bun.serve), and the receivers in a process of their own
+ * (bench/webhook-receivers.ts), so that only Berth's work is on Berth's event loop.
+ *
+ * 1. Event to delivery: 1,000 events recorded one after another (each a store transaction, as a
+ *    state change records it), each waited for at a fast receiver: p50 and p99 from the record to
+ *    the receiver having the request.
+ * 2. Throughput: 100 accounts with one endpoint each, half of them answering after 2 s; 10,000
+ *    events (100 per account, recorded 100 every 10 ms). GET /auth/whoami/ is timed one request
+ *    at a time before (no deliveries) and during the run; the goal is the median during within
+ *    1.2 times the median before. Exits 1 when it is not.
+ */
+import { inProcess } from '../test/helpers/in-process'
+import { cleanupOnExit } from './processes'
+import { median } from './stats'
+
+const LATENCY_EVENTS = 1_000
+const ENDPOINTS = 100
+const SLOW_MS = 2_000
+const EVENTS = 10_000
+const BASELINE_MS = 10_000
+const GOAL = 1.2
+
+cleanupOnExit()
+const now = () => performance.timeOrigin + performance.now()
+const pct = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!
+const ms = (v: number) => `${v.toFixed(2)} ms`
+
+const h = inProcess({ env: { BERTH_OUTBOUND_ALLOW_NETWORKS: '127.0.0.0/8' } })
+h.clock.set(Date.now())
+const sender = h.services.webhookSender
+sender.start()
+const api = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: (req) => h.app.handle(req) })
+
+const receivers = Bun.spawn(['bun', 'bench/webhook-receivers.ts', String(ENDPOINTS / 2 + 1), String(ENDPOINTS / 2), String(SLOW_MS)], { stdout: 'pipe', stderr: 'inherit' })
+const arrived = new Map<string, number>()
+const waiters = new Map<string, () => void>()
+let portsLine: (ports: number[]) => void = () => {}
+const portsReady = new Promise<number[]>((resolve) => (portsLine = resolve))
+void (async () => {
+  let buffered = ''
+  const reader = receivers.stdout.getReader()
+  const decoder = new TextDecoder()
+  for (;;) {
+    const { value, done } = await reader.read()
+    if (done) break
+    buffered += decoder.decode(value, { stream: true })
+    let nl: number
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, nl)
+      buffered = buffered.slice(nl + 1)
+      const [word, a, b] = line.split(' ')
+      if (word === 'ports') portsLine(a!.split(',').map(Number))
+      if (word === 'got') {
+        if (!arrived.has(a!)) arrived.set(a!, Number(b))
+        waiters.get(a!)?.()
+      }
+    }
+  }
+})()
+const [latencyPort, ...ports] = await portsReady
+
+async function endpointFor(port: number) {
+  const account = await h.register()
+  const made = await h.call('POST', '/api/v1/webhooks/', { key: account.key, body: { url: `http://127.0.0.1:${port}/hook` } })
+  if (made.status !== 201) throw new Error(made.text)
+  return account
+}
+
+// 1. Event to delivery.
+const single = await endpointFor(latencyPort!)
+const latencies: number[] = []
+for (let i = 0; i < LATENCY_EVENTS; i++) {
+  const started = now()
+  const event = h.services.events.record({ type: 'key.created', accountId: single.accountId, data: { i } })
+  await new Promise<void>((resolve) => {
+    if (arrived.has(event.id)) return resolve()
+    waiters.set(event.id, resolve)
+  })
+  waiters.delete(event.id)
+  latencies.push(arrived.get(event.id)! - started)
+}
+console.log(`event to delivery over ${LATENCY_EVENTS} events: p50 ${ms(pct(latencies, 50))}, p99 ${ms(pct(latencies, 99))}`)
+
+// 2. Throughput, with whoami timed before and during.
+const accounts = []
+for (const port of ports) accounts.push(await endpointFor(port))
+const whoamiKey = accounts[0]!.key
+async function whoamiFor(stop: () => boolean): Promise<number[]> {
+  const times: number[] = []
+  while (!stop()) {
+    const started = now()
+    const res = await fetch(`http://127.0.0.1:${api.port}/api/v1/auth/whoami/`, { headers: { authorization: `Bearer ${whoamiKey}` } })
+    await res.arrayBuffer()
+    if (res.status !== 200) throw new Error(`whoami answered ${res.status}`)
+    times.push(now() - started)
+  }
+  return times
+}
+const baselineEnd = now() + BASELINE_MS
+const before = await whoamiFor(() => now() > baselineEnd)
+
+const ids: string[] = []
+const began = now()
+let recorded = false
+const recording = (async () => {
+  for (let i = 0; i < EVENTS; i += ENDPOINTS) {
+    for (const [n, a] of accounts.entries()) ids.push(h.services.events.record({ type: 'deployment.succeeded', accountId: a.accountId, data: { i: i + n } }).id)
+    await Bun.sleep(10)
+  }
+  recorded = true
+})()
+let fastDoneAt = 0
+const fastIds = () => ids.filter((_, i) => i % ENDPOINTS < ENDPOINTS / 2)
+const during = await whoamiFor(() => {
+  if (!recorded) return false
+  if (!fastDoneAt && fastIds().every((id) => arrived.has(id))) fastDoneAt = now()
+  return ids.every((id) => arrived.has(id))
+})
+await recording
+const total = now() - began
+const p50Before = median(before)
+const p50During = median(during)
+console.log(`whoami without deliveries: p50 ${ms(p50Before)}, p99 ${ms(pct(before, 99))} (${before.length} requests)`)
+console.log(`whoami during ${EVENTS} events to ${ENDPOINTS} endpoints: p50 ${ms(p50During)}, p99 ${ms(pct(during, 99))} (${during.length} requests)`)
+console.log(`all delivered in ${(total / 1000).toFixed(1)} s (the fast endpoints' in ${((fastDoneAt - began) / 1000).toFixed(1)} s; a slow endpoint's 100 take 100 x 2 s, one at a time, in order)`)
+const ratio = p50During / p50Before
+console.log(`whoami p50 during / before: ${ratio.toFixed(2)} (goal <= ${GOAL}): ${ratio <= GOAL ? 'PASS' : 'FAIL'}`)
+sender.stop()
+receivers.kill()
+void api.stop(true)
+h.close()
+process.exit(ratio <= GOAL ? 0 : 1)
