@@ -148,7 +148,7 @@ function serverDepsOf(a: Areas): ServerDeps {
     consoles: consoles.consoles, consoleTickets: consoles.consoleTickets, consoleSessions: consoles.consoleSessions,
     // The upkeep's and the listeners' own.
     clock: core.clock, runtime: core.runtime, store: core.store, jobs: core.jobs,
-    healer: sites.healer, reconciler: sites.reconciler, databaseLife: sites.databaseLife, audit: sites.audit, directory: sites.directory, metrics: sites.metrics, accessLog: sites.accessLog, logRotation: sites.logRotation, firewall: sites.firewall,
+    healer: sites.healer, appCrashes: sites.appCrashes, reconciler: sites.reconciler, databaseLife: sites.databaseLife, audit: sites.audit, directory: sites.directory, metrics: sites.metrics, accessLog: sites.accessLog, logRotation: sites.logRotation, firewall: sites.firewall,
     offsite: a.offsite, prometheus: a.prometheus,
     webhooks: a.webhooks.service, webhookSender: a.webhooks.sender,
     nodeHealth: a.cluster?.nodeHealth ?? null,

@@ -28,6 +28,7 @@ import { shiftedClock, type Clock } from '../lib/clock'
 import { createLogger, type Logger } from '../lib/logger'
 import { migrate } from '../store/migrate'
 import { openStore, type Store } from '../store/store'
+import { EventLog } from '../domain/events'
 import { databasePath, instanceIdOf } from './installation'
 import { buildClusterCore, type ClusterCore } from './cluster'
 import type { ClusterPki } from '../drivers/cluster/pki'
@@ -99,6 +100,8 @@ export interface Core {
   archiveStore: ArchiveStore
   /** The data folder's free space against the reserve Berth keeps (disk.*): refuses growth under it, shown by status and /metrics. */
   room: BoxRoom
+  /** The event log (issue 41): every area records its state changes here, in the change's transaction. */
+  events: EventLog
 }
 
 /**
@@ -144,6 +147,7 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
   // A cluster's sites run as Swarm services across the nodes (compose/cluster.ts); a test's own
   // runtime is used as it is.
   const jobs = new JobRunner(store, clock, log, {})
+  const events = new EventLog({ store, clock, log })
   const cluster = !opts.runtime && config.cluster.enabled ? buildClusterCore(config, { store, instanceId, log }) : null
   const runtime = opts.runtime ?? cluster?.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, helperImages: helperImagesOf(config.containers.images), log })
   return {
@@ -156,10 +160,11 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
     placement: opts.placement ?? cluster?.placement ?? null,
     jobs,
     plans,
-    keys: new KeysService(keysRepo, store, clock, prefix),
+    keys: new KeysService(keysRepo, store, clock, prefix, events),
     changes: new SiteChanges(),
     repos,
     archiveStore: new LocalArchiveStore(config.archives.dir),
     room: new BoxRoom({ disk: () => diskSpaceOf(config.server.dataDir), settings: config.disk, sitesDiskGb: sitesDiskGbOf(store) }),
+    events,
   }
 }

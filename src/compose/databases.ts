@@ -1,5 +1,5 @@
 /** Databases (issue 40): the sites' managed PostgreSQL, MariaDB and Redis, over the sites area's parts. */
-import { DatabaseArchives, DatabaseLife, DatabasesService, makeDatabasesRepository, type DatabaseRuntime, type DatabaseSizes } from '../domain/databases'
+import { DatabaseArchives, DatabaseEvents, DatabaseLife, DatabasesService, makeDatabasesRepository, type DatabaseRuntime, type DatabaseSizes } from '../domain/databases'
 import { ArchiveDumpReader, type ArchiveDumps, type makeArchivesRepository } from '../domain/archives'
 import type { ArchiveStore } from '../drivers/archives/types'
 import type { DumpFiles, HomeTarballs, WorkFolder } from '../domain/archives'
@@ -11,6 +11,7 @@ import type { SecretBox } from '../drivers/secrets/types'
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../lib/logger'
 import type { Store } from '../store/store'
+import type { EventLog } from '../domain/events'
 
 /** What the databases take from the sites area, built before them. */
 export interface DatabasesNeeds {
@@ -27,6 +28,8 @@ export interface DatabasesNeeds {
   sizes?: DatabaseSizes
   /** The sites' runs (SiteRunner): a move under way carries and starts the site's databases itself. */
   runs?: { underWay(slug: string): boolean; settled(slug: string): Promise<void> }
+  /** The event log: database.created, .deleted, .down and .up, with the change (domain/databases/database-events.ts). */
+  events?: Pick<EventLog, 'record'>
 }
 
 /** What the databases' part in archives takes (issue 40 item 3): the archive jobs' dumps and the archives' bytes. */
@@ -43,6 +46,7 @@ export interface DatabaseArchivesNeeds {
 /** The databases service, their life with the sites (domain/databases/life.ts: suspension, resumption, scale, the engine's events, reconcile) and their part in archives. */
 export function buildDatabases(n: DatabasesNeeds, a: DatabaseArchivesNeeds): { databases: DatabasesService; life: DatabaseLife; archives: DatabaseArchives } {
   const repo = makeDatabasesRepository(n.store)
+  const events = n.events ? new DatabaseEvents({ store: n.store, events: n.events, repo, sites: n.sites }) : undefined
   const databases = new DatabasesService({
     store: n.store, repo, runtime: n.runtime, box: n.box, plans: n.plans, audit: n.audit, clock: n.clock, log: n.log,
     // A database made, deleted or given a new password: the settings' listeners (compose/apps.ts) restart the app with its URLs.
@@ -50,6 +54,7 @@ export function buildDatabases(n: DatabasesNeeds, a: DatabaseArchivesNeeds): { d
     ownNames: (siteId) => n.env.ownNames(siteId),
     slugOf: (siteId) => n.sites.find(siteId)?.slug,
     sizes: n.sizes,
+    events,
   })
   // Its URLs reach the app, build, hook and exec under the site's own settings.
   n.env.provide((siteId) => databases.variablesOf(siteId), (siteId) => databases.passwordsOf(siteId))
@@ -59,6 +64,7 @@ export function buildDatabases(n: DatabasesNeeds, a: DatabaseArchivesNeeds): { d
     busy: (siteId, name) => databases.busyWith(siteId, name),
     sizes: n.sizes,
     runs: n.runs,
+    events,
   })
   // Every snapshot and backup holds their dumps; its restore puts them back; one restores alone.
   const archives = new DatabaseArchives({

@@ -21,8 +21,8 @@ export interface Payments {
 }
 
 /** The processor the config selects, with the built-in one's hosted pages and ledger, and the charges through it. */
-export function buildPayments(core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans', 'checkout' | 'billing'>): Payments {
-  const { config, store, clock, log, plans, repos } = core
+export function buildPayments(core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'events', 'checkout' | 'billing'>): Payments {
+  const { config, store, clock, log, plans, repos, events } = core
   const hostedSessions = new HostedSessions({ repo: repos.checkout, plans })
   const portalLinks = new PortalLinks({ siteUrl: config.server.siteUrl, secret: secretOf(store, 'portal_secret'), clock })
   const processor = selectProcessor(config, {
@@ -36,7 +36,7 @@ export function buildPayments(core: CoreReads<'config' | 'store' | 'clock' | 'lo
     log,
   })
   // Every charge: pending first with a key derived from what is paid for, then the processor, then settled.
-  const charges = new Charges({ store, clock, log, repo: repos.billing, processor })
+  const charges = new Charges({ store, clock, log, repo: repos.billing, processor, events })
   return {
     processor,
     charges,
@@ -57,14 +57,14 @@ export interface Money {
  * Checkout and subscriptions, and what moves them on: payments a stop left pending, and the
  * processor's events.
  */
-export function buildMoney(core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'keys' | 'jobs' | 'room', 'sites' | 'billing' | 'accounts' | 'checkout'>, payments: Pick<Payments, 'processor' | 'charges'>, sites: { runner: SiteRunner; sites: SitesService }): Money {
+export function buildMoney(core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'keys' | 'jobs' | 'room' | 'events', 'sites' | 'billing' | 'accounts' | 'checkout'>, payments: Pick<Payments, 'processor' | 'charges'>, sites: { runner: SiteRunner; sites: SitesService }): Money {
   const { config, store, clock, log, plans, keys, jobs, repos } = core
   const { processor, charges } = payments
   // A subscription paid, lapsed or ended: the sites under it answer (reactivated, suspended, scheduled for deletion).
   const subscriptionEvents = new SubscriptionEvents()
   const subscriptionSites = new SubscriptionSites({ sites: repos.sites, jobs, runner: sites.runner, log })
   subscriptionEvents.subscribe((event) => subscriptionSites.answer(event))
-  const subscriptions = new SubscriptionBilling({ store, clock, log, repo: repos.billing, accounts: repos.accounts, sites: repos.sites, plans, events: subscriptionEvents, charges })
+  const subscriptions = new SubscriptionBilling({ store, clock, log, repo: repos.billing, accounts: repos.accounts, sites: repos.sites, plans, events: subscriptionEvents, charges, eventLog: core.events })
   const checkout = new CheckoutService({ store, clock, log, prefix: config.brand.prefix, repo: repos.checkout, plans, money: { processor, charges, billing: repos.billing }, buyers: { accounts: repos.accounts, keys }, sites: sites.sites, jobs, room: core.room })
   // Payments a stop left pending whose subject has no pass of its own (renewals and domains have theirs).
   charges.onPending('purchase', (payment) => checkout.resumePurchase(payment))

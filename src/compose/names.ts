@@ -4,7 +4,7 @@ import type { Config } from '../config/config'
 import { BerthNames } from '../domain/berth-names'
 import type { Charges } from '../domain/billing'
 import { DnsService, makeDnsRepository, ZoneBook } from '../domain/dns'
-import { DomainRegistration, DomainRenewals, DomainsService, REGISTER_DOMAIN_JOB } from '../domain/domains'
+import { DomainEvents, DomainRegistration, DomainRenewals, DomainsService, REGISTER_DOMAIN_JOB } from '../domain/domains'
 import type { SitesServiceDeps } from '../domain/sites'
 import { CertificateManager, ChallengeBook, ISSUE_CERTIFICATE_JOB, makeCertificatesRepository } from '../domain/tls'
 import { Preflight } from '../drivers/certs/preflight'
@@ -38,8 +38,8 @@ export interface Names {
 }
 
 /** Names and their jobs (a domain's registration, a certificate's order). */
-export function buildNames(core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'jobs', 'domains' | 'accounts' | 'sites'>, payments: { charges: Charges; billing: SharedRepositories['billing'] }): Names {
-  const { config, store, clock, log, plans, jobs, repos } = core
+export function buildNames(core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'jobs' | 'events', 'domains' | 'accounts' | 'sites'>, payments: { charges: Charges; billing: SharedRepositories['billing'] }): Names {
+  const { config, store, clock, log, plans, jobs, repos, events } = core
   const { charges, billing } = payments
   const dnsRepo = makeDnsRepository(store)
   // Berth's own names are never a tenant's (issue 23, part 6): refused where a tenant names a
@@ -59,18 +59,21 @@ export function buildNames(core: CoreReads<'config' | 'store' | 'clock' | 'log' 
     preflight: new Preflight({ resolver: config.tls.preflightResolver, publicIpv4: config.dns.publicIpv4, nameservers: config.dns.nameservers }),
     files: new CertificateFolder(certificatesDir(config)),
     served: { sitesDomain: config.sites.domain, apiHost: apiHostOf(config), wildcard: config.tls.wildcard, sources: tenantZoneSources },
+    // certificate.issued / certificate.renewal_failed go to the account of the site or domain the certificate is for.
+    events: { log: events, owner: (subject) => certificateOwner(subject, repos) },
   })
   const domains = new DomainsService({
     store, clock, log, repo: repos.domains, registrar, money: { charges, billing, plans }, jobs, accounts: repos.accounts, sites: repos.sites, dns,
     terms: { nameservers: config.dns.nameservers, berthNames, pricePercent: config.registrar.pricePercent }, tls: (domainIds) => certs.forDomains(domainIds),
   })
+  const domainEvents = new DomainEvents({ events, view: domains, sites: repos.sites })
   jobs.register({
     [ISSUE_CERTIFICATE_JOB]: { run: (id) => certs.issue(id), failed: async () => {}, attempts: 1 },
-    [REGISTER_DOMAIN_JOB]: new DomainRegistration({ store, clock, log, repo: repos.domains, registrar, charges, billing, accounts: repos.accounts, dns }),
+    [REGISTER_DOMAIN_JOB]: new DomainRegistration({ store, clock, log, repo: repos.domains, registrar, charges, billing, accounts: repos.accounts, dns, events: domainEvents }),
   })
   return {
     dns, zones, domains, challenges, certs, registrar, berthNames,
-    renewals: new DomainRenewals({ repo: repos.domains, domains, accounts: repos.accounts, charges, clock, log, store }),
+    renewals: new DomainRenewals({ repo: repos.domains, domains, accounts: repos.accounts, charges, clock, log, store, events: domainEvents }),
     ofSites: {
       linkedDomains: (ids: string[]) => repos.domains.linkedTo(ids),
       recordsOf: (rows: Pick<SiteRow, 'id' | 'slug'>[]) => dns.recordsOfSites(rows),
@@ -78,6 +81,21 @@ export function buildNames(core: CoreReads<'config' | 'store' | 'clock' | 'log' 
     },
     linkedDomains: () => repos.domains.linked().filter((d) => berthNames.tenantMayHold(d.name)),
   }
+}
+
+/** Whose a certificate is, by its subject (`site:{id}`, `domain:{id}`); null for the box's own (wildcard, api). */
+function certificateOwner(subject: string, repos: Pick<SharedRepositories, 'domains' | 'sites'>): { accountId: string; siteId: string | null; siteSlug: string | null } | null {
+  const [kind, id] = subject.split(':')
+  if (kind === 'site' && id) {
+    const site = repos.sites.find(id)
+    return site ? { accountId: site.accountId, siteId: site.id, siteSlug: site.slug } : null
+  }
+  if (kind === 'domain' && id) {
+    const domain = repos.domains.find(id)
+    const site = domain?.siteId ? repos.sites.find(domain.siteId) : undefined
+    return domain ? { accountId: domain.accountId, siteId: site?.id ?? null, siteSlug: site?.slug ?? null } : null
+  }
+  return null
 }
 
 /** The ACME issuer when a CA is configured and HTTPS listens; null otherwise (no certificates). */

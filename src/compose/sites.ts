@@ -4,12 +4,12 @@ import { SITE_PORT } from '../drivers/runtime/site-container'
 import { LocalWorkFolder } from '../drivers/archives/work-folder'
 import { localHomes, type HomeDrivers } from '../drivers/files/home-drivers'
 import { join } from 'node:path'
-import { ArchiveDumps, ArchiveEvents, type ArchiveJobDeps, ArchiveRetention, ArchivesService, CREATE_ARCHIVE_JOB, CreateArchiveJob, RESTORE_ARCHIVE_JOB, RestoreArchiveJob, RestoreGuard } from '../domain/archives'
+import { ArchiveDumps, ArchiveEvents, BackupEvents, type ArchiveJobDeps, ArchiveRetention, ArchivesService, CREATE_ARCHIVE_JOB, CreateArchiveJob, RESTORE_ARCHIVE_JOB, RestoreArchiveJob, RestoreGuard } from '../domain/archives'
 import type { BillingService, SubscriptionBilling } from '../domain/billing'
 import type { BerthNames } from '../domain/berth-names'
-import { DEPLOY_JOB, Deployer, DeploymentFiles, DeploymentsService, makeDeploymentsRepository } from '../domain/deployments'
+import { DEPLOY_JOB, Deployer, DeploymentEvents, DeploymentFiles, DeploymentsService, makeDeploymentsRepository } from '../domain/deployments'
 import { FilesService } from '../domain/files'
-import { inAppEnv } from '../domain/apps'
+import { AppCrashWatch, inAppEnv } from '../domain/apps'
 import { buildApps, type Apps } from './apps'
 import { buildDatabases } from './databases'
 import { DatabaseLife, DatabaseSizes, type DatabaseArchives, type DatabasesService } from '../domain/databases'
@@ -17,7 +17,7 @@ import { tarDumps } from '../drivers/archives/db-dumps'
 import { EdgeAccessLog, edgeWritesAccessLog, LogRotation, LogsService } from '../domain/logs'
 import { makeMetricsRepository, SiteMetricsService } from '../domain/metrics'
 import type { ModulesService } from '../domain/modules'
-import { APPLY_JOBS, ApplySiteJob, PROVISION_JOB, Provisioner, Reconciler, RepairBackoff, SiteAvailability, type SiteDataPurger, SiteDirectory, SiteGuard, SiteHealer, SiteLifecycle, SiteReaper, SiteRunner, SiteDiskCache, SitesService, type SitesServiceDeps } from '../domain/sites'
+import { APPLY_JOBS, ApplySiteJob, PROVISION_JOB, Provisioner, Reconciler, RepairBackoff, SiteAvailability, type SiteDataPurger, SiteDirectory, SiteEvents, SiteGuard, SiteHealer, SiteLifecycle, SiteReaper, SiteRunner, SiteDiskCache, SitesService, type SitesServiceDeps } from '../domain/sites'
 import { SiteFirewallKeeper } from '../drivers/firewall/keeper'
 import { makeMarkedMoves, MOVE_SITE_JOB, MoveMarkHandler } from '../domain/cluster'
 import type { Placement } from '../drivers/cluster/types'
@@ -55,6 +55,8 @@ export interface Sites {
   firewall: SiteFirewallKeeper
   /** Brings an active site's container back as soon as the engine reports it gone. */
   healer: SiteHealer
+  /** Asks the app sites' supervisors for crash loops (app.crashing, app.recovered); run by berth serve's upkeep. */
+  appCrashes: AppCrashWatch
   /** Requests, bytes and latency per site, counted by the edge proxy. */
   metrics: EdgeMetrics
   /** The access log the edge writes for sites whose web server cannot log the request target. */
@@ -122,10 +124,10 @@ export interface SitesNeeds {
 
 /** Sites and their jobs (provisioning, scale and restore, deploys, archives). */
 export function buildSites(
-  core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'jobs' | 'runtime' | 'databaseRuntime' | 'changes' | 'archiveStore' | 'placement' | 'room', 'archives' | 'sites' | 'checkout' | 'billing' | 'keys' | 'offsite'> & { cluster: Pick<ClusterCore, 'liveNodes'> | null },
+  core: CoreReads<'config' | 'store' | 'clock' | 'log' | 'plans' | 'jobs' | 'runtime' | 'databaseRuntime' | 'changes' | 'archiveStore' | 'placement' | 'room' | 'events', 'archives' | 'sites' | 'checkout' | 'billing' | 'keys' | 'offsite'> & { cluster: Pick<ClusterCore, 'liveNodes'> | null },
   needs: SitesNeeds,
 ): Sites {
-  const { config, store, clock, log, plans, jobs, runtime, changes, repos, archiveStore: archiveFiles, room } = core
+  const { config, store, clock, log, plans, jobs, runtime, changes, repos, archiveStore: archiveFiles, room, events } = core
   const homes = needs.homes ?? localHomes
   const archivesRepo = repos.archives
   const deploymentsRepo = makeDeploymentsRepository(store)
@@ -183,11 +185,16 @@ export function buildSites(
     recovering: new SiteAvailability({ nodeDown: needs.recovering, moving: moves, runner, repairs }),
     disks, app: (site) => apps.views.view(site), databases: (site) => databases.summaryOf(site),
   })
+  // The event log (issue 41): each status change of a site, each deployment's end, each backup
+  // made or failed, recorded in the change's own transaction.
+  const siteEvents = new SiteEvents({ events, view: (site) => sites.view(site) }).watch(repos.sites)
+  new DeploymentEvents({ events, sites: repos.sites, repo: deploymentsRepo }).watch()
+  new BackupEvents({ events, sites: repos.sites, repo: archivesRepo }).watch()
   deployments = new DeploymentsService({ store, clock, repo: deploymentsRepo, jobs, archives: archivesRepo })
   const archives = new ArchivesService({ store, clock, repo: archivesRepo, retention, sites: repos.sites, plans, jobs, config: config.archives, work: archiveWork.work, log, copies: repos.offsite, room })
   const audit = new AuditLog(makeAuditRepository(store), clock, log)
   const databaseSizes = new DatabaseSizes(core.databaseRuntime, clock)
-  const { databases, life, archives: databaseArchives } = buildDatabases({ store, clock, log, plans, sites: repos.sites, runtime: core.databaseRuntime, box, audit, env, sizes: databaseSizes, runs: runner }, { dumps, archives: archivesRepo, files: archiveFiles, tar: homes.tar, work: new LocalWorkFolder(join(config.archives.dir, '.work-databases')), dumpFiles: tarDumps })
+  const { databases, life, archives: databaseArchives } = buildDatabases({ store, clock, log, plans, sites: repos.sites, runtime: core.databaseRuntime, box, audit, env, sizes: databaseSizes, runs: runner, events }, { dumps, archives: archivesRepo, files: archiveFiles, tar: homes.tar, work: new LocalWorkFolder(join(config.archives.dir, '.work-databases')), dumpFiles: tarDumps })
   databaseLife = life
   // What else a reaped site owns, removed after its container and volume: its snapshots and
   // backups (rows and stored files), its DNS records, its audit trail, its databases (servers, data, rows), its variables, and what the modules keep of it.
@@ -215,7 +222,8 @@ export function buildSites(
     }),
     reconciler: new Reconciler({ sites: repos.sites, runner, runtime, jobs, reaper, log, backoff: repairs, nodeOf: placement ? (slug) => placement.nodeOf(slug) : undefined, now: () => clock.now(), companions: databaseLife }),
     firewall,
-    healer: new SiteHealer({ sites: repos.sites, runner, log }),
+    healer: new SiteHealer({ sites: repos.sites, runner, log, events: siteEvents }),
+    appCrashes: new AppCrashWatch({ store, sites: repos.sites, supervisor: apps.supervisor, events, site: siteEvents, log }),
     metrics,
     accessLog,
     logs,

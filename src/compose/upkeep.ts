@@ -1,5 +1,6 @@
 /** The background upkeep the server runs over the built services: maintenance, and the engine's events. */
 import { HEALTH_INTERVAL_MS, type NodeHealth } from '../domain/cluster'
+import { CRASH_WATCH_INTERVAL_MS } from '../domain/apps'
 import type { StatusInfo } from '../domain/status'
 import type { Agents } from './agents'
 import type { Core } from './core'
@@ -13,7 +14,7 @@ import type { Sites } from './sites'
 const ORPHANED_PAYMENT_MS = 15 * 60_000
 
 /** What `followContainerEvents` reads. */
-export type ContainerEventDeps = Pick<Core, 'runtime' | 'log'> & Pick<Sites, 'healer' | 'reconciler' | 'databaseLife'> & { status: Pick<StatusInfo, 'engine'>; apps: Pick<Sites['apps'], 'starts' | 'pushes' | 'php'> }
+export type ContainerEventDeps = Pick<Core, 'runtime' | 'log'> & Pick<Sites, 'healer' | 'reconciler' | 'databaseLife' | 'appCrashes'> & { status: Pick<StatusInfo, 'engine'>; apps: Pick<Sites['apps'], 'starts' | 'pushes' | 'php'> }
 
 /**
  * Follows the engine's events for this instance's containers: a site's container that dies or is
@@ -45,8 +46,11 @@ export function followContainerEvents(s: ContainerEventDeps): () => void {
   void s.apps.php.sweep().catch((err) => s.log.error('could not hand PHP its sites\' settings', { error: (err as Error).message }))
   s.apps.pushes.keep()
   const keepPushes = setInterval(() => s.apps.pushes.keep(), 30_000)
+  // An app's process entering its crash loop, or out of it: app.crashing / app.recovered (issue 41).
+  const watchCrashes = setInterval(() => void s.appCrashes.tick(), CRASH_WATCH_INTERVAL_MS)
   return () => {
     clearInterval(keepPushes)
+    clearInterval(watchCrashes)
     s.apps.pushes.stop()
     s.healer.stop()
     watch.close()

@@ -16,3 +16,4 @@ export type { ArchiveRecords } from './records'
 export function makeArchivesRepository(store: Store): ArchivesRepository {
   return new ArchivesRepository(store)
 }
+export { BackupEvents } from './backup-events'

@@ -8,7 +8,14 @@ export type { ArchiveKind, ArchiveStatus } from './records'
 
 /** Archive rows: what the API lists; the bytes are in the archive store under `storageKey`. */
 export class ArchivesRepository implements ArchiveRecords {
+  private watchers: ((before: ArchiveRow, after: ArchiveRow) => void)[] = []
+
   constructor(private store: Store) {}
+
+  /** Calls `watcher` inside the transaction of every `transition` that happened, with the row before and after (the event log records there). */
+  onTransition(watcher: (before: ArchiveRow, after: ArchiveRow) => void): void {
+    this.watchers.push(watcher)
+  }
 
   insert(row: { id: string; siteId: string; kind: ArchiveKind; storageKey: string; createdAt: number }): ArchiveRow {
     return this.store.write(() => this.store.db.insert(archives).values({ ...row, status: 'creating' }).returning().get())
@@ -62,7 +69,9 @@ export class ArchivesRepository implements ArchiveRecords {
   /** Sets fields when the row still has status `from`; true when it did. */
   transition(id: string, from: ArchiveStatus[], changes: Partial<Omit<ArchiveRow, 'id' | 'siteId' | 'kind' | 'status'>> & { status: ArchiveStatus }): boolean {
     return this.store.write(() => {
-      const row = this.store.db.update(archives).set(changes).where(and(eq(archives.id, id), inArray(archives.status, from))).returning({ id: archives.id }).get()
+      const before = this.watchers.length > 0 ? this.find(id) : undefined
+      const row = this.store.db.update(archives).set(changes).where(and(eq(archives.id, id), inArray(archives.status, from))).returning().get()
+      if (row && before) for (const watcher of this.watchers) watcher(before, row)
       return row !== undefined
     })
   }

@@ -4,6 +4,8 @@ import type { Logger } from '../../lib/logger'
 import type { PaymentRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 import type { BillingRepository, NewPayment } from './repository'
+import type { EventLog } from '../events'
+import { paymentView } from './views'
 
 /** What a charge pays for, as the pending payment records it. */
 export interface ChargeRequest {
@@ -64,7 +66,11 @@ export type PendingResumer = (payment: PaymentRow) => Promise<void>
 export class Charges {
   private resumers = new Map<string, PendingResumer>()
 
-  constructor(private d: { store: Store; clock: Clock; log: Logger; repo: BillingRepository; processor: PaymentProcessor }) {}
+  constructor(private d: {
+    store: Store; clock: Clock; log: Logger; repo: BillingRepository; processor: PaymentProcessor
+    /** Records `payment.succeeded` / `payment.failed` in the transaction that settles the payment. */
+    events?: Pick<EventLog, 'record'>
+  }) {}
 
   /**
    * Step 1: the pending payment for `req.key`, written now (joining the caller's transaction
@@ -125,10 +131,22 @@ export class Charges {
       if (payment.status !== 'pending') return payment
       const now = this.d.clock.now()
       const account = accountId ? { accountId } : {}
-      return result.ok
+      const settled = result.ok
         ? this.d.repo.updatePayment(paymentId, { ...account, status: 'succeeded', processorRef: result.paymentRef, methodLabel: result.methodLabel, createdAt: now })
         : this.d.repo.updatePayment(paymentId, { ...account, status: 'failed', failureCode: result.declineCode, failureMessage: result.message, createdAt: now })
+      this.told(settled)
+      return settled
     })
+  }
+
+  /**
+   * Records the event of a payment that was just settled (succeeded or failed), in the caller's
+   * transaction: `settle` calls it, and a payment written settled (a hosted checkout's) calls it
+   * itself. A payment with no account yet (an anonymous checkout's) has nobody to tell.
+   */
+  told(payment: PaymentRow): void {
+    if (payment.accountId === null || (payment.status !== 'succeeded' && payment.status !== 'failed')) return
+    this.d.events?.record({ type: payment.status === 'succeeded' ? 'payment.succeeded' : 'payment.failed', accountId: payment.accountId, data: paymentView(payment) })
   }
 
   /**

@@ -9,7 +9,8 @@ import type { PlansService } from '../plans'
 import type { Approved, Charges } from './charges'
 import type { SubscribedSites, SubscriptionEvents, SubscriptionReaction } from './events'
 import type { BillingRepository } from './repository'
-import type { PaymentView, SubscriptionView } from './views'
+import type { EventLog, EventType } from '../events'
+import { paymentView, type PaymentView, type SubscriptionView } from './views'
 
 const DAY_MS = 86_400_000
 /** After a declined renewal, retries 1, 3 and 5 days after the unpaid period end (design.md). */
@@ -33,6 +34,8 @@ export interface SubscriptionBillingDeps {
   /** Where a subscription paid, lapsed or ended is told (the sites under it answer). */
   events: Pick<SubscriptionEvents, 'publish'>
   charges: Charges
+  /** The event log (domain/events): `subscription.renewed`, `subscription.past_due` and `subscription.canceled`, in the change's transaction. */
+  eventLog?: Pick<EventLog, 'record'>
 }
 
 /**
@@ -63,22 +66,7 @@ export class SubscriptionBilling {
 
   /** The account's payments, newest first (receipts' data). */
   payments(accountId: string): PaymentView[] {
-    return this.d.repo.paymentsOf(accountId).map((p) => ({
-      id: p.id,
-      kind: p.kind,
-      status: p.status,
-      amount: toDollars(p.amountCents),
-      currency: 'CAD',
-      description: p.description,
-      method: p.methodLabel,
-      subscription_id: p.subscriptionId,
-      period_start: p.periodStart === null ? null : iso(p.periodStart),
-      period_end: p.periodEnd === null ? null : iso(p.periodEnd),
-      failure: p.failureMessage,
-      refunded_at: p.refundedAt === null ? null : iso(p.refundedAt),
-      test_mode: p.testMode,
-      created_at: iso(p.createdAt),
-    }))
+    return this.d.repo.paymentsOf(accountId).map(paymentView)
   }
 
   /** `sites`: the slugs of its live sites, when the caller read them already (a list). */
@@ -184,6 +172,7 @@ export class SubscriptionBilling {
           status: 'active', currentPeriodStart: payment.periodStart, currentPeriodEnd: payment.periodEnd!, nextChargeAt: payment.periodEnd,
           failedCharges: 0, unpaidSince: null, lastChargeError: null, creditCents: Math.max(0, s.creditCents - (s.amountCents - payment.amountCents)), updatedAt: now,
         })
+        this.record('subscription.renewed', s.id)
         reaction = this.d.events.publish({ type: 'subscription_paid', subscriptionId: s.id, at: now })
         return true
       }
@@ -194,6 +183,7 @@ export class SubscriptionBilling {
         status: 'past_due', failedCharges: failed, unpaidSince, lastChargeError: result.message,
         nextChargeAt: retry === undefined ? null : Math.max(now, unpaidSince + retry), updatedAt: now,
       })
+      if (s.status !== 'past_due') this.record('subscription.past_due', s.id)
       return false
     })
     const reactivated = reaction?.sites ?? []
@@ -235,7 +225,15 @@ export class SubscriptionBilling {
    */
   endNow(s: SubscriptionRow, now: number): SubscriptionReaction {
     this.d.repo.updateSubscription(s.id, { status: 'canceled', endedAt: now, nextChargeAt: null, updatedAt: now })
+    this.record('subscription.canceled', s.id)
     return this.d.events.publish({ type: 'subscription_ended', subscriptionId: s.id, at: now })
+  }
+
+  /** Records a subscription's event in the caller's transaction, with its view as it is now. */
+  private record(type: EventType, subscriptionId: string): void {
+    if (!this.d.eventLog) return
+    const s = this.d.repo.findSubscriptionById(subscriptionId)!
+    this.d.eventLog.record({ type, accountId: s.accountId, data: this.view(s, this.d.accounts.find(s.accountId)) })
   }
 
   /** Cancel at period end (the portal's Cancel), or undo it (Resume). */

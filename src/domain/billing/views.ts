@@ -1,5 +1,8 @@
 import { Type as t, type Static } from '@sinclair/typebox'
 import { BillingPeriodSchema, HostingTypeSchema, SubscriptionStatusSchema } from '../../core/enums'
+import { iso } from '../../lib/clock'
+import { toDollars } from '../../core/money'
+import type { PaymentRow } from '../../store/schema'
 
 const Iso = t.String({ format: 'date-time' })
 const Money = t.Number({ description: 'CAD, two decimals' })
@@ -54,3 +57,23 @@ export const PaymentView = t.Object({
   created_at: Iso,
 })
 export type PaymentView = Static<typeof PaymentView>
+
+/** A payment row as GET /account/payments/ shows it (also the `data` of its events). */
+export function paymentView(p: PaymentRow): PaymentView {
+  return {
+    id: p.id,
+    kind: p.kind,
+    status: p.status,
+    amount: toDollars(p.amountCents),
+    currency: 'CAD',
+    description: p.description,
+    method: p.methodLabel,
+    subscription_id: p.subscriptionId,
+    period_start: p.periodStart === null ? null : iso(p.periodStart),
+    period_end: p.periodEnd === null ? null : iso(p.periodEnd),
+    failure: p.failureMessage,
+    refunded_at: p.refundedAt === null ? null : iso(p.refundedAt),
+    test_mode: p.testMode,
+    created_at: iso(p.createdAt),
+  }
+}

@@ -30,7 +30,7 @@ export interface CheckoutServiceDeps {
   /** The processor a purchase is paid through, its charge, and the subscription and payment it records. */
   money: {
     processor: PaymentProcessor
-    charges: Pick<Charges, 'open' | 'collect' | 'settle' | 'discard' | 'refund'>
+    charges: Pick<Charges, 'open' | 'collect' | 'settle' | 'discard' | 'refund' | 'told'>
     billing: Pick<BillingRecords, 'insertSubscription' | 'insertPayment' | 'updatePayment' | 'paymentForCheckout'>
   }
   /** The buyer's account (opened by a purchase without a key) and the first key it is given. */
@@ -261,14 +261,15 @@ export class CheckoutService {
       }
       if (payment.paymentId) {
         // A direct payment: the charges service's pending payment, settled with the purchase.
-        this.d.money.charges.settle(payment.paymentId, { ok: true, paymentRef: payment.paymentRef, methodLabel: payment.methodLabel, paymentMethodId: payment.methodId ?? '', customerRef: payment.customerRef ?? null }, accountId)
+        // What it paid for first, so the settled payment (and its event) tells of it.
         this.d.money.billing.updatePayment(payment.paymentId, paid)
+        this.d.money.charges.settle(payment.paymentId, { ok: true, paymentRef: payment.paymentRef, methodLabel: payment.methodLabel, paymentMethodId: payment.methodId ?? '', customerRef: payment.customerRef ?? null }, accountId)
       } else {
         // A hosted payment: the processor charged on its own page; its event is the record.
-        this.d.money.billing.insertPayment({
+        this.d.money.charges.told(this.d.money.billing.insertPayment({
           id: crypto.randomUUID(), accountId, checkoutId: row.id, amountCents: row.amountCents, currency: row.currency,
           status: 'succeeded', processor: this.d.money.processor.name, processorRef: payment.paymentRef, methodLabel: payment.methodLabel, testMode: this.d.money.processor.testMode, createdAt: now, ...paid,
-        })
+        }))
       }
       // The method that paid is kept on file: renewals, prorations and domains charge it.
       if (payment.methodId) this.d.buyers.accounts.setPaymentMethod(accountId, payment.methodId, payment.methodLabel, now, payment.customerRef)

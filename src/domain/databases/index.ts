@@ -14,3 +14,4 @@ export type { DatabaseRuntime, DatabaseRunning, DatabaseSpec, DatabaseState, DbE
 export function makeDatabasesRepository(store: Store): DatabasesRepository {
   return new DatabasesRepository(store)
 }
+export { DatabaseEvents } from './database-events'

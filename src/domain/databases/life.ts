@@ -8,6 +8,7 @@ import type { Plan, PlansService } from '../plans'
 import type { DatabaseRuntime, DatabaseSpec } from './ports'
 import type { DatabasesRepository, SiteDatabaseRow } from './repository'
 import type { DatabaseSizes } from './sizes'
+import type { DatabaseEvents } from './database-events'
 import { DB_USER, HAS_SERVER } from './rules'
 
 export interface DatabaseLifeDeps {
@@ -29,6 +30,8 @@ export interface DatabaseLifeDeps {
    * none is. Absent: none ever is.
    */
   runs?: { underWay(slug: string): boolean; settled(slug: string): Promise<void> }
+  /** Records `database.down` when it goes down behind Berth's back, `database.up` when it is back (./database-events.ts). */
+  events?: Pick<DatabaseEvents, 'changed'>
 }
 
 /** One database as /metrics shows it (domain/prometheus: berth_database_up, berth_database_size_bytes). */
@@ -201,7 +204,9 @@ export class DatabaseLife {
     this.up.delete(row.id)
     const slug = this.d.sites.find(row.siteId)?.slug
     if (slug) this.d.sizes?.forget(slug, row.name)
-    this.d.repo.update(row.id, { state: 'recovering', error: null, updatedAt: this.d.clock.now() })
+    const down = () => this.d.repo.update(row.id, { state: 'recovering', error: null, updatedAt: this.d.clock.now() })
+    if (this.d.events) this.d.events.changed('database.down', row, down)
+    else down()
     this.d.log.warn('a database went down; bringing it back', { site_id: row.siteId, database: row.name, why })
   }
 
@@ -239,7 +244,10 @@ export class DatabaseLife {
       if (!after || !HAS_SERVER.has(after.state) || this.d.sites.find(site.id)?.status !== 'active') return
       this.up.set(row.id, { key, containerId: state?.containerId ?? null })
       this.d.sizes?.forget(site.slug, row.name)
-      this.d.repo.update(row.id, { state: 'available', version: running.version, error: null, updatedAt: this.d.clock.now() })
+      const available = () => this.d.repo.update(row.id, { state: 'available', version: running.version, error: null, updatedAt: this.d.clock.now() })
+      // Back from going down (wentDown), not from a restart of Berth's own (new limits) nor a resumption.
+      if (current.state === 'recovering' && !restarting && this.d.events) this.d.events.changed('database.up', row, available)
+      else available()
       if (current.state !== 'available') this.d.log.info('database up', { site: site.slug, database: row.name, was: current.state })
     })
   }

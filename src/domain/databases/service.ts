@@ -11,6 +11,7 @@ import type { DatabaseRuntime, DatabaseSpec, DbEngine } from './ports'
 import type { DatabasesRepository, SiteDatabaseRow } from './repository'
 import { checkDbName, DB_PORTS, DB_USER, databaseOf, FIRST_DB_VARIABLE, HAS_SERVER, hostOf, newPassword, urlOf, variableOf } from './rules'
 import type { DatabaseSizes } from './sizes'
+import type { DatabaseEvents } from './database-events'
 import type { DatabaseView, DatabaseWithUrlView, SiteDatabaseSummary } from './views'
 
 export interface DatabasesDeps {
@@ -30,6 +31,8 @@ export interface DatabasesDeps {
   slugOf(siteId: string): string | undefined
   /** The sizes shown, measured cheaply and reused a few seconds (./sizes.ts); absent: measured per view. */
   sizes?: Pick<DatabaseSizes, 'measure'>
+  /** Records `database.created` and `database.deleted` with the change (./database-events.ts); absent: none. */
+  events?: Pick<DatabaseEvents, 'changed'>
 }
 
 /** Seconds a caller waits before retrying a database another call is changing. */
@@ -103,7 +106,7 @@ export class DatabasesService {
         // What a create cut short left (its server made with another password) goes first.
         if (stale) await this.d.runtime.remove(site.slug, name, { volume: true })
         const running = await this.d.runtime.ensure(spec)
-        this.d.repo.update(row.id, { state: 'available', version: running.version, updatedAt: this.d.clock.now() })
+        this.told('database.created', row, () => this.d.repo.update(row.id, { state: 'available', version: running.version, updatedAt: this.d.clock.now() }))
       } catch (err) {
         const reason = (err as Error).message
         this.d.log.warn('databases: a database could not be started', { site: site.slug, name, engine, error: reason })
@@ -125,11 +128,17 @@ export class DatabasesService {
       await this.d.runtime.remove(site.slug, name, { volume: !keep })
       const now = this.d.clock.now()
       // A failed one held nothing: it goes; any other keeps its data and name until its site is purged.
-      if (keep) this.d.repo.update(row.id, { state: 'deleted', deletedAt: now, updatedAt: now })
+      if (keep) this.told('database.deleted', row, () => this.d.repo.update(row.id, { state: 'deleted', deletedAt: now, updatedAt: now }))
       else this.d.repo.remove(row.id)
       await this.d.changed(site)
       return keep ? this.get(site, name) : this.viewOf(site, { ...row, state: 'deleted', deletedAt: now }, new Set())
     })
+  }
+
+  /** Runs `change` with the event it tells of, in one transaction (without an event log: the change alone). */
+  private told(type: 'database.created' | 'database.deleted', row: SiteDatabaseRow, change: () => void): void {
+    if (this.d.events) this.d.events.changed(type, row, change)
+    else change()
   }
 
   /** The database's URL with its password; recorded in the site's audit trail. */

@@ -10,3 +10,4 @@ export { Deployment } from './views'
 export function makeDeploymentsRepository(store: Store): DeploymentsRepository {
   return new DeploymentsRepository(store)
 }
+export { DeploymentEvents } from './deployment-events'

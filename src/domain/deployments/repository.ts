@@ -5,7 +5,14 @@ import type { AppRuntime, DeploymentStatus } from '../../core/enums'
 
 /** Deployment records; the deploy job moves them from queued to running to succeeded or failed. */
 export class DeploymentsRepository {
+  private finishWatchers: ((row: DeploymentRow) => void)[] = []
+
   constructor(private store: Store) {}
+
+  /** Calls `watcher` with the finished row inside the transaction of each `finish` (the event log records there). */
+  onFinished(watcher: (row: DeploymentRow) => void): void {
+    this.finishWatchers.push(watcher)
+  }
 
   /** A queued deployment; a rollback names the deployment it puts back and that one's archive. */
   insert(row: { id: string; siteId: string; createdAt: number; rollbackOf?: string; archiveId?: string; source?: string; runtime?: AppRuntime | null }): DeploymentRow {
@@ -84,7 +91,8 @@ export class DeploymentsRepository {
 
   finish(id: string, outcome: { status: Extract<DeploymentStatus, 'succeeded' | 'failed'>; output: string; error: string | null; at: number }): void {
     this.store.write(() => {
-      this.store.db.update(deployments).set({ status: outcome.status, output: outcome.output, error: outcome.error, finishedAt: outcome.at }).where(eq(deployments.id, id)).run()
+      const row = this.store.db.update(deployments).set({ status: outcome.status, output: outcome.output, error: outcome.error, finishedAt: outcome.at }).where(eq(deployments.id, id)).returning().get()
+      if (row) for (const watcher of this.finishWatchers) watcher(row)
     })
   }
 

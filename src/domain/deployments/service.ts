@@ -35,7 +35,7 @@ export class DeploymentsService {
       return created
     })
     this.d.jobs.kick()
-    return view(row, site.slug)
+    return deploymentView(row, site.slug)
   }
 
   /**
@@ -51,7 +51,7 @@ export class DeploymentsService {
       return created
     })
     this.d.jobs.kick()
-    return view(row, site.slug, new Set())
+    return deploymentView(row, site.slug, new Set())
   }
 
   /** The id of the site's deployment still queued or running, if any (enableGitPush waits for none). */
@@ -62,11 +62,11 @@ export class DeploymentsService {
   /** The site's deployments, newest first (the last KEPT_DEPLOYMENTS). */
   list(site: SiteRow): Deployment[] {
     const kept = new Set(this.d.repo.releasesOf(site.id, KEPT_RELEASES))
-    return this.d.repo.listForSite(site.id, KEPT_DEPLOYMENTS).map((d) => view(d, site.slug, kept))
+    return this.d.repo.listForSite(site.id, KEPT_DEPLOYMENTS).map((d) => deploymentView(d, site.slug, kept))
   }
 
   get(site: SiteRow, id: string): Deployment {
-    return view(this.requireDeployment(site, id), site.slug, new Set(this.d.repo.releasesOf(site.id, KEPT_RELEASES)))
+    return deploymentView(this.requireDeployment(site, id), site.slug, new Set(this.d.repo.releasesOf(site.id, KEPT_RELEASES)))
   }
 
   /**
@@ -97,7 +97,7 @@ export class DeploymentsService {
       return created
     })
     this.d.jobs.kick()
-    return view(row, slug)
+    return deploymentView(row, slug)
   }
 
   /** A rollback of an app site: a switch back to a kept release (nothing built again). */
@@ -121,7 +121,8 @@ export class DeploymentsService {
   }
 }
 
-function view(d: DeploymentRow, slug: string, keptReleases?: ReadonlySet<string>): Deployment {
+/** A deployment as the API shows it (also the `data` of its events). */
+export function deploymentView(d: DeploymentRow, slug: string, keptReleases?: ReadonlySet<string>): Deployment {
   return {
     id: d.id,
     site_slug: slug,

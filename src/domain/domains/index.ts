@@ -5,6 +5,7 @@ export { CA_LEGAL_TYPES } from './names'
 export { DomainRegistration, REGISTER_DOMAIN_JOB } from './registration'
 export { DomainRenewals } from './renewals'
 export { DomainsService } from './service'
+export { DomainEvents } from './domain-events'
 export { Domain, DomainRegistered, DomainSearch } from './views'
 export type { DomainRecords } from './records'
 

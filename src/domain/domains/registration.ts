@@ -10,6 +10,7 @@ import type { DnsService } from '../dns'
 import { formatCad } from '../../core/money'
 import type { DomainsRepository } from './repository'
 import { registrarError } from './registrar-errors'
+import type { DomainEvents } from './domain-events'
 
 export const REGISTER_DOMAIN_JOB = 'register_domain'
 
@@ -43,6 +44,8 @@ export class DomainRegistration implements JobHandler {
     billing: Pick<BillingRecords, 'paymentByKey'>
     accounts: AccountLookup
     dns: Pick<DnsService, 'removeAllOfDomain'>
+    /** Records `domain.registered` with the domain's view (./domain-events.ts), in the write that makes it active. */
+    events?: Pick<DomainEvents, 'record'>
   }) {}
 
   async run(domainId: string): Promise<void> {
@@ -54,7 +57,7 @@ export class DomainRegistration implements JobHandler {
     const registered = await this.send(domain)
     if (!registered) return
     const now = this.d.clock.now()
-    this.d.store.write(() => this.d.repo.update(domain.id, { status: 'active', registrarRef: registered.registrarRef, expiresAt: registered.expiresAt, error: null, updatedAt: now }))
+    this.d.store.write(() => this.registered(this.d.repo.update(domain.id, { status: 'active', registrarRef: registered.registrarRef, expiresAt: registered.expiresAt, error: null, updatedAt: now })))
     this.d.log.info('domain registered', { domain: domain.name, account: domain.accountId, charged_cents: payment?.amountCents ?? 0, registrar: this.d.registrar.name })
   }
 
@@ -65,12 +68,16 @@ export class DomainRegistration implements JobHandler {
     if (domain.registerSentAt) {
       const held = await this.d.registrar.find(domain.name).catch(() => null)
       if (held) {
-        this.d.store.write(() => this.d.repo.update(domain.id, { status: 'active', registrarRef: held.registrarRef, expiresAt: held.expiresAt, error: null, updatedAt: this.d.clock.now() }))
+        this.d.store.write(() => this.registered(this.d.repo.update(domain.id, { status: 'active', registrarRef: held.registrarRef, expiresAt: held.expiresAt, error: null, updatedAt: this.d.clock.now() })))
         return
       }
       this.d.log.error('a registration sent to the registrar could not be confirmed; check the registrar by hand', { domain: domain.name, error })
     }
     await this.fail(domain, `The registration could not be completed (${error}); nothing was registered and any charge was refunded. Register again later.`, { refundOrThrow: false })
+  }
+
+  private registered(domain: DomainRow | undefined): void {
+    if (domain) this.d.events?.record('domain.registered', domain)
   }
 
   /** Charges the registration's payment (again, with its key, after a stop). False when it cannot be paid. */

@@ -7,6 +7,7 @@ import type { Charges } from '../billing'
 import { DomainError } from '../errors'
 import type { DomainsRepository } from './repository'
 import type { DomainsService } from './service'
+import type { DomainEvents } from './domain-events'
 
 const DAY_MS = 86_400_000
 /** Domains with auto-renew are renewed this long before they expire. */
@@ -34,6 +35,8 @@ export class DomainRenewals {
     clock: Clock
     log: Logger
     store: { write<T>(fn: () => T): T }
+    /** Records `domain.renewal_failed` with the domain's view (./domain-events.ts), in the write that keeps the failure. */
+    events?: Pick<DomainEvents, 'record'>
   }) {}
 
   /** One pass; overlapping calls (maintenance every 30 s) wait for the next. Never throws. */
@@ -87,7 +90,10 @@ export class DomainRenewals {
       this.d.log.info('domain renewed', { domain: domain.name, expires_at: new Date(expiresAt).toISOString(), charged_cents: amount })
     } catch (err) {
       const reason = err instanceof DomainError || err instanceof Error ? err.message : String(err)
-      this.d.store.write(() => this.d.repo.update(domain.id, { renewError: reason, updatedAt: this.d.clock.now() }))
+      this.d.store.write(() => {
+        const failed = this.d.repo.update(domain.id, { renewError: reason, updatedAt: this.d.clock.now() })
+        if (failed) this.d.events?.record('domain.renewal_failed', failed)
+      })
       throw err
     }
   }

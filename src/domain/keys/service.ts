@@ -6,6 +6,7 @@ import { conflict, forbidden, invalid, notFound, op, say, unauthorized } from '.
 import { SCOPES, type Scope } from '../../core/enums'
 import type { ApiKeyCreated, KeyListItem } from './views'
 import type { KeysRepository } from './repository'
+import type { EventLog } from '../events'
 
 /** Who is calling: the key, its account, and for a site-scoped key the one site it may touch. */
 export interface Principal {
@@ -42,7 +43,11 @@ export class KeysService {
   private lastUsed = new Map<string, number>()
   private keyPattern: RegExp
 
-  constructor(private repo: KeysRepository, private store: Store, private clock: Clock, readonly prefix: string) {
+  constructor(
+    private repo: KeysRepository, private store: Store, private clock: Clock, readonly prefix: string,
+    /** Records `key.created` and `key.revoked` in the key's transaction (the key's list item: its prefix, never the key). */
+    private events?: Pick<EventLog, 'record'>,
+  ) {
     this.keyPattern = new RegExp(`^${prefix}_[0-9a-f]{48}$`)
     this.source = store.versionOf(['accounts', 'sites'])
   }
@@ -91,17 +96,14 @@ export class KeysService {
   /** Creates a key for an account. Call inside the caller's transaction when it creates more. */
   issue(accountId: string, name: string, scopes: Scope[], siteId: string | null = null): ApiKeyCreated {
     const apiKey = `${this.prefix}_${randomHex(24)}`
-    const row = this.repo.insert({
-      id: crypto.randomUUID(),
-      accountId,
-      name,
-      prefix: apiKey.slice(0, KEY_PREFIX_LENGTH),
-      keyHash: sha256(apiKey),
-      scopes: JSON.stringify(orderScopes(scopes)),
-      siteId,
-      createdAt: this.clock.now(),
+    return this.store.write(() => {
+      const row = this.repo.insert({
+        id: crypto.randomUUID(), accountId, name, prefix: apiKey.slice(0, KEY_PREFIX_LENGTH), keyHash: sha256(apiKey),
+        scopes: JSON.stringify(orderScopes(scopes)), siteId, createdAt: this.clock.now(),
+      })
+      this.recordKey('key.created', row)
+      return { api_key: apiKey, ...this.toCreated(row) }
     })
-    return { api_key: apiKey, ...this.toCreated(row) }
   }
 
   /** createKey: the new key's scopes must be a subset of the caller's. */
@@ -119,8 +121,12 @@ export class KeysService {
   /** Revokes a key of the caller's account; revoking a revoked key is a no-op that succeeds. */
   revoke(caller: Principal, keyId: string): KeyListItem {
     const key = this.findOwn(caller, keyId)
-    this.repo.revoke(key.id, this.clock.now(), 'revoked')
-    return this.toListItem(this.repo.find(caller.accountId, key.id)!)
+    return this.store.write(() => {
+      this.repo.revoke(key.id, this.clock.now(), 'revoked')
+      const revoked = this.repo.find(caller.accountId, key.id)!
+      if (key.revokedAt === null) this.recordKey('key.revoked', revoked)
+      return this.toListItem(revoked)
+    })
   }
 
   /** Replaces an active key with a new one of the same name and scopes; the old key dies at once. */
@@ -132,6 +138,7 @@ export class KeysService {
     return this.store.write(() => {
       const created = this.issue(key.accountId, key.name, scopes, key.siteId)
       this.repo.revoke(key.id, this.clock.now(), 'rotated', created.key_id)
+      this.recordKey('key.revoked', this.repo.find(key.accountId, key.id)!)
       return created
     })
   }
@@ -168,6 +175,10 @@ export class KeysService {
       site_scoped: row.siteId !== null,
       created_at: iso(row.createdAt),
     }
+  }
+
+  private recordKey(type: 'key.created' | 'key.revoked', row: ApiKeyRow): void {
+    this.events?.record({ type, accountId: row.accountId, siteId: row.siteId, data: this.toListItem(row) })
   }
 
   private toListItem(row: ApiKeyRow): KeyListItem {

@@ -2,6 +2,7 @@ import type { SiteEvent } from '../../drivers/runtime/types'
 import type { Logger } from '../../lib/logger'
 import type { SitesRepository } from './repository'
 import type { SiteRunner } from './runner'
+import type { SiteEvents } from './site-events'
 
 /**
  * A site that dies again within this long of being brought back is crash-looping: each repeat
@@ -17,6 +18,8 @@ export interface SiteHealerDeps {
   log: Logger
   /** Milliseconds since some fixed point; Date.now by default. */
   now?: () => number
+  /** Records `site.down` when an active site's container dies, `site.up` once it is brought back (once per outage). */
+  events?: Pick<SiteEvents, 'down' | 'up'>
 }
 
 /**
@@ -35,6 +38,8 @@ export class SiteHealer {
   /** Per site: consecutive quick deaths, and when it was last brought back. */
   private repeats = new Map<string, { count: number; healedAt: number }>()
   private stopped = false
+  /** Sites whose `site.down` was recorded and whose `site.up` was not yet. */
+  private down = new Set<string>()
 
   constructor(private d: SiteHealerDeps) {}
 
@@ -64,11 +69,18 @@ export class SiteHealer {
       if (delay > 0) await Bun.sleep(delay)
       // A run of Berth's own (a scale, a restore) may be what stopped it: let it finish first.
       await this.d.runner.settled(slug)
-      if (this.d.runner.isUp(slug)) return
+      if (this.d.runner.isUp(slug)) return this.cameBack(siteId, slug)
       const current = this.d.sites.find(siteId)
-      if (current?.status !== 'active' || this.stopped) return
+      if (current?.status !== 'active') return void this.down.delete(slug)
+      if (this.stopped) return
+      // Not a stop of Berth's own (those are settled above): the owner hears of it, once per outage.
+      if (this.d.events && !this.down.has(slug)) {
+        this.down.add(slug)
+        this.d.events.down(current, cause === 'destroy' ? 'Its container was removed; it is being brought back.' : 'Its container stopped; it is being brought back.')
+      }
       const started = performance.now()
       if (!(await this.d.runner.repair(current, { waitForAnswer: true }))) return
+      this.cameBack(siteId, slug)
       this.repeats.set(slug, { count: this.repeats.get(slug)?.count ?? 0, healedAt: this.now() })
       this.d.log.info('brought a site back', { site: slug, cause, ms: Math.round(performance.now() - started) + delay })
     })()
@@ -77,6 +89,13 @@ export class SiteHealer {
         this.healing.delete(slug)
         if (this.again.delete(slug) && !this.d.runner.isUp(slug)) this.heal(siteId, slug, cause)
       })
+  }
+
+  /** A site whose `site.down` was recorded answers again: `site.up` (while it is still active). */
+  private cameBack(siteId: string, slug: string): void {
+    if (!this.down.delete(slug)) return
+    const site = this.d.sites.find(siteId)
+    if (site?.status === 'active') this.d.events?.up(site)
   }
 
   /** 0 unless the site died within CRASH_LOOP_MS of its last heal; then 0.5 s doubling to 30 s. */

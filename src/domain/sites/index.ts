@@ -32,3 +32,4 @@ export type { SiteRecords } from './records'
 export function makeSitesRepository(store: Store, ssh: SshPortPolicy): SitesRepository {
   return new SitesRepository(store, ssh)
 }
+export { SiteEvents, siteEventOf, type EventRecorder } from './site-events'

@@ -18,7 +18,31 @@ export interface SshPortPolicy {
 
 /** Site records: the desired state that the reconciler makes Docker match. */
 export class SitesRepository implements SiteRecords {
+  private statusWatchers: ((before: SiteRow, after: SiteRow) => void)[] = []
+
   constructor(private store: Store, private ssh: SshPortPolicy | null = null) {}
+
+  /**
+   * Calls `watcher` inside the transaction of every change of a site's status (setStatus,
+   * suspend, scheduleDeletion, cancelDeletion, markDeleted), with the row before and after:
+   * the event log records there (site-events.ts), so the event commits or rolls back with it.
+   */
+  onStatusChange(watcher: (before: SiteRow, after: SiteRow) => void): void {
+    this.statusWatchers.push(watcher)
+  }
+
+  /** Runs `change` on site `id` in a transaction and tells the watchers when its status moved. */
+  private changing<T>(id: string, change: () => T): T {
+    return this.store.write(() => {
+      const before = this.statusWatchers.length > 0 ? this.find(id) : undefined
+      const result = change()
+      if (before) {
+        const after = this.find(id)
+        if (after && after.status !== before.status) for (const watcher of this.statusWatchers) watcher(before, after)
+      }
+      return result
+    })
+  }
 
   // The reads behind list views, prepared once (src/store/prepared.ts). The account's sites for
   // its list are read as plain SQL naming only what a view shows: drizzle's mapping of whole rows
@@ -105,14 +129,14 @@ export class SitesRepository implements SiteRecords {
 
   /** Sets the status (and error); a suspension it replaces is forgotten (`suspend` makes one). */
   setStatus(id: string, status: SiteStatus, at: number, error: string | null = null): void {
-    this.store.write(() => {
+    this.changing(id, () => {
       this.store.db.update(sites).set({ status, error, suspendedBy: null, suspendedReason: null, updatedAt: at }).where(eq(sites.id, id)).run()
     })
   }
 
   /** `suspended` by `by`, with its reason (shown to the owner in the site's `suspension`). */
   suspend(id: string, by: Suspender, reason: string | null, at: number): SiteRow {
-    return this.store.write(() =>
+    return this.changing(id, () =>
       this.store.db.update(sites).set({ status: 'suspended', suspendedBy: by, suspendedReason: reason, updatedAt: at }).where(eq(sites.id, id)).returning().get(),
     )
   }
@@ -192,7 +216,7 @@ export class SitesRepository implements SiteRecords {
 
   /** `pending_deletion` until `deadline`; the error of a failed site is kept for its restore. */
   scheduleDeletion(id: string, deadline: number, at: number): SiteRow {
-    return this.store.write(() =>
+    return this.changing(id, () =>
       this.store.db.update(sites).set({ status: 'pending_deletion', deletionScheduledFor: deadline, updatedAt: at }).where(eq(sites.id, id)).returning().get(),
     )
   }
@@ -200,7 +224,7 @@ export class SitesRepository implements SiteRecords {
   /** Back to `status` from `pending_deletion`; the suspension it had is kept only if `status` is `suspended`. */
   cancelDeletion(id: string, status: SiteStatus, at: number): SiteRow {
     const unsuspended = status === 'suspended' ? {} : { suspendedBy: null, suspendedReason: null }
-    return this.store.write(() =>
+    return this.changing(id, () =>
       this.store.db.update(sites).set({ status, deletionScheduledFor: null, ...unsuspended, updatedAt: at }).where(eq(sites.id, id)).returning().get(),
     )
   }
@@ -211,7 +235,7 @@ export class SitesRepository implements SiteRecords {
   }
 
   markDeleted(id: string, at: number): void {
-    this.store.write(() => {
+    this.changing(id, () => {
       this.store.db.update(sites).set({ status: 'deleted', deletedAt: at, updatedAt: at }).where(eq(sites.id, id)).run()
     })
   }

@@ -9,6 +9,7 @@ import type { ChallengeBook } from './challenges'
 import type { Preflight } from '../../drivers/certs/preflight'
 import type { CertificatesRepository } from './repository'
 import { NO_TLS, type TlsView } from './views'
+import type { EventLog } from '../events'
 
 export const ISSUE_CERTIFICATE_JOB = 'issue_certificate'
 
@@ -43,6 +44,12 @@ interface Deps {
   /** Where certificates and keys are kept (`{data_dir}/tls/certs`, drivers/certs/files.ts). */
   files: CertificateFiles
   served: ServedNames
+  /**
+   * The event log (domain/events): `certificate.issued` and `certificate.renewal_failed`, in the
+   * certificate's write. `owner` says whose a certificate is (`site:{id}`, `domain:{id}`); the
+   * box's own (wildcard, api) tell no account.
+   */
+  events?: { log: Pick<EventLog, 'record'>; owner(subject: string): { accountId: string; siteId: string | null; siteSlug: string | null } | null }
 }
 
 /** The names Berth serves, each of which wants a certificate. */
@@ -175,10 +182,13 @@ export class CertificateManager {
       this.d.files.write(id, { cert: cert.certPem, key: cert.keyPem })
       const window = await this.d.issuer.renewalWindow(cert.certPem)
       const renewAt = window ? window.start + Math.random() * Math.max(0, window.end - window.start) : cert.notBefore + ((cert.notAfter - cert.notBefore) * 2) / 3
-      this.d.store.write(() => this.d.repo.update(id, {
-        status: 'active', serial: cert.serial, notBefore: cert.notBefore, notAfter: cert.notAfter, renewAt, lastError: null, failures: 0,
-        nextAttemptAt: Math.floor(renewAt), updatedAt: this.d.clock.now(),
-      }))
+      this.d.store.write(() => {
+        this.d.repo.update(id, {
+          status: 'active', serial: cert.serial, notBefore: cert.notBefore, notAfter: cert.notAfter, renewAt, lastError: null, failures: 0,
+          nextAttemptAt: Math.floor(renewAt), updatedAt: this.d.clock.now(),
+        })
+        this.record('certificate.issued', id, serving)
+      })
       this.d.log.info(serving ? 'certificate renewed' : 'certificate issued', { names, serial: cert.serial, not_after: new Date(cert.notAfter).toISOString(), renew_at: new Date(renewAt).toISOString() })
       this.changed()
     } catch (err) {
@@ -186,6 +196,15 @@ export class CertificateManager {
       const reason = e.kind === 'rate_limited' ? `The CA's rate limit was reached: ${e.message}` : e.kind === 'unreachable' ? `The CA could not be reached: ${e.message}` : `The CA refused the order: ${e.message}`
       this.fail(row, serving, reason, e.retryAt)
     }
+  }
+
+  /** Records a certificate's event with its view (the tls of the site or domain), in the caller's write. */
+  private record(type: 'certificate.issued' | 'certificate.renewal_failed', id: string, renewal: boolean, extra: Record<string, unknown> = {}): void {
+    const row = this.d.events && this.d.repo.find(id)
+    const owner = row && this.d.events!.owner(row.subject)
+    if (!row || !owner) return
+    const data = { status: row.status, names: JSON.parse(row.names) as string[], not_after: row.notAfter === null ? null : iso(row.notAfter), last_error: row.lastError, renewal, ...extra }
+    this.d.events!.log.record({ type, accountId: owner.accountId, siteId: owner.siteId, siteSlug: owner.siteSlug, data })
   }
 
   /** Orders (first issue or renewal) that failed since start, for /metrics. */
@@ -199,7 +218,11 @@ export class CertificateManager {
     const failures = row.failures + 1
     const backoff = Math.min(HOUR_MS * 2 ** (failures - 1), BACKOFF_MAX_MS)
     const next = Math.max(now + backoff, retryAt ?? 0)
-    this.d.store.write(() => this.d.repo.update(row.id, { status: serving ? 'renewing' : 'failed', lastError: reason, failures, nextAttemptAt: next, updatedAt: now }))
+    this.d.store.write(() => {
+      this.d.repo.update(row.id, { status: serving ? 'renewing' : 'failed', lastError: reason, failures, nextAttemptAt: next, updatedAt: now })
+      // A first order that fails is the site's or domain's tls status (failed); a renewal that fails is news: the one served expires.
+      if (serving) this.record('certificate.renewal_failed', row.id, true, { next_attempt_at: iso(next) })
+    })
     this.d.log.warn('certificate not obtained', { names: JSON.parse(row.names), error: reason, failures, retry_at: new Date(next).toISOString(), still_serving: serving })
   }
 
