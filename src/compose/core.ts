@@ -1,7 +1,6 @@
 /** What every area is built on: the clock, the log, the store with the shared repositories, Docker, the jobs. */
 import { hostPortFree } from '../lib/ports'
 import type { Resolver } from '../drivers/net/outbound'
-import { EventLog } from '../domain/events'
 import { makeAccountsRepository } from '../domain/accounts'
 import { makeArchivesRepository } from '../domain/archives'
 import { makeBillingRepository } from '../domain/billing'
@@ -78,8 +77,6 @@ export interface Core {
   clock: Clock
   log: Logger
   store: Store
-  /** The event log (issue 41, domain/events): recorded in the changes' transactions; the webhooks fan out on it. */
-  events: EventLog
   /** Random id of this installation, in the names and labels of its containers. */
   instanceId: string
   runtime: ContainerRuntime
@@ -152,7 +149,6 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
   const runtime = opts.runtime ?? cluster?.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, helperImages: helperImagesOf(config.containers.images), log })
   return {
     config, clock, log, store, instanceId, runtime, cluster,
-    events: new EventLog({ store, clock, log }),
     // Every database beside its site: on this box's engine, or on its node's (docs/cluster.md "Databases on nodes").
     databaseRuntime: opts.databaseRuntime ?? (cluster
       ? new DockerDatabaseRuntime({ instanceId, log, images: config.containers.databaseImages, ...cluster.runtime.databases })
