@@ -23,10 +23,11 @@ export class WebhookReceiver {
   answer: Answer = () => new Response('ok')
   private readonly server: ReturnType<typeof Bun.serve>
 
-  constructor() {
+  /** `port`: 0 for any free one, or the port of a receiver that stopped (the same receiver back). */
+  constructor(port = 0) {
     this.server = Bun.serve({
       hostname: '127.0.0.1',
-      port: 0,
+      port,
       fetch: async (req) => {
         const body = await req.text()
         const headers: Record<string, string> = {}
