@@ -12,7 +12,7 @@ import { verifiedBy, WebhookReceiver } from './helpers/webhook-receiver'
 let berth: Berth | undefined
 const receivers: WebhookReceiver[] = []
 afterAll(async () => {
-  for (const r of receivers) r.stop()
+  for (const r of receivers) await r.stop()
   await berth?.dispose()
 }, 60_000)
 
@@ -46,7 +46,8 @@ describe('webhooks on the binary', () => {
     await first.until(1, 10_000)
 
     // Receiver down: three more happen; the first of them fails and waits, the others wait behind it.
-    first.stop()
+    const port = first.port
+    await first.stop()
     const two = await api(b.url, 'POST', '/keys/create/', { key, body: { name: 'two', scopes: ['read'] } })
     await api(b.url, 'POST', '/keys/create/', { key, body: { name: 'three', scopes: ['read'] } })
     await api(b.url, 'POST', `/keys/${two.json.data.key_id}/revoke/`, { key })
@@ -54,13 +55,15 @@ describe('webhooks on the binary', () => {
     expect(pending.filter((d) => d.status === 'pending')).toHaveLength(3)
 
     await b.kill9()
-    const back = new WebhookReceiver(first.port)
+    const back = new WebhookReceiver(port)
     receivers.push(back)
     await b.restart()
 
     const order = (await deliveries()).reverse()
     expect(order.map((d) => d.event_type)).toEqual(['key.created', 'key.created', 'key.created', 'key.revoked'])
-    await back.until(3, 30_000)
+    await back.until(3, 30_000).catch(async (err) => {
+      throw new Error(`${(err as Error).message}; deliveries ${JSON.stringify(await deliveries())}; berth said ${b.output().slice(-3000)}`)
+    })
     const ids = order.map((d) => d.event_id)
     expect([first.received[0]!.id, ...back.received.map((r) => r.id)]).toEqual(ids)
     for (const r of [first.received[0]!, ...back.received]) {

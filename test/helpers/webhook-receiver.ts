@@ -60,8 +60,9 @@ export class WebhookReceiver {
     }
   }
 
-  stop(): void {
-    void this.server.stop(true)
+  /** Closes the server and every connection to it; resolved once it no longer accepts any. */
+  async stop(): Promise<void> {
+    await this.server.stop(true)
   }
 }
 
