@@ -1,6 +1,7 @@
 /**
- * `bun run bench:events`: webhooks (issue 41). Berth in-process (test/helpers/in-process.ts: a
- * real SQLite file, the real event log, fan-out, sender and HTTP transport), its API served over
+ * `bun run bench:events`: webhooks (issue 41). Berth in-process (buildApp's test role on a fresh
+ * data folder: a real SQLite file, the real event log, fan-out, sender and HTTP transport, the
+ * system clock; no containers: a recording runtime), its API served over
  * a loopback socket (Bun.serve), and the receivers in a process of their own
  * (bench/webhook-receivers.ts), so that only Berth's work is on Berth's event loop.
  *
@@ -12,8 +13,14 @@
  *    at a time before (no deliveries) and during the run; the goal is the median during within
  *    1.2 times the median before. Exits 1 when it is not.
  */
-import { inProcess } from '../test/helpers/in-process'
-import { cleanupOnExit } from './processes'
+import { createApp } from '../src/api/app'
+import { buildApp } from '../src/compose/app'
+import { loadConfig } from '../src/config/config'
+import { systemClock } from '../src/lib/clock'
+import { memoryLogger } from '../src/lib/logger'
+import { FakeDatabaseRuntime } from '../test/helpers/database-double'
+import { RecordingRuntime } from '../test/helpers/recording-runtime'
+import { cleanupOnExit, tempDir } from './processes'
 import { median } from './stats'
 
 const LATENCY_EVENTS = 1_000
@@ -28,11 +35,28 @@ const now = () => performance.timeOrigin + performance.now()
 const pct = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!
 const ms = (v: number) => `${v.toFixed(2)} ms`
 
-const h = inProcess({ env: { BERTH_OUTBOUND_ALLOW_NETWORKS: '127.0.0.0/8' } })
-h.clock.set(Date.now())
-const sender = h.services.webhookSender
+const dir = tempDir('berth-bench-events-')
+const config = loadConfig({ env: { BERTH_SERVER_DATA_DIR: dir, BERTH_SERVER_TRUSTED_PROXIES: '127.0.0.1', BERTH_OUTBOUND_ALLOW_NETWORKS: '127.0.0.0/8' }, file: null })
+const runtime = new RecordingRuntime()
+const built = buildApp(config, 'test', { clock: systemClock, log: memoryLogger(), runtime, databaseRuntime: new FakeDatabaseRuntime(), firewall: null })
+const services = built.services
+const app = createApp(services)
+const sender = services.webhookSender
 sender.start()
-const api = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: (req) => h.app.handle(req) })
+const api = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: (req) => app.handle(req) })
+const call = async (method: string, path: string, opts: { key?: string; body?: unknown; ip?: string } = {}) => {
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-forwarded-for': opts.ip ?? '127.0.0.1' }
+  if (opts.key) headers.authorization = `Bearer ${opts.key}`
+  const res = await app.handle(new Request(`http://localhost${path}`, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) }))
+  return { status: res.status, json: (await res.json()) as any }
+}
+let registered = 0
+const register = async () => {
+  registered++
+  const res = await call('POST', '/api/v1/auth/register/', { body: {}, ip: `10.9.${registered >> 8}.${registered & 255}` })
+  if (res.status !== 201) throw new Error(JSON.stringify(res.json))
+  return { key: res.json.data.api_key as string, accountId: res.json.data.account_id as string }
+}
 
 const receivers = Bun.spawn(['bun', 'bench/webhook-receivers.ts', String(ENDPOINTS / 2 + 1), String(ENDPOINTS / 2), String(SLOW_MS)], { stdout: 'pipe', stderr: 'inherit' })
 const arrived = new Map<string, number>()
@@ -63,9 +87,9 @@ void (async () => {
 const [latencyPort, ...ports] = await portsReady
 
 async function endpointFor(port: number) {
-  const account = await h.register()
-  const made = await h.call('POST', '/api/v1/webhooks/', { key: account.key, body: { url: `http://127.0.0.1:${port}/hook` } })
-  if (made.status !== 201) throw new Error(made.text)
+  const account = await register()
+  const made = await call('POST', '/api/v1/webhooks/', { key: account.key, body: { url: `http://127.0.0.1:${port}/hook` } })
+  if (made.status !== 201) throw new Error(JSON.stringify(made.json))
   return account
 }
 
@@ -74,7 +98,7 @@ const single = await endpointFor(latencyPort!)
 const latencies: number[] = []
 for (let i = 0; i < LATENCY_EVENTS; i++) {
   const started = now()
-  const event = h.services.events.record({ type: 'key.created', accountId: single.accountId, data: { i } })
+  const event = services.events.record({ type: 'key.created', accountId: single.accountId, data: { i } })
   await new Promise<void>((resolve) => {
     if (arrived.has(event.id)) return resolve()
     waiters.set(event.id, resolve)
@@ -107,7 +131,7 @@ const began = now()
 let recorded = false
 const recording = (async () => {
   for (let i = 0; i < EVENTS; i += ENDPOINTS) {
-    for (const [n, a] of accounts.entries()) ids.push(h.services.events.record({ type: 'deployment.succeeded', accountId: a.accountId, data: { i: i + n } }).id)
+    for (const [n, a] of accounts.entries()) ids.push(services.events.record({ type: 'deployment.succeeded', accountId: a.accountId, data: { i: i + n } }).id)
     await Bun.sleep(10)
   }
   recorded = true
@@ -131,5 +155,7 @@ console.log(`whoami p50 during / before: ${ratio.toFixed(2)} (goal <= ${GOAL}): 
 sender.stop()
 receivers.kill()
 void api.stop(true)
-h.close()
+await services.jobs.stop()
+built.close()
+runtime.close()
 process.exit(ratio <= GOAL ? 0 : 1)

@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, inArray, lt, sql } from 'drizzle-orm'
-import { webhookDeliveries, webhookEndpoints, type WebhookDeliveryRow, type WebhookEndpointRow } from '../../store/schema'
+import { accounts, webhookDeliveries, webhookEndpoints, type WebhookDeliveryRow, type WebhookEndpointRow } from '../../store/schema'
 import type { Store } from '../../store/store'
 
 export type { WebhookDeliveryRow, WebhookEndpointRow }
@@ -21,9 +21,12 @@ export class WebhooksRepository {
     return this.store.db.select().from(webhookEndpoints).where(eq(webhookEndpoints.id, id)).get()
   }
 
-  /** The account's active endpoints (the fan-out's). */
+  /** The account's active endpoints (the fan-out's); none once the account is deleted (anonymized): its events leave the box no more. */
   activeEndpoints(accountId: string): WebhookEndpointRow[] {
-    return this.store.db.select().from(webhookEndpoints).where(and(eq(webhookEndpoints.accountId, accountId), eq(webhookEndpoints.state, 'active'))).all()
+    return this.store.db.select().from(webhookEndpoints).where(and(
+      eq(webhookEndpoints.accountId, accountId), eq(webhookEndpoints.state, 'active'),
+      sql`NOT EXISTS (SELECT 1 FROM ${accounts} WHERE ${accounts.id} = ${webhookEndpoints.accountId} AND ${accounts.status} = 'anonymized')`,
+    )).all()
   }
 
   /** The ids of every active endpoint with a pending delivery (the sender's round). */
