@@ -26,6 +26,8 @@ export interface WebhookSenderDeps {
 
 /** The longest the sender sleeps without looking again (a clock moved, a row changed by hand). */
 const MAX_SLEEP_MS = 30_000
+/** After the store refused to write an answer, the delivery is looked at again this much later. */
+const RETRY_WRITE_MS = 5_000
 
 /** The box key's owner of an endpoint's secrets (current and previous). */
 export const secretOwner = (row: Pick<WebhookEndpointRow, 'accountId' | 'id'>) => ({ siteId: row.accountId, name: `webhook:${row.id}` })
@@ -47,6 +49,8 @@ export class WebhookSender {
   private timer: ReturnType<typeof setTimeout> | null = null
   private timerAt = Infinity
   private readonly running = new Set<Promise<void>>()
+  /** Answers waiting to be written together (writeAnswers). */
+  private readonly answers: { endpointId: string; head: WebhookDeliveryRow; answer: WebhookAnswer; done: (written: boolean) => void }[] = []
 
   constructor(private readonly d: WebhookSenderDeps) {
     this.maxInFlight = d.maxInFlight ?? 256
@@ -105,14 +109,46 @@ export class WebhookSender {
     }
     this.inFlight.add(endpointId)
     const attempt = this.attempt(endpointId, head)
-      .catch((err) => this.d.log.error('webhooks: an attempt failed unexpectedly', { endpoint: endpointId, error: (err as Error).message }))
-      .finally(() => {
+      .catch((err): null => {
+        this.d.log.error('webhooks: an attempt failed unexpectedly', { endpoint: endpointId, error: (err as Error).message })
+        return null
+      })
+      .then((answer) => (answer ? this.written(endpointId, head, answer) : true))
+      .then((written) => {
         this.inFlight.delete(endpointId)
         this.running.delete(attempt)
-        if (this.starved) this.kick()
+        // The store refused the answer's write (a full disk): the delivery is still pending; look again later, not at once.
+        if (!written) this.arm(RETRY_WRITE_MS)
+        else if (this.starved) this.kick()
         else this.pump(endpointId)
       })
     this.running.add(attempt)
+  }
+
+  /**
+   * Queues an answer to be written with the others that came in meanwhile, in one store
+   * transaction (one fsync for many deliveries: the API's requests wait on none of them); true
+   * once written.
+   */
+  private written(endpointId: string, head: WebhookDeliveryRow, answer: WebhookAnswer): Promise<boolean> {
+    return new Promise((done) => {
+      this.answers.push({ endpointId, head, answer, done })
+      if (this.answers.length === 1) setTimeout(() => this.writeAnswers(), 1)
+    })
+  }
+
+  private writeAnswers(): void {
+    const batch = this.answers.splice(0)
+    let ok = true
+    try {
+      this.d.store.write(() => {
+        for (const a of batch) this.settle(a.endpointId, a.head, a.answer)
+      })
+    } catch (err) {
+      ok = false
+      this.d.log.error('webhooks: the answers could not be written; their deliveries stay pending', { deliveries: batch.length, error: (err as Error).message })
+    }
+    for (const a of batch) a.done(ok)
   }
 
   private arm(inMs: number): void {
@@ -128,13 +164,14 @@ export class WebhookSender {
     }, wait)
   }
 
-  private async attempt(endpointId: string, head: WebhookDeliveryRow): Promise<void> {
+  /** One attempt of the head delivery: the answer to write, or null when there is nothing to send (the endpoint gone or disabled, the event no longer kept). */
+  private async attempt(endpointId: string, head: WebhookDeliveryRow): Promise<WebhookAnswer | null> {
     const endpoint = this.d.repo.endpointById(endpointId)
-    if (!endpoint || endpoint.state !== 'active') return
+    if (!endpoint || endpoint.state !== 'active') return null
     const event = this.d.events.find(endpoint.accountId, head.eventId)
     if (!event) {
       this.d.repo.updateDelivery(head.id, { status: 'failed', lastError: 'The event is no longer kept (events are kept 30 days); it cannot be sent.' })
-      return
+      return null
     }
     let answer: WebhookAnswer
     try {
@@ -149,42 +186,40 @@ export class WebhookSender {
     } catch (err) {
       answer = { kind: 'unreachable', message: `Berth could not send it: ${(err as Error).message}`, timedOut: false }
     }
-    this.settle(endpointId, head, answer)
+    return answer
   }
 
-  /** Writes what came of one attempt: the delivery's state, the endpoint's failing time, a disable. */
+  /** Writes what came of one attempt (inside writeAnswers' transaction): the delivery's state, the endpoint's failing time, a disable. */
   private settle(endpointId: string, head: WebhookDeliveryRow, answer: WebhookAnswer): void {
     const { repo, clock } = this.d
     const now = clock.now()
-    this.d.store.write(() => {
-      const endpoint = repo.endpointById(endpointId)
-      const current = repo.delivery(endpointId, head.id)
-      if (!endpoint || !current || current.status !== 'pending') return
-      const attempts = current.attempts + 1
-      const code = answer.kind === 'answered' ? answer.status : null
-      if (code !== null && code >= 200 && code < 300) {
-        repo.updateDelivery(head.id, { status: 'succeeded', attempts, lastCode: code, lastError: null, deliveredAt: now })
-        if (endpoint.failingSince !== null) repo.updateEndpoint(endpointId, { failingSince: null })
-        return
-      }
-      const error = describe(answer)
-      if (code === 410) {
-        repo.updateDelivery(head.id, { status: 'failed', attempts, lastCode: code, lastError: error })
-        this.disable(endpoint, 'gone', now)
-        return
-      }
-      const failingSince = endpoint.failingSince ?? now
-      if (now - failingSince >= WEBHOOK_DISABLE_AFTER_MS) {
-        repo.updateDelivery(head.id, { status: 'failed', attempts, lastCode: code, lastError: error })
-        this.disable({ ...endpoint, failingSince }, 'failing', now)
-        return
-      }
-      const asked = answer.kind === 'answered' && (code === 429 || code === 503) ? retryAfterMs(answer.retryAfter, now) : null
-      const wait = asked ?? retryDelay(attempts)
-      if (wait === null) repo.updateDelivery(head.id, { status: 'failed', attempts, lastCode: code, lastError: `${error} Given up after ${attempts} attempts.` })
-      else repo.updateDelivery(head.id, { attempts, lastCode: code, lastError: error, nextAttemptAt: now + wait })
-      if (endpoint.failingSince === null) repo.updateEndpoint(endpointId, { failingSince })
-    })
+    const endpoint = repo.endpointById(endpointId)
+    const current = repo.delivery(endpointId, head.id)
+    if (!endpoint || !current || current.status !== 'pending') return
+    const attempts = current.attempts + 1
+    const code = answer.kind === 'answered' ? answer.status : null
+    if (code !== null && code >= 200 && code < 300) {
+      repo.updateDelivery(head.id, { status: 'succeeded', attempts, lastCode: code, lastError: null, deliveredAt: now })
+      if (endpoint.failingSince !== null) repo.updateEndpoint(endpointId, { failingSince: null })
+      return
+    }
+    const error = describe(answer)
+    if (code === 410) {
+      repo.updateDelivery(head.id, { status: 'failed', attempts, lastCode: code, lastError: error })
+      this.disable(endpoint, 'gone', now)
+      return
+    }
+    const failingSince = endpoint.failingSince ?? now
+    if (now - failingSince >= WEBHOOK_DISABLE_AFTER_MS) {
+      repo.updateDelivery(head.id, { status: 'failed', attempts, lastCode: code, lastError: error })
+      this.disable({ ...endpoint, failingSince }, 'failing', now)
+      return
+    }
+    const asked = answer.kind === 'answered' && (code === 429 || code === 503) ? retryAfterMs(answer.retryAfter, now) : null
+    const wait = asked ?? retryDelay(attempts)
+    if (wait === null) repo.updateDelivery(head.id, { status: 'failed', attempts, lastCode: code, lastError: `${error} Given up after ${attempts} attempts.` })
+    else repo.updateDelivery(head.id, { attempts, lastCode: code, lastError: error, nextAttemptAt: now + wait })
+    if (endpoint.failingSince === null) repo.updateEndpoint(endpointId, { failingSince })
   }
 
   private disable(endpoint: WebhookEndpointRow, reason: 'gone' | 'failing', now: number): void {
