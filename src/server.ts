@@ -7,6 +7,7 @@ import { createEdgeProxy, parseSiteHost } from './edge/proxy'
 import { hostNameOf } from './edge/host'
 import { viaMcp } from './api/http/doors'
 import { createMcpHandler } from './api/mcp/server'
+import { eventsDoor } from './api/mcp/events'
 import { buildOpenApi } from './api/openapi'
 import { startDnsServer } from './dns/server'
 import { dispatcher, isPlansList, LISTENER_WEBSOCKET, pathOf, type ListenerServer } from './dispatch'
@@ -126,6 +127,7 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
     version: s.status.version,
     siteUrl: s.config.server.siteUrl,
     log: s.log,
+    events: eventsDoor(s.eventFeed, s.keys),
   })
   const webhook = webhookHandler(s.processor, s.log)
   const metricsToken = s.config.metrics.token
@@ -278,6 +280,8 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
       // requests in flight finish.
       for (const p of passed.takeBack()) s.log.error('a socket systemd passed would not listen again; connections may be refused until Berth is back', { listen: `${p.address}:${p.port}`, fd: p.fd })
       const drained = Promise.all([server.stop(), https?.stop(), dns.then((d) => d?.stop())])
+      // Long polls of the event log answer now (an empty page: the agent asks again, of the next process).
+      s.eventFeed.release()
       clearTimeout(first)
       unfollow()
       unfollowNodes()

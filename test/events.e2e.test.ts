@@ -37,7 +37,7 @@ interface Event { id: string; type: string; account_id: string; site: string | n
 /** The account's events: GET /events/ when the binary has it, else the store file read as it is. */
 async function eventsOf(b: Berth, key: string, accountId: string): Promise<Event[]> {
   const res = await api(b.url, 'GET', '/events/?limit=100', { key })
-  if (res.status === 200) return res.json.data as Event[]
+  if (res.status === 200) return res.json.data.events as Event[]
   const db = new Database(join(b.dataDir, 'berth.db'), { readonly: true })
   try {
     const rows = db.query('SELECT id, type, account_id, site_slug, data, created_at FROM events WHERE account_id = ? ORDER BY seq').all(accountId) as { id: string; type: string; account_id: string; site_slug: string | null; data: string; created_at: number }[]

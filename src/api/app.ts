@@ -64,6 +64,8 @@ import { TEST_PAYMENT_METHODS, type PaymentProcessor } from '../drivers/payments
 import { accountRoutes } from './account/routes'
 import { isPortalForm, portalRoutes } from './portal/routes'
 import { consoleRoutes } from './console/routes'
+import { eventRoutes } from './events/routes'
+import type { EventFeed } from '../domain/events'
 import type { ConsoleService } from '../domain/console'
 
 /**
@@ -113,6 +115,8 @@ export interface ApiDeps {
   dns: DnsService
   domains: DomainsService
   consoles: ConsoleService
+  /** The event log as agents read it (issue 41): GET /events/ and its long poll. */
+  eventFeed: EventFeed
 }
 
 /**
@@ -193,6 +197,7 @@ export function routeGroups(s: ApiDeps, plugins: ApiPlugins, document: () => Ret
     { at: API_V1, owns: ['/domains/'], routes: domainRoutes(plugins, s.domains) },
     { at: API_V1, owns: ['/webhooks/'], routes: webhookEndpointRoutes(plugins, s.webhooks) },
     { at: API_V1, owns: ['/account/'], routes: accountRoutes(plugins, s.accounts, s.subscriptions) },
+    { at: API_V1, owns: ['/events/'], routes: eventRoutes(plugins, s.eventFeed) },
     ...(pages
       ? [
         { at: '', owns: ['/pay/'], routes: payRoutes(plugins, pages) },

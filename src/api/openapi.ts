@@ -110,6 +110,7 @@ const TAGS = [
   { name: 'Snapshots and backups', description: "Archives of a site's files: snapshots taken on request, backups taken on a schedule, and restores from either." },
   { name: 'DNS', description: "A site's DNS records under its own name (A, AAAA, CNAME, MX, TXT, SRV), served by Berth's authoritative DNS server at once." },
   { name: 'Domains', description: "Domains through the registrar: search with CAD prices, register (paid with the account's payment method), DNS records, link to a site, settings." },
+  { name: 'Events', description: 'What happened to your account and sites (a site up or down, a deploy, a payment, a certificate, a key...), oldest first from a cursor, kept 30 days; wait holds a request until the next one, so an agent without a public address hears of events without a tight loop.' },
   { name: 'Account', description: 'Your profile, your subscriptions (renewals, past due, cancel at period end) and the billing portal where the card on file is replaced, payments and receipts are listed and a subscription is canceled.' },
 ]
 

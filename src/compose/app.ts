@@ -69,7 +69,7 @@ export interface AdminApp {
  * - `instanceId`: the label of this installation's containers, to find them on the engine;
  * - `billing`: the billing repository itself (the serve role hands the API's records), to read a
  *   payment or a subscription the API does not show;
- * - `events`: the event log, to record an event as a state change would (the webhooks' tests);
+ * - `events`: the event log, to record an event as a state change would and to count its listeners;
  * - `webhookSender`: the whole sender, to look for due deliveries at once (`kick`) on the manual clock and wait for its attempts (`idle`).
  */
 export interface TestExtras {
@@ -145,6 +145,7 @@ function serverDepsOf(a: Areas): ServerDeps {
     processor: payments.processor, billing: payments.billing, portalLinks: payments.portalLinks, charges: payments.charges,
     modules: modules.modules, modulesEdge: modules.modulesEdge, chatbot: modules.chatbot,
     dns: names.dns, domains: names.domains, zones: names.zones, certs: names.certs, challenges: names.challenges, renewals: names.renewals,
+    eventFeed: core.eventFeed, events: core.events,
     consoles: consoles.consoles, consoleTickets: consoles.consoleTickets, consoleSessions: consoles.consoleSessions,
     // The upkeep's and the listeners' own.
     clock: core.clock, runtime: core.runtime, store: core.store, jobs: core.jobs,

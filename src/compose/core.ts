@@ -27,7 +27,7 @@ import { shiftedClock, type Clock } from '../lib/clock'
 import { createLogger, type Logger } from '../lib/logger'
 import { migrate } from '../store/migrate'
 import { openStore, type Store } from '../store/store'
-import { EventLog } from '../domain/events'
+import { EventFeed, EventLog } from '../domain/events'
 import { databasePath, instanceIdOf } from './installation'
 import { buildClusterCore, type ClusterCore } from './cluster'
 import type { ClusterPki } from '../drivers/cluster/pki'
@@ -97,8 +97,10 @@ export interface Core {
   archiveStore: ArchiveStore
   /** The data folder's free space against the reserve Berth keeps (disk.*): refuses growth under it, shown by status and /metrics. */
   room: BoxRoom
-  /** The event log (issue 41): every area records its state changes here, in the change's transaction. */
+  /** The event log (issue 41): every area records its state changes here, in the change's transaction; the webhooks hook in. */
   events: EventLog
+  /** The log as agents read it (GET /events/, MCP). */
+  eventFeed: EventFeed
 }
 
 /**
@@ -149,6 +151,8 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
   const runtime = opts.runtime ?? cluster?.runtime ?? new DockerRuntime({ socketPath: config.containers.dockerSocket, instanceId, subnetPool: config.containers.subnetPool, pidsLimit: config.containers.pidsLimit, sshListenAddress: config.ssh.listenAddress, helperImages: helperImagesOf(config.containers.images), log })
   return {
     config, clock, log, store, instanceId, runtime, cluster,
+    events,
+    eventFeed: new EventFeed(events, (accountId, slug) => repos.sites.findOwned(accountId, slug)),
     // Every database beside its site: on this box's engine, or on its node's (docs/cluster.md "Databases on nodes").
     databaseRuntime: opts.databaseRuntime ?? (cluster
       ? new DockerDatabaseRuntime({ instanceId, log, images: config.containers.databaseImages, ...cluster.runtime.databases })
@@ -161,6 +165,5 @@ export function buildCore(config: Config, opts: BuildOptions): Core {
     repos,
     archiveStore: new LocalArchiveStore(config.archives.dir),
     room: new BoxRoom({ disk: () => diskSpaceOf(config.server.dataDir), settings: config.disk, sitesDiskGb: sitesDiskGbOf(store) }),
-    events,
   }
 }

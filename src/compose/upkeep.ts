@@ -68,14 +68,14 @@ export function followNodeHealth(health: Pick<NodeHealth, 'tick'>, intervalMs = 
 }
 
 /** What `runMaintenance` reads. */
-export type MaintenanceDeps = Pick<Core, 'keys' | 'clock'> & Pick<Agents, 'limiter'> & Pick<Money, 'checkout' | 'subscriptions'> & Pick<Payments, 'charges'>
+export type MaintenanceDeps = Pick<Core, 'keys' | 'clock'> & { events: Pick<Core['events'], 'prune'> } & Pick<Agents, 'limiter'> & Pick<Money, 'checkout' | 'subscriptions'> & Pick<Payments, 'charges'>
   & Pick<Sites, 'siteMetrics' | 'archives' | 'audit'> & Pick<Names, 'renewals'> & Pick<Modules, 'chatbot' | 'modules'> & { offsite: Pick<Offsite, 'copier'> | null }
 
 /**
  * Periodic upkeep (every 30 s and on stop): flush key last-used times, prune rate-limit hits,
  * expire unpaid checkouts, store the edge's traffic counts; queue due site backups and finish
  * archive removals (in the background: `maintain` never throws); a pass of the copies off the box;
- * the audit trail's retention (hourly).
+ * the audit trail's retention (hourly); the events older than 30 days.
  */
 export function runMaintenance(s: MaintenanceDeps): void {
   s.keys.flushLastUsed()
@@ -83,6 +83,7 @@ export function runMaintenance(s: MaintenanceDeps): void {
   s.checkout.expireOld()
   s.siteMetrics.persist()
   s.audit.prune()
+  s.events.prune(s.clock.now())
   void s.archives.maintain()
   void s.renewals.renewDue()
   void s.subscriptions.runDue()

@@ -1,7 +1,7 @@
 /** Webhooks (issue 41): the endpoints' service, the fan-out on the event log, and the sender berth serve runs. */
 import type { Config } from '../config/config'
 import type { EventLog } from '../domain/events'
-import type { EventRow } from '../store/schema'
+import { viewOf } from '../domain/events'
 import { WebhookSender, WebhooksRepository, WebhooksService } from '../domain/webhooks'
 import { OutboundCheck, outboundPolicyOf, type Resolver } from '../drivers/net/outbound'
 import type { SecretBox } from '../drivers/secrets/types'
@@ -34,7 +34,7 @@ export function buildWebhooks(n: WebhooksNeeds): Webhooks {
   // The same check at creation (the service) and at every delivery (the transport): one resolve, the address connected to.
   const outbound = new OutboundCheck(outboundPolicyOf(n.config), n.resolver)
   const sender = new WebhookSender({
-    repo, store: n.store, clock: n.clock, log: n.log, box: n.box, events: n.events, bodyOf,
+    repo, store: n.store, clock: n.clock, log: n.log, box: n.box, events: n.events, bodyOf: viewOf,
     transport: new HttpWebhookTransport(outbound, n.timeoutMs),
   })
   const service = new WebhooksService({ repo, store: n.store, clock: n.clock, log: n.log, box: n.box, outbound, kick: () => sender.kick() })
@@ -45,7 +45,3 @@ export function buildWebhooks(n: WebhooksNeeds): Webhooks {
   return { service, sender }
 }
 
-/** A delivery's body: the event as the API shows it (contract: `{ id, type, created_at, account_id, site, data }`). */
-export function bodyOf(row: EventRow): Record<string, unknown> {
-  return { id: row.id, type: row.type, created_at: new Date(row.createdAt).toISOString(), account_id: row.accountId, site: row.siteSlug, data: JSON.parse(row.data) as unknown }
-}

@@ -4,7 +4,7 @@
  * live config and catalog, so a plan added with `berth plans add` is in every document at once.
  */
 import type { Plan } from '../../domain/plans'
-import { CAPABILITIES, PROMPTS, RESOURCES, SERVER_TITLE, SITE_TEMPLATE } from '../mcp/catalog'
+import { CAPABILITIES, EVENTS_RESOURCE, PROMPTS, RESOURCES, SERVER_TITLE, SITE_EVENTS_TEMPLATE, SITE_TEMPLATE } from '../mcp/catalog'
 import type { ToolDef } from '../mcp/tools'
 
 export interface DiscoveryFacts {
@@ -126,7 +126,7 @@ export function mcpServerCard(f: DiscoveryFacts, tools: ToolDef[], protocolVersi
       },
     ],
     capabilities: CAPABILITIES,
-    resources: [...RESOURCES.map(({ tool: _t, args: _a, ...r }) => r), SITE_TEMPLATE],
+    resources: [...RESOURCES.map(({ tool: _t, args: _a, ...r }) => r), EVENTS_RESOURCE, SITE_TEMPLATE, SITE_EVENTS_TEMPLATE],
     prompts: PROMPTS.map(({ text: _t, ...p }) => p),
     tools: tools.map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema, annotations: t.annotations })),
   }

@@ -17,7 +17,9 @@ export const CHECKOUT_SECRET_EXTENSION = 'x-berth-checkout-secret'
 /**
  * Declares who may call a route. Every route states exactly one of:
  *   `{ public: true }`   no credentials (plans, status, register, checkout, claim, documents);
- *   `{ scope: 'read' }`  a bearer key holding that scope (design.md's scope matrix).
+ *   `{ scope: 'read' }`  a bearer key holding that scope (design.md's scope matrix);
+ *   `{ scope: { scope: 'read', siteKeys: true } }` the same, and a site-scoped key may call it too
+ *                        though it names no site: the handler shows such a key its own site's only.
  * A site-scoped key (claim flow) passes only on routes with a `:tenant_slug` parameter naming its own
  * site; any other site answers 404 as if it did not exist, and every other route answers 403.
  * A public route that acts on the account of a key sent to it (checkout creation: the site joins
@@ -53,23 +55,26 @@ export function access(keys: KeysService, guard: SiteGuard, checkouts: CheckoutP
     public: (enabled: true) => ({
       detail: { [ACCESS_EXTENSION]: enabled ? 'public' : 'unset', security: [] } as DocumentDecoration,
     }),
-    scope: (scope: Scope) => ({
-      detail: { [ACCESS_EXTENSION]: scope, security: [{ bearer: [] }] } as DocumentDecoration,
-      transform({ request, params }) {
-        const principal = principalOf(request)
-        // A site-scoped key off its site's routes: say that, not which scope it lacks.
-        const slugParam = (params as Record<string, string | undefined> | undefined)?.tenant_slug
-        if (principal.siteSlug !== null && slugParam === undefined) throw siteKeyOutside(principal.siteSlug)
-        requireScope(principal, scope)
-        if (principal.siteSlug !== null) {
-          const slug = slugParam
-          if (slug !== principal.siteSlug) throw notFound(say`No site '${slug}' in your account; this key works only on its own site, '${principal.siteSlug}' (${op('getSite', { tenant_slug: principal.siteSlug })}).`, 'tenant_slug')
-        }
-      },
-      resolve({ request }): { principal: Principal } {
-        return { principal: principals.get(request)! }
-      },
-    }),
+    scope: (declared: Scope | SiteKeysScope) => {
+      const { scope, siteKeys } = typeof declared === 'string' ? { scope: declared, siteKeys: false } : declared
+      return {
+        detail: { [ACCESS_EXTENSION]: scope, security: [{ bearer: [] }] } as DocumentDecoration,
+        transform({ request, params }: { request: Request; params: unknown }) {
+          const principal = principalOf(request)
+          // A site-scoped key off its site's routes: say that, not which scope it lacks.
+          const slugParam = (params as Record<string, string | undefined> | undefined)?.tenant_slug
+          if (principal.siteSlug !== null && slugParam === undefined && !siteKeys) throw siteKeyOutside(principal.siteSlug)
+          requireScope(principal, scope)
+          if (principal.siteSlug !== null && slugParam !== undefined) {
+            const slug = slugParam
+            if (slug !== principal.siteSlug) throw notFound(say`No site '${slug}' in your account; this key works only on its own site, '${principal.siteSlug}' (${op('getSite', { tenant_slug: principal.siteSlug })}).`, 'tenant_slug')
+          }
+        },
+        resolve({ request }: { request: Request }): { principal: Principal } {
+          return { principal: principals.get(request)! }
+        },
+      }
+    },
     optionalScope: (scope: Scope) => ({
       detail: { [OPTIONAL_SCOPE_EXTENSION]: scope } as DocumentDecoration,
       transform({ request }) {
@@ -106,6 +111,15 @@ export function access(keys: KeysService, guard: SiteGuard, checkouts: CheckoutP
       },
     }),
   })
+}
+
+/**
+ * A route without a `:tenant_slug` that a site-scoped key may call too (GET /events/): the
+ * handler limits what such a key sees to its own site (`principal.siteId`).
+ */
+export interface SiteKeysScope {
+  scope: Scope
+  siteKeys: true
 }
 
 /** What the access plugin needs of checkouts: the proof that the caller holds a session's secret. */

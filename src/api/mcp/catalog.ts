@@ -5,7 +5,7 @@
 
 export const SERVER_TITLE = 'Berth hosting'
 
-export const CAPABILITIES = { tools: { listChanged: false }, resources: { listChanged: false }, prompts: { listChanged: false }, logging: {}, completions: {} }
+export const CAPABILITIES = { tools: { listChanged: false }, resources: { subscribe: true, listChanged: false }, prompts: { listChanged: false }, logging: {}, completions: {} }
 
 export const INSTRUCTIONS = `Berth sells and runs web hosting for agents. Flow: list_plans; register (gives an API key; send it as "Authorization: Bearer <key>" on the MCP HTTP requests); create_checkout with a SKU; update_checkout with requested_slug (and buyer_email); complete_checkout with payment_method "processor_payment_method" and payment_method_id (pm_card_visa in test mode); poll get_site until status is active; then write_file, deploy_site, get_site_logs and the other site tools. Every tool mirrors one REST route; errors come back with isError and the API's code, message and param, and say what to do next.`
 
@@ -42,5 +42,9 @@ export const PROMPTS = [
 3. Open the site's url (get_site) to check the page, then call get_site_logs with type "access" to see the request, or "error" if something failed.`,
   },
 ]
+
+/** The event log as a resource (api/mcp/events.ts): read for the newest events, subscribe to hear of each new one. */
+export const EVENTS_RESOURCE = { uri: 'berth://events', name: 'events', title: 'Your events', description: "The newest events of the caller's account (a site-scoped key: its site's). Subscribe (resources/subscribe) to get notifications/resources/updated as each is recorded while the session is open; list_events with after= reads exactly what is new.", mimeType: 'application/json' }
+export const SITE_EVENTS_TEMPLATE = { uriTemplate: 'berth://sites/{tenant_slug}/events', name: 'site-events', title: "One site's events", description: "The newest events of one of your sites; subscribable like berth://events.", mimeType: 'application/json' }
 
 export const SITE_TEMPLATE = { uriTemplate: 'berth://sites/{tenant_slug}', name: 'site', title: 'One of your sites', description: 'A site by its slug (get_site; needs a key).', mimeType: 'application/json' }

@@ -6,14 +6,15 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import {
   CallToolRequestSchema, CompleteRequestSchema, GetPromptRequestSchema, ListPromptsRequestSchema, ListResourcesRequestSchema, ListResourceTemplatesRequestSchema,
-  ListToolsRequestSchema, McpError, ErrorCode, ReadResourceRequestSchema, SetLevelRequestSchema,
+  ListToolsRequestSchema, McpError, ErrorCode, ReadResourceRequestSchema, SetLevelRequestSchema, SubscribeRequestSchema, UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js'
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js'
 import type { Logger } from '../../lib/logger'
 import { SessionEventStore } from './event-store'
 import type { ToolDef, ToolResult } from './tools'
 import type { Caller } from './caller'
-import { CAPABILITIES, PROMPTS, RESOURCES, SERVER_TITLE, SITE_TEMPLATE } from './catalog'
+import { CAPABILITIES, EVENTS_RESOURCE, PROMPTS, RESOURCES, SERVER_TITLE, SITE_EVENTS_TEMPLATE, SITE_TEMPLATE } from './catalog'
+import { EventsRefusal, eventsSiteOf, type EventsDoor } from './events'
 
 /**
  * The SDK's transport, releasing what it keeps of each answered JSON request. In JSON reply mode
@@ -68,7 +69,7 @@ export function newTransport(opts: { onsessioninitialized(id: string): void; ons
 let validator: AjvJsonSchemaValidator | undefined
 
 /** One MCP server for one session: tools, resources and prompts, each backed by the REST routes. */
-export function newServer(d: { name: string; version: string; instructions: string; catalog(): ToolDef[]; call(name: string, args: Record<string, unknown>, caller: Caller): Promise<ToolResult>; log: Logger }) {
+export function newServer(d: { name: string; version: string; instructions: string; catalog(): ToolDef[]; call(name: string, args: Record<string, unknown>, caller: Caller): Promise<ToolResult>; log: Logger; events?: EventsDoor }) {
   const server = new Server(
     { name: d.name, title: SERVER_TITLE, version: d.version },
     { capabilities: CAPABILITIES, instructions: d.instructions, jsonSchemaValidator: (validator ??= new AjvJsonSchemaValidator()) },
@@ -84,13 +85,51 @@ export function newServer(d: { name: string; version: string; instructions: stri
   })
 
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({
-    resources: RESOURCES.map(({ tool: _t, args: _a, ...r }) => r),
+    resources: [...RESOURCES.map(({ tool: _t, args: _a, ...r }) => r), ...(d.events ? [EVENTS_RESOURCE] : [])],
   }))
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
-    resourceTemplates: [SITE_TEMPLATE],
+    resourceTemplates: [SITE_TEMPLATE, ...(d.events ? [SITE_EVENTS_TEMPLATE] : [])],
   }))
+
+  // The event log's resources (events.ts): read and subscribed to; a session's subscriptions end with it.
+  const subscriptions = new Map<string, () => void>()
+  const eventsOf = (uri: string) => {
+    const target = d.events ? eventsSiteOf(uri) : null
+    if (!target) throw new McpError(ErrorCode.InvalidParams, `No resource ${uri} to subscribe to; berth://events and berth://sites/{tenant_slug}/events can be.`)
+    return { door: d.events!, site: target.site }
+  }
+  const refusedAs = <T>(uri: string, work: () => T): T => {
+    try {
+      return work()
+    } catch (err) {
+      if (err instanceof EventsRefusal) throw new McpError(ErrorCode.InvalidParams, `${uri}: ${err.message}`)
+      throw err
+    }
+  }
+  server.setRequestHandler(SubscribeRequestSchema, async (req, extra) => {
+    const uri = req.params.uri
+    const { door, site } = eventsOf(uri)
+    if (!subscriptions.has(uri)) {
+      subscriptions.set(uri, refusedAs(uri, () => door.subscribe(callerOf(extra), site, () => {
+        void server.sendResourceUpdated({ uri }).catch((err: Error) => d.log.debug('mcp: a resource notification was not sent', { uri, error: err.message }))
+      })))
+    }
+    return {}
+  })
+  server.setRequestHandler(UnsubscribeRequestSchema, async (req) => {
+    subscriptions.get(req.params.uri)?.()
+    subscriptions.delete(req.params.uri)
+    return {}
+  })
+  server.onclose = () => {
+    for (const stop of subscriptions.values()) stop()
+    subscriptions.clear()
+  }
+
   server.setRequestHandler(ReadResourceRequestSchema, async (req, extra) => {
     const uri = req.params.uri
+    const events = d.events ? eventsSiteOf(uri) : null
+    if (events) return { contents: [{ uri, mimeType: 'application/json', text: refusedAs(uri, () => d.events!.read(callerOf(extra), events.site)) }] }
     const fixed = RESOURCES.find((r) => r.uri === uri)
     const site = /^berth:\/\/sites\/([a-z0-9-]+)$/.exec(uri)
     const [tool, args] = fixed ? [fixed.tool, fixed.args] : site ? ['get_site', { tenant_slug: site[1]! }] : [null, null]

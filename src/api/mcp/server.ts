@@ -4,6 +4,7 @@ import { rateHeaders } from '../rate-limits/plugin'
 import type { Caller } from './caller'
 import { INSTRUCTIONS } from './catalog'
 import { rebindingGuard, type LocalPorts } from './rebinding'
+import type { EventsDoor } from './events'
 import { SessionTable, type SessionLimits } from './sessions'
 import { errorResult, requestFor, resultJsonOf, ToolInputError, toolsFromOpenApi, type ToolDef, type ToolResult } from './tools'
 
@@ -33,6 +34,8 @@ export interface McpDeps {
   version: string
   siteUrl: string
   log: Logger
+  /** The event log's resources, read and subscribed to (events.ts); without it they are not offered. */
+  events?: EventsDoor
 }
 
 const API_PREFIX = '/api/v1'
@@ -106,7 +109,7 @@ export function createMcpHandler(deps: McpDeps) {
       transport.onclose = () => {
         if (transport.sessionId) sessions.remove(transport.sessionId)
       }
-      const server = newServer({ name: 'berth', version: deps.version, instructions: INSTRUCTIONS, catalog: () => catalog().tools, call, log: deps.log })
+      const server = newServer({ name: 'berth', version: deps.version, instructions: INSTRUCTIONS, catalog: () => catalog().tools, call, log: deps.log, events: deps.events })
       await server.connect(transport)
       return await transport.handleRequest(request, { authInfo })
     } finally {

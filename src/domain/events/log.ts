@@ -84,8 +84,13 @@ export class EventLog {
     }
   }
 
-  /** The account's events after `afterSeq`, oldest first: the site's only, and of `types` only, when given. */
-  list(q: { accountId: string; siteId?: string; afterSeq?: number; types?: EventType[]; limit: number }): EventRow[] {
+  /** How many onCommitted listeners are registered (a long poll that ended has removed its own). */
+  get listening(): number {
+    return this.listeners.size
+  }
+
+  /** The account's events after `afterSeq`, oldest first: the site's only, and of `types` only, when given; the newest `limit` of them with `newest`. */
+  list(q: { accountId: string; siteId?: string; afterSeq?: number; types?: EventType[]; limit: number; newest?: boolean }): EventRow[] {
     return this.repo.list(q)
   }
 

@@ -13,6 +13,8 @@ export interface EventQuery {
   afterSeq?: number
   types?: EventType[]
   limit: number
+  /** The newest `limit` instead of the oldest (still returned oldest first). */
+  newest?: boolean
 }
 
 /** The event log's rows (store/schema/events.ts). */
@@ -26,14 +28,15 @@ export class EventsRepository {
 
   /** The account's events after `afterSeq`, oldest first (by the site's, of those types, when given). */
   list(q: EventQuery): EventRow[] {
-    return this.store.db.select().from(events)
+    const rows = this.store.db.select().from(events)
       .where(and(
         eq(events.accountId, q.accountId),
         q.siteId !== undefined ? eq(events.siteId, q.siteId) : undefined,
         q.afterSeq !== undefined ? gt(events.seq, q.afterSeq) : undefined,
         q.types?.length ? inArray(events.type, q.types) : undefined,
       ))
-      .orderBy(asc(events.seq)).limit(q.limit).all()
+      .orderBy(q.newest ? desc(events.seq) : asc(events.seq)).limit(q.limit).all()
+    return q.newest ? rows.reverse() : rows
   }
 
   find(accountId: string, id: string): EventRow | undefined {

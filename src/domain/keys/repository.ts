@@ -45,6 +45,11 @@ export class KeysRepository implements KeyRecords {
     return this.store.write(() => this.store.db.insert(apiKeys).values(key).returning().get())
   }
 
+  /** The slug of the site a site-scoped key is bound to (its events name it). */
+  siteSlugOf(siteId: string): string | null {
+    return (this.store.sqlite.query('SELECT slug FROM sites WHERE id = ?').get(siteId) as { slug: string } | null)?.slug ?? null
+  }
+
   find(accountId: string, keyId: string): ApiKeyRow | undefined {
     return this.store.db.select().from(apiKeys).where(and(eq(apiKeys.id, keyId), eq(apiKeys.accountId, accountId))).get()
   }

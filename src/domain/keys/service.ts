@@ -178,7 +178,8 @@ export class KeysService {
   }
 
   private recordKey(type: 'key.created' | 'key.revoked', row: ApiKeyRow): void {
-    this.events?.record({ type, accountId: row.accountId, siteId: row.siteId, data: this.toListItem(row) })
+    if (!this.events) return
+    this.events.record({ type, accountId: row.accountId, siteId: row.siteId, siteSlug: row.siteId ? this.repo.siteSlugOf(row.siteId) : null, data: this.toListItem(row) })
   }
 
   private toListItem(row: ApiKeyRow): KeyListItem {

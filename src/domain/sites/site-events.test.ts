@@ -135,5 +135,7 @@ describe('siteEventOf', () => {
     expect(siteEventOf({ status: 'active' }, { status: 'pending_deletion' })).toBeNull()
     expect(siteEventOf({ status: 'pending_deletion' }, { status: 'active' })).toBeNull()
     expect(siteEventOf({ status: 'pending_deletion' }, { status: 'failed' })).toBeNull()
+    expect(siteEventOf({ status: 'pending_deletion' }, { status: 'suspended' })).toBeNull()
+    expect(siteEventOf({ status: 'suspended' }, { status: 'suspended' })).toBeNull()
   })
 })

@@ -8,15 +8,16 @@ export type EventRecorder = Pick<EventLog, 'record'>
 
 /**
  * The event a change of a site's stored status tells of, if any (docs/api.md, "Event types"):
- * provisioning to active or failed, any to suspended, suspended to active (resumed), any to
- * deleted (the end of the grace period, when the site is removed). Other moves (pending_deletion
- * and back) have no event of their own.
+ * provisioning to active or failed, to suspended (not back from pending_deletion: a restore),
+ * suspended to active (resumed), to deleted (the end of the grace period, when the site is
+ * removed). Other moves (to pending_deletion and back) have no event of their own.
  */
 export function siteEventOf(before: Pick<SiteRow, 'status'>, after: Pick<SiteRow, 'status'>): EventType | null {
   if (before.status === after.status) return null
   if (after.status === 'active') return before.status === 'provisioning' ? 'site.active' : before.status === 'suspended' ? 'site.resumed' : null
   if (after.status === 'failed') return before.status === 'provisioning' ? 'site.provisioning_failed' : null
-  if (after.status === 'suspended') return 'site.suspended'
+  // Back from pending deletion to the suspension it had (a restore) is not a new suspension.
+  if (after.status === 'suspended') return before.status === 'pending_deletion' ? null : 'site.suspended'
   if (after.status === 'deleted') return 'site.deleted'
   return null
 }
