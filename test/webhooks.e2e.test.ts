@@ -72,6 +72,8 @@ describe('webhooks on the binary', () => {
       expect(['key.created', 'key.revoked']).toContain(payload.type)
       expect(r.body).not.toContain(key)
     }
-    expect((await deliveries()).map((d) => d.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded'])
+    // The receiver has the last request a moment before Berth has written its answer.
+    await until('every delivery succeeded', deliveries, (list) => list.every((d) => d.status === 'succeeded'), 5_000)
+    expect((await deliveries()).map((d) => d.attempts).reverse().slice(0, 1)).toEqual([1])
   }, 60_000)
 })
