@@ -88,7 +88,7 @@ export class WebhooksRepository {
       .where(and(eq(webhookDeliveries.endpointId, endpointId), eq(webhookDeliveries.status, 'pending'))).returning({ id: webhookDeliveries.id }).all().length
   }
 
-  /** Deliveries of endpoints that no longer exist, and finished ones older than `before` (the upkeep). */
+  /** The finished deliveries made before `before` (the upkeep's retention). */
   pruneFinished(before: number): number {
     return this.store.db.delete(webhookDeliveries)
       .where(and(inArray(webhookDeliveries.status, ['succeeded', 'failed']), lt(webhookDeliveries.createdAt, before))).returning({ id: webhookDeliveries.id }).all().length

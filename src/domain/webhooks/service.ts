@@ -18,6 +18,8 @@ export const MAX_WEBHOOK_ENDPOINTS = 10
 /** After rotate-secret, the previous secret signs deliveries this long too. */
 export const PREVIOUS_SECRET_MS = 24 * 3_600_000
 export const MAX_WEBHOOK_URL_LENGTH = 2048
+/** Finished deliveries are kept as long as events are (30 days). */
+export const DELIVERY_RETENTION_MS = 30 * 24 * 3_600_000
 
 export interface WebhooksServiceDeps {
   repo: WebhooksRepository
@@ -155,6 +157,13 @@ export class WebhooksService {
     })
     this.d.kick()
     return view
+  }
+
+  /** Removes the finished (succeeded or failed) deliveries older than the events' 30 days (the upkeep); returns how many. */
+  prune(now: number): number {
+    const removed = this.d.repo.pruneFinished(now - DELIVERY_RETENTION_MS)
+    if (removed > 0) this.d.log.info('webhooks: finished deliveries pruned', { removed })
+    return removed
   }
 
   private find(accountId: string, id: string): WebhookEndpointRow {

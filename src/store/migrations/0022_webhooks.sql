@@ -15,6 +15,7 @@ CREATE TABLE `webhook_deliveries` (
 --> statement-breakpoint
 CREATE INDEX `webhook_deliveries_queue` ON `webhook_deliveries` (`endpoint_id`,`status`,`event_seq`);--> statement-breakpoint
 CREATE INDEX `webhook_deliveries_list` ON `webhook_deliveries` (`endpoint_id`,`created_at`);--> statement-breakpoint
+CREATE INDEX `webhook_deliveries_created` ON `webhook_deliveries` (`created_at`);--> statement-breakpoint
 CREATE TABLE `webhook_endpoints` (
 	`id` text PRIMARY KEY NOT NULL,
 	`account_id` text NOT NULL,

@@ -31,7 +31,7 @@ export const webhookEndpoints = sqliteTable('webhook_endpoints', {
 /**
  * One event to one endpoint: made `pending` in the event's own transaction (the fan-out), sent in
  * order of `event_seq` per endpoint, until it is `succeeded` or `failed` (given up, or its endpoint
- * disabled). Kept as long as its endpoint; listed by the API.
+ * disabled). Kept 30 days once finished (as the events), or until its endpoint is deleted; listed by the API.
  */
 export const webhookDeliveries = sqliteTable('webhook_deliveries', {
   /** `wd_` and 24 hex characters. */
@@ -52,6 +52,8 @@ export const webhookDeliveries = sqliteTable('webhook_deliveries', {
 }, (t) => [
   index('webhook_deliveries_queue').on(t.endpointId, t.status, t.eventSeq),
   index('webhook_deliveries_list').on(t.endpointId, t.createdAt),
+  // The upkeep's pruning of finished deliveries by age (domain/webhooks/service.ts, prune).
+  index('webhook_deliveries_created').on(t.createdAt),
 ])
 
 export type WebhookEndpointRow = typeof webhookEndpoints.$inferSelect
