@@ -16,6 +16,7 @@ import type { EdgeAccessLog, LogRotation } from './domain/logs'
 import type { JobRunner } from './jobs/runner'
 import type { SiteModulesEdge } from './modules/edge'
 import type { Store } from './store/store'
+import type { WebhookSender } from './domain/webhooks'
 
 /**
  * What the listeners read: the API's services (ApiDeps), the upkeep's (MaintenanceDeps,
@@ -44,6 +45,8 @@ export interface ListenerDeps {
   /** The API's records, and the webhook claims a stopped process left, released at start. */
   billing: BillingRecords & { releaseStaleClaims(before: number): number }
   jobs: Pick<JobRunner, 'start' | 'stop'>
+  /** The webhooks' sender (domain/webhooks/sender.ts): started with the listeners, stopped with the jobs. */
+  webhookSender: Pick<WebhookSender, 'start' | 'stop'>
   reconciler: Reconciler
   firewall: SiteFirewallKeeper
   /** Copies off the box; null when `offsite.url` is empty. */

@@ -194,6 +194,8 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
   s.clients.attach(server)
   const startedAt = s.clock.now()
   s.jobs.start()
+  // The webhooks' deliveries: those a stopped process left pending are sent now (at least once).
+  s.webhookSender.start()
   // Execs and console sessions run in this process only: one an earlier process left open is over.
   s.audit.markLost(['exec', 'console'], startedAt, 'berth stopped before it ended')
   if (https) {
@@ -294,6 +296,8 @@ export function startServer(s: ServerDeps, passed: PassedSockets = PassedSockets
       await metricsListener?.stop()
       await joinListener?.stop()
       await s.jobs.stop()
+      // A delivery in flight stays pending in the store and is sent again by the next start.
+      s.webhookSender.stop()
       await s.accessLog.close()
       runMaintenance(s)
       // Last, so the copy holds what maintenance just wrote; bounded, never a hang.

@@ -26,7 +26,8 @@ describe('route table', () => {
 
   it('GET routes need no more than read, and routes that change things need more', () => {
     // The billing portal's link is a GET that opens money matters: admin (design.md, scopes).
-    const adminReads = new Set(['/api/v1/account/billing-portal/'])
+    // The webhook endpoints (issue 41): their URLs may carry the receiver's own tokens, and their deliveries the account's events: admin, as their changes.
+    const adminReads = new Set(['/api/v1/account/billing-portal/', '/api/v1/webhooks/', '/api/v1/webhooks/:webhook_id/', '/api/v1/webhooks/:webhook_id/deliveries/'])
     for (const r of h.app.routes as Route[]) {
       const level = (r.hooks as { detail?: Record<string, unknown> }).detail?.[ACCESS_EXTENSION]
       if (level === 'public') continue

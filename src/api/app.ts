@@ -17,6 +17,7 @@ import type { SiteGuard, SiteLifecycle, SitesService } from '../domain/sites'
 import type { SshService } from '../domain/ssh'
 import type { SiteEnvService } from '../domain/env'
 import type { DatabaseArchives, DatabasesService } from '../domain/databases'
+import type { WebhooksService } from '../domain/webhooks'
 import type { StatusInfo } from '../domain/status'
 import type { Logger } from '../lib/logger'
 import type { ClientAddress } from './http/client-address'
@@ -45,6 +46,7 @@ import { claimRoutes } from './claims/routes'
 import { sshRoutes } from './ssh/routes'
 import { envRoutes } from './env/routes'
 import { databaseRoutes } from './databases/routes'
+import { webhookEndpointRoutes } from './webhook-endpoints/routes'
 import { logRoutes } from './logs/routes'
 import { fileRoutes } from './files/routes'
 import { execRoutes } from './exec/routes'
@@ -101,6 +103,8 @@ export interface ApiDeps {
   env: SiteEnvService
   /** A site's managed databases (issue 40). */
   databases: DatabasesService
+  /** The account's webhook endpoints and their deliveries (issue 41). */
+  webhooks: WebhooksService
   /** A database restored alone from an archive, or back from its deletion grace (issue 40). */
   databaseArchives: DatabaseArchives
   deployments: DeploymentsService
@@ -191,6 +195,7 @@ export function routeGroups(s: ApiDeps, plugins: ApiPlugins, document: () => Ret
     { at: API_V1, owns: ['/sites/:tenant_slug/dns/'], routes: dnsRoutes(plugins, s.dns) },
     { at: API_V1, owns: ['/sites/:tenant_slug/console/'], routes: consoleRoutes(plugins, s.consoles) },
     { at: API_V1, owns: ['/domains/'], routes: domainRoutes(plugins, s.domains) },
+    { at: API_V1, owns: ['/webhooks/'], routes: webhookEndpointRoutes(plugins, s.webhooks) },
     { at: API_V1, owns: ['/account/'], routes: accountRoutes(plugins, s.accounts, s.subscriptions) },
     { at: API_V1, owns: ['/events/'], routes: eventRoutes(plugins, s.eventFeed) },
     ...(pages

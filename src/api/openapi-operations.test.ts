@@ -10,7 +10,14 @@ import { toolsFromOpenApi } from './mcp/tools'
  * allows. The examples are sent to the server in-process, on a site with a real home folder.
  */
 const runtime = new HomeRuntime()
-const h = inProcess({ runtime })
+// The webhook examples' host (agent.example.com) resolves to a public address without the network.
+const h = inProcess({
+  runtime,
+  resolver: async (host) => {
+    if (host === 'agent.example.com') return ['93.184.215.14']
+    throw new Error('ENOTFOUND')
+  },
+})
 afterAll(async () => {
   await h.close()
   runtime.close()

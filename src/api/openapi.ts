@@ -102,6 +102,7 @@ const TAGS = [
   { name: 'Logs', description: "The newest lines of a site's access and error logs." },
   { name: 'Files', description: "A site's home folder: list, read, write, upload, make folders and delete, never outside the home." },
   { name: 'Databases', description: "Managed PostgreSQL, MariaDB and Redis for a site, each in a container of its own on the site's private network; their URLs reach the app as DATABASE_URL and {NAME}_URL; the plan's features.databases says how many, which engines and their memory and disk." },
+  { name: 'Webhooks', description: "The account's webhook endpoints (admin scope): its events POSTed as they happen, signed per the Standard Webhooks specification (webhook-id, webhook-timestamp, webhook-signature), retried for three days, in order per endpoint; their deliveries listed and redelivered." },
   { name: 'Settings and secrets', description: "A site's environment variables for its app, build, deploy hook and exec; secrets sealed at rest with a key of the box, never shown again, masked in output and logs." },
   { name: 'Exec', description: "One command in a site's container as the site user (never root), answered with its exit code and output; at most 2 at once per site." },
   { name: 'Deployments', description: "Deploys of a site: each restarts the site's services and is kept as a record." },

@@ -33,6 +33,7 @@ import type { SiteReaper, SiteRunner } from '../domain/sites'
 import type { JobRunner } from '../jobs/runner'
 import type { Store } from '../store/store'
 import { DatabaseCarrier } from '../domain/databases'
+import type { WebhookSender } from '../domain/webhooks'
 import type { EventLog } from '../domain/events'
 
 export type Role = 'serve' | 'admin' | 'restore' | 'test'
@@ -68,7 +69,8 @@ export interface AdminApp {
  * - `instanceId`: the label of this installation's containers, to find them on the engine;
  * - `billing`: the billing repository itself (the serve role hands the API's records), to read a
  *   payment or a subscription the API does not show;
- * - `events`: the event log, to record an event as a state change would and to count its listeners.
+ * - `events`: the event log, to record an event as a state change would and to count its listeners;
+ * - `webhookSender`: the whole sender, to look for due deliveries at once (`kick`) on the manual clock and wait for its attempts (`idle`).
  */
 export interface TestExtras {
   store: Store
@@ -78,6 +80,7 @@ export interface TestExtras {
   instanceId: string
   billing: SharedRepositories['billing']
   events: EventLog
+  webhookSender: WebhookSender
 }
 
 export interface TestApp {
@@ -114,7 +117,7 @@ export function buildApp<R extends Role>(config: Config, role: R, opts: BuildOpt
     return app as AppOf[R]
   }
   if (role === 'test') {
-    const extras: TestExtras = { store: core.store, jobs: core.jobs, runner: a.sites.runner, reaper: a.sites.reaper, instanceId: core.instanceId, billing: core.repos.billing, events: core.events }
+    const extras: TestExtras = { store: core.store, jobs: core.jobs, runner: a.sites.runner, reaper: a.sites.reaper, instanceId: core.instanceId, billing: core.repos.billing, events: core.events, webhookSender: a.webhooks.sender }
     const admin = adminSourcesOf(a)
     const app: TestApp = { services: { ...serverDepsOf(a), ...extras }, admin: adminFacadesOf(admin, core.log), nodeOpsDeps: admin, close }
     return app as AppOf[R]
@@ -148,6 +151,7 @@ function serverDepsOf(a: Areas): ServerDeps {
     clock: core.clock, runtime: core.runtime, store: core.store, jobs: core.jobs,
     healer: sites.healer, appCrashes: sites.appCrashes, reconciler: sites.reconciler, databaseLife: sites.databaseLife, audit: sites.audit, directory: sites.directory, metrics: sites.metrics, accessLog: sites.accessLog, logRotation: sites.logRotation, firewall: sites.firewall,
     offsite: a.offsite, prometheus: a.prometheus,
+    webhooks: a.webhooks.service, webhookSender: a.webhooks.sender,
     nodeHealth: a.cluster?.nodeHealth ?? null,
     clusterJoin: a.cluster?.clusterJoin ?? null,
     clusterJoinTls: a.cluster?.clusterJoinTls ?? null,

@@ -22,6 +22,7 @@ import { buildOffsite, type Offsite } from './offsite'
 import { lastStoreCopyAgeSeconds } from '../domain/offsite'
 import { buildLifecycle, buildSites, type Sites } from './sites'
 import { buildPrometheus, type Prometheus } from './prometheus'
+import { buildWebhooks, type Webhooks } from './webhooks'
 
 /** Each area's slice, as its builder made it. */
 export interface Areas {
@@ -41,6 +42,8 @@ export interface Areas {
   status: StatusInfo
   /** /metrics for Prometheus. */
   prometheus: Prometheus
+  /** Webhooks (issue 41): the endpoints' service and the sender. */
+  webhooks: Webhooks
   /** In a cluster: the nodes' health monitor and the join's route; null on a single box (or a test's runtime). */
   cluster: ClusterServices | null
 }
@@ -70,9 +73,10 @@ export function buildAreas(config: Config, opts: BuildOptions = {}): Areas {
     enabled: offsite !== null,
     lastStoreCopyAgeSeconds: () => lastStoreCopyAgeSeconds(core.repos.offsite, core.clock.now()),
   }, core.room)
+  const webhooks = buildWebhooks({ config, store, clock, log, box: sites.box, events: core.events, resolver: opts.resolver, timeoutMs: opts.webhookTimeoutMs })
   const cluster = core.cluster && late ? buildClusterServices(config, core.cluster, { store, clock, log, runner: sites.runner }, late, opts.clusterPki ?? null) : null
   return {
-    core, payments, names, modules, sites, money, agents, consoles, offsite, status, cluster,
+    core, payments, names, modules, sites, money, agents, consoles, offsite, status, cluster, webhooks,
     lifecycle: buildLifecycle(core, sites, money.subscriptions),
     prometheus: buildPrometheus(core, { metrics: sites.metrics, runner: sites.runner, certs: names.certs, offsite: status.offsite, room: core.room, databases: sites.databaseLife }),
   }

@@ -1,5 +1,6 @@
 /** What every area is built on: the clock, the log, the store with the shared repositories, Docker, the jobs. */
 import { hostPortFree } from '../lib/ports'
+import type { Resolver } from '../drivers/net/outbound'
 import { makeAccountsRepository } from '../domain/accounts'
 import { makeArchivesRepository } from '../domain/archives'
 import { makeBillingRepository } from '../domain/billing'
@@ -48,6 +49,10 @@ export interface BuildOptions {
   databaseRuntime?: DatabaseRuntime
   /** `berth serve` in a cluster: the PKI it opened (compose/cluster.ts prepareControlPlane), for the join's route. */
   clusterPki?: ClusterPki | null
+  /** Tests' own DNS for the outbound check (drivers/net/outbound.ts Resolver): a name that answers loopback, or changes its answer. */
+  resolver?: Resolver
+  /** Tests' own webhook timeout (drivers/webhooks/http.ts WEBHOOK_TIMEOUT_MS, 15 s): a receiver that never answers, without a 15 s wait. */
+  webhookTimeoutMs?: number
 }
 
 /**

@@ -29,11 +29,14 @@ import { AuditLog, makeAuditRepository } from '../domain/audit'
 import { ExecService } from '../domain/exec'
 import { makeSiteEnvRepository, SiteEnvService } from '../domain/env'
 import { BoxKeyFile } from '../drivers/secrets/box-key'
+import type { SecretBox } from '../drivers/secrets/types'
 import { secretsKeyPath } from './installation'
 import type { CoreReads } from './core'
 import type { ClusterCore } from './cluster'
 
 export interface Sites {
+  /** The box key (DATA_DIR/secrets.key) the settings' secrets, the databases' passwords and the webhooks' secrets are sealed with. */
+  box: SecretBox
   /** Brings sites' containers in line with the store; knows where each running site answers. */
   runner: SiteRunner
   /** The sites' disks as their filesystems report them, reused briefly (the site view, metrics, scale). */
@@ -206,6 +209,7 @@ export function buildSites(
   // goes back above them at once.
   if (hostFirewall) runtime.onNetworkCreated?.(() => void firewall.keep())
   return {
+    box,
     runner,
     disks,
     guard: new SiteGuard(repos.sites),

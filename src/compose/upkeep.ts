@@ -2,6 +2,7 @@
 import { HEALTH_INTERVAL_MS, type NodeHealth } from '../domain/cluster'
 import { CRASH_WATCH_INTERVAL_MS } from '../domain/apps'
 import type { StatusInfo } from '../domain/status'
+import type { WebhooksService } from '../domain/webhooks'
 import type { Agents } from './agents'
 import type { Core } from './core'
 import type { Modules } from './modules'
@@ -68,14 +69,14 @@ export function followNodeHealth(health: Pick<NodeHealth, 'tick'>, intervalMs = 
 }
 
 /** What `runMaintenance` reads. */
-export type MaintenanceDeps = Pick<Core, 'keys' | 'clock'> & { events: Pick<Core['events'], 'prune'> } & Pick<Agents, 'limiter'> & Pick<Money, 'checkout' | 'subscriptions'> & Pick<Payments, 'charges'>
+export type MaintenanceDeps = Pick<Core, 'keys' | 'clock'> & { events: Pick<Core['events'], 'prune'>; webhooks: Pick<WebhooksService, 'prune'> } & Pick<Agents, 'limiter'> & Pick<Money, 'checkout' | 'subscriptions'> & Pick<Payments, 'charges'>
   & Pick<Sites, 'siteMetrics' | 'archives' | 'audit'> & Pick<Names, 'renewals'> & Pick<Modules, 'chatbot' | 'modules'> & { offsite: Pick<Offsite, 'copier'> | null }
 
 /**
  * Periodic upkeep (every 30 s and on stop): flush key last-used times, prune rate-limit hits,
  * expire unpaid checkouts, store the edge's traffic counts; queue due site backups and finish
  * archive removals (in the background: `maintain` never throws); a pass of the copies off the box;
- * the audit trail's retention (hourly); the events older than 30 days.
+ * the audit trail's retention (hourly); the events older than 30 days, and the webhooks' finished deliveries as old.
  */
 export function runMaintenance(s: MaintenanceDeps): void {
   s.keys.flushLastUsed()
@@ -84,6 +85,7 @@ export function runMaintenance(s: MaintenanceDeps): void {
   s.siteMetrics.persist()
   s.audit.prune()
   s.events.prune(s.clock.now())
+  s.webhooks.prune(s.clock.now())
   void s.archives.maintain()
   void s.renewals.renewDue()
   void s.subscriptions.runDue()

@@ -30,6 +30,8 @@ export const AREAS = {
   cluster: ['nodes', 'node_join_tokens'],
   /** The event log (domain/events): no cache reads it. */
   events: ['events'],
+  /** The webhook endpoints and their deliveries (domain/webhooks): no cache reads them. */
+  webhooks: ['webhook_endpoints', 'webhook_deliveries'],
 } as const satisfies Record<string, readonly string[]>
 
 export type Area = keyof typeof AREAS

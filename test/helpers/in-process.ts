@@ -40,7 +40,7 @@ export interface CallResult {
  * The container runtime is a RecordingRuntime unless the test passes its own, or `'docker'` for the
  * real engine: only service-tier suites (`*.service.test.ts`) may ask for Docker.
  */
-export function inProcess(options: { env?: Record<string, string>; file?: string | null; runtime?: ContainerRuntime | 'docker'; databaseRuntime?: DatabaseRuntime; placement?: BuildOptions['placement']; recovering?: BuildOptions['recovering'] } & Pick<LoadOptions, 'flags'> = {}) {
+export function inProcess(options: { env?: Record<string, string>; file?: string | null; runtime?: ContainerRuntime | 'docker'; databaseRuntime?: DatabaseRuntime; placement?: BuildOptions['placement']; recovering?: BuildOptions['recovering']; resolver?: BuildOptions['resolver']; webhookTimeoutMs?: number } & Pick<LoadOptions, 'flags'> = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'berth-test-'))
   // In-process requests have no socket; they come from 127.0.0.1, trusted here so tests can pose
   // as many clients through X-Forwarded-For.
@@ -58,7 +58,7 @@ export function inProcess(options: { env?: Record<string, string>; file?: string
   // directly (compose/app.ts TestExtras), and the admin facades berth serve's socket serves.
   // The sites' database servers: a fake (test/helpers/database-double.ts) unless the test passes the real one.
   const databaseRuntime = options.databaseRuntime ?? new FakeDatabaseRuntime()
-  const built = buildApp(config, 'test', { clock, log, runtime, databaseRuntime, placement: options.placement, firewall: null, recovering: options.recovering })
+  const built = buildApp(config, 'test', { clock, log, runtime, databaseRuntime, placement: options.placement, firewall: null, recovering: options.recovering, resolver: options.resolver, webhookTimeoutMs: options.webhookTimeoutMs })
   const { services, admin, nodeOpsDeps } = built
   const app = createApp(services)
   let checker: AnswerChecker | undefined

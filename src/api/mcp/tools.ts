@@ -91,6 +91,12 @@ export const CHANGE_HINTS: Record<string, ChangeHints> = {
   revealDatabasePassword: additive(true),
   // The old password stops working; a retry makes yet another.
   rotateDatabasePassword: destructive(false),
+  createWebhookEndpoint: additive(false),
+  updateWebhookEndpoint: additive(true),
+  deleteWebhookEndpoint: destructive(true),
+  // The new secret is shown once: a retry after a lost answer cannot get it back.
+  rotateWebhookSecret: destructive(false),
+  redeliverWebhook: additive(false),
   // Replaces the database's data with an archive's dump (rows written since are lost); again: the same data.
   restoreDatabase: destructive(true),
   // Restarts the site's services; each call is a new deployment.
