@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { api, freePort, startBerth, type Berth } from './helpers/binary'
 import { buyDirect, uniqueSlug, waitForSite } from './helpers/purchase'
 import { instanceOf, removeInstanceSites } from './helpers/sites'
+import { verifiedBy, WebhookReceiver } from './helpers/webhook-receiver'
 
 /**
  * The events of issue 41 recorded on the compiled binary and a real Docker engine: a shared-plan
@@ -13,15 +14,20 @@ import { instanceOf, removeInstanceSites } from './helpers/sites'
  * later (dev.clock_offset_seconds: the renewal job runs at start; payment.failed,
  * subscription.past_due), a key revoked (key.revoked): each is in the account's log, in that
  * order (GET /events/), with the bodies docs/api.md "Event types" documents, and none holds a key.
+ * A webhook endpoint made right after the purchase (a receiver in this process, on loopback, which
+ * outbound.allow_networks lets in) gets every one of them recorded after it, across the restart,
+ * signed (verified with the standardwebhooks package), in the log's order, with the log's bodies.
  */
 const DAY_S = 24 * 3600
-const ENV = { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour' }
+const ENV = { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour', BERTH_OUTBOUND_ALLOW_NETWORKS: '127.0.0.0/8' }
 const started: Berth[] = []
+const receiver = new WebhookReceiver()
 const dirs: string[] = []
 afterAll(async () => {
   for (const b of started) await b.stop()
   for (const b of started) await removeInstanceSites(b)
   for (const d of dirs) rmSync(d, { recursive: true, force: true })
+  await receiver.stop()
 }, 120_000)
 
 async function at(days: number, dataDir: string, port: number): Promise<Berth> {
@@ -78,6 +84,9 @@ describe('events on the binary', () => {
     const key = data.api_key as string
     const accountId = (await api(b.url, 'GET', '/auth/whoami/', { key })).json.data.user.id as string
     expect(accountId).toEqual(expect.any(String))
+    const hook = await api(b.url, 'POST', '/webhooks/', { key, body: { url: receiver.url() } })
+    expect(hook.status, hook.text).toBe(201)
+    const secret = hook.json.data.secret as string
     expect(await waitForSite(b.url, key, slug, 120_000)).toBe('active')
 
     // A tree of files, then a deploy (shared: nothing to reload; the files are recorded for rollback).
@@ -122,5 +131,19 @@ describe('events on the binary', () => {
     const all = JSON.stringify(events)
     expect(all).not.toContain(key)
     expect(all).not.toContain(made.json.data.api_key)
+
+    // The webhook endpoint got the same events from its creation on, in order, signed, the same bodies.
+    const first = events.findIndex((e) => e.id === receiver.received[0]?.id)
+    expect(first).toBeGreaterThanOrEqual(0)
+    const after = events.slice(first)
+    await receiver.until(after.length, 30_000)
+    expect(receiver.received.map((r) => r.id)).toEqual(after.map((e) => e.id))
+    expect(after.map((e) => e.type)).toEqual(expect.arrayContaining(['deployment.succeeded', 'payment.failed', 'subscription.past_due', 'key.revoked']))
+    receiver.received.forEach((r, i) => {
+      // The receiver's clock as Berth's (a month ahead after the restart: dev.clock_offset_seconds).
+      const payload = verifiedBy(secret, r, Number(r.timestamp) * 1000) as Event
+      expect(payload).toEqual(after[i])
+    })
+    expect(() => verifiedBy(`whsec_${Buffer.from('not the secret, 32 bytes long!!').toString('base64')}`, receiver.received[0]!, Date.now())).toThrow()
   }, 240_000)
 })
