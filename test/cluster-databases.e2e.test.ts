@@ -9,18 +9,18 @@ import { WordPressSite } from './helpers/wordpress-site'
 
 /**
  * Databases of sites on cluster nodes (issue 40, docs/cluster.md "Databases on nodes"), on the
- * two-node lab with the compiled control plane: a site on node B gets a PostgreSQL database
- * through the API, which runs on B beside it (a container on B's engine, on the site's network);
- * the site's container writes rows with psql and $DATABASE_URL; another site on B cannot reach
- * it; moved to the control plane and back, the rows are there each time, MAIN_URL answers
- * from the site's container, and nothing of the database is left on the node it left. The same
- * site runs WordPress (Debian's package files, PHP-FPM on berth/app:1) on a MariaDB database `wp`
- * (issue 40 item 5): installed through the control plane's edge, its post survives each move and
- * the evacuation.
+ * two-node lab with the compiled control plane, with the WordPress drill of issue 40 item 5: a
+ * site on node B runs WordPress (Debian's package files, PHP-FPM on berth/app:1) and gets a
+ * MariaDB database `wp` through the API, which runs on B beside it (a container on B's engine, on
+ * the site's network); WordPress installs through the control plane's edge and publishes a post;
+ * the site's container writes rows with the `mariadb` client and $WP_URL; another site on B cannot
+ * reach the database; moved to the control plane and back, the rows and the post are there each
+ * time and nothing of the database is left on the node it left; a move that cannot carry it is
+ * refused whole; the node lost and evacuated, both come back from the newest archive's dump.
  */
 // BERTH_DBNODE_LAB_NAME runs a second copy beside another worktree's (lab names are exclusive on a machine).
 const LAB_NAME = process.env.BERTH_DBNODE_LAB_NAME ?? 'clusdb'
-const DB_IMAGE = 'berth/postgres:1'
+const DB_IMAGE = 'berth/mariadb:1'
 const WP_ADMIN = { user: 'admin', password: `pw-${Math.random().toString(36).slice(2)}-Ab1!` }
 const WP_TITLE = `Carried ${Math.random().toString(36).slice(2, 8)}`
 let wp: WordPressSite
@@ -36,15 +36,13 @@ let other: Site
 
 beforeAll(async () => {
   lab = await startLab(LAB_NAME)
-  // berth/app:1 (psql) is built if out of date; the plans' images and PostgreSQL's are loaded as the machine holds them.
+  // berth/app:1 (PHP-FPM, the mariadb client) is built if out of date; the plans' images and MariaDB's are loaded as the machine holds them.
   control = await startControlPlane(lab, { images: [APP_IMAGE], firewall: true })
-  await lab.loadImages(['berth/static:1', 'berth/php:1', DB_IMAGE, 'berth/mariadb:1'], 'A')
+  await lab.loadImages(['berth/static:1', 'berth/php:1', DB_IMAGE], 'A')
   b = await joinNode(lab, control, 'B')
   ;[site, other] = await Promise.all([buy('dbn', 'svc_business_monthly'), buy('dbo', 'svc_starter_monthly')])
   for (const s of [site, other]) if ((await nodeOf(s.slug)) !== b.id) await move(s, b.id)
-  // WordPress's tree, reading its database from WP_URL, moves the site onto berth/app:1 (PHP-FPM, psql).
-  const wpDb = await call(site, 'POST', 'databases/', { engine: 'mariadb', name: 'wp' })
-  expect(wpDb.status, wpDb.text).toBe(201)
+  // WordPress's tree, reading its database from WP_URL (made in the first test), moves the site onto berth/app:1.
   const deployed = await call(site, 'POST', 'deploy/', undefined, wordpressTarGz('WP_URL').bytes)
   expect(deployed.status, deployed.text).toBe(200)
   for (const deadline = Date.now() + 240_000; ;) {
@@ -54,11 +52,6 @@ beforeAll(async () => {
     await Bun.sleep(250)
   }
   wp = new WordPressSite(control.url, `${site.slug}.localhost:${new URL(control.url).port}`, WP_ADMIN)
-  const installed = await wp.install('Berth on two nodes')
-  expect(installed.text).toContain('Success!')
-  const post = await wp.publish(WP_TITLE, 'Kept by MariaDB on whichever node the site runs.')
-  expect(post.status, post.text.slice(0, 500)).toBe(201)
-  postId = JSON.parse(post.text).id
 }, 480_000)
 
 afterAll(async () => {
@@ -95,6 +88,11 @@ async function move(s: Site, to: string) {
   return { ...(moved.json as { unavailable_ms: number; total_ms: number }), steps: steps as { step: string; [k: string]: unknown }[] }
 }
 
+/** `statement` run by the `mariadb` client in the site's container on the database $WP_URL names: its rows, tab-separated. */
+function sql(statement: string): string {
+  return `pw=$(printf %s "$WP_URL" | sed -E 's|^mysql://[^:]*:([^@]*)@.*|\\1|') && MYSQL_PWD="$pw" mariadb -h db-wp -u site wp -N -B -e "${statement}"`
+}
+
 /** A shell command in the site's container through the API's exec (the app's own variables). */
 async function sh(s: Site, script: string): Promise<{ code: number; out: string; err: string }> {
   const res = await call(s, 'POST', 'exec/', { command: script, timeout_seconds: 120 })
@@ -118,35 +116,41 @@ const BENCH_MB = Number(process.env.BERTH_DBNODE_BENCH_MB ?? 0)
  */
 async function benchVolumeCopy(): Promise<{ bytes: number; ms: number }> {
   const rows = BENCH_MB * 1000
-  const filled = await sh(site, `psql "$MAIN_URL" -v ON_ERROR_STOP=1 -qAt -c "CREATE TABLE big AS SELECT g, (SELECT string_agg(md5(random()::text || g || i), '') FROM generate_series(1, 30) i) AS pad FROM generate_series(1, ${rows}) g" && psql "$MAIN_URL" -qAt -c "SELECT pg_database_size(current_database())"`)
+  const filled = await sh(site, `${sql(`CREATE TABLE big AS SELECT seq AS g, REPEAT(MD5(RAND()), 30) AS pad FROM seq_1_to_${rows}`)} && ${sql("SELECT SUM(data_length + index_length) FROM information_schema.tables WHERE table_schema = 'wp'")}`)
   expect(filled.code, filled.err).toBe(0)
-  const db = (await databaseOn('A', site.slug, 'main')).containers.split('\n')[0]!
+  const db = (await databaseOn('A', site.slug, 'wp')).containers.split('\n')[0]!
   const bytes = Number((await lab.docker('A', 'exec', db, 'du', '-sb', '/var/lib/berth-db')).split(/\s+/)[0])
   const started = performance.now()
   const copy = Bun.spawn(['sh', '-c', `docker -H unix://${lab.dockerSocket('A')} exec ${db} tar -C /var/lib/berth-db -cf - . | docker -H unix://${lab.dockerSocket('B')} run --rm -i -v dnbench:/x --entrypoint tar ${DB_IMAGE} -C /x -xf -`], { stderr: 'pipe' })
   expect(await copy.exited, await new Response(copy.stderr).text()).toBe(0)
   const ms = Math.round(performance.now() - started)
   await lab.docker('B', 'volume', 'rm', 'dnbench')
-  figures['database size'] = `${filled.out.trim()} bytes (pg_database_size)`
+  figures['database size'] = `${filled.out.trim()} bytes (information_schema)`
   return { bytes, ms }
 }
 
 describe('databases of sites on cluster nodes', () => {
-  it('runs a site\'s database on its node, reachable from the site by MAIN_URL and from no other site there', async () => {
+  it('runs a site\'s database on its node, reachable from the site by WP_URL (WordPress installs on it) and from no other site there', async () => {
     const started = performance.now()
-    const made = await call(site, 'POST', 'databases/', { engine: 'postgres', name: 'main' })
+    const made = await call(site, 'POST', 'databases/', { engine: 'mariadb', name: 'wp' })
     expect(made.status, made.text).toBe(201)
     figures['create on B'] = `${Math.round(performance.now() - started)} ms (the image carried to B first)`
-    expect(made.json.data).toMatchObject({ state: 'available', host: 'db-main', port: 5432 })
+    expect(made.json.data).toMatchObject({ state: 'available', host: 'db-wp', port: 3306 })
     // On B, beside the site: nothing of it on the control plane.
     expect((await databaseOn('B', site.slug)).containers).not.toBe('')
     expect(await databaseOn('A', site.slug)).toEqual({ containers: '', volumes: '' })
-    const wrote = await sh(site, `psql "$MAIN_URL" -v ON_ERROR_STOP=1 -qAt -c "CREATE TABLE notes (body text); INSERT INTO notes VALUES ('written on B'); SELECT count(*) FROM notes"`)
+    const wrote = await sh(site, sql("CREATE TABLE notes (body text); INSERT INTO notes VALUES ('written on B'); SELECT count(*) FROM notes"))
     expect(wrote, wrote.err).toMatchObject({ code: 0, out: '1\n' })
+    // WordPress, through the control plane's edge, on the database on B.
+    const installed = await wp.install('Berth on two nodes')
+    expect(installed.text).toContain('Success!')
+    const post = await wp.publish(WP_TITLE, 'Kept by MariaDB on whichever node the site runs.')
+    expect(post.status, post.text.slice(0, 500)).toBe(201)
+    postId = JSON.parse(post.text).id
     // Another site's container on the same node: the name does not resolve, the address does not answer.
-    const address = await lab.docker('B', 'inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', (await databaseOn('B', site.slug, 'main')).containers.split('\n')[0]!)
+    const address = await lab.docker('B', 'inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', (await databaseOn('B', site.slug, 'wp')).containers.split('\n')[0]!)
     expect(address).toMatch(/^\d+\.\d+\.\d+\.\d+$/)
-    const reached = await sh(other, `nslookup db-main >/dev/null 2>&1 && echo resolves || echo unknown; nc -w 3 ${address} 5432 </dev/null && echo open || echo closed`)
+    const reached = await sh(other, `nslookup db-wp >/dev/null 2>&1 && echo resolves || echo unknown; nc -w 3 ${address} 3306 </dev/null && echo open || echo closed`)
     expect(reached.out.trim().split('\n')).toEqual(['unknown', 'closed'])
   }, 240_000)
 
@@ -155,38 +159,38 @@ describe('databases of sites on cluster nodes', () => {
       const copied = to === b.id && BENCH_MB ? await benchVolumeCopy() : null
       const moved = await move(site, to)
       const carried = moved.steps.find((step) => step.step === 'databases_carried')
-      expect(carried).toMatchObject({ databases: 2, node: to })
+      expect(carried).toMatchObject({ databases: 1, node: to })
       figures[`move to ${to}`] = `did not serve for ${moved.unavailable_ms} ms, whole move ${moved.total_ms} ms, database carried in ${carried?.ms} ms (dump ${carried?.bytes} bytes)${copied ? `; by hand, its data folder (${copied.bytes} bytes) copied A to B by tar in ${copied.ms} ms` : ''}`
-      const read = await sh(site, `psql "$MAIN_URL" -v ON_ERROR_STOP=1 -qAt -c "INSERT INTO notes VALUES ('written on ${to}'); SELECT body FROM notes ORDER BY body"`)
+      const read = await sh(site, sql(`INSERT INTO notes VALUES ('written on ${to}'); SELECT body FROM notes ORDER BY body`))
       expect(read.code, read.err).toBe(0)
       expect(read.out).toContain('written on B\n')
       expect(read.out).toContain(`written on ${to}\n`)
       expect(await databaseOn(left, site.slug)).toEqual({ containers: '', volumes: '' })
       expect((await databaseOn(there, site.slug)).containers).not.toBe('')
-      const view = await call(site, 'GET', 'databases/main/')
+      const view = await call(site, 'GET', 'databases/wp/')
       expect(view.json.data).toMatchObject({ state: 'available' })
       expect(await wp.shownWithin(postId, WP_TITLE, 30_000)).toEqual({ page: 200, title: WP_TITLE })
     }
-    const rows = await sh(site, 'psql "$MAIN_URL" -qAt -c "SELECT count(*) FROM notes"')
-    if (BENCH_MB) expect((await sh(site, 'psql "$MAIN_URL" -qAt -c "SELECT count(*) FROM big"')).out).toBe(`${BENCH_MB * 1000}\n`)
+    const rows = await sh(site, sql('SELECT count(*) FROM notes'))
+    if (BENCH_MB) expect((await sh(site, sql('SELECT count(*) FROM big'))).out).toBe(`${BENCH_MB * 1000}\n`)
     expect(rows.out).toBe('3\n')
   }, 300_000)
 
   it('refuses a move whose database cannot be carried: the site back on B with its database, nothing of it left on the target', async () => {
     // A container of another owner holds the database's name on the control plane: its server cannot be made there.
-    const name = (await lab.docker('B', 'ps', '--format', '{{.Names}}', '--filter', `label=dev.berth.site-slug=${site.slug}`, '--filter', 'label=dev.berth.role=database', '--filter', 'label=dev.berth.database=main')).trim()
-    expect(name).toMatch(/-db-main$/)
+    const name = (await lab.docker('B', 'ps', '--format', '{{.Names}}', '--filter', `label=dev.berth.site-slug=${site.slug}`, '--filter', 'label=dev.berth.role=database', '--filter', 'label=dev.berth.database=wp')).trim()
+    expect(name).toMatch(/-db-wp$/)
     await lab.docker('A', 'create', '--name', name, '--entrypoint', 'true', DB_IMAGE)
     try {
       const moved = await control.cli(['sites', 'move', site.slug, '--to', 'control', '--json'], { allowFailure: true })
       expect(moved.code).not.toBe(0)
-      expect(moved.stderr).toMatch(/its database 'main' could not be carried to control: .*It was put back on/s)
+      expect(moved.stderr).toMatch(/its database 'wp' could not be carried to control: .*It was put back on/s)
       expect(await nodeOf(site.slug)).toBe(b.id)
       expect(await databaseOn('A', site.slug)).toEqual({ containers: '', volumes: '' })
     } finally {
       await lab.docker('A', 'rm', '-f', name)
     }
-    const rows = await sh(site, 'psql "$MAIN_URL" -v ON_ERROR_STOP=1 -qAt -c "INSERT INTO notes VALUES (\'written after the last archive\'); SELECT count(*) FROM notes"')
+    const rows = await sh(site, sql("INSERT INTO notes VALUES ('written after the last archive'); SELECT count(*) FROM notes"))
     expect(rows, rows.err).toMatchObject({ code: 0, out: '4\n' })
   }, 120_000)
 
@@ -200,10 +204,10 @@ describe('databases of sites on cluster nodes', () => {
     const evacuated = await control.cli(['nodes', 'evacuate', b.id, '--json'], { allowFailure: true })
     expect(evacuated.code, evacuated.stdout + evacuated.stderr).toBe(0)
     expect((evacuated.json.sites ?? evacuated.json).find((s: { slug: string }) => s.slug === site.slug)).toMatchObject({ node: 'control', result: 'restored' })
-    const rows = await sh(site, 'psql "$MAIN_URL" -qAt -c "SELECT body FROM notes ORDER BY body"')
+    const rows = await sh(site, sql('SELECT body FROM notes ORDER BY body'))
     expect(rows, rows.err).toMatchObject({ code: 0, out: `written on B\nwritten on control\nwritten on ${b.id}\n` })
     expect((await databaseOn('A', site.slug)).containers).not.toBe('')
-    expect((await call(site, 'GET', 'databases/main/')).json.data).toMatchObject({ state: 'available' })
+    expect((await call(site, 'GET', 'databases/wp/')).json.data).toMatchObject({ state: 'available' })
     expect(await wp.shownWithin(postId, WP_TITLE, 30_000)).toEqual({ page: 200, title: WP_TITLE })
   }, 180_000)
 })
