@@ -1,8 +1,8 @@
-import { chownSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { expect } from 'vitest'
-import type { InProcess } from './in-process'
+import { afterAll, expect } from 'vitest'
+import { inProcess, type InProcess } from './in-process'
 import { RecordingRuntime } from './recording-runtime'
 
 /**
@@ -32,6 +32,21 @@ export class HomeRuntime extends RecordingRuntime {
     await this.onPause?.(slug)
     return fn()
   }
+}
+
+/**
+ * The in-process API on a HomeRuntime, for the file (or the describe) it is called in: after its
+ * tests, the API and the runtime are closed and the homes removed. `options` as inProcess's.
+ */
+export function inProcessWithHomes(options: Omit<Parameters<typeof inProcess>[0] & object, 'runtime'> = {}): { runtime: HomeRuntime; h: InProcess } {
+  const runtime = new HomeRuntime()
+  const h = inProcess({ runtime, ...options })
+  afterAll(async () => {
+    await h.close()
+    runtime.close()
+    rmSync(runtime.root, { recursive: true, force: true })
+  })
+  return { runtime, h }
 }
 
 let ipCounter = 0

@@ -5,9 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buyInProcess } from '../../../test/helpers/home-runtime'
 import { inProcess, type InProcess } from '../../../test/helpers/in-process'
 import type { EventType } from '../../domain/events'
-import { viaMcp } from '../http/doors'
 import { eventsDoor } from './events'
-import { createMcpHandler, type McpHandler } from './server'
+import { mcpOverInProcess } from './handler-fixture'
+import type { McpHandler } from './server'
 
 /**
  * The event log over MCP (issue 41, Deliver items 2 and 4): the SDK's own client, over HTTP on a
@@ -25,22 +25,10 @@ const clients: Client[] = []
 
 beforeAll(async () => {
   h = inProcess({ env: { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '1000/hour' } })
-  const doc = (await h.call('GET', '/api/v1/openapi.json')).json
   server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: (request) => mcp.handle(request) })
-  mcp = createMcpHandler({
-    dispatch: (request) => h.app.handle(request),
-    openapi: () => doc,
-    tag: (request, outer) => {
-      h.services.clients.outer.set(request, outer)
-      viaMcp.add(request)
-    },
-    keyOf: () => null,
-    admit: () => ({ allowed: true, limit: 1, remaining: 1, resetSeconds: 1, windowSeconds: 1 }),
-    limits: { maxKeyed: 10, maxAnonymous: 10, perKey: 10, keyedIdleMs: 60_000, anonymousIdleMs: 60_000 },
+  mcp = await mcpOverInProcess(h, {
     localPorts: () => ({ http: server.port!, https: null }),
-    version: 'test',
     siteUrl: `http://127.0.0.1:${server.port}`,
-    log: h.log,
     events: eventsDoor(h.services.eventFeed, h.services.keys),
   })
   const accountOf = async (key: string) => (await h.call('GET', '/api/v1/auth/whoami/', { key })).json.data.user.id as string

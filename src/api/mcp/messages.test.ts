@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buyInProcess, HomeRuntime } from '../../../test/helpers/home-runtime'
 import { inProcess, type InProcess } from '../../../test/helpers/in-process'
-import { viaMcp } from '../http/doors'
 import { exampleOf } from '../openapi-examples'
-import { createMcpHandler, type McpHandler } from './server'
+import { mcpOverInProcess } from './handler-fixture'
+import type { McpHandler } from './server'
 import { CHANGE_HINTS, requestFor, type ToolDef, type ToolResult } from './tools'
 
 /**
@@ -24,22 +24,7 @@ const ROUTE = /\b(GET|POST|DELETE|PUT|PATCH) \/|\/api\/v1/
 
 beforeAll(async () => {
   h = inProcess({ runtime: new HomeRuntime(), env: { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '1000/hour', BERTH_RATE_LIMITS_REGISTER: '1000/hour', BERTH_RATE_LIMITS_CLAIM_REQUEST: '1000/hour', BERTH_RATE_LIMITS_CLAIM: '1000/hour', BERTH_RATE_LIMITS_CHECKOUT_POLL: '1000/minute' } })
-  const doc = (await h.call('GET', '/api/v1/openapi.json')).json
-  mcp = createMcpHandler({
-    dispatch: (request) => h.app.handle(request),
-    openapi: () => doc,
-    tag: (request, outer) => {
-      h.services.clients.outer.set(request, outer)
-      viaMcp.add(request)
-    },
-    keyOf: () => null,
-    admit: () => ({ allowed: true, limit: 1, remaining: 1, resetSeconds: 1, windowSeconds: 1 }),
-    limits: { maxKeyed: 10, maxAnonymous: 10, perKey: 10, keyedIdleMs: 60_000, anonymousIdleMs: 60_000 },
-    localPorts: () => ({ http: 80, https: null }),
-    version: 'test',
-    siteUrl: 'http://localhost',
-    log: h.log,
-  })
+  mcp = await mcpOverInProcess(h)
   site = await buyInProcess(h, 'svc_starter_monthly', 'doors')
   stranger = (await h.register()).key
   sweeper = (await h.register()).key

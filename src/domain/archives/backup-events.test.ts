@@ -1,8 +1,6 @@
-import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
-import { buyInProcess as buy, HomeRuntime } from '../../../test/helpers/home-runtime'
-import { inProcess } from '../../../test/helpers/in-process'
+import { describe, expect, it } from 'vitest'
+import { buyInProcess as buy, inProcessWithHomes } from '../../../test/helpers/home-runtime'
 import { accountOfKey, storedEvents } from '../../../test/helpers/events-read'
 
 /**
@@ -10,13 +8,7 @@ import { accountOfKey, storedEvents } from '../../../test/helpers/events-read'
  * (real GNU tar on real homes, the real archive store and job runner): recorded with the
  * archive's turn to ready or failed, holding its view; a restore's return to ready is not one.
  */
-const runtime = new HomeRuntime()
-const h = inProcess({ runtime })
-afterAll(async () => {
-  await h.close()
-  runtime.close()
-  rmSync(runtime.root, { recursive: true, force: true })
-})
+const { runtime, h } = inProcessWithHomes()
 const path = (slug: string, rest = '') => `/api/v1/sites/${slug}/${rest}`
 const backupEvents = (key: string, slug: string) => storedEvents(h, accountOfKey(h, key)).filter((e) => e.type.startsWith('backup.') && e.site_slug === slug)
 

@@ -1,8 +1,7 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
-import { buyInProcess, HomeRuntime } from '../../../test/helpers/home-runtime'
-import { inProcess } from '../../../test/helpers/in-process'
+import { describe, expect, it } from 'vitest'
+import { buyInProcess, inProcessWithHomes } from '../../../test/helpers/home-runtime'
 import type { ArchiveRow } from '../../store/schema'
 import { DomainError, renderMessage } from '../errors'
 import type { ArchivesRepository } from './repository'
@@ -54,13 +53,7 @@ describe('RestoreGuard', () => {
 
 /** The files API against restores, in-process: real API, jobs, store, tar; homes in a folder. */
 describe('the files API during a restore', () => {
-  const runtime = new HomeRuntime()
-  const h = inProcess({ runtime })
-  afterAll(async () => {
-    await h.close()
-    runtime.close()
-    rmSync(runtime.root, { recursive: true, force: true })
-  })
+  const { runtime, h } = inProcessWithHomes()
   const api = (slug: string, rest: string) => `/api/v1/sites/${slug}/${rest}`
 
   async function snapshotOf(slug: string, key: string): Promise<string> {

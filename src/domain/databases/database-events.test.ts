@@ -3,6 +3,7 @@ import { buyInProcess } from '../../../test/helpers/home-runtime'
 import { FakeDatabaseRuntime } from '../../../test/helpers/database-double'
 import { inProcess } from '../../../test/helpers/in-process'
 import { accountOfKey, storedEvents } from '../../../test/helpers/events-read'
+import { until } from '../../../test/helpers/until'
 
 /**
  * The databases' events (issue 41) in-process, over the fake of the database servers
@@ -21,14 +22,6 @@ afterAll(() => h.close())
 
 const dbEvents = () => storedEvents(h, accountOfKey(h, site.key)).filter((e) => e.type.startsWith('database.'))
 const call = (method: string, rest = '', body?: unknown) => h.call(method, `/api/v1/sites/${site.slug}/databases/${rest}`, { key: site.key, body })
-
-async function until(check: () => boolean, ms = 3_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await Bun.sleep(5)
-  }
-}
 
 describe('database events', () => {
   it('database.created with the database view, never its URL or password; a refused create records nothing', async () => {

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { inProcess } from '../../../test/helpers/in-process'
 import { RecordingRuntime } from '../../../test/helpers/recording-runtime'
+import { storedEvents } from '../../../test/helpers/events-read'
 import type { ExecResult } from '../../drivers/runtime/types'
 import { DeploymentsRepository } from './repository'
 import { DEPLOY_JOB } from './service'
@@ -161,3 +162,44 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs = 5000) {
     await Bun.sleep(10)
   }
 }
+
+// deployment.succeeded and deployment.failed (issue 41): each recorded with the deployment's end,
+// holding its view.
+const accountOf = (site: { accountId: string }) => site.accountId
+const deploymentEvents = (site: { accountId: string; slug: string }) => storedEvents(h, accountOf(site)).filter((e) => e.type.startsWith('deployment.') && e.site_slug === site.slug)
+
+describe('deployment events', () => {
+  it('deployment.succeeded with the deployment view (less its output), once it ends', async () => {
+    const { site } = await buy()
+    const d = h.services.deployments.trigger(site)
+    expect(deploymentEvents(site)).toEqual([])
+    await h.services.jobs.drain()
+    const events = deploymentEvents(site)
+    expect(events.map((e) => e.type)).toEqual(['deployment.succeeded'])
+    expect(events[0]).toMatchObject({ site_id: site.id, site_slug: site.slug })
+    expect(events[0]!.data).toMatchObject({ id: d.id, site_slug: site.slug, status: 'succeeded', error: null, rollback_of: null })
+    expect(events[0]!.data.finished_at).toEqual(expect.any(String))
+    expect(events[0]!.data).not.toHaveProperty('output')
+  })
+
+  it('deployment.failed with its error when the hook fails', async () => {
+    const { slug, site } = await buy()
+    await withHook(slug)
+    runtime.results.push({ exitCode: 3, output: 'boom\n' })
+    const d = h.services.deployments.trigger(site)
+    await h.services.jobs.drain()
+    const events = deploymentEvents(site)
+    expect(events.map((e) => e.type)).toEqual(['deployment.failed'])
+    expect(events[0]!.data).toMatchObject({ id: d.id, status: 'failed' })
+    expect(events[0]!.data.error).toContain('exited with code 3')
+  })
+
+  it('a deploy refused (another account\'s site: 404) records nothing', async () => {
+    const { slug, site } = await buy()
+    const other = await buy()
+    const refused = await h.call('POST', `/api/v1/sites/${slug}/deploy/`, { key: other.key })
+    expect(refused.status).toBe(404)
+    await h.services.jobs.drain()
+    expect(deploymentEvents(site)).toEqual([])
+  })
+})

@@ -8,10 +8,13 @@ import { Charges } from '../billing/charges'
 import { BillingRepository } from '../billing/repository'
 import type { DnsService } from '../dns/service'
 import { DomainError } from '../errors'
+import { EventLog } from '../events'
 import type { Principal } from '../keys/service'
 import { PERIOD_MS } from '../../core/money'
 import { SitesRepository } from '../sites/repository'
+import { DomainEvents } from './domain-events'
 import { DomainRegistration, REGISTER_DOMAIN_JOB } from './registration'
+import { DomainRenewals } from './renewals'
 import { DomainsRepository } from './repository'
 import { registrarError } from './registrar-errors'
 import { DomainsService } from './service'
@@ -24,7 +27,8 @@ import { DomainsService } from './service'
  */
 const contact: Contact = { first_name: 'Ada', last_name: 'L', email: 'ada@example.com', phone: '+1.5555550100', address1: '1 Main', city: 'Ottawa', state: 'ON', postal_code: 'K1A0A1', country: 'CA' }
 
-function setup(pricePercent = 120) {
+/** `events`: the payments, the registration job and the renewals record their events (issue 41). */
+function setup(pricePercent = 120, o: { events?: boolean } = {}) {
   const t = domainStore()
   const pay = testProcessor(t)
   const sandbox = new SandboxRegistrar({ file: join(t.dir, 'registrar.json'), clock: t.clock })
@@ -56,7 +60,12 @@ function setup(pricePercent = 120) {
     store: t.store, clock: t.clock, log: t.log, repo, registrar, money: { charges, billing, plans: t.plans }, jobs, accounts: t.accounts, sites, dns,
     terms: { nameservers: ['ns1.berth.test', 'ns2.berth.test'], berthNames, pricePercent },
   })
-  const job = new DomainRegistration({ store: t.store, clock: t.clock, log: t.log, repo, registrar, charges, billing, accounts: t.accounts, dns })
+  const log = new EventLog({ store: t.store, clock: t.clock, log: t.log })
+  const paid = o.events ? new Charges({ store: t.store, clock: t.clock, log: t.log, repo: billing, processor: pay.processor, events: log }) : charges
+  const recorded = o.events ? { events: new DomainEvents({ events: log, view: domains, sites }) } : {}
+  const job = new DomainRegistration({ store: t.store, clock: t.clock, log: t.log, repo, registrar, charges: paid, billing, accounts: t.accounts, dns, ...recorded })
+  const renewals = new DomainRenewals({ repo, domains, accounts: t.accounts, charges: paid, clock: t.clock, log: t.log, store: t.store, ...recorded })
+  const eventsOf = (accountId: string) => log.list({ accountId, limit: 100 }).map((e) => ({ type: e.type, data: JSON.parse(e.data) }))
   /** An account (a card on file unless `method` is null), as its key's principal. */
   function who(method: string | null = 'pm_card_visa'): Principal {
     return { accountId: t.account(method), email: 'ada@example.com' } as Principal
@@ -70,7 +79,7 @@ function setup(pricePercent = 120) {
   }
   const register = (p: Principal, domain: string, period = 1) => domains.register(p, { domain, period, contact })
   const payment = (name: string) => t.store.sqlite.query("SELECT status, amount_cents AS amount FROM payments WHERE kind = 'domain' AND idempotency_key LIKE ?").get(`domain-register:${name}:%`)
-  return { ...t, ...pay, registrar, settingsSent, setReachable: (v: boolean) => void (reachable = v), repo, domains, job, queued, dnsRemoved, who, subscribe, site, register, payment }
+  return { ...t, ...pay, renewals, eventsOf, registrar, settingsSent, setReachable: (v: boolean) => void (reachable = v), repo, domains, job, queued, dnsRemoved, who, subscribe, site, register, payment }
 }
 
 /** The domain error `fn` throws, as its kind and field. */
@@ -266,4 +275,46 @@ it('turns each registrar error into the domain’s: taken 409, invalid 422 on it
     return [e.kind, e.field]
   })
   expect(mapped).toEqual([['conflict', 'domain'], ['invalid', 'contact.phone'], ['payment_declined', null], ['not_found', 'domain_name'], ['unavailable', null]])
+})
+
+/**
+ * domain.registered and domain.renewal_failed (issue 41): recorded in the write of the change,
+ * holding the domain's view; with them, the payments' own events.
+ */
+const DAY = 86_400_000
+
+describe('domain events', () => {
+  it('domain.registered once the registration went through, after its payment.succeeded', async () => {
+    const t = setup(120, { events: true })
+    const p = t.who()
+    await t.register(p, 'shop.com')
+    await t.job.run(t.repo.findByName('shop.com')!.id)
+    const events = t.eventsOf(p.accountId)
+    expect(events.map((e) => e.type)).toEqual(['payment.succeeded', 'domain.registered'])
+    expect(events[1]!.data).toMatchObject({ domain: 'shop.com', status: 'active', error: null, auto_renew: true })
+    expect(events[1]!.data.expires_at).toEqual(expect.any(String))
+  })
+
+  it('a registration the registrar refuses records no domain.registered', async () => {
+    const t = setup(120, { events: true })
+    const p = t.who()
+    await t.register(p, 'funds-shop.com')
+    await t.job.run(t.repo.findByName('funds-shop.com')!.id)
+    expect(t.eventsOf(p.accountId).map((e) => e.type)).toEqual(['payment.succeeded'])
+  })
+
+  it('domain.renewal_failed when the automatic renewal cannot be paid, with renew_error', async () => {
+    const t = setup(120, { events: true })
+    const p = t.who()
+    await t.register(p, 'shop.com')
+    const row = t.repo.findByName('shop.com')!
+    await t.job.run(row.id)
+    t.store.sqlite.run('UPDATE accounts SET payment_method_id = NULL WHERE id = ?', [p.accountId])
+    t.clock.set(t.repo.find(row.id)!.expiresAt - 10 * DAY)
+    await t.renewals.renewDue()
+    const events = t.eventsOf(p.accountId)
+    expect(events.map((e) => e.type)).toEqual(['payment.succeeded', 'domain.registered', 'domain.renewal_failed'])
+    expect(events[2]!.data).toMatchObject({ domain: 'shop.com', status: 'active' })
+    expect(events[2]!.data.renew_error).toContain('no payment method is on file')
+  })
 })

@@ -1,7 +1,5 @@
-import { rmSync } from 'node:fs'
-import { afterAll, describe, expect, it } from 'vitest'
-import { buyInProcess as buy, HomeRuntime } from '../../../test/helpers/home-runtime'
-import { inProcess } from '../../../test/helpers/in-process'
+import { describe, expect, it } from 'vitest'
+import { buyInProcess as buy, inProcessWithHomes } from '../../../test/helpers/home-runtime'
 
 /**
  * Under the box's reserve the daily backups wait (a backup grows the archives on the data folder's
@@ -11,13 +9,7 @@ import { inProcess } from '../../../test/helpers/in-process'
  * test/box-room.e2e.test.ts.
  */
 describe('backups under the reserve', () => {
-  const runtime = new HomeRuntime()
-  const h = inProcess({ runtime })
-  afterAll(async () => {
-    await h.close()
-    runtime.close()
-    rmSync(runtime.root, { recursive: true, force: true })
-  })
+  const { h } = inProcessWithHomes()
 
   it('are not queued while free space is under the reserve, and are again once there is room', async () => {
     const site = await buy(h, 'svc_starter_monthly', 'rm')

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buyInProcess } from '../../../test/helpers/home-runtime'
 import { inProcess } from '../../../test/helpers/in-process'
 import { RecordingRuntime } from '../../../test/helpers/recording-runtime'
+import { until } from '../../../test/helpers/until'
 import { followContainerEvents } from '../../compose'
 
 // The healer on the recording runtime: events as the engine would send them, and what Berth
@@ -19,14 +20,6 @@ beforeAll(() => {
 })
 
 const ensures = (slug: string) => runtime.callsOf('ensureSite', slug).length
-
-async function until(check: () => boolean, ms = 3_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await Bun.sleep(5)
-  }
-}
 
 describe('SiteHealer', () => {
   it('runs an active site again as soon as its container dies, and the edge says so meanwhile', async () => {

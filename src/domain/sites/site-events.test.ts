@@ -3,6 +3,7 @@ import { buyInProcess } from '../../../test/helpers/home-runtime'
 import { inProcess } from '../../../test/helpers/in-process'
 import { RecordingRuntime } from '../../../test/helpers/recording-runtime'
 import { accountOfKey, storedEvents } from '../../../test/helpers/events-read'
+import { until } from '../../../test/helpers/until'
 import { followContainerEvents } from '../../compose'
 import type { SiteSpec } from '../../drivers/runtime/types'
 import { DELETION_GRACE_MS } from './lifecycle'
@@ -33,14 +34,6 @@ afterAll(async () => {
 })
 
 const ofSite = (key: string, slug: string) => storedEvents(h, accountOfKey(h, key)).filter((e) => e.site_slug === slug && e.type.startsWith('site.'))
-
-async function until(check: () => boolean, ms = 3_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await Bun.sleep(5)
-  }
-}
 
 describe('site events', () => {
   it('site.active once provisioning is done, with the site view as data', async () => {

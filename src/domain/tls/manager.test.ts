@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { domainStore } from '../../../test/helpers/domain-store'
 import { CertificateFolder } from '../../drivers/certs/files'
 import { IssueError, type CertificateIssuer, type ChallengeType } from '../../drivers/certs/types'
+import { EventLog } from '../events'
 import { ChallengeBook } from './challenges'
 import { CertificateManager, ISSUE_CERTIFICATE_JOB } from './manager'
 import type { Preflight } from '../../drivers/certs/preflight'
@@ -30,10 +31,13 @@ async function selfSigned(names: string[]): Promise<{ certPem: string; keyPem: s
   return { certPem: cert.toString('pem'), keyPem: `-----BEGIN PRIVATE KEY-----\n${der.match(/.{1,64}/g)!.join('\n')}\n-----END PRIVATE KEY-----\n` }
 }
 
-interface Options { wildcard?: boolean; apiHost?: string | null; issuer?: boolean }
+/** `events`: the manager records its events (issue 41), site s1's certificate being an account's. */
+interface Options { wildcard?: boolean; apiHost?: string | null; issuer?: boolean; events?: boolean }
 
 function setup(o: Options = {}) {
   const t = domainStore()
+  const accountId = o.events ? t.account(null) : ''
+  const log = new EventLog({ store: t.store, clock: t.clock, log: t.log })
   const source = { sites: [] as { id: string; slug: string }[], domains: [] as { id: string; name: string; siteId: string | null }[] }
   const orders: { names: string[]; challenge: ChallengeType }[] = []
   const ca = { fail: null as IssueError | null, window: null as { start: number; end: number } | null, serial: 0 }
@@ -64,6 +68,7 @@ function setup(o: Options = {}) {
     store: t.store, clock: t.clock, log: t.log, repo, issuer: o.issuer === false ? null : issuer, challenges: new ChallengeBook(), preflight, files: new CertificateFolder(dir),
     jobs: { enqueue: (kind: string, id: string) => void queued.push(kind === ISSUE_CERTIFICATE_JOB ? id : `${kind}?`), pendingOf: (id: string) => (pending.has(id) ? 'job' : null), kick: () => void kicks++ },
     served: { sitesDomain: 'sites.test', apiHost: o.apiHost === undefined ? 'api.test' : o.apiHost, wildcard: o.wildcard ?? false, sources: () => source },
+    ...(o.events ? { events: { log, owner: (subject: string) => (subject === 'site:s1' ? { accountId, siteId: 's1', siteSlug: 'acme' } : null) } } : {}),
   })
   let changes = 0
   manager.subscribe(() => void changes++)
@@ -74,7 +79,7 @@ function setup(o: Options = {}) {
     await manager.issue(row(subject).id)
     return row(subject)
   }
-  return { ...t, source, orders, ca, pointsElsewhere, queued, pending, kicks: () => kicks, repo, dir, manager, changes: () => changes, row, issue }
+  return { ...t, accountId, events: () => log.list({ accountId, limit: 100 }).map((e) => ({ type: e.type, site: e.siteSlug, data: JSON.parse(e.data) })), source, orders, ca, pointsElsewhere, queued, pending, kicks: () => kicks, repo, dir, manager, changes: () => changes, row, issue }
 }
 
 describe('which names get certificates', () => {
@@ -256,5 +261,38 @@ describe('ordering and renewal', () => {
     const views = t.manager.forDomains(['d1', 'd2'])
     expect(views.get('d1')).toMatchObject({ status: 'active', names: ['acme.com', 'www.acme.com'], last_error: null })
     expect(views.get('d2')).toEqual(NO_TLS)
+  })
+})
+
+/**
+ * certificate.issued and certificate.renewal_failed (issue 41): recorded in the certificate's write,
+ * for the account whose site or domain it is.
+ */
+describe('certificate events', () => {
+  it('certificate.issued for a site\'s certificate, then certificate.renewal_failed when renewing the one served fails', async () => {
+    const t = setup({ events: true })
+    t.source.sites.push({ id: 's1', slug: 'acme' })
+    await t.issue('site:s1')
+    expect(t.events()).toMatchObject([{ type: 'certificate.issued', site: 'acme', data: { status: 'active', names: ['acme.sites.test'], last_error: null, renewal: false } }])
+    t.ca.fail = new IssueError('refused', 'rejectedIdentifier')
+    await t.issue('site:s1')
+    const events = t.events()
+    expect(events.map((e) => e.type)).toEqual(['certificate.issued', 'certificate.renewal_failed'])
+    expect(events[1]!.data).toMatchObject({ status: 'renewing', renewal: true, last_error: 'The CA refused the order: rejectedIdentifier' })
+    expect(events[1]!.data.next_attempt_at).toEqual(expect.any(String))
+    t.ca.fail = null
+    await t.issue('site:s1')
+    expect(t.events().map((e) => e.type)).toEqual(['certificate.issued', 'certificate.renewal_failed', 'certificate.issued'])
+    expect(t.events()[2]!.data).toMatchObject({ renewal: true, status: 'active' })
+  })
+
+  it('a first order that fails and the box\'s own certificates (the API host) record nothing', async () => {
+    const t = setup({ events: true })
+    t.source.sites.push({ id: 's1', slug: 'acme' })
+    t.ca.fail = new IssueError('refused', 'rejectedIdentifier')
+    expect(await t.issue('site:s1')).toMatchObject({ status: 'failed' })
+    t.ca.fail = null
+    await t.issue('api')
+    expect(t.events()).toEqual([])
   })
 })
