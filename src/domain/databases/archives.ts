@@ -27,6 +27,8 @@ export interface DatabaseArchivesDeps {
   archives: ArchiveDumpSource
   /** The site's variables changed (a database came back). */
   changed(site: SiteRow): Promise<void>
+  /** How long a dump waits for a database that is being brought back (default RECOVERY_WAIT_MS). */
+  recoveryWaitMs?: number
 }
 
 /**
@@ -51,9 +53,10 @@ export class DatabaseArchives implements ArchiveDatabases {
    * RECOVERY_WAIT_MS): an archive holds every database's data or fails, never leaves one out.
    */
   async dump(site: SiteRow, name: string, to: NodeJS.WritableStream): Promise<{ bytes: number }> {
+    const waitMs = this.d.recoveryWaitMs ?? RECOVERY_WAIT_MS
     let row = this.d.repo.find(site.id, name)
-    for (const deadline = this.d.clock.now() + RECOVERY_WAIT_MS; row?.state === 'recovering' && this.d.clock.now() < deadline; row = this.d.repo.find(site.id, name)) await Bun.sleep(250)
-    if (row?.state === 'recovering') throw new Error(`the database ${name} is still being brought back after ${RECOVERY_WAIT_MS / 1000} s${row.error ? ` (${row.error})` : ''}`)
+    for (const deadline = this.d.clock.now() + waitMs; row?.state === 'recovering' && this.d.clock.now() < deadline; row = this.d.repo.find(site.id, name)) await Bun.sleep(Math.min(250, waitMs))
+    if (row?.state === 'recovering') throw new Error(`the database ${name} is still being brought back after ${Math.round(waitMs / 1000)} s${row.error ? ` (${row.error})` : ''}`)
     if (!row) throw new Error(`the database ${name} is gone`)
     return this.d.runtime.dump(this.d.service.specOf(site, row, this.d.service.opened(row) ?? ''), to)
   }
