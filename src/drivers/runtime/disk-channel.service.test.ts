@@ -67,6 +67,9 @@ describe('the disks channel', () => {
       expect(await Promise.all(names.map((n) => disks.mounted(engine, n)))).toEqual([true, true, true, true, true])
     })
     expect(execs).toBe(0)
+    // Each verb's processes are reaped: none left behind in the helper (a loop of thousands would run out of pids).
+    const pid = (await docker.getContainer(helperName).inspect()).State.Pid
+    expect(spawnSync('ps', ['-o', 'stat=', '--ppid', String(pid)], { encoding: 'utf8' }).stdout.trim()).toBe('')
   }, 60_000)
 
   it('carries an error and its exit code through the channel (a resize refused: the files use more)', async () => {

@@ -25,15 +25,15 @@ for _ in $(seq 1 200); do
 done
 if command -v nsenter >/dev/null 2>&1; then ns=nsenter; else ns="busybox nsenter"; fi
 while IFS=' ' read -r id verb folder limit end; do
-  jobs >/dev/null
   [ "$end" = . ] || continue
   if [ "$verb" = ping ]; then echo "$id 0 "; continue; fi
-  (
+  # Forked twice: the verb's process is the shim's (a subreaper's) child, which reaps it.
+  ( (
     out=$($ns -t "$p" -m -- /bin/sh -c "$script" disk "$verb" "$folder" "$limit" 2>&1 </dev/null)
     code=$?
     line="$id $code $(printf '%s' "$out" | head -c 600 | base64 | tr -d '\n')"
     echo "$line"
-  ) </dev/null &
+  ) </dev/null & )
 done
 `
 
