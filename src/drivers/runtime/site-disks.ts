@@ -4,7 +4,6 @@ import { stat, statfs } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { Logger } from '../../lib/logger'
 import { ignoring, orNull, statusOf } from './engine'
-import { ChannelBroken, DiskChannel, HELPER_LOOP, HELPER_VERSION } from './disk-channel'
 import { DISK_SCRIPT, ENTER_ENGINE } from './disk-script'
 import { LABEL } from './site-container'
 import type { Engine } from './site-runtime'
@@ -29,8 +28,6 @@ export const GIB = 1024 ** 3
 
 /** The label of an engine's disks helper (no `managed`: it is no site's container). */
 export const DISKS_ROLE = 'dev.berth.role'
-/** The label with the helper's definition (./disk-channel.ts HELPER_VERSION). */
-export const DISKS_VERSION = 'dev.berth.disks-version'
 
 export interface SiteDisksOptions {
   instanceId: string
@@ -47,20 +44,11 @@ export type DiskState = 'present' | 'mounted' | 'made'
  * volume's folder, mounted over it (./disk-script.ts says how and why). Berth runs sandboxed
  * (no mount, no loop devices) and a node's engine is another machine, so the work is done by a
  * helper container on each engine (`berth-{instance}-disks`: the host's pids in view, the
- * capabilities mount and loop devices need, no network), the same for this box and every node.
- * A verb goes through a command channel to the helper's main process (./disk-channel.ts: its
- * stdin and stdout attached once with the engine's attach API and kept open, requests
- * multiplexed by id), which runs it at once: a verb costs the script's own work and a round
- * trip, not an exec's (runc starting a process: ~100 ms). The first call on an engine, and a
- * call whose channel broke (the helper killed or restarted, the stream ended), run through the
- * engine's exec as before, and the channel is (re)opened in the background. A site on this box
- * is measured with statfs (no engine call).
+ * capabilities mount and loop devices need, no network), through the engine's exec, the same
+ * for this box and every node. A site on this box is measured with statfs (no engine call).
  */
 export class SiteDisks {
   private helpers = new Map<string, Promise<{ id: string }>>()
-  /** The command channel to each engine's helper, opened in the background; absent while opening or broken. */
-  private channels = new Map<string, DiskChannel>()
-  private opening = new Set<string>()
   /** Volume folders by engine and volume name: a volume's mount point never changes. */
   private folders = new Map<string, string>()
 
@@ -164,55 +152,10 @@ export class SiteDisks {
     return out
   }
 
-  /** Closes the command channels (the exec path serves any later call, reopening them). */
-  close(): void {
-    for (const channel of this.channels.values()) channel.close()
-    this.channels.clear()
-  }
-
-  /** Whether a verb on `engine` would go through its command channel now (tests and benchmarks). */
-  channelOpen(engine: Engine): boolean {
-    return this.channels.get(engine.key)?.open === true
-  }
-
-  /** Runs a verb of DISK_SCRIPT in the engine's mount namespace, through its helper: its channel, else an exec. */
+  /** Runs a verb of DISK_SCRIPT in the engine's mount namespace, through its helper. */
   private async exec(engine: Engine, verb: string, folder: string, limit: number): Promise<{ code: number; out: string }> {
     const helper = await this.helperOn(engine)
-    const channel = this.channels.get(engine.key)
-    if (channel?.open && channel.helperId === helper.id) {
-      try {
-        return await channel.call(verb, folder, limit)
-      } catch (err) {
-        if (!(err instanceof ChannelBroken)) throw err
-        this.opts.log.warn('the disks channel broke; the verb runs through an exec', { node: engine.nodeId, verb })
-      }
-    }
-    this.reopen(engine, helper.id)
-    try {
-      return await this.execOnce(engine, helper.id, verb, folder, limit)
-    } catch (err) {
-      // The helper stopped between its inspect and the exec (killed, its engine restarting): once more, on the helper brought back.
-      if (statusOf(err) !== 409) throw err
-      this.helpers.delete(engine.key)
-      return this.execOnce(engine, (await this.helperOn(engine)).id, verb, folder, limit)
-    }
-  }
-
-  /** Opens the engine's channel in the background, once at a time; until it answers, verbs go through exec. */
-  private reopen(engine: Engine, helperId: string): void {
-    if (this.opening.has(engine.key)) return
-    this.channels.get(engine.key)?.close()
-    this.channels.delete(engine.key)
-    this.opening.add(engine.key)
-    DiskChannel.open(engine.bulk, helperId)
-      .then((channel) => this.channels.set(engine.key, channel))
-      .catch((err) => this.opts.log.warn('could not open the disks channel; verbs run through exec', { node: engine.nodeId, error: String(err) }))
-      .finally(() => this.opening.delete(engine.key))
-  }
-
-  /** One verb through an exec into the helper (a new process each time). */
-  private async execOnce(engine: Engine, helperId: string, verb: string, folder: string, limit: number): Promise<{ code: number; out: string }> {
-    const run = await engine.docker.getContainer(helperId).exec({
+    const run = await engine.docker.getContainer(helper.id).exec({
       Cmd: ['/bin/sh', '-c', ENTER_ENGINE, 'enter', DISK_SCRIPT, verb, folder, String(Math.round(limit))],
       AttachStdout: true,
       AttachStderr: true,
@@ -252,12 +195,6 @@ export class SiteDisks {
     const name = `berth-${this.opts.instanceId}-disks`
     let info = await orNull(engine.docker.getContainer(name).inspect())
     if (info && info.Config.Labels?.[LABEL.instance] !== this.opts.instanceId) throw new Error(`A container named ${name} is not this Berth instance's disks helper; remove it.`)
-    // A helper of another version (another loop or script) is made again; the disks it mounted
-    // stay mounted (they are the engine's mounts, not the helper's).
-    if (info && info.Config.Labels?.[DISKS_VERSION] !== HELPER_VERSION) {
-      await ignoring([404], engine.docker.getContainer(info.Id).remove({ force: true }))
-      info = null
-    }
     if (!info) {
       await engine.docker.createContainer(helperOptions(name, this.opts.instanceId, await this.opts.imageOn(engine))).catch((err) => ignoring([409], Promise.reject(err)))
       info = await engine.docker.getContainer(name).inspect()
@@ -287,11 +224,9 @@ export function helperOptions(name: string, instanceId: string, image: string): 
     name,
     Image: image,
     User: '0:0',
-    Entrypoint: ['/bin/sh', '-c', HELPER_LOOP, 'disks-helper'],
-    Cmd: [DISK_SCRIPT],
-    OpenStdin: true,
-    StdinOnce: false,
-    Labels: { [LABEL.instance]: instanceId, [DISKS_ROLE]: 'disks', [DISKS_VERSION]: HELPER_VERSION },
+    Entrypoint: ['sleep'],
+    Cmd: ['2147483647'],
+    Labels: { [LABEL.instance]: instanceId, [DISKS_ROLE]: 'disks' },
     HostConfig: {
       PidMode: 'host',
       NetworkMode: 'none',
