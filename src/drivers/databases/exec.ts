@@ -94,3 +94,17 @@ async function feed(stream: NodeJS.ReadWriteStream, from: NodeJS.ReadableStream,
     if (!over) stream.end()
   }
 }
+
+/** Polls of `waitingFor`'s loop in the container, 20 ms apart: about three seconds a call. */
+const READY_POLLS = 150
+
+/**
+ * `ready` polled inside the container every 20 ms, up to READY_POLLS times: one exec that answers
+ * as soon as the server does, instead of an exec (a new process in the container and its round
+ * trips to the engine) for every poll. Fails with the last poll's output when it is still not ready.
+ */
+export function waitingFor(ready: DbExec): DbExec {
+  const line = ready.cmd.map((arg) => `'${arg.replaceAll("'", "'\\''")}'`).join(' ')
+  const loop = `i=0; until out=$(${line} 2>&1); do i=$((i+1)); if [ "$i" -ge ${READY_POLLS} ]; then printf '%s\\n' "$out" >&2; exit 1; fi; sleep 0.02; done`
+  return { ...ready, cmd: ['sh', '-c', loop] }
+}

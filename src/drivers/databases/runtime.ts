@@ -10,7 +10,7 @@ import type { SiteDisks } from '../runtime/site-disks'
 import { databaseAddresses } from '../runtime/subnets'
 import type { Engine } from '../runtime/site-runtime'
 import { DatabaseCommandError, DatabaseStartError } from './errors'
-import { runIn, type DbExec, type DbExecResult } from './exec'
+import { runIn, waitingFor, type DbExec, type DbExecResult } from './exec'
 import { KITS } from './images'
 import { DATA_MOUNT, type EngineKit } from './kit'
 import { allOk } from './redis'
@@ -219,7 +219,7 @@ export class DockerDatabaseRuntime implements DatabaseRuntime {
       if (!state.Running || state.Restarting) {
         throw new DatabaseStartError(`The ${spec.engine} server of database '${spec.name}' stopped while starting (exit ${state.ExitCode}).`, await logsOf(docker, id))
       }
-      const ready = await runIn(docker, id, kit.ready())
+      const ready = await runIn(docker, id, waitingFor(kit.ready()))
       if (ready.code === 0) {
         if (!provisioned) {
           const made = await runIn(docker, id, kit.provision(spec))
