@@ -108,9 +108,8 @@ beforeAll(async () => {
     BERTH_CONTAINERS_DOCKER_SOCKET: ENGINE_SOCKET, BERTH_CONTAINERS_FIREWALL: 'false', BERTH_DNS_LISTEN: `127.0.0.1:${dnsPort}`,
     BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour', BERTH_RATE_LIMITS_REGISTER: '100/hour',
     BERTH_SSH_PORT_RANGE: `${sshBase}-${sshBase + 99}`, BERTH_SSH_HOST: '127.0.0.1',
-    // A backup at every maintenance pass (every 10 s here), so the shared site's newest one holds what was written.
+    // A backup at every maintenance pass (30 s), so the shared site's newest one holds what was written.
     BERTH_ARCHIVES_BACKUP_INTERVAL_SECONDS: '1',
-    BERTH_SERVER_MAINTENANCE_SECONDS: '10',
   }
   mkdirSync(dataDir)
   mkdirSync(bucket)
