@@ -104,7 +104,62 @@ const READY_POLLS = 150
  * trips to the engine) for every poll. Fails with the last poll's output when it is still not ready.
  */
 export function waitingFor(ready: DbExec): DbExec {
-  const line = ready.cmd.map((arg) => `'${arg.replaceAll("'", "'\\''")}'`).join(' ')
-  const loop = `i=0; until out=$(${line} 2>&1); do i=$((i+1)); if [ "$i" -ge ${READY_POLLS} ]; then printf '%s\\n' "$out" >&2; exit 1; fi; sleep 0.02; done`
-  return { ...ready, cmd: ['sh', '-c', loop] }
+  return { ...ready, cmd: ['sh', '-c', polled(ready.cmd.map(quoted).join(' '))] }
+}
+
+const quoted = (arg: string) => `'${arg.replaceAll("'", "'\\''")}'`
+
+/** Shell that runs `line` every 20 ms until it exits 0, at most READY_POLLS times (exit 1 with its last output on stderr). */
+const polled = (line: string) => `i=0; until out=$(${line} 2>&1 </dev/null); do i=$((i+1)); if [ "$i" -ge ${READY_POLLS} ]; then printf '%s\\n' "$out" >&2; exit 1; fi; sleep 0.02; done`
+
+/** What startingUp's one exec found: not ready yet, ready but not provisioned, or provisioned and probed. */
+export type StartingUp =
+  | { stage: 'waiting'; last: string }
+  | { stage: 'unprovisioned'; code: number; out: string; err: string }
+  | { stage: 'probed'; provisioned: string; probe: DbExecResult }
+
+/** Lines startingUp's script prints between its steps' outputs on stdout (never a server's output). */
+const READY_MARK = '@@berth-ready@@'
+const PROBE_MARK = '@@berth-probe@@'
+
+/**
+ * The readiness poll (waitingFor), the provisioning and the probe of a starting server in one
+ * exec: each exec is a process in the container and three round trips to the engine (~50 ms
+ * here), and a create waited for three. Provisioning reads the exec's input (its SQL, which holds
+ * the password); the probe's variables (its password) reach it under other names and are given
+ * to it alone, never on a command line. null when the steps run as different accounts (then
+ * they run one by one). The result is read back with `startedUp`.
+ */
+export function startingUp(ready: DbExec, provision: DbExec, probe: DbExec): DbExec | null {
+  const user = ready.user ?? 'root'
+  if ((provision.user ?? 'root') !== user || (probe.user ?? 'root') !== user || typeof (provision.stdin ?? '') !== 'string') return null
+  const carried = (prefix: string, env: string[] | undefined) => (env ?? []).map((pair, i) => {
+    const at = pair.indexOf('=')
+    const name = pair.slice(0, at)
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`'${name}' is not a variable name`)
+    return { outer: `BERTH_${prefix}${i}=${pair.slice(at + 1)}`, assign: `${name}="$BERTH_${prefix}${i}"` }
+  })
+  const made = carried('PROVISION_', provision.env)
+  const probed = carried('PROBE_', probe.env)
+  const line = (exec: DbExec, env: { assign: string }[]) => [...env.map((e) => e.assign), ...exec.cmd.map(quoted)].join(' ')
+  const script = [
+    polled(ready.cmd.map(quoted).join(' ')),
+    `echo '${READY_MARK}'`,
+    `made=$(${line(provision, made)}); code=$?`,
+    `printf '%s\\n' "$made"`,
+    `[ "$code" -eq 0 ] || exit "$code"`,
+    `echo '${PROBE_MARK}'`,
+    `${line(probe, probed)} </dev/null`,
+  ].join('\n')
+  return { cmd: ['sh', '-c', script], user: ready.user, env: [...made, ...probed].map((e) => e.outer), stdin: provision.stdin ?? '' }
+}
+
+/** startingUp's result: how far it went, with each step's own output. */
+export function startedUp(result: DbExecResult): StartingUp {
+  const ready = result.out.indexOf(`${READY_MARK}\n`)
+  if (ready < 0) return { stage: 'waiting', last: (result.err || result.out).trim() }
+  const after = result.out.slice(ready + READY_MARK.length + 1)
+  const probe = after.indexOf(`${PROBE_MARK}\n`)
+  if (probe < 0) return { stage: 'unprovisioned', code: result.code, out: after, err: result.err }
+  return { stage: 'probed', provisioned: after.slice(0, probe), probe: { ...result, out: after.slice(probe + PROBE_MARK.length + 1) } }
 }

@@ -52,8 +52,9 @@ fit() {
 # and the filesystem grown over it offline. Its lost+found goes, so the engine copies an image's
 # home into it as into a new volume.
 fitnew() {
-  free=$(dumpe2fs -h "$1" 2>/dev/null | sed -n 's/^Free blocks:[[:space:]]*//p')
-  count=$(dumpe2fs -h "$1" 2>/dev/null | sed -n 's/^Block count:[[:space:]]*//p')
+  # One read of the superblock: its block count, then its free blocks (dumpe2fs's order).
+  set -- "$1" $(dumpe2fs -h "$1" 2>/dev/null | sed -n 's/^Block count:[[:space:]]*//p; s/^Free blocks:[[:space:]]*//p')
+  count=$2 free=$3
   resv=$((count / 50))
   [ "$resv" -le 4096 ] || resv=4096
   size=$(((2 * limit - (free - resv) * 4096) / 4096 * 4096))
