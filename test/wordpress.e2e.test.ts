@@ -14,8 +14,7 @@ import { WordPressSite } from './helpers/wordpress-site'
  * post through the REST API (with the nonce wp-admin's scripts use), and the post survives the
  * database container being killed (Berth's reconcile brings it back) and a snapshot's restore (its
  * dump of the database; a post written after it is gone). Its move to another node and back:
- * test/cluster-databases.e2e.test.ts. (XML-RPC would be simpler, but the images' PHP has no xml
- * extension: WordPress answers its calls with a parse error.)
+ * test/cluster-databases.e2e.test.ts.
  */
 let berth: Berth
 let site: { slug: string; key: string }

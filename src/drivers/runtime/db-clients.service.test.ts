@@ -39,6 +39,14 @@ describe.each(['php', 'app'] as const)('the %s image and the databases', (kind) 
     for (const m of ['mysqli', 'pdo_mysql', 'pgsql', 'pdo_pgsql', 'redis']) expect(modules).toContain(m)
   }, 60_000)
 
+  it('has the extensions PHP apps ask for besides (WordPress\'s, Laravel\'s): xml, dom, simplexml, mbstring, curl, gd, zip, intl, bcmath', async () => {
+    const modules = (await run(TAGS[kind], 'php -m')).split('\n').map((l) => l.trim())
+    for (const m of ['xml', 'dom', 'SimpleXML', 'xmlreader', 'xmlwriter', 'mbstring', 'curl', 'gd', 'zip', 'intl', 'bcmath']) expect(modules).toContain(m)
+    // They work, not only load: a string through mbstring and intl, a document through dom, an image through gd.
+    const out = await run(TAGS[kind], `php -r 'echo mb_strtoupper("größe"), " ", (new NumberFormatter("de_DE", NumberFormatter::DECIMAL))->format(1234.5), " ", (new DOMDocument())->loadXML("<a>b</a>") ? "xml" : "no", " ", imagesx(imagecreatetruecolor(3, 2)), "\n";'`)
+    expect(out).toBe('GRÖSSE 1.234,5 xml 3\n')
+  }, 60_000)
+
   it('has the engines\' clients: psql 15, mariadb and mariadb-dump 10.11, redis-cli 7.0', async () => {
     const out = await run(TAGS[kind], 'psql --version; mariadb --version; mariadb-dump --version; redis-cli --version')
     expect(out).toMatch(/psql \(PostgreSQL\) 15\./)

@@ -20,8 +20,10 @@ export const DEBIAN_BASE: DebianRecipe = {
   suite: 'bookworm',
   arch: 'amd64',
   // PHP's MySQL/MariaDB (mysqli, pdo_mysql), PostgreSQL and Redis extensions, and the engines'
-  // own clients (psql, mariadb, redis-cli): the site's databases (issue 40).
-  include: ['nginx-light', 'php-fpm', 'openssh-server', 'php-mysql', 'php-pgsql', 'php-redis', 'postgresql-client-15', 'mariadb-client', 'redis-tools'],
+  // own clients (psql, mariadb, redis-cli): the site's databases (issue 40). The extensions PHP
+  // apps expect besides (WordPress's and Laravel's requirements): xml (dom, simplexml, xmlreader,
+  // xmlwriter), mbstring, curl, gd, zip, intl and bcmath.
+  include: ['nginx-light', 'php-fpm', 'openssh-server', 'php-mysql', 'php-pgsql', 'php-redis', 'php-xml', 'php-mbstring', 'php-curl', 'php-gd', 'php-zip', 'php-intl', 'php-bcmath', 'postgresql-client-15', 'mariadb-client', 'redis-tools'],
   cleanup: 1,
 }
 

@@ -19,12 +19,12 @@ const SITE = { uid: 1000, gid: 1000 }
  * berth/app:1's Debian base (its own tag, berth/app-base:bookworm-{hash}): what berth/php has,
  * plus Python 3 with venv, git (git push, sources fetched in the container) and the CA
  * certificates every package manager needs; curl and procps for the site's own shell; the
- * databases' clients (psql, mariadb, redis-cli) and PHP's extensions for them, as berth/php has.
+ * databases' clients (psql, mariadb, redis-cli) and PHP's extensions, as berth/php has.
  */
 export const APP_BASE: DebianRecipe = {
   suite: 'bookworm',
   arch: 'amd64',
-  include: ['nginx-light', 'php-fpm', 'openssh-server', 'python3', 'python3-venv', 'git', 'ca-certificates', 'curl', 'procps', 'php-mysql', 'php-pgsql', 'php-redis', 'postgresql-client-15', 'mariadb-client', 'redis-tools'],
+  include: ['nginx-light', 'php-fpm', 'openssh-server', 'python3', 'python3-venv', 'git', 'ca-certificates', 'curl', 'procps', 'php-mysql', 'php-pgsql', 'php-redis', 'php-xml', 'php-mbstring', 'php-curl', 'php-gd', 'php-zip', 'php-intl', 'php-bcmath', 'postgresql-client-15', 'mariadb-client', 'redis-tools'],
   cleanup: 1,
 }
 
