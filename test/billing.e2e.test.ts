@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { api, freePort, startBerth, type Berth } from './helpers/binary'
+import { api, freePort, type Berth } from './helpers/binary'
 import { buyDirect, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
-import { instanceOf, removeInstanceSites } from './helpers/sites'
+import { ClockedBerths, DAY_S } from './helpers/clocked'
 
 /**
  * Money after the purchase on the compiled binary and a real Docker engine (issue 13): the binary
@@ -14,29 +14,22 @@ import { instanceOf, removeInstanceSites } from './helpers/sites'
  * as a month going by; the renewal job runs at start. The card is replaced through the built-in
  * billing portal, in Chromium where a person (or an agent driving a browser) would.
  */
-const DAY_S = 24 * 3600
 const ENV = { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour', BERTH_CONTAINERS_RECONCILE_SECONDS: '2' }
 
 let browser: Browser
-const started: Berth[] = []
 const dirs: string[] = []
 beforeAll(async () => {
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] })
 }, 60_000)
 afterAll(async () => {
   await browser?.close()
-  for (const b of started) await b.stop()
-  for (const b of started) await removeInstanceSites(b)
+  await clocked.stopAll()
   for (const d of dirs) rmSync(d, { recursive: true, force: true })
 }, 120_000)
 
+const clocked = new ClockedBerths(ENV)
 /** Starts the binary on `dataDir`/`port` with the clock `days` ahead. */
-async function at(days: number, dataDir: string, port: number, env: Record<string, string> = {}): Promise<Berth> {
-  const b = await startBerth({ dataDir, port, env: { ...ENV, BERTH_DEV_CLOCK_OFFSET_SECONDS: String(Math.round(days * DAY_S)), ...env } })
-  started.push(b)
-  instanceOf(b)
-  return b
-}
+const at = (days: number, dataDir: string, port: number, env: Record<string, string> = {}) => clocked.at(days * DAY_S, dataDir, port, env)
 
 const subscriptionOf = async (b: Berth, key: string) => {
   const res = await api(b.url, 'GET', '/account/subscriptions/', { key })

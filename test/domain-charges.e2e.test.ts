@@ -3,9 +3,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { api, freePort, startBerth, type Berth } from './helpers/binary'
+import { api, freePort, type Berth } from './helpers/binary'
 import { buyDirect, uniqueSlug } from './helpers/purchase'
-import { instanceOf, removeInstanceSites } from './helpers/sites'
+import { ClockedBerths } from './helpers/clocked'
 
 /**
  * Money for domains on the compiled binary, killed with SIGKILL between the processor's charge
@@ -20,20 +20,15 @@ const CONTACT = { first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.
 const ENV = { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour' }
 const SLOW_PROCESSOR = { BERTH_DEV_PAYMENT_DELAY_MS: '2000' }
 
-const started: Berth[] = []
 const dirs: string[] = []
 afterAll(async () => {
-  for (const b of started) await b.stop()
-  for (const b of started) await removeInstanceSites(b)
+  await clocked.stopAll()
   for (const d of dirs) rmSync(d, { recursive: true, force: true })
 }, 120_000)
 
-async function at(offsetMs: number, dataDir: string, port: number, env: Record<string, string> = {}): Promise<Berth> {
-  const b = await startBerth({ dataDir, port, env: { ...ENV, BERTH_DEV_CLOCK_OFFSET_SECONDS: String(Math.round(offsetMs / 1000)), ...env } })
-  started.push(b)
-  instanceOf(b)
-  return b
-}
+const clocked = new ClockedBerths(ENV)
+/** Starts the binary on `dataDir`/`port` with the clock `offsetMs` ahead. */
+const at = (offsetMs: number, dataDir: string, port: number, env: Record<string, string> = {}) => clocked.at(offsetMs / 1000, dataDir, port, env)
 
 async function eventually<T>(fn: () => T | Promise<T>, check: (v: T) => boolean, what: string, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { api, freePort, startBerth, type Berth } from './helpers/binary'
+import { api, freePort, type Berth } from './helpers/binary'
 import { buyDirect, uniqueSlug, waitForSite } from './helpers/purchase'
-import { instanceOf, removeInstanceSites } from './helpers/sites'
+import { ClockedBerths, DAY_S } from './helpers/clocked'
 import { verifiedBy, WebhookReceiver } from './helpers/webhook-receiver'
 
 /**
@@ -18,24 +18,18 @@ import { verifiedBy, WebhookReceiver } from './helpers/webhook-receiver'
  * outbound.allow_networks lets in) gets every one of them recorded after it, across the restart,
  * signed (verified with the standardwebhooks package), in the log's order, with the log's bodies.
  */
-const DAY_S = 24 * 3600
 const ENV = { BERTH_RATE_LIMITS_CHECKOUT_CREATE: '100/hour', BERTH_OUTBOUND_ALLOW_NETWORKS: '127.0.0.0/8' }
-const started: Berth[] = []
 const receiver = new WebhookReceiver()
 const dirs: string[] = []
 afterAll(async () => {
-  for (const b of started) await b.stop()
-  for (const b of started) await removeInstanceSites(b)
+  await clocked.stopAll()
   for (const d of dirs) rmSync(d, { recursive: true, force: true })
   await receiver.stop()
 }, 120_000)
 
-async function at(days: number, dataDir: string, port: number): Promise<Berth> {
-  const b = await startBerth({ dataDir, port, env: { ...ENV, BERTH_DEV_CLOCK_OFFSET_SECONDS: String(Math.round(days * DAY_S)) } })
-  started.push(b)
-  instanceOf(b)
-  return b
-}
+const clocked = new ClockedBerths(ENV)
+/** Starts the binary on `dataDir`/`port` with the clock `days` ahead. */
+const at = (days: number, dataDir: string, port: number) => clocked.at(days * DAY_S, dataDir, port)
 
 interface Event { id: string; type: string; account_id: string; site: string | null; created_at: string; data: Record<string, any> }
 
