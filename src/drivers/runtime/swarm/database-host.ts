@@ -33,6 +33,8 @@ export interface DatabaseHostParts {
   disks: SiteDisks
   /** The engine of the node the site is placed on (SwarmHost.volumeOn). */
   volumeOn(slug: string): Promise<Engine>
+  /** Makes the site's network attachable, under the site's lock (SwarmHost.remakeNetwork: its task restarts). */
+  remakeNetwork(slug: string): Promise<void>
 }
 
 export function databaseHost(p: DatabaseHostParts): DatabaseHost {
@@ -51,10 +53,11 @@ export function databaseHost(p: DatabaseHostParts): DatabaseHost {
         ...(engine.nodeId !== CONTROL_NODE ? { alsoUsed: () => engines.networksOf(engines.manager).used() } : {}),
       })
       await p.services().ensureNetwork(names)
-      const network = await orNull(engines.manager.docker.getNetwork(names.network).inspect() as Promise<Docker.NetworkInspectInfo>)
-      if (network && !network.Attachable) {
-        throw new Error(`The network of site '${site.slug}' was made before databases ran on a cluster (it is not attachable): no container can join it, so the site cannot have a database on the cluster yet (docs/cluster.md "Databases on nodes").`)
-      }
+      const attachable = async () => (await orNull(engines.manager.docker.getNetwork(names.network).inspect() as Promise<Docker.NetworkInspectInfo>))?.Attachable !== false
+      if (await attachable()) return
+      // A site made before databases ran on a cluster: its network is made again, attachable (its task restarts once).
+      await p.remakeNetwork(site.slug)
+      if (!(await attachable())) throw new Error(`The network of site '${site.slug}' could not be made attachable: no container can join it (docs/cluster.md "Databases on nodes").`)
     },
     async imageOn(engine, image) {
       await p.ready()
