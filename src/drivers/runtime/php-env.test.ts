@@ -16,4 +16,11 @@ describe('phpPoolEnv', () => {
     expect(text).toContain('env[OK] = "x\\$"\n')
     expect(text).not.toMatch(/PEM|EMPTY|DOLLAR|env\[CR\]/)
   })
+
+  it('says a file is plain (no php-fpm -t before its reload) only when every value written means nothing but itself', () => {
+    expect(phpPoolEnv({ DATABASE_URL: 'postgres://site:Zx4S0o9fTq2m7LwB1yQe5cVh8kNa3rJd@db-main:5432/main', N: '42', T: 'a b,c~d+e%20' }).plain).toBe(true)
+    for (const odd of ['say "hi"', 'C:\\dir', 'x$', 'a${X}', 'a{b}', "it's", 'a;b', 'tab\tx', 'ü']) expect(phpPoolEnv({ OK: 'plain', ODD: odd }).plain, odd).toBe(false)
+    // A value left out (a line break) does not count: it is not in the file.
+    expect(phpPoolEnv({ PEM: 'a\nb', OK: 'plain' }).plain).toBe(true)
+  })
 })
