@@ -495,6 +495,14 @@ describe('a cluster of two nodes', () => {
     // The health monitor's next round (every 2 s) sees it on a node that answers.
     await waitFor('the evacuated site active again', 10_000, async () =>
       (await api(control.url, 'GET', `/sites/${sites.onB.slug}/`, { key: sites.onB.key })).json.data.status === 'active')
+    // Its owner was told: site.down for the node's outage, then site.up once it served again (the event log, GET /events/).
+    const told = await waitFor('site.up after the node\'s site.down', 10_000, async () => {
+      const events = (await api(control.url, 'GET', `/events/?types=site.down,site.up&site=${sites.onB.slug}&limit=100`, { key: sites.onB.key })).json.data.events as { type: string; data: { reason?: string; status: string } }[]
+      const down = events.findIndex((e) => e.type === 'site.down' && /node stopped answering/.test(e.data.reason ?? ''))
+      return down >= 0 && events.slice(down + 1).some((e) => e.type === 'site.up') && events.slice(down)
+    })
+    expect(told[0]).toMatchObject({ type: 'site.down', data: { status: 'recovering' } })
+    expect(told.filter((e) => e.type === 'site.down')).toHaveLength(1)
     if (appOnB) {
       // The app site comes back from its last move's backup: its releases, its live one serving with its settings.
       const app = appOnB

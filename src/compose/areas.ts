@@ -74,7 +74,7 @@ export function buildAreas(config: Config, opts: BuildOptions = {}): Areas {
     lastStoreCopyAgeSeconds: () => lastStoreCopyAgeSeconds(core.repos.offsite, core.clock.now()),
   }, core.room)
   const webhooks = buildWebhooks({ config, store, clock, log, box: sites.box, events: core.events, resolver: opts.resolver, timeoutMs: opts.webhookTimeoutMs })
-  const cluster = core.cluster && late ? buildClusterServices(config, core.cluster, { store, clock, log, runner: sites.runner }, late, opts.clusterPki ?? null) : null
+  const cluster = core.cluster && late ? buildClusterServices(config, core.cluster, { store, clock, log, runner: sites.runner, outages: sites.outages }, late, opts.clusterPki ?? null) : null
   return {
     core, payments, names, modules, sites, money, agents, consoles, offsite, status, cluster, webhooks,
     lifecycle: buildLifecycle(core, sites, money.subscriptions),

@@ -12,7 +12,7 @@
  */
 import { clusterJoinHandler } from '../api/cluster/join'
 import type { Config } from '../config/config'
-import { JoinService, makeNodesRepository, type NodeHealth } from '../domain/cluster'
+import { JoinService, makeNodesRepository, type NodeHealth, type NodeHealthDeps } from '../domain/cluster'
 import { AgentLink } from '../node-agent/client/link'
 import { nodeHomes } from '../drivers/cluster/node-homes'
 import { ClusterPki, readControlTls } from '../drivers/cluster/pki'
@@ -108,7 +108,7 @@ export interface ClusterServices {
 export function buildClusterServices(
   config: Config,
   cluster: ClusterCore,
-  s: { store: Store; clock: Clock; log: Logger; runner: SiteRunner },
+  s: { store: Store; clock: Clock; log: Logger; runner: SiteRunner; outages?: NodeHealthDeps['events'] },
   late: ReturnType<typeof lateRecovering>,
   pki: ClusterPki | null,
 ): ClusterServices {

@@ -55,6 +55,8 @@ export interface Sites {
   firewall: SiteFirewallKeeper
   /** Brings an active site's container back as soon as the engine reports it gone. */
   healer: SiteHealer
+  /** site.down and site.up of an active site, by slug: the nodes' health monitor tells of a node's outage with them (domain/cluster/health.ts). */
+  outages: { down(slug: string, reason: string): void; up(slug: string): void }
   /** Asks the app sites' supervisors for crash loops (app.crashing, app.recovered); run by berth serve's upkeep. */
   appCrashes: AppCrashWatch
   /** Requests, bytes and latency per site, counted by the edge proxy. */
@@ -223,6 +225,7 @@ export function buildSites(
     reconciler: new Reconciler({ sites: repos.sites, runner, runtime, jobs, reaper, log, backoff: repairs, nodeOf: placement ? (slug) => placement.nodeOf(slug) : undefined, now: () => clock.now(), companions: databaseLife }),
     firewall,
     healer: new SiteHealer({ sites: repos.sites, runner, log, events: siteEvents }),
+    outages: siteEvents.bySlug(repos.sites),
     appCrashes: new AppCrashWatch({ store, sites: repos.sites, supervisor: apps.supervisor, events, site: siteEvents, log }),
     metrics,
     accessLog,

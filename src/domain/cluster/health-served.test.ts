@@ -58,9 +58,11 @@ describe('a node whose agent does not answer', () => {
     const up = new Set(['node_a', 'node_b'])
     const health = new NodeHealth({
       nodes: new NodesRepository(c.h.services.store), link: silentLink(up), placement: c.runtime, clock: c.h.clock, log: c.h.log,
-      runner: { markDown: (s, id) => runner.markDown(s, id), markStarted: (s) => runner.markStarted(s), knownEndpoint: (s) => (runner.knownEndpoint(s) ? endpoints.get(s) : runner.knownEndpoint(s)) },
+      runner: { markDown: (s, id) => runner.markDown(s, id), markStarted: (s) => runner.markStarted(s), isUp: (s) => runner.isUp(s), knownEndpoint: (s) => (runner.knownEndpoint(s) ? endpoints.get(s) : runner.knownEndpoint(s)) },
       accepts: (endpoint) => acceptsConnection(endpoint),
+      events: { down: (slug, reason) => told.push(`down ${slug} ${reason}`), up: (slug) => told.push(`up ${slug}`) },
     })
+    const told: string[] = []
     late.set(health)
     const status = async (s: { slug: string; key: string }) => (await c!.h.call('GET', `/api/v1/sites/${s.slug}/`, { key: s.key })).json.data.status
     await health.tick()
@@ -76,9 +78,11 @@ describe('a node whose agent does not answer', () => {
     expect(await c.h.services.directory.resolve(served.slug)).toMatchObject({ state: 'serving' })
     expect([...health.servedWithoutAgent()]).toEqual([served.slug])
     expect(c.h.log.lines.some((l) => String(l.msg).startsWith('a site of a node whose agent does not answer still serves') && l.site === served.slug)).toBe(true)
-    // The one that does not is recovering, as before.
+    // The one that does not is recovering, as before: its owner is told, once.
     expect(await status(dead)).toBe('recovering')
     expect(await c.h.services.directory.resolve(dead.slug)).toMatchObject({ state: 'recovering' })
+    expect(told).toEqual([`down ${dead.slug} Its node stopped answering; it comes back when the node does, or elsewhere if the node is evacuated.`])
+    told.length = 0
 
     // Its container stops answering too (the node is lost after all): recovering from the next round.
     live.stop()
@@ -86,6 +90,8 @@ describe('a node whose agent does not answer', () => {
     await health.tick()
     expect(await status(served)).toBe('recovering')
     expect(health.servedWithoutAgent().size).toBe(0)
+    expect(told).toEqual([expect.stringMatching(new RegExp(`^down ${served.slug} `))])
+    told.length = 0
 
     // The agent answers again: both serve again, nothing moved.
     up.add('node_b')
@@ -94,5 +100,12 @@ describe('a node whose agent does not answer', () => {
     expect(c.repo.find('node_b')!.state).toBe('active')
     expect(await status(served)).toBe('active')
     expect(await status(dead)).toBe('active')
+    // Back up is told once each answers again (the edge's next look runs them), not before.
+    expect(told).toEqual([])
+    for (const s of [served, dead]) expect(await c.h.services.directory.resolve(s.slug)).toMatchObject({ state: 'serving' })
+    c.h.clock.advance(HEALTH_INTERVAL_MS)
+    await health.tick()
+    await health.tick()
+    expect(told.sort()).toEqual([`up ${dead.slug}`, `up ${served.slug}`].sort())
   }, 30_000)
 })

@@ -21,7 +21,7 @@ export interface NodeHealthDeps {
   link: Pick<NodeLink, 'fetch'>
   placement: Pick<Placement, 'placements'>
   /** The edge learns at once that a down node's sites do not answer, and asks again when it is back. */
-  runner: Pick<SiteRunner, 'markDown' | 'markStarted' | 'knownEndpoint'>
+  runner: Pick<SiteRunner, 'markDown' | 'markStarted' | 'knownEndpoint' | 'isUp'>
   /**
    * Whether a site's endpoint still takes connections (drivers/runtime/first-answer.ts
    * acceptsConnection): a node's kernel forwards outlive its agent, so the sites of a node whose
@@ -46,6 +46,12 @@ export interface NodeHealthDeps {
    * of the node up again, which asks for new ones.
    */
   forwardsLost?: (nodeId: string) => void
+  /**
+   * Tells the owners (the event log's site.down and site.up, docs/api.md "Event types"): a site
+   * that stops serving because its node stopped answering, and its return once it serves again
+   * (its node back, or brought back elsewhere by an evacuation). Absent: none.
+   */
+  events?: { down(slug: string, reason: string): void; up(slug: string): void }
 }
 
 /** After a node refused or failed a new firewall policy, how long before it is sent again. */
@@ -75,6 +81,8 @@ export class NodeHealth {
   private instances = new Map<string, string>()
   /** Per node: when a firewall policy was last sent (while under way, and after a failure). */
   private firewallSent = new Map<string, number>()
+  /** Sites whose site.down this monitor told and whose site.up it has not yet (they left recovering but do not answer yet). */
+  private toldDown = new Set<string>()
 
   constructor(private d: NodeHealthDeps) {}
 
@@ -214,9 +222,31 @@ export class NodeHealth {
       }
     }
     this.servedSlugs = served
-    if (next.size === this.recoveringSlugs.size && [...next].every((s) => this.recoveringSlugs.has(s))) return
-    this.recoveringSlugs = next
-    this.generation++
+    if (next.size !== this.recoveringSlugs.size || [...next].some((s) => !this.recoveringSlugs.has(s))) {
+      this.recoveringSlugs = next
+      this.generation++
+    }
+    // After the change: a site.down's view shows the site recovering.
+    this.tell(next)
+  }
+
+  /**
+   * site.down for each site that turned recovering, once per outage; site.up for each told down
+   * that is no longer recovering once the runner has it running again (a node back marks its
+   * sites started; an evacuation's move starts them elsewhere): asked again every round until then.
+   */
+  private tell(recovering: ReadonlySet<string>): void {
+    if (!this.d.events) return
+    for (const slug of recovering) {
+      if (this.toldDown.has(slug)) continue
+      this.toldDown.add(slug)
+      this.d.events.down(slug, 'Its node stopped answering; it comes back when the node does, or elsewhere if the node is evacuated.')
+    }
+    for (const slug of this.toldDown) {
+      if (recovering.has(slug) || !this.d.runner.isUp(slug)) continue
+      this.toldDown.delete(slug)
+      this.d.events.up(slug)
+    }
   }
 
   /** True when the site's known endpoint still takes connections (false when none is known, or no probe is given). */

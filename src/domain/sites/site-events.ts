@@ -51,6 +51,24 @@ export class SiteEvents {
     this.record('site.up', site)
   }
 
+  /** `down` and `up` by slug, for an active site only (a suspended or deleted one is Berth's own stop). */
+  bySlug(sites: Pick<SitesRepository, 'findLiveBySlug'>): { down(slug: string, reason: string): void; up(slug: string): void } {
+    const active = (slug: string) => {
+      const site = sites.findLiveBySlug(slug)
+      return site?.status === 'active' ? site : undefined
+    }
+    return {
+      down: (slug, reason) => {
+        const site = active(slug)
+        if (site) this.down(site, reason)
+      },
+      up: (slug) => {
+        const site = active(slug)
+        if (site) this.up(site)
+      },
+    }
+  }
+
   private record(type: EventType, site: SiteRow, extra: Record<string, unknown> = {}): void {
     this.d.events.record({ type, accountId: site.accountId, siteId: site.id, siteSlug: site.slug, data: { ...this.d.view(site), ...extra } })
   }
