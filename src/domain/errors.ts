@@ -90,8 +90,8 @@ export const upstreamTimeout = (message: Message | string) => new DomainError('u
 
 /** A budget used up until `retryAfterSeconds` from now (a site's monthly AI tokens): 429 with Retry-After. */
 export class OverBudgetError extends DomainError {
-  constructor(message: Message | string, readonly retryAfterSeconds: number) {
-    super('over_budget', message)
+  constructor(message: Message | string, readonly retryAfterSeconds: number, field: string | null = null) {
+    super('over_budget', message, field)
   }
 }
 /** A state that passes by itself (a site's container restarting): 409 with Retry-After. */

@@ -186,6 +186,27 @@ describe('wait', () => {
     expect(res.json.data.events.map((e: { id: string }) => e.id)).toEqual([wanted.id])
   })
 
+  it('holds at most 20 long polls per account: one more is 429 with Retry-After and param wait; another account and a plain read are not held back', async () => {
+    const start = cursor()!
+    const held = Array.from({ length: 20 }, () => events(`?after=${start}&wait=10&types=webhook_endpoint.disabled`))
+    await new Promise((r) => setTimeout(r, 200))
+    const refused = await events(`?after=${start}&wait=10`)
+    expect(refused.status, refused.text).toBe(429)
+    expect(refused.json.error).toMatchObject({ code: 'RATE_LIMITED', param: 'wait' })
+    expect(refused.json.error.message).toMatch(/20 long polls/)
+    expect(refused.headers.get('retry-after')).toBe('5')
+    // Without wait it answers; another account holds its own.
+    expect((await events(`?after=${start}`)).status).toBe(200)
+    const theirs = events(`?wait=1&types=webhook_endpoint.disabled`, stranger.key)
+    // One of the 20 answered: its place is free again.
+    const made = record(one, 'webhook_endpoint.disabled')
+    for (const res of await Promise.all(held)) expect(res.json.data.events.map((e: { id: string }) => e.id)).toEqual([made.id])
+    expect((await theirs).status).toBe(200)
+    const again = await events(`?after=${made.id}&wait=1`)
+    expect(again.status, again.text).toBe(200)
+    expect(log().listening).toBe(STANDING)
+  })
+
   it('answers an empty page when the time runs out, and leaves no listener behind', async () => {
     const start = cursor()!
     const asked = Date.now()

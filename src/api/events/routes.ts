@@ -19,13 +19,14 @@ export const eventRoutes = (plugins: ApiPlugins, feed: EventFeed) =>
       scope: { scope: 'read', siteKeys: true },
       query: EventsQuery,
       response: ok(EventPage),
-      errors: [404],
+      errors: [404, 429],
       detail: {
         tags,
         summary: 'Your events after a cursor, oldest first; with wait, held until one is recorded',
         description:
           'Send next_after back as after to read on: none is missed or repeated. Kept 30 days. With wait (seconds) and nothing new, the request is answered as soon as a matching event is recorded, or with an empty page when the time runs out. ' +
-          'An after that is not one of your events (or is older than 30 days): 422 param after; start again without it. Another account\'s site: 404 param site.',
+          'An after that is not one of your events (or is older than 30 days): 422 param after; start again without it. Another account\'s site: 404 param site. ' +
+          'An account holds at most 20 long polls at once: one more is 429 param wait with Retry-After (wait on fewer, with wider filters).',
         operationId: 'listEvents',
       },
     })
@@ -35,7 +36,7 @@ export const eventRoutes = (plugins: ApiPlugins, feed: EventFeed) =>
       scope: { scope: 'read', siteKeys: true },
       query: NextEventQuery,
       response: ok(NextEvent),
-      errors: [404],
+      errors: [404, 429],
       detail: {
         tags,
         summary: 'The first of your events after a cursor that matches, waiting up to timeout_seconds for it (null when none came)',

@@ -1,4 +1,4 @@
-import { invalid, notFound, op, say } from '../errors'
+import { invalid, notFound, op, OverBudgetError, say } from '../errors'
 import type { EventRow } from '../../store/schema'
 import type { EventLog } from './log'
 import { isEventType, type EventType } from './types'
@@ -8,6 +8,13 @@ import { viewOf, type EventPageView, type EventView } from './views'
 export const MAX_WAIT_SECONDS = 60
 export const DEFAULT_LIMIT = 50
 export const MAX_LIMIT = 100
+/**
+ * Long polls one account may hold at once (GET /events/?wait=, wait_for_event): each holds a
+ * connection and a listener until an event or its time comes. One more is 429 with Retry-After.
+ */
+export const MAX_HELD_PER_ACCOUNT = 20
+/** The Retry-After of that 429, in seconds. */
+const HELD_RETRY_S = 5
 
 /**
  * Who reads: the key's account, and its site for a site-scoped key (a Principal of domain/keys,
@@ -50,6 +57,8 @@ interface Filter {
 export class EventFeed {
   /** The held requests' ends, so a stopping server answers them at once (`release`). */
   private held = new Set<() => void>()
+  /** Per account: how many of its requests are held now. */
+  private heldBy = new Map<string, number>()
   private released = false
 
   constructor(private log: Pick<EventLog, 'list' | 'find' | 'onCommitted'>, private siteOf: SiteOfSlug) {}
@@ -59,7 +68,18 @@ export class EventFeed {
     const filter = this.filterOf(p, q)
     let rows = this.log.list({ ...filter, limit: q.limit + 1 })
     if (rows.length === 0 && q.wait > 0) {
-      await this.until(filter, q.wait * 1000, signal)
+      const holding = this.heldBy.get(p.accountId) ?? 0
+      if (holding >= MAX_HELD_PER_ACCOUNT) {
+        throw new OverBudgetError(say`Your account holds ${MAX_HELD_PER_ACCOUNT} long polls already (wait, wait_for_event), the most it may at once; wait on one of them (its types and site filters can be wider), or ask again without wait.`, HELD_RETRY_S, 'wait')
+      }
+      this.heldBy.set(p.accountId, holding + 1)
+      try {
+        await this.until(filter, q.wait * 1000, signal)
+      } finally {
+        const left = (this.heldBy.get(p.accountId) ?? 1) - 1
+        if (left > 0) this.heldBy.set(p.accountId, left)
+        else this.heldBy.delete(p.accountId)
+      }
       rows = this.log.list({ ...filter, limit: q.limit + 1 })
     }
     const hasMore = rows.length > q.limit
