@@ -79,6 +79,34 @@ describe('webhook deliveries', () => {
     receiver.stop()
   })
 
+  it('lists deliveries page by page with before: newest first, none missing or repeated; a before of another endpoint is a 422', async () => {
+    await freshAccount()
+    const receiver = new WebhookReceiver()
+    const [ep, other] = [await endpoint(receiver), await endpoint(receiver)]
+    const events = Array.from({ length: 7 }, (_, n) => record('site.up', { n }))
+    await drain()
+    await receiver.until(14)
+    const seen: string[] = []
+    let before: string | undefined
+    for (let pages = 0; ; pages++) {
+      const page = await h.call('GET', `/api/v1/webhooks/${ep.id}/deliveries/?limit=3${before ? `&before=${before}` : ''}`, { key: account.key })
+      expect(page.status, page.text).toBe(200)
+      if (page.json.data.length === 0) break
+      expect(pages).toBeLessThan(3)
+      seen.push(...page.json.data.map((d: { event_id: string }) => d.event_id))
+      before = page.json.data.at(-1).id
+    }
+    expect(seen).toEqual(events.map((e) => e.id).reverse())
+    const theirs = (await deliveries(other.id))[0].id
+    for (const bad of [theirs, 'wd_000000000000000000000000']) {
+      const refused = await h.call('GET', `/api/v1/webhooks/${ep.id}/deliveries/?before=${bad}`, { key: account.key })
+      expect(refused.status, refused.text).toBe(422)
+      expect(refused.json.error).toMatchObject({ code: 'VALIDATION_ERROR', param: 'before' })
+    }
+    expect((await h.call('GET', `/api/v1/webhooks/${ep.id}/deliveries/?before=nope`, { key: account.key })).json.error).toMatchObject({ param: 'before' })
+    receiver.stop()
+  })
+
   it('an endpoint with types gets those only; another account\'s events never reach it', async () => {
     await freshAccount()
     const receiver = new WebhookReceiver()

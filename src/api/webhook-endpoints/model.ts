@@ -33,4 +33,5 @@ export const DeliveryParams = t.Object({ webhook_id: Id('we_', "The endpoint's i
 
 export const DeliveryListQuery = Query({
   limit: t.Optional(QueryInteger('limit', { minimum: 1, maximum: 100, default: 50, description: 'How many of the newest deliveries to return.' })),
+  before: t.Optional(t.String({ pattern: '^wd_[0-9a-f]{24}$', description: "A delivery's id: the deliveries older than it (send the last one of a page for the next page).", error: 'must be wd_ and 24 hex characters', examples: ['wd_3f9a0c1d2e4b5a6978c0d1e2'] })),
 })

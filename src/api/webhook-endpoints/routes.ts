@@ -74,13 +74,18 @@ export const webhookEndpointRoutes = (plugins: ApiPlugins, webhooks: WebhooksSer
         operationId: 'rotateWebhookSecret',
       },
     })
-    .get('/webhooks/:webhook_id/deliveries/', ({ principal, params, query }) => webhooks.deliveries(principal.accountId, params.webhook_id, query.limit ?? 50), {
+    .get('/webhooks/:webhook_id/deliveries/', ({ principal, params, query }) => webhooks.deliveries(principal.accountId, params.webhook_id, query.limit ?? 50, query.before), {
       scope: 'admin',
       params: WebhookParams,
       errors: [404],
       query: DeliveryListQuery,
       response: ok(t.Array(WebhookDelivery)),
-      detail: { tags, summary: "The endpoint's deliveries, newest first: status, attempts, the last answer's code and error", operationId: 'listWebhookDeliveries' },
+      detail: {
+        tags,
+        summary: "The endpoint's deliveries, newest first: status, attempts, the last answer's code and error",
+        description: 'Older ones page by page: send the last delivery\'s id as before; an empty list is the end. A before that is not one of this endpoint\'s deliveries: 422 param before.',
+        operationId: 'listWebhookDeliveries',
+      },
     })
     .post('/webhooks/:webhook_id/deliveries/:delivery_id/redeliver/', ({ principal, params }) => webhooks.redeliver(principal.accountId, params.webhook_id, params.delivery_id), {
       scope: 'admin',

@@ -138,9 +138,12 @@ export class WebhooksService {
     return { ...this.get(accountId, id), secret }
   }
 
-  deliveries(accountId: string, id: string, limit: number): WebhookDeliveryView[] {
+  /** The endpoint's deliveries, newest first; those older than delivery `before` when given (422 when it is not one of the endpoint's). */
+  deliveries(accountId: string, id: string, limit: number, before?: string): WebhookDeliveryView[] {
     this.find(accountId, id)
-    return this.d.repo.deliveries(id, limit).map(deliveryView)
+    const from = before === undefined ? undefined : this.d.repo.delivery(id, before)
+    if (before !== undefined && !from) throw invalid('before', say`No delivery '${before}' of webhook endpoint '${id}'; send the id of the last delivery of the page you have, or leave before out for the newest.`)
+    return this.d.repo.deliveries(id, limit, from).map(deliveryView)
   }
 
   /** Sends a delivery again (its event, its webhook-id), in its place in the endpoint's order. */
