@@ -10,7 +10,7 @@ import type { PlansService } from '../domain/plans'
 import { OutboundCheck, outboundPolicyOf } from '../drivers/net/outbound'
 import { HostNotFoundError, OutboundRefusedError } from '../drivers/net/errors'
 import { appControl, type AppControl } from '../drivers/runtime/app-control'
-import { writePhpEnv } from '../drivers/runtime/php-env'
+import { phpEnvUnfit, writePhpEnv } from '../drivers/runtime/php-env'
 import type { ContainerRuntime } from '../drivers/runtime/types'
 import { toCheckedTar } from '../drivers/sources/archive'
 import { DeployWorkFolder } from '../drivers/sources/work-tars'
@@ -127,12 +127,17 @@ export function buildApps(n: AppsNeeds): Apps {
     if (site.runtime !== null && site.status === 'active') await control.pushEnv(site.slug, env.valuesOf(site.id))
   })
   // PHP-FPM's pool gets them too (berth/php on vps and dedicated plans, PHP on the app image).
+  const runsPhp = (site: SiteRow) => site.runtime !== null || n.plans.get(site.planSlug).hosting_type !== 'shared'
   const php = new PhpEnvs({
-    sites: n.sites, env, log: n.log,
-    runsPhp: (site) => site.runtime !== null || n.plans.get(site.planSlug).hosting_type !== 'shared',
+    sites: n.sites, env, log: n.log, runsPhp,
     write: (slug, values) => writePhpEnv(n.runtime, slug, values),
   })
   n.env.onChanged((site) => php.changed(site))
+  // The env view names what PHP cannot be given (its warning).
+  n.env.explainLeftOut((site, values) => (runsPhp(site) ? Object.entries(values).flatMap(([name, value]) => {
+    const why = phpEnvUnfit(value)
+    return why ? [{ name, why }] : []
+  }) : []))
   return {
     deployer, supervisor, env, intake, pushes, php,
     starts: new AppStarts({

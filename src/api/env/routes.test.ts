@@ -103,6 +103,21 @@ describe('settings and secrets', () => {
     expect(h.services.env.valuesOf(site.siteId)).toEqual({})
   })
 
+  it('names in its warning the variables PHP cannot be given, on a site that runs PHP only', async () => {
+    const set = { variables: { PEM: '-----BEGIN KEY-----\nabc\n-----END KEY-----', HASH: '$2y$10$abc', URL: 'https://example.com' }, secret: ['PEM'] }
+    const vps = await buyInProcess(h, 'svc_business_monthly', 'envphp')
+    const onVps = await h.call('PATCH', `/api/v1/sites/${vps.slug}/env/`, { key: vps.key, body: set })
+    expect(onVps.status, onVps.text).toBe(200)
+    for (const answer of [onVps, await h.call('GET', `/api/v1/sites/${vps.slug}/env/`, { key: vps.key })]) {
+      expect(answer.json.data.warning).toMatch(/^PHP does not get HASH \(a leading \$\), PEM \(a line break\): /)
+      expect(answer.text).not.toContain('BEGIN KEY')
+    }
+    // The shared plan's site has no PHP: nothing to warn of.
+    const shared = await call('PATCH', set)
+    expect(shared.json.data.warning).toBeNull()
+    expect((await call('PUT', {})).status).toBe(200)
+  })
+
   it('needs write for changes, and answers 404 for another account\'s site', async () => {
     const reader = (await h.call('POST', '/api/v1/keys/create/', { key: site.key, body: { name: 'ro', scopes: ['read'] } })).json.data.api_key
     expect((await call('GET', undefined, reader)).status).toBe(200)

@@ -42,6 +42,8 @@ export class SiteEnvService {
   private listeners: ((site: SiteRow) => Promise<void>)[] = []
   /** What other areas give the site (its databases' URLs, domain/databases): merged under its own variables, all secret. */
   private providers: { values: (siteId: string) => Record<string, string>; secrets: (siteId: string) => string[] }[] = []
+  /** The names of the site's variables its PHP cannot be given, with why (compose/apps.ts: php-fpm's pool file). */
+  private leftOut: (site: SiteRow, values: Record<string, string>) => { name: string; why: string }[] = () => []
 
   constructor(private d: { store: Pick<Store, 'write'>; repo: SiteEnvRepository; box: SecretBox; clock: Clock; log: Logger }) {}
 
@@ -65,6 +67,15 @@ export class SiteEnvService {
     await this.tell(site)
   }
 
+  /**
+   * Says which of a site's variables a part of it cannot be given (PHP-FPM's pool holds no line
+   * break, no empty value, none starting with `$`): the view's warning names them, so an agent
+   * learns it from the API, not from PHP's missing variable.
+   */
+  explainLeftOut(fn: (site: SiteRow, values: Record<string, string>) => { name: string; why: string }[]): void {
+    this.leftOut = fn
+  }
+
   /** The names the site sets itself. */
   ownNames(siteId: string): ReadonlySet<string> {
     return new Set(this.d.repo.list(siteId).map((r) => r.name))
@@ -74,12 +85,22 @@ export class SiteEnvService {
     const rows = this.d.repo.list(site.id)
     const variables = rows.map((row) => this.viewOf(row))
     const unreadable = variables.filter((v) => !v.readable).map((v) => v.name)
+    const own: Record<string, string> = {}
+    for (const row of rows) {
+      const value = this.opened(row)
+      if (value !== null) own[row.name] = value
+    }
+    const left = this.leftOut(site, own)
+    const warnings = [
+      unreadable.length === 0 ? null : `This box cannot open the secrets ${unreadable.join(', ')}: they were sealed with a key it does not have (the store was restored without its secrets.key). The app gets none of them: set each again with its value, or have the hoster put the old box's secrets.key back in the data folder.`,
+      left.length === 0 ? null : `PHP does not get ${left.map((l) => `${l.name} (${l.why})`).join(', ')}: PHP-FPM's configuration cannot hold a value with a line break, an empty one or one starting with $. The app's processes, its build, deploy hook and exec get them; for PHP, store such a value encoded (base64) and decode it in PHP.`,
+    ].filter((w): w is string => w !== null)
     return {
       variables,
       count: rows.length,
       bytes: rows.reduce((n, r) => n + bytesOf(r), 0),
       limits: { variables: ENV_LIMITS.variables, bytes: ENV_LIMITS.totalBytes, value_bytes: ENV_LIMITS.valueBytes },
-      warning: unreadable.length === 0 ? null : `This box cannot open the secrets ${unreadable.join(', ')}: they were sealed with a key it does not have (the store was restored without its secrets.key). The app gets none of them: set each again with its value, or have the hoster put the old box's secrets.key back in the data folder.`,
+      warning: warnings.length === 0 ? null : warnings.join(' '),
     }
   }
 
