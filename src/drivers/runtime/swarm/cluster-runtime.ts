@@ -38,7 +38,7 @@ export class ClusterRuntime extends SiteRuntime {
     const swarm = new SwarmHost(opts, homes)
     super(swarm, opts, homes)
     this.swarm = swarm
-    this.databases = databaseHost({ instanceId: opts.instanceId, ...swarm.databaseParts(), remakeNetwork: (slug) => this.underLock(slug, () => swarm.remakeNetwork(slug)) })
+    this.databases = databaseHost({ instanceId: opts.instanceId, ...swarm.databaseParts(), underLock: (slug, fn) => this.underLock(slug, fn) })
     this.placement = {
       nodeOf: (slug) => this.call(() => swarm.nodeOf(slug)),
       placements: () => this.call(() => swarm.placements()),
@@ -101,7 +101,8 @@ class SwarmHost implements SiteHost {
 
   /** The parts the databases' host is made of (database-host.ts). */
   databaseParts() {
-    return { ready: () => this.ready(), engines: () => this.engines, services: () => this.services, images: this.images, disks: this.disks, volumeOn: (slug: string) => this.volumeOn(slug) }
+    return { ready: () => this.ready(), engines: () => this.engines, services: () => this.services, images: this.images, disks: this.disks, volumeOn: (slug: string) => this.volumeOn(slug),
+      endpointOf: (engine: Engine, slug: string, info: Docker.ContainerInspectInfo) => this.endpointOf(engine, slug, info), startWithinMs: this.opts.startWithinMs ?? 60_000, log: this.opts.log }
   }
 
   /** Connects, and makes this engine a Swarm manager (swarm-membership.ts ensureManager: `swarm init` advertising cluster.address) when it is in no swarm. */
@@ -248,38 +249,6 @@ class SwarmHost implements SiteHost {
     if (!service) return false
     await this.services.scaleTo(service, 0)
     return true
-  }
-
-  /**
-   * Makes the site's swarm network again, attachable: a site made before databases ran on nodes
-   * has one that is not, which no database container can join. Swarm removes no network a
-   * service names, so the service first leaves it (no replica, no network), the network is
-   * removed and made again (the same name, the same /28 on each node from its configuration
-   * network), then the service gets its network and replicas back and its task is waited for,
-   * the node's forward following its address. The site does not serve for those seconds.
-   * A no-op when the network is attachable already (or missing: the site's next start makes it).
-   */
-  async remakeNetwork(slug: string): Promise<void> {
-    const names = this.services.names(slug)
-    const network = await orNull(this.engines.manager.docker.getNetwork(names.network).inspect() as Promise<Docker.NetworkInspectInfo>)
-    if (!network || network.Attachable) return
-    const service = await this.services.find(slug)
-    const engine = service ? await this.engines.of(nodeOfService(service)) : null
-    if (service && engine) {
-      await this.services.update(service, (spec) => ({ ...spec, Mode: { Replicated: { Replicas: 0 } }, TaskTemplate: { ...spec.TaskTemplate, Networks: [] } }))
-      await untilNoContainer(engine, this.opts.instanceId, slug, true)
-    }
-    await this.services.removeNetwork(names.network)
-    await this.services.ensureNetwork(names)
-    this.opts.log.info('made the site\'s network again, attachable (for its databases)', { site: slug })
-    const now = service ? await this.services.find(slug) : null
-    if (!service || !now || !engine) return
-    await this.services.update(now, (spec) => ({ ...spec, Mode: service.Spec.Mode, TaskTemplate: { ...spec.TaskTemplate, Networks: [{ Target: names.network }] } }))
-    if (replicasOf(service) === 0) return
-    const running = await untilRunning(engine, this.opts.instanceId, slug, {
-      before: null, sshPort: null, withinMs: this.opts.startWithinMs ?? 60_000, problem: (since) => this.services.taskProblem(slug, since),
-    })
-    await this.endpointOf(engine, slug, await withoutSwap(engine.docker, running, this.opts.log))
   }
 
   /** Placement (contracts in drivers/cluster/types.ts), through ClusterRuntime.placement. */

@@ -7,6 +7,9 @@ import type { Engine } from '../site-runtime'
 import type { NodeEngines } from './node-engines'
 import type { NodeImages } from './node-images'
 import type { SiteServices } from './site-services'
+import { remakeNetwork } from './network-remake'
+import type { Logger } from '../../../lib/logger'
+import type { SiteEndpoint } from '../types'
 
 /**
  * What the databases' runtime (drivers/databases/runtime.ts, DockerDatabaseRuntimeOptions) takes
@@ -33,8 +36,13 @@ export interface DatabaseHostParts {
   disks: SiteDisks
   /** The engine of the node the site is placed on (SwarmHost.volumeOn). */
   volumeOn(slug: string): Promise<Engine>
-  /** Makes the site's network attachable, under the site's lock (SwarmHost.remakeNetwork: its task restarts). */
-  remakeNetwork(slug: string): Promise<void>
+  /** The site's endpoint from its running container (SwarmHost.endpointOf: the node's forward follows it). */
+  endpointOf(engine: Engine, slug: string, info: Docker.ContainerInspectInfo): Promise<SiteEndpoint>
+  /** How long a site's task may take to run again. */
+  startWithinMs: number
+  log: Logger
+  /** Runs `fn` under the site's lock (ClusterRuntime): its network is made again under it. */
+  underLock<T>(slug: string, fn: () => Promise<T>): Promise<T>
 }
 
 export function databaseHost(p: DatabaseHostParts): DatabaseHost {
@@ -56,7 +64,10 @@ export function databaseHost(p: DatabaseHostParts): DatabaseHost {
       const attachable = async () => (await orNull(engines.manager.docker.getNetwork(names.network).inspect() as Promise<Docker.NetworkInspectInfo>))?.Attachable !== false
       if (await attachable()) return
       // A site made before databases ran on a cluster: its network is made again, attachable (its task restarts once).
-      await p.remakeNetwork(site.slug)
+      await p.underLock(site.slug, () => remakeNetwork({
+        manager: engines.manager.docker, services: p.services(), engineOf: (id) => engines.of(id), instanceId: p.instanceId,
+        startWithinMs: p.startWithinMs, endpointOf: (engine, info) => p.endpointOf(engine, site.slug, info), log: p.log,
+      }, site.slug))
       if (!(await attachable())) throw new Error(`The network of site '${site.slug}' could not be made attachable: no container can join it (docs/cluster.md "Databases on nodes").`)
     },
     async imageOn(engine, image) {
