@@ -63,6 +63,14 @@ export class FakeDatabaseRuntime implements DatabaseRuntime {
     throw new Error('FakeDatabaseRuntime does not restore')
   }
 
+  /** Each database's log: what a test wrote into it, the newest `tail` lines. */
+  logLines = new Map<string, string[]>()
+
+  async logs(slug: string, name: string, tail: number): Promise<string[] | null> {
+    if (!this.dbs.has(key(slug, name))) return null
+    return (this.logLines.get(key(slug, name)) ?? [`${name}: ready to accept connections`]).slice(-tail)
+  }
+
   async listManaged() {
     return [...this.dbs].map(([k, db]) => ({ slug: k.split('/')[0]!, name: k.split('/')[1]!, engine: db.engine, running: db.running }))
   }

@@ -1,9 +1,10 @@
 import { t } from 'elysia'
 import { DbEngineSchema } from '../../core/enums'
-import { Database, DatabaseWithUrl, DB_NAME_PATTERN, RESERVED_DB_NAMES } from '../../domain/databases'
-import { Body, Uuid } from '../http/schemas'
+import { Database, DatabaseLog, DatabaseWithUrl, DB_NAME_PATTERN, RESERVED_DB_NAMES } from '../../domain/databases'
+import { Body, Query, QueryInteger, Text, Uuid } from '../http/schemas'
 import { SiteParams } from '../sites/model'
-export { Database, DatabaseWithUrl }
+import { MAX_SEARCH_LENGTH } from '../logs/model'
+export { Database, DatabaseLog, DatabaseWithUrl }
 
 export const DatabaseParams = t.Object({ ...SiteParams.properties, name: t.String({ maxLength: 100, description: 'The database\'s name.', examples: ['main'] }) })
 
@@ -28,3 +29,9 @@ export const CreateDatabaseBody = Body({
 export const RestoreDatabaseBody = Body({
   archive_id: t.Optional(Uuid("A snapshot's or backup's id (listSnapshots, listBackups) holding the database's dump; its data replaces the database's. Without it: a deleted database in its grace comes back as it was.")),
 }, { description: 'None (a deleted database back as it was), or the archive to restore the data from.' })
+
+/** The query of getDatabaseLogs: as getSiteLogs's lines and search. */
+export const DatabaseLogQuery = Query({
+  lines: t.Optional(QueryInteger('lines', { minimum: 1, maximum: 500, default: 100, description: 'How many of the newest matching lines to return.' })),
+  search: t.Optional(Text({ maxLength: MAX_SEARCH_LENGTH, description: 'Only lines containing this text (plain, case-sensitive substring), among the newest 10,000.' })),
+})

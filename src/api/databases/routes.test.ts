@@ -111,6 +111,29 @@ describe('databases', () => {
     }
   })
 
+  it('logs/ answers the newest lines of the server\'s log, searched, the site\'s database passwords masked; 404 for another account and an unknown name', async () => {
+    const made = await call(shared, 'GET', 'main/')
+    expect(made.status, made.text).toBe(200)
+    fake.logLines.set(`${shared.slug}/main`, ['LOG:  starting', `STATEMENT:  ALTER ROLE "site" PASSWORD '${password}'`, 'LOG:  ready to accept connections', 'FATAL:  password authentication failed for user "site"'])
+    const newest = await call(shared, 'GET', 'main/logs/?lines=2')
+    expect(newest.status, newest.text).toBe(200)
+    expect(newest.json.data).toEqual({ name: 'main', lines: ['LOG:  ready to accept connections', 'FATAL:  password authentication failed for user "site"'] })
+    const all = await call(shared, 'GET', 'main/logs/')
+    expect(all.json.data.lines).toHaveLength(4)
+    expect(all.text).not.toContain(password)
+    expect(all.json.data.lines[1]).toBe(`STATEMENT:  ALTER ROLE "site" PASSWORD '[secret]'`)
+    expect((await call(shared, 'GET', 'main/logs/?search=FATAL')).json.data.lines).toEqual(['FATAL:  password authentication failed for user "site"'])
+    const other = await h.register()
+    for (const [rest, key] of [['main/logs/', other.key], ['nope/logs/', shared.key]] as const) {
+      const missing = await call(shared, 'GET', rest, undefined, key)
+      expect([missing.status, missing.json.error.code]).toEqual([404, 'NOT_FOUND'])
+    }
+    for (const query of ['lines=0', 'lines=501', `search=${'x'.repeat(201)}`]) {
+      const bad = await call(shared, 'GET', `main/logs/?${query}`)
+      expect([bad.status, bad.json.error.param]).toEqual([422, query.split('=')[0]])
+    }
+  })
+
   it('delete removes the server and keeps the data; the name stays taken, the slot is free, the variables go', async () => {
     const gone = await call(shared, 'DELETE', 'main/')
     expect(gone.status, gone.text).toBe(200)
@@ -215,7 +238,7 @@ describe('the MCP door', () => {
   it('has a tool for each route', async () => {
     const doc = (await h.call('GET', '/api/v1/openapi.json')).json
     const tools = new Map(toolsFromOpenApi(doc).map((t) => [t.name, t]))
-    for (const name of ['create_database', 'list_databases', 'get_database', 'delete_database', 'reveal_database_password', 'rotate_database_password', 'restore_database']) expect(tools.has(name), name).toBe(true)
+    for (const name of ['create_database', 'list_databases', 'get_database', 'delete_database', 'reveal_database_password', 'rotate_database_password', 'restore_database', 'get_database_logs']) expect(tools.has(name), name).toBe(true)
   })
 })
 

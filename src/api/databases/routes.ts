@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia'
 import { NoBody, ok } from '../http/schemas'
 import type { ApiPlugins } from '../plugins'
 import { SiteParams } from '../sites/model'
-import { CreateDatabaseBody, Database, DatabaseParams, DatabaseWithUrl, RestoreDatabaseBody } from './model'
+import { CreateDatabaseBody, Database, DatabaseLog, DatabaseLogQuery, DatabaseParams, DatabaseWithUrl, RestoreDatabaseBody } from './model'
 import type { DatabaseArchives, DatabasesService } from '../../domain/databases'
 
 const tags = ['Databases']
@@ -48,6 +48,20 @@ export const databaseRoutes = (plugins: ApiPlugins, databases: DatabasesService,
       params: DatabaseParams,
       response: ok(Database),
       detail: { tags, summary: 'One database: engine, version, state, size and where to connect', operationId: 'getDatabase' },
+    })
+    .get('/sites/:tenant_slug/databases/:name/logs/', ({ site, params, query }) => databases.logs(site, params.name, { lines: query.lines ?? 100, search: query.search || undefined }), {
+      scope: 'read',
+      site: 'owned',
+      params: DatabaseParams,
+      query: DatabaseLogQuery,
+      response: ok(DatabaseLog),
+      errors: [503],
+      detail: {
+        tags,
+        summary: "The newest lines of the database's server log: starts, stops, errors, refused logins",
+        description: "What the server writes (PostgreSQL's, MariaDB's or Redis's own log lines), read from its container, oldest first; the site's database passwords are masked. A database with no server now (deleted, failed) has none. The engine not answering: 503.",
+        operationId: 'getDatabaseLogs',
+      },
     })
     .delete('/sites/:tenant_slug/databases/:name/', ({ site, params }) => databases.delete(site, params.name), {
       scope: 'write',

@@ -2,7 +2,7 @@
 import type { Store } from '../../store/store'
 import { DatabasesRepository } from './repository'
 export { DatabasesService, type DatabasesDeps } from './service'
-export { Database, DatabaseWithUrl, SiteDatabase, type DatabaseView, type DatabaseWithUrlView, type SiteDatabaseSummary } from './views'
+export { Database, DatabaseLog, DatabaseWithUrl, SiteDatabase, type DatabaseLogView, type DatabaseView, type DatabaseWithUrlView, type SiteDatabaseSummary } from './views'
 export { DatabaseLife, type DatabaseLifeDeps } from './life'
 export { DatabaseSizes, SIZE_CACHE_MS } from './sizes'
 export { DatabaseCarrier, type CarriedDatabases, type DatabaseCarrierDeps } from './placement'

@@ -25,6 +25,11 @@ export interface DatabaseRuntime {
   dump(spec: DatabaseSpec, to: NodeJS.WritableStream): Promise<{ bytes: number }>
   /** Replaces the database's data with a dump of `dump`'s format. */
   restore(spec: DatabaseSpec, from: NodeJS.ReadableStream): Promise<void>
+  /**
+   * The newest `tail` lines the server wrote to its container's output (its log: starts, stops,
+   * errors, refused logins), oldest first; null when the database has no container.
+   */
+  logs(slug: string, name: string, tail: number): Promise<string[] | null>
   /** Every database container labelled as this instance's (for reconcile, wave 2). */
   listManaged(): Promise<Array<{ slug: string; name: string; engine: DbEngine; running: boolean }>>
   /**

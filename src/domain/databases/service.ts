@@ -12,7 +12,7 @@ import type { DatabasesRepository, SiteDatabaseRow } from './repository'
 import { checkDbName, DB_PORTS, DB_USER, databaseOf, FIRST_DB_VARIABLE, HAS_SERVER, hostOf, newPassword, urlOf, variableOf } from './rules'
 import type { DatabaseSizes } from './sizes'
 import type { DatabaseEvents } from './database-events'
-import type { DatabaseView, DatabaseWithUrlView, SiteDatabaseSummary } from './views'
+import type { DatabaseLogView, DatabaseView, DatabaseWithUrlView, SiteDatabaseSummary } from './views'
 
 export interface DatabasesDeps {
   store: Pick<Store, 'write'>
@@ -37,6 +37,8 @@ export interface DatabasesDeps {
 
 /** Seconds a caller waits before retrying a database another call is changing. */
 const BUSY_RETRY_S = 5
+/** How many of a database's newest log lines a `search` looks through. */
+export const LOG_SEARCH_LINES = 10_000
 
 /**
  * The sites' managed databases (issue 40, docs/api.md "Databases"): PostgreSQL, MariaDB and Redis
@@ -272,6 +274,21 @@ export class DatabasesService {
   specOf(site: SiteRow, row: SiteDatabaseRow, password: string): DatabaseSpec {
     const plan = this.d.plans.get(site.planSlug)
     return { siteId: site.id, slug: site.slug, name: row.name, engine: row.engine, memoryMb: row.memoryMb, cpuCores: plan.features.cpu_cores, diskGb: row.diskGb, user: DB_USER, password }
+  }
+
+  /**
+   * The newest `lines` lines of the database's server log (its container's output: starts, stops,
+   * errors, refused logins), oldest first; with `search`, those holding it among the newest
+   * LOG_SEARCH_LINES. The site's database passwords are masked (a server may quote a statement
+   * that failed). A database with no container now (deleted, failed) has none.
+   */
+  async logs(site: SiteRow, name: string, q: { lines: number; search?: string }): Promise<DatabaseLogView> {
+    this.require(site, name)
+    const search = q.search
+    const read = (await this.d.runtime.logs(site.slug, name, search ? LOG_SEARCH_LINES : q.lines)) ?? []
+    const passwords = this.passwordsOf(site.id).filter((p) => p.length >= 8)
+    const masked = (line: string) => passwords.reduce((text, p) => text.replaceAll(p, '[secret]'), line)
+    return { name, lines: (search ? read.filter((line) => line.includes(search)) : read).slice(-q.lines).map(masked) }
   }
 
   private require(site: SiteRow, name: string): SiteDatabaseRow {

@@ -42,6 +42,15 @@ export const DatabaseWithUrl = t.Object({
 /** A database as its site's view shows it (GET /sites/{tenant_slug}/: `databases`). */
 export const SiteDatabase = t.Object({ name: fields.name, engine: fields.engine, state: fields.state, size_bytes: fields.size_bytes })
 
+/** A database's server log (GET .../databases/{name}/logs/). */
+export const DatabaseLog = t.Object({
+  name: fields.name,
+  lines: t.Array(t.String(), { description: "The server's own lines (its container's output: starts, stops, errors, refused logins), oldest first, newest last; the site's database passwords masked as [secret]. Empty for a database with no server now (deleted, failed)." }),
+}, {
+  examples: [{ name: 'main', lines: ['2026-11-24 12:00:01.212 UTC [41] LOG:  database system is ready to accept connections', '2026-11-24 12:03:17.508 UTC [77] FATAL:  password authentication failed for user "site"'] }],
+})
+
 export type DatabaseView = Static<typeof Database>
+export type DatabaseLogView = Static<typeof DatabaseLog>
 export type SiteDatabaseSummary = Static<typeof SiteDatabase>
 export type DatabaseWithUrlView = Static<typeof DatabaseWithUrl>

@@ -89,6 +89,12 @@ describe.each(['postgres', 'mariadb', 'redis'] as DbEngine[])('DockerDatabaseRun
     expect(running.version).toMatch(VERSIONS[engine])
     await write('alpha', spec, 'before')
     expect(await read('alpha', spec)).toBe('before')
+    // Its server's own log: the line that says it takes connections, newest last; none for a database without a container.
+    const ready = { postgres: /database system is ready to accept connections/, mariadb: /ready for connections/, redis: /Ready to accept connections/ }[engine]
+    const lines = (await dbs.logs(spec.slug, spec.name, 200))!
+    expect(lines.some((line) => ready.test(line)), lines.join('\n')).toBe(true)
+    expect((await dbs.logs(spec.slug, spec.name, 1))!).toEqual([lines.at(-1)])
+    expect(await dbs.logs(spec.slug, 'nothere', 10)).toBeNull()
   }, 180_000)
 
   it('is out of reach of another site\'s container (by name and by address) and publishes nothing on the host', async () => {

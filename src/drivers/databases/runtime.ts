@@ -173,6 +173,16 @@ export class DockerDatabaseRuntime implements DatabaseRuntime {
     await this.inRunning(spec, 'restore', (kit) => ({ ...kit.restore(spec), stdin: from }), undefined, true)
   }
 
+  async logs(slug: string, name: string, tail: number): Promise<string[] | null> {
+    const engine = await this.opts.engineOf(slug)
+    return this.call(engine, async () => {
+      const info = await this.own(engine.docker, databaseNames(this.opts.instanceId, slug, name).container)
+      if (!info) return null
+      const raw = (await engine.docker.getContainer(info.Id).logs({ stdout: true, stderr: true, tail })) as unknown as Buffer
+      return demuxed(raw).split('\n').map((line) => line.replace(/\r$/, '')).filter((line) => line !== '')
+    })
+  }
+
   async listManaged(): Promise<Array<{ slug: string; name: string; engine: DbEngine; running: boolean }>> {
     const filters = { label: [`${LABEL.instance}=${this.opts.instanceId}`, `${DB_LABEL.role}=${DB_ROLE}`] }
     const lists = await Promise.all((await this.opts.allEngines()).map(async (engine) => {
