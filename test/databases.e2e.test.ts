@@ -147,6 +147,13 @@ describe('databases on the compiled binary', () => {
     expect(now.MAIN_URL).toEqual(expect.arrayContaining(['hello MAIN_URL']))
     const audit = await call(site, 'GET', 'logs/?type=audit')
     expect(audit.text).toContain('rotate-password main')
+    // The refused login with the old password is in the server's own log, as the agent reads it.
+    const logged = await call(site, 'GET', 'databases/main/logs/?search=password%20authentication%20failed')
+    expect(logged.status, logged.text).toBe(200)
+    expect(logged.json.data.lines.at(-1)).toMatch(/FATAL: +password authentication failed for user "site"/)
+    const whole = await call(site, 'GET', 'databases/main/logs/?lines=500')
+    expect(whole.json.data.lines.some((line: string) => /ready to accept connections/.test(line))).toBe(true)
+    for (const url of [urls.MAIN_URL!, rotated.json.data.url]) expect(whole.text).not.toContain(new URL(url).password)
   }, 120_000)
 
   it("another site's container cannot reach them; another account gets 404 on every route", async () => {
