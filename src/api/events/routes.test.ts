@@ -195,6 +195,8 @@ describe('wait', () => {
     expect(refused.json.error).toMatchObject({ code: 'RATE_LIMITED', param: 'wait' })
     expect(refused.json.error.message).toMatch(/20 long polls/)
     expect(refused.headers.get('retry-after')).toBe('5')
+    const next = await h.call('GET', `/api/v1/events/next/?after=${start}&timeout_seconds=5`, { key: one.key })
+    expect([next.status, next.json.error.param]).toEqual([429, 'timeout_seconds'])
     // Without wait it answers; another account holds its own.
     expect((await events(`?after=${start}`)).status).toBe(200)
     const theirs = events(`?wait=1&types=webhook_endpoint.disabled`, stranger.key)

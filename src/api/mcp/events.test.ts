@@ -139,6 +139,17 @@ describe('the tools', () => {
     expect((listed.structuredContent as any).events.map((e: { id: string }) => e.id)).toEqual([made.id])
   })
 
+  it('wait_for_event cancelled by its client lets go of its long poll at once (not at timeout_seconds)', async () => {
+    const me = await connect(mine.key)
+    const standing = h.services.events.listening
+    const cancel = new AbortController()
+    const waiting = me.client.callTool({ name: 'wait_for_event', arguments: { types: 'site.suspended', after: json(await me.client.callTool({ name: 'list_events', arguments: { limit: 100 } })).next_after, timeout_seconds: 60 } }, undefined, { signal: cancel.signal })
+    await until(() => h.services.events.listening === standing + 1)
+    cancel.abort()
+    await expect(waiting).rejects.toThrow()
+    await until(() => h.services.events.listening === standing, 2000)
+  })
+
   it('a bad cursor is the tool error the REST answer is, with its param', async () => {
     const me = await connect(mine.key)
     const bad = await me.client.callTool({ name: 'list_events', arguments: { after: 'evt_000000000000000000000000' } })

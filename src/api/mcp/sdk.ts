@@ -69,7 +69,7 @@ export function newTransport(opts: { onsessioninitialized(id: string): void; ons
 let validator: AjvJsonSchemaValidator | undefined
 
 /** One MCP server for one session: tools, resources and prompts, each backed by the REST routes. */
-export function newServer(d: { name: string; version: string; instructions: string; catalog(): ToolDef[]; call(name: string, args: Record<string, unknown>, caller: Caller): Promise<ToolResult>; log: Logger; events?: EventsDoor }) {
+export function newServer(d: { name: string; version: string; instructions: string; catalog(): ToolDef[]; call(name: string, args: Record<string, unknown>, caller: Caller, signal?: AbortSignal): Promise<ToolResult>; log: Logger; events?: EventsDoor }) {
   const server = new Server(
     { name: d.name, title: SERVER_TITLE, version: d.version },
     { capabilities: CAPABILITIES, instructions: d.instructions, jsonSchemaValidator: (validator ??= new AjvJsonSchemaValidator()) },
@@ -80,7 +80,8 @@ export function newServer(d: { name: string; version: string; instructions: stri
     tools: d.catalog().map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema, annotations: t.annotations })),
   }))
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
-    const result = await d.call(req.params.name, (req.params.arguments ?? {}) as Record<string, unknown>, callerOf(extra))
+    // The call's signal ends what the tool holds (wait_for_event's long poll) when the client cancels it or goes.
+    const result = await d.call(req.params.name, (req.params.arguments ?? {}) as Record<string, unknown>, callerOf(extra), extra.signal)
     return result as never
   })
 

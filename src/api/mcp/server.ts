@@ -70,12 +70,12 @@ export function createMcpHandler(deps: McpDeps) {
   const rebinding = rebindingGuard(deps.siteUrl, deps.localPorts)
 
   /** Runs one tool as its REST route, with the caller's key and address; the result as JSON text. */
-  const callJson = async (name: string, args: Record<string, unknown>, auth: Caller): Promise<string> => {
+  const callJson = async (name: string, args: Record<string, unknown>, auth: Caller, signal?: AbortSignal): Promise<string> => {
     const tool = catalog().byName.get(name)
     if (!tool) return JSON.stringify(errorResult('NOT_FOUND', `No tool '${name}'; tools/list shows them all.`, 'name'))
     let request: Request
     try {
-      request = requestFor(tool, args, origin, API_PREFIX, auth.authorization ? { authorization: auth.authorization } : {})
+      request = requestFor(tool, args, origin, API_PREFIX, auth.authorization ? { authorization: auth.authorization } : {}, signal)
     } catch (err) {
       if (err instanceof ToolInputError) return JSON.stringify(errorResult('VALIDATION_ERROR', err.message, err.param))
       throw err
@@ -83,8 +83,8 @@ export function createMcpHandler(deps: McpDeps) {
     deps.tag(request, auth.via)
     return resultJsonOf(await deps.dispatch(request))
   }
-  const call = async (name: string, args: Record<string, unknown>, auth: Caller): Promise<ToolResult> =>
-    JSON.parse(await callJson(name, args, auth)) as ToolResult
+  const call = async (name: string, args: Record<string, unknown>, auth: Caller, signal?: AbortSignal): Promise<ToolResult> =>
+    JSON.parse(await callJson(name, args, auth, signal)) as ToolResult
 
   const timer = setInterval(() => sessions.sweep(), SWEEP_INTERVAL_MS)
   timer.unref?.()
@@ -118,6 +118,9 @@ export function createMcpHandler(deps: McpDeps) {
     }
   }
 
+  /** The hot path's calls under way, by session and JSON-RPC id: a notifications/cancelled for one ends it (wait_for_event's long poll). */
+  const inFlight = new Map<string, AbortController>()
+
   return {
     /** The tools, for the discovery documents and tests. */
     tools: () => catalog().tools,
@@ -135,9 +138,12 @@ export function createMcpHandler(deps: McpDeps) {
           // per-message machinery (about 90 µs a call here, three times the REST route's whole
           // cost: bench/mcp.ts). Anything else goes to the SDK, with the body already read.
           const text = await request.text()
-          const fast = await fastToolCall(text, known, callJson, caller)
+          const fast = await fastToolCall(text, known, callJson, caller, request.signal, inFlight)
           if (fast) return fast
           const parsed = parseOrUndefined(text)
+          // A cancellation of a call the hot path runs: the SDK does not know it, so it is ended here.
+          const cancelled = cancelledRequest(parsed)
+          if (cancelled !== undefined && known.sessionId) inFlight.get(`${known.sessionId}\n${cancelled}`)?.abort()
           // Unparseable: the SDK reads the body itself and answers its parse error.
           if (parsed === undefined) return known.handleRequest(new Request(request.url, { method: 'POST', headers: request.headers, body: text }), { authInfo })
           return known.handleRequest(request, { authInfo, parsedBody: parsed })
@@ -173,7 +179,11 @@ function fastEligible(request: Request): boolean {
  * would: `{jsonrpc, id, result}` with the session header. Null for anything else (batches,
  * notifications, other methods, malformed messages), which the SDK handles.
  */
-async function fastToolCall(text: string, transport: Transport, call: (name: string, args: Record<string, unknown>, caller: Caller) => Promise<string>, caller: Caller): Promise<Response | null> {
+async function fastToolCall(
+  text: string, transport: Transport, call: (name: string, args: Record<string, unknown>, caller: Caller, signal?: AbortSignal) => Promise<string>, caller: Caller,
+  /** The HTTP request's: the client went away. */
+  gone: AbortSignal, inFlight: Map<string, AbortController>,
+): Promise<Response | null> {
   const message = parseOrUndefined(text) as { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: { name?: unknown; arguments?: unknown; _meta?: { progressToken?: unknown } } } | undefined
   if (!message || typeof message !== 'object' || Array.isArray(message) || message.jsonrpc !== '2.0' || message.method !== 'tools/call') return null
   const { id, params } = message
@@ -181,11 +191,31 @@ async function fastToolCall(text: string, transport: Transport, call: (name: str
   const args = params.arguments
   if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) return null
   if (params._meta?.progressToken !== undefined || !transport.sessionId) return null
-  const result = await call(params.name, (args ?? {}) as Record<string, unknown>, caller)
+  // Ended by the client's notifications/cancelled for this id, or by its going away.
+  const key = `${transport.sessionId}\n${String(id)}`
+  const ending = new AbortController()
+  const end = () => ending.abort()
+  gone.addEventListener('abort', end)
+  inFlight.set(key, ending)
+  let result: string
+  try {
+    result = await call(params.name, (args ?? {}) as Record<string, unknown>, caller, ending.signal)
+  } finally {
+    gone.removeEventListener('abort', end)
+    if (inFlight.get(key) === ending) inFlight.delete(key)
+  }
   return new Response(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result}}`, {
     status: 200,
     headers: { 'content-type': 'application/json', 'mcp-session-id': transport.sessionId },
   })
+}
+
+/** The request id a `notifications/cancelled` message names, else undefined. */
+function cancelledRequest(message: unknown): string | undefined {
+  const m = message as { method?: unknown; params?: { requestId?: unknown } } | undefined
+  if (!m || typeof m !== 'object' || m.method !== 'notifications/cancelled') return undefined
+  const id = m.params?.requestId
+  return typeof id === 'string' || typeof id === 'number' ? String(id) : undefined
 }
 
 function parseOrUndefined(text: string): unknown {

@@ -224,7 +224,7 @@ function routesAsTools(doc: Schema): (text: string) => string {
 }
 
 /** The REST request a tool call stands for; throws a message for the agent when an argument is unusable. */
-export function requestFor(tool: ToolDef, args: Record<string, unknown>, origin: string, apiPrefix: string, headers: Record<string, string>): Request {
+export function requestFor(tool: ToolDef, args: Record<string, unknown>, origin: string, apiPrefix: string, headers: Record<string, string>, signal?: AbortSignal): Request {
   for (const name of Object.keys(args)) {
     if (!(name in tool.inputSchema.properties)) throw new ToolInputError(`Unknown argument '${name}'; ${tool.name} takes ${Object.keys(tool.inputSchema.properties).join(', ') || 'no arguments'}.`, name)
   }
@@ -244,6 +244,7 @@ export function requestFor(tool: ToolDef, args: Record<string, unknown>, origin:
     method: tool.method,
     headers: { ...headers, ...(hasBody ? { 'content-type': 'application/json' } : {}) },
     body: hasBody ? JSON.stringify(body) : undefined,
+    signal,
   })
 }
 

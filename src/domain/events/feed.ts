@@ -63,14 +63,14 @@ export class EventFeed {
 
   constructor(private log: Pick<EventLog, 'list' | 'find' | 'onCommitted'>, private siteOf: SiteOfSlug) {}
 
-  /** A page of the caller's events after `after`; with `wait`, held until one matches when none does yet. */
-  async page(p: EventReader, q: FeedQuery, signal?: AbortSignal): Promise<EventPageView> {
+  /** A page of the caller's events after `after`; with `wait`, held until one matches when none does yet (`waitParam`: the caller's name for it). */
+  async page(p: EventReader, q: FeedQuery, signal?: AbortSignal, waitParam = 'wait'): Promise<EventPageView> {
     const filter = this.filterOf(p, q)
     let rows = this.log.list({ ...filter, limit: q.limit + 1 })
     if (rows.length === 0 && q.wait > 0) {
       const holding = this.heldBy.get(p.accountId) ?? 0
       if (holding >= MAX_HELD_PER_ACCOUNT) {
-        throw new OverBudgetError(say`Your account holds ${MAX_HELD_PER_ACCOUNT} long polls already (wait, wait_for_event), the most it may at once; wait on one of them (its types and site filters can be wider), or ask again without wait.`, HELD_RETRY_S, 'wait')
+        throw new OverBudgetError(say`Your account holds ${MAX_HELD_PER_ACCOUNT} long polls already (wait, wait_for_event), the most it may at once; wait on one of them (its types and site filters can be wider), or ask again without waiting.`, HELD_RETRY_S, waitParam)
       }
       this.heldBy.set(p.accountId, holding + 1)
       try {
@@ -89,7 +89,7 @@ export class EventFeed {
 
   /** The first of the caller's events after `after` that matches, waiting up to `timeoutSeconds` for one; null when none came. */
   async next(p: EventReader, q: { after?: string; types?: string; site?: string; timeoutSeconds: number }, signal?: AbortSignal): Promise<{ event: EventView | null }> {
-    const page = await this.page(p, { after: q.after, types: q.types, site: q.site, limit: 1, wait: q.timeoutSeconds }, signal)
+    const page = await this.page(p, { after: q.after, types: q.types, site: q.site, limit: 1, wait: q.timeoutSeconds }, signal, 'timeout_seconds')
     return { event: page.events[0] ?? null }
   }
 
