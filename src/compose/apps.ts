@@ -133,8 +133,10 @@ export function buildApps(n: AppsNeeds): Apps {
     write: (slug, values) => writePhpEnv(n.runtime, slug, values),
   })
   n.env.onChanged((site) => php.changed(site))
-  // The env view names what PHP cannot be given (its warning).
-  n.env.explainLeftOut((site, values) => (runsPhp(site) ? Object.entries(values).flatMap(([name, value]) => {
+  // The env view names what PHP cannot be given (its warning), on a site whose PHP serves: a vps
+  // site's image, or an app whose live release is PHP (a Node app's container has PHP-FPM idle).
+  const servesPhp = (site: SiteRow) => (site.runtime === null ? runsPhp(site) : site.runtime === 'php')
+  n.env.explainLeftOut((site, values) => (servesPhp(site) ? Object.entries(values).flatMap(([name, value]) => {
     const why = phpEnvUnfit(value)
     return why ? [{ name, why }] : []
   }) : []))

@@ -56,7 +56,7 @@ export interface Sites {
   /** Brings an active site's container back as soon as the engine reports it gone. */
   healer: SiteHealer
   /** site.down and site.up of an active site, by slug: the nodes' health monitor tells of a node's outage with them (domain/cluster/health.ts). */
-  outages: { down(slug: string, reason: string): void; up(slug: string): void }
+  outages: { down(slug: string, reason: string): void; up(slug: string): void; active(slug: string): boolean }
   /** Asks the app sites' supervisors for crash loops (app.crashing, app.recovered); run by berth serve's upkeep. */
   appCrashes: AppCrashWatch
   /** Requests, bytes and latency per site, counted by the edge proxy. */

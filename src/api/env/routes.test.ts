@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buyInProcess } from '../../../test/helpers/home-runtime'
 import { inProcess } from '../../../test/helpers/in-process'
 import { makeSiteEnvRepository, SiteEnvService } from '../../domain/env'
+import { SitesRepository } from '../../domain/sites/repository'
 import { BoxKeyFile } from '../../drivers/secrets/box-key'
 
 /**
@@ -112,6 +113,14 @@ describe('settings and secrets', () => {
       expect(answer.json.data.warning).toMatch(/^PHP does not get HASH \(a leading \$\), PEM \(a line break\): /)
       expect(answer.text).not.toContain('BEGIN KEY')
     }
+    // An app whose live release is Node: its PHP serves nothing, so nothing to warn of; a PHP release: the warning again.
+    const sites = new SitesRepository(h.services.store)
+    const warningAs = async (runtime: 'node' | 'php') => {
+      sites.setApp(vps.siteId, { runtime, live: null }, Date.now())
+      return (await h.call('GET', `/api/v1/sites/${vps.slug}/env/`, { key: vps.key })).json.data.warning
+    }
+    expect(await warningAs('node')).toBeNull()
+    expect(await warningAs('php')).toMatch(/^PHP does not get HASH/)
     // The shared plan's site has no PHP: nothing to warn of.
     const shared = await call('PATCH', set)
     expect(shared.json.data.warning).toBeNull()

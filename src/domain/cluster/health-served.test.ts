@@ -60,9 +60,10 @@ describe('a node whose agent does not answer', () => {
       nodes: new NodesRepository(c.h.services.store), link: silentLink(up), placement: c.runtime, clock: c.h.clock, log: c.h.log,
       runner: { markDown: (s, id) => runner.markDown(s, id), markStarted: (s) => runner.markStarted(s), isUp: (s) => runner.isUp(s), knownEndpoint: (s) => (runner.knownEndpoint(s) ? endpoints.get(s) : runner.knownEndpoint(s)) },
       accepts: (endpoint) => acceptsConnection(endpoint),
-      events: { down: (slug, reason) => told.push(`down ${slug} ${reason}`), up: (slug) => told.push(`up ${slug}`) },
+      events: { down: (slug, reason) => told.push(`down ${slug} ${reason}`), up: (slug) => told.push(`up ${slug}`), active: (slug) => !suspended.has(slug) },
     })
     const told: string[] = []
+    const suspended = new Set<string>()
     late.set(health)
     const status = async (s: { slug: string; key: string }) => (await c!.h.call('GET', `/api/v1/sites/${s.slug}/`, { key: s.key })).json.data.status
     await health.tick()
@@ -100,12 +101,17 @@ describe('a node whose agent does not answer', () => {
     expect(c.repo.find('node_b')!.state).toBe('active')
     expect(await status(served)).toBe('active')
     expect(await status(dead)).toBe('active')
-    // Back up is told once each answers again (the edge's next look runs them), not before.
+    // Back up is told once each answers again (the edge's next look runs them), not before; a
+    // site suspended meanwhile is not (its return will be site.resumed).
     expect(told).toEqual([])
+    suspended.add(dead.slug)
     for (const s of [served, dead]) expect(await c.h.services.directory.resolve(s.slug)).toMatchObject({ state: 'serving' })
     c.h.clock.advance(HEALTH_INTERVAL_MS)
     await health.tick()
     await health.tick()
-    expect(told.sort()).toEqual([`up ${dead.slug}`, `up ${served.slug}`].sort())
+    expect(told).toEqual([`up ${served.slug}`])
+    suspended.delete(dead.slug)
+    await health.tick()
+    expect(told).toEqual([`up ${served.slug}`])
   }, 30_000)
 })

@@ -51,7 +51,7 @@ export interface NodeHealthDeps {
    * that stops serving because its node stopped answering, and its return once it serves again
    * (its node back, or brought back elsewhere by an evacuation). Absent: none.
    */
-  events?: { down(slug: string, reason: string): void; up(slug: string): void }
+  events?: { down(slug: string, reason: string): void; up(slug: string): void; active(slug: string): boolean }
 }
 
 /** After a node refused or failed a new firewall policy, how long before it is sent again. */
@@ -243,6 +243,11 @@ export class NodeHealth {
       this.d.events.down(slug, 'Its node stopped answering; it comes back when the node does, or elsewhere if the node is evacuated.')
     }
     for (const slug of this.toldDown) {
+      // Suspended or deleted meanwhile: Berth's own stop now, not the outage's; its return is site.resumed.
+      if (!this.d.events.active(slug)) {
+        this.toldDown.delete(slug)
+        continue
+      }
       if (recovering.has(slug) || !this.d.runner.isUp(slug)) continue
       this.toldDown.delete(slug)
       this.d.events.up(slug)

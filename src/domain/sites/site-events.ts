@@ -52,7 +52,7 @@ export class SiteEvents {
   }
 
   /** `down` and `up` by slug, for an active site only (a suspended or deleted one is Berth's own stop). */
-  bySlug(sites: Pick<SitesRepository, 'findLiveBySlug'>): { down(slug: string, reason: string): void; up(slug: string): void } {
+  bySlug(sites: Pick<SitesRepository, 'findLiveBySlug'>): { down(slug: string, reason: string): void; up(slug: string): void; active(slug: string): boolean } {
     const active = (slug: string) => {
       const site = sites.findLiveBySlug(slug)
       return site?.status === 'active' ? site : undefined
@@ -66,6 +66,7 @@ export class SiteEvents {
         const site = active(slug)
         if (site) this.up(site)
       },
+      active: (slug) => active(slug) !== undefined,
     }
   }
 

@@ -126,17 +126,20 @@ const PROBE_MARK = '@@berth-probe@@'
  * The readiness poll (waitingFor), the provisioning and the probe of a starting server in one
  * exec: each exec is a process in the container and three round trips to the engine (~50 ms
  * here), and a create waited for three. Provisioning reads the exec's input (its SQL, which holds
- * the password); the probe's variables (its password) reach it under other names and are given
- * to it alone, never on a command line. null when the steps run as different accounts (then
- * they run one by one). The result is read back with `startedUp`.
+ * the password); each step's variables (the probe's password) are in the exec's environment under
+ * other names (BERTH_PROBE_0...) and set under their own names for that step alone, never on a
+ * command line (the other steps run in the same container as the same account, so they could read
+ * them: nothing is hidden from them, only kept from clients that read the usual names). null when
+ * the steps run as different accounts (then they run one by one). The result is read back with
+ * `startedUp`; a probed result's `err` holds the provisioning's stderr too.
  */
 export function startingUp(ready: DbExec, provision: DbExec, probe: DbExec): DbExec | null {
   const user = ready.user ?? 'root'
   if ((provision.user ?? 'root') !== user || (probe.user ?? 'root') !== user || typeof (provision.stdin ?? '') !== 'string') return null
   const carried = (prefix: string, env: string[] | undefined) => (env ?? []).map((pair, i) => {
     const at = pair.indexOf('=')
-    const name = pair.slice(0, at)
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`'${name}' is not a variable name`)
+    const name = at < 0 ? pair : pair.slice(0, at)
+    if (at < 0 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`'${name}' is not a NAME=value variable`)
     return { outer: `BERTH_${prefix}${i}=${pair.slice(at + 1)}`, assign: `${name}="$BERTH_${prefix}${i}"` }
   })
   const made = carried('PROVISION_', provision.env)

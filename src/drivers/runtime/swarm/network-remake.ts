@@ -35,16 +35,27 @@ export async function remakeNetwork(d: NetworkRemakeDeps, slug: string): Promise
   if (!network || network.Attachable) return
   const service = await d.services.find(slug)
   const engine = service ? await d.engineOf(nodeOfService(service)) : null
-  if (service && engine) {
-    await d.services.update(service, (spec) => ({ ...spec, Mode: { Replicated: { Replicas: 0 } }, TaskTemplate: { ...spec.TaskTemplate, Networks: [] } }))
-    await untilNoContainer(engine, d.instanceId, slug, true)
+  /** The service as it was (its replicas) on the site's network, whichever that is now. */
+  const putBack = async () => {
+    const now = service ? await d.services.find(slug) : null
+    if (service && now) await d.services.update(now, (spec) => ({ ...spec, Mode: service.Spec.Mode, TaskTemplate: { ...spec.TaskTemplate, Networks: [{ Target: names.network }] } }))
   }
-  await d.services.removeNetwork(names.network)
-  await d.services.ensureNetwork(names)
+  try {
+    if (service && engine) {
+      await d.services.update(service, (spec) => ({ ...spec, Mode: { Replicated: { Replicas: 0 } }, TaskTemplate: { ...spec.TaskTemplate, Networks: [] } }))
+      await untilNoContainer(engine, d.instanceId, slug, true)
+    }
+    await d.services.removeNetwork(names.network)
+    await d.services.ensureNetwork(names)
+  } catch (err) {
+    // The task would not leave, or the network would not go: the site goes back on its network
+    // (the old one, or one made again) as it ran, and the caller hears why.
+    await d.services.ensureNetwork(names).then(putBack).catch((again) => d.log.error('could not put a site back on its network after a failed remake; its next start will', { site: slug, error: (again as Error).message }))
+    throw err
+  }
   d.log.info('made the site\'s network again, attachable (for its databases)', { site: slug })
-  const now = service ? await d.services.find(slug) : null
-  if (!service || !now || !engine) return
-  await d.services.update(now, (spec) => ({ ...spec, Mode: service.Spec.Mode, TaskTemplate: { ...spec.TaskTemplate, Networks: [{ Target: names.network }] } }))
+  if (!service || !engine) return
+  await putBack()
   if (replicasOf(service) === 0) return
   const running = await untilRunning(engine, d.instanceId, slug, {
     before: null, sshPort: null, withinMs: d.startWithinMs, problem: (since) => d.services.taskProblem(slug, since),
