@@ -126,7 +126,7 @@ export function agentAnswers(link: Pick<NodeLink, 'fetch'>): (node: ClusterNode)
 /** The health monitor of `berth serve`; its `recovering()` feeds the sites' views (lateRecovering). */
 export function buildNodeHealth(
   s: Pick<NodeOpsDeps, 'store' | 'clock' | 'log' | 'runner'> & { outages?: NodeHealthDeps['events'] },
-  cluster: { placement: Placement; link: NodeLink; firewall?: SiteFirewallPolicy | null | (() => SiteFirewallPolicy | null); forwardsLost?: (nodeId: string) => void; accepts?: NodeHealthDeps['accepts'] },
+  cluster: { placement: Placement; link: NodeLink; firewall?: SiteFirewallPolicy | null | (() => SiteFirewallPolicy | null); forwardsLost?: NodeHealthDeps['forwardsLost']; accepts?: NodeHealthDeps['accepts'] },
 ): NodeHealth {
   return new NodeHealth({
     nodes: makeNodesRepository(s.store), link: cluster.link, placement: cluster.placement, runner: s.runner, clock: s.clock, log: s.log, events: s.outages,

@@ -126,7 +126,7 @@ describe('an agent that restarted', () => {
       const res = await fetch(node, path)
       return Response.json({ ...await res.json() as AgentInfo, instance: node.id === 'node_b' ? instance.id : 'a' })
     }
-    const health = buildNodeHealth(c.h.services, { placement: c.runtime, link, forwardsLost: (id) => lost.push(id) })
+    const health = buildNodeHealth(c.h.services, { placement: c.runtime, link, forwardsLost: (id) => void lost.push(id) })
     const started: string[] = []
     const markStarted = c.h.services.runner.markStarted.bind(c.h.services.runner)
     c.h.services.runner.markStarted = (slug: string) => (started.push(slug), markStarted(slug))

@@ -42,10 +42,10 @@ export interface NodeHealthDeps {
   firewall?: () => SiteFirewallPolicy | null
   /**
    * The agent of a node restarted (its info's `instance` changed) and lost its forwards: the
-   * runtime forgets those it knew (ClusterRuntime.forgetForwards), and the edge looks each site
-   * of the node up again, which asks for new ones.
+   * runtime asks for every one it knew there again, all together (ClusterRuntime.forgetForwards),
+   * then the edge looks each site of the node up again.
    */
-  forwardsLost?: (nodeId: string) => void
+  forwardsLost?: (nodeId: string) => void | Promise<void>
   /**
    * Tells the owners (the event log's site.down and site.up, docs/api.md "Event types"): a site
    * that stops serving because its node stopped answering, and its return once it serves again
@@ -156,7 +156,8 @@ export class NodeHealth {
 
   /** The node's agent restarted: its forwards are asked for again, each site looked up again by the edge. */
   private async agentRestarted(node: StoredNode): Promise<void> {
-    this.d.forwardsLost?.(node.id)
+    // Its forwards set again first (all together), then each site looked up again.
+    await Promise.resolve(this.d.forwardsLost?.(node.id)).catch(() => {})
     const placed = await this.d.placement.placements().catch(() => new Map<string, string>())
     const slugs = [...placed].filter(([, on]) => on === node.id).map(([slug]) => slug)
     for (const slug of slugs) this.d.runner.markStarted(slug)

@@ -52,8 +52,8 @@ export class ClusterRuntime extends SiteRuntime {
   }
 
   /** The agent of `nodeId` restarted and lost its forwards: the next endpoint of each of its sites asks for a new one. */
-  forgetForwards(nodeId: string): void {
-    this.swarm.forgetForwards(nodeId)
+  forgetForwards(nodeId: string): Promise<void> {
+    return this.swarm.forgetForwards(nodeId)
   }
 }
 
@@ -315,7 +315,7 @@ class SwarmHost implements SiteHost {
     await ignoring([404], this.engines.manager.docker.getNode(swarmNodeId).remove({ force: true }))
   }
 
-  forgetForwards = (nodeId: string): void => this.forwards.forgetNode(nodeId)
+  forgetForwards = (nodeId: string): Promise<void> => this.forwards.forgetNode(nodeId)
 
   async choose(memoryMb: number, except: string[] = []): Promise<string> {
     return chooseOnSwarm(this.engines.manager.docker, await this.services.list(), this.opts.nodes(), memoryMb, except)

@@ -38,4 +38,15 @@ describe('the forwards to sites on other nodes', () => {
     expect(again).toEqual({ containerId: 'c2', address: '10.0.0.2', port: 41002 })
     expect(asked.map((a) => `${a.method} ${a.slug} ${a.address}`)).toEqual(['PUT shop 10.231.0.2', 'PUT shop 10.231.0.2'])
   })
+
+  it('asks again at once for every forward of a node whose agent restarted, not one per request: the first asked would replace the former rules alone', async () => {
+    const { asked, forwards } = agentOfB()
+    await forwards.endpointOf(onB, 'net', 'shop', container('c1', '10.231.0.2'))
+    await forwards.endpointOf(onB, 'net', 'blog', container('c2', '10.231.0.18'))
+    await forwards.forgetNode(B.id)
+    expect(asked.slice(2).map((a) => `${a.method} ${a.slug} ${a.address}`).sort()).toEqual(['PUT blog 10.231.0.18', 'PUT shop 10.231.0.2'])
+    // Known again with the ports the restarted agent gave (41003, 41004): the next lookups ask nothing.
+    expect([41003, 41004]).toContain((await forwards.endpointOf(onB, 'net', 'shop', container('c1', '10.231.0.2'))).port)
+    expect(asked).toHaveLength(4)
+  })
 })

@@ -45,9 +45,26 @@ export class Forwards {
     return port
   }
 
-  /** Forgets the forwards known on `nodeId` (its agent restarted without them): the next endpointOf asks again. */
-  forgetNode(nodeId: string): void {
-    for (const [slug, known] of this.known) if (known.nodeId === nodeId) this.known.delete(slug)
+  /**
+   * The agent of `nodeId` restarted without its forwards: each one known there is asked for again
+   * at once, all together. Left to each site's next request, the first one asked would replace the
+   * former agent's kernel rules (which carried every site of the node meanwhile) by its own alone,
+   * and the node's other sites would be refused until theirs came (seen: a 502 right after an agent
+   * restart). A forward that cannot be set now is asked for by the site's next endpointOf.
+   */
+  forgetNode(nodeId: string): Promise<void> {
+    const node = this.nodes().find((n) => n.id === nodeId)
+    const again: Promise<unknown>[] = []
+    for (const [slug, known] of this.known) {
+      if (known.nodeId !== nodeId) continue
+      this.known.delete(slug)
+      if (node) {
+        again.push(this.to(node, slug, known.containerId, known.target).catch((err) => {
+          this.log.warn('could not set a forward again after its node\'s agent restarted; the site\'s next request asks', { site: slug, node: nodeId, error: (err as Error).message })
+        }))
+      }
+    }
+    return Promise.all(again).then(() => undefined)
   }
 
   /** Closes the site's forward on the node it was last set on, else on `nodeId` (best effort). */
