@@ -181,7 +181,13 @@ describe('incidents on an app site', () => {
     await serving(app, 'v3 hello ', 60_000)
     const took = performance.now() - started
     console.log(`apps-incidents: a killed app container served again after ${took.toFixed(0)} ms`)
-    expect((await siteView(app)).app).toMatchObject({ release: v1.id, processes: [expect.objectContaining({ name: 'web', state: 'running' })] })
+    // The edge reaches the web process as soon as it listens; the supervisor says `running` once
+    // its health check passed (`starting` until then): within seconds.
+    const view = await eventually('the view to show web running', 10_000, async () => {
+      const shown = (await siteView(app)).app
+      return shown.processes?.[0]?.state === 'running' ? shown : null
+    })
+    expect(view).toMatchObject({ release: v1.id, processes: [expect.objectContaining({ name: 'web', state: 'running' })] })
   }, 120_000)
 
   it('a snapshot restored over a newer release brings the earlier release back, and ~/data as it was', async () => {

@@ -40,7 +40,7 @@ async function containerOf(slug: string): Promise<Docker.ContainerInfo | undefin
 async function siteShell(slug: string, script: string, opts: { detach?: boolean } = {}): Promise<{ code: number; output: string }> {
   const found = await containerOf(slug)
   if (!found) throw new Error(`no running container for ${slug}`)
-  const exec = await docker.getContainer(found.Id).exec({ Cmd: ['sh', '-c', script], User: '1000:1000', WorkingDir: '/home/site', AttachStdout: !opts.detach, AttachStderr: !opts.detach, Tty: true })
+  const exec = await unpaused(() => docker.getContainer(found.Id).exec({ Cmd: ['sh', '-c', script], User: '1000:1000', WorkingDir: '/home/site', AttachStdout: !opts.detach, AttachStderr: !opts.detach, Tty: true }))
   if (opts.detach) {
     await exec.start({ Detach: true, Tty: true })
     return { code: 0, output: '' }
@@ -50,6 +50,23 @@ async function siteShell(slug: string, script: string, opts: { detach?: boolean 
   stream.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
   await new Promise((done) => stream.on('end', done))
   return { code: (await exec.inspect()).ExitCode ?? -1, output: output.replace(/\r\n/g, '\n') }
+}
+
+/**
+ * `make`, waited out while the container is paused: Berth pauses a site's container for the
+ * instant of an archive (its own backups at the maintenance passes, every 5 s here, besides the
+ * tests' snapshots), and the engine refuses a `docker exec` from outside meanwhile (409), as it
+ * would an admin's. A freeze lasts well under a second; 10 s is the bound.
+ */
+async function unpaused<T>(make: () => Promise<T>): Promise<T> {
+  for (const deadline = Date.now() + 10_000; ;) {
+    try {
+      return await make()
+    } catch (err) {
+      if (!/is paused/.test((err as Error).message) || Date.now() > deadline) throw err
+      await Bun.sleep(50)
+    }
+  }
 }
 
 async function buyActive(sku: string, key?: string): Promise<{ slug: string; key: string }> {
