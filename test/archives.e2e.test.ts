@@ -6,6 +6,7 @@ import { zstdDecompressSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api, startBerth, type Berth } from './helpers/binary'
 import { removeEngineInstance } from './helpers/engine-instance'
+import { unpaused } from './helpers/sites'
 import { buyDirect, uniqueSlug, viaEdge, waitForSite } from './helpers/purchase'
 
 /**
@@ -50,23 +51,6 @@ async function siteShell(slug: string, script: string, opts: { detach?: boolean 
   stream.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
   await new Promise((done) => stream.on('end', done))
   return { code: (await exec.inspect()).ExitCode ?? -1, output: output.replace(/\r\n/g, '\n') }
-}
-
-/**
- * `make`, waited out while the container is paused: Berth pauses a site's container for the
- * instant of an archive (its own backups at the maintenance passes, every 5 s here, besides the
- * tests' snapshots), and the engine refuses a `docker exec` from outside meanwhile (409), as it
- * would an admin's. A freeze lasts well under a second; 10 s is the bound.
- */
-async function unpaused<T>(make: () => Promise<T>): Promise<T> {
-  for (const deadline = Date.now() + 10_000; ;) {
-    try {
-      return await make()
-    } catch (err) {
-      if (!/is paused/.test((err as Error).message) || Date.now() > deadline) throw err
-      await Bun.sleep(50)
-    }
-  }
 }
 
 async function buyActive(sku: string, key?: string): Promise<{ slug: string; key: string }> {

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api, BINARY, startBerth, type Berth } from './helpers/binary'
 import { buyDirect, uniqueSlug, waitForSite } from './helpers/purchase'
-import { docker, removeSitesOf } from './helpers/sites'
+import { docker, removeSitesOf, unpaused } from './helpers/sites'
 
 /**
  * Copies off the box end to end (issue 25): the compiled binary with offsite.url a file:// folder,
@@ -69,7 +69,7 @@ async function until<T>(read: () => Promise<T> | T, done: (v: T) => boolean, tim
 async function siteShell(slug: string, script: string): Promise<number> {
   const [found] = await docker.listContainers({ filters: { label: ['dev.berth.managed=true', `dev.berth.site-slug=${slug}`] } })
   instance ??= found!.Labels['dev.berth.instance']
-  const exec = await docker.getContainer(found!.Id).exec({ Cmd: ['sh', '-c', script], User: '1000:1000', WorkingDir: '/home/site', AttachStdout: true, AttachStderr: true })
+  const exec = await unpaused(() => docker.getContainer(found!.Id).exec({ Cmd: ['sh', '-c', script], User: '1000:1000', WorkingDir: '/home/site', AttachStdout: true, AttachStderr: true }))
   const stream = await exec.start({})
   stream.resume()
   await new Promise((done) => stream.on('end', done))

@@ -52,6 +52,24 @@ export async function hostHome(b: Berth, slug: string): Promise<string> {
 }
 
 /**
+ * `make` (a `docker exec` into a site's container), waited out while the container is paused:
+ * Berth pauses a site's container for the instant of an archive (a snapshot, or a backup at a
+ * maintenance pass, which tests run every few seconds), and the engine refuses an exec from
+ * outside meanwhile (409), as it would an admin's. A freeze lasts well under a second; 10 s is
+ * the bound.
+ */
+export async function unpaused<T>(make: () => Promise<T>): Promise<T> {
+  for (const deadline = Date.now() + 10_000; ;) {
+    try {
+      return await make()
+    } catch (err) {
+      if (!/is paused/.test((err as Error).message) || Date.now() > deadline) throw err
+      await Bun.sleep(50)
+    }
+  }
+}
+
+/**
  * Runs a shell script in the site's container as the site user (uid 1000), in its home, as a
  * tenant with a shell would; returns the exit code and the combined output. `b` is a Berth this
  * test started, or the instance id of one it did not (systemd-unit.solo.e2e).
@@ -60,7 +78,7 @@ export async function siteShell(b: Berth | string, slug: string, script: string)
   const instance = typeof b === 'string' ? b : instanceOf(b)
   const [found] = await docker.listContainers({ filters: { label: [`dev.berth.instance=${instance}`, `dev.berth.site-slug=${slug}`] } })
   if (!found) throw new Error(`no running container for ${slug}`)
-  const exec = await docker.getContainer(found.Id).exec({ Cmd: ['sh', '-c', script], User: '1000:1000', WorkingDir: '/home/site', AttachStdout: true, AttachStderr: true, Tty: true })
+  const exec = await unpaused(() => docker.getContainer(found.Id).exec({ Cmd: ['sh', '-c', script], User: '1000:1000', WorkingDir: '/home/site', AttachStdout: true, AttachStderr: true, Tty: true }))
   const stream = await exec.start({ Tty: true })
   let output = ''
   stream.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
