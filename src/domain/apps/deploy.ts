@@ -65,12 +65,17 @@ export interface AppDeployerDeps {
 export class AppDeployer {
   constructor(private d: AppDeployerDeps) {}
 
-  async deploy(deployment: DeploymentRow, site: SiteRow, source: DeploySource): Promise<AppOutcome> {
+  /**
+   * Builds and switches; `record` stores the outcome before a pusher is told it (git push's
+   * answer), so what the pusher reads next through the API already says it.
+   */
+  async deploy(deployment: DeploymentRow, site: SiteRow, source: DeploySource, record?: (outcome: AppOutcome) => void): Promise<AppOutcome> {
     const relay = source.kind === 'push' ? new PushRelay(this.d.supervisor, site.slug, source.push_id) : null
     const outcome = await this.build(deployment, site, source, (line) => relay?.line(line)).catch(async (err) => {
       await relay?.done(false, 'Berth could not run the deployment (the container engine failed); push again in a minute.')
       throw err
     })
+    record?.(outcome)
     await relay?.done(outcome.status === 'succeeded', outcome.status === 'succeeded' ? `Deployed: release ${deployment.id} serves the site.` : `Not deployed: ${outcome.error}`)
     return outcome
   }

@@ -43,7 +43,7 @@ export interface NodeHealthDeps {
   /**
    * The agent of a node restarted (its info's `instance` changed) and lost its forwards: the
    * runtime asks for every one it knew there again, all together (ClusterRuntime.forgetForwards),
-   * then the edge looks each site of the node up again.
+   * while the edge looks each site of the node up again.
    */
   forwardsLost?: (nodeId: string) => void | Promise<void>
   /**
@@ -156,10 +156,13 @@ export class NodeHealth {
 
   /** The node's agent restarted: its forwards are asked for again, each site looked up again by the edge. */
   private async agentRestarted(node: StoredNode): Promise<void> {
-    // Its forwards set again first (all together), then each site looked up again.
-    await Promise.resolve(this.d.forwardsLost?.(node.id)).catch(() => {})
     const placed = await this.d.placement.placements().catch(() => new Map<string, string>())
     const slugs = [...placed].filter(([, on]) => on === node.id).map(([slug]) => slug)
+    // Its forwards asked for again, all together, and in the same tick each site looked up again:
+    // a request from now on asks for its forward and waits for it, never an old port that the new
+    // forwards replaced (until here the former agent's rules still carry the old ports). Awaiting
+    // the forwards before the look-ups left the edge on the old ports meanwhile: a 502.
+    void Promise.resolve(this.d.forwardsLost?.(node.id)).catch(() => {})
     for (const slug of slugs) this.d.runner.markStarted(slug)
     this.d.log.info('the agent of a node restarted: its sites\' forwards are set again', { node: node.id, name: node.name, sites: slugs.length })
   }

@@ -104,13 +104,19 @@ export class Deployer implements JobHandler {
     if (deployment.status !== 'queued') return
     await this.locks.run(site.id, async () => {
       this.repo.start(deploymentId, this.clock.now())
-      const outcome = await this.deploy(deployment, site, this.plans.get(site.planSlug).hosting_type).catch((err): Outcome => {
+      // Stored as soon as it is known: a push's pusher is told only after (AppDeployer.deploy).
+      let recorded = false
+      const record = (done: Outcome) => {
+        this.repo.finish(deploymentId, { ...done, at: this.clock.now() })
+        recorded = true
+      }
+      const outcome = await this.deploy(deployment, site, this.plans.get(site.planSlug).hosting_type, record).catch((err): Outcome => {
         if (err instanceof SiteNotRunnableError) return { status: 'failed', output: '', error: `${err.message} Deploy again once the site shows status active.` }
         if (err instanceof RollbackRefusedError) return { status: 'failed', output: '', error: err.message }
         this.log.error('deployment failed', { site: site.slug, deployment: deploymentId, error: (err as Error).message })
         return { status: 'failed', output: '', error: 'The deployment could not run (the container engine failed); retry in a minute.' }
       })
-      this.repo.finish(deploymentId, { ...outcome, at: this.clock.now() })
+      if (!recorded) this.repo.finish(deploymentId, { ...outcome, at: this.clock.now() })
       this.changes?.changed({ siteId: site.id, slug: site.slug, reason: 'deploy' })
       this.log.info('site deployed', { site: site.slug, deployment: deploymentId, status: outcome.status, rollback_of: deployment.rollbackOf ?? undefined })
       await this.files?.prune(site.id).catch((err) => this.log.error('could not prune the files of old deployments', { site: site.slug, error: (err as Error).message }))
@@ -124,12 +130,12 @@ export class Deployer implements JobHandler {
     }
   }
 
-  private async deploy(deployment: DeploymentRow, site: SiteRow, hostingType: HostingType): Promise<Outcome> {
+  private async deploy(deployment: DeploymentRow, site: SiteRow, hostingType: HostingType, record: (outcome: Outcome) => void): Promise<Outcome> {
     const slug = site.slug
     const out: string[] = []
     const state = await this.runtime.inspectSite(slug)
     if (!state?.running) throw new SiteNotRunnableError(`The site '${slug}' is not running.`)
-    if (this.apps && deployment.source) return this.apps.deployer.deploy(deployment, site, JSON.parse(deployment.source) as DeploySource)
+    if (this.apps && deployment.source) return this.apps.deployer.deploy(deployment, site, JSON.parse(deployment.source) as DeploySource, record)
     const target = deployment.rollbackOf ? this.repo.find(deployment.rollbackOf) : undefined
     if (this.apps && target?.source && target.runtime) return this.apps.deployer.rollback(deployment, site, target)
     if (this.apps && site.runtime !== null) return this.appRestart(site)
