@@ -13,6 +13,7 @@ import { checkDbName, DB_PORTS, DB_USER, databaseOf, FIRST_DB_VARIABLE, HAS_SERV
 import type { DatabaseSizes } from './sizes'
 import type { DatabaseEvents } from './database-events'
 import type { DatabaseLogView, DatabaseView, DatabaseWithUrlView, SiteDatabaseSummary } from './views'
+import { redact } from '../env/redact'
 
 export interface DatabasesDeps {
   store: Pick<Store, 'write'>
@@ -286,9 +287,8 @@ export class DatabasesService {
     this.require(site, name)
     const search = q.search
     const read = (await this.d.runtime.logs(site.slug, name, search ? LOG_SEARCH_LINES : q.lines)) ?? []
-    const passwords = this.passwordsOf(site.id).filter((p) => p.length >= 8)
-    const masked = (line: string) => passwords.reduce((text, p) => text.replaceAll(p, '[secret]'), line)
-    return { name, lines: (search ? read.filter((line) => line.includes(search)) : read).slice(-q.lines).map(masked) }
+    const passwords = this.passwordsOf(site.id)
+    return { name, lines: (search ? read.filter((line) => line.includes(search)) : read).slice(-q.lines).map((line) => redact(line, passwords)) }
   }
 
   private require(site: SiteRow, name: string): SiteDatabaseRow {

@@ -178,8 +178,7 @@ export class DockerDatabaseRuntime implements DatabaseRuntime {
     return this.call(engine, async () => {
       const info = await this.own(engine.docker, databaseNames(this.opts.instanceId, slug, name).container)
       if (!info) return null
-      const raw = (await engine.docker.getContainer(info.Id).logs({ stdout: true, stderr: true, tail })) as unknown as Buffer
-      return demuxed(raw).split('\n').map((line) => line.replace(/\r$/, '')).filter((line) => line !== '')
+      return (await outputOf(engine.docker, info.Id, tail)).split('\n').map((line) => line.replace(/\r$/, '')).filter((line) => line !== '')
     })
   }
 
@@ -365,13 +364,14 @@ function checkPassword(password: string): void {
   if (!/^[A-Za-z0-9]{16,128}$/.test(password)) throw new Error('A database password must be 16 to 128 letters and digits.')
 }
 
+/** The container's last `tail` lines of output (stdout and stderr, as written). */
+async function outputOf(docker: Docker, id: string, tail: number): Promise<string> {
+  return demuxed((await docker.getContainer(id).logs({ stdout: true, stderr: true, tail })) as unknown as Buffer)
+}
+
+/** Its last 20 lines, for an error's details; '' when they cannot be read. */
 async function logsOf(docker: Docker, id: string): Promise<string> {
-  try {
-    const raw = (await docker.getContainer(id).logs({ stdout: true, stderr: true, tail: 20 })) as unknown as Buffer
-    return demuxed(raw).trim()
-  } catch {
-    return ''
-  }
+  return (await outputOf(docker, id, 20).catch(() => '')).trim()
 }
 
 /** The text of a non-TTY container's log (8-byte frame headers stripped). */
