@@ -13,7 +13,7 @@ import { checkDbName, DB_PORTS, DB_USER, databaseOf, FIRST_DB_VARIABLE, HAS_SERV
 import type { DatabaseSizes } from './sizes'
 import type { DatabaseEvents } from './database-events'
 import type { DatabaseLogView, DatabaseView, DatabaseWithUrlView, SiteDatabaseSummary } from './views'
-import { redact } from '../env/redact'
+import { redact } from '../env'
 
 export interface DatabasesDeps {
   store: Pick<Store, 'write'>
